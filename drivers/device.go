@@ -1,0 +1,119 @@
+package drivers
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Device is one packet I/O device, opened once and shared by the FromDevice
+// and ToDevice elements of every worker.
+//
+// Concurrency: RX queue q is served by exactly one worker, so Receive(q, ...)
+// is never called concurrently for the same q. Transmit(w, ...) is called by
+// worker w only; a driver keeps per-worker TX state or locks (per batch,
+// never per packet).
+type Device interface {
+	// RxQueues is the number of RX queues (≥ 1).
+	RxQueues() int
+	// Receive appends up to b.Cap()-b.Len() packets from queue q to b and
+	// returns how many it added. It never blocks for long.
+	Receive(q int, b *packet.Batch) int
+	// Drained reports that queue q is finite and exhausted.
+	Drained(q int) bool
+	// Transmit takes every packet of b — sent, or freed and counted when
+	// the ring is full — and leaves b empty. It never blocks indefinitely.
+	Transmit(worker int, b *packet.Batch)
+	// Flush pushes out anything buffered (files, TX rings).
+	Flush() error
+	// Close flushes and releases the device; packets it still holds go
+	// back to their pools.
+	Close() error
+	// Info describes the device (MAC, addresses) for elements.
+	Info() Info
+	// Stats returns the driver's counters (rx, tx, tx drops, ...).
+	Stats() []Counter
+}
+
+// Info is what elements may need to know about a device.
+type Info struct {
+	Name      string
+	Driver    string
+	MAC       packet.MAC
+	Addresses []netip.Prefix
+}
+
+// Counter is a named driver counter.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// OpenContext is what a driver gets when the pipeline opens a device.
+type OpenContext struct {
+	Name    string // the device's name in the graph
+	Index   int    // its index (the InDevice annotation of its packets)
+	Workers int
+	Batch   int
+	// BaseDir resolves relative file names (the graph file's directory).
+	BaseDir string
+	// Addresses and MAC are the common device keys, already parsed.
+	Addresses []netip.Prefix
+	MAC       packet.MAC
+}
+
+// Driver is a registered driver.
+type Driver struct {
+	Name string
+	// NewConfig returns a pointer to the driver's config struct with
+	// defaults; its toml-tagged fields are the driver's keys (besides the
+	// common driver, addresses and mac keys, handled by the loader).
+	NewConfig func() any
+	// Open opens the device. Errors are reported before anything starts.
+	Open func(cfg any, ctx OpenContext) (Device, error)
+	// Doc is a short description with the keys.
+	Doc string
+}
+
+var (
+	mu      sync.RWMutex
+	drivers = map[string]*Driver{}
+)
+
+// Register adds a driver; it panics on an empty name, a nil Open or a
+// duplicate.
+func Register(d Driver) {
+	if d.Name == "" || d.Open == nil {
+		panic("drivers: Register needs a name and Open")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := drivers[d.Name]; dup {
+		panic(fmt.Sprintf("drivers: duplicate driver %q", d.Name))
+	}
+	dd := d
+	drivers[d.Name] = &dd
+}
+
+// Lookup returns a registered driver.
+func Lookup(name string) (*Driver, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	d, ok := drivers[name]
+	return d, ok
+}
+
+// Names lists registered drivers, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(drivers))
+	for n := range drivers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

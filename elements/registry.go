@@ -1,0 +1,144 @@
+package elements
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Type describes one element type: how to make its config, how to build an
+// instance for one worker, its ports and its documentation.
+type Type struct {
+	// Name is what graphs write (e.g. "DecTTL").
+	Name string
+	// NewConfig returns a pointer to a fresh config struct holding the
+	// defaults. Its exported fields, named by toml tags, are the element's
+	// keys; Doc.Keys lists them in positional order. Nil means no keys.
+	NewConfig func() any
+	// New builds one instance for one worker from a validated config. It
+	// must not start goroutines or touch the network; resources it opens
+	// are released by the instance's Close.
+	New func(cfg any, ctx *Context) (Element, error)
+	// In and Out are the port counts; Out < 0 means the config decides
+	// (the config implements PortCounter).
+	In, Out int
+	// Optional lists output ports that may be left unconnected: what would
+	// go there is dropped and counted as "unconnected output N".
+	Optional []int
+	// Source marks elements that receive from a device (FromDevice).
+	Source bool
+	Doc    Doc
+}
+
+// Doc is an element's manual page, in Click's sections.
+type Doc struct {
+	Synopsis string // e.g. "DecTTL" or "Classifier(RULE, ...)"
+	Summary  string // one line
+	Ports    string // what each input and output does
+	Keys     []Key  // in positional order
+	Stats    string // counters and drop reasons
+	Example  string // a graph snippet
+	SeeAlso  string
+	Text     string // longer description, optional
+}
+
+// Key documents one config key.
+type Key struct {
+	Name     string
+	Type     string // "string", "int", "bool", "[]string", "address", ...
+	Default  string // "" when required or none
+	Required bool
+	// Variadic marks the last positional key of list type: every remaining
+	// inline argument goes into it.
+	Variadic bool
+	Doc      string
+}
+
+// PortCounter is implemented by configs whose port counts depend on the
+// config (Classifier's one output per rule, Tee(n), IPLookup's out ports).
+type PortCounter interface {
+	Ports() (in, out int)
+}
+
+// Validator is implemented by configs that check themselves after decoding
+// (ranges, parsing of rule strings). The error should name the key:
+// use KeyError.
+type Validator interface {
+	Validate() error
+}
+
+// KeyError is a config error attached to one key, so that the loader can
+// report it with the key's line.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("key %q: %v", e.Key, e.Err) }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Errorf makes a KeyError.
+func Errorf(key, format string, args ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+var (
+	regMu sync.RWMutex
+	types = map[string]*Type{}
+)
+
+// Register adds an element type. It panics on an empty name, a nil
+// constructor or a duplicate name: all are programming errors found at start.
+func Register(t Type) {
+	if t.Name == "" {
+		panic("elements: Register with empty name")
+	}
+	if t.New == nil {
+		panic("elements: Register " + t.Name + " with nil constructor")
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := types[t.Name]; dup {
+		panic("elements: duplicate element type " + t.Name)
+	}
+	tt := t
+	types[t.Name] = &tt
+}
+
+// Lookup returns the registered type with this name.
+func Lookup(name string) (*Type, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	t, ok := types[name]
+	return t, ok
+}
+
+// Names returns every registered type name, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(types))
+	for n := range types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsOptional reports whether output port may stay unconnected.
+func (t *Type) IsOptional(port int) bool {
+	for _, p := range t.Optional {
+		if p == port {
+			return true
+		}
+	}
+	return false
+}
+
+// Ports returns the port counts for a decoded config.
+func (t *Type) Ports(cfg any) (in, out int) {
+	if pc, ok := cfg.(PortCounter); ok && t.Out < 0 {
+		return pc.Ports()
+	}
+	return t.In, t.Out
+}

@@ -1,0 +1,9 @@
+module github.com/junction-dataplane/junction
+
+go 1.26.0
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/google/gopacket v1.1.19 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,55 @@
+package packet
+
+// DefaultBatch is the default number of packets per batch (as VPP's frame,
+// DPDK's burst).
+const DefaultBatch = 64
+
+// MaxBatch is the largest batch size a graph may configure.
+const MaxBatch = 256
+
+// Batch is a fixed-capacity vector of packets. Elements receive a batch,
+// process every packet in it, and pass batches on. A Batch is preallocated and
+// reused: Reset empties it without freeing its packets.
+type Batch struct {
+	Pkts []*Packet // len is the number of packets, cap the capacity
+}
+
+// NewBatch returns an empty batch able to hold n packets.
+func NewBatch(n int) *Batch {
+	return &Batch{Pkts: make([]*Packet, 0, n)}
+}
+
+// Len is the number of packets in the batch.
+func (b *Batch) Len() int { return len(b.Pkts) }
+
+// Cap is the batch's capacity.
+func (b *Batch) Cap() int { return cap(b.Pkts) }
+
+// Full reports whether no more packets fit.
+func (b *Batch) Full() bool { return len(b.Pkts) == cap(b.Pkts) }
+
+// Add appends p; the caller makes sure the batch is not full.
+func (b *Batch) Add(p *Packet) { b.Pkts = append(b.Pkts, p) }
+
+// Reset empties the batch (the packets are not freed).
+func (b *Batch) Reset() {
+	clear(b.Pkts) // drop references so a held slot never aliases a freed packet
+	b.Pkts = b.Pkts[:0]
+}
+
+// FreeAll frees every packet and empties the batch.
+func (b *Batch) FreeAll() {
+	for _, p := range b.Pkts {
+		p.Free()
+	}
+	b.Reset()
+}
+
+// Bytes is the sum of the frame lengths.
+func (b *Batch) Bytes() int {
+	n := 0
+	for _, p := range b.Pkts {
+		n += len(p.Data)
+	}
+	return n
+}

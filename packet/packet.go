@@ -1,0 +1,106 @@
+package packet
+
+import "net/netip"
+
+const (
+	// BufSize is the size of every packet buffer: one page half, enough for a
+	// 1500-byte MTU frame plus headroom, and the AF_XDP default frame size.
+	BufSize = 2048
+	// Headroom is the space reserved in front of a received frame so that an
+	// element can prepend a header (e.g. an encapsulation) without copying.
+	Headroom = 128
+	// ScratchSize is the size of the per-packet scratch area elements may use
+	// to pass small facts downstream (e.g. a flow index).
+	ScratchSize = 32
+)
+
+// Packet is one frame and its annotations. Data is the frame itself, a slice
+// of the packet's buffer starting at some headroom; annotations travel with the
+// packet through the graph and are reset when it is taken from its pool.
+type Packet struct {
+	// Data is the frame, starting with its Ethernet header.
+	Data []byte
+
+	// InDevice is the index of the device the packet arrived on (the graph's
+	// device order), InQueue the RX queue.
+	InDevice uint16
+	InQueue  uint16
+	// L3 is the offset of the network header in Data (14 for untagged
+	// Ethernet); set by the receiving driver.
+	L3 uint16
+	// Port is scratch for elements that classify a batch into outputs.
+	Port uint16
+	// NextHop is the next-hop annotation set by IPLookup and read by
+	// ARPQuerier/EtherRewrite; the zero Addr means "the destination itself".
+	NextHop netip.Addr
+	// FlowHash is a symmetric flow hash, 0 when not computed.
+	FlowHash uint32
+	// Scratch is free for elements; its meaning is documented by the element
+	// that writes it.
+	Scratch [ScratchSize]byte
+
+	buf  []byte // the whole buffer, len == cap == BufSize
+	pool *Pool
+	held bool // true while owned by someone outside its pool
+}
+
+// Buffer returns the packet's whole underlying buffer (headroom included).
+func (p *Packet) Buffer() []byte { return p.buf }
+
+// Headroom returns how many bytes precede Data in the buffer.
+func (p *Packet) Headroom() int { return cap(p.buf) - cap(p.Data) }
+
+// SetLen changes the frame length within the buffer, keeping its start. It
+// reports false (and changes nothing) if n does not fit.
+func (p *Packet) SetLen(n int) bool {
+	if n < 0 || n > cap(p.Data) {
+		return false
+	}
+	p.Data = p.Data[:n]
+	return true
+}
+
+// Reset places an empty frame at the standard headroom and clears the
+// annotations.
+func (p *Packet) Reset() {
+	p.Data = p.buf[Headroom:Headroom]
+	p.InDevice, p.InQueue, p.L3, p.Port = 0, 0, 14, 0
+	p.NextHop = netip.Addr{}
+	p.FlowHash = 0
+	p.Scratch = [ScratchSize]byte{}
+}
+
+// SetFrame copies frame into the packet at the standard headroom. It reports
+// false if the frame does not fit.
+func (p *Packet) SetFrame(frame []byte) bool {
+	if len(frame) > BufSize-Headroom {
+		return false
+	}
+	p.Data = p.buf[Headroom : Headroom+len(frame)]
+	copy(p.Data, frame)
+	return true
+}
+
+// Free returns the packet to its pool. Freeing a packet twice panics: it is a
+// bug in the element that did it, and hiding it would corrupt a pool.
+func (p *Packet) Free() {
+	p.pool.put(p)
+}
+
+// Pool returns the pool the packet belongs to.
+func (p *Packet) Pool() *Pool { return p.pool }
+
+// Clone copies p (frame and annotations) into a packet from pool, or returns
+// nil if the pool is empty.
+func (p *Packet) Clone(pool *Pool) *Packet {
+	q := pool.Get()
+	if q == nil {
+		return nil
+	}
+	h := p.Headroom()
+	q.Data = q.buf[h : h+len(p.Data)]
+	copy(q.Data, p.Data)
+	q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
+	q.NextHop, q.FlowHash, q.Scratch = p.NextHop, p.FlowHash, p.Scratch
+	return q
+}
