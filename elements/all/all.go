@@ -1,0 +1,13 @@
+// Package all registers every standard element family; import it for its
+// side effects. A custom build imports it (or the families it wants) plus
+// its own element packages.
+package all
+
+import (
+	_ "github.com/junction-dataplane/junction/elements/arp"
+	_ "github.com/junction-dataplane/junction/elements/classifier"
+	_ "github.com/junction-dataplane/junction/elements/devices"
+	_ "github.com/junction-dataplane/junction/elements/ethernet"
+	_ "github.com/junction-dataplane/junction/elements/ip"
+	_ "github.com/junction-dataplane/junction/elements/standard"
+)

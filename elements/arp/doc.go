@@ -1,0 +1,2 @@
+// Package arp provides ARPResponder (and, later, ARPQuerier): the ARP elements.
+package arp

@@ -1,0 +1,2 @@
+// Package devices provides FromDevice and ToDevice, the elements that connect a graph to its devices.
+package devices

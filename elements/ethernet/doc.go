@@ -1,0 +1,2 @@
+// Package ethernet provides EtherRewrite, which writes static Ethernet addresses.
+package ethernet
