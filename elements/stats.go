@@ -19,14 +19,42 @@ const MaxCounters = 16
 // atomically. Counters are per batch except drops and element-specific
 // counters, which are per event.
 type Stats struct {
-	Batches atomic.Uint64 // batches received
-	Packets atomic.Uint64 // packets received
-	Nanos   atomic.Uint64 // self time in Push (or Poll), nanoseconds
+	// Published values: written by the owning worker's Clock.Publish about
+	// every millisecond (and when the worker stops), loaded by readers.
+	Batches      atomic.Uint64 // batches received
+	Packets      atomic.Uint64 // packets received
+	Nanos        atomic.Uint64 // self time in timed rounds, nanoseconds
+	TimedPackets atomic.Uint64 // packets received in timed rounds
+
+	// Live values, written only by the owning worker.
+	batches, packets, nanos, timedPackets uint64
 
 	n      int
 	names  [MaxCounters]string
 	isDrop [MaxCounters]bool
 	vals   [MaxCounters]atomic.Uint64
+}
+
+func (s *Stats) publish() {
+	s.Batches.Store(s.batches)
+	s.Packets.Store(s.packets)
+	s.Nanos.Store(s.nanos)
+	s.TimedPackets.Store(s.timedPackets)
+}
+
+// NsPerPacket is the self time per packet estimated from the timed rounds.
+func (s *Stats) NsPerPacket() float64 {
+	tp := s.TimedPackets.Load()
+	if tp == 0 {
+		return 0
+	}
+	return float64(s.Nanos.Load()) / float64(tp)
+}
+
+// EstimatedNanos is the element's total self time, estimated by scaling the
+// timed rounds to all packets.
+func (s *Stats) EstimatedNanos() float64 {
+	return s.NsPerPacket() * float64(s.Packets.Load())
 }
 
 // Reason registers (or finds) a drop reason by name, at construction time.

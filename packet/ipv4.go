@@ -89,30 +89,47 @@ func (h IPv4) SetDst(a netip.Addr)   { h.SetDst4(a.As4()) }
 
 // Payload returns the bytes after the header (by IHL), bounded by the frame
 // and by TotalLen when TotalLen is sane.
+//
+// It returns nil when IHL is below the minimum (5 words) or runs past the
+// frame: there is no payload to speak of, and returning the header itself
+// would let a caller parse it as L4.
 func (h IPv4) Payload() []byte {
 	ihl, tl := h.IHL(), h.TotalLen()
 	if tl > len(h) || tl < ihl {
 		tl = len(h)
 	}
-	if ihl > tl {
+	if ihl < IPv4MinLen || ihl > tl {
 		return nil
 	}
 	return h[ihl:tl]
 }
 
+// headerLen is IHL clamped to [IPv4MinLen, len(h)], so that checksum helpers
+// never slice out of range on a malformed header (CheckIPHeader rejects those
+// separately).
+func (h IPv4) headerLen() int {
+	return min(max(h.IHL(), IPv4MinLen), len(h))
+}
+
 // ComputeChecksum returns the header checksum over IHL bytes, as it should be
-// stored (computed with the checksum field taken as zero).
+// stored (computed with the checksum field taken as zero). On a malformed
+// IHL it covers IHL clamped to [20, len(h)] bytes instead of panicking.
 func (h IPv4) ComputeChecksum() uint16 {
-	ihl := h.IHL()
+	n := h.headerLen()
 	acc := Sum(h[:ipv4Csum], 0)
-	acc = Sum(h[ipv4Csum+2:ihl], acc)
+	acc = Sum(h[ipv4Csum+2:n], acc)
 	return ^Fold(acc)
 }
 
 // ChecksumValid reports whether the header checksum verifies (the sum over the
-// header including its checksum folds to 0xffff).
+// header including its checksum folds to 0xffff). A header whose IHL is below
+// 20 bytes or past the end of h is not valid.
 func (h IPv4) ChecksumValid() bool {
-	return Fold(Sum(h[:h.IHL()], 0)) == 0xffff
+	ihl := h.IHL()
+	if ihl < IPv4MinLen || ihl > len(h) {
+		return false
+	}
+	return Fold(Sum(h[:ihl], 0)) == 0xffff
 }
 
 // DecTTL decrements the TTL and patches the checksum incrementally

@@ -1,0 +1,192 @@
+package devices
+
+import (
+	"fmt"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Config is the config of FromDevice and ToDevice: the device's name in
+// the graph's [devices] tables.
+type Config struct {
+	Device string `toml:"device"`
+}
+
+// Validate checks that a device is named.
+func (c *Config) Validate() error {
+	if c.Device == "" {
+		return elements.Errorf("device", "required: the name of a [devices.NAME] table")
+	}
+	return nil
+}
+
+var deviceKey = []elements.Key{{
+	Name: "device", Type: "device", Required: true,
+	Doc: "the device, by its name in the graph's [devices.NAME] tables",
+}}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "FromDevice",
+		NewConfig: func() any { return &Config{} },
+		New:       newFromDevice,
+		In:        0,
+		Out:       1,
+		Source:    true,
+		Doc: elements.Doc{
+			Synopsis: "FromDevice(DEVICE)",
+			Summary:  "receives batches from the RX queues of DEVICE that this worker serves",
+			Ports: "no inputs; output 0: every received packet. RX queue i of the device is " +
+				"served by worker i mod workers, so a worker may serve several queues (polled round " +
+				"robin, one batch per poll) or none (then the instance is drained from the start).",
+			Keys: deviceKey,
+			Stats: "packets and batches received (per worker); receive errors and ring drops are " +
+				"the driver's counters. The source is drained when every queue it serves is (a pcap " +
+				"file read to its end, a gen device whose count is reached).",
+			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
+			SeeAlso: "ToDevice",
+			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
+				"index and the queue it came from.",
+		},
+	})
+	elements.Register(elements.Type{
+		Name:      "ToDevice",
+		NewConfig: func() any { return &Config{} },
+		New:       newToDevice,
+		In:        1,
+		Out:       0,
+		Doc: elements.Doc{
+			Synopsis: "ToDevice(DEVICE)",
+			Summary:  "transmits every packet it receives on DEVICE",
+			Ports:    "input 0: packets to send; no outputs.",
+			Keys:     deviceKey,
+			Stats: "the driver owns every packet handed to it: a full TX ring frees and counts the " +
+				"packet in the driver's \"tx drops\" (never blocks the worker). Drop reason " +
+				"\"not transmitted\" counts packets a misbehaving driver left in the batch (should stay 0).",
+			Example: `"rt[0] -> ARPQuerier(lan) -> ToDevice(lan)"`,
+			SeeAlso: "FromDevice",
+		},
+	})
+}
+
+// FromDevice is one worker's receiver for one device. It implements
+// elements.Source.
+type FromDevice struct {
+	dev    drivers.Device
+	index  uint16
+	queues []int
+	// drained caches drivers.Device.Drained per queue: a drained queue
+	// stays drained, so the driver is asked again only for live ones.
+	drained []bool
+	live    int // queues not yet drained
+	next    int // round-robin cursor into queues
+	batch   *packet.Batch
+	out     *elements.Output
+}
+
+var _ elements.Source = (*FromDevice)(nil)
+
+func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config)
+	dev, index, ok := ctx.Devices.Device(c.Device)
+	if !ok || dev == nil {
+		return nil, elements.Errorf("device", "no device %q", c.Device)
+	}
+	// Copy the queue list: it belongs to the device set.
+	qs := append([]int(nil), ctx.Devices.Queues(c.Device, ctx.Worker)...)
+	for _, q := range qs {
+		if q < 0 || q >= dev.RxQueues() {
+			return nil, fmt.Errorf("FromDevice(%s): queue %d out of range (device has %d)", c.Device, q, dev.RxQueues())
+		}
+	}
+	batch := ctx.Batch
+	if batch <= 0 {
+		batch = packet.DefaultBatch
+	}
+	return &FromDevice{
+		dev: dev, index: uint16(index), queues: qs,
+		drained: make([]bool, len(qs)), live: len(qs),
+		batch: packet.NewBatch(batch), out: ctx.Outputs[0],
+	}, nil
+}
+
+// Push is never called (FromDevice has no inputs); should it be, the
+// packets are freed so that none is lost.
+func (f *FromDevice) Push(in int, b *packet.Batch) { b.FreeAll() }
+
+// Poll receives one batch from the next live queue, round robin, and pushes
+// it to output 0. A queue that has nothing now is passed over for the next
+// one within the same poll, so that one idle queue does not cost the worker
+// an empty poll while another has packets.
+func (f *FromDevice) Poll() int {
+	nq := len(f.queues)
+	for tries := 0; tries < nq && f.live > 0; tries++ {
+		i := f.next
+		f.next++
+		if f.next == nq {
+			f.next = 0
+		}
+		if f.drained[i] {
+			continue
+		}
+		q := f.queues[i]
+		b := f.batch
+		n := f.dev.Receive(q, b)
+		if n == 0 {
+			if f.dev.Drained(q) {
+				f.drained[i] = true
+				f.live--
+			}
+			continue
+		}
+		for _, p := range b.Pkts {
+			p.InDevice, p.InQueue = f.index, uint16(q)
+		}
+		f.out.Push(b)
+		b.Reset() // in case the output was a no-op on an empty batch
+		return n
+	}
+	return 0
+}
+
+// Drained reports that every queue this instance serves is exhausted (true
+// at once when it serves none).
+func (f *FromDevice) Drained() bool {
+	for i, q := range f.queues {
+		if !f.drained[i] && f.dev.Drained(q) {
+			f.drained[i] = true
+			f.live--
+		}
+	}
+	return f.live == 0
+}
+
+// ToDevice is one worker's transmitter for one device.
+type ToDevice struct {
+	dev      drivers.Device
+	worker   int
+	st       *elements.Stats
+	notTaken elements.Reason
+}
+
+func newToDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config)
+	dev, _, ok := ctx.Devices.Device(c.Device)
+	if !ok || dev == nil {
+		return nil, elements.Errorf("device", "no device %q", c.Device)
+	}
+	return &ToDevice{dev: dev, worker: ctx.Worker, st: ctx.Stats,
+		notTaken: ctx.Stats.Reason("not transmitted")}, nil
+}
+
+// Push hands the whole batch to the driver, which takes every packet.
+func (t *ToDevice) Push(in int, b *packet.Batch) {
+	t.dev.Transmit(t.worker, b)
+	if len(b.Pkts) != 0 {
+		// The Device contract says Transmit leaves b empty; a driver
+		// that does not must not leak buffers or hand them on twice.
+		t.st.DropBatch(b, t.notTaken)
+	}
+}

@@ -1,0 +1,390 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ElementPoolSize is the size of each worker's pool for packets that
+// elements create (ARP requests, Tee copies, ICMP errors): a few batches per
+// element is plenty, since such packets leave the graph within the batch that
+// made them (or are held in small, bounded queues).
+const ElementPoolSize = 1024
+
+// Options tune Start. The zero value runs the graph as written.
+type Options struct {
+	// Workers overrides the graph's worker count (0: the graph's; 0 there:
+	// one per CPU).
+	Workers int
+	// NoPin leaves worker threads unpinned. By default each worker's
+	// thread is pinned to one CPU.
+	NoPin bool
+	// Log receives warnings (a failed pin); nil discards them.
+	Log io.Writer
+	// Duration stops the router after this long (0: until every source is
+	// drained or Stop is called).
+	Duration time.Duration
+}
+
+// Router is a started graph: the devices, one pipeline per worker and the
+// accounting of both.
+type Router struct {
+	g       *Graph
+	workers []*worker
+	devices []drivers.Device // by graph device index
+	log     io.Writer
+	start   time.Time
+	batch   int
+
+	stop   atomic.Bool
+	done   chan struct{}
+	once   sync.Once // closes the router once
+	err    error     // what closing reported
+	timer  *time.Timer
+	closed []func() error // extra things to close (the stats server)
+	mu     sync.Mutex     // guards closed
+}
+
+// Start opens the graph's devices, builds one pipeline per worker and starts
+// the workers. On any error everything opened or built so far is closed and
+// the error names the device or element (with its position in the file).
+func Start(g *Graph, o Options) (*Router, error) {
+	r, err := build(g, o)
+	if err != nil {
+		return nil, err
+	}
+	r.run(o)
+	return r, nil
+}
+
+// build opens devices and instantiates the pipelines without starting any
+// goroutine (tests drive workers by hand).
+func build(g *Graph, o Options) (_ *Router, err error) {
+	n := o.Workers
+	if n <= 0 {
+		n = g.Workers
+	}
+	if n <= 0 {
+		n = runtime.NumCPU()
+	}
+	batch := g.Batch
+	if batch <= 0 {
+		batch = packet.DefaultBatch
+	}
+	log := o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			r.closeAll()
+		}
+	}()
+
+	// Devices: opened once, shared by every worker.
+	base := "."
+	if g.File != "" {
+		base = filepath.Dir(g.File)
+	}
+	r.devices = make([]drivers.Device, len(g.Devices))
+	for i, d := range g.Devices {
+		if d.Driver == nil || d.Driver.Open == nil {
+			return r, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
+		}
+		dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
+			Name: d.Name, Index: i, Workers: n, Batch: batch, BaseDir: base,
+			Addresses: d.Addresses, MAC: d.MAC,
+		})
+		if err != nil {
+			return r, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
+		}
+		if dev == nil {
+			return r, fmt.Errorf("%s: device %q (driver %s): Open returned no device", d.Pos, d.Name, d.Driver.Name)
+		}
+		r.devices[i] = dev
+	}
+
+	plan, err := planGraph(g)
+	if err != nil {
+		return r, err
+	}
+	shared := make([]*elements.SharedSlot, len(g.Elements))
+	for i := range shared {
+		shared[i] = &elements.SharedSlot{}
+	}
+	devs := &deviceSet{g: g, devs: r.devices, workers: n}
+	for w := 0; w < n; w++ {
+		wk, err := newWorker(r, w, n, plan, shared, devs)
+		if wk != nil {
+			r.workers = append(r.workers, wk)
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// plan is the graph reduced to indices: construction order and, per element,
+// where each output port goes.
+type plan struct {
+	order []int       // element indices, sinks first
+	outs  [][]portRef // [element][out port] → target (el = -1: unconnected)
+}
+
+type portRef struct{ el, port int }
+
+func planGraph(g *Graph) (*plan, error) {
+	idx := make(map[string]int, len(g.Elements))
+	for i, e := range g.Elements {
+		idx[e.Name] = i
+	}
+	p := &plan{outs: make([][]portRef, len(g.Elements))}
+	for i, e := range g.Elements {
+		p.outs[i] = make([]portRef, e.Out)
+		for j := range p.outs[i] {
+			p.outs[i][j] = portRef{-1, 0}
+		}
+	}
+	for _, l := range g.Links {
+		from, ok1 := idx[l.From]
+		to, ok2 := idx[l.To]
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%s: link %s -> %s: unknown element", l.Pos, l.From, l.To)
+		}
+		if l.FromPort < 0 || l.FromPort >= len(p.outs[from]) || l.ToPort < 0 || l.ToPort >= g.Elements[to].In {
+			return nil, fmt.Errorf("%s: link %s[%d] -> [%d]%s: port out of range", l.Pos, l.From, l.FromPort, l.ToPort, l.To)
+		}
+		if p.outs[from][l.FromPort].el >= 0 {
+			return nil, fmt.Errorf("%s: output %s[%d] is connected twice", l.Pos, l.From, l.FromPort)
+		}
+		p.outs[from][l.FromPort] = portRef{to, l.ToPort}
+	}
+	for i, e := range g.Elements {
+		for j, t := range p.outs[i] {
+			if t.el < 0 && (e.Type == nil || !e.Type.IsOptional(j)) {
+				return nil, fmt.Errorf("%s: element %q: output %d is not connected", e.Pos, e.Name, j)
+			}
+		}
+	}
+	// Reverse topological order (Kahn on out-degrees): an element is built
+	// after everything it pushes to, so its outputs are bound before its
+	// constructor runs. Elements on a cycle (which only an element that
+	// breaks cycles may close) come last and are bound afterwards.
+	outdeg := make([]int, len(g.Elements))
+	preds := make([][]int, len(g.Elements))
+	for i := range p.outs {
+		for _, t := range p.outs[i] {
+			if t.el >= 0 {
+				outdeg[i]++
+				preds[t.el] = append(preds[t.el], i)
+			}
+		}
+	}
+	done := make([]bool, len(g.Elements))
+	var queue []int
+	for i := range outdeg {
+		if outdeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		done[i] = true
+		p.order = append(p.order, i)
+		for _, q := range preds[i] {
+			if outdeg[q]--; outdeg[q] == 0 {
+				queue = append(queue, q)
+			}
+		}
+	}
+	for i := range done {
+		if !done[i] {
+			p.order = append(p.order, i)
+		}
+	}
+	return p, nil
+}
+
+// deviceSet is the elements' view of the router's devices.
+type deviceSet struct {
+	g       *Graph
+	devs    []drivers.Device
+	workers int
+}
+
+func (s *deviceSet) Device(name string) (drivers.Device, int, bool) {
+	d := s.g.Device(name)
+	if d == nil || d.Index < 0 || d.Index >= len(s.devs) {
+		return nil, 0, false
+	}
+	return s.devs[d.Index], d.Index, true
+}
+
+// Queues returns the RX queues of the device that worker serves: queue q
+// belongs to worker q mod workers.
+func (s *deviceSet) Queues(name string, worker int) []int {
+	dev, _, ok := s.Device(name)
+	if !ok {
+		return nil
+	}
+	var qs []int
+	for q := 0; q < dev.RxQueues(); q++ {
+		if q%s.workers == worker {
+			qs = append(qs, q)
+		}
+	}
+	return qs
+}
+
+var _ elements.DeviceSet = (*deviceSet)(nil)
+
+// newWorker instantiates the graph for worker w. On error it returns the
+// partly built worker so that the caller closes what was built.
+func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs elements.DeviceSet) (*worker, error) {
+	g := r.g
+	wk := &worker{
+		r:     r,
+		id:    w,
+		clock: &elements.Clock{},
+		pool:  packet.NewPool(ElementPoolSize),
+		inst:  make([]elements.Element, len(g.Elements)),
+		stats: make([]*elements.Stats, len(g.Elements)),
+		outs:  make([][]*elements.Output, len(g.Elements)),
+	}
+	for i, e := range g.Elements {
+		wk.stats[i] = &elements.Stats{}
+		wk.outs[i] = make([]*elements.Output, e.Out)
+		for j := range wk.outs[i] {
+			wk.outs[i][j] = elements.NewOutput(wk.clock)
+			if p.outs[i][j].el < 0 {
+				st := wk.stats[i]
+				wk.outs[i][j].SetUnconnected(st, st.Reason(elements.UnconnectedReason(j)))
+			}
+		}
+	}
+	bind := func(i int) {
+		for j, t := range p.outs[i] {
+			if t.el >= 0 && wk.inst[t.el] != nil && !wk.outs[i][j].Connected() {
+				wk.outs[i][j].Connect(wk.inst[t.el], t.port, wk.stats[t.el])
+			}
+		}
+	}
+	for _, i := range p.order {
+		e := g.Elements[i]
+		if e.Type == nil || e.Type.New == nil {
+			return wk, fmt.Errorf("%s: element %q: no type", e.Pos, e.Name)
+		}
+		bind(i)
+		ctx := elements.NewContext(e.Name, w, n, r.batch, wk.outs[i], wk.stats[i], wk.pool, devs, shared[i])
+		el, err := e.Type.New(e.Config, ctx)
+		if err != nil {
+			return wk, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err)
+		}
+		if el == nil {
+			return wk, fmt.Errorf("%s: element %q (%s): constructor returned no element", e.Pos, e.Name, e.Type.Name)
+		}
+		wk.inst[i] = el
+	}
+	for i := range g.Elements {
+		bind(i)
+	}
+	for i, e := range g.Elements {
+		el := wk.inst[i]
+		if e.Type.Source {
+			src, ok := el.(elements.Source)
+			if !ok {
+				return wk, fmt.Errorf("%s: element %q (%s): type is a source but does not implement Poll and Drained", e.Pos, e.Name, e.Type.Name)
+			}
+			wk.sources = append(wk.sources, src)
+			wk.srcStats = append(wk.srcStats, wk.stats[i])
+			wk.srcScratch = append(wk.srcScratch, &elements.Stats{})
+		}
+		if t, ok := el.(elements.Ticker); ok {
+			wk.tickers = append(wk.tickers, &tickSource{t: t})
+			wk.tickStats = append(wk.tickStats, wk.stats[i])
+		}
+	}
+	wk.srcNanos = make([]uint64, len(wk.sources))
+	wk.srcN = make([]int, len(wk.sources))
+	return wk, nil
+}
+
+// closeAll closes every element instance that needs it, then flushes and
+// closes every device, once; the errors are kept for Wait.
+func (r *Router) closeAll() {
+	r.once.Do(func() {
+		var errs []error
+		for _, wk := range r.workers {
+			for i, el := range wk.inst {
+				if c, ok := el.(elements.Closer); ok {
+					if err := c.Close(); err != nil {
+						errs = append(errs, fmt.Errorf("element %q worker %d: close: %w", r.g.Elements[i].Name, wk.id, err))
+					}
+				}
+			}
+		}
+		for i, d := range r.devices {
+			if d == nil {
+				continue
+			}
+			name := r.g.Devices[i].Name
+			if err := d.Flush(); err != nil {
+				errs = append(errs, fmt.Errorf("device %q: flush: %w", name, err))
+			}
+			if err := d.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("device %q: close: %w", name, err))
+			}
+		}
+		r.mu.Lock()
+		extra := r.closed
+		r.closed = nil
+		r.mu.Unlock()
+		for _, f := range extra {
+			if err := f(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		r.err = errors.Join(errs...)
+	})
+}
+
+// Stop asks every worker to stop after its current round. It returns at
+// once; Wait waits for the end.
+func (r *Router) Stop() { r.stop.Store(true) }
+
+// Done is closed when the workers have exited and everything is closed.
+func (r *Router) Done() <-chan struct{} { return r.done }
+
+// Wait waits until the router has finished (all sources drained, Stop, or
+// the duration elapsed) and everything is closed; it returns what closing
+// reported.
+func (r *Router) Wait() error {
+	<-r.done
+	return r.err
+}
+
+// Workers is the number of workers.
+func (r *Router) Workers() int { return len(r.workers) }
+
+// Graph is the graph the router runs.
+func (r *Router) Graph() *Graph { return r.g }
+
+// onClose registers f to run when the router closes (after the devices).
+func (r *Router) onClose(f func() error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = append(r.closed, f)
+}
