@@ -227,8 +227,9 @@ func (noDevices) Queues(string, int) []int                  { return nil }
 // of b.Batch packets from the pool with the given frames (cycled), pushes it,
 // and lets the sinks free the output. It reports ns/packet and
 // allocs/packet. The per-iteration refill (a copy of each frame into its
-// buffer, as a driver's receive would do) is included in the time; Refill
-// measures it alone for comparison. The harness must be built with
+// buffer, as a driver's receive would do) is included in the time;
+// benchmark a pass-through element (e.g. Counter) for that baseline. The
+// harness must be built with
 // Options.Sink.
 func (h *Harness) Bench(b *testing.B, frames ...[]byte) {
 	b.Helper()

@@ -1,0 +1,186 @@
+package ip
+
+import (
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// CheckIPHeaderConfig is CheckIPHeader's configuration.
+type CheckIPHeaderConfig struct {
+	BadSrc   []string `toml:"badsrc"`
+	Checksum bool     `toml:"checksum"`
+
+	badsrc []prefix4
+}
+
+// Validate parses badsrc.
+func (c *CheckIPHeaderConfig) Validate() error {
+	c.badsrc = c.badsrc[:0]
+	for i, s := range c.BadSrc {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return elements.Errorf("badsrc", "entry %d: %v", i+1, err)
+		}
+		if p.Masked() != p {
+			return elements.Errorf("badsrc", "entry %d: prefix %v has host bits set (did you mean %v?)", i+1, p, p.Masked())
+		}
+		a := p.Addr().As4()
+		addr := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+		var mask uint32
+		if p.Bits() > 0 {
+			mask = ^uint32(0) << (32 - p.Bits())
+		}
+		c.badsrc = append(c.badsrc, prefix4{addr, mask})
+	}
+	return nil
+}
+
+// The checks, in the order they are made; each has a counter of its own.
+const (
+	chkTooShort = iota
+	chkVersion
+	chkIHL
+	chkIHLFrame
+	chkLen
+	chkLenFrame
+	chkChecksum
+	chkMartian
+	chkN
+)
+
+var checkNames = [chkN]string{
+	chkTooShort: "too short",
+	chkVersion:  "bad version",
+	chkIHL:      "bad ihl",
+	chkIHLFrame: "ihl beyond frame",
+	chkLen:      "bad total length",
+	chkLenFrame: "total length beyond frame",
+	chkChecksum: "bad checksum",
+	chkMartian:  "martian source",
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "CheckIPHeader",
+		NewConfig: func() any { return &CheckIPHeaderConfig{Checksum: true} },
+		New:       newCheckIPHeader,
+		In:        1, Out: 2,
+		Optional: []int{1},
+		Doc: elements.Doc{
+			Synopsis: "CheckIPHeader([badsrc], [checksum])",
+			Summary:  "checks IPv4 headers; bad packets go to output 1 or are dropped",
+			Ports: "input 0: frames with an IPv4 header at the L3 offset.\n" +
+				"output 0: packets that pass every check, trimmed to the IP total length.\n" +
+				"output 1 (optional): packets that fail a check. Unconnected, they are dropped and counted as \"unconnected output 1\".",
+			Keys: []elements.Key{
+				{Name: "badsrc", Type: "[]string", Doc: "extra source prefixes (CIDR) to treat as martian, besides RFC 1812's"},
+				{Name: "checksum", Type: "bool", Default: "true", Doc: "verify the header checksum; false trusts it (e.g. a NIC checked it)"},
+			},
+			Stats: "One counter per failed check, counted whether the packet goes to output 1 or is dropped: " +
+				"\"too short\" (no 20 bytes at L3), \"bad version\" (not 4), \"bad ihl\" (IHL < 5), " +
+				"\"ihl beyond frame\", \"bad total length\" (total length < header length), " +
+				"\"total length beyond frame\", \"bad checksum\", \"martian source\". " +
+				"Drops are counted under \"unconnected output 1\" when output 1 is unconnected.",
+			Example: "[elements.chk]\ntype = \"CheckIPHeader\"\nbadsrc = [\"192.0.2.0/24\"]\n\n" +
+				"[graph]\nlinks = [\"cls[1] -> chk -> DecTTL -> rt\", \"chk[1] -> Print(bad) -> Discard\"]",
+			SeeAlso: "DecTTL, IPLookup",
+			Text: "Checks, in order: the frame holds 20 bytes at the L3 offset; version is 4; IHL >= 5; " +
+				"the header (IHL*4 bytes) fits in the frame; total length >= header length; total length " +
+				"fits in the frame (Ethernet padding after it is fine, and is trimmed away); the header " +
+				"checksum verifies (unless checksum = false); the source is not martian (RFC 1812 5.3.7: " +
+				"0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 multicast, 240.0.0.0/4 reserved including " +
+				"255.255.255.255, plus the badsrc prefixes). Elements after CheckIPHeader may trust the " +
+				"header's length fields. IP options are not interpreted.",
+		},
+	})
+}
+
+// CheckIPHeader is one worker's instance.
+type CheckIPHeader struct {
+	out0, out1 *elements.Output
+	bad        *packet.Batch
+	counts     [chkN]*atomic.Uint64
+	checksum   bool
+	badsrc     []prefix4
+}
+
+func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*CheckIPHeaderConfig)
+	e := &CheckIPHeader{out0: ctx.Outputs[0], out1: ctx.Outputs[1], bad: packet.NewBatch(ctx.Batch),
+		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...)}
+	// The reasons are plain counters, not drop reasons: a bad packet is
+	// dropped only if output 1 is unconnected, and then that output counts
+	// the drop itself; counting it here as a drop too would count it twice.
+	for i, n := range checkNames {
+		e.counts[i] = ctx.Stats.Counter(n)
+	}
+	return e, nil
+}
+
+// check returns the failed check's index, or -1 if the packet is good.
+func (e *CheckIPHeader) check(p *packet.Packet) int {
+	h, ok := ipv4At(p)
+	if !ok {
+		return chkTooShort
+	}
+	if h[0]>>4 != 4 {
+		return chkVersion
+	}
+	ihl := h.IHL()
+	if ihl < packet.IPv4MinLen {
+		return chkIHL
+	}
+	if ihl > len(h) {
+		return chkIHLFrame
+	}
+	tl := h.TotalLen()
+	if tl < ihl {
+		return chkLen
+	}
+	if tl > len(h) {
+		return chkLenFrame
+	}
+	if e.checksum && !h.ChecksumValid() {
+		return chkChecksum
+	}
+	src := h.SrcU32()
+	if martian(src) {
+		return chkMartian
+	}
+	for _, bp := range e.badsrc {
+		if bp.contains(src) {
+			return chkMartian
+		}
+	}
+	// Trim link-layer padding so that later elements see the IP packet's
+	// true end (as Click's CheckIPHeader does).
+	p.Data = p.Data[:int(p.L3)+tl]
+	return -1
+}
+
+// Push checks every packet; good ones stay in b (compacted in place), bad
+// ones go to a preallocated batch for output 1.
+func (e *CheckIPHeader) Push(_ int, b *packet.Batch) {
+	bad := e.bad
+	n0 := len(b.Pkts)
+	n := 0
+	for _, p := range b.Pkts {
+		if r := e.check(p); r >= 0 {
+			e.counts[r].Add(1)
+			bad.Add(p)
+			continue
+		}
+		b.Pkts[n] = p
+		n++
+	}
+	if n == n0 {
+		e.out0.Push(b) // home run: the whole batch is good
+		return
+	}
+	clear(b.Pkts[n:n0])
+	b.Pkts = b.Pkts[:n]
+	e.out0.Push(b)
+	e.out1.Push(bad)
+}

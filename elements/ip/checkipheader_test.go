@@ -1,0 +1,198 @@
+package ip
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/elementtest"
+)
+
+func TestCheckIPHeader(t *testing.T) {
+	good := mkFrame(t, frameOpts{payload: 10})
+	setSrc := func(a ...byte) func([]byte) []byte {
+		return func(f []byte) []byte { copy(f[26:30], a); return fixIPChecksum(f) }
+	}
+	tests := []struct {
+		name   string
+		cfg    *CheckIPHeaderConfig
+		frame  []byte
+		out    int    // expected output port
+		reason string // counter expected to be 1 (for out 1)
+		outLen int    // expected output length (0: unchanged)
+	}{
+		{name: "good", frame: good, out: 0},
+		{name: "good with options", frame: mkFrame(t, frameOpts{options: true, payload: 4}), out: 0},
+		{name: "padding trimmed", frame: mkFrame(t, frameOpts{payload: 2, pad: 14}), out: 0, outLen: 14 + 20 + 8 + 2},
+		{name: "empty frame", frame: []byte{}, out: 1, reason: "too short"},
+		{name: "ethernet only", frame: good[:14], out: 1, reason: "too short"},
+		{name: "19 bytes of ip", frame: good[:14+19], out: 1, reason: "too short"},
+		{name: "version 6", frame: edit(good, func(f []byte) []byte { f[14] = 0x65; return f }), out: 1, reason: "bad version"},
+		{name: "version 0", frame: edit(good, func(f []byte) []byte { f[14] = 0x05; return f }), out: 1, reason: "bad version"},
+		{name: "ihl 4", frame: edit(good, func(f []byte) []byte { f[14] = 0x44; return f }), out: 1, reason: "bad ihl"},
+		{name: "ihl 0", frame: edit(good, func(f []byte) []byte { f[14] = 0x40; return f }), out: 1, reason: "bad ihl"},
+		{name: "ihl beyond frame", frame: edit(good[:14+24], func(f []byte) []byte { f[14] = 0x47; return f }), out: 1, reason: "ihl beyond frame"},
+		{name: "ihl 15 in short frame", frame: edit(good, func(f []byte) []byte { f[14] = 0x4f; return f }), out: 1, reason: "ihl beyond frame"},
+		{name: "total length < ihl", frame: edit(good, func(f []byte) []byte {
+			binary.BigEndian.PutUint16(f[16:], 19)
+			return fixIPChecksum(f)
+		}), out: 1, reason: "bad total length"},
+		{name: "total length beyond frame", frame: edit(good, func(f []byte) []byte {
+			binary.BigEndian.PutUint16(f[16:], uint16(len(f)-14+1))
+			return fixIPChecksum(f)
+		}), out: 1, reason: "total length beyond frame"},
+		{name: "bad checksum", frame: edit(good, func(f []byte) []byte { f[24] ^= 0x01; return f }), out: 1, reason: "bad checksum"},
+		{name: "bad checksum ignored", cfg: &CheckIPHeaderConfig{Checksum: false},
+			frame: edit(good, func(f []byte) []byte { f[24] ^= 0x01; return f }), out: 0},
+		{name: "src 0.0.0.0", frame: edit(good, setSrc(0, 0, 0, 0)), out: 1, reason: "martian source"},
+		{name: "src 0.1.2.3", frame: edit(good, setSrc(0, 1, 2, 3)), out: 1, reason: "martian source"},
+		{name: "src loopback", frame: edit(good, setSrc(127, 0, 0, 1)), out: 1, reason: "martian source"},
+		{name: "src multicast", frame: edit(good, setSrc(224, 0, 0, 5)), out: 1, reason: "martian source"},
+		{name: "src multicast top", frame: edit(good, setSrc(239, 255, 255, 255)), out: 1, reason: "martian source"},
+		{name: "src reserved", frame: edit(good, setSrc(240, 0, 0, 1)), out: 1, reason: "martian source"},
+		{name: "src broadcast", frame: edit(good, setSrc(255, 255, 255, 255)), out: 1, reason: "martian source"},
+		{name: "src 126.255.255.255 ok", frame: edit(good, setSrc(126, 255, 255, 255)), out: 0},
+		{name: "src 223.255.255.255 ok", frame: edit(good, setSrc(223, 255, 255, 255)), out: 0},
+		{name: "badsrc match", cfg: &CheckIPHeaderConfig{Checksum: true, BadSrc: []string{"192.0.2.0/24", "10.0.0.0/8"}},
+			frame: good, out: 1, reason: "martian source"},
+		{name: "badsrc no match", cfg: &CheckIPHeaderConfig{Checksum: true, BadSrc: []string{"10.0.0.2/32", "11.0.0.0/8"}},
+			frame: good, out: 0},
+		{name: "badsrc /0", cfg: &CheckIPHeaderConfig{Checksum: true, BadSrc: []string{"0.0.0.0/0"}},
+			frame: good, out: 1, reason: "martian source"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg any
+			if tc.cfg != nil {
+				cfg = tc.cfg
+			}
+			h := elementtest.New(t, "CheckIPHeader", cfg, nil)
+			h.Push(0, tc.frame)
+			other := 1 - tc.out
+			if len(h.Outs[tc.out].Pkts) != 1 || len(h.Outs[other].Pkts) != 0 {
+				t.Fatalf("outputs: %d on 0, %d on 1; want the packet on %d",
+					len(h.Outs[0].Pkts), len(h.Outs[1].Pkts), tc.out)
+			}
+			got := h.Outs[tc.out].Frames()[0]
+			want := tc.frame
+			if tc.out == 0 {
+				want = ipTrimmed(want) // good packets lose their link padding
+			}
+			if tc.outLen > 0 && len(got) != tc.outLen {
+				t.Errorf("length %d, want %d", len(got), tc.outLen)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("frame changed:\n got %x\nwant %x", got, want)
+			}
+			for _, n := range checkNames {
+				wantN := uint64(0)
+				if n == tc.reason {
+					wantN = 1
+				}
+				if c := h.Counter(n); c != wantN {
+					t.Errorf("counter %q = %d, want %d", n, c, wantN)
+				}
+			}
+			h.CheckNoLeak()
+		})
+	}
+}
+
+// With output 1 unconnected, bad packets are dropped: counted by reason and
+// as "unconnected output 1", and freed.
+func TestCheckIPHeaderUnconnected(t *testing.T) {
+	h := elementtest.New(t, "CheckIPHeader", nil, &elementtest.Options{Unconnected: []int{1}})
+	good := mkFrame(t, frameOpts{})
+	badSum := edit(good, func(f []byte) []byte { f[25] ^= 0xff; return f })
+	h.Push(0, good, badSum, good[:20], good, badSum)
+	if n := len(h.Outs[0].Pkts); n != 2 {
+		t.Fatalf("output 0 got %d, want 2", n)
+	}
+	if c := h.Counter("bad checksum"); c != 2 {
+		t.Errorf("bad checksum = %d, want 2", c)
+	}
+	if c := h.Counter("too short"); c != 1 {
+		t.Errorf("too short = %d, want 1", c)
+	}
+	if c := h.Counter(elements.UnconnectedReason(1)); c != 3 {
+		t.Errorf("unconnected output 1 = %d, want 3", c)
+	}
+	if d := h.Stats.Drops(); d != 3 {
+		t.Errorf("Drops() = %d, want 3 (each drop counted once)", d)
+	}
+	h.CheckNoLeak()
+}
+
+// A batch mixing good and bad packets keeps the good ones in order.
+func TestCheckIPHeaderMixedOrder(t *testing.T) {
+	h := elementtest.New(t, "CheckIPHeader", nil, nil)
+	var frames [][]byte
+	for i := range 64 {
+		f := mkFrame(t, frameOpts{payload: i})
+		if i%3 == 1 {
+			f[14] = 0x35 // version 3
+		}
+		frames = append(frames, f)
+	}
+	h.Push(0, frames...)
+	got := h.Outs[0].Frames()
+	j := 0
+	for i, f := range frames {
+		if i%3 == 1 {
+			continue
+		}
+		if j >= len(got) || !bytes.Equal(got[j], ipTrimmed(f)) {
+			t.Fatalf("output 0 packet %d is not input %d", j, i)
+		}
+		j++
+	}
+	if j != len(got) || len(h.Outs[1].Pkts) != 21 {
+		t.Errorf("got %d good, %d bad; want %d, 21", len(got), len(h.Outs[1].Pkts), j)
+	}
+	h.CheckNoLeak()
+}
+
+func TestCheckIPHeaderConfig(t *testing.T) {
+	for _, tc := range []struct {
+		badsrc []string
+		ok     bool
+	}{
+		{[]string{"192.0.2.0/24"}, true},
+		{[]string{"192.0.2.1"}, true},
+		{[]string{"192.0.2.0/33"}, false},
+		{[]string{"192.0.2.1/24"}, false},
+		{[]string{"2001:db8::/32"}, false},
+		{[]string{"banana"}, false},
+	} {
+		c := &CheckIPHeaderConfig{Checksum: true, BadSrc: tc.badsrc}
+		err := c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("badsrc %q: err = %v, want ok=%v", tc.badsrc, err, tc.ok)
+		}
+		var ke *elements.KeyError
+		if err != nil && (!errors.As(err, &ke) || ke.Key != "badsrc") {
+			t.Errorf("badsrc %q: error %v does not name key badsrc", tc.badsrc, err)
+		}
+	}
+}
+
+func TestCheckIPHeaderAllocs(t *testing.T) {
+	h := elementtest.New(t, "CheckIPHeader", nil, &elementtest.Options{Sink: true})
+	good := mkFrame(t, frameOpts{})
+	bad := edit(good, func(f []byte) []byte { f[24]++; return f })
+	if a := h.AllocsPerBatch(100, good, bad, good[:30]); a != 0 {
+		t.Errorf("allocs per batch = %v, want 0", a)
+	}
+}
+
+func BenchmarkCheckIPHeader(b *testing.B) {
+	h := elementtest.New(b, "CheckIPHeader", nil, &elementtest.Options{Sink: true})
+	h.Bench(b, mkFrame(b, frameOpts{payload: 18}))
+}
+
+// ipTrimmed cuts f after the IP total length (gopacket pads frames to 60).
+func ipTrimmed(f []byte) []byte {
+	return f[:14+int(binary.BigEndian.Uint16(f[16:]))]
+}

@@ -1,0 +1,354 @@
+package ip
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ICMPErrorConfig is ICMPError's configuration.
+type ICMPErrorConfig struct {
+	Src      string       `toml:"src"`
+	ICMPType NumberOrName `toml:"icmp_type"`
+	ICMPCode NumberOrName `toml:"icmp_code"`
+	TTL      int          `toml:"ttl"`
+	MTU      int          `toml:"mtu"`
+	Rate     int          `toml:"rate"`
+	Burst    int          `toml:"burst"`
+
+	src       [4]byte
+	typ, code uint8
+}
+
+// icmpTypes are the error types ICMPError builds, by every name it accepts
+// (after normName folding). Redirect and source quench are left out: a
+// redirect needs a gateway address per packet, and RFC 6633 retired source
+// quench.
+var icmpTypes = map[string]int{
+	"unreachable": packet.ICMPDestUnreachable, "destunreachable": packet.ICMPDestUnreachable,
+	"destinationunreachable": packet.ICMPDestUnreachable,
+	"timeexceeded":           packet.ICMPTimeExceeded,
+	"parameterproblem":       packet.ICMPParameterProblem, "paramproblem": packet.ICMPParameterProblem,
+}
+
+// icmpCodes are the code names, per type (RFC 792, RFC 1812 5.2.7.1).
+var icmpCodes = map[int]map[string]int{
+	packet.ICMPDestUnreachable: {
+		"net": 0, "host": 1, "protocol": 2, "port": 3, "needfrag": 4, "fragmentationneeded": 4,
+		"sourceroute": 5, "netunknown": 6, "hostunknown": 7, "netprohibited": 9,
+		"hostprohibited": 10, "adminprohibited": 13, "prohibited": 13,
+	},
+	packet.ICMPTimeExceeded:     {"ttl": 0, "transit": 0, "reassembly": 1},
+	packet.ICMPParameterProblem: {"pointer": 0, "missingoption": 1, "length": 2},
+}
+
+// Validate resolves names and checks ranges.
+func (c *ICMPErrorConfig) Validate() error {
+	if c.Src == "" {
+		return elements.Errorf("src", "missing: the router's address to send ICMP errors from")
+	}
+	a, err := netip.ParseAddr(c.Src)
+	if err != nil || !a.Is4() {
+		return elements.Errorf("src", "%q is not an IPv4 address", c.Src)
+	}
+	if !unicast4(a) {
+		return elements.Errorf("src", "%v is not a unicast address", a)
+	}
+	c.src = a.As4()
+
+	t := c.ICMPType.Num
+	if c.ICMPType.Name != "" {
+		v, ok := icmpTypes[normName(c.ICMPType.Name)]
+		if !ok {
+			return elements.Errorf("icmp_type", "unknown type %q: want unreachable, timeexceeded, parameterproblem or 3, 11, 12", c.ICMPType.Name)
+		}
+		t = v
+	}
+	switch t {
+	case -1:
+		return elements.Errorf("icmp_type", "missing: unreachable, timeexceeded, parameterproblem or 3, 11, 12")
+	case packet.ICMPDestUnreachable, packet.ICMPTimeExceeded, packet.ICMPParameterProblem:
+	default:
+		return elements.Errorf("icmp_type", "type %d is not an error type ICMPError builds: want 3 (unreachable), 11 (timeexceeded) or 12 (parameterproblem)", t)
+	}
+	code := c.ICMPCode.Num
+	if c.ICMPCode.Name != "" {
+		v, ok := icmpCodes[t][normName(c.ICMPCode.Name)]
+		if !ok {
+			return elements.Errorf("icmp_code", "unknown code %q for type %d", c.ICMPCode.Name, t)
+		}
+		code = v
+	}
+	if code < 0 || code > 255 {
+		return elements.Errorf("icmp_code", "code %d out of range 0..255", code)
+	}
+	c.typ, c.code = uint8(t), uint8(code)
+
+	needFrag := t == packet.ICMPDestUnreachable && code == 4
+	switch {
+	case needFrag && (c.MTU < 68 || c.MTU > 65535):
+		return elements.Errorf("mtu", "unreachable code 4 (needfrag) needs the next-hop mtu, 68..65535 (got %d)", c.MTU)
+	case !needFrag && c.MTU != 0:
+		return elements.Errorf("mtu", "mtu is only used with unreachable code 4 (needfrag)")
+	}
+	if c.TTL < 1 || c.TTL > 255 {
+		return elements.Errorf("ttl", "%d out of range 1..255", c.TTL)
+	}
+	if c.Rate < 0 || c.Rate > 1e9 {
+		return elements.Errorf("rate", "%d out of range 0..1000000000 (0 = unlimited)", c.Rate)
+	}
+	if c.Burst < 1 || c.Burst > 1e6 {
+		return elements.Errorf("burst", "%d out of range 1..1000000", c.Burst)
+	}
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name: "ICMPError",
+		NewConfig: func() any {
+			return &ICMPErrorConfig{ICMPType: NumberOrName{Num: -1}, TTL: 64, Rate: 100, Burst: 10}
+		},
+		New: newICMPError,
+		In:  1, Out: 1,
+		Doc: elements.Doc{
+			Synopsis: "ICMPError(src, icmp_type, [icmp_code], [ttl], [mtu], [rate], [burst])",
+			Summary:  "turns each packet into the ICMP error about it (RFC 792, RFC 1812 rules), rate limited",
+			Ports: "input 0: IPv4 packets that caused an error (e.g. DecTTL's output 1).\n" +
+				"output 0: the ICMP error messages, addressed to each packet's source, in an Ethernet " +
+				"frame (MACs swapped from the original; L3 = 14; next-hop annotation cleared) — route them.",
+			Keys: []elements.Key{
+				{Name: "src", Type: "address", Required: true, Doc: "the router's IPv4 address the errors come from"},
+				{Name: "icmp_type", Type: "int or name", Required: true,
+					Doc: "3 or unreachable, 11 or timeexceeded, 12 or parameterproblem (case, '-' and '_' ignored: time-exceeded works)"},
+				{Name: "icmp_code", Type: "int or name", Default: "0",
+					Doc: "a number, or a name: unreachable: net, host, protocol, port, needfrag, sourceroute, netunknown, hostunknown, netprohibited, hostprohibited, adminprohibited; timeexceeded: ttl (transit), reassembly; parameterproblem: pointer, missingoption, length"},
+				{Name: "ttl", Type: "int", Default: "64", Doc: "TTL of the error messages"},
+				{Name: "mtu", Type: "int", Default: "0", Doc: "next-hop MTU for unreachable code 4 (needfrag), required there and only there"},
+				{Name: "rate", Type: "int", Default: "100", Doc: "errors per second per worker (token bucket); 0 = unlimited"},
+				{Name: "burst", Type: "int", Default: "10", Doc: "token bucket depth: errors sent back to back"},
+			},
+			Stats: "drops: \"bad ip header\" (no valid IPv4 header to quote), \"about icmp error\" (the packet is an ICMP error), " +
+				"\"truncated icmp\" (an ICMP packet without its full 8-byte header), \"fragment\" (not the first fragment), " +
+				"\"broadcast destination\" (IP destination multicast or 255.255.255.255), \"link broadcast\" " +
+				"(destination MAC broadcast or multicast), \"bad source\" (source not a unicast address), " +
+				"\"rate limited\" (token bucket empty).",
+			Example: `"ttl[1] -> ICMPError(192.0.2.1, timeexceeded) -> rt"` + "\n" +
+				`[elements.toobig]` + "\n" + `type = "ICMPError"` + "\n" + `src = "192.0.2.1"` + "\n" +
+				`icmp_type = "unreachable"` + "\n" + `icmp_code = "needfrag"` + "\n" + `mtu = 1400`,
+			SeeAlso: "DecTTL, IPLookup",
+			Text: "The message is a new IPv4 header (src from the key, dst = the original source, TTL from " +
+				"the key, protocol 1, DF clear, TOS 0xc0 = precedence 6 as RFC 1812 4.3.2.5 suggests, " +
+				"a fresh ID), an 8-byte ICMP header (type, code, checksum over the whole ICMP message; " +
+				"for needfrag the next-hop MTU), and the quoted original: its IP header with options and " +
+				"the first 8 bytes of its payload, as RFC 792 asks (RFC 1812 4.3.2.3 allows more; quoting 8 keeps " +
+				"messages small and fixed). It is built in the same buffer, without allocation. Per RFC " +
+				"1812 4.3.2.7 no error is sent about an ICMP error, a non-first fragment, a packet to an " +
+				"IP or link-layer broadcast or multicast, or a packet whose source is not unicast. Each " +
+				"worker has its own token bucket, so the total rate is up to workers * rate.",
+		},
+	})
+}
+
+// ICMPError is one worker's instance.
+type ICMPError struct {
+	out *elements.Output
+	st  *elements.Stats
+
+	src       [4]byte
+	typ, code uint8
+	ttl       uint8
+	rest      uint32 // the ICMP header's second word (needfrag: next-hop MTU)
+	id        uint16
+
+	// token bucket, in nanotokens (1e9 per token) so that refills need no
+	// division: rate tokens per second is rate nanotokens per nanosecond.
+	rate, max, tokens int64
+	last              int64
+	started           bool
+	now               func() int64 // read once per batch; tests replace it
+
+	badHdr, aboutICMP, truncICMP, frag, bcastDst, linkBcast, badSrc, limited elements.Reason
+}
+
+const nanoPerToken = 1e9
+
+func newICMPError(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*ICMPErrorConfig)
+	if c.typ == 0 {
+		// Type 0 is echo reply, never an error: the config was not validated.
+		return nil, fmt.Errorf("ICMPError: config not validated")
+	}
+	st := ctx.Stats
+	e := &ICMPError{out: ctx.Outputs[0], st: st, src: c.src, typ: c.typ, code: c.code, ttl: uint8(c.TTL),
+		// Different workers start their IDs far apart, so that errors from
+		// two workers to one host rarely share an ID.
+		id:   uint16(ctx.Worker) * 0x9e37,
+		rate: int64(c.Rate), max: int64(c.Burst) * nanoPerToken, tokens: int64(c.Burst) * nanoPerToken,
+		now:       elements.Nanotime,
+		badHdr:    st.Reason("bad ip header"),
+		aboutICMP: st.Reason("about icmp error"),
+		truncICMP: st.Reason("truncated icmp"),
+		frag:      st.Reason("fragment"),
+		bcastDst:  st.Reason("broadcast destination"),
+		linkBcast: st.Reason("link broadcast"),
+		badSrc:    st.Reason("bad source"),
+		limited:   st.Reason("rate limited"),
+	}
+	if c.typ == packet.ICMPDestUnreachable && c.code == 4 {
+		e.rest = uint32(c.MTU)
+	}
+	return e, nil
+}
+
+// refill adds the tokens earned since the last batch.
+func (e *ICMPError) refill(now int64) {
+	if !e.started {
+		e.started, e.last = true, now
+		return
+	}
+	d := now - e.last
+	e.last = now
+	if d <= 0 {
+		return
+	}
+	// Cap d first so that d*rate cannot overflow (max <= 1e15, rate <= 1e9).
+	if d >= e.max/e.rate+1 {
+		e.tokens = e.max
+		return
+	}
+	e.tokens += d * e.rate
+	if e.tokens > e.max {
+		e.tokens = e.max
+	}
+}
+
+// Push turns every packet it may answer into an ICMP error in place.
+func (e *ICMPError) Push(_ int, b *packet.Batch) {
+	if e.rate > 0 {
+		e.refill(e.now())
+	}
+	n0 := len(b.Pkts)
+	n := 0
+	for _, p := range b.Pkts {
+		if r, ok := e.build(p); !ok {
+			e.st.Drop(p, r)
+			continue
+		}
+		b.Pkts[n] = p
+		n++
+	}
+	if n != n0 {
+		clear(b.Pkts[n:n0])
+		b.Pkts = b.Pkts[:n]
+	}
+	e.out.Push(b)
+}
+
+// Offsets of the message built in place.
+const (
+	errIP    = packet.EthernetLen
+	errICMP  = errIP + packet.IPv4MinLen
+	errQuote = errICMP + packet.ICMPLen // 42
+	quoteL4  = 8                        // payload bytes quoted (RFC 792)
+)
+
+// build rewrites p into the ICMP error about it, or returns why not.
+func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
+	h, ok := ipv4At(p)
+	if !ok || h[0]>>4 != 4 {
+		return e.badHdr, false
+	}
+	ihl := h.IHL()
+	if ihl < packet.IPv4MinLen || ihl > len(h) {
+		return e.badHdr, false
+	}
+	// What the packet really holds: bounded by the frame and, when sane,
+	// by its total length (the rest is link-layer padding).
+	avail := len(h)
+	if tl := h.TotalLen(); tl >= ihl && tl < avail {
+		avail = tl
+	}
+	ff := h.FlagsFrag()
+	if ff&packet.IPv4FragOffset != 0 {
+		return e.frag, false
+	}
+	if h.Protocol() == packet.ProtoICMP {
+		if avail-ihl < packet.ICMPLen {
+			return e.truncICMP, false
+		}
+		if packet.ICMP(h[ihl:]).IsError() {
+			return e.aboutICMP, false
+		}
+	}
+	dst := h.DstU32()
+	if dst>>28 == 0xe || dst == 0xffffffff {
+		return e.bcastDst, false
+	}
+	l3 := int(p.L3)
+	var osrc, odst [6]byte
+	if l3 >= packet.EthernetLen {
+		copy(odst[:], p.Data[0:6])
+		copy(osrc[:], p.Data[6:12])
+		if odst[0]&1 != 0 { // the group bit: broadcast or multicast
+			return e.linkBcast, false
+		}
+	}
+	if martian(h.SrcU32()) {
+		return e.badSrc, false
+	}
+	if e.rate > 0 {
+		if e.tokens < nanoPerToken {
+			return e.limited, false
+		}
+		e.tokens -= nanoPerToken
+	}
+
+	q := ihl + min(quoteL4, avail-ihl)
+	origSrc := h.Src4()
+
+	// Lay the message out so that the quoted bytes need not move: the
+	// new frame starts errQuote bytes before them, in the headroom. Only
+	// when the headroom is too small (an exotic driver) do they move.
+	buf := p.Buffer()
+	qsrc := p.Headroom() + l3
+	start := qsrc - errQuote
+	if start < 0 {
+		start = 0
+		copy(buf[errQuote:errQuote+q], buf[qsrc:qsrc+q])
+	}
+	f := buf[start : start+errQuote+q]
+
+	copy(f[0:6], osrc[:])
+	copy(f[6:12], odst[:])
+	binary.BigEndian.PutUint16(f[12:], packet.EtherTypeIPv4)
+
+	ip := packet.IPv4(f[errIP:errICMP])
+	ip[0] = 0x45
+	ip[1] = 0xc0
+	ip.SetTotalLen(packet.IPv4MinLen + packet.ICMPLen + q)
+	e.id++
+	ip.SetID(e.id)
+	ip.SetFlagsFrag(0)
+	ip.SetTTL(e.ttl)
+	ip.SetProtocol(packet.ProtoICMP)
+	ip.SetChecksum(0)
+	ip.SetSrc4(e.src)
+	ip.SetDst4(origSrc)
+	ip.SetChecksum(packet.Checksum(ip))
+
+	ic := packet.ICMP(f[errICMP:])
+	ic.SetType(e.typ)
+	ic.SetCode(e.code)
+	ic.SetChecksum(0)
+	ic.SetRest(e.rest)
+	ic.SetChecksum(packet.Checksum(ic))
+
+	p.Data = f
+	p.L3 = errIP
+	p.NextHop = netip.Addr{}
+	return 0, true
+}

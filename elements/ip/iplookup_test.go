@@ -1,0 +1,649 @@
+package ip
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/elementtest"
+)
+
+func u32(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
+
+func addrU32(v uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
+}
+
+// refLPM is the naive reference: routes sorted longest prefix first, the
+// first that contains the address wins.
+type refLPM []Route
+
+func newRef(rs []Route) refLPM {
+	r := slices.Clone(rs)
+	slices.SortStableFunc(r, func(a, b Route) int { return b.Prefix.Bits() - a.Prefix.Bits() })
+	return r
+}
+
+func (r refLPM) lookup(a netip.Addr) (Route, bool) {
+	for _, rt := range r {
+		if rt.Prefix.Contains(a) {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+// randomRoutes makes n distinct random routes; lengths favour /8../32 with
+// some short ones, and some prefixes nest inside earlier ones so that
+// overlaps are common.
+func randomRoutes(rng *rand.Rand, n int) []Route {
+	seen := map[netip.Prefix]bool{}
+	var rs []Route
+	for len(rs) < n {
+		var bits int
+		switch x := rng.IntN(100); {
+		case x < 3:
+			bits = rng.IntN(8)
+		case x < 40:
+			bits = 8 + rng.IntN(9) // 8..16
+		case x < 80:
+			bits = 17 + rng.IntN(8) // 17..24
+		default:
+			bits = 25 + rng.IntN(8) // 25..32
+		}
+		a := rng.Uint32()
+		if len(rs) > 0 && rng.IntN(3) == 0 {
+			// nest in (or next to) an existing prefix
+			base := rs[rng.IntN(len(rs))].Prefix
+			a = u32(base.Addr()) | rng.Uint32()>>uint(min(base.Bits(), 31))
+			if base.Bits() == 32 {
+				a = u32(base.Addr())
+			}
+		}
+		p := netip.PrefixFrom(addrU32(a), bits).Masked()
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		r := Route{Prefix: p, Out: rng.IntN(8)}
+		if rng.IntN(2) == 0 {
+			r.NextHop = addrU32(0x0a000000 | rng.Uint32()&0xffffff)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// probe returns lookup addresses: uniform ones and ones inside, at the
+// edges of, and just outside the table's prefixes.
+func probe(rng *rand.Rand, rs []Route) uint32 {
+	if rng.IntN(4) == 0 || len(rs) == 0 {
+		return rng.Uint32()
+	}
+	p := rs[rng.IntN(len(rs))].Prefix
+	lo := u32(p.Addr())
+	span := uint32(0xffffffff)
+	if p.Bits() > 0 {
+		span = 1<<(32-p.Bits()) - 1
+	}
+	switch rng.IntN(5) {
+	case 0:
+		return lo
+	case 1:
+		return lo + span
+	case 2:
+		return lo - 1
+	case 3:
+		return lo + span + 1
+	}
+	return lo + rng.Uint32()&span
+}
+
+func TestTableAgreesWithReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(42, 1812))
+	total := 0
+	for _, size := range []int{1, 10, 100, 1000, 2000} {
+		for trial := range 3 {
+			rs := randomRoutes(rng, size)
+			if trial == 2 { // make sure of a default route
+				def := netip.MustParsePrefix("0.0.0.0/0")
+				rs = slices.DeleteFunc(rs, func(r Route) bool { return r.Prefix == def })
+				rs = append(rs, Route{Prefix: def, Out: 9})
+			}
+			tb, err := NewTable(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := newRef(rs)
+			n := 35000
+			if size >= 1000 {
+				n = 5000
+			}
+			for range n {
+				d := probe(rng, rs)
+				got, gok := tb.Lookup(d)
+				want, wok := ref.lookup(addrU32(d))
+				if gok != wok || got != want {
+					t.Fatalf("table of %d, lookup %v: got %v %v, want %v %v", len(rs), addrU32(d), got, gok, want, wok)
+				}
+			}
+			total += n
+		}
+	}
+	t.Logf("%d lookups agree", total)
+	if total < 100000 {
+		t.Fatalf("only %d lookups", total)
+	}
+}
+
+func TestTableEdges(t *testing.T) {
+	rs := []string{
+		"0.0.0.0/0 via 192.0.2.1 out 0",
+		"10.0.0.0/8 via 10.255.0.1 out 1",
+		"10.1.0.0/16 out 2",
+		"10.1.2.0/24 via 10.1.0.9 out 3",
+		"10.1.2.128/25 out 4",
+		"10.1.2.200/32 out 5",
+		"10.1.2.201 out 6", // bare address: /32
+		"172.16.0.0/12 out 7",
+		"172.16.0.0/17 out 8", // /17: first level-2 bit
+		"255.255.255.255/32 out 9",
+	}
+	var routes []Route
+	for _, s := range rs {
+		r, err := ParseRoute(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		routes = append(routes, r)
+	}
+	tb, err := NewTable(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dst string
+		out int
+	}{
+		{"1.2.3.4", 0}, {"0.0.0.0", 0}, {"9.255.255.255", 0}, {"11.0.0.0", 0},
+		{"10.0.0.0", 1}, {"10.255.255.255", 1}, {"10.0.255.255", 1}, {"10.2.0.0", 1},
+		{"10.1.0.0", 2}, {"10.1.1.255", 2}, {"10.1.3.0", 2}, {"10.1.255.255", 2},
+		{"10.1.2.0", 3}, {"10.1.2.127", 3},
+		{"10.1.2.128", 4}, {"10.1.2.199", 4}, {"10.1.2.202", 4}, {"10.1.2.255", 4},
+		{"10.1.2.200", 5}, {"10.1.2.201", 6},
+		{"172.16.0.0", 8}, {"172.16.127.255", 8}, {"172.16.128.0", 7}, {"172.31.255.255", 7}, {"172.32.0.0", 0},
+		{"255.255.255.255", 9}, {"255.255.255.254", 0},
+	} {
+		r, ok := tb.Lookup(u32(netip.MustParseAddr(tc.dst)))
+		if !ok || r.Out != tc.out {
+			t.Errorf("%s: route %v (ok %v), want out %d", tc.dst, r, ok, tc.out)
+		}
+	}
+	// Without the default route, misses are misses; deleting the /25
+	// uncovers the /24 again.
+	err = tb.Update(func(b *Builder) error {
+		if !b.Delete(netip.MustParsePrefix("0.0.0.0/0")) || !b.Delete(netip.MustParsePrefix("10.1.2.128/25")) {
+			return errors.New("delete found nothing")
+		}
+		if b.Delete(netip.MustParsePrefix("10.1.2.128/26")) {
+			return errors.New("deleted a route that does not exist")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := tb.Lookup(u32(netip.MustParseAddr("1.2.3.4"))); ok {
+		t.Errorf("after deleting the default: 1.2.3.4 -> %v", r)
+	}
+	if r, _ := tb.Lookup(u32(netip.MustParseAddr("10.1.2.130"))); r.Out != 3 {
+		t.Errorf("after deleting the /25: 10.1.2.130 -> %v, want out 3", r)
+	}
+	if tb.Len() != len(rs)-2 || len(tb.Routes()) != len(rs)-2 {
+		t.Errorf("Len %d, Routes %d, want %d", tb.Len(), len(tb.Routes()), len(rs)-2)
+	}
+	// An only-/0 table and an empty one.
+	tb, _ = NewTable([]Route{{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Out: 3}})
+	for _, d := range []uint32{0, 1, 0x7fffffff, 0xffffffff} {
+		if r, ok := tb.Lookup(d); !ok || r.Out != 3 {
+			t.Errorf("default only: %v -> %v", addrU32(d), r)
+		}
+	}
+	tb, _ = NewTable(nil)
+	if _, ok := tb.Lookup(0x0a000001); ok {
+		t.Errorf("empty table found a route")
+	}
+}
+
+func TestParseRouteErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "empty"},
+		{"10.0.0.0/33 out 1", "bad prefix"},
+		{"10.0.0/8 out 1", "bad prefix"},
+		{"2001:db8::/32 out 1", "bad prefix"},
+		{"banana out 1", "bad prefix"},
+		{"10.1.0.0/8 out 1", "host bits set (did you mean 10.0.0.0/8?)"},
+		{"10.0.0.0/8 via 10.1.0 out 1", "bad via"},
+		{"10.0.0.0/8 via ::1 out 1", "bad via"},
+		{"10.0.0.0/8 via 224.0.0.1 out 1", "not a unicast"},
+		{"10.0.0.0/8 via out 1", "bad via"},
+		{"10.0.0.0/8 via 10.0.0.1 via 10.0.0.2 out 1", "via given twice"},
+		{"10.0.0.0/8 via", "via needs an address"},
+		{"10.0.0.0/8", "missing \"out PORT\""},
+		{"10.0.0.0/8 via 10.1.0.2", "missing \"out PORT\""},
+		{"10.0.0.0/8 out", "out needs a port"},
+		{"10.0.0.0/8 out x", "bad out port"},
+		{"10.0.0.0/8 out -1", "out of range"},
+		{"10.0.0.0/8 out 256", "out of range"},
+		{"10.0.0.0/8 out 1 out 2", "out given twice"},
+		{"10.0.0.0/8 dev eth0 out 1", "unexpected \"dev\""},
+	} {
+		_, err := ParseRoute(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestIPLookupConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := func(body string) string {
+		f, err := os.CreateTemp(dir, "routes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(body)
+		f.Close()
+		return f.Name()
+	}
+	good := file("# a routes file\n\n10.0.0.0/8 via 10.1.0.2 out 0   # backbone\n  192.168.1.0/24 out 2\n")
+	tests := []struct {
+		name   string
+		cfg    IPLookupConfig
+		key    string // "" = valid
+		want   string
+		outs   int
+		routes int
+	}{
+		{name: "routes", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "0.0.0.0/0 via 192.0.2.1 out 3"}, Miss: -1}, outs: 4, routes: 2},
+		{name: "miss widens", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0"}, Miss: 5}, outs: 6, routes: 1},
+		{name: "file", cfg: IPLookupConfig{RoutesFile: good, Miss: -1}, outs: 3, routes: 2},
+		{name: "file and routes", cfg: IPLookupConfig{Routes: []string{"0.0.0.0/0 out 0"}, RoutesFile: good, Miss: -1}, outs: 3, routes: 3},
+		{name: "no routes", cfg: IPLookupConfig{Miss: -1}, key: "routes", want: "no routes"},
+		{name: "entry 2 bad prefix", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "10.0.0.0/40 out 1"}, Miss: -1},
+			key: "routes", want: `entry 2 "10.0.0.0/40 out 1": bad prefix`},
+		{name: "entry 1 bad via", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 via x out 0"}, Miss: -1},
+			key: "routes", want: `entry 1 "10.0.0.0/8 via x out 0": bad via`},
+		{name: "entry 3 missing out", cfg: IPLookupConfig{Routes: []string{"1.0.0.0/8 out 0", "2.0.0.0/8 out 0", "3.0.0.0/8"}, Miss: -1},
+			key: "routes", want: `entry 3 "3.0.0.0/8": missing "out PORT"`},
+		{name: "out of range", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 300"}, Miss: -1},
+			key: "routes", want: "out 300 is out of range"},
+		{name: "duplicate", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "10.0.0.0/8 out 1"}, Miss: -1},
+			key: "routes", want: "already routed by routes entry 1"},
+		{name: "miss -2", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0"}, Miss: -2}, key: "miss"},
+		{name: "miss 256", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0"}, Miss: 256}, key: "miss"},
+		{name: "missing file", cfg: IPLookupConfig{RoutesFile: filepath.Join(dir, "nope"), Miss: -1}, key: "routes_file", want: "no such file"},
+		{name: "empty file", cfg: IPLookupConfig{RoutesFile: file("# nothing\n\n"), Miss: -1}, key: "routes_file", want: "holds no routes"},
+	}
+	bad := file("10.0.0.0/8 out 0\n# comment\n\n192.168.0.0/16 via 10.0.0.256 out 1\n")
+	tests = append(tests, struct {
+		name   string
+		cfg    IPLookupConfig
+		key    string
+		want   string
+		outs   int
+		routes int
+	}{name: "file line 4", cfg: IPLookupConfig{RoutesFile: bad, Miss: -1}, key: "routes_file",
+		want: bad + `:4: "192.168.0.0/16 via 10.0.0.256 out 1": bad via`})
+	dup := file("10.0.0.0/8 out 0\n10.0.0.0/8 out 1\n")
+	tests = append(tests, struct {
+		name   string
+		cfg    IPLookupConfig
+		key    string
+		want   string
+		outs   int
+		routes int
+	}{name: "file duplicate of entry", cfg: IPLookupConfig{Routes: []string{"1.0.0.0/8 out 0"}, RoutesFile: dup, Miss: -1}, key: "routes_file",
+		want: dup + `:2: "10.0.0.0/8 out 1": prefix 10.0.0.0/8 already routed by ` + dup + ":1"})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			err := c.Validate()
+			if tc.key == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, out := c.Ports(); out != tc.outs {
+					t.Errorf("outputs %d, want %d", out, tc.outs)
+				}
+				if len(c.routes) != tc.routes {
+					t.Errorf("%d routes, want %d", len(c.routes), tc.routes)
+				}
+				return
+			}
+			var ke *elements.KeyError
+			if !errors.As(err, &ke) || ke.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want key %q containing %q", err, tc.key, tc.want)
+			}
+		})
+	}
+}
+
+func ipFrameTo(t testing.TB, dst string) []byte { return mkFrame(t, frameOpts{dst: dst}) }
+
+func TestIPLookupElement(t *testing.T) {
+	cfg := &IPLookupConfig{Routes: []string{
+		"10.0.0.0/8 via 10.1.0.2 out 0",
+		"192.168.1.0/24 out 1",
+		"192.168.1.128/25 via 192.168.1.1 out 2",
+	}, Miss: -1}
+	tests := []struct {
+		name    string
+		cfg     *IPLookupConfig
+		frame   []byte
+		out     int // -1 dropped
+		nextHop string
+		reason  string
+	}{
+		{name: "via", frame: ipFrameTo(t, "10.9.8.7"), out: 0, nextHop: "10.1.0.2"},
+		{name: "connected", frame: ipFrameTo(t, "192.168.1.5"), out: 1, nextHop: "192.168.1.5"},
+		{name: "longer wins", frame: ipFrameTo(t, "192.168.1.200"), out: 2, nextHop: "192.168.1.1"},
+		{name: "no route", frame: ipFrameTo(t, "8.8.8.8"), out: -1, reason: "no route"},
+		{name: "miss port", cfg: &IPLookupConfig{Routes: cfg.Routes, Miss: 3}, frame: ipFrameTo(t, "8.8.8.8"), out: 3},
+		{name: "too short", frame: ipFrameTo(t, "10.0.0.1")[:33], out: -1, reason: "too short"},
+		{name: "empty", frame: nil, out: -1, reason: "too short"},
+		{name: "ipv6", frame: edit(ipFrameTo(t, "10.0.0.1"), func(f []byte) []byte { f[14] = 0x60; return f }), out: -1, reason: "not ipv4"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.cfg != nil {
+				c = tc.cfg
+			}
+			c2 := *c
+			h := elementtest.New(t, "IPLookup", &c2, nil)
+			p := h.Packet(tc.frame)
+			p.NextHop = netip.MustParseAddr("1.1.1.1") // stale annotation
+			h.PushBatch(0, p)
+			for i, o := range h.Outs {
+				want := 0
+				if i == tc.out {
+					want = 1
+				}
+				if len(o.Pkts) != want {
+					t.Fatalf("output %d: %d packets, want %d", i, len(o.Pkts), want)
+				}
+			}
+			if tc.out < 0 {
+				if h.Counter(tc.reason) != 1 || h.Stats.Drops() != 1 {
+					t.Errorf("%q = %d, drops %d; want 1, 1", tc.reason, h.Counter(tc.reason), h.Stats.Drops())
+				}
+			} else {
+				q := h.Outs[tc.out].Pkts[0]
+				want := netip.Addr{}
+				if tc.nextHop != "" {
+					want = netip.MustParseAddr(tc.nextHop)
+				}
+				if q.NextHop != want {
+					t.Errorf("next hop %v, want %v", q.NextHop, want)
+				}
+			}
+			h.CheckNoLeak()
+		})
+	}
+}
+
+// A batch spread over ports keeps each port's packets in arrival order; a
+// batch for one port goes on whole.
+func TestIPLookupSplit(t *testing.T) {
+	cfg := &IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "20.0.0.0/8 out 1", "30.0.0.0/8 out 2"}, Miss: -1}
+	h := elementtest.New(t, "IPLookup", cfg, nil)
+	rng := rand.New(rand.NewPCG(7, 7))
+	var frames [][]byte
+	var want [3][]string
+	for i := range 64 {
+		port := rng.IntN(4) // 3 = no route
+		dst := fmt.Sprintf("%d.0.%d.%d", 10*(port+1), i/256, i%256)
+		if port < 3 {
+			want[port] = append(want[port], dst)
+		}
+		frames = append(frames, ipFrameTo(t, dst))
+	}
+	h.Push(0, frames...)
+	for port := range 3 {
+		var got []string
+		for _, p := range h.Outs[port].Pkts {
+			got = append(got, addrU32(binary.BigEndian.Uint32(p.Data[30:])).String())
+		}
+		if !slices.Equal(got, want[port]) {
+			t.Errorf("port %d: got %v, want %v", port, got, want[port])
+		}
+	}
+	if int(h.Counter("no route")) != 64-len(want[0])-len(want[1])-len(want[2]) {
+		t.Errorf("no route = %d", h.Counter("no route"))
+	}
+	h.CheckNoLeak()
+	h.Reset()
+	// Home run: all to port 1.
+	for i := range frames {
+		frames[i] = ipFrameTo(t, fmt.Sprintf("20.1.1.%d", i))
+	}
+	h.Push(0, frames...)
+	if len(h.Outs[1].Pkts) != 64 || len(h.Outs[0].Pkts)+len(h.Outs[2].Pkts) != 0 {
+		t.Errorf("home run: %d %d %d", len(h.Outs[0].Pkts), len(h.Outs[1].Pkts), len(h.Outs[2].Pkts))
+	}
+	h.CheckNoLeak()
+}
+
+// Routes installed at run time through the shared Table take effect at the
+// next batch; a route to a port the element lacks is dropped, not a panic.
+func TestIPLookupRuntimeUpdate(t *testing.T) {
+	h := elementtest.New(t, "IPLookup", &IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "0.0.0.0/0 out 1"}, Miss: -1}, nil)
+	tb := h.Element.(*IPLookup).Table()
+	f := ipFrameTo(t, "10.1.1.1")
+	h.Push(0, f)
+	err := tb.Update(func(b *Builder) error {
+		return b.Insert(Route{Prefix: netip.MustParsePrefix("10.1.0.0/16"), Out: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Push(0, f)
+	if len(h.Outs[0].Pkts) != 1 || len(h.Outs[1].Pkts) != 1 {
+		t.Errorf("before/after update: %d on 0, %d on 1; want 1, 1", len(h.Outs[0].Pkts), len(h.Outs[1].Pkts))
+	}
+	if err := tb.Replace([]Route{{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Out: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Push(0, f)
+	if h.Counter("no such port") != 1 {
+		t.Errorf("no such port = %d", h.Counter("no such port"))
+	}
+	if err := tb.Replace([]Route{{Prefix: netip.MustParsePrefix("10.0.0.1/8")}}); err == nil {
+		t.Errorf("Replace accepted a prefix with host bits")
+	}
+	h.CheckNoLeak()
+}
+
+// TestTableRCU swaps versions while readers look up; run with -race. Each
+// reader checks that every answer belongs to one published version.
+func TestTableRCU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const versions = 40
+	var sets [versions][]Route
+	for v := range sets {
+		// Every version maps everything to out v (via a default route and
+		// some random longer prefixes), so an answer names its version.
+		rs := randomRoutes(rng, 200)
+		for i := range rs {
+			rs[i].Out = v
+		}
+		sets[v] = append(rs, Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Out: v})
+	}
+	tb, err := NewTable(sets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var lookups atomic.Int64
+	for r := range 2 {
+		wg.Go(func() {
+			rr := rand.New(rand.NewPCG(uint64(r), 9))
+			last := 0
+			for n := 0; !stop.Load() || n < 1000; n++ {
+				rt, ok := tb.Lookup(rr.Uint32())
+				if !ok || rt.Out < last || rt.Out >= versions {
+					t.Errorf("lookup: %v %v after version %d", rt, ok, last)
+					return
+				}
+				last = rt.Out // versions only move forward
+				lookups.Add(1)
+			}
+		})
+	}
+	// Writers: one publishes whole versions in order; two others add
+	// and remove a route concurrently through Update.
+	for v := 1; v < versions; v++ {
+		if err := tb.Replace(sets[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	var ww sync.WaitGroup
+	for w := range 2 {
+		ww.Go(func() {
+			for i := range 20 {
+				p := netip.PrefixFrom(addrU32(uint32(w)<<24|uint32(i)<<8), 24)
+				tb.Update(func(b *Builder) error { return b.Insert(Route{Prefix: p, Out: versions - 1}) })
+			}
+		})
+	}
+	ww.Wait()
+	have := map[netip.Prefix]bool{}
+	for _, r := range tb.Routes() {
+		have[r.Prefix] = true
+	}
+	for w := range 2 {
+		for i := range 20 {
+			if p := netip.PrefixFrom(addrU32(uint32(w)<<24|uint32(i)<<8), 24); !have[p] {
+				t.Errorf("concurrent Update lost %v", p)
+			}
+		}
+	}
+	t.Logf("%d lookups during %d swaps", lookups.Load(), versions-1)
+}
+
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{
+		"10.0.0.0/8 via 10.1.0.2 out 0", "192.168.1.0/24 out 1", "0.0.0.0/0 via 192.0.2.1 out 1",
+		"10.1.2.3 out 255", "10.0.0.0/8 out 0 via 10.0.0.1", "", "out", "1.2.3.4/32 via 1.2.3.4 out 01",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRoute(s)
+		if err != nil {
+			if r != (Route{}) {
+				t.Fatalf("%q: route %v together with error %v", s, r, err)
+			}
+			return
+		}
+		// A parsed route is valid, prints in the syntax it came from,
+		// and a table holding it finds it.
+		if err := checkRoute(r); err != nil {
+			t.Fatalf("%q parsed into invalid %v: %v", s, r, err)
+		}
+		r2, err := ParseRoute(r.String())
+		if err != nil || r2 != r {
+			t.Fatalf("%q -> %v -> %q -> %v, %v", s, r, r.String(), r2, err)
+		}
+		tb, err := NewTable([]Route{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := tb.Lookup(u32(r.Prefix.Addr())); !ok || got != r {
+			t.Fatalf("table of %v: lookup got %v %v", r, got, ok)
+		}
+	})
+}
+
+func TestIPLookupAllocs(t *testing.T) {
+	cfg := &IPLookupConfig{Routes: []string{"10.0.0.0/8 via 10.1.0.2 out 0", "192.168.1.0/24 out 1"}, Miss: -1}
+	h := elementtest.New(t, "IPLookup", cfg, &elementtest.Options{Sink: true})
+	a, b, miss := ipFrameTo(t, "10.1.2.3"), ipFrameTo(t, "192.168.1.9"), ipFrameTo(t, "8.8.8.8")
+	if n := h.AllocsPerBatch(100, a, b, miss, a[:20]); n != 0 {
+		t.Errorf("split batch: allocs = %v, want 0", n)
+	}
+	if n := h.AllocsPerBatch(100, a); n != 0 {
+		t.Errorf("home run: allocs = %v, want 0", n)
+	}
+}
+
+func BenchmarkIPLookup(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	routes := []string{"0.0.0.0/0 via 192.0.2.1 out 1"}
+	for _, r := range randomRoutes(rng, 1000) {
+		if r.Prefix.Bits() == 0 {
+			continue // the default is above
+		}
+		r.Out = rng.IntN(2)
+		routes = append(routes, r.String())
+	}
+	cfg := &IPLookupConfig{Routes: routes, Miss: -1}
+	var frames [][]byte
+	for range 64 {
+		frames = append(frames, ipFrameTo(b, addrU32(rng.Uint32()&0x7fffffff|0x01000000).String()))
+	}
+	b.Run("one-port", func(b *testing.B) {
+		h := elementtest.New(b, "IPLookup", &IPLookupConfig{Routes: []string{"0.0.0.0/0 via 192.0.2.1 out 0"}, Miss: -1}, &elementtest.Options{Sink: true})
+		h.Bench(b, frames...)
+	})
+	b.Run("1k-routes-2-ports", func(b *testing.B) {
+		c := *cfg
+		if err := c.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		h := elementtest.New(b, "IPLookup", &c, &elementtest.Options{Sink: true})
+		h.Bench(b, frames...)
+	})
+}
+
+func BenchmarkTableLookup(b *testing.B) {
+	for _, size := range []int{10, 10000} {
+		rng := rand.New(rand.NewPCG(5, uint64(size)))
+		rs := randomRoutes(rng, size)
+		tb, err := NewTable(rs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dsts := make([]uint32, 4096)
+		for i := range dsts {
+			dsts[i] = probe(rng, rs)
+		}
+		b.Run(fmt.Sprintf("routes=%d", size), func(b *testing.B) {
+			b.ReportAllocs()
+			var sink int
+			i := 0
+			for b.Loop() {
+				r, _ := tb.Lookup(dsts[i&4095])
+				sink += r.Out
+				i++
+			}
+			_ = sink
+		})
+	}
+}
