@@ -1,0 +1,192 @@
+package gen
+
+import (
+	"math"
+	"net/netip"
+	"strings"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Config is the gen driver's keys (see Doc).
+type Config struct {
+	Count  int64   `toml:"count"`
+	Rate   float64 `toml:"rate"`
+	Size   int     `toml:"size"`
+	Src    string  `toml:"src"`
+	Dst    string  `toml:"dst"`
+	Flows  int64   `toml:"flows"`
+	Proto  string  `toml:"proto"`
+	Queues int     `toml:"queues"`
+	Seed   int64   `toml:"seed"`
+	SrcMAC string  `toml:"src_mac"`
+	DstMAC string  `toml:"dst_mac"`
+}
+
+// Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544
+// reserves for benchmarking, so generated traffic never looks like a real
+// network's.
+const (
+	DefaultSize   = 64
+	DefaultSrc    = "198.18.0.1"
+	DefaultDst    = "198.19.0.0/16"
+	DefaultProto  = "udp"
+	DefaultSeed   = 1
+	DefaultSrcMAC = "02:00:00:00:00:01"
+	// DefaultDstMAC is used when the device has no mac key; otherwise the
+	// frames are addressed to the device's own MAC, as a peer would.
+	DefaultDstMAC = "02:00:00:00:00:02"
+
+	// MaxSize is the largest standard Ethernet frame without FCS.
+	MaxSize = 1514
+	// MaxQueues bounds the queues key (each queue has its own pool).
+	MaxQueues = 256
+	// MaxRate bounds the rate key: far above what one core can build, and
+	// small enough that the token arithmetic stays exact.
+	MaxRate = 1e10
+
+	// DstPort is the fixed destination port (discard, RFC 863); FirstSrcPort
+	// is flow 0's source port.
+	DstPort      = 9
+	FirstSrcPort = 1024
+	srcPorts     = 65536 - FirstSrcPort
+)
+
+func newConfig() any {
+	return &Config{Size: DefaultSize, Src: DefaultSrc, Dst: DefaultDst, Flows: 1,
+		Proto: DefaultProto, Seed: DefaultSeed, SrcMAC: DefaultSrcMAC}
+}
+
+// addrRange is a run of consecutive IPv4 addresses.
+type addrRange struct {
+	first uint32
+	n     uint64 // ≥ 1, ≤ 2^32
+}
+
+// parseRange parses an address or a CIDR. A prefix of /30 or shorter means
+// its hosts (the network and broadcast addresses are left out, so that a
+// generated destination is never a subnet broadcast); /31 and /32 mean every
+// address, as RFC 3021 has it.
+func parseRange(key, s string) (addrRange, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return addrRange{}, elements.Errorf(key, "empty address")
+	}
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return addrRange{}, elements.Errorf(key, "bad address %q", s)
+		}
+		if !a.Is4() {
+			return addrRange{}, elements.Errorf(key, "%q is not an IPv4 address", s)
+		}
+		return addrRange{first: u32(a), n: 1}, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return addrRange{}, elements.Errorf(key, "bad CIDR %q", s)
+	}
+	if !p.Addr().Is4() {
+		return addrRange{}, elements.Errorf(key, "%q is not an IPv4 prefix", s)
+	}
+	p = p.Masked()
+	hostBits := 32 - p.Bits()
+	r := addrRange{first: u32(p.Addr()), n: uint64(1) << hostBits}
+	if hostBits >= 2 {
+		r.first++
+		r.n -= 2
+	}
+	return r, nil
+}
+
+func u32(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// settings is a validated Config.
+type settings struct {
+	count    int64
+	rate     float64
+	size     int
+	src, dst addrRange
+	flows    uint64
+	proto    uint8
+	queues   int
+	seed     uint64
+	srcMAC   packet.MAC
+	dstMAC   packet.MAC
+}
+
+// minSize is the size of the headers alone.
+func minSize(proto uint8) int {
+	if proto == packet.ProtoTCP {
+		return packet.EthernetLen + packet.IPv4MinLen + packet.TCPMinLen
+	}
+	return packet.EthernetLen + packet.IPv4MinLen + packet.UDPLen
+}
+
+func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
+	var s settings
+	if c.Count < 0 {
+		return s, elements.Errorf("count", "must be ≥ 0 (0 = endless), got %d", c.Count)
+	}
+	s.count = c.Count
+	if c.Rate < 0 || math.IsNaN(c.Rate) || c.Rate > MaxRate {
+		return s, elements.Errorf("rate", "must be between 0 (as fast as possible) and %g packets/s, got %g", float64(MaxRate), c.Rate)
+	}
+	s.rate = c.Rate
+	switch strings.ToLower(c.Proto) {
+	case "udp":
+		s.proto = packet.ProtoUDP
+	case "tcp":
+		s.proto = packet.ProtoTCP
+	default:
+		return s, elements.Errorf("proto", "%q: want \"udp\" or \"tcp\"", c.Proto)
+	}
+	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
+		return s, elements.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
+	}
+	s.size = c.Size
+	var err error
+	if s.src, err = parseRange("src", c.Src); err != nil {
+		return s, err
+	}
+	if s.dst, err = parseRange("dst", c.Dst); err != nil {
+		return s, err
+	}
+	if c.Flows < 1 {
+		return s, elements.Errorf("flows", "must be ≥ 1, got %d", c.Flows)
+	}
+	// Per-packet flow choice multiplies 32 random bits by flows, and each
+	// flow needs its own (source address, source port) pair.
+	maxFlows := min(s.src.n*srcPorts, math.MaxUint32)
+	if uint64(c.Flows) > maxFlows {
+		return s, elements.Errorf("flows", "%d flows exceed the %d distinct (source address, source port) pairs src %q offers", c.Flows, maxFlows, c.Src)
+	}
+	s.flows = uint64(c.Flows)
+	if c.Queues < 0 || c.Queues > MaxQueues {
+		return s, elements.Errorf("queues", "must be between 0 (one per worker) and %d, got %d", MaxQueues, c.Queues)
+	}
+	s.queues = c.Queues
+	if s.queues == 0 {
+		s.queues = max(workers, 1)
+	}
+	s.seed = uint64(c.Seed)
+	var ok bool
+	if s.srcMAC, ok = packet.ParseMAC(c.SrcMAC); !ok {
+		return s, elements.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)
+	}
+	switch {
+	case c.DstMAC != "":
+		if s.dstMAC, ok = packet.ParseMAC(c.DstMAC); !ok {
+			return s, elements.Errorf("dst_mac", "bad MAC address %q", c.DstMAC)
+		}
+	case devMAC != packet.MAC{}:
+		s.dstMAC = devMAC
+	default:
+		s.dstMAC, _ = packet.ParseMAC(DefaultDstMAC)
+	}
+	return s, nil
+}
