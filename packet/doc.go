@@ -1,6 +1,7 @@
 // Package packet holds Junction's packet buffers, batches, per-worker buffer
 // pools, zero-allocation header views (Ethernet, ARP, IPv4, IPv6, UDP, TCP,
-// ICMPv4) and Internet checksums (full, and incremental per RFC 1624).
+// ICMPv4), Internet checksums (full, and incremental per RFC 1624) and a
+// symmetric flow hash that steers both directions of a flow to one worker.
 //
 // It is the leaf of the module: every other package imports it and it imports
 // nothing of Junction's.

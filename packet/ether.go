@@ -43,7 +43,8 @@ func (m MAC) String() string {
 	return string(b)
 }
 
-// ParseMAC parses aa:bb:cc:dd:ee:ff (or with '-').
+// ParseMAC parses aa:bb:cc:dd:ee:ff (or with '-'); on failure it returns
+// the zero MAC and false.
 func ParseMAC(s string) (MAC, bool) {
 	var m MAC
 	if len(s) != 17 {
@@ -53,10 +54,11 @@ func ParseMAC(s string) (MAC, bool) {
 		hi, ok1 := unhex(s[i*3])
 		lo, ok2 := unhex(s[i*3+1])
 		if !ok1 || !ok2 {
-			return m, false
+			return MAC{}, false
 		}
-		if i < 5 && s[i*3+2] != ':' && s[i*3+2] != '-' {
-			return m, false
+		// One separator throughout, as net.ParseMAC requires.
+		if i < 5 && (s[i*3+2] != ':' && s[i*3+2] != '-' || s[i*3+2] != s[2]) {
+			return MAC{}, false
 		}
 		m[i] = hi<<4 | lo
 	}

@@ -42,7 +42,6 @@ const (
 // fhMix hashes the ordered endpoint pair (lo, hi) and a small tag.
 func fhMix(lo, hi, tag uint64) uint32 {
 	h, l := bits.Mul64(lo^fhK0, hi^fhK1^(tag*fhK2))
-	h, l = bits.Mul64(h^l^fhK3, tag^fhK0)
 	x := h ^ l
 	r := uint32(x) ^ uint32(x>>32)
 	if r == 0 {

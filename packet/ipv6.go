@@ -47,7 +47,7 @@ func (h IPv6) SetHopLimit(v uint8)   { h[ipv6HopLimit] = v }
 func (h IPv6) SetSrc(a netip.Addr)   { v := a.As16(); copy(h[ipv6Src:ipv6Src+16], v[:]) }
 func (h IPv6) SetDst(a netip.Addr)   { v := a.As16(); copy(h[ipv6Dst:ipv6Dst+16], v[:]) }
 
-// InitIPv6 sets version 6 with zero traffic class and flow label.
+// Init sets version 6 with zero traffic class and flow label.
 func (h IPv6) Init() { binary.BigEndian.PutUint32(h[0:], 6<<28) }
 
 // Payload returns the bytes after the fixed header, bounded by PayloadLen.

@@ -1,0 +1,294 @@
+package packet
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestPoolGetFree(t *testing.T) {
+	p := NewPool(4)
+	if p.Size() != 4 || p.Available() != 4 || p.Outstanding() != 0 {
+		t.Fatalf("new pool: size %d available %d outstanding %d", p.Size(), p.Available(), p.Outstanding())
+	}
+	var got []*Packet
+	for i := range 4 {
+		pk := p.Get()
+		if pk == nil {
+			t.Fatalf("Get %d: nil with %d available", i, p.Available())
+		}
+		if pk.Pool() != p || len(pk.Data) != 0 || pk.Headroom() != Headroom || len(pk.Buffer()) != BufSize || cap(pk.Buffer()) != BufSize {
+			t.Errorf("Get %d: pool %p data %d headroom %d buffer %d", i, pk.Pool(), len(pk.Data), pk.Headroom(), len(pk.Buffer()))
+		}
+		if idx := p.Index(pk); idx < 0 || p.Packet(idx) != pk {
+			t.Errorf("Index/Packet do not round-trip: %d", idx)
+		}
+		for _, q := range got {
+			if q == pk {
+				t.Fatal("Get returned a held packet twice")
+			}
+		}
+		got = append(got, pk)
+		if p.Outstanding() != i+1 || p.Available() != 3-i {
+			t.Errorf("after %d gets: outstanding %d available %d", i+1, p.Outstanding(), p.Available())
+		}
+	}
+	if pk := p.Get(); pk != nil {
+		t.Error("Get from an empty pool returned a packet")
+	}
+	if pk := p.GetRaw(); pk != nil {
+		t.Error("GetRaw from an empty pool returned a packet")
+	}
+	// Buffers are distinct and do not overlap.
+	for i, a := range got {
+		a.Buffer()[0] = byte(i + 1)
+		a.Buffer()[BufSize-1] = byte(i + 1)
+	}
+	for i, a := range got {
+		if a.Buffer()[0] != byte(i+1) || a.Buffer()[BufSize-1] != byte(i+1) {
+			t.Errorf("buffer %d overlaps another", i)
+		}
+	}
+	for i, pk := range got {
+		pk.Free()
+		if p.Outstanding() != 3-i || p.Available() != i+1 {
+			t.Errorf("after %d frees: outstanding %d available %d", i+1, p.Outstanding(), p.Available())
+		}
+	}
+	if p.Index(&Packet{}) != -1 {
+		t.Error("Index of a foreign packet is not -1")
+	}
+}
+
+func TestPoolGetResets(t *testing.T) {
+	p := NewPool(1)
+	pk := p.Get()
+	pk.SetFrame([]byte{1, 2, 3})
+	pk.Data = pk.Data[1:]
+	pk.InDevice, pk.InQueue, pk.L3, pk.Port, pk.FlowHash = 1, 2, 3, 4, 5
+	pk.NextHop = netip.MustParseAddr("10.0.0.1")
+	pk.Scratch[7] = 9
+	pk.Free()
+
+	// GetRaw keeps what was there (the gen driver relies on it).
+	raw := p.GetRaw()
+	if raw != pk || raw.InDevice != 1 || raw.Scratch[7] != 9 || len(raw.Data) != 2 {
+		t.Errorf("GetRaw changed the packet: %+v", raw)
+	}
+	raw.Free()
+
+	q := p.Get()
+	want := Packet{L3: EthernetLen}
+	if q.InDevice != want.InDevice || q.InQueue != 0 || q.L3 != want.L3 || q.Port != 0 || q.FlowHash != 0 ||
+		q.NextHop.IsValid() || q.Scratch != [ScratchSize]byte{} || len(q.Data) != 0 || q.Headroom() != Headroom {
+		t.Errorf("Get did not reset: %+v headroom %d", q, q.Headroom())
+	}
+	q.Free()
+}
+
+func TestDoubleFreePanics(t *testing.T) {
+	p := NewPool(2)
+	pk := p.Get()
+	pk.Free()
+	mustPanic(t, "double free", func() { pk.Free() })
+	if p.Available() != 2 {
+		t.Errorf("a refused double free changed the pool: available %d", p.Available())
+	}
+	// A packet never taken is not held either.
+	mustPanic(t, "double free", func() { p.Packet(1).Free() })
+	// Through a batch too.
+	b := NewBatch(4)
+	x := p.Get()
+	b.Add(x)
+	b.Add(x)
+	mustPanic(t, "double free", func() { b.FreeAll() })
+}
+
+func TestNewPoolFrom(t *testing.T) {
+	mem := make([]byte, 3*BufSize+100)
+	p := NewPoolFrom(mem, 3)
+	for i := range 3 {
+		pk := p.Packet(i)
+		if &pk.Buffer()[0] != &mem[i*BufSize] || cap(pk.Buffer()) != BufSize {
+			t.Errorf("packet %d buffer not at mem[%d] with cap BufSize", i, i*BufSize)
+		}
+	}
+	mustPanic(t, "too small", func() { NewPoolFrom(make([]byte, 2*BufSize-1), 2) })
+}
+
+func TestSetFrameSetLen(t *testing.T) {
+	p := NewPool(1)
+	pk := p.Get()
+	defer pk.Free()
+	max := BufSize - Headroom
+	for _, n := range []int{0, 1, 60, 1514, max - 1, max} {
+		f := bytes.Repeat([]byte{byte(n)}, n)
+		if !pk.SetFrame(f) {
+			t.Fatalf("SetFrame(%d bytes) refused", n)
+		}
+		if !bytes.Equal(pk.Data, f) || pk.Headroom() != Headroom || (n > 0 && &pk.Data[0] != &pk.Buffer()[Headroom]) {
+			t.Errorf("SetFrame(%d): data %d bytes, headroom %d", n, len(pk.Data), pk.Headroom())
+		}
+	}
+	pk.SetFrame([]byte{1, 2, 3})
+	for _, n := range []int{max + 1, BufSize, 1 << 20} {
+		if pk.SetFrame(make([]byte, n)) {
+			t.Errorf("SetFrame(%d bytes) accepted", n)
+		}
+		if !bytes.Equal(pk.Data, []byte{1, 2, 3}) {
+			t.Errorf("refused SetFrame changed Data")
+		}
+	}
+
+	// SetLen within cap(Data): grows into the tail, shrinks, refuses past it.
+	for _, tt := range []struct {
+		n  int
+		ok bool
+	}{{0, true}, {3, true}, {100, true}, {max, true}, {max + 1, false}, {-1, false}, {BufSize, false}} {
+		pk.SetFrame([]byte{1, 2, 3})
+		if ok := pk.SetLen(tt.n); ok != tt.ok {
+			t.Errorf("SetLen(%d) = %v, want %v", tt.n, ok, tt.ok)
+		}
+		if want := map[bool]int{true: tt.n, false: 3}[tt.ok]; len(pk.Data) != want || pk.Headroom() != Headroom {
+			t.Errorf("SetLen(%d): len %d headroom %d", tt.n, len(pk.Data), pk.Headroom())
+		}
+	}
+	// After stripping a header the limit is the rest of the buffer.
+	pk.SetFrame(make([]byte, 100))
+	pk.Data = pk.Data[EthernetLen:]
+	if pk.SetLen(max-EthernetLen+1) || !pk.SetLen(max-EthernetLen) || pk.Headroom() != Headroom+EthernetLen {
+		t.Errorf("SetLen after stripping: len %d headroom %d", len(pk.Data), pk.Headroom())
+	}
+	// Prepending into the headroom.
+	pk.SetFrame([]byte{9})
+	pk.Data = pk.Buffer()[Headroom-4 : Headroom+1]
+	if pk.Headroom() != Headroom-4 {
+		t.Errorf("prepend: headroom %d", pk.Headroom())
+	}
+}
+
+func TestReset(t *testing.T) {
+	p := NewPool(1)
+	pk := p.Get()
+	defer pk.Free()
+	pk.SetFrame([]byte{1, 2})
+	pk.Data = pk.Buffer()[0:10]
+	pk.InDevice, pk.InQueue, pk.L3, pk.Port, pk.FlowHash = 1, 2, 18, 4, 5
+	pk.NextHop = netip.MustParseAddr("2001:db8::1")
+	for i := range pk.Scratch {
+		pk.Scratch[i] = 0xff
+	}
+	pk.Reset()
+	if len(pk.Data) != 0 || pk.Headroom() != Headroom || pk.InDevice != 0 || pk.InQueue != 0 || pk.L3 != EthernetLen ||
+		pk.Port != 0 || pk.FlowHash != 0 || pk.NextHop != (netip.Addr{}) || pk.Scratch != [ScratchSize]byte{} {
+		t.Errorf("Reset left %+v", pk)
+	}
+}
+
+func TestClone(t *testing.T) {
+	src := NewPool(1)
+	dst := NewPool(2)
+	p := src.Get()
+	frame := bytes.Repeat([]byte{0xab, 0xcd}, 300)
+	p.SetFrame(frame)
+	p.Data = p.Data[4:] // a non-standard headroom must be kept
+	p.InDevice, p.InQueue, p.L3, p.Port, p.FlowHash = 3, 1, 18, 2, 0xdeadbeef
+	p.NextHop = netip.MustParseAddr("10.9.8.7")
+	p.Scratch[0], p.Scratch[ScratchSize-1] = 1, 2
+
+	q := p.Clone(dst)
+	if q == nil || q == p || q.Pool() != dst {
+		t.Fatalf("Clone = %p (pool %p), p %p", q, q.Pool(), p)
+	}
+	if !bytes.Equal(q.Data, p.Data) || q.Headroom() != p.Headroom() || &q.Data[0] == &p.Data[0] {
+		t.Errorf("clone data: equal %v headroom %d/%d shared %v", bytes.Equal(q.Data, p.Data), q.Headroom(), p.Headroom(), &q.Data[0] == &p.Data[0])
+	}
+	if q.InDevice != 3 || q.InQueue != 1 || q.L3 != 18 || q.Port != 2 || q.FlowHash != 0xdeadbeef ||
+		q.NextHop != p.NextHop || q.Scratch != p.Scratch {
+		t.Errorf("clone annotations: %+v", q)
+	}
+	// Deep copy: changing one does not change the other.
+	q.Data[0] ^= 0xff
+	q.Scratch[0] = 9
+	if p.Data[0] != 0xab || p.Scratch[0] != 1 {
+		t.Error("Clone shares storage with the original")
+	}
+	if dst.Outstanding() != 1 || src.Outstanding() != 1 {
+		t.Errorf("outstanding: src %d dst %d", src.Outstanding(), dst.Outstanding())
+	}
+	r := p.Clone(dst)
+	if r == nil {
+		t.Fatal("second clone failed")
+	}
+	if p.Clone(dst) != nil {
+		t.Error("Clone from an empty pool did not return nil")
+	}
+	for _, x := range []*Packet{p, q, r} {
+		x.Free()
+	}
+	if dst.Outstanding() != 0 || src.Outstanding() != 0 {
+		t.Errorf("leak: src %d dst %d", src.Outstanding(), dst.Outstanding())
+	}
+}
+
+func TestBatch(t *testing.T) {
+	p := NewPool(DefaultBatch + 1)
+	b := NewBatch(DefaultBatch)
+	if b.Len() != 0 || b.Cap() != DefaultBatch || b.Full() || b.Bytes() != 0 {
+		t.Fatalf("new batch: len %d cap %d full %v bytes %d", b.Len(), b.Cap(), b.Full(), b.Bytes())
+	}
+	total := 0
+	for i := range DefaultBatch {
+		pk := p.Get()
+		pk.SetFrame(make([]byte, 60+i))
+		total += 60 + i
+		b.Add(pk)
+		if b.Len() != i+1 || b.Pkts[i] != pk || b.Full() != (i == DefaultBatch-1) {
+			t.Fatalf("after Add %d: len %d full %v", i, b.Len(), b.Full())
+		}
+	}
+	if b.Bytes() != total {
+		t.Errorf("Bytes = %d, want %d", b.Bytes(), total)
+	}
+	backing := &b.Pkts[:1][0]
+	taken := append([]*Packet(nil), b.Pkts...)
+	held := b.Pkts[:b.Cap()]
+	b.Reset()
+	if b.Len() != 0 || b.Cap() != DefaultBatch || p.Outstanding() != DefaultBatch || &b.Pkts[:1][0] != backing {
+		t.Errorf("Reset: len %d cap %d outstanding %d (must not free, must keep its array)", b.Len(), b.Cap(), p.Outstanding())
+	}
+	for i, x := range held {
+		if x != nil {
+			t.Fatalf("Reset left a reference in slot %d", i)
+		}
+	}
+	// Refill with the same packets (Reset does not free them) and free all.
+	for _, pk := range taken {
+		b.Add(pk)
+	}
+	b.FreeAll()
+	if b.Len() != 0 || p.Outstanding() != 0 {
+		t.Errorf("FreeAll: len %d outstanding %d", b.Len(), p.Outstanding())
+	}
+	b.FreeAll() // empty: nothing to do
+	if NewBatch(MaxBatch).Cap() != MaxBatch {
+		t.Error("NewBatch(MaxBatch)")
+	}
+}
+
+func mustPanic(t *testing.T, substr string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Errorf("no panic, want one containing %q", substr)
+			return
+		}
+		if s, _ := r.(string); !strings.Contains(s, substr) {
+			t.Errorf("panic %v, want one containing %q", r, substr)
+		}
+	}()
+	f()
+}
