@@ -52,8 +52,9 @@ func NewClock(every int) *Clock {
 	return &Clock{every: uint64(every)}
 }
 
-// Track registers stats to be published by this clock (Output.Connect and
-// Clock.Time do it; call it for stats the clock would not otherwise see).
+// Track registers stats to be published by this clock. Output.Connect does
+// it for the stats of the element it feeds; the pipeline tracks sources'
+// stats (Time does not, to keep the poll path free of the lookup).
 func (c *Clock) Track(s *Stats) {
 	for _, t := range c.tracked {
 		if t == s {
@@ -129,11 +130,20 @@ func (o *Output) Push(b *packet.Batch) {
 	t0 := Nanotime()
 	o.target.Push(o.port, b)
 	d := Nanotime() - t0
-	st.nanos += uint64(d - c.child)
-	st.timedPackets += uint64(n)
+	if d < outlierNanos {
+		st.nanos += uint64(d - c.child)
+		st.timedPackets += uint64(n)
+	}
 	c.child = saved + d
 	b.Reset()
 }
+
+// outlierNanos discards a timed batch that took this long: one batch of one
+// element takes microseconds, so a millisecond means the thread was
+// preempted, and multiplying that by the sampling interval would charge the
+// element for time it never used. Every enclosing Push took longer still, so
+// its sample is discarded too and the self times stay consistent.
+const outlierNanos = 1_000_000
 
 // Time runs one poll of a source under the clock, charging its self time to
 // st in timed rounds, and returns the packets polled. The worker calls it
@@ -151,7 +161,7 @@ func (c *Clock) Time(src Source, st *Stats) int {
 	t0 := Nanotime()
 	n := src.Poll()
 	d := Nanotime() - t0
-	if n > 0 {
+	if n > 0 && d < outlierNanos {
 		st.batches++
 		st.packets += uint64(n)
 		st.timedPackets += uint64(n)

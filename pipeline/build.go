@@ -34,6 +34,10 @@ type Options struct {
 	// Duration stops the router after this long (0: until every source is
 	// drained or Stop is called).
 	Duration time.Duration
+	// TimingEvery times the elements of one poll round in this many (0:
+	// elements.DefaultTimingEvery; 1: every round). Batches, packets and
+	// drops are always counted exactly; only the nanoseconds are sampled.
+	TimingEvery int
 }
 
 // Router is a started graph: the devices, one pipeline per worker and the
@@ -52,7 +56,9 @@ type Router struct {
 	err    error     // what closing reported
 	timer  *time.Timer
 	closed []func() error // extra things to close (the stats server)
-	mu     sync.Mutex     // guards closed
+	mu     sync.Mutex     // guards closed and isClosed
+	// isClosed: closeAll has run; what registers later is closed at once.
+	isClosed bool
 }
 
 // Start opens the graph's devices, builds one pipeline per worker and starts
@@ -124,8 +130,12 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 		shared[i] = &elements.SharedSlot{}
 	}
 	devs := &deviceSet{g: g, devs: r.devices, workers: n}
+	timing := o.TimingEvery
+	if timing <= 0 {
+		timing = elements.DefaultTimingEvery
+	}
 	for w := 0; w < n; w++ {
-		wk, err := newWorker(r, w, n, plan, shared, devs)
+		wk, err := newWorker(r, w, n, plan, shared, devs, timing)
 		if wk != nil {
 			r.workers = append(r.workers, wk)
 		}
@@ -253,19 +263,23 @@ var _ elements.DeviceSet = (*deviceSet)(nil)
 
 // newWorker instantiates the graph for worker w. On error it returns the
 // partly built worker so that the caller closes what was built.
-func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs elements.DeviceSet) (*worker, error) {
+func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs elements.DeviceSet, timingEvery int) (*worker, error) {
 	g := r.g
 	wk := &worker{
 		r:     r,
 		id:    w,
-		clock: &elements.Clock{},
+		clock: elements.NewClock(timingEvery),
 		pool:  packet.NewPool(ElementPoolSize),
 		inst:  make([]elements.Element, len(g.Elements)),
 		stats: make([]*elements.Stats, len(g.Elements)),
 		outs:  make([][]*elements.Output, len(g.Elements)),
 	}
+	wk.cpu.Store(-1)
 	for i, e := range g.Elements {
 		wk.stats[i] = &elements.Stats{}
+		// Outputs track their targets' stats; sources and elements fed
+		// by nothing would otherwise never be published.
+		wk.clock.Track(wk.stats[i])
 		wk.outs[i] = make([]*elements.Output, e.Out)
 		for j := range wk.outs[i] {
 			wk.outs[i][j] = elements.NewOutput(wk.clock)
@@ -310,15 +324,11 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 			}
 			wk.sources = append(wk.sources, src)
 			wk.srcStats = append(wk.srcStats, wk.stats[i])
-			wk.srcScratch = append(wk.srcScratch, &elements.Stats{})
 		}
 		if t, ok := el.(elements.Ticker); ok {
-			wk.tickers = append(wk.tickers, &tickSource{t: t})
-			wk.tickStats = append(wk.tickStats, wk.stats[i])
+			wk.tickers = append(wk.tickers, t)
 		}
 	}
-	wk.srcNanos = make([]uint64, len(wk.sources))
-	wk.srcN = make([]int, len(wk.sources))
 	return wk, nil
 }
 
@@ -350,7 +360,7 @@ func (r *Router) closeAll() {
 		}
 		r.mu.Lock()
 		extra := r.closed
-		r.closed = nil
+		r.closed, r.isClosed = nil, true
 		r.mu.Unlock()
 		for _, f := range extra {
 			if err := f(); err != nil {
@@ -364,6 +374,10 @@ func (r *Router) closeAll() {
 // Stop asks every worker to stop after its current round. It returns at
 // once; Wait waits for the end.
 func (r *Router) Stop() { r.stop.Store(true) }
+
+// Stopped reports whether Stop was called (or the duration elapsed), as
+// opposed to a run that ended because every source was drained.
+func (r *Router) Stopped() bool { return r.stop.Load() }
 
 // Done is closed when the workers have exited and everything is closed.
 func (r *Router) Done() <-chan struct{} { return r.done }
@@ -385,6 +399,49 @@ func (r *Router) Graph() *Graph { return r.g }
 // onClose registers f to run when the router closes (after the devices).
 func (r *Router) onClose(f func() error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closed = append(r.closed, f)
+	if !r.isClosed {
+		r.closed = append(r.closed, f)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	f()
+}
+
+// Build opens the devices and instantiates the pipelines like Start, but
+// starts no goroutine: the caller drives the workers with Round and ends
+// with Close. It is for benchmarks and allocation tests of whole graphs.
+func Build(g *Graph, o Options) (*Router, error) {
+	r, err := build(g, o)
+	if err != nil {
+		return nil, err
+	}
+	r.start = time.Now()
+	return r, nil
+}
+
+// Round runs one poll round of worker w on the calling goroutine (a router
+// from Build only): every source polled once, the elements' clock advanced,
+// tickers called when a millisecond has passed. It returns the packets
+// received.
+func (r *Router) Round(w int) int {
+	wk := r.workers[w]
+	now := elements.Nanotime()
+	wk.clock.Round(now)
+	n := wk.poll()
+	if now-wk.lastTick >= tickEvery {
+		wk.lastTick = now
+		wk.tick(now)
+	}
+	return n
+}
+
+// Close publishes the counters and closes the elements and devices of a
+// router from Build; it returns what closing reported.
+func (r *Router) Close() error {
+	for _, wk := range r.workers {
+		wk.clock.Publish()
+	}
+	r.closeAll()
+	return r.err
 }

@@ -1,0 +1,276 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	_ "github.com/junction-dataplane/junction/drivers/all"
+	_ "github.com/junction-dataplane/junction/elements/all"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// defaultGraph is what `run`, `check` and `graph` use without -config.
+//
+//go:embed default.toml
+var defaultGraph []byte
+
+// defaultGraphName names the embedded graph in messages.
+const defaultGraphName = "default.toml (embedded)"
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `forwarder — Junction, a Click-style modular software router
+
+Usage:
+  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-quiet] [-nopin]
+  forwarder check    [-config FILE]
+  forwarder graph    [-config FILE]
+  forwarder elements [TYPE]
+  forwarder drivers  [NAME]
+  forwarder stats    [-addr ADDR] [-format table|json|prom]
+  forwarder help
+
+run       runs the graph (without -config: the embedded default graph, a router
+          between two synthetic gen devices); prints a rate line every second
+          and, on exit, the per-element table. Stops on Ctrl-C/SIGTERM, after
+          -duration, or when every source is drained.
+check     validates a graph file: "ok: N elements, M links, K devices", or every
+          error with its file:line (exit status 1).
+graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg).
+elements  lists the element types, or prints one type's manual.
+drivers   lists the drivers, or prints one driver's keys.
+stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).
+`
+
+// Main runs the forwarder command line and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = runCmd(rest, stdout, stderr)
+	case "check":
+		err = checkCmd(rest, stdout, stderr)
+	case "graph":
+		err = graphCmd(rest, stdout, stderr)
+	case "elements":
+		err = elementsCmd(rest, stdout)
+	case "drivers":
+		err = driversCmd(rest, stdout)
+	case "stats":
+		err = statsCmd(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		msg := fmt.Sprintf("forwarder: unknown command %q", cmd)
+		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "help"}); s != "" {
+			msg += fmt.Sprintf(", did you mean %q?", s)
+		}
+		fmt.Fprintln(stderr, msg)
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintln(stderr, "forwarder "+cmd+": "+indentLines(err.Error()))
+		return 1
+	}
+}
+
+// errUsage marks an error already reported by the flag package.
+var errUsage = errors.New("usage")
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("forwarder "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// loadGraph loads the -config file, or the embedded default graph.
+func loadGraph(path string) (*pipeline.Graph, error) {
+	if path == "" {
+		return pipeline.Parse(defaultGraphName, defaultGraph)
+	}
+	return pipeline.Load(path)
+}
+
+// configArg takes the graph file from -config or from a single positional
+// argument (forwarder check router.toml).
+func configArg(fs *flag.FlagSet, config string) (string, error) {
+	switch fs.NArg() {
+	case 0:
+		return config, nil
+	case 1:
+		if config != "" {
+			return "", fmt.Errorf("both -config %s and %s given", config, fs.Arg(0))
+		}
+		return fs.Arg(0), nil
+	default:
+		return "", fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+}
+
+func checkCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", stderr)
+	config := fs.String("config", "", "graph file (default: the embedded default graph)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	path, err := configArg(fs, *config)
+	if err != nil {
+		return err
+	}
+	g, err := loadGraph(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ok: %d elements, %d links, %d devices\n", len(g.Elements), len(g.Links), len(g.Devices))
+	return nil
+}
+
+func graphCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("graph", stderr)
+	config := fs.String("config", "", "graph file (default: the embedded default graph)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	path, err := configArg(fs, *config)
+	if err != nil {
+		return err
+	}
+	g, err := loadGraph(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, g.DOT())
+	return err
+}
+
+func elementsCmd(args []string, stdout io.Writer) error {
+	switch len(args) {
+	case 0:
+		var types []*elements.Type
+		for _, n := range elements.Names() {
+			t, _ := elements.Lookup(n)
+			types = append(types, t)
+		}
+		return elements.WriteIndex(stdout, types)
+	case 1:
+		t, ok := elements.Lookup(args[0])
+		if !ok {
+			msg := fmt.Sprintf("unknown element type %q", args[0])
+			if s := nearest(args[0], elements.Names()); s != "" {
+				msg += fmt.Sprintf(", did you mean %q?", s)
+			}
+			return errors.New(msg + " (forwarder elements lists them)")
+		}
+		return elements.WriteDoc(stdout, t)
+	default:
+		return fmt.Errorf("one element type at a time, got %d", len(args))
+	}
+}
+
+func driversCmd(args []string, stdout io.Writer) error {
+	switch len(args) {
+	case 0:
+		for _, n := range drivers.Names() {
+			d, _ := drivers.Lookup(n)
+			first, _, _ := strings.Cut(d.Doc, "\n")
+			fmt.Fprintf(stdout, "%-10s %s\n", n, first)
+		}
+		return nil
+	case 1:
+		d, ok := drivers.Lookup(args[0])
+		if !ok {
+			msg := fmt.Sprintf("unknown driver %q", args[0])
+			if s := nearest(args[0], drivers.Names()); s != "" {
+				msg += fmt.Sprintf(", did you mean %q?", s)
+			}
+			return errors.New(msg)
+		}
+		fmt.Fprintln(stdout, strings.TrimRight(d.Doc, "\n"))
+		return nil
+	default:
+		return fmt.Errorf("one driver at a time, got %d", len(args))
+	}
+}
+
+// nearest returns the candidate closest to name (case-insensitive edit
+// distance), if it is close enough to be a plausible typo.
+func nearest(name string, candidates []string) string {
+	best, bestD := "", 1<<30
+	ln := strings.ToLower(name)
+	sorted := append([]string(nil), candidates...)
+	sort.Strings(sorted)
+	for _, c := range sorted {
+		d := editDistance(ln, strings.ToLower(c))
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > max(2, len(name)/3) {
+		return ""
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// indentLines puts a multi-line error (one config error per line) under
+// its command prefix.
+func indentLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

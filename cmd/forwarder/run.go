@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+func runCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	config := fs.String("config", "", "graph file (default: the embedded default graph)")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C or every source is drained)")
+	workers := fs.Int("workers", 0, "workers, one per core (0: the graph's [forwarder] workers, else all cores)")
+	stats := fs.String("stats", "", `stats endpoint address ("off" disables; default: the graph's [forwarder] stats, else `+pipeline.DefaultStatsAddr+")")
+	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
+	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	path, err := configArg(fs, *config)
+	if err != nil {
+		return err
+	}
+	if *workers < 0 {
+		return fmt.Errorf("-workers must be ≥ 0, got %d", *workers)
+	}
+	g, err := loadGraph(path)
+	if err != nil {
+		return err
+	}
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	return run(ctx, g, runOptions{
+		duration: *duration, workers: *workers, stats: *stats, quiet: *quiet, nopin: *nopin,
+	}, stdout, stderr)
+}
+
+type runOptions struct {
+	duration time.Duration
+	workers  int
+	stats    string
+	quiet    bool
+	nopin    bool
+	// every is the rate line interval (a second; tests shorten it).
+	every time.Duration
+}
+
+// run starts g, prints a rate line every second until the router finishes
+// or ctx is cancelled (a signal), then prints the final accounting.
+func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io.Writer) error {
+	if o.every <= 0 {
+		o.every = time.Second
+	}
+	r, err := pipeline.Start(g, pipeline.Options{Workers: o.workers, NoPin: o.nopin, Log: stderr, Duration: o.duration})
+	if err != nil {
+		return err
+	}
+
+	// The stats endpoint: an address given explicitly must work; the
+	// default one is best effort (another forwarder may hold the port).
+	addr, explicit := o.stats, o.stats != ""
+	if addr == "" {
+		addr, explicit = g.Stats, g.Stats != ""
+	}
+	if addr == "" {
+		addr = pipeline.DefaultStatsAddr
+	}
+	statsAt := ""
+	if addr != "off" {
+		a, err := r.ServeStats(addr)
+		switch {
+		case err == nil:
+			statsAt = "http://" + a.String() + "/stats"
+		case explicit:
+			r.Stop()
+			r.Wait()
+			return err
+		default:
+			fmt.Fprintf(stderr, "warning: %v (running without it)\n", err)
+		}
+	}
+
+	if !o.quiet {
+		fmt.Fprintf(stdout, "junction: %s: %s, %s, %s", g.File, count(r.Workers(), "worker"),
+			count(len(g.Elements), "element"), count(len(g.Devices), "device"))
+		if statsAt != "" {
+			fmt.Fprintf(stdout, "; stats at %s", statsAt)
+		}
+		fmt.Fprintln(stdout)
+	}
+
+	tick := time.NewTicker(o.every)
+	defer tick.Stop()
+	prev := r.Snapshot()
+	why := ""
+loop:
+	for {
+		select {
+		case <-tick.C:
+			cur := r.Snapshot()
+			if !o.quiet {
+				fmt.Fprintln(stdout, pipeline.RateLine(prev, cur))
+			}
+			prev = cur
+		case <-r.Done():
+			break loop
+		case <-ctx.Done():
+			why = "signal"
+			r.Stop()
+			<-r.Done()
+			break loop
+		}
+	}
+	closeErr := r.Wait()
+	switch {
+	case why != "":
+	case r.Stopped():
+		why = "duration reached"
+	default:
+		why = "every source drained"
+	}
+	final := r.Snapshot()
+	fmt.Fprintf(stdout, "\nstopped after %s (%s)\n", final.Uptime.Round(time.Millisecond), why)
+	if err := final.WriteTable(stdout); err != nil {
+		return err
+	}
+	if closeErr != nil {
+		return fmt.Errorf("closing: %w", closeErr)
+	}
+	return nil
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// statsCmd reads a running forwarder's stats endpoint.
+func statsCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("stats", stderr)
+	addr := fs.String("addr", pipeline.DefaultStatsAddr, "the forwarder's stats endpoint")
+	format := fs.String("format", "table", "table, json or prom")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch *format {
+	case "table":
+		s, err := pipeline.FetchSnapshot(*addr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "uptime %s\n", s.Uptime.Round(1e6))
+		return s.WriteTable(stdout)
+	case "json", "prom":
+		path := "/stats"
+		if *format == "prom" {
+			path = "/metrics"
+		}
+		body, err := pipeline.FetchRaw(*addr, path)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(body)
+		return err
+	default:
+		return fmt.Errorf("-format must be table, json or prom, got %q", *format)
+	}
+}

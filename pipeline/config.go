@@ -1,0 +1,734 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ConfigError is one problem in a graph file, with where it is and what it
+// concerns. Fields that do not apply are empty.
+type ConfigError struct {
+	Pos     Pos
+	Device  string // the [devices.NAME] table concerned (Type is then its driver)
+	Element string // the element concerned ("Type@N" for an anonymous one)
+	Type    string // the element's type
+	Key     string // the key concerned
+	Msg     string
+	Suggest string // the nearest valid name, for "did you mean"
+}
+
+// Error formats the error as
+//
+//	router.toml:12: element "rt" (IPLookup): key "rotes": unknown, did you mean "routes"?
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if p := e.Pos.String(); p != "" {
+		b.WriteString(p)
+		b.WriteString(": ")
+	}
+	switch {
+	case e.Device != "":
+		fmt.Fprintf(&b, "device %q", e.Device)
+		if e.Type != "" {
+			fmt.Fprintf(&b, " (%s)", e.Type)
+		}
+		b.WriteString(": ")
+	case e.Element != "":
+		fmt.Fprintf(&b, "element %q", e.Element)
+		if e.Type != "" {
+			fmt.Fprintf(&b, " (%s)", e.Type)
+		}
+		b.WriteString(": ")
+	case e.Type != "":
+		b.WriteString(e.Type)
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, "key %q: ", e.Key)
+	}
+	b.WriteString(e.Msg)
+	if e.Suggest != "" {
+		fmt.Fprintf(&b, ", did you mean %q?", e.Suggest)
+	}
+	return b.String()
+}
+
+// ErrorList is every error found in a graph file, in file order.
+type ErrorList []*ConfigError
+
+// Error returns one error per line.
+func (l ErrorList) Error() string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find the individual *ConfigError values.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// Load reads the graph file at path and parses it (see Parse).
+func Load(path string) (*Graph, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and fully validates a graph file; file names it in errors
+// and becomes Graph.File. It returns either a graph that is valid as a
+// whole, or a nil graph and an ErrorList with every error it found.
+func Parse(file string, data []byte) (*Graph, error) {
+	l := &loader{file: file, g: &Graph{File: file, Batch: packet.DefaultBatch}}
+	l.load(data)
+	if len(l.errs) > 0 {
+		sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Pos.Line < l.errs[j].Pos.Line })
+		return nil, l.errs
+	}
+	return l.g, nil
+}
+
+// The top-level tables of a graph file.
+var topTables = []string{"forwarder", "devices", "elements", "graph"}
+
+var forwarderKeys = []string{"workers", "batch", "stats"}
+
+// maxWorkers bounds [forwarder] workers: a typo must not start a million
+// pipelines.
+const maxWorkers = 1024
+
+// Keys of [devices.NAME] handled by the loader; the rest go to the driver.
+var deviceKeys = []string{"driver", "addresses", "mac"}
+
+// elemInfo is an element while the graph is being loaded.
+type elemInfo struct {
+	*Element
+	bad      bool // unknown type or invalid config: ports unknown, checks skipped
+	declared bool // from an [elements] table
+	used     bool // appears in a link
+	line     func(key string) int
+	given    map[string]bool
+	// suggested: keys offered as "did you mean" for an unknown key; their
+	// absence is not reported again as "required".
+	suggested map[string]bool
+}
+
+// linkSrc is one link string and where it was written.
+type linkSrc struct {
+	text  string
+	line  int
+	chain []endpoint
+	ends  []*elemInfo // resolved endpoints (nil where resolution failed)
+}
+
+type loader struct {
+	file string
+	g    *Graph
+	pos  *positions
+	errs ErrorList
+
+	badDevices map[string]bool // devices whose table is broken (still "declared")
+
+	elems     map[string]*elemInfo // every named element
+	order     []*elemInfo          // g.Elements' order, with bad ones too
+	anonCount map[string]int       // per type, for "Type@N"
+	inline    map[string]*linkDecl // inline declarations by name
+
+	graphSeen  bool
+	graphLine  int
+	linksLine  int
+	links      []*linkSrc
+	linkErrors bool // a link could not be parsed: connectivity checks would mislead
+	// linksMisspelt: [graph] has a key that looks like "links".
+	linksMisspelt bool
+}
+
+// linkDecl is an inline "name :: Type(args)" declaration.
+type linkDecl struct {
+	ep   endpoint
+	line int
+	src  *linkSrc // the link and endpoint index that declare it
+	idx  int
+}
+
+func (l *loader) at(line int) Pos { return Pos{File: l.file, Line: line} }
+
+func (l *loader) add(e *ConfigError) { l.errs = append(l.errs, e) }
+
+func (l *loader) errorf(line int, key, suggest, format string, args ...any) {
+	l.add(&ConfigError{Pos: l.at(line), Key: key, Msg: fmt.Sprintf(format, args...), Suggest: suggest})
+}
+
+func (l *loader) elemErr(ei *elemInfo, line int, key, suggest, format string, args ...any) {
+	e := &ConfigError{Pos: l.at(line), Element: ei.Name, Key: key, Msg: fmt.Sprintf(format, args...), Suggest: suggest}
+	if ei.Type != nil {
+		e.Type = ei.Type.Name
+	}
+	l.add(e)
+}
+
+func (l *loader) devErr(d *Device, line int, key, suggest, format string, args ...any) {
+	e := &ConfigError{Pos: l.at(line), Device: d.Name, Key: key, Msg: fmt.Sprintf(format, args...), Suggest: suggest}
+	if d.Driver != nil {
+		e.Type = d.Driver.Name
+	}
+	l.add(e)
+}
+
+// keysByLine returns the keys of m in the order they were written (the
+// decoded map has none), by name for equal lines.
+func (l *loader) keysByLine(m map[string]any, path ...string) []string {
+	keys := sortedKeys(m)
+	lines := make(map[string]int, len(keys))
+	for _, k := range keys {
+		lines[k] = l.pos.line(append(append([]string(nil), path...), k)...)
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return lines[keys[i]] < lines[keys[j]] })
+	return keys
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (l *loader) load(data []byte) {
+	var top map[string]any
+	if _, err := toml.Decode(string(data), &top); err != nil {
+		line, msg := 0, err.Error()
+		var pe toml.ParseError
+		var ppe *toml.ParseError
+		switch {
+		case errors.As(err, &pe):
+			line, msg = pe.Position.Line, pe.Message
+		case errors.As(err, &ppe):
+			line, msg = ppe.Position.Line, ppe.Message
+		}
+		l.errorf(line, "", "", "TOML syntax: %s", msg)
+		return
+	}
+	l.pos = scanPositions(string(data))
+	l.elems = map[string]*elemInfo{}
+	l.anonCount = map[string]int{}
+	l.inline = map[string]*linkDecl{}
+	l.badDevices = map[string]bool{}
+
+	for _, k := range l.keysByLine(top) {
+		line := l.pos.line(k)
+		v := top[k]
+		tbl, isTable := v.(map[string]any)
+		switch {
+		case !contains(topTables, k):
+			if !isTable {
+				if contains(forwarderKeys, k) {
+					l.errorf(line, k, "", "unknown top-level key (it belongs under [forwarder])")
+				} else {
+					l.errorf(line, k, "", "unknown top-level key (keys belong in a table: %s)", tableList())
+				}
+				continue
+			}
+			l.errorf(line, "", suggest(k, topTables), "unknown table [%s] (tables are %s)", k, tableList())
+		case !isTable:
+			l.errorf(line, k, "", "want a table [%s], got %s", k, gotName(v))
+			if k == "graph" {
+				l.graphSeen, l.graphLine, l.linksLine, l.linkErrors = true, line, line, true
+			}
+		case k == "forwarder":
+			l.forwarder(tbl)
+		case k == "devices":
+			l.devices(tbl)
+		case k == "elements":
+			l.declaredElements(tbl)
+		case k == "graph":
+			l.graphTable(tbl, line)
+		}
+	}
+	l.validate(l.resolveLinks())
+}
+
+func tableList() string {
+	parts := make([]string, len(topTables))
+	for i, t := range topTables {
+		parts[i] = "[" + t + "]"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) forwarder(m map[string]any) {
+	for _, k := range l.keysByLine(m, "forwarder") {
+		line := l.pos.line("forwarder", k)
+		key := "forwarder." + k
+		v := m[k]
+		switch k {
+		case "workers":
+			var n int
+			if err := setValue(reflect.ValueOf(&n).Elem(), v); err != nil {
+				l.errorf(line, key, "", "%v", err)
+			} else if n < 0 || n > maxWorkers {
+				l.errorf(line, key, "", "must be 0..%d (0 = one worker per CPU), got %d", maxWorkers, n)
+			} else {
+				l.g.Workers = n
+			}
+		case "batch":
+			var n int
+			if err := setValue(reflect.ValueOf(&n).Elem(), v); err != nil {
+				l.errorf(line, key, "", "%v", err)
+			} else if n < 1 || n > packet.MaxBatch {
+				l.errorf(line, key, "", "must be 1..%d, got %d", packet.MaxBatch, n)
+			} else {
+				l.g.Batch = n
+			}
+		case "stats":
+			var s string
+			if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+				l.errorf(line, key, "", "%v", err)
+			} else {
+				l.g.Stats = s
+			}
+		default:
+			s := suggest(k, forwarderKeys)
+			if s != "" {
+				s = "forwarder." + s
+			}
+			l.errorf(line, key, s, "unknown (keys: %s)", strings.Join(forwarderKeys, ", "))
+		}
+	}
+}
+
+func (l *loader) devices(m map[string]any) {
+	for _, name := range l.keysByLine(m, "devices") {
+		line := l.pos.line("devices", name)
+		d := &Device{Name: name, Index: len(l.g.Devices), Pos: l.at(line)}
+		l.g.Devices = append(l.g.Devices, d)
+		if name == "" {
+			l.errorf(line, "", "", "a device needs a name: [devices.NAME]")
+			l.badDevices[name] = true
+			continue
+		}
+		tbl, ok := m[name].(map[string]any)
+		if !ok {
+			l.devErr(d, line, "", "", "want a table [devices.%s], got %s", name, gotName(m[name]))
+			l.badDevices[name] = true
+			continue
+		}
+		if !l.device(d, tbl) {
+			l.badDevices[name] = true
+		}
+	}
+}
+
+// device decodes one device table; it reports whether it is valid.
+func (l *loader) device(d *Device, tbl map[string]any) bool {
+	n := len(l.errs)
+	keyLine := func(k string) int { return l.pos.line("devices", d.Name, k) }
+	driverNames := drivers.Names()
+	switch v, ok := tbl["driver"]; {
+	case !ok:
+		// A misspelt "driver" key is the likely cause: point at it.
+		for _, k := range l.keysByLine(tbl, "devices", d.Name) {
+			if suggest(k, []string{"driver"}) == "driver" {
+				l.devErr(d, keyLine(k), k, "driver", "unknown")
+				return false
+			}
+		}
+		l.devErr(d, d.Pos.Line, "driver", "", "required (one of: %s)", strings.Join(driverNames, ", "))
+	default:
+		var s string
+		if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+			l.devErr(d, keyLine("driver"), "driver", "", "%v", err)
+			break
+		}
+		drv, ok := drivers.Lookup(s)
+		if !ok {
+			l.devErr(d, keyLine("driver"), "driver", suggest(s, driverNames), "unknown driver %q (drivers: %s)", s, strings.Join(driverNames, ", "))
+			break
+		}
+		d.Driver = drv
+	}
+	var cfgV reflect.Value
+	var fields []field
+	if d.Driver != nil && d.Driver.NewConfig != nil {
+		cfg, err := safeConfig(d.Driver.NewConfig)
+		if err != nil {
+			l.devErr(d, d.Pos.Line, "", "", "driver %s: %v", d.Driver.Name, err)
+			return false
+		}
+		d.Config = cfg
+		if cfg != nil {
+			cfgV = reflect.ValueOf(cfg).Elem()
+			fields = structFields(cfgV.Type())
+		}
+	}
+	for _, k := range l.keysByLine(tbl, "devices", d.Name) {
+		line, v := keyLine(k), tbl[k]
+		switch k {
+		case "driver":
+		case "addresses":
+			var list []string
+			if err := setValue(reflect.ValueOf(&list).Elem(), v); err != nil {
+				l.devErr(d, line, k, "", "%v", err)
+				continue
+			}
+			for i, s := range list {
+				p, err := netip.ParsePrefix(s)
+				if err != nil {
+					l.devErr(d, l.pos.item(i, "devices", d.Name, k), k, "", "bad address %q: want ADDRESS/LENGTH, e.g. \"10.1.0.1/24\"", s)
+					continue
+				}
+				d.Addresses = append(d.Addresses, p)
+			}
+		case "mac":
+			var s string
+			if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+				l.devErr(d, line, k, "", "%v", err)
+				continue
+			}
+			mac, ok := packet.ParseMAC(s)
+			if !ok {
+				l.devErr(d, line, k, "", "bad MAC %q: want aa:bb:cc:dd:ee:ff", s)
+				continue
+			}
+			d.MAC = mac
+		default:
+			if d.Driver == nil {
+				continue // the driver is unknown, so are its keys
+			}
+			f, ok := findField(fields, k)
+			if !ok {
+				cands := append(append([]string(nil), deviceKeys...), fieldNames(fields)...)
+				l.devErr(d, line, k, suggest(k, cands), "unknown (keys: %s)", strings.Join(cands, ", "))
+				continue
+			}
+			if err := setValue(fieldValue(cfgV, f), v); err != nil {
+				l.devErr(d, line, k, "", "%v", err)
+			}
+		}
+	}
+	if len(l.errs) > n {
+		return false
+	}
+	if vd, ok := d.Config.(interface{ Validate() error }); ok {
+		if err := safely(d.Driver.Name+" config Validate", vd.Validate); err != nil {
+			line, key, msg := d.Pos.Line, "", err.Error()
+			var ke *elements.KeyError
+			if errors.As(err, &ke) {
+				key, msg = ke.Key, ke.Err.Error()
+				if _, given := tbl[ke.Key]; given {
+					line = keyLine(ke.Key)
+				}
+			}
+			l.devErr(d, line, key, "", "%s", msg)
+			return false
+		}
+	}
+	return true
+}
+
+// safely calls f (code of an element or driver package) and turns a panic
+// into an error, so that no graph file can crash the loader.
+func safely(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %s panicked: %v", what, r)
+		}
+	}()
+	return f()
+}
+
+// safeConfig calls a NewConfig and checks that it returns a pointer to a
+// struct (or nil).
+func safeConfig(newConfig func() any) (cfg any, err error) {
+	err = safely("NewConfig", func() error {
+		cfg = newConfig()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, nil
+	}
+	if rv := reflect.ValueOf(cfg); rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("internal error: NewConfig returned %T, want a pointer to a struct", cfg)
+	}
+	return cfg, nil
+}
+
+// validName reports whether name can be written in links.
+func validName(name string) bool {
+	if name == "" || !isIdentStart(name[0]) {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; !isIdentChar(c) && c != '-' {
+			return false
+		}
+	}
+	return !strings.Contains(name, "->")
+}
+
+func (l *loader) declaredElements(m map[string]any) {
+	for _, name := range l.keysByLine(m, "elements") {
+		line := l.pos.line("elements", name)
+		ei := &elemInfo{
+			Element:  &Element{Name: name, Pos: l.at(line)},
+			declared: true,
+			given:    map[string]bool{},
+		}
+		ei.line = func(key string) int { return l.pos.line("elements", name, key) }
+		l.elems[name] = ei
+		l.order = append(l.order, ei)
+		if !validName(name) {
+			ei.bad = true
+			l.elemErr(ei, line, "", "", "bad element name: links need a letter or '_' then letters, digits, '_' or '-'")
+			continue
+		}
+		tbl, ok := m[name].(map[string]any)
+		if !ok {
+			ei.bad = true
+			l.elemErr(ei, line, "", "", "want a table [elements.%s], got %s", name, gotName(m[name]))
+			continue
+		}
+		l.elementType(ei, tbl)
+	}
+}
+
+// elementType finds the type of a declared element and decodes its table.
+func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
+	tv, ok := tbl["type"]
+	if !ok {
+		ei.bad = true
+		// A misspelt "type" key is the likely cause: point at it.
+		for _, k := range l.keysByLine(tbl, "elements", ei.Name) {
+			if suggest(k, []string{"type"}) == "type" {
+				l.elemErr(ei, ei.line(k), k, "type", "unknown")
+				return
+			}
+		}
+		l.elemErr(ei, ei.Pos.Line, "type", "", "required: every element has a type")
+		return
+	}
+	var typ string
+	if err := setValue(reflect.ValueOf(&typ).Elem(), tv); err != nil {
+		ei.bad = true
+		l.elemErr(ei, ei.line("type"), "type", "", "%v", err)
+		return
+	}
+	t, ok := elements.Lookup(typ)
+	if !ok {
+		ei.bad = true
+		l.elemErr(ei, ei.line("type"), "type", suggest(typ, elements.Names()), "unknown element type %q", typ)
+		return
+	}
+	ei.Type = t
+	l.decodeTable(ei, tbl)
+}
+
+// newConfig makes ei's config and returns its struct value and keys.
+func (l *loader) newConfig(ei *elemInfo, line int) (reflect.Value, []field, bool) {
+	if ei.Type.NewConfig == nil {
+		return reflect.Value{}, nil, true
+	}
+	cfg, err := safeConfig(ei.Type.NewConfig)
+	if err != nil {
+		l.elemErr(ei, line, "", "", "%v", err)
+		return reflect.Value{}, nil, false
+	}
+	ei.Config = cfg
+	if cfg == nil {
+		return reflect.Value{}, nil, true
+	}
+	rv := reflect.ValueOf(cfg).Elem()
+	return rv, structFields(rv.Type()), true
+}
+
+// decodeTable decodes an [elements.NAME] table into ei's config.
+func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
+	n := len(l.errs)
+	rv, fields, ok := l.newConfig(ei, ei.Pos.Line)
+	if !ok {
+		ei.bad = true
+		return
+	}
+	for _, k := range l.keysByLine(tbl, "elements", ei.Name) {
+		if k == "type" {
+			continue
+		}
+		f, ok := findField(fields, k)
+		if !ok {
+			cands := append([]string{"type"}, fieldNames(fields)...)
+			msg := "unknown"
+			if len(fields) == 0 {
+				msg = "unknown (" + ei.Type.Name + " has no keys)"
+			}
+			s := suggest(k, cands)
+			if s != "" {
+				if ei.suggested == nil {
+					ei.suggested = map[string]bool{}
+				}
+				ei.suggested[s] = true
+			}
+			l.elemErr(ei, ei.line(k), k, s, "%s", msg)
+			continue
+		}
+		ei.given[k] = true
+		if err := setValue(fieldValue(rv, f), tbl[k]); err != nil {
+			l.elemErr(ei, ei.line(k), k, "", "%v", err)
+		}
+	}
+	l.finish(ei, ei.Pos.Line, len(l.errs) > n)
+}
+
+// decodeArgs fills ei's config from inline arguments, in Doc.Keys order.
+func (l *loader) decodeArgs(ei *elemInfo, args []string, line int) {
+	n := len(l.errs)
+	rv, fields, ok := l.newConfig(ei, line)
+	if !ok {
+		ei.bad = true
+		return
+	}
+	keys := ei.Type.Doc.Keys
+	if len(args) > 0 && !rv.IsValid() {
+		l.elemErr(ei, line, "", "", "too many arguments: %s takes none, got %d", ei.Type.Name, len(args))
+		ei.bad = true
+		return
+	}
+	ai := 0
+	for _, k := range keys {
+		if ai >= len(args) {
+			break
+		}
+		f, ok := findField(fields, k.Name)
+		if !ok {
+			l.elemErr(ei, line, k.Name, "", "internal error: %s documents key %q but its config has no such field", ei.Type.Name, k.Name)
+			ei.bad = true
+			return
+		}
+		dst := fieldValue(rv, f)
+		ei.given[k.Name] = true
+		if k.Variadic && dst.Kind() == reflect.Slice {
+			dst.Set(reflect.MakeSlice(dst.Type(), 0, len(args)-ai))
+			for ; ai < len(args); ai++ {
+				if err := appendText(dst, args[ai]); err != nil {
+					l.elemErr(ei, line, k.Name, "", "argument %d: %v", ai+1, err)
+				}
+			}
+			break
+		}
+		if err := setText(dst, args[ai]); err != nil {
+			l.elemErr(ei, line, k.Name, "", "argument %d: %v", ai+1, err)
+		}
+		ai++
+	}
+	if ai < len(args) {
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			names[i] = k.Name
+		}
+		l.elemErr(ei, line, "", "", "too many arguments: %s takes at most %d (%s), got %d",
+			ei.Type.Name, len(keys), strings.Join(names, ", "), len(args))
+	}
+	l.finish(ei, line, len(l.errs) > n)
+}
+
+// finish checks required keys, validates the config and sets the ports.
+func (l *loader) finish(ei *elemInfo, line int, failed bool) {
+	for _, k := range ei.Type.Doc.Keys {
+		if k.Required && !ei.given[k.Name] && !ei.suggested[k.Name] {
+			l.elemErr(ei, line, k.Name, "", "required")
+			failed = true
+		}
+	}
+	if failed {
+		ei.bad = true
+		return
+	}
+	if v, ok := ei.Config.(elements.Validator); ok {
+		if err := safely(ei.Type.Name+" Validate", v.Validate); err != nil {
+			eline, key, msg := line, "", err.Error()
+			var ke *elements.KeyError
+			if errors.As(err, &ke) {
+				key, msg = ke.Key, ke.Err.Error()
+				if ei.declared && ei.given[ke.Key] {
+					eline = ei.line(ke.Key)
+				}
+			}
+			l.elemErr(ei, eline, key, "", "%s", msg)
+			ei.bad = true
+			return
+		}
+	}
+	err := safely(ei.Type.Name+" Ports", func() error {
+		ei.In, ei.Out = ei.Type.Ports(ei.Config)
+		return nil
+	})
+	if err == nil && (ei.In < 0 || ei.Out < 0 || ei.In > maxPort || ei.Out > maxPort) {
+		err = fmt.Errorf("internal error: %s has port counts %d in, %d out", ei.Type.Name, ei.In, ei.Out)
+	}
+	if err != nil {
+		l.elemErr(ei, line, "", "", "%v", err)
+		ei.bad = true
+	}
+}
+
+func (l *loader) graphTable(m map[string]any, line int) {
+	l.graphSeen, l.graphLine = true, line
+	for _, k := range l.keysByLine(m, "graph") {
+		kline := l.pos.line("graph", k)
+		if k != "links" {
+			s := suggest(k, []string{"links"})
+			l.linksMisspelt = l.linksMisspelt || s != ""
+			l.errorf(kline, "graph."+k, s, "unknown (the only key of [graph] is links)")
+			continue
+		}
+		l.linksLine = kline
+		items, ok := m[k].([]any)
+		if !ok {
+			l.errorf(kline, "graph.links", "", "want an array of strings, got %s", gotName(m[k]))
+			l.linkErrors = true
+			continue
+		}
+		for i, it := range items {
+			iline := l.pos.item(i, "graph", "links")
+			s, ok := it.(string)
+			if !ok {
+				l.errorf(iline, "graph.links", "", "item %d: want a link string, got %s", i+1, gotName(it))
+				l.linkErrors = true
+				continue
+			}
+			l.links = append(l.links, &linkSrc{text: s, line: iline})
+		}
+	}
+}

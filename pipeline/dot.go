@@ -1,0 +1,68 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DOT returns the graph in Graphviz's DOT language: one box per element,
+// labelled "name :: Type" (just "Type" for an anonymous one), one edge per
+// link labelled with its ports ("[1] -> [0]"), and each device as a note
+// joined by a dashed edge to the elements that name it (into sources, out
+// of the others).
+//
+//	forwarder graph -config router.toml | dot -Tsvg > router.svg
+func (g *Graph) DOT() string {
+	var b strings.Builder
+	name := g.File
+	if name == "" {
+		name = "graph"
+	}
+	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(name))
+	b.WriteString("\trankdir=LR;\n")
+	b.WriteString("\tnode [shape=box, fontname=\"Helvetica\"];\n")
+	b.WriteString("\tedge [fontname=\"Helvetica\", fontsize=10];\n")
+	for _, d := range g.Devices {
+		label := d.Name
+		if d.Driver != nil {
+			label += " (" + d.Driver.Name + ")"
+		}
+		fmt.Fprintf(&b, "\t%s [shape=note, style=dashed, label=%s];\n", dotQuote("device "+d.Name), dotQuote(label))
+	}
+	for _, e := range g.Elements {
+		label := e.Name
+		if e.Type != nil {
+			if e.Anonymous {
+				label = e.Type.Name
+			} else {
+				label = e.Name + " :: " + e.Type.Name
+			}
+		}
+		fmt.Fprintf(&b, "\t%s [label=%s];\n", dotQuote(e.Name), dotQuote(label))
+	}
+	for _, e := range g.Elements {
+		for _, ref := range deviceRefs(e) {
+			if g.Device(ref.dev) == nil {
+				continue
+			}
+			dev := dotQuote("device " + ref.dev)
+			if e.Type.Source {
+				fmt.Fprintf(&b, "\t%s -> %s [style=dashed, arrowhead=none];\n", dev, dotQuote(e.Name))
+			} else {
+				fmt.Fprintf(&b, "\t%s -> %s [style=dashed, arrowhead=none];\n", dotQuote(e.Name), dev)
+			}
+		}
+	}
+	for _, lk := range g.Links {
+		fmt.Fprintf(&b, "\t%s -> %s [label=%s];\n", dotQuote(lk.From), dotQuote(lk.To),
+			dotQuote(fmt.Sprintf("[%d] -> [%d]", lk.FromPort, lk.ToPort)))
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// dotQuote makes s a DOT quoted ID.
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}

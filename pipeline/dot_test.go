@@ -1,0 +1,50 @@
+package pipeline
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestDOT(t *testing.T) {
+	g := mustParse(t, `[devices.lan]
+driver = "testld"
+[elements.f]
+type = "TestLdFilter"
+[graph]
+links = [
+  "TestLdSource(lan) -> f[1] -> [0]j :: TestLdJoin -> TestLdSink(lan)",
+  "f -> [1]j",
+]
+`)
+	g.File = `dir/we"ird.toml`
+	want := `digraph "dir/we\"ird.toml" {
+	rankdir=LR;
+	node [shape=box, fontname="Helvetica"];
+	edge [fontname="Helvetica", fontsize=10];
+	"device lan" [shape=note, style=dashed, label="lan (testld)"];
+	"f" [label="f :: TestLdFilter"];
+	"TestLdSource@1" [label="TestLdSource"];
+	"j" [label="j :: TestLdJoin"];
+	"TestLdSink@1" [label="TestLdSink"];
+	"device lan" -> "TestLdSource@1" [style=dashed, arrowhead=none];
+	"TestLdSink@1" -> "device lan" [style=dashed, arrowhead=none];
+	"TestLdSource@1" -> "f" [label="[0] -> [0]"];
+	"f" -> "j" [label="[1] -> [0]"];
+	"j" -> "TestLdSink@1" [label="[0] -> [0]"];
+	"f" -> "j" [label="[0] -> [1]"];
+}
+`
+	got := g.DOT()
+	if got != want {
+		t.Errorf("DOT:\n%s\nwant:\n%s", got, want)
+	}
+	// When Graphviz is installed, it must accept the output.
+	if dot, err := exec.LookPath("dot"); err == nil {
+		cmd := exec.Command(dot, "-Tcanon")
+		cmd.Stdin = strings.NewReader(got)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("dot rejects the output: %v\n%s", err, out)
+		}
+	}
+}

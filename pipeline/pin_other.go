@@ -1,0 +1,10 @@
+//go:build !linux
+
+package pipeline
+
+import "errors"
+
+// Pinning is implemented on Linux only.
+var processCPUs []int
+
+func pinThread(cpu int) error { return errors.New("pinning is not supported on this OS") }

@@ -1,0 +1,574 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// rtGraph describes a test graph:
+//
+//	from :: TestRtFrom(d0) -> w :: TestRtWork -> to :: TestRtTo(d0)
+//	w[1] -> drop :: TestRtDrop        (unless unconnected)
+type rtGraph struct {
+	workers, queues, count, batch int
+	cloneEvery, txDropEvery       int
+	unconnected                   bool
+	failOn                        int // worker whose TestRtWork fails; -1 none
+	devFail                       bool
+	secondDevice                  bool // add a second device d1 (fails when devFail)
+}
+
+func (c rtGraph) graph(t testing.TB) *Graph {
+	t.Helper()
+	drv, ok := drivers.Lookup("TestRtDrv")
+	if !ok {
+		t.Fatal("fake driver not registered")
+	}
+	typ := func(name string) *elements.Type {
+		tt, ok := elements.Lookup(name)
+		if !ok {
+			t.Fatalf("%s not registered", name)
+		}
+		return tt
+	}
+	if c.batch == 0 {
+		c.batch = 32
+	}
+	g := &Graph{File: "rt.toml", Workers: c.workers, Batch: c.batch}
+	g.Devices = append(g.Devices, &Device{Name: "d0", Index: 0, Driver: drv,
+		Config: &rtDevConfig{Count: c.count, Queues: c.queues, TxDropEvery: c.txDropEvery, Fail: c.devFail && !c.secondDevice},
+		Pos:    Pos{"rt.toml", 3}})
+	if c.secondDevice {
+		g.Devices = append(g.Devices, &Device{Name: "d1", Index: 1, Driver: drv,
+			Config: &rtDevConfig{Queues: 1, Fail: c.devFail}, Pos: Pos{"rt.toml", 7}})
+	}
+	g.Elements = []*Element{
+		{Name: "from", Type: typ("TestRtFrom"), Config: &rtDevKey{"d0"}, In: 0, Out: 1, Pos: Pos{"rt.toml", 10}},
+		{Name: "w", Type: typ("TestRtWork"), Config: &rtWorkConfig{CloneEvery: c.cloneEvery, FailOn: c.failOn}, In: 1, Out: 2, Pos: Pos{"rt.toml", 11}},
+		{Name: "to", Type: typ("TestRtTo"), Config: &rtDevKey{"d0"}, In: 1, Out: 0, Pos: Pos{"rt.toml", 12}},
+	}
+	g.Links = []Link{
+		{From: "from", To: "w", Pos: Pos{"rt.toml", 20}},
+		{From: "w", To: "to", Pos: Pos{"rt.toml", 20}},
+	}
+	if !c.unconnected {
+		g.Elements = append(g.Elements, &Element{Name: "drop", Type: typ("TestRtDrop"), In: 1, Pos: Pos{"rt.toml", 13}})
+		g.Links = append(g.Links, Link{From: "w", FromPort: 1, To: "drop", Pos: Pos{"rt.toml", 21}})
+	}
+	return g
+}
+
+func waitRouter(t *testing.T, r *Router, d time.Duration) {
+	t.Helper()
+	select {
+	case <-r.Done():
+	case <-time.After(d):
+		r.Stop()
+		<-r.Done()
+		t.Fatalf("router did not finish within %v", d)
+	}
+	if err := r.Wait(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+func elementRow(t *testing.T, s *Snapshot, name string, worker int) ElementStats {
+	t.Helper()
+	for _, e := range s.Elements {
+		if e.Element == name && e.Worker == worker {
+			return e
+		}
+	}
+	t.Fatalf("no row for %s on worker %d", name, worker)
+	return ElementStats{}
+}
+
+func counterOf(e ElementStats, name string) uint64 {
+	for _, c := range e.Counters {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
+}
+
+// checkPools fails if any buffer did not come back: worker pools now, device
+// pools as seen when the devices closed.
+func checkPools(t *testing.T, r *Router) {
+	t.Helper()
+	for _, w := range r.workers {
+		if n := w.pool.Outstanding(); n != 0 {
+			t.Errorf("worker %d element pool: %d packets outstanding", w.id, n)
+		}
+	}
+	if n := rtLeaked.Load(); n != 0 {
+		t.Errorf("device pools: %d packets outstanding at close", n)
+	}
+}
+
+// TestFiniteRun runs a finite source to the end on 1 and 2 workers (and
+// with more queues than workers) and checks that every packet is accounted
+// for, every buffer came back, and the run ended on its own.
+func TestFiniteRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    rtGraph
+	}{
+		{"1 worker", rtGraph{workers: 1, queues: 1, count: 20000, failOn: -1}},
+		{"2 workers", rtGraph{workers: 2, queues: 2, count: 20000, failOn: -1}},
+		{"2 workers 3 queues clones tx drops", rtGraph{workers: 2, queues: 3, count: 10000, cloneEvery: 7, txDropEvery: 5, failOn: -1}},
+		{"unconnected optional output", rtGraph{workers: 2, queues: 2, count: 10000, unconnected: true, failOn: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resetRtCounters()
+			r, err := Start(tc.c.graph(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitRouter(t, r, 20*time.Second)
+			s := r.Snapshot()
+			want := uint64(tc.c.queues * tc.c.count)
+			if s.Totals.RX != want {
+				t.Errorf("rx = %d, want %d", s.Totals.RX, want)
+			}
+			var clones, toDrop, unconn uint64
+			for w := 0; w < tc.c.workers; w++ {
+				wr := elementRow(t, s, "w", w)
+				clones += counterOf(wr, "clones")
+				unconn += counterOf(wr, elements.UnconnectedReason(1))
+				if !tc.c.unconnected {
+					toDrop += counterOf(elementRow(t, s, "drop", w), "testrt discard")
+				}
+				if s.Workers[w].Running {
+					t.Errorf("worker %d still running after Done", w)
+				}
+			}
+			if tc.c.cloneEvery > 0 && clones == 0 {
+				t.Error("no clones made")
+			}
+			if s.Totals.RX+clones != s.Totals.TX+s.Totals.Drops {
+				t.Errorf("rx %d + clones %d != tx %d + drops %d", s.Totals.RX, clones, s.Totals.TX, s.Totals.Drops)
+			}
+			// A quarter of the packets (byte 1 a multiple of 4) go to
+			// output 1: dropped as unconnected, or by TestRtDrop.
+			if got := unconn + toDrop; got != want/4 {
+				t.Errorf("output 1 drops = %d, want %d", got, want/4)
+			}
+			if tc.c.unconnected && unconn != want/4 {
+				t.Errorf("unconnected drops = %d, want %d", unconn, want/4)
+			}
+			if got, want := rtCloses.Load(), int64(tc.c.workers); got != want {
+				t.Errorf("Close called %d times, want %d", got, want)
+			}
+			if rtDevFlush.Load() != 1 || rtDevClose.Load() != 1 {
+				t.Errorf("device flushed %d closed %d times, want 1, 1", rtDevFlush.Load(), rtDevClose.Load())
+			}
+			checkPools(t, r)
+		})
+	}
+}
+
+// TestElementTimeAddsUpToBusy: the per-element self times on a worker add
+// up to its busy time within 10% (DESIGN.md, "Honest accounting"): exactly
+// in the timed rounds, and (when every round is timed) over the whole run.
+//
+// On a shared machine a worker thread preempted for a millisecond outside
+// any element's Push inflates busy time alone, so a run may miss by chance;
+// the test fails only when three runs in a row miss.
+func TestElementTimeAddsUpToBusy(t *testing.T) {
+	for _, tc := range []struct{ workers, every int }{{1, 0}, {2, 0}, {1, 1}, {2, 1}} {
+		var problems []string
+		for attempt := 0; attempt < 3; attempt++ {
+			problems = elementTimeRun(t, tc.workers, tc.every)
+			if len(problems) == 0 {
+				break
+			}
+			t.Logf("attempt %d: %s", attempt+1, strings.Join(problems, "; "))
+		}
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+}
+
+func elementTimeRun(t *testing.T, workers, every int) (problems []string) {
+	resetRtCounters()
+	c := rtGraph{workers: workers, queues: workers, count: 500000, failOn: -1, batch: 64}
+	r, err := Start(c.graph(t), Options{TimingEvery: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRouter(t, r, 60*time.Second)
+	checkPools(t, r)
+	s := r.Snapshot()
+	for _, ws := range s.Workers {
+		if ws.BusyNanos == 0 || ws.TimedBusyNanos == 0 {
+			t.Fatalf("worker %d: busy %d timed busy %d", ws.Worker, ws.BusyNanos, ws.TimedBusyNanos)
+		}
+		type check struct {
+			what      string
+			sum, busy uint64
+		}
+		checks := []check{{"timed", s.WorkerTimedNanos(ws.Worker), ws.TimedBusyNanos}}
+		// With sampling, the estimate over the whole run is unbiased but
+		// noisy on a shared machine: a thread preempted for milliseconds in
+		// an untimed round inflates busy time only. Timing every round has
+		// no such gap.
+		if every == 1 {
+			checks = append(checks, check{"estimated", s.WorkerNanos(ws.Worker), ws.BusyNanos})
+		}
+		for _, m := range checks {
+			ratio := float64(m.sum) / float64(m.busy)
+			t.Logf("%d workers, timing every %d: worker %d %s: elements %v, busy %v, ratio %.3f", workers, every,
+				ws.Worker, m.what, time.Duration(m.sum), time.Duration(m.busy), ratio)
+			if ratio < 0.90 || ratio > 1.10 {
+				var buf bytes.Buffer
+				s.WriteTable(&buf)
+				problems = append(problems, fmt.Sprintf("%d workers, timing every %d: worker %d: %s element time %d ns is %.1f%% of busy time %d ns, want within 10%%\n%s",
+					workers, every, ws.Worker, m.what, m.sum, 100*ratio, m.busy, buf.String()))
+			}
+		}
+	}
+	return problems
+}
+
+// TestStopAndTick: an endless source runs until Stop; tickers are called
+// about every millisecond; everything is closed and returned after Stop.
+func TestStopAndTick(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 2, queues: 2, failOn: -1}
+	r, err := Start(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	mid := r.Snapshot()
+	if mid.Totals.RX == 0 {
+		t.Error("no packets after 60ms")
+	}
+	for _, ws := range mid.Workers {
+		if !ws.Running {
+			t.Errorf("worker %d not running before Stop", ws.Worker)
+		}
+	}
+	r.Stop()
+	waitRouter(t, r, 5*time.Second)
+	if n := rtTicks.Load(); n < 2 {
+		t.Errorf("Tick called %d times in 60ms on 2 workers", n)
+	}
+	s := r.Snapshot()
+	if s.Totals.RX != s.Totals.TX+s.Totals.Drops {
+		t.Errorf("rx %d != tx %d + drops %d", s.Totals.RX, s.Totals.TX, s.Totals.Drops)
+	}
+	if rtCloses.Load() != 2 || rtDevClose.Load() != 1 {
+		t.Errorf("closes: elements %d devices %d", rtCloses.Load(), rtDevClose.Load())
+	}
+	checkPools(t, r)
+}
+
+// TestDuration stops an endless run after Options.Duration.
+func TestDuration(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, failOn: -1}
+	t0 := time.Now()
+	r, err := Start(c.graph(t), Options{Duration: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRouter(t, r, 5*time.Second)
+	if d := time.Since(t0); d < 50*time.Millisecond {
+		t.Errorf("stopped after %v, before the duration", d)
+	}
+	checkPools(t, r)
+}
+
+// TestIdleBacksOff: a worker with nothing to do must not spin a core: its
+// rounds per second drop once it backs off, and its time counts as idle.
+func TestIdleBacksOff(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, failOn: -1}
+	r, err := build(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An endless source that never receives anything.
+	w := r.workers[0]
+	w.sources[0] = idleSource{}
+	r.run(Options{})
+	time.Sleep(100 * time.Millisecond)
+	s := r.Snapshot()
+	r.Stop()
+	waitRouter(t, r, 5*time.Second)
+	ws := s.Workers[0]
+	if ws.BusyNanos > ws.IdleNanos/10 {
+		t.Errorf("idle worker: busy %v idle %v", time.Duration(ws.BusyNanos), time.Duration(ws.IdleNanos))
+	}
+	// Spinning flat out is tens of millions of rounds per second; backing
+	// off with ≥20µs sleeps is well under 100k.
+	if perSec := float64(ws.Rounds) / s.Uptime.Seconds(); perSec > 200000 {
+		t.Errorf("idle worker made %.0f rounds/s: not backing off", perSec)
+	}
+	if e := elementRow(t, s, "from", 0); e.Nanos != 0 {
+		t.Errorf("empty polls charged %d ns to the source", e.Nanos)
+	}
+}
+
+type idleSource struct{}
+
+func (idleSource) Push(int, *packet.Batch) {}
+func (idleSource) Poll() int               { return 0 }
+func (idleSource) Drained() bool           { return false }
+
+// TestConstructionFailure: an element failing on worker 1 leaves nothing
+// open: the instances built before it are closed, and the device too.
+func TestConstructionFailure(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 2, queues: 2, count: 10, failOn: 1}
+	_, err := Start(c.graph(t), Options{})
+	if err == nil {
+		t.Fatal("Start succeeded")
+	}
+	for _, want := range []string{"rt.toml:11", `"w"`, "TestRtWork", "constructor fails"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if built, closed := rtBuilt.Load(), rtCloses.Load(); built == 0 || built != closed {
+		t.Errorf("built %d instances, closed %d", built, closed)
+	}
+	if rtDevOpen.Load() != 1 || rtDevClose.Load() != 1 {
+		t.Errorf("devices opened %d closed %d", rtDevOpen.Load(), rtDevClose.Load())
+	}
+}
+
+// TestDeviceOpenFailure: the second device fails to open; the first is
+// closed and the error names the device and its line.
+func TestDeviceOpenFailure(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, count: 10, failOn: -1, devFail: true, secondDevice: true}
+	_, err := Start(c.graph(t), Options{})
+	if err == nil {
+		t.Fatal("Start succeeded")
+	}
+	for _, want := range []string{"rt.toml:7", `device "d1"`, "cannot open"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if rtDevOpen.Load() != 1 || rtDevClose.Load() != 1 {
+		t.Errorf("devices opened %d closed %d", rtDevOpen.Load(), rtDevClose.Load())
+	}
+	if rtBuilt.Load() != 0 {
+		t.Errorf("%d elements built after a device failed", rtBuilt.Load())
+	}
+}
+
+// TestUnconnectedRequiredOutput: a graph whose required output is left
+// unconnected is refused (the loader should already have said so).
+func TestUnconnectedRequiredOutput(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, count: 10, failOn: -1}
+	g := c.graph(t)
+	g.Links = g.Links[:1] // w[0] -> to removed
+	if _, err := Start(g, Options{}); err == nil || !strings.Contains(err.Error(), "output 0 is not connected") {
+		t.Fatalf("err = %v", err)
+	}
+	if rtDevOpen.Load() != rtDevClose.Load() {
+		t.Errorf("devices opened %d closed %d", rtDevOpen.Load(), rtDevClose.Load())
+	}
+}
+
+// TestRoundAllocs: one round of the worker loop (poll, push through the
+// graph, transmit, tick) allocates nothing.
+func TestRoundAllocs(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, cloneEvery: 5, failOn: -1, batch: 64}
+	r, err := build(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.closeAll()
+	w := r.workers[0]
+	now := elements.Nanotime()
+	allocs := testing.AllocsPerRun(200, func() {
+		now += tickEvery // every round publishes and ticks
+		w.clock.Round(now)
+		if w.poll() == 0 {
+			t.Fatal("empty round")
+		}
+		w.tick(now)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per round", allocs)
+	}
+	w.clock.Publish()
+	if s := r.Snapshot(); s.Totals.RX < 200*64 {
+		t.Errorf("rx %d after 200 rounds", s.Totals.RX)
+	}
+}
+
+// BenchmarkRound measures one worker round of the fake graph at batch 64
+// (the runtime's overhead around the elements' own work).
+func BenchmarkRound(b *testing.B) {
+	c := rtGraph{workers: 1, queues: 1, failOn: -1, batch: 64}
+	r, err := build(c.graph(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.closeAll()
+	w := r.workers[0]
+	b.ReportAllocs()
+	pkts := 0
+	for b.Loop() {
+		w.clock.Round(elements.Nanotime())
+		pkts += w.poll()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+}
+
+// TestSnapshotOutputs checks the table, the rate line, JSON round trip and
+// the Prometheus text against a finished run's numbers.
+func TestSnapshotOutputs(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 2, queues: 2, count: 5000, txDropEvery: 10, failOn: -1}
+	r, err := Start(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRouter(t, r, 20*time.Second)
+	s := r.Snapshot()
+
+	var tab bytes.Buffer
+	if err := s.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	out := tab.String()
+	for _, want := range []string{"element", "ns/pkt", "pkts/batch", "TestRtWork", "worker 0", "worker 1", "busy",
+		`"testrt discard"`, "device d0 (TestRtDrv)", "tx drops"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	from0 := elementRow(t, s, "from", 0)
+	if from0.Packets != 5000 || from0.PacketsPerBatch <= 0 || from0.PacketsPerBatch > 32 {
+		t.Errorf("from on worker 0: %+v", from0)
+	}
+
+	prev := &Snapshot{Uptime: s.Uptime - 2*time.Second, Workers: []WorkerStats{{}, {}}}
+	line := RateLine(prev, s)
+	if !strings.Contains(line, "rx 5.00 kpps") || !strings.Contains(line, "busy w0 ") || !strings.Contains(line, " w1 ") {
+		t.Errorf("rate line %q", line)
+	}
+
+	js, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Totals != s.Totals || len(back.Elements) != len(s.Elements) || back.Elements[1].Nanos != s.Elements[1].Nanos {
+		t.Errorf("JSON round trip lost data: %+v", back.Totals)
+	}
+
+	var prom bytes.Buffer
+	if err := s.WritePrometheus(&prom); err != nil {
+		t.Fatal(err)
+	}
+	p := prom.String()
+	for _, want := range []string{
+		`junction_element_packets_total{element="from",type="TestRtFrom",worker="0"} 5000`,
+		`junction_element_drops_total{element="drop",type="TestRtDrop",worker="1",reason="testrt discard"} `,
+		"# TYPE junction_element_nanoseconds_total counter",
+		`junction_worker_busy_seconds_total{worker="1"} `,
+		`junction_worker_idle_seconds_total{worker="0"} `,
+		`junction_device_tx_drops_total{device="d0",driver="TestRtDrv"} 750`,
+		"junction_rx_packets_total 10000",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(p)
+	}
+}
+
+// TestStatsEndpoint serves a running router's stats over HTTP and reads
+// them back as JSON and Prometheus text.
+func TestStatsEndpoint(t *testing.T) {
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, failOn: -1}
+	r, err := Start(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
+	addr, err := r.ServeStats("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	s, err := FetchSnapshot(addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Totals.RX == 0 || len(s.Workers) != 1 || !s.Workers[0].Running {
+		t.Errorf("fetched snapshot: %+v", s.Totals)
+	}
+	m, err := FetchRaw(addr.String(), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(m, []byte("junction_element_packets_total{")) {
+		t.Errorf("metrics: %s", m)
+	}
+	resp, err := http.Post("http://"+addr.String()+"/stats", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /stats: %s", resp.Status)
+	}
+}
+
+func TestFormatRate(t *testing.T) {
+	for _, tc := range []struct {
+		pps  float64
+		want string
+	}{{0, "0 pps"}, {999, "999 pps"}, {1500, "1.50 kpps"}, {12.31e6, "12.31 Mpps"}} {
+		if got := FormatRate(tc.pps); got != tc.want {
+			t.Errorf("FormatRate(%v) = %q, want %q", tc.pps, got, tc.want)
+		}
+	}
+}
+
+func TestPromName(t *testing.T) {
+	for in, want := range map[string]string{"tx drops": "tx_drops", "rx": "rx", "TX-Ring Full!": "tx_ring_full"} {
+		if got := promName(in); got != want {
+			t.Errorf("promName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDeviceCounterNames(t *testing.T) {
+	for name, want := range map[string]bool{"tx_dropped": true, "tx_errors": true, "tx drops": true,
+		"tx_packets": false, "rx_dropped": false, "tx_bytes": false, "rx_pool_empty": false} {
+		if got := isTxDrop(name); got != want {
+			t.Errorf("isTxDrop(%q) = %v", name, got)
+		}
+	}
+}

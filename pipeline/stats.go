@@ -1,0 +1,305 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Snapshot is the router's accounting read at one instant: per element and
+// worker, per worker, per device, and totals. Counters only grow, so two
+// snapshots give rates (RateLine). It is what the stats endpoint serves as
+// JSON.
+type Snapshot struct {
+	// Uptime is the time since the workers started.
+	Uptime   time.Duration  `json:"uptime_ns"`
+	Elements []ElementStats `json:"elements"`
+	Workers  []WorkerStats  `json:"workers"`
+	Devices  []DeviceStats  `json:"devices"`
+	Totals   Totals         `json:"totals"`
+}
+
+// ElementStats are one element instance's counters on one worker.
+type ElementStats struct {
+	Element string `json:"element"`
+	Type    string `json:"type"`
+	Worker  int    `json:"worker"`
+	Batches uint64 `json:"batches"`
+	Packets uint64 `json:"packets"`
+	Drops   uint64 `json:"drops"`
+	// Nanos is the element's self time (its Push or Poll minus what the
+	// elements it pushed to took), estimated from the timed rounds:
+	// NsPerPacket × Packets. TimedNanos and TimedPackets are what the
+	// timed rounds measured.
+	Nanos           uint64    `json:"ns"`
+	TimedNanos      uint64    `json:"timed_ns"`
+	TimedPackets    uint64    `json:"timed_packets"`
+	NsPerPacket     float64   `json:"ns_per_packet"`
+	PacketsPerBatch float64   `json:"packets_per_batch"`
+	Counters        []Counter `json:"counters,omitempty"`
+}
+
+// Counter is a named element counter: a drop reason (Drop) or an event
+// count.
+type Counter struct {
+	Name  string `json:"name"`
+	Drop  bool   `json:"drop,omitempty"`
+	Value uint64 `json:"value"`
+}
+
+// WorkerStats is one worker's time: busy (rounds that brought packets, and
+// periodic work) against idle (empty polls, backoff).
+type WorkerStats struct {
+	Worker    int    `json:"worker"`
+	CPU       int    `json:"cpu"` // -1: not pinned
+	BusyNanos uint64 `json:"busy_ns"`
+	IdleNanos uint64 `json:"idle_ns"`
+	// TimedBusyNanos is the busy time of the rounds whose elements were
+	// timed: the elements' TimedNanos add up to it.
+	TimedBusyNanos uint64  `json:"timed_busy_ns"`
+	Busy           float64 `json:"busy_share"` // busy / (busy + idle), 0..1
+	Rounds         uint64  `json:"rounds"`
+	Running        bool    `json:"running"`
+}
+
+// DeviceStats are a device's driver counters.
+type DeviceStats struct {
+	Device   string          `json:"device"`
+	Driver   string          `json:"driver"`
+	Counters []DeviceCounter `json:"counters"`
+}
+
+// DeviceCounter is one named driver counter.
+type DeviceCounter struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+// Totals sum the snapshot. RX counts packets that entered the graph through
+// its sources; TX what the devices report sent (driver counters named "tx"
+// or "tx_packets"); Drops every element drop plus the devices' transmit
+// losses (counters whose name starts with "tx" and mentions "drop" or
+// "error": "tx_dropped", "tx_errors", "tx drops"). On a drained graph with
+// nothing held, RX + packets elements created == TX + Drops.
+type Totals struct {
+	RX    uint64 `json:"rx_packets"`
+	TX    uint64 `json:"tx_packets"`
+	Drops uint64 `json:"drops"`
+}
+
+// Snapshot reads every counter. It may be called at any time, from any
+// goroutine: workers only ever add to the counters it loads.
+func (r *Router) Snapshot() *Snapshot {
+	s := &Snapshot{}
+	if !r.start.IsZero() {
+		s.Uptime = time.Since(r.start)
+	}
+	for _, w := range r.workers {
+		for i, e := range r.g.Elements {
+			st := w.stats[i]
+			es := ElementStats{
+				Element: e.Name, Worker: w.id,
+				Batches: st.Batches.Load(), Packets: st.Packets.Load(),
+				TimedNanos: st.Nanos.Load(), TimedPackets: st.TimedPackets.Load(),
+			}
+			if e.Type != nil {
+				es.Type = e.Type.Name
+			}
+			for _, c := range st.Counters() {
+				es.Counters = append(es.Counters, Counter{Name: c.Name, Drop: c.Drop, Value: c.Value})
+				if c.Drop {
+					es.Drops += c.Value
+				}
+			}
+			es.fill()
+			if e.Type != nil && e.Type.Source {
+				s.Totals.RX += es.Packets
+			}
+			s.Totals.Drops += es.Drops
+			s.Elements = append(s.Elements, es)
+		}
+		ws := WorkerStats{Worker: w.id, CPU: int(w.cpu.Load()), BusyNanos: w.busy.Load(),
+			IdleNanos: w.idle.Load(), TimedBusyNanos: w.timedBusy.Load(), Rounds: w.rounds.Load(),
+			Running: !w.exited.Load()}
+		ws.Busy = share(ws.BusyNanos, ws.IdleNanos)
+		s.Workers = append(s.Workers, ws)
+	}
+	for i, d := range r.devices {
+		if d == nil {
+			continue
+		}
+		gd := r.g.Devices[i]
+		ds := DeviceStats{Device: gd.Name}
+		if gd.Driver != nil {
+			ds.Driver = gd.Driver.Name
+		}
+		for _, c := range d.Stats() {
+			ds.Counters = append(ds.Counters, DeviceCounter{c.Name, c.Value})
+			switch {
+			case c.Name == "tx" || c.Name == "tx_packets":
+				s.Totals.TX += c.Value
+			case isTxDrop(c.Name):
+				s.Totals.Drops += c.Value
+			}
+		}
+		s.Devices = append(s.Devices, ds)
+	}
+	return s
+}
+
+// isTxDrop reports whether a driver counter counts transmit losses (a full
+// ring, a write error): packets that entered the graph and were freed by the
+// device instead of sent.
+func isTxDrop(name string) bool {
+	return strings.HasPrefix(name, "tx") && (strings.Contains(name, "drop") || strings.Contains(name, "error"))
+}
+
+func (e *ElementStats) fill() {
+	if e.TimedPackets > 0 {
+		e.NsPerPacket = float64(e.TimedNanos) / float64(e.TimedPackets)
+		e.Nanos = uint64(e.NsPerPacket*float64(e.Packets) + 0.5)
+	}
+	if e.Batches > 0 {
+		e.PacketsPerBatch = float64(e.Packets) / float64(e.Batches)
+	}
+}
+
+func share(busy, idle uint64) float64 {
+	if busy+idle == 0 {
+		return 0
+	}
+	return float64(busy) / float64(busy+idle)
+}
+
+// WorkerNanos is the sum of the per-element self times (estimated) on
+// worker w, to compare with its busy time.
+func (s *Snapshot) WorkerNanos(w int) uint64 {
+	var t uint64
+	for _, e := range s.Elements {
+		if e.Worker == w {
+			t += e.Nanos
+		}
+	}
+	return t
+}
+
+// WorkerTimedNanos is the sum of the per-element measured self times on
+// worker w, to compare with its timed busy time.
+func (s *Snapshot) WorkerTimedNanos(w int) uint64 {
+	var t uint64
+	for _, e := range s.Elements {
+		if e.Worker == w {
+			t += e.TimedNanos
+		}
+	}
+	return t
+}
+
+// WriteTable prints the per-element table (like VPP's `show runtime`):
+// element, worker, packets, drops, ns/packet, packets/batch; then drops by
+// reason, each worker's busy share, and the devices' counters.
+func (s *Snapshot) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "element\ttype\tworker\tbatches\tpackets\tdrops\tns/pkt\tpkts/batch\t\n")
+	for _, e := range s.Elements {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", e.Element, e.Type, e.Worker,
+			e.Batches, e.Packets, e.Drops, fixed(e.NsPerPacket, 1), fixed(e.PacketsPerBatch, 1))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var reasons []string
+	for _, e := range s.Elements {
+		for _, c := range e.Counters {
+			if c.Value == 0 {
+				continue
+			}
+			kind := "count"
+			if c.Drop {
+				kind = "drop"
+			}
+			reasons = append(reasons, fmt.Sprintf("  %s w%d %s %q: %d", e.Element, e.Worker, kind, c.Name, c.Value))
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintln(w, "counters:")
+		for _, l := range reasons {
+			fmt.Fprintln(w, l)
+		}
+	}
+	for _, ws := range s.Workers {
+		cpu := "unpinned"
+		if ws.CPU >= 0 {
+			cpu = fmt.Sprintf("cpu %d", ws.CPU)
+		}
+		fmt.Fprintf(w, "worker %d (%s): busy %.1f%%  (busy %s, idle %s", ws.Worker, cpu, 100*ws.Busy,
+			time.Duration(ws.BusyNanos).Round(time.Microsecond), time.Duration(ws.IdleNanos).Round(time.Microsecond))
+		// What adds up exactly: the element times measured in the timed
+		// rounds against those rounds' busy time.
+		if ws.TimedBusyNanos > 0 {
+			fmt.Fprintf(w, "; timed rounds: elements %.1f%% of busy", 100*float64(s.WorkerTimedNanos(ws.Worker))/float64(ws.TimedBusyNanos))
+		}
+		fmt.Fprintln(w, ")")
+	}
+	for _, d := range s.Devices {
+		var parts []string
+		for _, c := range d.Counters {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Value))
+		}
+		fmt.Fprintf(w, "device %s (%s): %s\n", d.Device, d.Driver, strings.Join(parts, ", "))
+	}
+	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops)
+	return err
+}
+
+func fixed(v float64, prec int) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// RateLine summarises the interval between two snapshots of the same
+// router: "3s  rx 12.31 Mpps  tx 12.30 Mpps  drops 0 pps  busy w0 100% w1 98%".
+// The busy share is each worker's over the interval.
+func RateLine(prev, cur *Snapshot) string {
+	dt := (cur.Uptime - prev.Uptime).Seconds()
+	if dt <= 0 {
+		dt = math.SmallestNonzeroFloat64
+	}
+	rate := func(a, b uint64) float64 {
+		if b < a {
+			return 0
+		}
+		return float64(b-a) / dt
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s  rx %s  tx %s  drops %s  busy", cur.Uptime.Round(time.Second),
+		FormatRate(rate(prev.Totals.RX, cur.Totals.RX)), FormatRate(rate(prev.Totals.TX, cur.Totals.TX)),
+		FormatRate(rate(prev.Totals.Drops, cur.Totals.Drops)))
+	for i, w := range cur.Workers {
+		var b0, i0 uint64
+		if i < len(prev.Workers) {
+			b0, i0 = prev.Workers[i].BusyNanos, prev.Workers[i].IdleNanos
+		}
+		db, di := w.BusyNanos-min(b0, w.BusyNanos), w.IdleNanos-min(i0, w.IdleNanos)
+		fmt.Fprintf(&sb, " w%d %.0f%%", w.Worker, 100*share(db, di))
+	}
+	return sb.String()
+}
+
+// FormatRate prints packets per second with a unit: "12.31 Mpps",
+// "850.00 kpps", "0 pps".
+func FormatRate(pps float64) string {
+	switch {
+	case pps >= 1e6:
+		return fmt.Sprintf("%.2f Mpps", pps/1e6)
+	case pps >= 1e3:
+		return fmt.Sprintf("%.2f kpps", pps/1e3)
+	default:
+		return fmt.Sprintf("%.0f pps", pps)
+	}
+}

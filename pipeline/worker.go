@@ -1,0 +1,197 @@
+package pipeline
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Backoff of an idle worker: after spinEmpty empty rounds in a row it yields
+// the processor, after yieldEmpty it sleeps between polls (idleSleep at
+// first, growing to maxIdleSleep), so that an idle forwarder does not burn a
+// core. The first packet after a long idle period waits at most
+// maxIdleSleep (plus the timer's slack).
+const (
+	spinEmpty    = 256
+	yieldEmpty   = 1024
+	idleSleep    = 20 * time.Microsecond
+	maxIdleSleep = 100 * time.Microsecond
+	tickEvery    = int64(time.Millisecond)
+)
+
+// worker is one pipeline: one instance of every graph element, the sources
+// it polls and the accounting of its time.
+type worker struct {
+	r     *Router
+	id    int
+	cpu   atomic.Int32 // the CPU it was pinned to, -1 when not pinned
+	clock *elements.Clock
+	pool  *packet.Pool
+
+	inst  []elements.Element   // by graph element index
+	stats []*elements.Stats    // by graph element index
+	outs  [][]*elements.Output // by graph element index, out port
+
+	sources  []elements.Source
+	srcStats []*elements.Stats
+
+	tickers  []elements.Ticker
+	lastTick int64
+
+	// Published about every millisecond (and at exit), like the elements'
+	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
+	// whose elements were timed, rounds.
+	busy, idle, timedBusy, rounds atomic.Uint64
+	exited                        atomic.Bool
+}
+
+// poll runs one round: every source polled once, each pushing what it
+// received depth-first through the graph. It returns the packets received.
+func (w *worker) poll() int {
+	n := 0
+	for i, s := range w.sources {
+		n += w.clock.Time(s, w.srcStats[i])
+	}
+	return n
+}
+
+// tick calls every Ticker with now. Packets a Tick pushes are accounted to
+// the elements that receive them; the tick's own time counts as busy time.
+func (w *worker) tick(now int64) {
+	for _, t := range w.tickers {
+		t.Tick(now)
+	}
+}
+
+// drained reports whether every source of this worker is finite and done.
+func (w *worker) drained() bool {
+	for _, s := range w.sources {
+		if !s.Drained() {
+			return false
+		}
+	}
+	return true
+}
+
+// loop is the worker's poll loop. The clock is read once per round: the
+// time since the previous reading is that round's, busy if it brought
+// packets, idle if not. The same reading starts the next round on the
+// element clock, which decides whether that round's elements are timed.
+func (w *worker) loop() {
+	r := w.r
+	last := elements.Nanotime()
+	w.lastTick = last
+	lastPub := last
+	var busy, idle, timedBusy, rounds uint64
+	publish := func() {
+		w.busy.Store(busy)
+		w.idle.Store(idle)
+		w.timedBusy.Store(timedBusy)
+		w.rounds.Store(rounds)
+	}
+	empty := 0
+	sleep := idleSleep
+	w.clock.Round(last)
+	for !r.stop.Load() {
+		n := w.poll()
+		timed := w.clock.Timed()
+		now := elements.Nanotime()
+		d := uint64(now - last)
+		last = now
+		rounds++
+		if n > 0 {
+			busy += d
+			if timed {
+				timedBusy += d
+			}
+			empty, sleep = 0, idleSleep
+		} else {
+			idle += d
+			empty++
+		}
+		if now-w.lastTick >= tickEvery {
+			if len(w.tickers) > 0 {
+				w.tick(now)
+				// Ticks are work.
+				t := elements.Nanotime()
+				busy += uint64(t - last)
+				last = t
+			}
+			w.lastTick = now
+		}
+		if now-lastPub >= tickEvery {
+			lastPub = now
+			publish()
+		}
+		if n == 0 {
+			if w.drained() {
+				break
+			}
+			switch {
+			case empty < spinEmpty:
+			case empty < yieldEmpty:
+				runtime.Gosched()
+			default:
+				time.Sleep(sleep)
+				if sleep < maxIdleSleep {
+					sleep = min(2*sleep, maxIdleSleep)
+				}
+			}
+			if empty >= spinEmpty {
+				// Time given away is idle, whatever the next round brings.
+				t := elements.Nanotime()
+				idle += uint64(t - last)
+				last = t
+			}
+		}
+		w.clock.Round(last)
+	}
+	w.clock.Publish()
+	publish()
+	w.exited.Store(true)
+}
+
+// run starts one goroutine per worker, and one that closes everything
+// when they have all exited.
+func (r *Router) run(o Options) {
+	r.start = time.Now()
+	cpus := processCPUs
+	var wg sync.WaitGroup
+	for _, w := range r.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The goroutine keeps its thread locked until it exits: a
+			// pinned thread must not go back to the scheduler's pool (it
+			// would carry its one-CPU affinity to unrelated goroutines), so
+			// the runtime ends it with the goroutine.
+			runtime.LockOSThread()
+			if !o.NoPin && len(cpus) > 0 {
+				cpu := cpus[w.id%len(cpus)]
+				if err := pinThread(cpu); err != nil {
+					// Not fatal: the worker runs, only unpinned.
+					fmt.Fprintf(r.log, "worker %d: not pinned to CPU %d: %v\n", w.id, cpu, err)
+				} else {
+					w.cpu.Store(int32(cpu))
+				}
+			}
+			w.loop()
+		}()
+	}
+	if o.Duration > 0 {
+		r.timer = time.AfterFunc(o.Duration, r.Stop)
+	}
+	go func() {
+		wg.Wait()
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		r.closeAll()
+		close(r.done)
+	}()
+}
