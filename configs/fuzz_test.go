@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/packet"
@@ -104,21 +103,7 @@ func runMem(t testing.TB, graph []byte, lan [][]byte) (*memDevice, *memDevice) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := pipeline.Start(g, pipeline.Options{NoPin: true, Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		r.Stop()
-		t.Fatal("graph did not drain")
-	}
+	runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
 	memMu.Lock()
 	defer memMu.Unlock()
 	return memDevices["lan"], memDevices["wan"]

@@ -126,7 +126,13 @@ func runGraph(t *testing.T, config, dir string) *pipeline.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := pipeline.Start(g, pipeline.Options{NoPin: true})
+	return runToEnd(t, g, pipeline.Options{NoPin: true})
+}
+
+// runToEnd starts a finite graph and waits for it to drain by itself.
+func runToEnd(t testing.TB, g *pipeline.Graph, o pipeline.Options) *pipeline.Router {
+	t.Helper()
+	r, err := pipeline.Start(g, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +145,7 @@ func runGraph(t *testing.T, config, dir string) *pipeline.Router {
 		}
 	case <-time.After(20 * time.Second):
 		r.Stop()
-		t.Fatal("finite pcap graph did not finish by itself")
+		t.Fatal("finite graph did not finish by itself")
 	}
 	return r
 }

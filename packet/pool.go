@@ -40,6 +40,9 @@ func NewPoolFrom(mem []byte, n int) *Pool {
 
 // Get takes a packet from the pool, reset, or returns nil if the pool is
 // empty (the caller counts that as a drop or stops receiving).
+//
+// Get repeats GetRaw's few lines instead of calling it: calling GetRaw and
+// Reset would put Get over the inliner's budget (TestInlining guards it).
 func (p *Pool) Get() *Packet {
 	n := len(p.free)
 	if n == 0 {

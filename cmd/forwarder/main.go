@@ -142,17 +142,23 @@ func configArg(fs *flag.FlagSet, config string) (string, error) {
 	}
 }
 
-func checkCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", stderr)
+// graphFlag parses the -config flag (or a plain argument) of a subcommand
+// that reads one graph, and loads it.
+func graphFlag(name string, args []string, stderr io.Writer) (*pipeline.Graph, error) {
+	fs := newFlags(name, stderr)
 	config := fs.String("config", "", "graph file (default: the embedded default graph)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	path, err := configArg(fs, *config)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	g, err := loadGraph(path)
+	return loadGraph(path)
+}
+
+func checkCmd(args []string, stdout, stderr io.Writer) error {
+	g, err := graphFlag("check", args, stderr)
 	if err != nil {
 		return err
 	}
@@ -161,16 +167,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func graphCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("graph", stderr)
-	config := fs.String("config", "", "graph file (default: the embedded default graph)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	path, err := configArg(fs, *config)
-	if err != nil {
-		return err
-	}
-	g, err := loadGraph(path)
+	g, err := graphFlag("graph", args, stderr)
 	if err != nil {
 		return err
 	}
