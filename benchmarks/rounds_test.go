@@ -1,0 +1,71 @@
+package benchmarks
+
+import (
+	"os"
+	"testing"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// buildL3 builds configs/bench-l3.toml on one worker without starting it,
+// so that a test or benchmark can step its rounds on its own goroutine.
+func buildL3(t testing.TB, timingEvery int) *pipeline.Router {
+	src, err := os.ReadFile("../configs/bench-l3.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.Parse("bench-l3.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: timingEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestL3GraphAllocs: a whole round of the L3 graph — receive a batch, run
+// it through every element, transmit it — allocates nothing.
+func TestL3GraphAllocs(t *testing.T) {
+	for _, every := range []int{1, 8} {
+		r := buildL3(t, every)
+		for range 10 { // warm up: the gen pools are made on first receive
+			r.Round(0)
+		}
+		allocs := testing.AllocsPerRun(1000, func() {
+			if r.Round(0) == 0 {
+				t.Fatal("empty round")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("timing every %d rounds: %v allocations per round", every, allocs)
+		}
+	}
+}
+
+// BenchmarkL3Round steps the L3 graph on one worker with element timing in
+// every round, in one round of eight (the default), and practically never,
+// to show what the accounting costs. ns/pkt includes the generator.
+func BenchmarkL3Round(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		every int
+	}{{"timing=every", 1}, {"timing=1in8", 8}, {"timing=off", 1 << 30}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := buildL3(b, c.every)
+			for range 10 { // the gen pools are made on first receive
+				r.Round(0)
+			}
+			b.ReportAllocs()
+			pkts := 0
+			for b.Loop() {
+				pkts += r.Round(0)
+			}
+			ns := float64(b.Elapsed().Nanoseconds())
+			b.ReportMetric(ns/float64(pkts), "ns/pkt")
+			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+		})
+	}
+}
