@@ -14,6 +14,35 @@ const (
 	ScratchSize = 32
 )
 
+// Connection-tracking states of Packet.CtState (what Classifier's "ct new",
+// "ct established", "ct related" and "ct invalid" test).
+const (
+	CtUntracked   = 0 // not seen by Conntrack (or not IPv4)
+	CtNew         = 1 // the first packet(s) of a flow: no reply seen yet
+	CtEstablished = 2 // a flow that has seen packets in both directions
+	CtRelated     = 3 // an ICMP error about a tracked flow
+	CtInvalid     = 4 // a packet the tracker rejects (bad flags, bad transition, fragment, ...)
+)
+
+// Ct is a packet's connection-tracking annotation, written by Conntrack
+// (elements/conntrack) for every packet it passes on and read by the
+// elements after it: Classifier's ct primitives, DNAT, SNAT and
+// FastTrackLearn. The zero value means "not tracked".
+type Ct struct {
+	// Table is the worker's flow table (a *conntrack.Table; typed any so
+	// that packet imports nothing).
+	Table any
+	// Flow is the entry's index in Table (0: no entry).
+	Flow uint32
+	// State is one of the Ct* states.
+	State uint8
+	// Dir is 0 for the flow's original direction, 1 for its reply.
+	Dir uint8
+	// TTL is the IPv4 TTL the packet had when it was tracked (FastTrackLearn
+	// learns the TTL change from it).
+	TTL uint8
+}
+
 // Packet is one frame and its annotations. Data is the frame itself, a slice
 // of the packet's buffer starting at some headroom; annotations travel with the
 // packet through the graph and are reset when it is taken from its pool.
@@ -38,6 +67,9 @@ type Packet struct {
 	// Scratch is free for elements; its meaning is documented by the element
 	// that writes it.
 	Scratch [ScratchSize]byte
+
+	// Ct is the connection-tracking annotation (see Ct).
+	Ct Ct
 
 	buf  []byte // the whole buffer, len == cap == BufSize
 	pool *Pool
@@ -65,8 +97,7 @@ func (p *Packet) SetLen(n int) bool {
 func (p *Packet) Reset() {
 	p.Data = p.buf[Headroom:Headroom]
 	p.InDevice, p.InQueue, p.L3, p.Port = 0, 0, 14, 0
-	p.NextHop = netip.Addr{}
-	p.FlowHash = 0
+	p.NextHop, p.FlowHash, p.Ct = netip.Addr{}, 0, Ct{}
 	p.Scratch = [ScratchSize]byte{}
 }
 
@@ -102,5 +133,6 @@ func (p *Packet) Clone(pool *Pool) *Packet {
 	copy(q.Data, p.Data)
 	q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
 	q.NextHop, q.FlowHash, q.Scratch = p.NextHop, p.FlowHash, p.Scratch
+	q.Ct = p.Ct
 	return q
 }

@@ -1,2 +1,3 @@
-// Package arp provides ARPResponder (and, later, ARPQuerier): the ARP elements.
+// Package arp provides the ARP elements: ARPResponder answers for the router's
+// addresses, ARPQuerier resolves next hops to MACs.
 package arp
