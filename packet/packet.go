@@ -32,8 +32,11 @@ type Ct struct {
 	// Table is the worker's flow table (a *conntrack.Table; typed any so
 	// that packet imports nothing).
 	Table any
-	// Flow is the entry's index in Table (0: no entry).
+	// Flow is the entry's index in Table (0: no entry), Tag the entry's
+	// tag when the packet was tracked (an entry reused for another flow
+	// has another tag).
 	Flow uint32
+	Tag  uint32
 	// State is one of the Ct* states.
 	State uint8
 	// Dir is 0 for the flow's original direction, 1 for its reply.

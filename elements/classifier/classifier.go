@@ -108,6 +108,7 @@ side by side without and/or are an error):
             | "ip" | "ip6" | "tcp" | "udp" | "icmp" | "icmp6"
             | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
             | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
+            | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
 
 Primitives:
   -              any packet; only as a whole rule
@@ -127,6 +128,10 @@ Primitives:
                  length are an error
   src port N     TCP or UDP source port N (0-65535); "dst port N", "port N"
                  for either side. "tcp and port 80" restricts it to TCP
+  ct STATE       the connection-tracking state Conntrack annotated the packet
+                 with: new (no reply seen yet), established, related (an
+                 ICMP error about a tracked flow), invalid, or untracked (not
+                 seen by a Conntrack); put the Classifier after Conntrack
   and && or || not !  ( )
 
 What a rule sees:
@@ -192,7 +197,7 @@ func (e *classifier) Push(in int, b *packet.Batch) {
 	first := -1
 	mixed := false
 	for _, p := range pkts {
-		port := pr.classify(p.Data, int(p.L3))
+		port := pr.classifyCt(p.Data, int(p.L3), p.Ct.State)
 		p.Port = uint16(port)
 		if first < 0 {
 			first = port

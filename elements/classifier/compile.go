@@ -319,8 +319,13 @@ func (f *fields) loadIPv6(h []byte) {
 }
 
 // classify returns the output port for frame d (network header at l3), or
-// pr.nports when no rule matches. It allocates nothing.
-func (pr *program) classify(d []byte, l3 int) int {
+// pr.nports when no rule matches. It allocates nothing. ct rules see state
+// untracked; classifyCt passes the packet's annotation.
+func (pr *program) classify(d []byte, l3 int) int { return pr.classifyCt(d, l3, 0) }
+
+// classifyCt is classify for a packet whose connection-tracking state
+// (packet.Ct.State) is ct.
+func (pr *program) classifyCt(d []byte, l3 int, ct uint8) int {
 	var f fields
 	f.load(d, l3, pr.needProto)
 	ins := pr.ins
@@ -348,6 +353,8 @@ func (pr *program) classify(d []byte, l3 int) int {
 				ok = in.dir&dirSrc != 0 && binary.BigEndian.Uint32(h[12:])&in.mask == in.val ||
 					in.dir&dirDst != 0 && binary.BigEndian.Uint32(h[16:])&in.mask == in.val
 			}
+		case pCt:
+			ok = uint32(ct) == in.val
 		case pNet6:
 			if f.ver == 6 {
 				h := d[l3 : l3+40]

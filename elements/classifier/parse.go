@@ -21,6 +21,7 @@ import (
 //	          | "ip" | "ip6" | "tcp" | "udp" | "icmp" | "icmp6"
 //	          | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
 //	          | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
+//	          | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
 
 // ParseError is a rule that does not parse: which rule (its output port),
 // its text, the 1-based byte column of the offending token and what is
@@ -132,6 +133,7 @@ const (
 	pNet4                     // IPv4 address (dir) in val/mask
 	pNet6                     // IPv6 address (dir) in a6/m6
 	pPort                     // TCP or UDP port (dir) == val
+	pCt                       // connection-tracking state (packet.Ct.State) == val
 )
 
 type prim struct {
@@ -160,7 +162,7 @@ type node struct {
 
 // keywords are the words a rule may use, for "did you mean" suggestions.
 var keywords = []string{"arp", "request", "reply", "ip", "ip6", "tcp", "udp", "icmp", "icmp6",
-	"proto", "src", "dst", "host", "net", "port", "and", "or", "not"}
+	"proto", "src", "dst", "host", "net", "port", "and", "or", "not", "ct", "new", "established", "related", "invalid", "untracked"}
 
 type parser struct {
 	toks []token
@@ -341,11 +343,25 @@ func (p *parser) primitive() (*node, *ParseError) {
 		return nil, errAt(u, "expected host, net or port after %q, found %q", t.text, u.text)
 	case "host", "net", "port":
 		return p.operandOf(t, dirEither)
+	case "ct":
+		u := p.peek()
+		if u.kind == tWord {
+			if v, ok := ctStates[u.low]; ok {
+				p.next()
+				return primNode(prim{op: pCt, val: v}), nil
+			}
+			return nil, errAt(u, "unknown ct state %q: want new, established, related, invalid or untracked", u.text)
+		}
+		return nil, errAt(u, "missing state after \"ct\" (new, established, related, invalid or untracked)")
 	case "request", "reply":
 		return nil, errAt(t, "%q must follow \"arp\"", t.text)
 	}
 	return nil, errAt(t, "%s", unknownWord(t.text))
 }
+
+// ctStates maps "ct STATE" words to packet.Ct* values (the annotation
+// Conntrack writes).
+var ctStates = map[string]uint32{"untracked": 0, "new": 1, "established": 2, "related": 3, "invalid": 4}
 
 // protoNode is what tcp, udp, icmp and icmp6 mean: tcp and udp over either
 // IP version, icmp as ICMPv4 or ICMPv6, icmp6 as ICMPv6 only.

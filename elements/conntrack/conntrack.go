@@ -1,0 +1,445 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	_ "unsafe" // for go:linkname
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// DefaultCapacity is the default number of flows per worker (32 MiB of
+// entries).
+const DefaultCapacity = 262144
+
+// MaxCapacity bounds the capacity key (entries are indexed by uint32 and
+// node ids carry a direction bit).
+const MaxCapacity = 1 << 30
+
+// Config is Conntrack's config.
+type Config struct {
+	Capacity int      `toml:"capacity"`
+	Timeouts []string `toml:"timeouts"`
+
+	to Timeouts
+}
+
+// Validate checks the capacity and parses the timeouts.
+func (c *Config) Validate() error {
+	if c.Capacity < 1 || c.Capacity > MaxCapacity {
+		return elements.Errorf("capacity", "%d out of range 1..%d (flows per worker)", c.Capacity, MaxCapacity)
+	}
+	to, err := parseTimeouts(c.Timeouts)
+	if err != nil {
+		return elements.Errorf("timeouts", "%v", err)
+	}
+	c.to = to
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "Conntrack",
+		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
+		New:       newConntrack,
+		In:        1, Out: 2,
+		Optional: []int{1},
+		Doc: elements.Doc{
+			Synopsis: "Conntrack([capacity], [timeouts...])",
+			Summary:  "tracks IPv4 flows per worker: TCP state machine, UDP and ICMP echo timeouts, bounded table; annotates each packet with its flow and state",
+			Ports: "input 0: Ethernet frames with the network header at the L3 annotation (normally after CheckIPHeader).\n" +
+				"output 0: tracked packets (ct state new, established or related) and packets Conntrack does not track " +
+				"(not IPv4: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
+				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
+			Keys: []elements.Key{
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one"},
+				{Name: "timeouts", Type: "[]string", Variadic: true,
+					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
+						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
+						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
+						"udp_stream=120s (replied) icmp=30s generic=600s"},
+			},
+			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
+				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
+				"\"expired\"; invalid packets by cause: \"invalid: malformed\", \"invalid: fragment\" (fragments are not " +
+				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
+				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
+				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
+				"(every entry assured and live: the new flow is refused, established ones keep working).",
+			Example: `"cls[1] -> CheckIPHeader -> ct :: Conntrack(65536, udp=20s) -> fw :: Classifier(ct established or ct related, ct new and dst port 22, -)"`,
+			SeeAlso: "DNAT, SNAT, FastTrack, Classifier (ct new|established|related|invalid)",
+			Text: "Each worker has its own table: flows must be steered so that both directions reach the same worker " +
+				"(see SNAT and FastTrack for how NAT keeps that). A flow is keyed by its 5-tuple (ICMP echo: addresses " +
+				"and identifier); the entry holds both directions' tuples, so a reply finds it with one lookup, and NAT " +
+				"changes the reply tuple. The input device of each direction is recorded in the entry. TCP follows " +
+				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
+				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
+				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. Idle flows are " +
+				"removed when a packet finds them expired and by an incremental sweep every tick.",
+		},
+	})
+}
+
+// Results of tracking one packet.
+const (
+	resOK = iota
+	resUntracked
+	resFull
+	resMalformed // invalid causes from here on
+	resFragment
+	resTCPFlags
+	resTCPState
+	resICMP
+	resCount
+)
+
+var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragment: "invalid: fragment",
+	resTCPFlags: "invalid: tcp flags", resTCPState: "invalid: tcp state", resICMP: "invalid: icmp"}
+
+// Conntrack is one worker's tracker.
+type Conntrack struct {
+	t      *Table
+	pool   *packet.Pool
+	out0   *elements.Output
+	out1   *elements.Output
+	inv    *packet.Batch
+	st     *elements.Stats
+	full   elements.Reason
+	counts [resCount]uint64 // per batch, published once per batch
+
+	newN, related, untracked, entries, evicted, expired *atomic.Uint64
+	invalid                                             [resCount]*atomic.Uint64
+}
+
+var (
+	_ elements.Ticker = (*Conntrack)(nil)
+	_ elements.Closer = (*Conntrack)(nil)
+)
+
+func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config)
+	if c.to == (Timeouts{}) {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	t := Acquire(ctx.Pool)
+	if t.configured {
+		Release(ctx.Pool)
+		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
+	}
+	t.configure(c.Capacity, c.to, nil)
+	t.configured = true
+	st := ctx.Stats
+	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+		st: st, full: st.Reason("table full"),
+		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
+		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired")}
+	for r := resMalformed; r < resCount; r++ {
+		e.invalid[r] = st.Counter(invalidNames[r])
+	}
+	return e, nil
+}
+
+// Table returns the worker's flow table.
+func (e *Conntrack) Table() *Table { return e.t }
+
+// Close releases the table.
+func (e *Conntrack) Close() error {
+	if e.t != nil {
+		e.t.configured = false
+		Release(e.pool)
+		e.t = nil
+	}
+	return nil
+}
+
+// Tick sweeps a slice of the table for expired flows and publishes the
+// gauges.
+func (e *Conntrack) Tick(int64) {
+	t := e.t
+	if t == nil {
+		return
+	}
+	t.Collect(t.now())
+	e.publish()
+}
+
+func (e *Conntrack) publish() {
+	t := e.t
+	e.entries.Store(uint64(t.live))
+	if t.Created != 0 {
+		e.newN.Add(t.Created)
+		t.Created = 0
+	}
+	if t.Evicted != 0 {
+		e.evicted.Add(t.Evicted)
+		t.Evicted = 0
+	}
+	if t.Expired != 0 {
+		e.expired.Add(t.Expired)
+		t.Expired = 0
+	}
+}
+
+// Push tracks every packet: valid and untracked ones go to output 0 as one
+// batch (in order), invalid ones to output 1.
+func (e *Conntrack) Push(_ int, b *packet.Batch) {
+	t := e.t
+	now := t.now()
+	inv := e.inv
+	n := 0
+	for _, p := range b.Pkts {
+		r := t.track(p, now)
+		switch {
+		case r <= resUntracked:
+			b.Pkts[n] = p
+			n++
+		case r == resFull:
+			e.st.Drop(p, e.full)
+		default:
+			p.Ct = packet.Ct{State: packet.CtInvalid}
+			inv.Add(p)
+		}
+		e.counts[r]++
+	}
+	clear(b.Pkts[n:])
+	b.Pkts = b.Pkts[:n]
+	e.flushCounts()
+	e.out0.Push(b)
+	if len(inv.Pkts) > 0 {
+		e.out1.Push(inv)
+	}
+}
+
+func (e *Conntrack) flushCounts() {
+	c := &e.counts
+	if c[resUntracked] != 0 {
+		e.untracked.Add(c[resUntracked])
+	}
+	for r := resMalformed; r < resCount; r++ {
+		if c[r] != 0 {
+			e.invalid[r].Add(c[r])
+		}
+	}
+	*c = [resCount]uint64{}
+	if e.t.relatedN != 0 {
+		e.related.Add(e.t.relatedN)
+		e.t.relatedN = 0
+	}
+	e.publish()
+}
+
+// ParseTuple reads the flow tuple of an IPv4 packet h (header and payload,
+// trimmed to its total length by the caller or not). It returns the tuple,
+// the TCP flags (TCP only) and resOK, or the reason the packet cannot be
+// tracked as a plain flow; ICMP errors return resICMPError.
+func parseTuple(h []byte) (k Tuple, l4 []byte, res int) {
+	if len(h) < packet.IPv4MinLen || h[0]>>4 != 4 {
+		return k, nil, resMalformed
+	}
+	ihl := int(h[0]&0x0f) * 4
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	if ihl < packet.IPv4MinLen || tl < ihl || tl > len(h) {
+		return k, nil, resMalformed
+	}
+	if binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		return k, nil, resFragment
+	}
+	l4 = h[ihl:tl]
+	k.Src = binary.BigEndian.Uint32(h[12:])
+	k.Dst = binary.BigEndian.Uint32(h[16:])
+	k.Proto = h[9]
+	switch k.Proto {
+	case packet.ProtoTCP:
+		if len(l4) < packet.TCPMinLen {
+			return k, nil, resMalformed
+		}
+		k.Sport = binary.BigEndian.Uint16(l4)
+		k.Dport = binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoUDP:
+		if len(l4) < packet.UDPLen {
+			return k, nil, resMalformed
+		}
+		k.Sport = binary.BigEndian.Uint16(l4)
+		k.Dport = binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoICMP:
+		if len(l4) < packet.ICMPLen {
+			return k, nil, resMalformed
+		}
+		switch l4[0] {
+		case packet.ICMPEchoRequest, packet.ICMPEchoReply:
+			id := binary.BigEndian.Uint16(l4[4:])
+			k.Sport, k.Dport = id, id
+		case packet.ICMPDestUnreachable, 4, packet.ICMPRedirect, packet.ICMPTimeExceeded, packet.ICMPParameterProblem:
+			return k, l4, resICMPError
+		default:
+			return k, nil, resICMP
+		}
+	}
+	return k, l4, resOK
+}
+
+// resICMPError is parseTuple's answer for an ICMP error (not a result of
+// track).
+const resICMPError = 100
+
+// track tracks one packet and annotates it.
+func (t *Table) track(p *packet.Packet, now int64) int {
+	d := p.Data
+	l3 := int(p.L3)
+	p.Ct = packet.Ct{}
+	if l3 < packet.EthernetLen || l3 > len(d) || binary.BigEndian.Uint16(d[l3-2:]) != packet.EtherTypeIPv4 {
+		return resUntracked
+	}
+	h := d[l3:]
+	k, l4, res := parseTuple(h)
+	if res == resICMPError {
+		return t.trackRelated(p, l4, now)
+	}
+	if res != resOK {
+		return res
+	}
+	seg := segNone
+	if k.Proto == packet.ProtoTCP {
+		var ok bool
+		if seg, ok = tcpSegment(l4[13]); !ok {
+			return resTCPFlags
+		}
+	}
+	idx, dir, found := t.Find(&k, now)
+	if !found {
+		switch {
+		case k.Proto == packet.ProtoTCP && seg != segSyn && seg != segAck:
+			return resTCPState // only a SYN (or, picking up, an ACK) opens a flow
+		case k.Proto == packet.ProtoICMP && l4[0] != packet.ICMPEchoRequest:
+			return resICMP // a reply to no request
+		}
+		var ok bool
+		if idx, ok = t.Create(&k, now); !ok {
+			return resFull
+		}
+		t.conns[idx].Dev[0] = uint8(p.InDevice)
+	}
+	c := &t.conns[idx]
+	if k.Proto == packet.ProtoTCP {
+		switch ns := tcpNext(c.State, dir, seg); ns {
+		case tcpIV:
+			if !found {
+				t.Delete(idx)
+			}
+			return resTCPState
+		case tcpIG:
+		default:
+			c.State = ns
+		}
+	}
+	if dir == 1 && c.Flags&FlagSeenReply == 0 {
+		c.Flags |= FlagSeenReply
+		c.Dev[1] = uint8(p.InDevice)
+	}
+	if c.Flags&(FlagAssured|FlagSeenReply) == FlagSeenReply && (k.Proto != packet.ProtoTCP || c.State == TCPEstablished) {
+		t.SetAssured(idx)
+	}
+	tl := binary.BigEndian.Uint16(h[2:])
+	c.Packets[dir]++
+	c.Bytes[dir] += uint64(tl)
+	c.Expires = now + t.timeouts.of(c)
+	state := uint8(packet.CtNew)
+	if c.Flags&FlagSeenReply != 0 {
+		state = packet.CtEstablished
+	}
+	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: state, Dir: dir, TTL: h[8]}
+	return resOK
+}
+
+// trackRelated finds the flow an ICMP error is about: the quoted header is
+// a packet that went the other way, so its inverse is looked up. The error
+// must verify and quote at least an IPv4 header and the first 8 bytes of
+// the transport header (RFC 792).
+func (t *Table) trackRelated(p *packet.Packet, icmp []byte, now int64) int {
+	if packet.Fold(packet.Sum(icmp, 0)) != 0xffff {
+		return resICMP
+	}
+	in := icmp[packet.ICMPLen:]
+	if len(in) < packet.IPv4MinLen || in[0]>>4 != 4 {
+		return resICMP
+	}
+	ihl := int(in[0]&0x0f) * 4
+	if ihl < packet.IPv4MinLen || ihl+8 > len(in) {
+		return resICMP
+	}
+	var k Tuple
+	k.Src = binary.BigEndian.Uint32(in[12:])
+	k.Dst = binary.BigEndian.Uint32(in[16:])
+	k.Proto = in[9]
+	l4 := in[ihl:]
+	switch k.Proto {
+	case packet.ProtoTCP, packet.ProtoUDP:
+		if binary.BigEndian.Uint16(in[6:])&packet.IPv4FragOffset != 0 {
+			return resICMP // a non-first fragment quotes no ports
+		}
+		k.Sport = binary.BigEndian.Uint16(l4)
+		k.Dport = binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoICMP:
+		if l4[0] != packet.ICMPEchoRequest && l4[0] != packet.ICMPEchoReply {
+			return resICMP // no error about an error; other ICMP is not tracked
+		}
+		id := binary.BigEndian.Uint16(l4[4:])
+		k.Sport, k.Dport = id, id
+	}
+	k = k.Inverse()
+	idx, dir, ok := t.Find(&k, now)
+	if !ok {
+		return resICMP
+	}
+	c := &t.conns[idx]
+	t.relatedN++
+	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: p.Data[p.L3+8]}
+	return resOK
+}
+
+// The registry gives each worker's elements the worker's one table. It is
+// keyed by the worker's element pool (Context.Pool), which is unique to one
+// worker of one running graph, so that two graphs in one process (tests,
+// benchmarks) never share flows. It is used at construction only.
+var registry struct {
+	sync.Mutex
+	m map[*packet.Pool]*Table
+}
+
+// Acquire returns the flow table of the worker whose element pool is pool,
+// creating an empty one if needed; every Acquire is paired with a Release
+// (in the element's Close).
+func Acquire(pool *packet.Pool) *Table {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.m == nil {
+		registry.m = map[*packet.Pool]*Table{}
+	}
+	t := registry.m[pool]
+	if t == nil {
+		t = &Table{now: nanotime, timeouts: DefaultTimeouts()}
+		registry.m[pool] = t
+	}
+	t.refs++
+	return t
+}
+
+// Release drops a reference taken by Acquire.
+func Release(pool *packet.Pool) {
+	registry.Lock()
+	defer registry.Unlock()
+	if t := registry.m[pool]; t != nil {
+		t.refs--
+		if t.refs <= 0 {
+			delete(registry.m, pool)
+		}
+	}
+}

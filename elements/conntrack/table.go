@@ -1,0 +1,413 @@
+package conntrack
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Tuple identifies one direction of a flow: addresses, ports and protocol.
+// Addresses are IPv4 addresses as big-endian uint32 (IPv4.SrcU32). For ICMP
+// echo both ports hold the echo identifier, so that the tuple of the reply
+// is the inverse of the request's; other protocols without ports use 0.
+type Tuple struct {
+	Src, Dst     uint32
+	Sport, Dport uint16
+	Proto        uint8
+	_            [3]byte
+}
+
+// Inverse is the tuple of the same flow seen from the other end.
+func (t Tuple) Inverse() Tuple {
+	return Tuple{Src: t.Dst, Dst: t.Src, Sport: t.Dport, Dport: t.Sport, Proto: t.Proto}
+}
+
+// Fast is what FastTrackLearn learned about one direction of a flow: how a
+// packet of that direction leaves the slow path. FastTrack applies it when
+// Gen still equals the current generation (see Generation).
+type Fast struct {
+	Eth    [12]byte // Ethernet destination and source written by the slow path
+	Gen    uint32   // Generation() when learned
+	Out    uint8    // the FastTrack output the packet goes to (FastTrackLearn's port)
+	TTLDec uint8    // how much the slow path decremented the TTL
+	Valid  bool
+	_      uint8
+}
+
+// Conn flags.
+const (
+	FlagAssured     = 1 << iota // seen both ways (TCP: established after a reply): never evicted to admit a flow
+	FlagSeenReply               // a packet in the reply direction was seen
+	FlagSNAT                    // the source is translated in the original direction
+	FlagDNAT                    // the destination is translated in the original direction
+	FlagSNATDone                // SNAT has decided this flow (translated or not)
+	FlagDNATDone                // DNAT has decided this flow
+	flagAssuredList             // on the assured list (else the unassured one)
+	flagLive                    // in use (else on the free list)
+)
+
+// Conn is one tracked flow: both directions' tuples (T[0] as the original
+// direction's packets arrive, T[1] as the reply's arrive, which NAT alters),
+// hash-chain and list links, timeout, counters and the fast-path rewrite of
+// each direction. It fits in 128 bytes (Linux's nf_conn is ~300).
+type Conn struct {
+	T       [2]Tuple
+	next    [2]uint32 // hash chain per direction: node ids (index<<1 | dir), 0 ends
+	prev    uint32    // list links (unassured, assured or free list)
+	nxt     uint32
+	Expires int64 // monotonic nanoseconds
+	Packets [2]uint32
+	Bytes   [2]uint64
+	Fast    [2]Fast
+	State   uint8 // TCP state (tcp*); 0 for other protocols
+	Flags   uint8
+	Dev     [2]uint8 // input device of each direction (low 8 bits of InDevice)
+	// Tag tells this flow from an earlier one that used the same entry: a
+	// packet annotated with a flow that was evicted later in its batch
+	// (and the entry reused) no longer matches (FlowOf).
+	Tag uint32
+}
+
+// Has reports whether all of flags f are set.
+func (c *Conn) Has(f uint8) bool { return c.Flags&f == f }
+
+// list is a doubly linked list of entries by index (0 = none).
+type list struct{ head, tail uint32 }
+
+// Table is one worker's flow table: a fixed array of Conn (index 0 is never
+// used, so that 0 can mean "none"), a chained hash index holding both
+// directions of each entry, a free list and two lists for eviction:
+// unassured entries in creation order, assured ones. Only the owning
+// worker touches it, so it has no locks.
+type Table struct {
+	conns   []Conn
+	buckets []uint32
+	mask    uint32
+	seed0   uint64
+	seed1   uint64
+	free    uint32
+	lists   [2]list // 0: unassured, 1: assured
+	live    int
+
+	timeouts Timeouts
+	now      func() int64
+	gc       uint32 // next index the incremental garbage collector looks at
+
+	// Event counts, read and cleared by the Conntrack element once per
+	// batch (and by tests).
+	Evicted, Expired, Created uint64
+	relatedN                  uint64
+
+	tag        uint32
+	refs       int  // registry references
+	configured bool // a Conntrack element set the capacity
+}
+
+// NewTable returns a table for capacity flows with the given timeouts and
+// clock (nil: the runtime's monotonic clock).
+func NewTable(capacity int, to Timeouts, now func() int64) *Table {
+	t := &Table{}
+	t.configure(capacity, to, now)
+	return t
+}
+
+func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
+	if now == nil {
+		now = nanotime
+	}
+	capacity = max(capacity, 1)
+	t.conns = make([]Conn, capacity+1)
+	nb := 1 << bits.Len(uint(2*capacity-1)) // ≥ 2 nodes per entry: chains stay ~1 long
+	t.buckets = make([]uint32, nb)
+	t.mask = uint32(nb - 1)
+	t.seed0, t.seed1 = rand.Uint64()|1, rand.Uint64()
+	t.timeouts, t.now = to, now
+	t.lists = [2]list{}
+	t.live, t.gc = 0, 1
+	// Free list through nxt, in index order so that a new table fills
+	// memory sequentially.
+	t.free = 1
+	for i := 1; i <= capacity; i++ {
+		if i < capacity {
+			t.conns[i].nxt = uint32(i + 1)
+		}
+	}
+}
+
+// SetClock replaces the table's clock (monotonic nanoseconds); tests use it
+// to move time by hand.
+func (t *Table) SetClock(now func() int64) { t.now = now }
+
+// Now reads the table's clock.
+func (t *Table) Now() int64 { return t.now() }
+
+// Timeouts returns the table's timeouts.
+func (t *Table) Timeouts() *Timeouts { return &t.timeouts }
+
+// Capacity is the number of flows the table holds.
+func (t *Table) Capacity() int { return len(t.conns) - 1 }
+
+// Len is the number of live flows (expired ones not yet collected count).
+func (t *Table) Len() int { return t.live }
+
+// Conn returns entry i (1 ≤ i ≤ Capacity).
+func (t *Table) Conn(i uint32) *Conn { return &t.conns[i] }
+
+// hash maps a tuple to a bucket with a per-table random seed, so that a
+// sender cannot choose tuples that all collide.
+func (t *Table) hash(k *Tuple) uint32 {
+	a := uint64(k.Src)<<32 | uint64(k.Dst)
+	b := uint64(k.Sport)<<24 | uint64(k.Dport)<<8 | uint64(k.Proto)
+	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
+	return uint32(h^l) & t.mask
+}
+
+// Lookup finds the entry holding tuple k in either direction. It does not
+// look at expiry (Find does).
+func (t *Table) Lookup(k *Tuple) (idx uint32, dir uint8, ok bool) {
+	if len(t.buckets) == 0 {
+		return 0, 0, false
+	}
+	n := t.buckets[t.hash(k)]
+	for n != 0 {
+		c := &t.conns[n>>1]
+		d := n & 1
+		if c.T[d] == *k {
+			return n >> 1, uint8(d), true
+		}
+		n = c.next[d]
+	}
+	return 0, 0, false
+}
+
+// Find is Lookup that treats an expired entry as absent (and removes it).
+func (t *Table) Find(k *Tuple, now int64) (idx uint32, dir uint8, ok bool) {
+	idx, dir, ok = t.Lookup(k)
+	if ok && now >= t.conns[idx].Expires {
+		t.Delete(idx)
+		t.Expired++
+		return 0, 0, false
+	}
+	return idx, dir, ok
+}
+
+func (t *Table) link(idx uint32, dir uint8) {
+	c := &t.conns[idx]
+	h := t.hash(&c.T[dir])
+	c.next[dir] = t.buckets[h]
+	t.buckets[h] = idx<<1 | uint32(dir)
+}
+
+func (t *Table) unlink(idx uint32, dir uint8) {
+	c := &t.conns[idx]
+	node := idx<<1 | uint32(dir)
+	p := &t.buckets[t.hash(&c.T[dir])]
+	for *p != 0 {
+		if *p == node {
+			*p = c.next[dir]
+			c.next[dir] = 0
+			return
+		}
+		q := &t.conns[*p>>1]
+		p = &q.next[*p&1]
+	}
+}
+
+func (t *Table) listAdd(which int, idx uint32) {
+	l := &t.lists[which]
+	c := &t.conns[idx]
+	c.prev, c.nxt = l.tail, 0
+	if l.tail != 0 {
+		t.conns[l.tail].nxt = idx
+	} else {
+		l.head = idx
+	}
+	l.tail = idx
+}
+
+func (t *Table) listRemove(which int, idx uint32) {
+	l := &t.lists[which]
+	c := &t.conns[idx]
+	if c.prev != 0 {
+		t.conns[c.prev].nxt = c.nxt
+	} else {
+		l.head = c.nxt
+	}
+	if c.nxt != 0 {
+		t.conns[c.nxt].prev = c.prev
+	} else {
+		l.tail = c.prev
+	}
+	c.prev, c.nxt = 0, 0
+}
+
+func listOf(c *Conn) int {
+	if c.Flags&flagAssuredList != 0 {
+		return 1
+	}
+	return 0
+}
+
+// Create adds a flow whose original direction is k (reply: its inverse)
+// and returns its index. When the table is full it evicts the oldest
+// unassured flow; when every flow is assured it may reuse an assured flow
+// only if it has expired. It returns ok == false when nothing could be
+// freed: an assured live flow is never evicted to admit a new one.
+func (t *Table) Create(k *Tuple, now int64) (uint32, bool) {
+	if t.free == 0 && !t.evict(now) {
+		return 0, false
+	}
+	idx := t.free
+	c := &t.conns[idx]
+	t.free = c.nxt
+	*c = Conn{}
+	c.T[0], c.T[1] = *k, k.Inverse()
+	c.Flags = flagLive
+	c.Expires = now
+	t.tag++
+	if t.tag == 0 {
+		t.tag = 1
+	}
+	c.Tag = t.tag
+	t.link(idx, 0)
+	t.link(idx, 1)
+	t.listAdd(0, idx)
+	t.live++
+	t.Created++
+	return idx, true
+}
+
+// evictScan bounds how many assured entries Create looks at for an expired
+// one when there is no unassured flow to evict (O(1) per new flow).
+const evictScan = 8
+
+func (t *Table) evict(now int64) bool {
+	if h := t.lists[0].head; h != 0 {
+		if now < t.conns[h].Expires {
+			t.Evicted++
+		} else {
+			t.Expired++
+		}
+		t.Delete(h)
+		return true
+	}
+	for range evictScan {
+		h := t.lists[1].head
+		if h == 0 {
+			return false
+		}
+		if now >= t.conns[h].Expires {
+			t.Delete(h)
+			t.Expired++
+			return true
+		}
+		// Rotate: the next Create looks at other entries.
+		t.listRemove(1, h)
+		t.listAdd(1, h)
+	}
+	return false
+}
+
+// Delete removes entry idx.
+func (t *Table) Delete(idx uint32) {
+	c := &t.conns[idx]
+	if c.Flags&flagLive == 0 {
+		return
+	}
+	t.unlink(idx, 0)
+	t.unlink(idx, 1)
+	t.listRemove(listOf(c), idx)
+	c.Flags = 0
+	c.Fast = [2]Fast{}
+	c.nxt = t.free
+	t.free = idx
+	t.live--
+}
+
+// SetAssured marks a flow assured and moves it off the eviction list.
+func (t *Table) SetAssured(idx uint32) {
+	c := &t.conns[idx]
+	if c.Flags&FlagAssured != 0 {
+		return
+	}
+	c.Flags |= FlagAssured
+	t.listRemove(0, idx)
+	c.Flags |= flagAssuredList
+	t.listAdd(1, idx)
+}
+
+// SetReply changes the reply tuple of flow idx (NAT does it when it
+// translates a new flow) and rehashes it. The caller made sure the new
+// tuple is not in use (InUse).
+func (t *Table) SetReply(idx uint32, k *Tuple) {
+	t.unlink(idx, 1)
+	t.conns[idx].T[1] = *k
+	t.link(idx, 1)
+}
+
+// InUse reports whether some live flow holds tuple k in either direction.
+func (t *Table) InUse(k *Tuple) bool {
+	_, _, ok := t.Lookup(k)
+	return ok
+}
+
+// gcPerTick is how many entries Collect examines per call: with a tick per
+// millisecond, a table of 1M flows is swept every 4 s.
+const gcPerTick = 256
+
+// Collect deletes expired flows among the next gcPerTick entries
+// (round robin), so that memory of idle flows is reclaimed without a pause.
+func (t *Table) Collect(now int64) {
+	n := uint32(len(t.conns))
+	if n <= 1 {
+		return
+	}
+	for range min(gcPerTick, int(n-1)) {
+		i := t.gc
+		t.gc++
+		if t.gc >= n {
+			t.gc = 1
+		}
+		c := &t.conns[i]
+		if c.Flags&flagLive != 0 && now >= c.Expires {
+			t.Delete(i)
+			t.Expired++
+		}
+	}
+}
+
+// Generation numbers the configuration FastTrack entries were learned
+// under: any change to routes or NAT rules bumps it, and a fast-path entry
+// learned under another generation is ignored (and relearned by the slow
+// path). Route tables bump it through RouteChanged; DNAT/SNAT rule changes
+// through NATChanged.
+var generation atomic.Uint32
+
+// Generation returns the current generation.
+func Generation() uint32 { return generation.Load() }
+
+// Invalidate makes every learned fast-path entry stale.
+func Invalidate() { generation.Add(1) }
+
+// FlowOf returns the table and entry a packet was annotated with by
+// Conntrack, or nil if it carries none.
+func FlowOf(p *packet.Packet) (*Table, *Conn) {
+	t, _ := p.Ct.Table.(*Table)
+	if t == nil || p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
+		return nil, nil
+	}
+	c := &t.conns[p.Ct.Flow]
+	if c.Flags&flagLive == 0 || c.Tag != p.Ct.Tag {
+		return nil, nil
+	}
+	return t, c
+}
+
+// TimeoutOf is the idle timeout flow c gets from a packet now.
+func (t *Table) TimeoutOf(c *Conn) int64 { return t.timeouts.of(c) }
+
+// IsFastPathState reports whether a flow may bypass the tracker: not TCP,
+// or TCP in ESTABLISHED (handshakes and closes go through the slow path).
+func IsFastPathState(c *Conn) bool { return c.T[0].Proto != 6 || c.State == TCPEstablished }

@@ -1,0 +1,355 @@
+package fasttrack
+
+import (
+	"encoding/binary"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/nat"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Config is FastTrack's config.
+type Config struct {
+	After       int    `toml:"after"`
+	Policy      string `toml:"policy"`
+	IdleTimeout string `toml:"idle_timeout"`
+	Outputs     int    `toml:"outputs"`
+
+	both bool
+	idle int64
+}
+
+// Validate checks the keys.
+func (c *Config) Validate() error {
+	if c.After < 0 || c.After > 1<<30 {
+		return elements.Errorf("after", "%d: want packets ≥ 0", c.After)
+	}
+	switch strings.ToLower(c.Policy) {
+	case "either-direction":
+		c.both = false
+	case "both-directions":
+		c.both = true
+	default:
+		return elements.Errorf("policy", "%q: want either-direction or both-directions", c.Policy)
+	}
+	c.idle = 0
+	if c.IdleTimeout != "" && c.IdleTimeout != "0" {
+		d, err := time.ParseDuration(c.IdleTimeout)
+		if err != nil || d <= 0 {
+			return elements.Errorf("idle_timeout", "%q: want a duration such as 30s (or 0: the flow's own timeout)", c.IdleTimeout)
+		}
+		c.idle = int64(d)
+	}
+	if c.Outputs < 1 || c.Outputs > 254 {
+		return elements.Errorf("outputs", "%d: want 1..254 fast outputs", c.Outputs)
+	}
+	return nil
+}
+
+// Ports: one input; output 0 is the slow path, 1..outputs the fast outputs.
+func (c *Config) Ports() (in, out int) { return 1, 1 + c.Outputs }
+
+// LearnConfig is FastTrackLearn's config.
+type LearnConfig struct {
+	Outputs int `toml:"outputs"`
+}
+
+// Validate checks the port count.
+func (c *LearnConfig) Validate() error {
+	if c.Outputs < 1 || c.Outputs > 254 {
+		return elements.Errorf("outputs", "%d: want 1..254 ports", c.Outputs)
+	}
+	return nil
+}
+
+// Ports: input i passes to output i.
+func (c *LearnConfig) Ports() (in, out int) { return c.Outputs, c.Outputs }
+
+const graphDoc = `Graph shape (one FastTrack per input device or one for all, one FastTrackLearn in front of the transmitters):
+
+  FromDevice(lan) -> ft :: FastTrack(2)          FromDevice(wan) -> ft
+  ft[0] -> Classifier -> Conntrack -> DNAT -> IPLookup -> DecTTL -> ... -> SNAT -> EtherRewrite/ARPQuerier -> [i]ftl
+  ftl :: FastTrackLearn(2)
+  ftl[0] -> ToDevice(lan)     ft[1] -> ToDevice(lan)
+  ftl[1] -> ToDevice(wan)     ft[2] -> ToDevice(wan)
+
+FastTrackLearn's port i and FastTrack's output i+1 lead to the same transmitter.`
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "FastTrack",
+		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
+		New:       newFastTrack,
+		In:        1, Out: -1,
+		Doc: elements.Doc{
+			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs])",
+			Summary:  "sends packets of fast-tracked flows straight to their learned output with the slow path's rewrite applied in one step",
+			Ports: "input 0: frames from the devices, before any classification.\n" +
+				"output 0: the slow path (misses).\n" +
+				"outputs 1..N: fast-tracked packets, rewritten, for FastTrackLearn's port 0..N-1 (connect each to the transmitter FastTrackLearn's output of the same number leads to).",
+			Keys: []elements.Key{
+				{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted) that take the slow path before it is fast-tracked"},
+				{Name: "policy", Type: "string", Default: "either-direction",
+					Doc: "either-direction: a direction is fast-tracked once the slow path has handled it (one-way flows engage); both-directions: only once a reply was seen (Linux flowtable behaviour)"},
+				{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
+				{Name: "outputs", Type: "int", Default: "2", Doc: "number of fast outputs (FastTrackLearn's ports)"},
+			},
+			Stats: "counters: \"fasttracked packets\", \"fasttracked bytes\" (IP bytes), \"hits\" (= fasttracked packets), " +
+				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn).",
+			Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
+			SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
+			Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
+				"fragmentation, whose flow is live in the worker's Conntrack table, has been seen `after` packets, and has a " +
+				"fast path learned for this direction under the current generation (conntrack.Generation: a route or NAT " +
+				"change invalidates every entry), and a TTL above what the slow path subtracts. FastTrack then applies the " +
+				"destination rewrite (DNAT, or un-SNAT), the TTL decrement, the source rewrite (SNAT, or un-DNAT) and the " +
+				"Ethernet addresses, with the same incremental checksum code as the slow path (the bytes are identical), " +
+				"counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
+				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" + graphDoc,
+		},
+	})
+	elements.Register(elements.Type{
+		Name:      "FastTrackLearn",
+		NewConfig: func() any { return &LearnConfig{Outputs: 2} },
+		New:       newLearn,
+		In:        -1, Out: -1,
+		Doc: elements.Doc{
+			Synopsis: "FastTrackLearn([outputs])",
+			Summary:  "records, for each tracked packet leaving the slow path, its flow direction's rewrite and output for FastTrack",
+			Ports:    "input i: packets about to be transmitted; output i: the same packets, unchanged. FastTrack's output i+1 must lead where output i leads.",
+			Keys:     []elements.Key{{Name: "outputs", Type: "int", Default: "2", Doc: "number of ports"}},
+			Stats: "counters: \"learned\" (directions given a fast path), \"not learnable\" (the packet's headers differ from " +
+				"what the flow's NAT bindings produce, e.g. an element FastTrack cannot repeat changed them: the flow stays slow).",
+			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> [1]ftl :: FastTrackLearn(2) ; ftl[1] -> ToDevice(wan)"`,
+			SeeAlso: "FastTrack",
+			Text:    graphDoc,
+		},
+	})
+}
+
+// FastTrack is one worker's fast path.
+type FastTrack struct {
+	t     *conntrack.Table
+	pool  *packet.Pool
+	after uint32
+	both  bool
+	idle  int64
+	outs  []*elements.Output
+	split []*packet.Batch
+
+	pkts, bytes, hits, misses *atomic.Uint64
+}
+
+func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, after: uint32(c.After), both: c.both, idle: c.idle,
+		outs: ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
+		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses")}
+	e.split = make([]*packet.Batch, len(ctx.Outputs))
+	for i := range e.split {
+		e.split[i] = packet.NewBatch(max(ctx.Batch, 1))
+	}
+	return e, nil
+}
+
+// Close releases the flow table.
+func (e *FastTrack) Close() error {
+	if e.t != nil {
+		conntrack.Release(e.pool)
+		e.t = nil
+	}
+	return nil
+}
+
+// Push sends hits to their learned outputs and misses to output 0, in
+// order per output.
+func (e *FastTrack) Push(_ int, b *packet.Batch) {
+	t := e.t
+	if t.Capacity() <= 0 {
+		e.outs[0].Push(b)
+		return
+	}
+	gen := conntrack.Generation()
+	now := t.Now()
+	miss := e.split[0]
+	var hits, bytes uint64
+	for _, p := range b.Pkts {
+		out, n := e.hit(t, p, gen, now)
+		if out == 0 {
+			miss.Add(p)
+			continue
+		}
+		hits++
+		bytes += uint64(n)
+		e.split[out].Add(p)
+	}
+	misses := uint64(len(miss.Pkts))
+	b.Reset()
+	for i, sb := range e.split {
+		if len(sb.Pkts) > 0 {
+			e.outs[i].Push(sb)
+		}
+	}
+	if hits != 0 {
+		e.pkts.Add(hits)
+		e.hits.Add(hits)
+		e.bytes.Add(bytes)
+	}
+	if misses != 0 {
+		e.misses.Add(misses)
+	}
+}
+
+// hit applies the fast path to p and returns its output (0: miss) and IP
+// length.
+func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, gen uint32, now int64) (int, int) {
+	d := p.Data
+	if p.L3 != packet.EthernetLen || len(d) < packet.EthernetLen+packet.IPv4MinLen+8 ||
+		binary.BigEndian.Uint16(d[12:]) != packet.EtherTypeIPv4 {
+		return 0, 0
+	}
+	h := d[packet.EthernetLen:]
+	if h[0] != 0x45 || binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		return 0, 0
+	}
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	if tl > len(h) || tl < packet.IPv4MinLen+8 {
+		return 0, 0
+	}
+	var k conntrack.Tuple
+	k.Src = binary.BigEndian.Uint32(h[12:])
+	k.Dst = binary.BigEndian.Uint32(h[16:])
+	k.Proto = h[9]
+	l4 := h[packet.IPv4MinLen:tl]
+	switch k.Proto {
+	case packet.ProtoTCP:
+		if len(l4) < packet.TCPMinLen || l4[13]&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || l4[13]&packet.TCPAck == 0 {
+			return 0, 0
+		}
+		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoUDP:
+		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoICMP:
+		if l4[0] != packet.ICMPEchoRequest && l4[0] != packet.ICMPEchoReply {
+			return 0, 0
+		}
+		id := binary.BigEndian.Uint16(l4[4:])
+		k.Sport, k.Dport = id, id
+	default:
+		return 0, 0
+	}
+	idx, dir, ok := t.Lookup(&k)
+	if !ok {
+		return 0, 0
+	}
+	c := t.Conn(idx)
+	f := &c.Fast[dir]
+	if !f.Valid || f.Gen != gen || now >= c.Expires || c.Packets[0]+c.Packets[1] < e.after ||
+		e.both && c.Flags&conntrack.FlagSeenReply == 0 || !conntrack.IsFastPathState(c) || h[8] <= f.TTLDec ||
+		k.Proto == packet.ProtoICMP && (l4[0] == packet.ICMPEchoRequest) != (dir == 0) {
+		return 0, 0
+	}
+	nat.ApplyDst(h, c, dir)
+	for range f.TTLDec {
+		packet.IPv4(h).DecTTL()
+	}
+	nat.ApplySrc(h, c, dir)
+	copy(d[:12], f.Eth[:])
+	c.Packets[dir]++
+	c.Bytes[dir] += uint64(tl)
+	if e.idle > 0 {
+		c.Expires = now + e.idle
+	} else {
+		c.Expires = now + t.TimeoutOf(c)
+	}
+	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtEstablished, Dir: dir}
+	if c.Flags&conntrack.FlagSeenReply == 0 {
+		p.Ct.State = packet.CtNew
+	}
+	return int(f.Out), tl
+}
+
+// Learn is one worker's FastTrackLearn.
+type Learn struct {
+	outs                 []*elements.Output
+	learned, unlearnable *atomic.Uint64
+}
+
+func newLearn(cfg any, ctx *elements.Context) (elements.Element, error) {
+	return &Learn{outs: ctx.Outputs, learned: ctx.Stats.Counter("learned"), unlearnable: ctx.Stats.Counter("not learnable")}, nil
+}
+
+// Push learns from every tracked packet and passes the batch on.
+func (e *Learn) Push(in int, b *packet.Batch) {
+	gen := conntrack.Generation()
+	var learned, bad uint64
+	for _, p := range b.Pkts {
+		_, c := conntrack.FlowOf(p)
+		if c == nil || p.Ct.State == packet.CtRelated || p.Ct.State == packet.CtInvalid {
+			continue
+		}
+		dir := p.Ct.Dir
+		f := &c.Fast[dir]
+		if f.Valid && f.Gen == gen && f.Out == uint8(in+1) {
+			continue // already known
+		}
+		if !learnable(p, c, dir) {
+			bad++
+			continue
+		}
+		copy(f.Eth[:], p.Data[:12])
+		f.Out = uint8(in + 1)
+		f.TTLDec = p.Ct.TTL - p.Data[packet.EthernetLen+8]
+		f.Gen = gen
+		f.Valid = true
+		learned++
+	}
+	if learned != 0 {
+		e.learned.Add(learned)
+	}
+	if bad != 0 {
+		e.unlearnable.Add(bad)
+	}
+	e.outs[in].Push(b)
+}
+
+// learnable checks that the packet leaving the slow path is what FastTrack
+// would make of it: an untagged IPv4 header without options whose
+// addresses and ports are the flow's translated tuple, and a TTL no higher
+// than on arrival.
+func learnable(p *packet.Packet, c *conntrack.Conn, dir uint8) bool {
+	d := p.Data
+	if p.L3 != packet.EthernetLen || len(d) < packet.EthernetLen+packet.IPv4MinLen+8 ||
+		binary.BigEndian.Uint16(d[12:]) != packet.EtherTypeIPv4 || d[14] != 0x45 {
+		return false
+	}
+	h := d[packet.EthernetLen:]
+	if h[8] > p.Ct.TTL {
+		return false
+	}
+	want := c.T[dir]
+	o := &c.T[1-dir]
+	if dir == 0 && c.Flags&conntrack.FlagDNAT != 0 || dir == 1 && c.Flags&conntrack.FlagSNAT != 0 {
+		want.Dst, want.Dport = o.Src, o.Sport
+	}
+	if dir == 0 && c.Flags&conntrack.FlagSNAT != 0 || dir == 1 && c.Flags&conntrack.FlagDNAT != 0 {
+		want.Src, want.Sport = o.Dst, o.Dport
+	}
+	if binary.BigEndian.Uint32(h[12:]) != want.Src || binary.BigEndian.Uint32(h[16:]) != want.Dst || h[9] != want.Proto {
+		return false
+	}
+	switch want.Proto {
+	case packet.ProtoTCP, packet.ProtoUDP:
+		return binary.BigEndian.Uint16(h[20:]) == want.Sport && binary.BigEndian.Uint16(h[22:]) == want.Dport
+	case packet.ProtoICMP:
+		return binary.BigEndian.Uint16(h[24:]) == want.Sport
+	}
+	return false
+}

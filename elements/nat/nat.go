@@ -1,0 +1,421 @@
+package nat
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Rule is one DNAT rule: packets of Proto to Addr, with a destination port
+// in [Lo, Hi] (Lo == 0: any), are sent to one of Backends, chosen per flow.
+type Rule struct {
+	Proto    uint8
+	Addr     uint32
+	Lo, Hi   uint16
+	Backends []Backend
+}
+
+// Backend is a DNAT target; Port 0 keeps the destination port. With a port
+// range, Port is where the range starts on the backend (offsets are kept).
+type Backend struct {
+	Addr uint32
+	Port uint16
+}
+
+func parseEndpoint(s string, allowRange bool) (addr uint32, lo, hi uint16, err error) {
+	host, port, hasPort := strings.Cut(s, ":")
+	a, perr := netip.ParseAddr(host)
+	if perr != nil || !a.Is4() {
+		return 0, 0, 0, fmt.Errorf("bad IPv4 address %q", host)
+	}
+	b := a.As4()
+	addr = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	if !hasPort {
+		return addr, 0, 0, nil
+	}
+	l, h, isRange := strings.Cut(port, "-")
+	pl, e1 := strconv.ParseUint(l, 10, 16)
+	ph := pl
+	var e2 error
+	if isRange {
+		if !allowRange {
+			return 0, 0, 0, fmt.Errorf("%q: a backend takes one port (where the range starts)", s)
+		}
+		ph, e2 = strconv.ParseUint(h, 10, 16)
+	}
+	if e1 != nil || e2 != nil || pl == 0 || ph < pl {
+		return 0, 0, 0, fmt.Errorf("bad port %q: want N or LO-HI within 1-65535", port)
+	}
+	return addr, uint16(pl), uint16(ph), nil
+}
+
+// ParseRule reads "PROTO ADDR[:PORT[-PORT]] -> BACKEND [BACKEND ...]",
+// where PROTO is tcp, udp or icmp and a BACKEND is ADDR[:PORT]; backends
+// are separated by spaces or commas.
+func ParseRule(s string) (Rule, error) {
+	var r Rule
+	lhs, rhs, ok := strings.Cut(s, "->")
+	if !ok {
+		return r, errors.New(`missing "->" (want e.g. "tcp 203.0.113.10:80 -> 10.0.0.10:8080")`)
+	}
+	f := strings.Fields(lhs)
+	if len(f) != 2 {
+		return r, errors.New(`want "PROTO ADDR[:PORT[-PORT]]" before "->"`)
+	}
+	switch strings.ToLower(f[0]) {
+	case "tcp":
+		r.Proto = packet.ProtoTCP
+	case "udp":
+		r.Proto = packet.ProtoUDP
+	case "icmp":
+		r.Proto = packet.ProtoICMP
+	default:
+		return r, fmt.Errorf("protocol %q: want tcp, udp or icmp", f[0])
+	}
+	var err error
+	if r.Addr, r.Lo, r.Hi, err = parseEndpoint(f[1], true); err != nil {
+		return r, err
+	}
+	if r.Proto == packet.ProtoICMP && r.Lo != 0 {
+		return r, errors.New("icmp has no ports")
+	}
+	for _, b := range strings.FieldsFunc(rhs, func(c rune) bool { return c == ' ' || c == ',' || c == '\t' }) {
+		a, p, _, err := parseEndpoint(b, false)
+		if err != nil {
+			return r, err
+		}
+		if r.Proto == packet.ProtoICMP && p != 0 {
+			return r, errors.New("icmp has no ports")
+		}
+		if p != 0 && r.Hi > r.Lo && int(p)+int(r.Hi-r.Lo) > 65535 {
+			return r, fmt.Errorf("backend %s: the range does not fit above port %d", b, p)
+		}
+		r.Backends = append(r.Backends, Backend{a, p})
+	}
+	if len(r.Backends) == 0 {
+		return r, errors.New(`no backend after "->"`)
+	}
+	return r, nil
+}
+
+// DNATConfig is DNAT's config.
+type DNATConfig struct {
+	Rules []string `toml:"rules"`
+	rules []Rule
+}
+
+// Validate parses the rules.
+func (c *DNATConfig) Validate() error {
+	c.rules = c.rules[:0]
+	for i, s := range c.Rules {
+		r, err := ParseRule(s)
+		if err != nil {
+			return elements.Errorf("rules", "rule %d %q: %v", i, s, err)
+		}
+		c.rules = append(c.rules, r)
+	}
+	return nil
+}
+
+// SNATConfig is SNAT's config.
+type SNATConfig struct {
+	To    string `toml:"to"`
+	Ports string `toml:"ports"`
+
+	to     []uint32
+	lo, hi uint16
+}
+
+// Validate parses the addresses and the port range.
+func (c *SNATConfig) Validate() error {
+	c.to = c.to[:0]
+	for _, s := range strings.FieldsFunc(c.To, func(r rune) bool { return r == ' ' || r == ',' }) {
+		a, p, _, err := parseEndpoint(s, false)
+		if err != nil || p != 0 {
+			return elements.Errorf("to", "%q: want IPv4 addresses (no port: see ports)", s)
+		}
+		c.to = append(c.to, a)
+	}
+	l, h, ok := strings.Cut(strings.TrimSpace(c.Ports), "-")
+	pl, e1 := strconv.ParseUint(l, 10, 16)
+	ph, e2 := pl, error(nil)
+	if ok {
+		ph, e2 = strconv.ParseUint(h, 10, 16)
+	}
+	if e1 != nil || e2 != nil || pl == 0 || ph < pl {
+		return elements.Errorf("ports", "%q: want LO-HI within 1-65535, e.g. 1024-65535", c.Ports)
+	}
+	c.lo, c.hi = uint16(pl), uint16(ph)
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "DNAT",
+		NewConfig: func() any { return &DNATConfig{} },
+		New:       newDNAT,
+		In:        1, Out: 1,
+		Doc: elements.Doc{
+			Synopsis: "DNAT(RULE, ...)",
+			Summary:  "destination NAT of tracked flows (port forwarding, load spreading over backends); rewrites destinations of every translated flow",
+			Ports: "input 0: packets annotated by Conntrack (others pass unchanged). output 0: the same packets, " +
+				"destinations rewritten. Put it before IPLookup (it is Linux's PREROUTING manip).",
+			Keys: []elements.Key{{Name: "rules", Type: "[]string", Variadic: true,
+				Doc: "\"PROTO ADDR[:PORT[-PORT]] -> BACKEND [BACKEND ...]\", PROTO tcp, udp or icmp, BACKEND ADDR[:PORT]: " +
+					"e.g. \"tcp 203.0.113.10:80 -> 10.0.0.10:8080\", \"udp 203.0.113.10:5000-5100 -> 10.0.0.20\" (ports kept), " +
+					"\"tcp 203.0.113.10:443 -> 10.0.0.11 10.0.0.12\" (one backend per flow, by flow hash). The first matching rule wins. " +
+					"No rules: DNAT only applies the destination rewrites of existing flows (un-SNAT of replies)."}},
+			Stats: "counters: \"translated\" (flows given a DNAT binding); drop \"reply tuple in use\" (another flow " +
+				"already owns the translated reply tuple: the new flow is refused).",
+			Example: `"ct :: Conntrack -> DNAT(tcp 203.0.113.1:8080 -> 192.168.1.10:80, udp 203.0.113.1:5000 -> 192.168.1.10) -> rt"`,
+			SeeAlso: "Conntrack, SNAT, FastTrack",
+			Text: "A binding is made on the first packet of a flow in its original direction and kept for the " +
+				"flow's life (a rule change does not move existing flows). DNAT rewrites the destination of every " +
+				"packet whose flow calls for it: the original direction of DNAT'd flows and the reply direction of " +
+				"SNAT'd ones; ICMP errors about such flows get the outer destination and the quoted source " +
+				"translated. L3 and L4 checksums are patched incrementally (a UDP checksum of 0 stays 0).",
+		},
+	})
+	elements.Register(elements.Type{
+		Name:      "SNAT",
+		NewConfig: func() any { return &SNATConfig{Ports: "1024-65535"} },
+		New:       newSNAT,
+		In:        1, Out: 1,
+		Doc: elements.Doc{
+			Synopsis: "SNAT(TO, [PORTS])",
+			Summary:  "source NAT (masquerade) of tracked flows behind one or more addresses; rewrites sources of every translated flow",
+			Ports: "input 0: packets annotated by Conntrack (others pass unchanged). output 0: the same packets, " +
+				"sources rewritten. Put it after IPLookup on the outside path (Linux's POSTROUTING manip).",
+			Keys: []elements.Key{
+				{Name: "to", Type: "string", Doc: "the outside address(es), separated by spaces or commas; an inside host always gets the same one. Empty: only apply existing source rewrites (un-DNAT of replies)"},
+				{Name: "ports", Type: "string", Default: "1024-65535", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
+			},
+			Stats: "counters: \"translated\" (flows given a SNAT binding); drop \"ports exhausted\" (no free port " +
+				"for a new flow; existing flows keep theirs).",
+			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
+			SeeAlso: "Conntrack, DNAT, FastTrack",
+			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
+				"worker = hash × W >> 32), worker w only picks a port P whose reply tuple (server, port → address, P) " +
+				"hashes to w, so the replies come home to the worker holding the flow, and two workers never pick " +
+				"the same reply tuple. The source port is kept when it qualifies and is free. ICMP echo identifiers " +
+				"are not hashed by the steering, so with several workers echo flows are only guaranteed to come home " +
+				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
+				"(their source goes back to the public address) and translates ICMP errors about its flows.",
+		},
+	})
+}
+
+// DNAT is one worker's instance.
+type DNAT struct {
+	rules      []Rule
+	out        *elements.Output
+	st         *elements.Stats
+	inUse      elements.Reason
+	translated *atomic.Uint64
+}
+
+func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*DNATConfig)
+	if len(c.rules) != len(c.Rules) {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
+		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}, nil
+}
+
+// Push decides new flows and rewrites destinations.
+func (e *DNAT) Push(_ int, b *packet.Batch) {
+	n := 0
+	var made uint64
+	for _, p := range b.Pkts {
+		t, c := conntrack.FlowOf(p)
+		if c == nil {
+			b.Pkts[n] = p
+			n++
+			continue
+		}
+		h := p.Data[p.L3:]
+		dir := p.Ct.Dir
+		if p.Ct.State == packet.CtRelated {
+			applyICMPError(h, c, dir, manipDst)
+			b.Pkts[n] = p
+			n++
+			continue
+		}
+		if dir == 0 && c.Flags&(conntrack.FlagDNATDone|conntrack.FlagSeenReply) == 0 && len(e.rules) > 0 {
+			c.Flags |= conntrack.FlagDNATDone
+			if !e.bind(t, c, p.Ct.Flow) {
+				e.st.Drop(p, e.inUse)
+				continue
+			}
+			if c.Flags&conntrack.FlagDNAT != 0 {
+				made++
+			}
+		}
+		ApplyDst(h, c, dir)
+		b.Pkts[n] = p
+		n++
+	}
+	clear(b.Pkts[n:])
+	b.Pkts = b.Pkts[:n]
+	if made != 0 {
+		e.translated.Add(made)
+	}
+	e.out.Push(b)
+}
+
+// bind looks the flow's original tuple up in the rules and, on a match,
+// changes its reply tuple to come from the chosen backend.
+func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+	k := &c.T[0]
+	for i := range e.rules {
+		r := &e.rules[i]
+		if r.Proto != k.Proto || r.Addr != k.Dst || r.Lo != 0 && (k.Dport < r.Lo || k.Dport > r.Hi) {
+			continue
+		}
+		be := &r.Backends[0]
+		if len(r.Backends) > 1 {
+			fh := packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto)
+			be = &r.Backends[int(uint64(fh)*uint64(len(r.Backends))>>32)]
+		}
+		port := k.Dport
+		if be.Port != 0 {
+			port = be.Port + (k.Dport - r.Lo)
+			if r.Lo == 0 {
+				port = be.Port
+			}
+		}
+		reply := c.T[1]
+		reply.Src = be.Addr
+		if k.Proto != packet.ProtoICMP {
+			reply.Sport = port
+		}
+		if reply == c.T[1] {
+			return true
+		}
+		if t.InUse(&reply) {
+			return false
+		}
+		t.SetReply(idx, &reply)
+		c.Flags |= conntrack.FlagDNAT
+		return true
+	}
+	return true
+}
+
+// SNAT is one worker's instance.
+type SNAT struct {
+	to              []uint32
+	lo, hi          uint16
+	worker, workers int
+	out             *elements.Output
+	st              *elements.Stats
+	exhausted       elements.Reason
+	translated      *atomic.Uint64
+}
+
+func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*SNATConfig)
+	if c.lo == 0 {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
+		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
+		translated: ctx.Stats.Counter("translated")}, nil
+}
+
+// Push decides new flows and rewrites sources.
+func (e *SNAT) Push(_ int, b *packet.Batch) {
+	n := 0
+	var made uint64
+	for _, p := range b.Pkts {
+		t, c := conntrack.FlowOf(p)
+		if c == nil {
+			b.Pkts[n] = p
+			n++
+			continue
+		}
+		h := p.Data[p.L3:]
+		dir := p.Ct.Dir
+		if p.Ct.State == packet.CtRelated {
+			applyICMPError(h, c, dir, manipSrc)
+			b.Pkts[n] = p
+			n++
+			continue
+		}
+		if dir == 0 && c.Flags&(conntrack.FlagSNATDone|conntrack.FlagSeenReply) == 0 && len(e.to) > 0 {
+			if !e.bind(t, c, p.Ct.Flow) {
+				e.st.Drop(p, e.exhausted)
+				continue
+			}
+			c.Flags |= conntrack.FlagSNATDone
+			made++
+		}
+		ApplySrc(h, c, dir)
+		b.Pkts[n] = p
+		n++
+	}
+	clear(b.Pkts[n:])
+	b.Pkts = b.Pkts[:n]
+	if made != 0 {
+		e.translated.Add(made)
+	}
+	e.out.Push(b)
+}
+
+// maxTries bounds the port search of one new flow (with W workers about
+// one candidate in W qualifies).
+const maxTries = 4096
+
+// Target is the worker a symmetric flow hash is steered to among workers:
+// the multiply-shift mapping FromDevice's software spreading uses.
+func Target(hash uint32, workers int) int { return int(uint64(hash) * uint64(workers) >> 32) }
+
+// bind picks the outside address (by the inside host, so that a host keeps
+// one address) and a port whose reply tuple is free and hashes home.
+func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+	k := &c.T[0]
+	addr := e.to[0]
+	if len(e.to) > 1 {
+		addr = e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
+	}
+	reply := c.T[1]
+	reply.Dst = addr
+	span := uint32(e.hi-e.lo) + 1
+	start := uint32(0)
+	if k.Sport >= e.lo && k.Sport <= e.hi {
+		start = uint32(k.Sport - e.lo) // keep the port when possible
+	} else {
+		start = packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto) % span
+	}
+	icmp := k.Proto == packet.ProtoICMP
+	for i := uint32(0); i < min(span, maxTries); i++ {
+		port := e.lo + uint16((start+i)%span)
+		reply.Dport = port
+		if icmp {
+			reply.Sport = port
+		} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, k.Proto), e.workers) != e.worker {
+			continue
+		}
+		if reply != c.T[1] && t.InUse(&reply) {
+			continue
+		}
+		if reply != c.T[1] {
+			t.SetReply(idx, &reply)
+			c.Flags |= conntrack.FlagSNAT
+		}
+		return true
+	}
+	return false
+}
