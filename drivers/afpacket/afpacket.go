@@ -1,0 +1,287 @@
+package afpacket
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"net"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+func init() {
+	drivers.Register(drivers.Driver{
+		Name:      "afpacket",
+		NewConfig: newConfig,
+		Open:      open,
+		Doc:       Doc,
+	})
+}
+
+// Doc is the driver's manual page.
+const Doc = `afpacket — AF_PACKET sockets with a memory-mapped RX ring (TPACKET_V2)
+
+RX queues are the members of a PACKET_FANOUT group (hash mode: symmetric
+in the 5-tuple, so both directions of a flow reach the same worker); queue
+q is served by worker q mod workers. Frames are copied from the ring into
+packets. TX: one socket per worker, a batch per sendmmsg(2). Needs root (or
+CAP_NET_RAW) and must run in the interface's network namespace. Give the
+interface no IP address: the kernel also sees every frame.
+
+Keys (besides driver, addresses, mac):
+  interface  = ""       the interface (required)
+  queues     = 0        fanout members (RX queues), 0..64; 0 = one per worker
+  frames     = 4096     ring frames (2048 bytes each) per queue, a power of
+                        two, at least one block
+  block_size = 1048576  ring block size in bytes, a power of two ≥ 4096
+                        (the kernel allocates the ring in blocks)
+
+Frames longer than a ring frame holds (1990 bytes; MTU ≤ 1976) are dropped
+and counted in rx_truncated. The device's MAC is the interface's (the mac key
+overrides it); its addresses are the addresses key.
+
+Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped (the kernel
+would not take them), tx_errors (send errors), rx_pool_empty (no free
+packet: the frame is left in the ring for the next poll), rx_truncated,
+rx_kernel_dropped (ring full).
+
+Example:
+  [devices.wan]
+  driver    = "afpacket"
+  interface = "wan0"
+  addresses = ["10.2.0.1/24"]
+`
+
+// Config is the afpacket driver's keys (see Doc).
+type Config struct {
+	Interface string `toml:"interface"`
+	Queues    int    `toml:"queues"`
+	Frames    int    `toml:"frames"`
+	BlockSize int    `toml:"block_size"`
+}
+
+const (
+	frameSize = 2048
+	// PoolSize is the number of packets in each queue's pool.
+	PoolSize  = 4096
+	maxQueues = 64
+	// hdrLen is TPACKET_ALIGN(sizeof(tpacket2_hdr)) + sizeof(sockaddr_ll)
+	// rounded: where the kernel puts the frame in a ring slot is tp_mac;
+	// this only bounds the largest frame for the doc.
+	txRetries = 4
+)
+
+func newConfig() any { return &Config{Frames: 4096, BlockSize: 1 << 20} }
+
+func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
+
+// Validate checks the keys without touching the system.
+func (c *Config) Validate() error {
+	if c.Interface == "" {
+		return elements.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
+	}
+	if len(c.Interface) > 15 {
+		return elements.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
+	}
+	if c.Queues < 0 || c.Queues > maxQueues {
+		return elements.Errorf("queues", "%d out of range 0..%d (0 = one per worker)", c.Queues, maxQueues)
+	}
+	if !pow2(c.BlockSize) || c.BlockSize < 4096 || c.BlockSize > 1<<26 {
+		return elements.Errorf("block_size", "%d: must be a power of two in 4096..67108864", c.BlockSize)
+	}
+	if !pow2(c.Frames) || c.Frames > 1<<20 {
+		return elements.Errorf("frames", "%d: must be a power of two up to 1048576", c.Frames)
+	}
+	if c.Frames*frameSize < c.BlockSize {
+		return elements.Errorf("frames", "%d frames of %d bytes do not fill one block of %d bytes", c.Frames, frameSize, c.BlockSize)
+	}
+	return nil
+}
+
+// Device is an open afpacket device.
+type Device struct {
+	info    drivers.Info
+	ifname  string
+	ifindex int
+	index   uint16
+	rx      []*rxQueue
+	tx      []*txSocket
+
+	mu     sync.Mutex // Close against Stats
+	closed bool
+}
+
+var _ drivers.Device = (*Device)(nil)
+
+func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("afpacket: config is %T, want *afpacket.Config", cfg)
+	}
+	return Open(c, ctx)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Open opens the device in the calling thread's network namespace.
+func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	workers := ctx.Workers
+	if workers < 1 {
+		workers = 1
+	}
+	d := &Device{ifname: c.Interface, index: uint16(ctx.Index)}
+	defer func() {
+		if err != nil {
+			d.Close()
+			dev = nil
+		}
+	}()
+	fd, serr := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	switch {
+	case errors.Is(serr, unix.EPERM) || errors.Is(serr, unix.EACCES):
+		return nil, elements.Errorf("interface", "%s: cannot open an AF_PACKET socket: permission denied (run as root or with CAP_NET_RAW)", c.Interface)
+	case serr != nil:
+		return nil, elements.Errorf("interface", "%s: AF_PACKET socket: %v", c.Interface, serr)
+	}
+	unix.Close(fd)
+	ifi, err := net.InterfaceByName(c.Interface)
+	if err != nil {
+		return nil, elements.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
+	}
+	d.ifindex = ifi.Index
+	mac := ctx.MAC
+	if mac == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
+		copy(mac[:], ifi.HardwareAddr)
+	}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses}
+
+	nq := c.Queues
+	if nq == 0 {
+		nq = workers
+	}
+	group := 0
+	for q := 0; q < nq; q++ {
+		r, err := newRxQueue(d.ifindex, q, c)
+		if err != nil {
+			return nil, elements.Errorf("interface", "%s: RX queue %d: %v", c.Interface, q, err)
+		}
+		d.rx = append(d.rx, r)
+		if nq > 1 {
+			if group, err = r.joinFanout(group); err != nil {
+				return nil, elements.Errorf("queues", "%s: PACKET_FANOUT: %v", c.Interface, err)
+			}
+		}
+	}
+	for w := 0; w < workers; w++ {
+		t, err := newTxSocket(d.ifindex)
+		if err != nil {
+			return nil, elements.Errorf("interface", "%s: TX socket: %v", c.Interface, err)
+		}
+		d.tx = append(d.tx, t)
+	}
+	return d, nil
+}
+
+// RxQueues implements drivers.Device.
+func (d *Device) RxQueues() int { return len(d.rx) }
+
+// Drained implements drivers.Device: an interface never drains.
+func (d *Device) Drained(int) bool { return false }
+
+// Info implements drivers.Device.
+func (d *Device) Info() drivers.Info { return d.info }
+
+// Receive implements drivers.Device.
+func (d *Device) Receive(q int, b *packet.Batch) int {
+	if q < 0 || q >= len(d.rx) {
+		return 0
+	}
+	return d.rx[q].receive(d.index, b)
+}
+
+// Transmit implements drivers.Device.
+func (d *Device) Transmit(w int, b *packet.Batch) {
+	if w < 0 || w >= len(d.tx) {
+		if len(d.tx) > 0 {
+			d.tx[0].dropped.Add(uint64(len(b.Pkts)))
+		}
+		b.FreeAll()
+		return
+	}
+	d.tx[w].transmit(b)
+}
+
+// Flush implements drivers.Device: sendmmsg has handed everything to the
+// kernel already.
+func (d *Device) Flush() error { return nil }
+
+// Close closes the sockets and unmaps the rings.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for _, r := range d.rx {
+		if err := r.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, t := range d.tx {
+		if err := unix.Close(t.fd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats implements drivers.Device.
+func (d *Device) Stats() []drivers.Counter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var rxP, rxB, empty, trunc, kdrop, txP, txB, txD, txE uint64
+	for _, r := range d.rx {
+		rxP += r.pkts.Load()
+		rxB += r.bytes.Load()
+		empty += r.poolEmpty.Load()
+		trunc += r.truncated.Load()
+		if !d.closed {
+			var st unix.TpacketStats
+			size := uint32(unsafe.Sizeof(st))
+			// PACKET_STATISTICS resets the kernel's counters on read.
+			if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(r.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+				uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&size)), 0); e == 0 {
+				r.kernelDrops += uint64(st.Drops)
+			}
+		}
+		kdrop += r.kernelDrops
+	}
+	for _, t := range d.tx {
+		txP += t.pkts.Load()
+		txB += t.bytes.Load()
+		txD += t.dropped.Load()
+		txE += t.errors.Load()
+	}
+	return []drivers.Counter{
+		{Name: "rx_packets", Value: rxP},
+		{Name: "rx_bytes", Value: rxB},
+		{Name: "tx_packets", Value: txP},
+		{Name: "tx_bytes", Value: txB},
+		{Name: "tx_dropped", Value: txD},
+		{Name: "tx_errors", Value: txE},
+		{Name: "rx_pool_empty", Value: empty},
+		{Name: "rx_truncated", Value: trunc},
+		{Name: "rx_kernel_dropped", Value: kdrop},
+	}
+}

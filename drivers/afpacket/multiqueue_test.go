@@ -1,0 +1,90 @@
+package afpacket
+
+import (
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// TestFanout: 2 fanout members for 2 workers on a 2-queue veth: 64 flows
+// reach both, each flow only one, both workers transmit, and the batch
+// paths do not allocate.
+func TestFanout(t *testing.T) {
+	pr := drvtest.NewPair(t, 2)
+	d, err := openIn(t, pr.DevNS, cfg(pr.DevIf), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.RxQueues() != 2 {
+		t.Fatalf("RxQueues = %d, want one per worker", d.RxQueues())
+	}
+	raw := pr.PeerNS.MustRaw(pr.PeerIf)
+	const n = 512
+	for i := 0; i < n; i++ {
+		raw.Send(drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%64, uint32(i), 64))
+	}
+	// Which queue each flow went to.
+	flowQ := map[int]int{}
+	b := packet.NewBatch(64)
+	got := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for got < n && time.Now().Before(deadline) {
+		for q := 0; q < 2; q++ {
+			d.Receive(q, b)
+			for _, p := range b.Pkts {
+				s, ok := drvtest.Seq(p.Data)
+				if !ok {
+					continue
+				}
+				got++
+				f := int(s % 64)
+				if prev, seen := flowQ[f]; seen && prev != q {
+					t.Errorf("flow %d on queues %d and %d (seq %d, len %d)", f, prev, q, s, len(p.Data))
+				}
+				flowQ[f] = q
+			}
+			b.FreeAll()
+		}
+	}
+	if got != n {
+		t.Fatalf("received %d of %d", got, n)
+	}
+	per := [2]int{}
+	for _, q := range flowQ {
+		per[q]++
+	}
+	if per[0] == 0 || per[1] == 0 {
+		t.Fatalf("flows per queue %v", per)
+	}
+	t.Logf("flows per queue: %v", per)
+
+	pool := packet.NewPool(512)
+	for w := 0; w < 2; w++ {
+		var fr [][]byte
+		for i := 0; i < 64; i++ {
+			fr = append(fr, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(10000*(w+1)+i), 64))
+		}
+		d.Transmit(w, drvtest.Batch(pool, fr))
+	}
+	if peer := drvtest.PeerCollect(raw, 128, 3*time.Second); len(peer) != 128 {
+		t.Fatalf("peer got %d of 128", len(peer))
+	}
+
+	frame := drvtest.Frame(pr.PeerMAC, pr.DevMAC, 1, 1, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := 0; i < 16; i++ {
+			p := pool.Get()
+			p.SetFrame(frame)
+			b.Add(p)
+		}
+		d.Transmit(1, b)
+		d.Receive(0, b)
+		d.Receive(1, b)
+		b.FreeAll()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per batch", allocs)
+	}
+}

@@ -1,0 +1,230 @@
+package afpacket
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// rxQueue is one fanout member: a socket and its TPACKET_V2 ring.
+type rxQueue struct {
+	_      [64]byte
+	id     uint16
+	fd     int
+	ring   []byte
+	frames int
+	next   int // the next frame to look at
+	pool   *packet.Pool
+
+	pkts, bytes, poolEmpty, truncated atomic.Uint64
+	kernelDrops                       uint64 // under Device.mu
+	_                                 [64]byte
+}
+
+func newRxQueue(ifindex, id int, c *Config) (r *rxQueue, err error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	r = &rxQueue{id: uint16(id), fd: fd, frames: c.Frames}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
+		return nil, fmt.Errorf("PACKET_VERSION: %w", err)
+	}
+	req := unix.TpacketReq{
+		Block_size: uint32(c.BlockSize),
+		Block_nr:   uint32(c.Frames * frameSize / c.BlockSize),
+		Frame_size: frameSize,
+		Frame_nr:   uint32(c.Frames),
+	}
+	if err := unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return nil, fmt.Errorf("PACKET_RX_RING: %w", err)
+	}
+	r.ring, err = unix.Mmap(fd, 0, c.Frames*frameSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("mapping the ring: %w", err)
+	}
+	// Not our own transmissions (kernel ≥ 4.20; older kernels: best effort).
+	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	r.pool = packet.NewPool(PoolSize)
+	return r, nil
+}
+
+// joinFanout adds the socket to the device's fanout group; group 0 asks
+// the kernel for a fresh unique id, which it returns.
+func (r *rxQueue) joinFanout(group int) (int, error) {
+	arg := unix.PACKET_FANOUT_HASH << 16
+	if group == 0 {
+		arg |= unix.PACKET_FANOUT_FLAG_UNIQUEID << 16
+	} else {
+		arg |= group
+	}
+	if err := unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg); err != nil {
+		return 0, err
+	}
+	if group == 0 {
+		v, err := unix.GetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
+		if err != nil {
+			return 0, err
+		}
+		group = v & 0xffff
+	}
+	return group, nil
+}
+
+// hdr returns the TPACKET_V2 header of ring frame i.
+func (r *rxQueue) hdr(i int) *unix.Tpacket2Hdr {
+	return (*unix.Tpacket2Hdr)(unsafe.Pointer(&r.ring[i*frameSize]))
+}
+
+// receive copies up to a batch of frames out of the ring.
+func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
+	got := 0
+	var bytes, trunc uint64
+	for !b.Full() {
+		h := r.hdr(r.next)
+		st := atomic.LoadUint32(&h.Status)
+		if st&unix.TP_STATUS_USER == 0 {
+			break
+		}
+		if h.Len != h.Snaplen || int(h.Mac)+int(h.Snaplen) > frameSize || h.Snaplen > packet.BufSize-packet.Headroom {
+			trunc++
+		} else {
+			p := r.pool.Get()
+			if p == nil {
+				// Leave the frame for the next poll: the graph will
+				// free packets.
+				r.poolEmpty.Add(1)
+				break
+			}
+			off := r.next*frameSize + int(h.Mac)
+			p.SetFrame(r.ring[off : off+int(h.Snaplen)])
+			p.InDevice, p.InQueue = dev, r.id
+			b.Add(p)
+			bytes += uint64(h.Snaplen)
+			got++
+		}
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+		r.next++
+		if r.next == r.frames {
+			r.next = 0
+		}
+	}
+	if got != 0 {
+		r.pkts.Add(uint64(got))
+		r.bytes.Add(bytes)
+	}
+	if trunc != 0 {
+		r.truncated.Add(trunc)
+	}
+	return got
+}
+
+func (r *rxQueue) close() error {
+	var err error
+	if r.ring != nil {
+		err = unix.Munmap(r.ring)
+		r.ring = nil
+	}
+	if r.fd >= 0 {
+		if e := unix.Close(r.fd); err == nil {
+			err = e
+		}
+		r.fd = -1
+	}
+	return err
+}
+
+// txSocket is one worker's transmit socket.
+type txSocket struct {
+	_    [64]byte
+	fd   int
+	msgs []unix.Mmsghdr
+	iovs []unix.Iovec
+
+	pkts, bytes, dropped, errors atomic.Uint64
+	_                            [64]byte
+}
+
+func newTxSocket(ifindex int) (*txSocket, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	// Protocol 0: bound to the interface for sending, receives nothing.
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifindex}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	t := &txSocket{fd: fd, msgs: make([]unix.Mmsghdr, packet.MaxBatch), iovs: make([]unix.Iovec, packet.MaxBatch)}
+	for i := range t.msgs {
+		t.msgs[i].Hdr.Iov = &t.iovs[i]
+		t.msgs[i].Hdr.SetIovlen(1)
+	}
+	return t, nil
+}
+
+// transmit sends the batch with sendmmsg and frees every packet.
+func (t *txSocket) transmit(b *packet.Batch) {
+	n := len(b.Pkts)
+	if n == 0 {
+		return
+	}
+	if n > len(t.msgs) {
+		n = len(t.msgs)
+	}
+	var bytes uint64
+	for i := 0; i < n; i++ {
+		d := b.Pkts[i].Data
+		if len(d) == 0 {
+			t.iovs[i].Base = nil
+		} else {
+			t.iovs[i].Base = &d[0]
+		}
+		t.iovs[i].SetLen(len(d))
+	}
+	// done: frames handled (sent or refused); sent ⊆ done.
+	done, sent, refused := 0, 0, 0
+	for tries := 0; done < n && tries < txRetries; tries++ {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.msgs[done])),
+			uintptr(n-done), unix.MSG_DONTWAIT, 0, 0)
+		if e != 0 {
+			if e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EINTR {
+				continue
+			}
+			// A frame the device refuses (too long, interface down):
+			// count it and go on with the rest.
+			refused++
+			done++
+			continue
+		}
+		for i := done; i < done+int(r); i++ {
+			bytes += uint64(len(b.Pkts[i].Data))
+		}
+		done += int(r)
+		sent += int(r)
+	}
+	t.pkts.Add(uint64(sent))
+	t.bytes.Add(bytes)
+	if refused > 0 {
+		t.errors.Add(uint64(refused))
+	}
+	if d := len(b.Pkts) - sent - refused; d > 0 {
+		t.dropped.Add(uint64(d))
+	}
+	for i := range t.iovs[:n] {
+		t.iovs[i].Base = nil
+	}
+	b.FreeAll()
+}

@@ -1,0 +1,477 @@
+package afxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/asavie/xdp"
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/internal/nlink"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+func init() {
+	drivers.Register(drivers.Driver{
+		Name:      "afxdp",
+		NewConfig: newConfig,
+		Open:      open,
+		Doc:       Doc,
+	})
+}
+
+// Doc is the driver's manual page.
+const Doc = `afxdp — AF_XDP sockets on a Linux interface (github.com/asavie/xdp v0.3.3)
+
+One AF_XDP socket and UMEM per RX queue; RX queue q is served by worker
+q mod workers; received frames reach the graph without a copy. Needs root
+(or CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF) and must run in the
+interface's network namespace.
+
+Keys (besides driver, addresses, mac):
+  interface = ""      the interface (required), e.g. "eth0"
+  queues    = 0       RX queues to open, 0..1024; 0 = the interface's RX
+                      queue count (ethtool channels, else its queue count).
+                      Queues above this count pass their traffic to the
+                      kernel. Spread traffic across queues with the NIC's
+                      RSS (ethtool -X) or, on veth, the sender's queues.
+  frames    = 4096    UMEM frames (2048 bytes each) per queue, a power of
+                      two ≥ 2×ring; ring of them are kept for transmit
+                      copies, the rest feed the fill ring and the graph
+  ring      = 1024    descriptors in each of the fill, RX, TX and
+                      completion rings, a power of two in 64..16384
+  mode      = "auto"  "native" (XDP in the driver; zero-copy when the
+                      driver offers it, else copy), "generic" (XDP on the
+                      kernel's skb path, copy; works everywhere), or
+                      "auto" (native if the interface has it, else generic)
+
+The device's MAC is the interface's (the mac key overrides it for the
+elements); its addresses are the addresses key. The XDP program is removed
+on every exit; one left by a crashed run is replaced at the next start.
+
+Stats: rx_packets, rx_bytes, tx_packets and tx_bytes (completed by the
+kernel), tx_dropped (TX ring full), tx_dropped_nobuf (no free TX frame),
+tx_errors (failed kicks), rx_pool_empty (every RX frame held by the graph,
+the fill ring could not be refilled), rx_invalid (bad descriptors), and the
+kernel's rx_kernel_dropped, rx_ring_full, rx_fill_empty,
+tx_invalid_descs, tx_ring_empty.
+
+Example:
+  [devices.lan]
+  driver    = "afxdp"
+  interface = "lan0"
+  addresses = ["10.1.0.1/24"]
+`
+
+// progName is the name v0.3.3 gives its program: one found attached at
+// Open is a leftover of ours.
+const progName = "xsk_ebpf"
+
+// socketMu serialises xdp.DefaultSocketFlags, a package variable that
+// v0.3.3 reads in NewSocket.
+var socketMu sync.Mutex
+
+// Device is an open afxdp device.
+type Device struct {
+	info    drivers.Info
+	ifname  string
+	ifindex int
+	index   uint16
+
+	queues []*queue
+	txq    []*queue // by worker
+
+	prog     *xdp.Program
+	nl       *nlink.Conn
+	linkFD   int    // BPF link holding the program, or -1
+	xdpFlags uint32 // netlink attach flags, when linkFD < 0
+	attached bool
+	// Mode is what Open settled on: "native" or "generic", and whether the
+	// sockets are zero-copy.
+	Mode     string
+	ZeroCopy bool
+
+	mu     sync.RWMutex // Close against Stats
+	closed bool
+}
+
+var _ drivers.Device = (*Device)(nil)
+
+func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("afxdp: config is %T, want *afxdp.Config", cfg)
+	}
+	return Open(c, ctx)
+}
+
+// Open opens the device on the calling thread's network namespace.
+func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Device{ifname: c.Interface, index: uint16(ctx.Index), linkFD: -1}
+	defer func() {
+		if err != nil {
+			d.Close()
+			dev = nil
+		}
+	}()
+
+	// Permission and kernel support first: one clear message.
+	fd, serr := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	switch {
+	case errors.Is(serr, unix.EPERM) || errors.Is(serr, unix.EACCES):
+		return nil, elements.Errorf("interface", "%s: cannot open an AF_XDP socket: permission denied (run as root, or with CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)", c.Interface)
+	case errors.Is(serr, unix.EAFNOSUPPORT):
+		return nil, elements.Errorf("interface", "%s: this kernel has no AF_XDP sockets (use driver = \"afpacket\")", c.Interface)
+	case serr != nil:
+		return nil, elements.Errorf("interface", "%s: AF_XDP socket: %v", c.Interface, serr)
+	}
+	unix.Close(fd)
+
+	if d.nl, err = nlink.Open(); err != nil {
+		return nil, elements.Errorf("interface", "%s: %v", c.Interface, err)
+	}
+	link, err := d.nl.LinkByName(c.Interface)
+	if errors.Is(err, nlink.ErrNoLink) {
+		return nil, elements.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
+	}
+	if err != nil {
+		return nil, elements.Errorf("interface", "%v", err)
+	}
+	d.ifindex = link.Index
+
+	nq := c.Queues
+	if nq == 0 {
+		nq = link.RxQueues
+		if ch, ok := nlink.Channels(c.Interface); ok && ch < nq {
+			nq = ch
+		}
+	}
+	if nq > link.RxQueues {
+		return nil, elements.Errorf("queues", "%d queues, but interface %q has %d RX queues", nq, c.Interface, link.RxQueues)
+	}
+
+	mac := ctx.MAC
+	if mac == (packet.MAC{}) && len(link.MAC) == 6 {
+		copy(mac[:], link.MAC)
+	}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses}
+
+	if err := d.removeStale(link); err != nil {
+		return nil, elements.Errorf("interface", "%v", err)
+	}
+	if d.prog, err = newProgram(link.RxQueues); err != nil {
+		return nil, elements.Errorf("interface", "%s: loading the XDP program: %v", c.Interface, err)
+	}
+	if err := d.attach(c.Mode); err != nil {
+		return nil, err
+	}
+	if err := d.openQueues(c, nq, ctx.Workers); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// removeStale replaces a leftover program of ours; it refuses to touch a
+// program someone else attached.
+func (d *Device) removeStale(link nlink.Link) error {
+	if link.XDPAttached == nlink.AttachedNone {
+		return nil
+	}
+	type att struct {
+		id    uint32
+		flags uint32
+	}
+	var progs []att
+	switch link.XDPAttached {
+	case nlink.AttachedDrv:
+		progs = []att{{link.XDPProgID, unix.XDP_FLAGS_DRV_MODE}}
+	case nlink.AttachedSkb:
+		progs = []att{{link.XDPProgID, unix.XDP_FLAGS_SKB_MODE}}
+	case nlink.AttachedHw:
+		return fmt.Errorf("%s: an offloaded (hw) XDP program id %d is attached; remove it first (ip link set dev %s xdpoffload off)", d.ifname, link.XDPProgID, d.ifname)
+	default:
+		if link.XDPDrvProgID != 0 {
+			progs = append(progs, att{link.XDPDrvProgID, unix.XDP_FLAGS_DRV_MODE})
+		}
+		if link.XDPSkbProgID != 0 {
+			progs = append(progs, att{link.XDPSkbProgID, unix.XDP_FLAGS_SKB_MODE})
+		}
+	}
+	for _, p := range progs {
+		name := nlink.ProgName(p.id)
+		if name != progName {
+			return fmt.Errorf("%s: XDP program %q (id %d) is already attached and was not loaded by Junction; remove it first (ip link set dev %s xdp off)", d.ifname, name, p.id, d.ifname)
+		}
+		err := d.nl.SetXDP(d.ifindex, -1, p.flags)
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%s: XDP program id %d is held by a running process (another forwarder on this interface?): %v", d.ifname, p.id, err)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: removing the stale XDP program id %d: %v", d.ifname, p.id, err)
+		}
+	}
+	return nil
+}
+
+func newProgram(queues int) (*xdp.Program, error) {
+	p, err := xdp.NewProgram(queues)
+	if err != nil && (errors.Is(err, unix.EPERM) || containsEPERM(err)) {
+		// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
+		_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+		p, err = xdp.NewProgram(queues)
+	}
+	return p, err
+}
+
+func containsEPERM(err error) bool {
+	s := err.Error()
+	for i := 0; i+len("operation not permitted") <= len(s); i++ {
+		if s[i:i+len("operation not permitted")] == "operation not permitted" {
+			return true
+		}
+	}
+	return false
+}
+
+// attach attaches the program in the requested mode: a BPF link when the
+// kernel has them, else netlink.
+func (d *Device) attach(mode string) error {
+	try := func(flags uint32) error {
+		fd, err := nlink.LinkCreateXDP(d.prog.Program.FD(), d.ifindex, flags)
+		if err == nil {
+			d.linkFD, d.attached = fd, true
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
+			return err
+		}
+		// No XDP BPF links (kernel < 5.9): netlink, detached by Close.
+		if err := d.nl.SetXDP(d.ifindex, d.prog.Program.FD(), flags|unix.XDP_FLAGS_UPDATE_IF_NOEXIST); err != nil {
+			return err
+		}
+		d.xdpFlags, d.attached = flags, true
+		return nil
+	}
+	switch mode {
+	case "native":
+		if err := try(unix.XDP_FLAGS_DRV_MODE); err != nil {
+			return elements.Errorf("mode", "%s: native XDP not available: %v (use mode = \"generic\" or \"auto\")", d.ifname, err)
+		}
+		d.Mode = "native"
+	case "generic":
+		if err := try(unix.XDP_FLAGS_SKB_MODE); err != nil {
+			return elements.Errorf("mode", "%s: generic XDP: %v", d.ifname, err)
+		}
+		d.Mode = "generic"
+	default:
+		if err := try(unix.XDP_FLAGS_DRV_MODE); err == nil {
+			d.Mode = "native"
+			return nil
+		}
+		if err := try(unix.XDP_FLAGS_SKB_MODE); err != nil {
+			return elements.Errorf("interface", "%s: attaching the XDP program: %v", d.ifname, err)
+		}
+		d.Mode = "generic"
+	}
+	return nil
+}
+
+// detach removes the program (idempotent).
+func (d *Device) detach() error {
+	if !d.attached {
+		return nil
+	}
+	d.attached = false
+	if d.linkFD >= 0 {
+		err := unix.Close(d.linkFD)
+		d.linkFD = -1
+		return err
+	}
+	return d.nl.SetXDP(d.ifindex, -1, d.xdpFlags)
+}
+
+func (d *Device) openQueues(c *Config, nq, workers int) error {
+	if workers < 1 {
+		workers = 1
+	}
+	opts := xdp.SocketOptions{
+		NumFrames: c.Frames, FrameSize: packet.BufSize,
+		FillRingNumDescs: c.Ring, CompletionRingNumDescs: c.Ring,
+		RxRingNumDescs: c.Ring, TxRingNumDescs: c.Ring,
+	}
+	// Zero-copy is tried only with native XDP, and only on the first
+	// queue: the answer is the same for the others.
+	zc := d.Mode == "native"
+	for q := 0; q < nq; q++ {
+		xsk, err := newSocket(d.ifindex, q, &opts, zc)
+		if err != nil && zc {
+			zc = false
+			xsk, err = newSocket(d.ifindex, q, &opts, false)
+		}
+		if err != nil {
+			return elements.Errorf("interface", "%s: AF_XDP socket on queue %d: %v", d.ifname, q, err)
+		}
+		d.ZeroCopy = zc
+		qu, err := newQueue(q, xsk, c.Frames, c.Ring)
+		if err != nil {
+			xsk.Close()
+			return elements.Errorf("interface", "%s: queue %d: %v", d.ifname, q, err)
+		}
+		d.queues = append(d.queues, qu)
+		if err := d.prog.Register(q, xsk.FD()); err != nil {
+			return elements.Errorf("interface", "%s: registering queue %d: %v", d.ifname, q, err)
+		}
+		qu.refill()
+	}
+	// Transmit queues per worker and which sockets are shared.
+	users := make([]map[int]bool, nq)
+	for q := range users {
+		users[q] = map[int]bool{q % workers: true}
+	}
+	d.txq = make([]*queue, workers)
+	for w := range d.txq {
+		q := w % nq
+		d.txq[w] = d.queues[q]
+		users[q][w] = true
+	}
+	for q, u := range users {
+		d.queues[q].shared = len(u) > 1
+	}
+	return nil
+}
+
+func newSocket(ifindex, q int, opts *xdp.SocketOptions, zc bool) (*xdp.Socket, error) {
+	socketMu.Lock()
+	defer socketMu.Unlock()
+	xdp.DefaultSocketFlags = unix.XDP_COPY
+	if zc {
+		xdp.DefaultSocketFlags = unix.XDP_ZEROCOPY
+	}
+	return xdp.NewSocket(ifindex, q, opts)
+}
+
+// RxQueues implements drivers.Device.
+func (d *Device) RxQueues() int { return len(d.queues) }
+
+// Drained implements drivers.Device: an interface never drains.
+func (d *Device) Drained(int) bool { return false }
+
+// Info implements drivers.Device.
+func (d *Device) Info() drivers.Info { return d.info }
+
+// Receive implements drivers.Device.
+func (d *Device) Receive(q int, b *packet.Batch) int {
+	if q < 0 || q >= len(d.queues) {
+		return 0
+	}
+	return d.queues[q].receive(d.index, b)
+}
+
+// Transmit implements drivers.Device.
+func (d *Device) Transmit(w int, b *packet.Batch) {
+	if w < 0 || w >= len(d.txq) {
+		// Not a worker this device was opened for: nothing safe to use.
+		if len(d.queues) > 0 {
+			d.queues[0].txDropped.Add(uint64(len(b.Pkts)))
+		}
+		b.FreeAll()
+		return
+	}
+	d.txq[w].transmit(b)
+}
+
+// Flush waits (up to 200 ms) for the TX rings to drain. It is called when
+// the workers have stopped.
+func (d *Device) Flush() error {
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for _, q := range d.queues {
+		for q.flushStep() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+// Close detaches the program and closes the sockets. Packets the graph
+// still holds must not be used afterwards: their memory is unmapped.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	if err := d.detach(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: detaching the XDP program: %w", d.ifname, err))
+	}
+	for _, q := range d.queues {
+		if err := q.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.prog != nil {
+		if err := d.prog.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := d.nl.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Stats implements drivers.Device.
+func (d *Device) Stats() []drivers.Counter {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var s [15]uint64
+	for _, q := range d.queues {
+		s[0] += q.rxPkts.Load()
+		s[1] += q.rxBytes.Load()
+		s[2] += q.txPkts.Load()
+		s[3] += q.txBytes.Load()
+		s[4] += q.txDropped.Load()
+		s[5] += q.txNoBuf.Load()
+		s[6] += q.txErrors.Load()
+		s[7] += q.poolEmpty.Load()
+		s[8] += q.rxInvalid.Load()
+		if !d.closed {
+			k := q.kernelStats()
+			s[9] += k.Rx_dropped
+			s[10] += k.Rx_ring_full
+			s[11] += k.Rx_fill_ring_empty_descs
+			s[12] += k.Tx_invalid_descs
+			s[13] += k.Tx_ring_empty_descs
+		}
+	}
+	return []drivers.Counter{
+		{Name: "rx_packets", Value: s[0]},
+		{Name: "rx_bytes", Value: s[1]},
+		{Name: "tx_packets", Value: s[2]},
+		{Name: "tx_bytes", Value: s[3]},
+		{Name: "tx_dropped", Value: s[4]},
+		{Name: "tx_dropped_nobuf", Value: s[5]},
+		{Name: "tx_errors", Value: s[6]},
+		{Name: "rx_pool_empty", Value: s[7]},
+		{Name: "rx_invalid", Value: s[8]},
+		{Name: "rx_kernel_dropped", Value: s[9]},
+		{Name: "rx_ring_full", Value: s[10]},
+		{Name: "rx_fill_empty", Value: s[11]},
+		{Name: "tx_invalid_descs", Value: s[12]},
+		{Name: "tx_ring_empty", Value: s[13]},
+	}
+}
+
+// frameIndex is a packet's frame number in a UMEM starting at base.
+func frameIndex(p *packet.Packet, base uintptr) uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p.Buffer())))-base) / packet.BufSize
+}
