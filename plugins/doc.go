@@ -1,4 +1,6 @@
-// Package plugins will hold out-of-process element plugins (host, SDK and
-// examples, over hashicorp/go-plugin). It is empty until that work lands;
-// in-process custom elements need nothing from here: see elements/doc.go.
+// Package plugins is the home of Junction's extension mechanisms: host runs
+// out-of-process element plugins (hashicorp/go-plugin, batches through
+// shared memory), sdk is what a plugin author imports, and examples holds
+// worked examples of both plugins and in-process custom elements. See
+// README.md in this directory for the recipes.
 package plugins

@@ -72,6 +72,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = elementsCmd(rest, stdout)
 	case "drivers":
 		err = driversCmd(rest, stdout)
+	case "bench":
+		err = benchCmd(rest, stdout, stderr)
+	case "routes":
+		err = routesCmd(rest, stdout, stderr)
 	case "stats":
 		err = statsCmd(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

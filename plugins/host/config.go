@@ -1,0 +1,199 @@
+package host
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/plugins/internal/wire"
+)
+
+// Config is the Plugin element's config.
+type Config struct {
+	Path      string         `toml:"path"`
+	Element   string         `toml:"element"`
+	Config    map[string]any `toml:"config"`
+	OnFailure string         `toml:"on_failure"`
+	Timeout   time.Duration  `toml:"timeout"`
+	SHA256    string         `toml:"sha256"`
+
+	// Filled by Validate: what the plugin said about the element.
+	abs     string
+	info    wire.ElementInfo
+	outputs int
+}
+
+// Defaults.
+const (
+	DefaultTimeout = 50 * time.Millisecond
+	MaxTimeout     = 10 * time.Second
+)
+
+// NewConfig returns the defaults.
+func NewConfig() any {
+	return &Config{OnFailure: "drop", Timeout: DefaultTimeout}
+}
+
+// Validate checks the keys, then starts the plugin, completes the
+// handshake, and has the plugin validate its own config, so that a graph
+// with a bad plugin config is refused at load like any other, with the
+// plugin's error attached to this element's config key.
+func (c *Config) Validate() error {
+	if c.Element == "" {
+		return elements.Errorf("element", "required: the element's name inside the plugin")
+	}
+	switch c.OnFailure {
+	case "bypass", "drop":
+	default:
+		return elements.Errorf("on_failure", "%q: want \"bypass\" or \"drop\"", c.OnFailure)
+	}
+	if c.Timeout <= 0 || c.Timeout > MaxTimeout {
+		return elements.Errorf("timeout", "%v: want more than 0 and at most %v", c.Timeout, MaxTimeout)
+	}
+	if c.SHA256 != "" {
+		c.SHA256 = strings.ToLower(c.SHA256)
+		if b, err := hex.DecodeString(c.SHA256); err != nil || len(b) != 32 {
+			return elements.Errorf("sha256", "%q: want 64 hexadecimal digits", c.SHA256)
+		}
+	}
+	abs, err := resolvePath(c.Path)
+	if err != nil {
+		return elements.Errorf("path", "%v", err)
+	}
+	c.abs = abs
+	text, err := c.configText()
+	if err != nil {
+		return elements.Errorf("config", "%v", err)
+	}
+	p, err := launch(abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
+	if err != nil {
+		return err
+	}
+	defer p.kill()
+	ctx, cancel := ctxTimeout()
+	defer cancel()
+	d, err := p.rpc.Describe(ctx)
+	if err != nil {
+		return elements.Errorf("path", "%s: describe: %v", c.Path, err)
+	}
+	var info *wire.ElementInfo
+	var names []string
+	for i := range d.Elements {
+		names = append(names, d.Elements[i].Name)
+		if d.Elements[i].Name == c.Element {
+			info = &d.Elements[i]
+		}
+	}
+	if info == nil {
+		sort.Strings(names)
+		return elements.Errorf("element", "%q: not served by %s (it serves %s)", c.Element, c.Path, strings.Join(names, ", "))
+	}
+	if len(info.Reasons) > wire.MaxReasons {
+		return elements.Errorf("element", "%s declares %d drop reasons, at most %d", c.Element, len(info.Reasons), wire.MaxReasons)
+	}
+	v, err := p.rpc.Validate(ctx, &wire.ValidateRequest{Element: c.Element, Config: text})
+	if err != nil {
+		return elements.Errorf("config", "plugin failed to validate it: %v", err)
+	}
+	if err := keyErrors(v.Errors); err != nil {
+		return err
+	}
+	if v.Outputs < 1 || v.Outputs > wire.Drop-1 {
+		return elements.Errorf("element", "%s: plugin reports %d outputs", c.Element, v.Outputs)
+	}
+	c.info, c.outputs = *info, v.Outputs
+	return nil
+}
+
+// keyErrors turns the plugin's config errors into one error on key
+// "config" (the loader places it at that key's line) naming the inner keys.
+func keyErrors(errs []wire.KeyErr) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, e := range errs {
+		switch e.Key {
+		case "":
+			parts = append(parts, e.Msg)
+		case "element":
+			return elements.Errorf("element", "%s", e.Msg)
+		default:
+			parts = append(parts, fmt.Sprintf("%q: %s", e.Key, e.Msg))
+		}
+	}
+	return elements.Errorf("config", "%s", strings.Join(parts, "; "))
+}
+
+// configText is the config table as TOML, as the plugin decodes it.
+func (c *Config) configText() (string, error) {
+	if len(c.Config) == 0 {
+		return "", nil
+	}
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(c.Config); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// Ports: one input, the plugin's outputs (1 before Validate has run).
+func (c *Config) Ports() (in, out int) {
+	if c.outputs < 1 {
+		return 1, 1
+	}
+	return 1, c.outputs
+}
+
+var (
+	_ elements.Validator   = (*Config)(nil)
+	_ elements.PortCounter = (*Config)(nil)
+)
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "Plugin",
+		NewConfig: NewConfig,
+		New:       newInstance,
+		In:        1,
+		Out:       -1,
+		Doc: elements.Doc{
+			Synopsis: "Plugin(PATH, ELEMENT, [config], [on_failure], [timeout], [sha256])",
+			Summary:  "runs an element from a plugin executable in its own process, batches through shared memory",
+			Text: "The plugin is an executable built with plugins/sdk (hashicorp/go-plugin over gRPC). " +
+				"At load the forwarder starts it, checks the handshake (magic cookie, protocol version, " +
+				"and the executable's SHA-256 if sha256 is set), asks it to validate config, and learns " +
+				"the element's outputs and drop reasons; a world-writable executable (or one in a " +
+				"world-writable directory without the sticky bit) is refused. At start each worker gets " +
+				"its own plugin process and a shared-memory region; each batch is copied into the region, " +
+				"announced with one doorbell, processed in place by the plugin, and checked on return. " +
+				"If the plugin crashes, does not answer within timeout, or returns an output port out of " +
+				"range or a length beyond the buffer, the batch gets on_failure, the event is counted and " +
+				"logged, and the plugin is restarted with backoff (10 ms doubling to 2 s); while it is " +
+				"down, batches get on_failure at once. Relative paths are taken from the current " +
+				"directory; a bare name is looked up in $PATH.",
+			Ports: "input 0: any packets; outputs 0..N-1 as the plugin element declares (N from the plugin). " +
+				"With on_failure = \"bypass\" a failed batch leaves unchanged on output 0.",
+			Keys: []elements.Key{
+				{Name: "path", Type: "string", Required: true, Doc: "the plugin executable"},
+				{Name: "element", Type: "string", Required: true, Doc: "the element's name inside the plugin"},
+				{Name: "config", Type: "table", Default: "{}", Doc: "the element's own config, validated by the plugin at load"},
+				{Name: "on_failure", Type: "string", Default: "drop", Doc: `"bypass" (send the batch on unchanged) or "drop"`},
+				{Name: "timeout", Type: "duration", Default: DefaultTimeout.String(), Doc: "longest wait for one batch before the plugin is declared hung"},
+				{Name: "sha256", Type: "string", Default: "-", Doc: "pins the executable: it must have this SHA-256 (go-plugin SecureConfig)"},
+			},
+			Stats: `drop reasons: "plugin drop" (the plugin dropped it), the plugin's own reasons, ` +
+				`"plugin failure" (on_failure = "drop"); counters "bypassed" (packets sent on by a failure), ` +
+				`"crashes", "timeouts", "garbage" (bad ports or lengths returned), "restarts".`,
+			Example: "[elements.filter]\ntype = \"Plugin\"\npath = \"./bin/patternfilter\"\nelement = \"PatternFilter\"\n" +
+				"on_failure = \"bypass\"\nconfig = { patterns = [\"attack\"] }",
+			SeeAlso: "plugins/sdk, plugins/README.md",
+		},
+	})
+}
