@@ -161,11 +161,13 @@ func (c *Clock) Time(src Source, st *Stats) int {
 	t0 := Nanotime()
 	n := src.Poll()
 	d := Nanotime() - t0
-	if n > 0 && d < outlierNanos {
+	if n > 0 {
 		st.batches++
 		st.packets += uint64(n)
-		st.timedPackets += uint64(n)
-		st.nanos += uint64(d - c.child)
+		if d < outlierNanos {
+			st.timedPackets += uint64(n)
+			st.nanos += uint64(d - c.child)
+		}
 	}
 	c.child = 0
 	return n

@@ -39,6 +39,9 @@ Usage:
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
   forwarder stats    [-addr ADDR] [-format table|json|prom]
+  forwarder bench    -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
+  forwarder bench    -config FILE
+  forwarder routes   -config FILE [ADDR]
   forwarder help
 
 run       runs the graph (without -config: the embedded default graph, a router
@@ -51,6 +54,10 @@ graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg)
 elements  lists the element types, or prints one type's manual.
 drivers   lists the drivers, or prints one driver's keys.
 stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).
+bench     runs one element (built-in, compiled-in custom, or -plugin PATH) or a
+          whole graph on synthetic traffic: ns/packet, Mpps, packets per port,
+          allocations per packet.
+routes    prints a graph's route tables: size, memory, and the route for ADDR.
 `
 
 // Main runs the forwarder command line and returns the exit status.
@@ -83,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	default:
 		msg := fmt.Sprintf("forwarder: unknown command %q", cmd)
-		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "help"}); s != "" {
+		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "help"}); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)
