@@ -22,6 +22,27 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// FromConfig is FromDevice's config.
+type FromConfig struct {
+	Device string `toml:"device"`
+	// Spread is "auto" (spread in software when the device has fewer RX
+	// queues than there are workers), "on" or "off".
+	Spread string `toml:"spread"`
+}
+
+// Validate checks the keys.
+func (c *FromConfig) Validate() error {
+	if c.Device == "" {
+		return elements.Errorf("device", "required: the name of a [devices.NAME] table")
+	}
+	switch c.Spread {
+	case "auto", "on", "off":
+	default:
+		return elements.Errorf("spread", "%q: want auto, on or off", c.Spread)
+	}
+	return nil
+}
+
 var deviceKey = []elements.Key{{
 	Name: "device", Type: "device", Required: true,
 	Doc: "the device, by its name in the graph's [devices.NAME] tables",
@@ -30,7 +51,7 @@ var deviceKey = []elements.Key{{
 func init() {
 	elements.Register(elements.Type{
 		Name:      "FromDevice",
-		NewConfig: func() any { return &Config{} },
+		NewConfig: func() any { return &FromConfig{Spread: "auto"} },
 		New:       newFromDevice,
 		In:        0,
 		Out:       1,
@@ -41,14 +62,22 @@ func init() {
 			Ports: "no inputs; output 0: every received packet. RX queue i of the device is " +
 				"served by worker i mod workers, so a worker may serve several queues (polled round " +
 				"robin, one batch per poll) or none (then the instance is drained from the start).",
-			Keys: deviceKey,
-			Stats: "packets and batches received (per worker); receive errors and ring drops are " +
-				"the driver's counters. The source is drained when every queue it serves is (a pcap " +
-				"file read to its end, a gen device whose count is reached).",
+			Keys: append(deviceKey[:1:1], elements.Key{Name: "spread", Type: "string", Default: `"auto"`,
+				Doc: "auto | on | off: spread packets over all workers in software by a symmetric flow " +
+					"hash (both directions of a flow on one worker). auto: when the device has fewer RX " +
+					"queues than there are workers; on: always (e.g. when the NIC's RSS is not symmetric)"}),
+			Stats: "packets and batches received (per worker): what this worker pushed into the graph, " +
+				"its own queues' packets and those handed to it. Receive errors and ring drops are " +
+				"the driver's counters. With spreading: counters \"handed off\" (packets this worker " +
+				"received and passed to another worker) and \"handed in\" (received from other " +
+				"workers); drop reason \"spread full\" (the target worker's handoff ring or buffers " +
+				"were exhausted: it is overloaded). The source is drained when every queue it serves " +
+				"is (a pcap file read to its end, a gen device whose count is reached) and, with " +
+				"spreading, when every worker that hands it packets is drained and its rings are empty.",
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
 			SeeAlso: "ToDevice",
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
-				"index and the queue it came from.",
+				"index and the queue it came from.\n\n" + spreadDoc,
 		},
 	})
 	elements.Register(elements.Type{
@@ -84,12 +113,17 @@ type FromDevice struct {
 	next    int // round-robin cursor into queues
 	batch   *packet.Batch
 	out     *elements.Output
+
+	sp *spreader // nil: no spreading
 }
 
-var _ elements.Source = (*FromDevice)(nil)
+var (
+	_ elements.Source = (*FromDevice)(nil)
+	_ elements.Closer = (*FromDevice)(nil)
+)
 
 func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
-	c := cfg.(*Config)
+	c := cfg.(*FromConfig)
 	dev, index, ok := ctx.Devices.Device(c.Device)
 	if !ok || dev == nil {
 		return nil, elements.Errorf("device", "no device %q", c.Device)
@@ -105,11 +139,21 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if batch <= 0 {
 		batch = packet.DefaultBatch
 	}
-	return &FromDevice{
+	f := &FromDevice{
 		dev: dev, index: uint16(index), queues: qs,
 		drained: make([]bool, len(qs)), live: len(qs),
 		batch: packet.NewBatch(batch), out: ctx.Outputs[0],
-	}, nil
+	}
+	workers := max(ctx.Workers, 1)
+	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && dev.RxQueues() < workers
+	if spread && workers > 1 {
+		sp, err := newSpreader(ctx, c.Device, dev, workers, batch)
+		if err != nil {
+			return nil, err
+		}
+		f.sp = sp
+	}
+	return f, nil
 }
 
 // Push is never called (FromDevice has no inputs); should it be, the
@@ -119,8 +163,15 @@ func (f *FromDevice) Push(in int, b *packet.Batch) { b.FreeAll() }
 // Poll receives one batch from the next live queue, round robin, and pushes
 // it to output 0. A queue that has nothing now is passed over for the next
 // one within the same poll, so that one idle queue does not cost the worker
-// an empty poll while another has packets.
+// an empty poll while another has packets. With spreading it first pushes
+// what other workers handed over, and passes on the packets of its own
+// batch that belong to other workers. It returns the packets it pushed into
+// the graph (so that summing over workers counts each packet once).
 func (f *FromDevice) Poll() int {
+	n := 0
+	if f.sp != nil {
+		n = f.sp.receive(f.batch, f.out)
+	}
 	nq := len(f.queues)
 	for tries := 0; tries < nq && f.live > 0; tries++ {
 		i := f.next
@@ -133,34 +184,60 @@ func (f *FromDevice) Poll() int {
 		}
 		q := f.queues[i]
 		b := f.batch
-		n := f.dev.Receive(q, b)
-		if n == 0 {
+		got := f.dev.Receive(q, b)
+		if got == 0 {
 			if f.dev.Drained(q) {
 				f.drained[i] = true
 				f.live--
+				if f.live == 0 && f.sp != nil {
+					f.sp.finish()
+				}
 			}
 			continue
 		}
 		for _, p := range b.Pkts {
 			p.InDevice, p.InQueue = f.index, uint16(q)
 		}
-		f.out.Push(b)
+		if f.sp != nil {
+			f.sp.handOff(b)
+		}
+		got = len(b.Pkts)
+		if got > 0 {
+			f.out.Push(b)
+		}
 		b.Reset() // in case the output was a no-op on an empty batch
-		return n
+		return n + got
 	}
-	return 0
+	return n
 }
 
 // Drained reports that every queue this instance serves is exhausted (true
-// at once when it serves none).
+// at once when it serves none and does not spread) and, with spreading,
+// that no other worker can hand it anything more.
 func (f *FromDevice) Drained() bool {
 	for i, q := range f.queues {
 		if !f.drained[i] && f.dev.Drained(q) {
 			f.drained[i] = true
 			f.live--
+			if f.live == 0 && f.sp != nil {
+				f.sp.finish()
+			}
 		}
 	}
-	return f.live == 0
+	if f.live != 0 {
+		return false
+	}
+	return f.sp == nil || f.sp.drained()
+}
+
+// Close returns the spreading buffers (those handed to this worker and not
+// yet taken, and the empty ones it lent out) to this worker's pool. The
+// pipeline calls it after every worker has stopped.
+func (f *FromDevice) Close() error {
+	if f.sp != nil {
+		f.sp.close()
+	}
+	return nil
 }
 
 // ToDevice is one worker's transmitter for one device.

@@ -98,7 +98,7 @@ func (s fakeSet) Queues(name string, worker int) []int {
 }
 
 func fromDevice(t testing.TB, dev *fakeDev, worker, workers int, sink bool) (*elementtest.Harness, elements.Source) {
-	h := elementtest.New(t, "FromDevice", &devices.Config{Device: "lan"}, &elementtest.Options{
+	h := elementtest.New(t, "FromDevice", &devices.FromConfig{Device: "lan", Spread: "off"}, &elementtest.Options{
 		Worker: worker, Workers: workers, Devices: fakeSet{dev, workers}, Sink: sink})
 	dev.pool = h.Pool
 	return h, h.Element.(elements.Source)
@@ -289,11 +289,16 @@ func TestToDevice(t *testing.T) {
 func TestBadDevice(t *testing.T) {
 	for _, typ := range []string{"FromDevice", "ToDevice"} {
 		tt, _ := elements.Lookup(typ)
-		cfg := tt.NewConfig().(*devices.Config)
-		if err := cfg.Validate(); err == nil {
+		cfg := tt.NewConfig()
+		if err := cfg.(elements.Validator).Validate(); err == nil {
 			t.Errorf("%s: empty device accepted", typ)
 		}
-		cfg.Device = "wan"
+		switch c := cfg.(type) {
+		case *devices.Config:
+			c.Device = "wan"
+		case *devices.FromConfig:
+			c.Device = "wan"
+		}
 		ctx := elements.NewContext("x", 0, 1, 64, []*elements.Output{elements.NewOutput(&elements.Clock{})},
 			&elements.Stats{}, packet.NewPool(8), fakeSet{newFake(1), 1}, nil)
 		if _, err := tt.New(cfg, ctx); err == nil {

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# End-to-end router benchmark on a veth topology (root; Linux):
+#
+#   cli (eth0 10.1.0.2) ── lan0 [fwd] wan0 ── (eth0 10.2.0.2) srv
+#
+# The same generator (pktgen send: 64-byte UDP through AF_XDP on cli's eth0)
+# and the same sink (pktgen sink: AF_XDP on srv's eth0, counting, answering
+# ARP for 10.2.0.2) measure, in one run:
+#   1. Linux's own IPv4 forwarding in fwd (ip_forward=1, no firewall);
+#   2. Junction: forwarder run -config configs/router-veth.toml in fwd;
+#   3. Junction with destinations drawn from 10.16.0.0/12 (1,048,576
+#      addresses, all routed via 10.2.0.2) against one destination.
+# It prints both rates and their ratio, the forwarder's per-element table
+# and each worker's busy share.
+#
+# Usage: sudo benchmarks/e2e-router.sh            (from the repository root)
+# Knobs (environment): DURATION=10 (seconds per rate measurement),
+# LONG=60 (seconds of the many-destination run; its last second is the
+# "minute 1" rate when LONG=60), QUEUES=1 (veth queues), GEN_QUEUES=1,
+# RATE=0 (generator packets/s; 0 = as fast as it can), FLOWS=1024,
+# FWD_WORKERS= (forwarder -workers; empty: the config's 2),
+# FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build).
+set -euo pipefail
+
+DURATION=${DURATION:-10}
+LONG=${LONG:-60}
+QUEUES=${QUEUES:-1}
+GEN_QUEUES=${GEN_QUEUES:-1}
+RATE=${RATE:-0}
+FLOWS=${FLOWS:-1024}
+FWD_WORKERS=${FWD_WORKERS:-}
+
+[ "$(id -u)" = 0 ] || { echo "e2e-router.sh: needs root" >&2; exit 1; }
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+TMP=$(mktemp -d)
+SUF=$$
+CLI=jnb-cli-$SUF FWD=jnb-fwd-$SUF SRV=jnb-srv-$SUF
+PIDS=()
+
+cleanup() {
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	for ns in $CLI $FWD $SRV; do ip netns del "$ns" 2>/dev/null || true; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+if [ -n "${FORWARDER:-}" ] && [ -n "${PKTGEN:-}" ]; then
+	cp "$FORWARDER" "$TMP/forwarder"
+	cp "$PKTGEN" "$TMP/pktgen"
+else
+	echo "building forwarder and pktgen..."
+	go build -o "$TMP/forwarder" ./cmd/forwarder
+	go build -o "$TMP/pktgen" ./cmd/pktgen
+fi
+
+for ns in $CLI $FWD $SRV; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
+ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
+for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
+ip -n $CLI addr add 10.1.0.2/24 dev eth0
+ip -n $SRV addr add 10.2.0.2/24 dev eth0
+LANMAC=$(ip -n $FWD -br link show dev lan0 | awk '{print $3}')
+
+# sink: started once per phase; its per-second lines go to a log.
+start_sink() {
+	ip netns exec $SRV "$TMP/pktgen" sink -interface eth0 -addr 10.2.0.2/24 -queues $QUEUES >"$TMP/sink.log" 2>&1 &
+	SINK=$!
+	PIDS+=($SINK)
+	sleep 1.5
+}
+stop_sink() { kill -INT $SINK 2>/dev/null || true; wait $SINK 2>/dev/null || true; }
+
+# measure NAME SECONDS DST: runs the generator and prints the mean of the
+# sink's per-second rates while it ran (the first 2 s and the last second
+# left out: ramp-up and drain); also the last full second's rate.
+measure() {
+	local name=$1 secs=$2 dst=$3
+	local n0 n1
+	n0=$(grep -c rx_pps "$TMP/sink.log" || true)
+	ip netns exec $CLI "$TMP/pktgen" send -interface eth0 -dst-mac "$LANMAC" -src 10.1.0.2 -dst "$dst" \
+		-flows $FLOWS -queues $GEN_QUEUES -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
+	sleep 1.2
+	n1=$(grep -c rx_pps "$TMP/sink.log" || true)
+	grep rx_pps "$TMP/sink.log" | sed -n "$((n0 + 3)),$((n1 - 1))p" >"$TMP/win-$name"
+	MEAN=$(awk -F'rx_pps=' '{split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
+	LAST=$(tail -1 "$TMP/win-$name" | sed 's/.*rx_pps=\([0-9]*\).*/\1/')
+	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
+	printf "%-28s delivered %10s pps (mean of %s s; last second %s pps); generator sent %s\n" \
+		"$name" "$MEAN" "$(wc -l <"$TMP/win-$name")" "${LAST:-0}" "$SENT"
+}
+
+echo
+echo "== Linux ip_forward (no firewall) =="
+ip -n $FWD addr add 10.1.0.1/24 dev lan0
+ip -n $FWD addr add 10.2.0.1/24 dev wan0
+ip -n $FWD route add 10.16.0.0/12 via 10.2.0.2
+ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=1
+start_sink
+ip netns exec $FWD ping -c1 -W2 10.2.0.2 >/dev/null || true # resolve the sink
+measure linux "$DURATION" 10.16.0.1
+LINUX=$MEAN
+stop_sink
+ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=0
+ip -n $FWD addr flush dev lan0
+ip -n $FWD addr flush dev wan0
+
+echo
+echo "== Junction (afxdp, configs/router-veth.toml) =="
+start_sink
+ip netns exec $FWD "$TMP/forwarder" run -config "$ROOT/configs/router-veth.toml" -quiet \
+	${FWD_WORKERS:+-workers $FWD_WORKERS} >"$TMP/fwd.log" 2>&1 &
+FWDPID=$!
+PIDS+=($FWDPID)
+for i in $(seq 50); do
+	ip netns exec $CLI ping -c1 -W1 10.1.0.1 >/dev/null 2>&1 && break
+	sleep 0.2
+done
+measure junction "$DURATION" 10.16.0.1
+JUNCTION=$MEAN
+measure junction-1dst "$LONG" 10.16.0.1
+ONE=$LAST ONEMEAN=$MEAN
+measure junction-1Mdst "$LONG" 10.16.0.0/12
+MANY=$LAST MANYMEAN=$MEAN
+kill -INT $FWDPID
+wait $FWDPID || true
+stop_sink
+
+echo
+echo "== Results =="
+awk -v j="$JUNCTION" -v l="$LINUX" 'BEGIN {
+	printf "Linux ip_forward:  %10.0f pps\nJunction (afxdp):  %10.0f pps\nratio Junction/Linux: %.2fx (goal >= 1.5x)\n", l, j, (l > 0 ? j / l : 0) }'
+awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" 'BEGIN {
+	printf "one destination:        last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, o, om
+	printf "1,048,576 destinations: last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, m, mm
+	printf "many/one: last second %.1f%%, mean %.1f%% (goal >= 95%%)\n", (o > 0 ? 100 * m / o : 0), (om > 0 ? 100 * mm / om : 0) }'
+echo
+echo "== forwarder exit table (whole run: all phases) =="
+cat "$TMP/fwd.log"

@@ -1,0 +1,620 @@
+package arp
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// QuerierConfig is ARPQuerier's config.
+type QuerierConfig struct {
+	// Device is the device the packets leave by: its MAC is the source of
+	// every frame and its IPv4 addresses the sender of the requests.
+	Device string `toml:"device"`
+	// Neighbors are static "IP MAC" entries (never aged, never replaced).
+	Neighbors []string `toml:"neighbors"`
+	// Timeout is how long an entry is trusted after its last
+	// confirmation; after it the MAC is still used for Grace while the
+	// entry is re-probed.
+	Timeout time.Duration `toml:"timeout"`
+	// Hold is the number of packets kept per unresolved next hop.
+	Hold int `toml:"hold"`
+	// Rate is the most ARP requests per second one worker sends (all
+	// next hops together); each next hop gets at most one per second.
+	Rate int `toml:"rate"`
+
+	static []entry
+}
+
+// Defaults. Linux keeps an entry REACHABLE for 15-45 s (base_reachable_time
+// 30 s, randomised) and then probes it; 30 s with a 3 s grace is the same
+// behaviour without the randomisation.
+const (
+	defaultTimeout = 30 * time.Second
+	defaultHold    = 8
+	defaultRate    = 100
+	// probeInterval is the least time between two requests for one next
+	// hop (Linux: retrans_time 1 s).
+	probeInterval = int64(time.Second)
+	// grace is how long a timed-out entry is still used while it is being
+	// re-probed (Linux: delay_first_probe 5 s + ucast probes); packets
+	// keep flowing during a refresh. Past it, the entry is unresolved.
+	grace = 3 * int64(time.Second)
+	// giveUp is how long packets wait for an unresolved next hop: three
+	// requests, one per second (Linux: mcast_solicit 3).
+	giveUp = 3 * int64(time.Second)
+	// maxHeldHops is the number of distinct unresolved next hops one
+	// worker holds packets for at once.
+	maxHeldHops = 64
+	maxHold     = 64
+	// minFrame is the shortest Ethernet frame (without FCS): ARP requests
+	// are padded to it.
+	minFrame = 60
+)
+
+// Validate checks keys and parses the static neighbours.
+func (c *QuerierConfig) Validate() error {
+	if c.Device == "" {
+		return elements.Errorf("device", "required: the device the packets leave by")
+	}
+	if c.Timeout <= 0 {
+		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
+	}
+	if c.Hold < 1 || c.Hold > maxHold {
+		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
+	}
+	if c.Rate < 1 {
+		return elements.Errorf("rate", "must be at least 1 request per second, got %d", c.Rate)
+	}
+	tmp := &ResponderConfig{}
+	for _, n := range c.Neighbors {
+		f := strings.Fields(n)
+		if len(f) != 2 {
+			return elements.Errorf("neighbors", `%q: want "IP MAC", e.g. "10.2.0.2 02:00:00:00:02:02"`, n)
+		}
+		ip, err := parseHost(f[0])
+		if err != nil {
+			return elements.Errorf("neighbors", "%q: %v", n, err)
+		}
+		mac, ok := packet.ParseMAC(f[1])
+		if !ok {
+			return elements.Errorf("neighbors", "%q: bad MAC %q (want aa:bb:cc:dd:ee:ff)", n, f[1])
+		}
+		if err := tmp.add(ip, mac); err != nil {
+			return elements.Errorf("neighbors", "%q: %v", n, err)
+		}
+	}
+	c.static = tmp.entries
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name: "ARPQuerier",
+		NewConfig: func() any {
+			return &QuerierConfig{Timeout: defaultTimeout, Hold: defaultHold, Rate: defaultRate}
+		},
+		New: newQuerier,
+		In:  2,
+		Out: 1,
+		Doc: elements.Doc{
+			Synopsis: `ARPQuerier(DEVICE, ["IP MAC", ...])`,
+			Summary:  "resolves the next-hop annotation to a MAC with ARP and writes the Ethernet header",
+			Ports: "input 0: IPv4 packets to send on DEVICE (normally from IPLookup, which sets the " +
+				"next-hop annotation; without one the IPv4 destination is the next hop). " +
+				"input 1: ARP frames received on DEVICE (replies, and requests: they teach the sender's " +
+				"address); they are consumed. Feed it from the device's Classifier arp port through a " +
+				"Tee so that ARPResponder sees them too, as in Click. " +
+				"output 0: the IPv4 packets with their Ethernet header written (destination = the " +
+				"neighbour, source = DEVICE's MAC, type 0x0800), and the ARP requests it sends: connect " +
+				"it to ToDevice(DEVICE).",
+			Keys: []elements.Key{
+				{Name: "device", Type: "device", Required: true,
+					Doc: "the device the packets leave by: its MAC is the source, its IPv4 addresses " +
+						"(the device's addresses key) the sender of requests"},
+				{Name: "neighbors", Type: "[]string", Variadic: true,
+					Doc: `static entries "IP MAC", never aged nor replaced by ARP`},
+				{Name: "timeout", Type: "duration", Default: `"30s"`,
+					Doc: "an entry is used without question this long after its last confirmation; then " +
+						"it is re-probed (unicast, once a second) and still used for 3 s more; unanswered, " +
+						"it is unresolved again"},
+				{Name: "hold", Type: "int", Default: "8",
+					Doc: "packets kept per unresolved next hop (1..64) while it is being resolved"},
+				{Name: "rate", Type: "int", Default: "100",
+					Doc: "most ARP requests per second per worker, all next hops together (each next hop " +
+						"gets at most one per second, across workers)"},
+			},
+			Stats: `counters "requests" (ARP requests sent), "learned" (entries made or confirmed by ` +
+				`ARP), "held" (packets queued for resolution), "released" (held packets sent once ` +
+				`resolved), "no buffer" (requests not sent: the worker's pool was empty), ` +
+				`"rate limited" (requests the per-worker rate suppressed). ` +
+				`Drop reasons, input 0: "truncated" (shorter than its IPv4 header), "not ipv4" ` +
+				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
+				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
+				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
+				`packets of a next hop that did not answer within 3 s, and those freed at stop). ` +
+				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
+				`our own MAC; unusable IP).`,
+			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
+				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
+			SeeAlso: "ARPResponder, IPLookup, EtherRewrite",
+			Text: "The neighbour table is shared by all workers (lock-free reads: one atomic load per " +
+				"packet); held packets belong to the worker that holds them and are sent by it as " +
+				"soon as it sees the entry resolved (on its next batch or tick, within a millisecond). " +
+				"Requests are broadcast, except re-probes of a known entry, which are unicast to it " +
+				"(as Linux does). Entries are made for next hops the router sends to and for hosts " +
+				"that ARP for the device's own addresses; any ARP frame from a known neighbour " +
+				"refreshes it; unsolicited replies make no entry (Linux's arp_accept=0).",
+		},
+	})
+}
+
+// nanotime is the clock; tests replace it to move time.
+var nanotime = elements.Nanotime
+
+// held is one unresolved next hop's queue on one worker.
+type held struct {
+	ip    uint32 // 0: free
+	n     int
+	since int64 // when the first packet was held
+	s     *slot
+	pkts  []*packet.Packet // len hold, a window of Querier.slab
+}
+
+// Querier is one worker's ARPQuerier.
+type Querier struct {
+	t      *table
+	out    *elements.Output
+	st     *elements.Stats
+	pool   *packet.Pool
+	mac    packet.MAC
+	macW   uint64
+	addrs  []netip.Prefix // the device's IPv4 addresses
+	ours   []uint32
+	tmo    int64
+	hold   int
+	active int // holds in use
+
+	holds   [maxHeldHops]held
+	slab    []*packet.Packet
+	outB    *packet.Batch // held packets released, ARP requests
+	ethHdr  [packet.EthernetLen]byte
+	tokens  int64 // request token bucket, in requests × 1e9
+	rate    int64
+	lastTok int64
+
+	requests, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
+
+	truncated, notIPv4, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
+	notARP, badSender                                                         elements.Reason
+}
+
+var (
+	_ elements.Ticker = (*Querier)(nil)
+	_ elements.Closer = (*Querier)(nil)
+)
+
+func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*QuerierConfig)
+	dev, _, ok := ctx.Devices.Device(c.Device)
+	if !ok || dev == nil {
+		return nil, elements.Errorf("device", "no device %q", c.Device)
+	}
+	info := dev.Info()
+	if info.MAC == (packet.MAC{}) {
+		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	}
+	v, err := ctx.Shared(func() (any, error) {
+		t := &table{}
+		for _, e := range c.static {
+			if !t.setStatic(e.ip, macWord(e.mac)) {
+				return nil, elements.Errorf("neighbors", "too many static neighbours")
+			}
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	batch := ctx.Batch
+	if batch <= 0 {
+		batch = packet.DefaultBatch
+	}
+	st := ctx.Stats
+	q := &Querier{
+		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		mac: info.MAC, macW: macWord(info.MAC),
+		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
+		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
+		// Released packets and requests of one call: at most every held
+		// packet plus one request per held hop plus one per input packet.
+		outB: packet.NewBatch(batch),
+
+		requests:    st.Counter("requests"),
+		learned:     st.Counter("learned"),
+		heldC:       st.Counter("held"),
+		released:    st.Counter("released"),
+		noBuffer:    st.Counter("no buffer"),
+		rateLimited: st.Counter("rate limited"),
+		truncated:   st.Reason("truncated"),
+		notIPv4:     st.Reason("not ipv4"),
+		noHeadroom:  st.Reason("no headroom"),
+		queueFull:   st.Reason("queue full"),
+		tooMany:     st.Reason("too many unresolved"),
+		tableFull:   st.Reason("table full"),
+		unresolved:  st.Reason("unresolved"),
+		notARP:      st.Reason("not arp"),
+		badSender:   st.Reason("bad sender"),
+	}
+	q.tokens = q.rate * 1e9 // a full second's burst at start
+	for _, p := range info.Addresses {
+		if p.Addr().Is4() {
+			q.addrs = append(q.addrs, p)
+			a := p.Addr().As4()
+			q.ours = append(q.ours, binary.BigEndian.Uint32(a[:]))
+		}
+	}
+	for i := range q.holds {
+		q.holds[i].pkts = q.slab[i*c.Hold : (i+1)*c.Hold : (i+1)*c.Hold]
+	}
+	copy(q.ethHdr[6:12], info.MAC[:])
+	binary.BigEndian.PutUint16(q.ethHdr[12:], packet.EtherTypeIPv4)
+	return q, nil
+}
+
+// Push handles IP packets (in 0) and ARP frames (in 1).
+func (q *Querier) Push(in int, b *packet.Batch) {
+	now := nanotime()
+	if in == 1 {
+		q.learnBatch(b, now)
+		q.flushOut()
+		return
+	}
+	if q.active > 0 {
+		// Held packets of hops resolved since go out before this batch.
+		q.releaseResolved(now)
+		q.flushOut()
+	}
+	k := 0
+	for _, p := range b.Pkts {
+		if q.resolve(p, now) {
+			b.Pkts[k] = p
+			k++
+		}
+	}
+	clear(b.Pkts[k:])
+	b.Pkts = b.Pkts[:k]
+	if k > 0 {
+		q.out.Push(b)
+	}
+	q.flushOut()
+}
+
+// resolve writes p's Ethernet header and reports true, or holds or drops it
+// and reports false.
+func (q *Querier) resolve(p *packet.Packet, now int64) bool {
+	var ip uint32
+	l3 := int(p.L3)
+	if nh := p.NextHop; nh.Is4() {
+		a := nh.As4()
+		ip = binary.BigEndian.Uint32(a[:])
+	} else if nh.IsValid() {
+		q.st.Drop(p, q.notIPv4)
+		return false
+	} else {
+		if l3 > len(p.Data) || len(p.Data)-l3 < packet.IPv4MinLen {
+			q.st.Drop(p, q.truncated)
+			return false
+		}
+		ip = binary.BigEndian.Uint32(p.Data[l3+16:])
+	}
+	if l3 > len(p.Data) {
+		q.st.Drop(p, q.truncated)
+		return false
+	}
+	s, m := q.t.find(ip)
+	if m&macValid != 0 {
+		if m&macStatic == 0 {
+			age := now - s.seen.Load()
+			if age >= q.tmo {
+				if age >= q.tmo+grace {
+					goto unresolved
+				}
+				// Stale: keep sending while a unicast probe confirms it.
+				if s.tryProbe(now, probeInterval) {
+					q.request(ip, m)
+				}
+			}
+		}
+		if !q.frame(p) {
+			q.st.Drop(p, q.noHeadroom)
+			return false
+		}
+		putMAC(p.Data[0:6], m)
+		return true
+	}
+unresolved:
+	q.holdPacket(p, ip, s, now)
+	return false
+}
+
+// frame makes p.Data start with a 14-byte Ethernet header in front of L3
+// (using headroom if L3 < 14) and fills in everything but the destination.
+func (q *Querier) frame(p *packet.Packet) bool {
+	start := int(p.L3) - packet.EthernetLen
+	if start >= 0 {
+		p.Data = p.Data[start:]
+	} else {
+		h := p.Headroom()
+		if h < -start {
+			return false
+		}
+		buf := p.Buffer()
+		p.Data = buf[h+start : h+len(p.Data)]
+	}
+	p.L3 = packet.EthernetLen
+	copy(p.Data[6:packet.EthernetLen], q.ethHdr[6:])
+	return true
+}
+
+// holdPacket queues p for next hop ip (table slot s, nil if none yet) and
+// asks for it if nobody did in the last second.
+func (q *Querier) holdPacket(p *packet.Packet, ip uint32, s *slot, now int64) {
+	if s == nil {
+		s = q.t.insert(ip, now-q.tmo-grace-giveUp)
+		if s == nil {
+			q.st.Drop(p, q.tableFull)
+			return
+		}
+	}
+	var h, free *held
+	if q.active > 0 {
+		for i := range q.holds {
+			x := &q.holds[i]
+			if x.ip == ip {
+				h = x
+				break
+			}
+			if free == nil && x.ip == 0 {
+				free = x
+			}
+		}
+	} else {
+		free = &q.holds[0]
+	}
+	if h == nil {
+		if free == nil {
+			q.st.Drop(p, q.tooMany)
+			return
+		}
+		h = free
+		h.ip, h.n, h.since, h.s = ip, 0, now, s
+		q.active++
+	}
+	if h.n == len(h.pkts) {
+		q.st.Drop(p, q.queueFull)
+		return
+	}
+	h.pkts[h.n] = p
+	h.n++
+	q.heldC.Add(1)
+	if s.tryProbe(now, probeInterval) {
+		q.request(ip, 0)
+	}
+}
+
+// releaseResolved sends the held packets of every hop now resolved, retries
+// requests for the others and gives up on those that waited too long.
+func (q *Querier) releaseResolved(now int64) {
+	for i := range q.holds {
+		h := &q.holds[i]
+		if h.ip == 0 {
+			continue
+		}
+		m := uint64(0)
+		if h.s.key.Load() == h.ip {
+			m = h.s.mac.Load()
+			if m&(macValid|macStatic) == macValid && now-h.s.seen.Load() >= q.tmo+grace {
+				m = 0
+			}
+		}
+		if m&macValid != 0 {
+			for j := 0; j < h.n; j++ {
+				p := h.pkts[j]
+				h.pkts[j] = nil
+				if !q.frame(p) {
+					q.st.Drop(p, q.noHeadroom)
+					continue
+				}
+				putMAC(p.Data[0:6], m)
+				q.emit(p)
+				q.released.Add(1)
+			}
+			q.freeHold(h)
+			continue
+		}
+		if now-h.since >= giveUp {
+			for j := 0; j < h.n; j++ {
+				q.st.Drop(h.pkts[j], q.unresolved)
+				h.pkts[j] = nil
+			}
+			q.freeHold(h)
+			continue
+		}
+		if h.s.key.Load() != h.ip {
+			// The slot was recycled (only possible after giveUp): take
+			// a fresh one.
+			if s := q.t.insert(h.ip, now-q.tmo-grace-giveUp); s != nil {
+				h.s = s
+			}
+			continue
+		}
+		if h.s.tryProbe(now, probeInterval) {
+			q.request(h.ip, 0)
+		}
+	}
+}
+
+func (q *Querier) freeHold(h *held) {
+	h.ip, h.n, h.s = 0, 0, nil
+	q.active--
+}
+
+// emit adds p to the out batch, pushing it when full.
+func (q *Querier) emit(p *packet.Packet) {
+	if q.outB.Full() {
+		q.out.Push(q.outB)
+	}
+	q.outB.Add(p)
+}
+
+func (q *Querier) flushOut() {
+	if q.outB.Len() > 0 {
+		q.out.Push(q.outB)
+	}
+}
+
+// request sends an ARP request for ip: broadcast, or unicast to the MAC in
+// known (a re-probe) when it is valid. It is rate limited per worker.
+func (q *Querier) request(ip uint32, known uint64) {
+	now := nanotime()
+	// Token bucket in units of 1/1e9 request: rate tokens per second.
+	el := now - q.lastTok
+	if el > int64(time.Second) || el < 0 {
+		el = int64(time.Second)
+	}
+	q.tokens += el * q.rate
+	q.lastTok = now
+	if maxT := q.rate * 1e9; q.tokens > maxT {
+		q.tokens = maxT
+	}
+	if q.tokens < 1e9 {
+		q.rateLimited.Add(1)
+		return
+	}
+	p := q.pool.Get()
+	if p == nil {
+		q.noBuffer.Add(1)
+		return
+	}
+	q.tokens -= 1e9
+	f := p.Data[:minFrame]
+	clear(f)
+	p.Data = f
+	if known&macValid != 0 {
+		putMAC(f[0:6], known)
+	} else {
+		copy(f[0:6], "\xff\xff\xff\xff\xff\xff")
+	}
+	copy(f[6:12], q.mac[:])
+	binary.BigEndian.PutUint16(f[12:], packet.EtherTypeARP)
+	a := packet.InitARP(f[packet.EthernetLen:], packet.ARPRequest)
+	a.SetSenderMAC(q.mac)
+	binary.BigEndian.PutUint32(f[spa:], q.senderIP(ip))
+	binary.BigEndian.PutUint32(f[tpa:], ip)
+	q.requests.Add(1)
+	q.emit(p)
+}
+
+// senderIP picks the device address on the target's subnet, else the
+// first one (0.0.0.0 when the device has none: an RFC 5227 probe, which
+// hosts answer too).
+func (q *Querier) senderIP(target uint32) uint32 {
+	var t [4]byte
+	binary.BigEndian.PutUint32(t[:], target)
+	ta := netip.AddrFrom4(t)
+	for i, p := range q.addrs {
+		if p.Contains(ta) {
+			return q.ours[i]
+		}
+	}
+	if len(q.ours) > 0 {
+		return q.ours[0]
+	}
+	return 0
+}
+
+func (q *Querier) isOurs(ip uint32) bool {
+	for _, o := range q.ours {
+		if o == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// learnBatch consumes ARP frames, learning senders.
+func (q *Querier) learnBatch(b *packet.Batch, now int64) {
+	learnedAny := false
+	for _, p := range b.Pkts {
+		f := p.Data
+		if len(f) < packet.EthernetLen+packet.ARPLen || packet.Ethernet(f).Type() != packet.EtherTypeARP {
+			q.st.Drop(p, q.notARP)
+			continue
+		}
+		a, ok := packet.AsARP(f[packet.EthernetLen:])
+		if !ok {
+			q.st.Drop(p, q.notARP)
+			continue
+		}
+		op := a.Op()
+		if op != packet.ARPRequest && op != packet.ARPReply {
+			q.st.Drop(p, q.notARP)
+			continue
+		}
+		sender := binary.BigEndian.Uint32(f[spa:])
+		target := binary.BigEndian.Uint32(f[tpa:])
+		smac := f[sha : sha+6]
+		if sender == 0 {
+			// A probe (RFC 5227) teaches nothing; not an error.
+			p.Free()
+			continue
+		}
+		if smac[0]&1 != 0 || string(smac) == "\x00\x00\x00\x00\x00\x00" || string(smac) == string(q.mac[:]) ||
+			sender>>28 >= 0xe || sender>>24 == 127 || q.isOurs(sender) {
+			q.st.Drop(p, q.badSender)
+			continue
+		}
+		create := op == packet.ARPRequest && q.isOurs(target)
+		mw := macWord([6]byte(smac))
+		if q.t.learn(sender, mw, now, create, now-q.tmo-grace-giveUp) {
+			q.learned.Add(1)
+			learnedAny = true
+		}
+		p.Free()
+	}
+	b.Reset()
+	if learnedAny && q.active > 0 {
+		q.releaseResolved(now)
+	}
+}
+
+// Tick releases held packets resolved by other workers, retries requests
+// and gives up on silent next hops.
+func (q *Querier) Tick(now int64) {
+	if q.active == 0 {
+		return
+	}
+	q.releaseResolved(now)
+	q.flushOut()
+}
+
+// Close frees the held packets.
+func (q *Querier) Close() error {
+	for i := range q.holds {
+		h := &q.holds[i]
+		for j := 0; j < h.n; j++ {
+			q.st.Drop(h.pkts[j], q.unresolved)
+			h.pkts[j] = nil
+		}
+		if h.ip != 0 {
+			q.freeHold(h)
+		}
+	}
+	return nil
+}

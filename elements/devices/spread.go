@@ -1,0 +1,256 @@
+package devices
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+const spreadDoc = `Software spreading. When a device has fewer RX queues than there are ` +
+	`workers (a veth, a NIC without RSS), the workers that own a queue hash every packet with ` +
+	`the symmetric flow hash (packet.FlowHash: both directions of a flow hash alike) and keep ` +
+	`the packets of their own flows; the others go to the worker the hash names, over one ` +
+	`lock-free single-producer single-consumer ring per (sender, receiver) pair. Packet pools ` +
+	`are single-threaded, so a packet never changes owner: each receiving worker lends empty ` +
+	`buffers of its own pool to each sender over a second ring; the sender copies the frame ` +
+	`(64-1514 bytes, a few ns at 64) and its annotations into a lent buffer, frees its own ` +
+	`packet at once (its device frame goes straight back to the driver) and queues the copy. ` +
+	`The receiver pushes the packets handed to it before its own queues' and frees them, ` +
+	`later, into its own pool. Nothing on the way locks or allocates; a ring or the lent ` +
+	`buffers running out means the receiver is overloaded, and the packet is dropped and ` +
+	`counted ("spread full") rather than stalling the sender. The FlowHash annotation of ` +
+	`every spread packet is set.`
+
+// spreadRing is the number of slots of each handoff ring and of each ring of
+// lent buffers (per sender-receiver pair): four batches' worth of
+// buffering, enough to ride out one slow batch of the receiver.
+const spreadRing = 256
+
+// hub is what the FromDevice instances of all workers share (via
+// elements.Context.Shared): the rings between them and who is done.
+type hub struct {
+	workers int
+	senders []bool        // workers that own at least one RX queue
+	data    [][]*ring     // data[s][r]: packets from sender s to receiver r
+	lend    [][]*ring     // lend[s][r]: empty buffers of r's pool lent to s
+	done    []atomic.Bool // sender s has drained its queues and published all
+}
+
+// spreader is one worker's side of the hub.
+type spreader struct {
+	h    *hub
+	me   int
+	n    uint64 // workers, for the hash → worker mapping
+	pool *packet.Pool
+	in   []int // senders that feed me
+	// out[r] / lent[r]: my rings towards r (nil for me and when I send
+	// nothing).
+	out, lent []*ring
+	touched   []bool
+
+	st                  *elements.Stats
+	handedOff, handedIn *atomic.Uint64
+	full                elements.Reason
+	offCount, inCount   uint64 // counted locally, added once per batch
+}
+
+func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers, batch int) (*spreader, error) {
+	v, err := ctx.Shared(func() (any, error) {
+		h := &hub{workers: workers, senders: make([]bool, workers), done: make([]atomic.Bool, workers)}
+		nsend := 0
+		for w := 0; w < workers; w++ {
+			h.senders[w] = len(ctx.Devices.Queues(name, w)) > 0
+			if h.senders[w] {
+				nsend++
+			}
+		}
+		h.data = make([][]*ring, workers)
+		h.lend = make([][]*ring, workers)
+		for s := 0; s < workers; s++ {
+			h.data[s] = make([]*ring, workers)
+			h.lend[s] = make([]*ring, workers)
+			if !h.senders[s] {
+				continue
+			}
+			for r := 0; r < workers; r++ {
+				if r != s {
+					h.data[s][r] = newRing(spreadRing)
+					h.lend[s][r] = newRing(spreadRing)
+				}
+			}
+		}
+		return h, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h, ok := v.(*hub)
+	if !ok || h.workers != workers {
+		return nil, fmt.Errorf("FromDevice(%s): spreading state of another shape", name)
+	}
+	me := ctx.Worker
+	sp := &spreader{h: h, me: me, n: uint64(workers), out: h.data[me], lent: h.lend[me],
+		touched: make([]bool, workers), st: ctx.Stats,
+		handedOff: ctx.Stats.Counter("handed off"), handedIn: ctx.Stats.Counter("handed in"),
+		full: ctx.Stats.Reason("spread full")}
+	for s := 0; s < workers; s++ {
+		if s != me && h.senders[s] {
+			sp.in = append(sp.in, s)
+		}
+	}
+	// My pool backs the buffers lent to every sender: what sits in the
+	// lend ring and in the data ring of each pair, plus what the graph
+	// holds of them (a few batches; ARP queues).
+	sp.pool = packet.NewPool(len(sp.in)*2*spreadRing + 4*batch)
+	for _, s := range sp.in {
+		sp.refill(s)
+	}
+	return sp, nil
+}
+
+// target is the worker that owns the flow of hash h: multiply-shift maps
+// the 32-bit hash evenly onto [0, n) without a division.
+func (sp *spreader) target(h uint32) int { return int(uint64(h) * sp.n >> 32) }
+
+// handOff keeps in b the packets of this worker's flows and passes the
+// others to their workers. Each handed packet is copied into a buffer its
+// receiver lent; the original is freed here, into the pool it came from.
+func (sp *spreader) handOff(b *packet.Batch) {
+	k := 0
+	for _, p := range b.Pkts {
+		fh := packet.FlowHash(p)
+		p.FlowHash = fh
+		t := sp.target(fh)
+		if t == sp.me {
+			b.Pkts[k] = p
+			k++
+			continue
+		}
+		out := sp.out[t]
+		if out == nil { // cannot happen: every owner of a queue has rings
+			b.Pkts[k] = p
+			k++
+			continue
+		}
+		// Room first, then a buffer: a popped buffer always finds its
+		// slot, so none is ever stranded.
+		if !out.hasRoom() {
+			sp.st.Drop(p, sp.full)
+			continue
+		}
+		q := sp.lent[t].pop()
+		if q == nil {
+			sp.st.Drop(p, sp.full)
+			continue
+		}
+		copyPacket(q, p)
+		out.push(q)
+		p.Free()
+		sp.touched[t] = true
+		sp.offCount++
+	}
+	clear(b.Pkts[k:])
+	b.Pkts = b.Pkts[:k]
+	for t, tt := range sp.touched {
+		if tt {
+			sp.touched[t] = false
+			sp.out[t].publish()
+			sp.lent[t].release()
+		}
+	}
+	if sp.offCount > 0 {
+		sp.handedOff.Add(sp.offCount)
+		sp.offCount = 0
+	}
+}
+
+// copyPacket copies p's frame (at the same headroom) and annotations into q.
+func copyPacket(q, p *packet.Packet) {
+	h := p.Headroom()
+	buf := q.Buffer()
+	q.Data = buf[h : h+len(p.Data)]
+	copy(q.Data, p.Data)
+	q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
+	q.NextHop, q.FlowHash, q.Scratch = p.NextHop, p.FlowHash, p.Scratch
+}
+
+// receive pushes what other workers handed to this one, at most one batch
+// per sender, and tops up the buffers lent to them. It returns the packets
+// pushed.
+func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
+	total := 0
+	for _, s := range sp.in {
+		r := sp.h.data[s][sp.me]
+		for !b.Full() {
+			p := r.pop()
+			if p == nil {
+				break
+			}
+			b.Add(p)
+		}
+		r.release()
+		sp.refill(s)
+		if n := len(b.Pkts); n > 0 {
+			total += n
+			sp.inCount += uint64(n)
+			out.Push(b)
+			b.Reset()
+		}
+	}
+	if sp.inCount > 0 {
+		sp.handedIn.Add(sp.inCount)
+		sp.inCount = 0
+	}
+	return total
+}
+
+// refill lends sender s buffers of this worker's pool up to the ring's size
+// (when it has fallen below half: one shared-line access per half ring).
+func (sp *spreader) refill(s int) {
+	l := sp.h.lend[s][sp.me]
+	room := l.room()
+	if room < spreadRing/2 {
+		return
+	}
+	for ; room > 0; room-- {
+		p := sp.pool.Get()
+		if p == nil {
+			break
+		}
+		l.push(p)
+	}
+	l.publish()
+}
+
+// finish marks this worker's queues as drained: everything it will ever
+// hand off is published.
+func (sp *spreader) finish() { sp.h.done[sp.me].Store(true) }
+
+// drained reports whether no sender can hand this worker anything more.
+func (sp *spreader) drained() bool {
+	for _, s := range sp.in {
+		// done first: a sender publishes its last packets before done.
+		if !sp.h.done[s].Load() || !sp.h.data[s][sp.me].empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// close frees what is left in this worker's incoming rings and takes back
+// the buffers it lent (all workers have stopped: no concurrency left).
+func (sp *spreader) close() {
+	for _, s := range sp.in {
+		for _, r := range []*ring{sp.h.data[s][sp.me], sp.h.lend[s][sp.me]} {
+			// Consume everything published, whoever was the consumer.
+			r.cHead, r.cTail = r.head.Load(), r.tail.Load()
+			for p := r.pop(); p != nil; p = r.pop() {
+				p.Free()
+			}
+			r.release()
+		}
+	}
+}

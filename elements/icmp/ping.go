@@ -1,0 +1,278 @@
+package icmp
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Config is ICMPPingResponder's config.
+type Config struct {
+	// Addresses are the router's IPv4 addresses ("10.1.0.1" or the
+	// interface form "10.1.0.1/24").
+	Addresses []string `toml:"addresses"`
+	// Devices, when Addresses is empty, supply the addresses from their
+	// addresses keys.
+	Devices []string `toml:"devices"`
+	// TTL of the replies.
+	TTL int `toml:"ttl"`
+	// Device is one device, for symmetry with ARPResponder(device).
+	Device string `toml:"device"`
+
+	addrs []uint32
+}
+
+// Validate parses the addresses. Inline arguments fill addresses; words
+// that are not addresses are taken as device names, so
+// ICMPPingResponder(lan, wan) and ICMPPingResponder(10.1.0.1) both work.
+func (c *Config) Validate() error {
+	c.addrs = c.addrs[:0]
+	var rest []string
+	for _, a := range c.Addresses {
+		s := strings.TrimSpace(a)
+		ip, err := parseHost(s)
+		if err != nil {
+			if looksLikeName(s) {
+				c.Devices = append(c.Devices, s)
+				continue
+			}
+			return elements.Errorf("addresses", "%q: %v", a, err)
+		}
+		rest = append(rest, s)
+		c.addrs = append(c.addrs, ip)
+	}
+	c.Addresses = rest
+	if c.Device != "" {
+		c.Devices = append(c.Devices, c.Device)
+		c.Device = ""
+	}
+	if len(c.addrs) == 0 && len(c.Devices) == 0 {
+		return elements.Errorf("addresses", `required (e.g. "10.1.0.1"), unless key "devices" names devices`)
+	}
+	if c.TTL < 1 || c.TTL > 255 {
+		return elements.Errorf("ttl", "must be 1..255, got %d", c.TTL)
+	}
+	return nil
+}
+
+// looksLikeName: a device name is a word without dots, colons or slashes.
+func looksLikeName(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".:/ \t")
+}
+
+func parseHost(s string) (uint32, error) {
+	var ip netip.Addr
+	var err error
+	if strings.Contains(s, "/") {
+		var p netip.Prefix
+		p, err = netip.ParsePrefix(s)
+		ip = p.Addr()
+	} else {
+		ip, err = netip.ParseAddr(s)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return 0, errString("not a unicast IPv4 address")
+	}
+	a := ip.As4()
+	return binary.BigEndian.Uint32(a[:]), nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "ICMPPingResponder",
+		NewConfig: func() any { return &Config{TTL: 64} },
+		New:       newResponder,
+		In:        1,
+		Out:       2,
+		Optional:  []int{1},
+		Doc: elements.Doc{
+			Synopsis: "ICMPPingResponder(ADDRESS or DEVICE, ...)",
+			Summary:  "answers ICMP echo requests addressed to the router's own addresses, in place",
+			Ports: "input 0: IPv4 packets addressed to the router (L3 annotation at the IPv4 header), " +
+				"normally those a Classifier picked by destination. output 0: the echo replies, " +
+				"built in the request's buffer (addresses swapped, type 0, TTL reset, checksums " +
+				"updated incrementally), with the next-hop annotation cleared: route them (IPLookup) " +
+				"and resolve them (ARPQuerier) like any packet. output 1 (optional): packets for one " +
+				"of our addresses that are not echo requests (other ICMP, UDP, TCP), e.g. for an " +
+				"ICMPError(unreachable, port); unconnected, they are dropped and counted.",
+			Keys: []elements.Key{
+				{Name: "addresses", Type: "[]string", Variadic: true,
+					Doc: `the router's IPv4 addresses ("10.1.0.1" or "10.1.0.1/24"); an inline word that ` +
+						`is not an address is a device name, whose addresses key is used`},
+				{Name: "devices", Type: "device",
+					Doc: "devices whose addresses (their addresses key) are answered for"},
+				{Name: "ttl", Type: "int", Default: "64", Doc: "TTL of the replies"},
+				{Name: "device", Type: "device", Doc: "one more device whose addresses are answered for"},
+			},
+			Stats: `counter "replies"; drop reasons: "truncated" (no full IPv4+ICMP header, or total ` +
+				`length beyond the frame), "not for us" (destination not one of the addresses), ` +
+				`"fragment" (fragmented requests are not reassembled), "bad source" (a source no ` +
+				`host can have: 0/8, loopback, multicast, broadcast, or our own), "bad checksum" ` +
+				`(ICMP checksum), and on output 1 when it is unconnected "unconnected output 1".`,
+			Example: `"loc[0] -> ICMPPingResponder(lan, wan) -> rt"`,
+			SeeAlso: "ICMPError, ARPResponder, IPLookup",
+			Text: "The request's payload, identifier and sequence are returned unchanged, as RFC 792 " +
+				"asks; IP options are kept. The ICMP checksum is verified once (echo requests are " +
+				"rare and small) and then updated for the type change (RFC 1624), the IP checksum " +
+				"for the TTL change.",
+		},
+	})
+}
+
+// Responder is one worker's ICMPPingResponder.
+type Responder struct {
+	addrs   []uint32
+	ttl     uint8
+	out     *elements.Output
+	other   *elements.Output
+	st      *elements.Stats
+	replies *atomic.Uint64
+	otherB  *packet.Batch
+
+	truncated, notForUs, fragment, badSource, badChecksum elements.Reason
+}
+
+func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config)
+	addrs := append([]uint32(nil), c.addrs...)
+	for _, name := range c.Devices {
+		dev, _, ok := ctx.Devices.Device(name)
+		if !ok || dev == nil {
+			return nil, elements.Errorf("devices", "no device %q", name)
+		}
+		n := 0
+		for _, p := range dev.Info().Addresses {
+			if p.Addr().Is4() {
+				a := p.Addr().As4()
+				addrs = append(addrs, binary.BigEndian.Uint32(a[:]))
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, elements.Errorf("devices", "device %q has no IPv4 address (its addresses key)", name)
+		}
+	}
+	batch := ctx.Batch
+	if batch <= 0 {
+		batch = packet.DefaultBatch
+	}
+	st := ctx.Stats
+	return &Responder{
+		addrs: addrs, ttl: uint8(c.TTL), out: ctx.Outputs[0], other: ctx.Outputs[1], st: st,
+		replies:     st.Counter("replies"),
+		otherB:      packet.NewBatch(batch),
+		truncated:   st.Reason("truncated"),
+		notForUs:    st.Reason("not for us"),
+		fragment:    st.Reason("fragment"),
+		badSource:   st.Reason("bad source"),
+		badChecksum: st.Reason("bad checksum"),
+	}, nil
+}
+
+func (r *Responder) ours(a uint32) bool {
+	for _, x := range r.addrs {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Push answers the echo requests of b; other packets for us go to output 1.
+func (r *Responder) Push(in int, b *packet.Batch) {
+	k := 0
+	for _, p := range b.Pkts {
+		switch r.answer(p) {
+		case verdictReply:
+			b.Pkts[k] = p
+			k++
+		case verdictOther:
+			r.otherB.Add(p)
+		}
+	}
+	clear(b.Pkts[k:])
+	b.Pkts = b.Pkts[:k]
+	if k > 0 {
+		r.replies.Add(uint64(k))
+		r.out.Push(b)
+	}
+	if r.otherB.Len() > 0 {
+		r.other.Push(r.otherB)
+	}
+}
+
+type verdict uint8
+
+const (
+	verdictDropped verdict = iota
+	verdictReply
+	verdictOther
+)
+
+// answer turns an echo request into its reply in place.
+func (r *Responder) answer(p *packet.Packet) verdict {
+	l3 := int(p.L3)
+	f := p.Data
+	if l3 > len(f) || len(f)-l3 < packet.IPv4MinLen {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	h := packet.IPv4(f[l3:])
+	ihl := h.IHL()
+	tl := h.TotalLen()
+	if h.Version() != 4 || ihl < packet.IPv4MinLen || tl < ihl || tl > len(h) {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	dst, src := h.DstU32(), h.SrcU32()
+	if !r.ours(dst) {
+		r.st.Drop(p, r.notForUs)
+		return verdictDropped
+	}
+	if s := src >> 24; s == 0 || s == 127 || s >= 224 || r.ours(src) {
+		r.st.Drop(p, r.badSource)
+		return verdictDropped
+	}
+	if h.Protocol() != packet.ProtoICMP {
+		return verdictOther
+	}
+	if h.FlagsFrag()&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		r.st.Drop(p, r.fragment)
+		return verdictDropped
+	}
+	if tl-ihl < packet.ICMPLen {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	ic := packet.ICMP(h[ihl:tl])
+	if ic.Type() != packet.ICMPEchoRequest || ic.Code() != 0 {
+		return verdictOther
+	}
+	if packet.Checksum(ic) != 0 {
+		r.st.Drop(p, r.badChecksum)
+		return verdictDropped
+	}
+	// Swapping the addresses leaves both checksums as they are (the sum
+	// is commutative); the type word goes from 0x0800 to 0x0000 and the
+	// TTL/protocol word changes with the TTL (RFC 1624: HC' = ~(~HC + ~m + m')).
+	h.SetSrc4([4]byte(f[l3+16 : l3+20]))
+	binary.BigEndian.PutUint32(h[16:], src)
+	ic.SetType(packet.ICMPEchoReply)
+	ic.SetChecksum(packet.UpdateChecksum16(ic.Checksum(), uint16(packet.ICMPEchoRequest)<<8, uint16(packet.ICMPEchoReply)<<8))
+	oldTTL := uint16(h.TTL())<<8 | uint16(h.Protocol())
+	h.SetTTL(r.ttl)
+	h.SetChecksum(packet.UpdateChecksum16(h.Checksum(), oldTTL, uint16(r.ttl)<<8|uint16(h.Protocol())))
+	p.NextHop = netip.Addr{}
+	return verdictReply
+}
