@@ -250,12 +250,13 @@ func (d *Device) Close() error {
 func (d *Device) Stats() []drivers.Counter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var rxP, rxB, empty, trunc, kdrop, txP, txB, txD, txE uint64
+	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE uint64
 	for _, r := range d.rx {
 		rxP += r.pkts.Load()
 		rxB += r.bytes.Load()
 		empty += r.poolEmpty.Load()
 		trunc += r.truncated.Load()
+		own += r.outgoingSeen.Load()
 		if !d.closed {
 			var st unix.TpacketStats
 			size := uint32(unsafe.Sizeof(st))
@@ -282,6 +283,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_errors", Value: txE},
 		{Name: "rx_pool_empty", Value: empty},
 		{Name: "rx_truncated", Value: trunc},
+		{Name: "rx_own_skipped", Value: own},
 		{Name: "rx_kernel_dropped", Value: kdrop},
 	}
 }

@@ -20,9 +20,10 @@ type rxQueue struct {
 	next   int // the next frame to look at
 	pool   *packet.Pool
 
-	pkts, bytes, poolEmpty, truncated atomic.Uint64
-	kernelDrops                       uint64 // under Device.mu
-	_                                 [64]byte
+	pkts, bytes, poolEmpty, truncated, outgoingSeen atomic.Uint64
+	kernelDrops                                     uint64 // under Device.mu
+	outgoing                                        uint64 // own frames skipped, this poll
+	_                                               [64]byte
 }
 
 func newRxQueue(ifindex, id int, c *Config) (r *rxQueue, err error) {
@@ -83,6 +84,12 @@ func (r *rxQueue) joinFanout(group int) (int, error) {
 	return group, nil
 }
 
+// sllPktTypeOff is where the kernel writes the frame's sockaddr_ll packet
+// type (sll_pkttype) in a ring frame: the sockaddr_ll follows the
+// TPACKET_V2 header at TPACKET_ALIGN(sizeof(struct tpacket2_hdr)) = 32, and
+// sll_pkttype is its byte 10.
+const sllPktTypeOff = 32 + 10
+
 // hdr returns the TPACKET_V2 header of ring frame i.
 func (r *rxQueue) hdr(i int) *unix.Tpacket2Hdr {
 	return (*unix.Tpacket2Hdr)(unsafe.Pointer(&r.ring[i*frameSize]))
@@ -98,7 +105,13 @@ func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
 		if st&unix.TP_STATUS_USER == 0 {
 			break
 		}
-		if h.Len != h.Snaplen || int(h.Mac)+int(h.Snaplen) > frameSize || h.Snaplen > packet.BufSize-packet.Headroom {
+		if r.ring[r.next*frameSize+sllPktTypeOff] == unix.PACKET_OUTGOING {
+			// Our own transmission looped back. PACKET_IGNORE_OUTGOING
+			// is set on the socket, but a fanout group delivers through
+			// its own hook, which does not honour it: filter here too,
+			// or a router would route its own output again.
+			r.outgoing++
+		} else if h.Len != h.Snaplen || int(h.Mac)+int(h.Snaplen) > frameSize || h.Snaplen > packet.BufSize-packet.Headroom {
 			trunc++
 		} else {
 			p := r.pool.Get()
@@ -127,6 +140,10 @@ func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
 	}
 	if trunc != 0 {
 		r.truncated.Add(trunc)
+	}
+	if r.outgoing != 0 {
+		r.outgoingSeen.Add(r.outgoing)
+		r.outgoing = 0
 	}
 	return got
 }

@@ -1,6 +1,7 @@
 package all
 
 import (
+	_ "github.com/junction-dataplane/junction/drivers/afpacket"
 	_ "github.com/junction-dataplane/junction/drivers/afxdp"
 	_ "github.com/junction-dataplane/junction/drivers/gen"
 	_ "github.com/junction-dataplane/junction/drivers/pcap"
