@@ -113,6 +113,13 @@ type Conntrack struct {
 	full   elements.Reason
 	counts [resCount]uint64 // per batch, published once per batch
 
+	// Per chunk: each packet's parsed tuple, L4 header, parse result and
+	// bucket.
+	keys [chunk]Tuple
+	l4   [chunk][]byte
+	res  [chunk]int
+	hs   [chunk]uint32
+
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
 	invalid                                             [resCount]*atomic.Uint64
 }
@@ -188,29 +195,49 @@ func (e *Conntrack) publish() {
 	}
 }
 
+// chunk is how many packets Push prepares at once (Table.Warm).
+const chunk = 64
+
 // Push tracks every packet: valid and untracked ones go to output 0 as one
-// batch (in order), invalid ones to output 1.
+// batch (in order), invalid ones to output 1. It works in chunks of up to
+// 64 packets in three passes: parse every packet's tuple, prefetch the
+// table memory all of them will touch (Table.Warm), then track them one by
+// one with the memory in cache.
 func (e *Conntrack) Push(_ int, b *packet.Batch) {
 	t := e.t
 	now := t.now()
 	inv := e.inv
 	n := 0
-	for _, p := range b.Pkts {
-		r := t.track(p, now)
-		switch {
-		case r <= resUntracked:
-			b.Pkts[n] = p
-			n++
-		case r == resFull:
-			e.st.Drop(p, e.full)
-		default:
-			p.Ct = packet.Ct{State: packet.CtInvalid}
-			inv.Add(p)
+	pkts := b.Pkts
+	for off := 0; off < len(pkts); off += chunk {
+		ps := pkts[off:min(off+chunk, len(pkts))]
+		for i, p := range ps {
+			e.keys[i], e.l4[i], e.res[i] = parsePacket(p)
 		}
-		e.counts[r]++
+		t.Warm(e.keys[:len(ps)], e.hs[:])
+		for i, p := range ps {
+			r := e.res[i]
+			if r == resOK || r == resICMPError {
+				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], now)
+			} else {
+				p.Ct = packet.Ct{}
+			}
+			switch {
+			case r <= resUntracked:
+				pkts[n] = p
+				n++
+			case r == resFull:
+				e.st.Drop(p, e.full)
+			default:
+				p.Ct = packet.Ct{State: packet.CtInvalid}
+				inv.Add(p)
+			}
+			e.counts[r]++
+			e.l4[i] = nil
+		}
 	}
-	clear(b.Pkts[n:])
-	b.Pkts = b.Pkts[:n]
+	clear(pkts[n:])
+	b.Pkts = pkts[:n]
 	e.flushCounts()
 	e.out0.Push(b)
 	if len(inv.Pkts) > 0 {
@@ -290,22 +317,27 @@ func parseTuple(h []byte) (k Tuple, l4 []byte, res int) {
 // track).
 const resICMPError = 100
 
-// track tracks one packet and annotates it.
-func (t *Table) track(p *packet.Packet, now int64) int {
+// parsePacket reads a packet's flow tuple: resOK, resICMPError (then l4 is
+// the ICMP message), resUntracked (not IPv4) or why it is invalid.
+func parsePacket(p *packet.Packet) (Tuple, []byte, int) {
 	d := p.Data
 	l3 := int(p.L3)
-	p.Ct = packet.Ct{}
 	if l3 < packet.EthernetLen || l3 > len(d) || binary.BigEndian.Uint16(d[l3-2:]) != packet.EtherTypeIPv4 {
-		return resUntracked
+		return Tuple{}, nil, resUntracked
 	}
-	h := d[l3:]
-	k, l4, res := parseTuple(h)
+	return parseTuple(d[l3:])
+}
+
+// track tracks one packet whose tuple k (in bucket hb) and L4 header
+// parsePacket found, with result res (resOK or resICMPError), and
+// annotates it.
+func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb uint32, now int64) int {
+	p.Ct = packet.Ct{}
 	if res == resICMPError {
 		return t.trackRelated(p, l4, now)
 	}
-	if res != resOK {
-		return res
-	}
+	k := *kp
+	h := p.Data[p.L3:]
 	seg := segNone
 	if k.Proto == packet.ProtoTCP {
 		var ok bool
@@ -313,7 +345,7 @@ func (t *Table) track(p *packet.Packet, now int64) int {
 			return resTCPFlags
 		}
 	}
-	idx, dir, found := t.Find(&k, now)
+	idx, dir, found := t.findIn(&k, hb, now)
 	if !found {
 		switch {
 		case k.Proto == packet.ProtoTCP && seg != segSyn && seg != segAck:
@@ -440,6 +472,7 @@ func Release(pool *packet.Pool) {
 		t.refs--
 		if t.refs <= 0 {
 			delete(registry.m, pool)
+			t.release()
 		}
 	}
 }

@@ -3,7 +3,9 @@ package conntrack
 import (
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -53,14 +55,12 @@ const (
 // hash-chain and list links, timeout, counters and the fast-path rewrite of
 // each direction. It fits in 128 bytes (Linux's nf_conn is ~300).
 type Conn struct {
+	// Cache line 0: what a lookup and the tracking of a packet read and
+	// write (tables are 2 MiB aligned, entries 128 bytes: two lines each).
 	T       [2]Tuple
 	next    [2]uint32 // hash chain per direction: node ids (index<<1 | dir), 0 ends
-	prev    uint32    // list links (unassured, assured or free list)
-	nxt     uint32
-	Expires int64 // monotonic nanoseconds
+	Expires int64     // monotonic nanoseconds
 	Packets [2]uint32
-	Bytes   [2]uint64
-	Fast    [2]Fast
 	State   uint8 // TCP state (tcp*); 0 for other protocols
 	Flags   uint8
 	Dev     [2]uint8 // input device of each direction (low 8 bits of InDevice)
@@ -68,6 +68,11 @@ type Conn struct {
 	// packet annotated with a flow that was evicted later in its batch
 	// (and the entry reused) no longer matches (FlowOf).
 	Tag uint32
+	// Cache line 1: counters, the fast paths, the list links.
+	Bytes [2]uint64
+	Fast  [2]Fast
+	prev  uint32 // list links (unassured, assured or free list)
+	nxt   uint32
 }
 
 // Has reports whether all of flags f are set.
@@ -103,6 +108,7 @@ type Table struct {
 	tag        uint32
 	refs       int  // registry references
 	configured bool // a Conntrack element set the capacity
+	mem        [2]*mapping
 }
 
 // NewTable returns a table for capacity flows with the given timeouts and
@@ -118,9 +124,23 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 		now = nanotime
 	}
 	capacity = max(capacity, 1)
-	t.conns = make([]Conn, capacity+1)
+	t.release()
 	nb := 1 << bits.Len(uint(2*capacity-1)) // ≥ 2 nodes per entry: chains stay ~1 long
-	t.buckets = make([]uint32, nb)
+	if p, m := allocRaw((capacity + 1) * int(unsafe.Sizeof(Conn{}))); p != nil {
+		t.conns, t.mem[0] = unsafe.Slice((*Conn)(p), capacity+1), m
+	} else {
+		t.conns = make([]Conn, capacity+1)
+	}
+	if p, m := allocRaw(nb * 4); p != nil {
+		t.buckets, t.mem[1] = unsafe.Slice((*uint32)(p), nb), m
+	} else {
+		t.buckets = make([]uint32, nb)
+	}
+	if t.mem != [2]*mapping{} {
+		// A table nobody Releases (NewTable in tests) still returns
+		// its mappings when it becomes garbage.
+		runtime.AddCleanup(t, func(m [2]*mapping) { m[0].free(); m[1].free() }, t.mem)
+	}
 	t.mask = uint32(nb - 1)
 	t.seed0, t.seed1 = rand.Uint64()|1, rand.Uint64()
 	t.timeouts, t.now = to, now
@@ -134,6 +154,15 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 			t.conns[i].nxt = uint32(i + 1)
 		}
 	}
+}
+
+// release returns the table's memory if it was mapped outside the heap and
+// empties the table (FlowOf then finds nothing in it).
+func (t *Table) release() {
+	t.conns, t.buckets, t.mask = nil, nil, 0
+	t.mem[0].free()
+	t.mem[1].free()
+	t.mem = [2]*mapping{}
 }
 
 // SetClock replaces the table's clock (monotonic nanoseconds); tests use it
@@ -170,7 +199,12 @@ func (t *Table) Lookup(k *Tuple) (idx uint32, dir uint8, ok bool) {
 	if len(t.buckets) == 0 {
 		return 0, 0, false
 	}
-	n := t.buckets[t.hash(k)]
+	return t.lookupIn(k, t.hash(k))
+}
+
+// lookupIn is Lookup in bucket h (the hash of k).
+func (t *Table) lookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
+	n := t.buckets[h&t.mask]
 	for n != 0 {
 		c := &t.conns[n>>1]
 		d := n & 1
@@ -184,13 +218,58 @@ func (t *Table) Lookup(k *Tuple) (idx uint32, dir uint8, ok bool) {
 
 // Find is Lookup that treats an expired entry as absent (and removes it).
 func (t *Table) Find(k *Tuple, now int64) (idx uint32, dir uint8, ok bool) {
-	idx, dir, ok = t.Lookup(k)
+	if len(t.buckets) == 0 {
+		return 0, 0, false
+	}
+	return t.findIn(k, t.hash(k), now)
+}
+
+// findIn is Find in bucket h (the hash of k).
+func (t *Table) findIn(k *Tuple, h uint32, now int64) (idx uint32, dir uint8, ok bool) {
+	idx, dir, ok = t.lookupIn(k, h)
 	if ok && now >= t.conns[idx].Expires {
 		t.Delete(idx)
 		t.Expired++
 		return 0, 0, false
 	}
 	return idx, dir, ok
+}
+
+// Warm prepares the lookups of a batch's keys: it computes each key's
+// bucket into hs and prefetches, in two passes over the batch, the buckets
+// and then the two cache lines of the entry each bucket points to. At 1M
+// flows every one of those is a cache miss; done one packet at a time they
+// are paid one after another (~100 ns each), done batch-wise they overlap.
+// Use LookupIn with hs[i] afterwards (a lookup is still exact: Warm only
+// moves memory, so flows created or deleted in between are seen).
+func (t *Table) Warm(keys []Tuple, hs []uint32) {
+	if len(t.buckets) == 0 {
+		return
+	}
+	hs = hs[:len(keys)]
+	base := uintptr(unsafe.Pointer(&t.buckets[0]))
+	for i := range keys {
+		h := t.hash(&keys[i])
+		hs[i] = h
+		prefetch(base + uintptr(h)*4)
+	}
+	cb := uintptr(unsafe.Pointer(&t.conns[0]))
+	for _, h := range hs {
+		if n := t.buckets[h]; n != 0 {
+			a := cb + uintptr(n>>1)*unsafe.Sizeof(Conn{})
+			prefetch(a)
+			prefetch(a + 64)
+		}
+	}
+	runtime.KeepAlive(t)
+}
+
+// LookupIn is Lookup for a key whose bucket Warm computed.
+func (t *Table) LookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
+	if len(t.buckets) == 0 {
+		return 0, 0, false
+	}
+	return t.lookupIn(k, h)
 }
 
 func (t *Table) link(idx uint32, dir uint8) {

@@ -15,10 +15,9 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/ip"
 )
 
-
 // build makes one instance of typ on the shared pool, outputs bound to
 // targets (nil: a recorder).
-func build(t *testing.T, pool *packet.Pool, typ string, cfg any, outs ...elements.Element) (elements.Element, *elements.Stats, []*elementtest.Recorder) {
+func build(t testing.TB, pool *packet.Pool, typ string, cfg any, outs ...elements.Element) (elements.Element, *elements.Stats, []*elementtest.Recorder) {
 	t.Helper()
 	ty, _ := elements.Lookup(typ)
 	if v, ok := cfg.(elements.Validator); ok {

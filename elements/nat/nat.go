@@ -228,8 +228,16 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	return &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
-		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}, nil
+	e := &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
+		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
+	registerSteering(e, e.rules)
+	return e, nil
+}
+
+// Close withdraws the element's rules from SteeringHash.
+func (e *DNAT) Close() error {
+	registerSteering(e, nil)
+	return nil
 }
 
 // Push decides new flows and rewrites destinations.

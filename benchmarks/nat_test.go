@@ -1,0 +1,246 @@
+package benchmarks
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// natGraph returns configs/bench-nat.toml with flows distinct UDP flows, a
+// Conntrack capacity of 5/4 of them, and (fast == false) without the
+// FastTrack elements: FromDevice feeds the Classifier and the EtherRewrites
+// feed the ToDevices, so the slow path is measured alone. count > 0 makes
+// the wan generator finite.
+func natGraph(t testing.TB, flows int, fast bool, count int) []byte {
+	src, err := os.ReadFile("../configs/bench-nat.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	rep := func(old, new string) {
+		if !strings.Contains(s, old) {
+			t.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
+		}
+		s = strings.Replace(s, old, new, 1)
+	}
+	rep("flows     = 10000", fmt.Sprintf("flows     = %d", flows))
+	rep("capacity = 65536", fmt.Sprintf("capacity = %d", flows+flows/4))
+	if count > 0 {
+		rep("[devices.wan]\n", fmt.Sprintf("[devices.wan]\ncount = %d\n", count))
+	}
+	if !fast {
+		rep(`"FromDevice(wan) -> ft :: FastTrack(2, either-direction)",`, `"FromDevice(wan) -> cls",`)
+		rep(`"ft[0] -> cls :: Classifier(ip, -)",`, `"cls :: Classifier(ip, -)",`)
+		rep(`-> [0]ftl :: FastTrackLearn(2)"`, `-> ToDevice(lan)"`)
+		rep(`-> [1]ftl"`, `-> ToDevice(wan)"`)
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			l2 := strings.TrimSpace(l)
+			if strings.HasPrefix(l2, `"ftl[`) || strings.HasPrefix(l2, `"ft[`) {
+				continue
+			}
+			keep = append(keep, l)
+		}
+		s = strings.Join(keep, "\n")
+		if _, links, _ := strings.Cut(s, "[graph]"); strings.Contains(links, "FastTrack") || strings.Contains(links, "ft[") {
+			t.Fatalf("slow-path graph still has FastTrack:\n%s", s)
+		}
+	}
+	return []byte(s)
+}
+
+// buildNAT builds the NAT graph on one worker for stepping with Round.
+func buildNAT(t testing.TB, flows int, fast bool) *pipeline.Router {
+	g, err := pipeline.Parse("bench-nat.toml", natGraph(t, flows, fast, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// counter sums an element counter over workers in a snapshot.
+func counter(s *pipeline.Snapshot, element, name string) uint64 {
+	var v uint64
+	for _, e := range s.Elements {
+		if e.Element != element {
+			continue
+		}
+		for _, c := range e.Counters {
+			if c.Name == name {
+				v += c.Value
+			}
+		}
+	}
+	return v
+}
+
+// threadCPU is the calling thread's CPU time. On a machine shared with
+// other work the wall clock counts the time the thread was preempted;
+// its CPU time does not, so packets per CPU-second is what one core
+// actually does.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkNATGraph steps configs/bench-nat.toml (gen → [FastTrack →]
+// Classifier → Conntrack → DNAT → IPLookup → DecTTL → EtherRewrite
+// [→ FastTrackLearn] → gen sink, 64-byte UDP) on one worker, one op per
+// round of a 64-packet batch, with 10k and 1M live flows, through the slow
+// path alone and with FastTrack. Before measuring, every flow is created
+// (and, with FastTrack, seen often enough to be fast-tracked): 6 packets
+// per flow on average. Metrics: ns/pkt and Mpps of wall time, Mpps-cpu
+// per second of the worker thread's CPU time, and the share of packets
+// FastTrack handled while measuring. ns/pkt includes the generator.
+func BenchmarkNATGraph(b *testing.B) {
+	for _, flows := range []int{10_000, 1_000_000} {
+		for _, fast := range []bool{false, true} {
+			path := map[bool]string{false: "slow", true: "fast"}[fast]
+			name := fmt.Sprintf("flows=%s/path=%s", map[int]string{10_000: "10k", 1_000_000: "1M"}[flows], path)
+			b.Run(name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				r := buildNAT(b, flows, fast)
+				for warm := 0; warm < 6*flows; {
+					warm += r.Round(0)
+				}
+				s0 := r.Snapshot()
+				if e := counter(s0, "ct", "entries"); e < uint64(flows)*99/100 {
+					b.Fatalf("%d live flows after warm-up, want %d", e, flows)
+				}
+				b.ReportAllocs()
+				cpu0 := threadCPU()
+				pkts := 0
+				for b.Loop() {
+					pkts += r.Round(0)
+				}
+				cpu := threadCPU() - cpu0
+				ns := float64(b.Elapsed().Nanoseconds())
+				s1 := r.Snapshot()
+				b.ReportMetric(ns/float64(pkts), "ns/pkt")
+				b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+				if cpu > 0 {
+					b.ReportMetric(float64(pkts)/cpu.Seconds()/1e6, "Mpps-cpu")
+				}
+				hits := counter(s1, "ft", "fasttracked packets") - counter(s0, "ft", "fasttracked packets")
+				b.ReportMetric(float64(hits)/float64(pkts), "fast-share")
+				if fast && float64(hits) < 0.9*float64(pkts) {
+					b.Errorf("FastTrack handled %d of %d packets", hits, pkts)
+				}
+				if e := counter(s1, "ct", "entries"); e < uint64(flows)*99/100 {
+					b.Errorf("%d live flows at the end, want %d", e, flows)
+				}
+			})
+		}
+	}
+}
+
+// TestNATGraphAllocs: a round of the NAT graph allocates nothing, on the
+// slow path and on the fast path.
+func TestNATGraphAllocs(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		r := buildNAT(t, 256, fast)
+		for range 200 { // create and fast-track every flow, make the pools
+			r.Round(0)
+		}
+		allocs := testing.AllocsPerRun(500, func() {
+			if r.Round(0) == 0 {
+				t.Fatal("empty round")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("fast=%v: %v allocations per round", fast, allocs)
+		}
+		if s := r.Snapshot(); fast && counter(s, "ft", "fasttracked packets") == 0 {
+			t.Error("FastTrack never engaged")
+		}
+	}
+}
+
+// BenchmarkNATWorkers runs the fast NAT graph with 1 and 2 workers (not
+// pinned) on 1024 flows; each worker has its own gen queue drawing from all
+// flows. It reports the aggregate Mpps (wall), Mpps per CPU-second of the
+// whole process, and the busiest/least-busy worker ratio of packets per
+// busy second from the snapshot (with 1 worker: 1).
+func BenchmarkNATWorkers(b *testing.B) {
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			n := max(b.N, 64)
+			g, err := pipeline.Parse("bench-nat.toml", natGraph(b, 1024, true, n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			t0 := time.Now()
+			r, err := pipeline.Start(g, pipeline.Options{Workers: w, NoPin: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := r.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(t0)
+			cpu := processCPU() - cpu0
+			b.StopTimer()
+			s := r.Snapshot()
+			b.ReportMetric(float64(n)/d.Seconds()/1e6, "Mpps")
+			b.ReportMetric(float64(n)/cpu.Seconds()/1e6, "Mpps-cpu")
+			b.ReportMetric(busyRatio(s), "busy-ratio")
+			b.ReportMetric(pktRatio(s), "pkt-ratio")
+		})
+	}
+}
+
+// busyRatio is the busiest worker's busy time over the least busy one's.
+func busyRatio(s *pipeline.Snapshot) float64 {
+	lo, hi := ^uint64(0), uint64(0)
+	for _, w := range s.Workers {
+		lo, hi = min(lo, w.BusyNanos), max(hi, w.BusyNanos)
+	}
+	if lo == 0 {
+		return 0
+	}
+	return float64(hi) / float64(lo)
+}
+
+// pktRatio is the most packets a worker received over the fewest.
+func pktRatio(s *pipeline.Snapshot) float64 {
+	per := map[int]uint64{}
+	for _, e := range s.Elements {
+		if e.Type == "FromDevice" {
+			per[e.Worker] += e.Packets
+		}
+	}
+	lo, hi := ^uint64(0), uint64(0)
+	for _, v := range per {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo == 0 || len(per) == 0 {
+		return 0
+	}
+	return float64(hi) / float64(lo)
+}
