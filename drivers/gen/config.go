@@ -73,6 +73,16 @@ func parseRange(key, s string) (addrRange, error) {
 	if s == "" {
 		return addrRange{}, elements.Errorf(key, "empty address")
 	}
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		// An inclusive range FIRST-LAST, e.g. 10.0.0.0-10.18.255.255
+		// (1.25M destinations: what no single CIDR gives).
+		a, err1 := netip.ParseAddr(strings.TrimSpace(lo))
+		z, err2 := netip.ParseAddr(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil || !a.Is4() || !z.Is4() || u32(z) < u32(a) {
+			return addrRange{}, elements.Errorf(key, "bad range %q: want FIRST-LAST, two IPv4 addresses in order", s)
+		}
+		return addrRange{first: u32(a), n: uint64(u32(z)-u32(a)) + 1}, nil
+	}
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
 		if err != nil {

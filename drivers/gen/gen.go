@@ -63,7 +63,8 @@ Keys (besides driver, addresses, mac):
                                54..1514 for tcp; the payload is zeros.
   src      = "198.18.0.1"      IPv4 address or CIDR the source addresses
                                come from (see flows).
-  dst      = "198.19.0.0/16"   IPv4 address or CIDR; each packet's
+  dst      = "198.19.0.0/16"   IPv4 address, CIDR or FIRST-LAST range
+                               (10.0.0.0-10.18.255.255); each packet's
                                destination is drawn uniformly from it,
                                independently of its flow.
   flows    = 1                 number of distinct (source address, source
@@ -407,6 +408,7 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		p.Data = data
 		p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
 		p.NextHop = netip.Addr{}
+		p.Ct = packet.Ct{}
 		p.FlowHash = 0
 		b.Add(p)
 	}

@@ -1,6 +1,8 @@
 package arp
 
 import (
+	"github.com/junction-dataplane/junction/elements/conntrack"
+
 	"sync"
 	"sync/atomic"
 )
@@ -139,6 +141,11 @@ func (t *table) learn(ip uint32, mac uint64, now int64, create bool, deadBefore 
 			s.mac.Store(macValid | mac)
 		}
 		t.mu.Unlock()
+		if m&macValid != 0 {
+			// A known neighbour moved: fast-path entries learned with
+			// its old MAC must not outlive it.
+			conntrack.Invalidate()
+		}
 	}
 	s.seen.Store(now)
 	return true

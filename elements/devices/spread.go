@@ -6,6 +6,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/nat"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -121,7 +122,10 @@ func (sp *spreader) target(h uint32) int { return int(uint64(h) * sp.n >> 32) }
 func (sp *spreader) handOff(b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {
-		fh := packet.FlowHash(p)
+		// SteeringHash is packet.FlowHash, except that a reply from a DNAT
+		// backend hashes as if it came from the public address it serves,
+		// so that both directions of a DNAT'd flow land on one worker.
+		fh := nat.SteeringHash(p.Data, int(p.L3))
 		p.FlowHash = fh
 		t := sp.target(fh)
 		if t == sp.me {
@@ -175,6 +179,10 @@ func copyPacket(q, p *packet.Packet) {
 	copy(q.Data, p.Data)
 	q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
 	q.NextHop, q.FlowHash, q.Scratch = p.NextHop, p.FlowHash, p.Scratch
+	// A flow annotation names the sender's per-worker flow table: never
+	// carry it to another worker (and never leave a stale one in a lent
+	// buffer).
+	q.Ct = packet.Ct{}
 }
 
 // receive pushes what other workers handed to this one, at most one batch
