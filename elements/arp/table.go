@@ -1,10 +1,10 @@
 package arp
 
 import (
-	"github.com/junction-dataplane/junction/elements/conntrack"
-
 	"sync"
 	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements/conntrack"
 )
 
 // The neighbour table is shared by every worker's ARPQuerier of one graph

@@ -2,6 +2,8 @@ package ip
 
 import (
 	"net/netip"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -12,37 +14,131 @@ type IPLookupConfig struct {
 	Routes     []string `toml:"routes"`
 	RoutesFile string   `toml:"routes_file"`
 	Miss       int      `toml:"miss"`
+	Source     string   `toml:"source"`
+	KTable     string   `toml:"table"`
+	Interfaces []string `toml:"interfaces"`
+	NetNS      string   `toml:"netns"`
+	MaxRoutes  int      `toml:"max_routes"`
 
-	routes []Route // parsed by Validate
-	outs   int
+	routes  []Route // parsed by Validate
+	checked bool    // routes passed precheck
+	outs    int
+	ktable  int
+	limits  Limits
+	srcName string // "config" or "kernel"
 }
 
 // Validate parses the routes and the routes file (at load time, so that a
-// bad line stops the graph before it starts).
+// bad line stops the graph before it starts) and checks the table fits the
+// limits before anything is built.
 func (c *IPLookupConfig) Validate() error {
-	rs, err := parseRoutes(c.Routes, c.RoutesFile)
+	if c.MaxRoutes < 0 {
+		return elements.Errorf("max_routes", "%d: want a positive number (0 = %d)", c.MaxRoutes, DefaultMaxRoutes)
+	}
+	c.limits = Limits{MaxRoutes: c.MaxRoutes}
+	if c.Miss < -1 || c.Miss > MaxPort {
+		return elements.Errorf("miss", "%d out of range: -1 (drop) or a port 0..%d", c.Miss, MaxPort)
+	}
+	switch c.Source {
+	case "", "config":
+		c.srcName = "config"
+		for _, k := range []struct{ key, val string }{{"table", c.KTable}, {"netns", c.NetNS}} {
+			if k.val != "" {
+				return elements.Errorf(k.key, "only with source = \"kernel\"")
+			}
+		}
+		if len(c.Interfaces) > 0 {
+			return elements.Errorf("interfaces", "only with source = \"kernel\"")
+		}
+	case "kernel":
+		c.srcName = "kernel"
+		if len(c.Routes) > 0 || c.RoutesFile != "" {
+			return elements.Errorf("source", "source = \"kernel\" mirrors the kernel's routes: remove routes and routes_file")
+		}
+		if len(c.Interfaces) == 0 {
+			return elements.Errorf("interfaces", "source = \"kernel\" needs interfaces: the kernel interface of each output port, in port order")
+		}
+		if len(c.Interfaces) > MaxPort+1 {
+			return elements.Errorf("interfaces", "%d interfaces: at most %d", len(c.Interfaces), MaxPort+1)
+		}
+		seen := map[string]int{}
+		for i, n := range c.Interfaces {
+			if n == "" {
+				return elements.Errorf("interfaces", "entry %d is empty", i+1)
+			}
+			if j, dup := seen[n]; dup {
+				return elements.Errorf("interfaces", "%q is both port %d and port %d", n, j, i)
+			}
+			seen[n] = i
+		}
+		t, err := parseKernelTable(c.KTable)
+		if err != nil {
+			return elements.Errorf("table", "%v", err)
+		}
+		c.ktable = t
+		c.routes = nil
+		c.outs = max(c.Miss+1, len(c.Interfaces))
+		return nil
+	default:
+		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
+	}
+	rs, err := parseRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
-	if len(rs) == 0 {
+	if len(rs.routes) == 0 {
 		if c.RoutesFile != "" {
 			return elements.Errorf("routes_file", "%s holds no routes", c.RoutesFile)
 		}
 		return elements.Errorf("routes", "no routes: give routes or routes_file")
 	}
-	if c.Miss < -1 || c.Miss > MaxPort {
-		return elements.Errorf("miss", "%d out of range: -1 (drop) or a port 0..%d", c.Miss, MaxPort)
+	key := "routes"
+	if c.RoutesFile != "" {
+		key = "routes_file"
 	}
-	c.routes = rs
+	if len(rs.routes) > (&Table{limits: c.limits}).maxRoutes() {
+		return elements.Errorf(key, "%d routes exceed max_routes %d", len(rs.routes), (&Table{limits: c.limits}).maxRoutes())
+	}
+	if err := precheck(rs.routes); err != nil {
+		return elements.Errorf(key, "%v", err)
+	}
+	c.routes = rs.routes
+	c.checked = true
 	c.outs = c.Miss + 1
-	for _, r := range rs {
+	for _, r := range rs.routes {
 		c.outs = max(c.outs, r.Out+1)
+		for _, h := range r.Also {
+			c.outs = max(c.outs, h.Out+1)
+		}
 	}
 	return nil
 }
 
+func parseKernelTable(s string) (int, error) {
+	switch s {
+	case "", "main":
+		return 254, nil
+	case "local":
+		return 255, nil
+	case "default":
+		return 253, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 1<<31-1 {
+		return 0, errBadTable(s)
+	}
+	return n, nil
+}
+
+type errBadTable string
+
+func (e errBadTable) Error() string {
+	return strconv.Quote(string(e)) + ": want main, local, default or a table number"
+}
+
 // Ports implements elements.PortCounter: one output per port a route or
-// miss names, up to the highest.
+// miss names, up to the highest (with source = "kernel": one per
+// interface).
 func (c *IPLookupConfig) Ports() (in, out int) { return 1, c.outs }
 
 func init() {
@@ -52,58 +148,110 @@ func init() {
 		New:       newIPLookup,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "IPLookup(routes, [routes_file], [miss])",
-			Summary:  "longest-prefix-match IPv4 routing: sets the next-hop annotation and picks the output",
-			Ports: "input 0: IPv4 packets (header at the L3 offset).\n" +
-				"outputs 0..N-1: N is one more than the highest port a route's out or miss names; " +
-				"a packet leaves on its route's out port.",
+			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes])",
+			Summary:  "longest-prefix-match IPv4 and IPv6 routing with ECMP: sets the next-hop annotation and picks the output",
+			Ports: "input 0: IPv4 or IPv6 packets (header at the L3 offset; the version nibble decides).\n" +
+				"outputs 0..N-1: N is one more than the highest port a route's out or miss names " +
+				"(with source = \"kernel\": one per interface); a packet leaves on its route's out port.",
 			Keys: []elements.Key{
 				{Name: "routes", Type: "[]string",
-					Doc: "routes, each \"PREFIX [via NEXTHOP] out PORT\"; a bare address is a /32; without via the network is directly connected"},
+					Doc: "routes, each \"PREFIX [via NEXTHOP]... out PORT...\" (IPv4 or IPv6); a bare address is a host route; " +
+						"without via the network is directly connected; several via make an ECMP route " +
+						"(\"0.0.0.0/0 via 10.1.0.2 via 10.2.0.2 out 0 out 1\": the i-th via leaves on the i-th out, or all on a single out)"},
 				{Name: "routes_file", Type: "string",
-					Doc: "a file of routes in the same syntax, one per line; # starts a comment; blank lines are skipped"},
+					Doc: "a file of routes in the same syntax, one per line; # starts a comment; blank lines are skipped; " +
+						"a full Internet table (1M prefixes) loads in about a second"},
 				{Name: "miss", Type: "int", Default: "-1", Doc: "output port for packets without a route; -1 drops them"},
+				{Name: "source", Type: "string", Default: "config",
+					Doc: "\"config\": the routes and routes_file keys; \"kernel\": mirror the IPv4 and IPv6 unicast routes of a kernel " +
+						"routing table through netlink (an initial dump, then every change, applied live), so that any " +
+						"routing daemon that programs the kernel (BIRD, FRR, ip route) drives the forwarder"},
+				{Name: "table", Type: "string", Default: "main", Doc: "with source = \"kernel\": the kernel table (main, local, default or a number)"},
+				{Name: "interfaces", Type: "[]string",
+					Doc: "with source = \"kernel\": the kernel interface behind each output port, in port order; " +
+						"routes through other interfaces are not mirrored (counted as \"kernel routes skipped\")"},
+				{Name: "netns", Type: "string", Doc: "with source = \"kernel\": a named network namespace (ip netns) to read; default: the forwarder's own"},
+				{Name: "max_routes", Type: "int", Default: "4000000",
+					Doc: "the most routes the table may hold; a routes file or a change that would exceed it (or the " +
+						"structure's fixed capacity: 32767 /24s holding a longer prefix, 32767 distinct next-hop sets) " +
+						"is refused before anything is replaced"},
 			},
-			Stats: "drops: \"no route\" (no prefix matches and miss is -1), \"too short\" (no 20-byte header at L3), " +
-				"\"not ipv4\" (version is not 4), \"no such port\" (a route installed at run time names a port this element does not have).",
+			Stats: "drops: \"no route\" (no prefix matches and miss is -1), \"too short\" (no IPv4 or IPv6 header at L3), " +
+				"\"not ip\" (version is neither 4 nor 6), \"no such port\" (a route installed at run time names a port this element " +
+				"does not have). With source = \"kernel\": counters \"kernel routes applied\", \"kernel routes skipped\", " +
+				"\"kernel resyncs\".",
 			Example: "[elements.rt]\ntype = \"IPLookup\"\n" +
-				"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"0.0.0.0/0 via 192.0.2.1 out 1\"]",
-			SeeAlso: "ARPQuerier, EtherRewrite",
-			Text: "The next-hop annotation becomes the route's via address, or the packet's destination " +
-				"for a directly connected route; ARPQuerier resolves it. A prefix may appear once " +
-				"(routes and routes_file together); host bits must be clear. The table is shared by " +
-				"all workers and read without locks: a new version is built and swapped in atomically " +
-				"(read-copy-update), see Table. Lookup is a 16-8-8 multibit trie: at most three " +
-				"dependent loads per packet whatever the number of routes or destinations seen; " +
-				"nothing is cached per destination.",
+				"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"2001:db8::/32 via 2001:db8:1::1 out 1\",\n" +
+				"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\"]\n\n" +
+				"[elements.kernel_rt]\ntype = \"IPLookup\"\nsource = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]",
+			SeeAlso: "ARPQuerier, EtherRewrite, CheckIP6Header, DecHopLimit, forwarder routes",
+			Text: "The next-hop annotation becomes the path's via address, or the packet's destination for a directly " +
+				"connected route; ARPQuerier resolves it. An ECMP route's path is chosen by the packet's symmetric flow " +
+				"hash (packet.FlowHash, computed once and kept in the FlowHash annotation), so a flow keeps one path. " +
+				"A prefix may appear once (routes and routes_file together); host bits must be clear. " +
+				"IPv4 lookups use DIR-24-8 (as DPDK's rte_lpm, with 16-bit entries: 32 MiB, plus 512 bytes per /24 " +
+				"holding a longer prefix): one memory access per packet, two under a /25../32, whatever the number of " +
+				"routes or of destinations seen — nothing is cached per destination, so the rate does not depend on " +
+				"the traffic's spread. A batch's first-level loads are issued together so that their cache misses " +
+				"overlap. IPv6 uses a stride-8 multibit trie. The table is shared by all workers and read without " +
+				"locks: changes build a new version by copy-on-write of the pages they touch and publish it " +
+				"atomically (read-copy-update); each batch is looked up in one version. `forwarder routes -config " +
+				"FILE [ADDR]` prints the table size, its memory and the route chosen for an address.",
 		},
 	})
+}
+
+// sharedTable is what all workers' instances of one IPLookup share.
+type sharedTable struct {
+	table *Table
+	ksync *kernelSync
+	refs  atomic.Int32
 }
 
 // IPLookup is one worker's instance. The table is shared by every worker's
 // instance of the same graph element.
 type IPLookup struct {
 	table *Table
+	sh    *sharedTable
 	outs  []*elements.Output
 	split []*packet.Batch
 	miss  int
 	st    *elements.Stats
+	dst   []uint32
+	val   []uint16
 
-	noRoute, tooShort, notIPv4, noPort elements.Reason
+	noRoute, tooShort, notIP, noPort elements.Reason
 }
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
-	v, err := ctx.Shared(func() (any, error) { return NewTable(c.routes) })
+	v, err := ctx.Shared(func() (any, error) {
+		t, err := newTable(c.routes, c.limits, c.checked)
+		if err != nil {
+			return nil, err
+		}
+		sh := &sharedTable{table: t}
+		if c.srcName == "kernel" {
+			ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, ctx.Stats)
+			if err != nil {
+				return nil, err
+			}
+			sh.ksync = ks
+		}
+		return sh, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	e := &IPLookup{table: v.(*Table), outs: ctx.Outputs, miss: c.Miss, st: ctx.Stats,
+	sh := v.(*sharedTable)
+	sh.refs.Add(1)
+	e := &IPLookup{table: sh.table, sh: sh, outs: ctx.Outputs, miss: c.Miss, st: ctx.Stats,
 		noRoute: ctx.Stats.Reason("no route"), tooShort: ctx.Stats.Reason("too short"),
-		notIPv4: ctx.Stats.Reason("not ipv4"), noPort: ctx.Stats.Reason("no such port")}
+		notIP: ctx.Stats.Reason("not ip"), noPort: ctx.Stats.Reason("no such port"),
+		dst: make([]uint32, max(ctx.Batch, packet.DefaultBatch)), val: make([]uint16, max(ctx.Batch, packet.DefaultBatch))}
 	e.split = make([]*packet.Batch, len(ctx.Outputs))
 	for i := range e.split {
-		e.split[i] = packet.NewBatch(ctx.Batch)
+		e.split[i] = packet.NewBatch(max(ctx.Batch, packet.DefaultBatch))
 	}
 	return e, nil
 }
@@ -112,33 +260,113 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 // workers), for control-plane code that updates it.
 func (e *IPLookup) Table() *Table { return e.table }
 
+// Close stops the kernel route mirror when the last worker's instance
+// closes.
+func (e *IPLookup) Close() error {
+	if e.sh == nil {
+		return nil
+	}
+	sh := e.sh
+	e.sh = nil
+	if sh.refs.Add(-1) == 0 && sh.ksync != nil {
+		return sh.ksync.Close()
+	}
+	return nil
+}
+
+// Packet kinds found by Push's first pass (the dst slot holds the IPv4
+// destination; other kinds use the value slot as the marker).
+const (
+	kindV4 = iota
+	kindV6
+	kindShort
+	kindNotIP
+)
+
 // Push looks every packet up, records its port in p.Port, and then either
 // passes the whole batch on (all to one port: the common case) or splits it.
+// The batch is looked up in one table version, in three passes: headers,
+// then all IPv4 lookups together (their cache misses overlap), then the
+// next hops.
 func (e *IPLookup) Push(_ int, b *packet.Batch) {
 	f := e.table.cur.Load() // one version for the whole batch
-	routes := f.routes
 	n0 := len(b.Pkts)
+	if n0 > len(e.dst) {
+		e.dst = make([]uint32, n0) // only for batches larger than configured
+		e.val = make([]uint16, n0)
+	}
+	dst, val := e.dst[:n0], e.val[:n0]
+	kinds := 0 // bit per kind seen
+	for i, p := range b.Pkts {
+		l3 := int(p.L3)
+		d := p.Data
+		k := kindShort
+		var a uint32
+		if l3 < len(d) {
+			switch d[l3] >> 4 {
+			case 4:
+				if len(d)-l3 >= packet.IPv4MinLen {
+					k = kindV4
+					a = packet.IPv4(d[l3:]).DstU32()
+				}
+			case 6:
+				if len(d)-l3 >= packet.IPv6Len {
+					k = kindV6
+				}
+			default:
+				k = kindNotIP
+			}
+		}
+		dst[i] = a
+		val[i] = uint16(k)
+		kinds |= 1 << k
+	}
+	if kinds == 1<<kindV4 {
+		f.lookup4Batch(dst, val)
+	} else {
+		for i := range val {
+			switch val[i] {
+			case kindV4:
+				val[i] = f.lookup4(dst[i])
+			case kindV6:
+				p := b.Pkts[i]
+				a := packet.IPv6(p.Data[p.L3:]).Dst16()
+				val[i] = f.lookup6(&a)
+			case kindShort:
+				e.st.Drop(b.Pkts[i], e.tooShort)
+				b.Pkts[i] = nil
+			default:
+				e.st.Drop(b.Pkts[i], e.notIP)
+				b.Pkts[i] = nil
+			}
+		}
+	}
+	nh := f.nh
 	n := 0
 	first, same := -1, true
-	for _, p := range b.Pkts {
-		h, ok := ipv4At(p)
-		if !ok {
-			e.st.Drop(p, e.tooShort)
+	for i, p := range b.Pkts {
+		if p == nil {
 			continue
 		}
-		if h[0]>>4 != 4 {
-			e.st.Drop(p, e.notIPv4)
-			continue
-		}
-		dst := h.DstU32()
 		var port int
-		if i := f.lookup(dst); i != 0 {
-			r := &routes[i]
-			port = r.Out
-			if r.NextHop.IsValid() {
-				p.NextHop = r.NextHop
+		if v := val[i]; v != 0 {
+			s := &nh[v-1]
+			h := &s.hops[0]
+			if len(s.hops) > 1 {
+				fh := p.FlowHash
+				if fh == 0 {
+					fh = packet.FlowHash(p)
+					p.FlowHash = fh
+				}
+				h = &s.hops[pick(len(s.hops), fh)]
+			}
+			port = h.Out
+			if h.Via.IsValid() {
+				p.NextHop = h.Via
+			} else if l3 := p.Data[p.L3:]; l3[0]>>4 == 4 {
+				p.NextHop = netip.AddrFrom4(packet.IPv4(l3).Dst4())
 			} else {
-				p.NextHop = netip.AddrFrom4(h.Dst4())
+				p.NextHop = netip.AddrFrom16(packet.IPv6(l3).Dst16())
 			}
 		} else if e.miss >= 0 {
 			port = e.miss
@@ -148,8 +376,9 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 			continue
 		}
 		if port >= len(e.outs) {
-			// Only a table replaced through the Table API can name a port
-			// this instance does not have; the loader checked the config.
+			// Only a table changed through the Table API (or the kernel
+			// mirror) can name a port this instance does not have; the
+			// loader checked the config.
 			e.st.Drop(p, e.noPort)
 			continue
 		}
@@ -182,4 +411,22 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 			e.outs[i].Push(sb)
 		}
 	}
+}
+
+// BuildTable builds the table an IPLookup with this (validated) config
+// would use, for tools such as `forwarder routes`; with source = "kernel" it
+// mirrors the kernel table until stop is called.
+func BuildTable(c *IPLookupConfig) (t *Table, stop func() error, err error) {
+	t, err = newTable(c.routes, c.limits, c.checked)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.srcName != "kernel" {
+		return t, func() error { return nil }, nil
+	}
+	ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, ks.Close, nil
 }

@@ -135,7 +135,7 @@ func TestTableAgreesWithReference(t *testing.T) {
 				d := probe(rng, rs)
 				got, gok := tb.Lookup(d)
 				want, wok := ref.lookup(addrU32(d))
-				if gok != wok || got != want {
+				if gok != wok || !got.Equal(want) {
 					t.Fatalf("table of %d, lookup %v: got %v %v, want %v %v", len(rs), addrU32(d), got, gok, want, wok)
 				}
 			}
@@ -232,14 +232,16 @@ func TestParseRouteErrors(t *testing.T) {
 		{"", "empty"},
 		{"10.0.0.0/33 out 1", "bad prefix"},
 		{"10.0.0/8 out 1", "bad prefix"},
-		{"2001:db8::/32 out 1", "bad prefix"},
+		{"2001:db8::/129 out 1", "bad prefix"},
+		{"::ffff:10.0.0.0/104 out 1", "IPv4 form"},
+		{"2001:db8::/32 via 10.0.0.1 out 1", "bad via"},
 		{"banana out 1", "bad prefix"},
 		{"10.1.0.0/8 out 1", "host bits set (did you mean 10.0.0.0/8?)"},
 		{"10.0.0.0/8 via 10.1.0 out 1", "bad via"},
 		{"10.0.0.0/8 via ::1 out 1", "bad via"},
 		{"10.0.0.0/8 via 224.0.0.1 out 1", "not a unicast"},
 		{"10.0.0.0/8 via out 1", "bad via"},
-		{"10.0.0.0/8 via 10.0.0.1 via 10.0.0.2 out 1", "via given twice"},
+		{"10.0.0.0/8 via 10.0.0.1 via 10.0.0.2 out 1 out 2 out 3", "2 via and 3 out"},
 		{"10.0.0.0/8 via", "via needs an address"},
 		{"10.0.0.0/8", "missing \"out PORT\""},
 		{"10.0.0.0/8 via 10.1.0.2", "missing \"out PORT\""},
@@ -247,7 +249,7 @@ func TestParseRouteErrors(t *testing.T) {
 		{"10.0.0.0/8 out x", "bad out port"},
 		{"10.0.0.0/8 out -1", "out of range"},
 		{"10.0.0.0/8 out 256", "out of range"},
-		{"10.0.0.0/8 out 1 out 2", "out given twice"},
+		{"10.0.0.0/8 out 1 out 2", "2 out ports but no via"},
 		{"10.0.0.0/8 dev eth0 out 1", "unexpected \"dev\""},
 	} {
 		_, err := ParseRoute(tc.in)
@@ -364,7 +366,8 @@ func TestIPLookupElement(t *testing.T) {
 		{name: "miss port", cfg: &IPLookupConfig{Routes: cfg.Routes, Miss: 3}, frame: ipFrameTo(t, "8.8.8.8"), out: 3},
 		{name: "too short", frame: ipFrameTo(t, "10.0.0.1")[:33], out: -1, reason: "too short"},
 		{name: "empty", frame: nil, out: -1, reason: "too short"},
-		{name: "ipv6", frame: edit(ipFrameTo(t, "10.0.0.1"), func(f []byte) []byte { f[14] = 0x60; return f }), out: -1, reason: "not ipv4"},
+		{name: "short ipv6", frame: edit(ipFrameTo(t, "10.0.0.1"), func(f []byte) []byte { f[14] = 0x60; return f })[:14+39], out: -1, reason: "too short"},
+		{name: "version 5", frame: edit(ipFrameTo(t, "10.0.0.1"), func(f []byte) []byte { f[14] = 0x55; return f }), out: -1, reason: "not ip"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -504,7 +507,8 @@ func TestTableRCU(t *testing.T) {
 			rr := rand.New(rand.NewPCG(uint64(r), 9))
 			last := 0
 			for n := 0; !stop.Load() || n < 1000; n++ {
-				rt, ok := tb.Lookup(rr.Uint32())
+				// The lock-free path the workers use.
+				rt, ok := tb.Forward(addrU32(rr.Uint32()), rr.Uint32())
 				if !ok || rt.Out < last || rt.Out >= versions {
 					t.Errorf("lookup: %v %v after version %d", rt, ok, last)
 					return
@@ -557,7 +561,7 @@ func FuzzRoute(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := ParseRoute(s)
 		if err != nil {
-			if r != (Route{}) {
+			if !r.Equal(Route{}) {
 				t.Fatalf("%q: route %v together with error %v", s, r, err)
 			}
 			return
@@ -568,14 +572,14 @@ func FuzzRoute(f *testing.F) {
 			t.Fatalf("%q parsed into invalid %v: %v", s, r, err)
 		}
 		r2, err := ParseRoute(r.String())
-		if err != nil || r2 != r {
+		if err != nil || !r2.Equal(r) {
 			t.Fatalf("%q -> %v -> %q -> %v, %v", s, r, r.String(), r2, err)
 		}
 		tb, err := NewTable([]Route{r})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := tb.Lookup(u32(r.Prefix.Addr())); !ok || got != r {
+		if got, ok := tb.Route(r.Prefix.Addr()); !ok || !got.Equal(r) {
 			t.Fatalf("table of %v: lookup got %v %v", r, got, ok)
 		}
 	})

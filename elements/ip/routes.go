@@ -1,11 +1,12 @@
 package ip
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,10 +15,13 @@ import (
 
 // ParseRoute reads one route in IPLookup's syntax:
 //
-//	PREFIX [via NEXTHOP] out PORT
+//	PREFIX [via NEXTHOP]... out PORT [out PORT]...
 //
-// e.g. "10.0.0.0/8 via 10.1.0.2 out 0" or "192.168.1.0/24 out 1". A bare
-// address is a /32. The prefix must have no host bits set (a typo such as
+// e.g. "10.0.0.0/8 via 10.1.0.2 out 0", "192.168.1.0/24 out 1" or
+// "2001:db8::/32 via fe80::1 out 2". Several paths make an ECMP route:
+// "0.0.0.0/0 via 10.1.0.2 via 10.2.0.2 out 0 out 1" pairs the i-th via with
+// the i-th out; with one out, every via is on that port. A bare address is
+// a /32 (/128). The prefix must have no host bits set (a typo such as
 // 10.1.0.0/8 is reported, not silently masked).
 func ParseRoute(s string) (Route, error) {
 	r, err := parseRoute(s)
@@ -27,121 +31,280 @@ func ParseRoute(s string) (Route, error) {
 	return r, nil
 }
 
+// nextField returns the first space-separated field of s and the rest.
+func nextField(s string) (string, string) {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n' || s[i] == '\v' || s[i] == '\f') {
+		i++
+	}
+	j := i
+	for j < len(s) && s[j] != ' ' && s[j] != '\t' && s[j] != '\r' && s[j] != '\n' && s[j] != '\v' && s[j] != '\f' {
+		j++
+	}
+	return s[i:j], s[j:]
+}
+
 func parseRoute(s string) (Route, error) {
 	var r Route
-	f := strings.Fields(s)
-	if len(f) == 0 {
+	f, rest := nextField(s)
+	if f == "" {
 		return r, errors.New("empty route")
 	}
-	p, err := parsePrefix(f[0])
+	p, err := parsePrefixAny(f)
 	if err != nil {
 		return r, err
 	}
 	r.Prefix = p
-	f = f[1:]
-	out := false
-	for len(f) > 0 {
-		switch f[0] {
+	var vias [MaxPaths]netip.Addr
+	var outs [MaxPaths]int
+	nv, no := 0, 0
+	for {
+		f, rest = nextField(rest)
+		if f == "" {
+			break
+		}
+		var arg string
+		arg, rest = nextField(rest)
+		switch f {
 		case "via":
-			if r.NextHop.IsValid() {
-				return r, errors.New("via given twice")
-			}
-			if len(f) < 2 {
+			if arg == "" {
 				return r, errors.New("via needs an address")
 			}
-			a, err := netip.ParseAddr(f[1])
-			if err != nil || !a.Is4() {
-				return r, fmt.Errorf("bad via address %q: want an IPv4 address", f[1])
+			a, err := netip.ParseAddr(arg)
+			if err != nil || a.Is4() != p.Addr().Is4() || a.Zone() != "" {
+				return r, fmt.Errorf("bad via address %q: want an %s address", arg, family(p))
 			}
-			r.NextHop = a
+			if nv == MaxPaths {
+				return r, fmt.Errorf("more than %d paths", MaxPaths)
+			}
+			vias[nv] = a
+			nv++
 		case "out":
-			if out {
-				return r, errors.New("out given twice")
-			}
-			if len(f) < 2 {
+			if arg == "" {
 				return r, errors.New("out needs a port number")
 			}
-			n, err := strconv.Atoi(f[1])
+			n, err := strconv.Atoi(arg)
 			if err != nil {
-				return r, fmt.Errorf("bad out port %q: want a number 0..%d", f[1], MaxPort)
+				return r, fmt.Errorf("bad out port %q: want a number 0..%d", arg, MaxPort)
 			}
-			r.Out, out = n, true
+			if no == MaxPaths {
+				return r, fmt.Errorf("more than %d paths", MaxPaths)
+			}
+			outs[no] = n
+			no++
 		default:
-			return r, fmt.Errorf("unexpected %q: want \"via NEXTHOP\" or \"out PORT\"", f[0])
+			return r, fmt.Errorf("unexpected %q: want \"via NEXTHOP\" or \"out PORT\"", f)
 		}
-		f = f[2:]
 	}
-	if !out {
+	switch {
+	case no == 0:
 		return r, errors.New("missing \"out PORT\"")
+	case nv == 0 && no > 1:
+		return r, fmt.Errorf("%d out ports but no via: an ECMP route needs a via per path", no)
+	case nv > 1 && no != 1 && no != nv:
+		return r, fmt.Errorf("%d via and %d out: give one out for all, or one out per via", nv, no)
+	}
+	n := max(nv, 1)
+	for i := range n {
+		h := Hop{Out: outs[min(i, no-1)]}
+		if nv > 0 {
+			h.Via = vias[i]
+		}
+		if i == 0 {
+			r.NextHop, r.Out = h.Via, h.Out
+		} else {
+			r.Also = append(r.Also, h)
+		}
 	}
 	return r, checkRoute(r)
 }
 
-func parsePrefix(s string) (netip.Prefix, error) {
-	if !strings.Contains(s, "/") {
-		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() {
-			return netip.Prefix{}, fmt.Errorf("bad prefix %q: want an IPv4 prefix such as 10.0.0.0/8", s)
-		}
-		return netip.PrefixFrom(a, 32), nil
+func family(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "IPv4"
 	}
-	p, err := netip.ParsePrefix(s)
+	return "IPv6"
+}
+
+// parsePrefix reads an IPv4 prefix or address (a /32), for IPv4-only keys.
+func parsePrefix(s string) (netip.Prefix, error) {
+	p, err := parsePrefixAny(s)
 	if err != nil || !p.Addr().Is4() {
 		return netip.Prefix{}, fmt.Errorf("bad prefix %q: want an IPv4 prefix such as 10.0.0.0/8", s)
 	}
 	return p, nil
 }
 
+// parsePrefixAny reads an IPv4 or IPv6 prefix, or an address (a host route).
+func parsePrefixAny(s string) (netip.Prefix, error) {
+	bad := func() error {
+		return fmt.Errorf("bad prefix %q: want an IPv4 or IPv6 prefix such as 10.0.0.0/8 or 2001:db8::/32", s)
+	}
+	var p netip.Prefix
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return p, bad()
+		}
+		p = netip.PrefixFrom(a, a.BitLen())
+	} else {
+		var err error
+		if p, err = netip.ParsePrefix(s); err != nil {
+			return p, bad()
+		}
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("bad prefix %q: write IPv4-mapped prefixes in IPv4 form", s)
+	}
+	return p, nil
+}
+
+// where names the source of a route: the routes key's entry, or a line of
+// the routes file.
+type where struct {
+	file string
+	line int32 // > 0: line of file; < 0: routes entry -line
+}
+
+func (w where) String() string {
+	if w.line < 0 {
+		return fmt.Sprintf("routes entry %d", -w.line)
+	}
+	return fmt.Sprintf("%s:%d", w.file, w.line)
+}
+
+// routeSet is a parsed configuration: routes and where each came from.
+type routeSet struct {
+	routes []Route
+	lines  []int32
+	file   string
+}
+
 // parseRoutes parses the routes key's entries and the routes_file's lines
 // into one list; a prefix given twice is an error (which one would win is
 // not obvious to a reader). Errors name the key, the entry or file line.
 func parseRoutes(entries []string, file string) ([]Route, error) {
-	var rs []Route
-	seen := map[netip.Prefix]string{}
+	rs, err := parseRouteSet(entries, file, 0)
+	if err != nil {
+		return nil, err
+	}
+	return rs.routes, nil
+}
+
+// parseRouteSet is parseRoutes with a limit on the number of routes (0:
+// none), checked while reading so that a huge file is refused early.
+func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) {
+	rs := &routeSet{file: file}
 	for i, s := range entries {
 		r, err := ParseRoute(s)
 		if err != nil {
 			return nil, elements.Errorf("routes", "entry %d %q: %v", i+1, s, err)
 		}
-		where := fmt.Sprintf("routes entry %d", i+1)
-		if prev, dup := seen[r.Prefix]; dup {
-			return nil, elements.Errorf("routes", "entry %d %q: prefix %v already routed by %s", i+1, s, r.Prefix, prev)
+		rs.routes = append(rs.routes, r)
+		rs.lines = append(rs.lines, -int32(i+1))
+	}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, elements.Errorf("routes_file", "%v", err)
 		}
-		seen[r.Prefix] = where
-		rs = append(rs, r)
+		if err := rs.parseFile(data, limit); err != nil {
+			return nil, err
+		}
 	}
-	if file == "" {
-		return rs, nil
+	if limit > 0 && len(rs.routes) > limit {
+		return nil, elements.Errorf("routes", "%d routes exceed max_routes %d", len(rs.routes), limit)
 	}
-	fh, err := os.Open(file)
-	if err != nil {
-		return nil, elements.Errorf("routes_file", "%v", err)
+	if err := rs.checkDuplicates(); err != nil {
+		return nil, err
 	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	line := 0
-	for sc.Scan() {
+	return rs, nil
+}
+
+func (rs *routeSet) parseFile(data []byte, limit int) error {
+	// A rough count of lines sizes the slices once.
+	if n := bytes.Count(data, []byte{'\n'}) + 1; n < 1<<26 {
+		rs.routes = slices.Grow(rs.routes, n)
+		rs.lines = slices.Grow(rs.lines, n)
+	}
+	line := int32(0)
+	text := string(data) // one copy; lines are substrings of it
+	for len(text) > 0 {
 		line++
-		s := sc.Text()
-		if i := strings.IndexByte(s, '#'); i >= 0 {
-			s = s[:i]
+		var l string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			l, text = text, ""
 		}
-		s = strings.TrimSpace(s)
+		if i := strings.IndexByte(l, '#'); i >= 0 {
+			l = l[:i]
+		}
+		s := strings.TrimSpace(l)
 		if s == "" {
 			continue
 		}
 		r, err := ParseRoute(s)
 		if err != nil {
-			return nil, elements.Errorf("routes_file", "%s:%d: %q: %v", file, line, s, err)
+			return elements.Errorf("routes_file", "%s:%d: %q: %v", rs.file, line, s, err)
 		}
-		if prev, dup := seen[r.Prefix]; dup {
-			return nil, elements.Errorf("routes_file", "%s:%d: %q: prefix %v already routed by %s", file, line, s, r.Prefix, prev)
+		rs.routes = append(rs.routes, r)
+		rs.lines = append(rs.lines, line)
+		if limit > 0 && len(rs.routes) > limit {
+			return elements.Errorf("routes_file", "%s:%d: more than max_routes %d routes: refused before loading any", rs.file, line, limit)
 		}
-		seen[r.Prefix] = fmt.Sprintf("%s:%d", file, line)
-		rs = append(rs, r)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, elements.Errorf("routes_file", "%s:%d: %v", file, line+1, err)
+	return nil
+}
+
+// checkDuplicates finds a prefix given twice by sorting, not with a map:
+// for a million routes that is several times faster and allocates one
+// slice of integers.
+func (rs *routeSet) checkDuplicates() error {
+	keys := make([]uint64, 0, len(rs.routes))
+	var v6 map[netip.Prefix]int
+	for i, r := range rs.routes {
+		if r.Prefix.Addr().Is4() {
+			keys = append(keys, uint64(u32of(r.Prefix.Addr()))<<32|uint64(r.Prefix.Bits())<<26|uint64(i))
+			continue
+		}
+		if v6 == nil {
+			v6 = map[netip.Prefix]int{}
+		}
+		if j, dup := v6[r.Prefix]; dup {
+			return rs.dupError(j, i)
+		}
+		v6[r.Prefix] = i
 	}
-	return rs, nil
+	if len(rs.routes) >= 1<<26 {
+		return elements.Errorf("routes_file", "too many routes")
+	}
+	slices.Sort(keys)
+	for k := 1; k < len(keys); k++ {
+		if keys[k]>>26 == keys[k-1]>>26 {
+			a, b := int(keys[k-1]&(1<<26-1)), int(keys[k]&(1<<26-1))
+			return rs.dupError(min(a, b), max(a, b))
+		}
+	}
+	return nil
+}
+
+func (rs *routeSet) dupError(first, second int) error {
+	r := rs.routes[second]
+	w := where{rs.file, rs.lines[second]}
+	prev := where{rs.file, rs.lines[first]}
+	if w.line < 0 {
+		return elements.Errorf("routes", "entry %d %q: prefix %v already routed by %s", -w.line, r.String(), r.Prefix, prev)
+	}
+	return elements.Errorf("routes_file", "%s: %q: prefix %v already routed by %s", w, r.String(), r.Prefix, prev)
+}
+
+// ReadRoutesFile reads a routes file (the routes_file syntax), with errors
+// naming file:line.
+func ReadRoutesFile(file string) ([]Route, error) {
+	rs, err := parseRouteSet(nil, file, 0)
+	if err != nil {
+		return nil, err
+	}
+	return rs.routes, nil
 }

@@ -1,90 +1,488 @@
 package ip
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
 
-// Route is one IPv4 route: packets whose destination falls in Prefix leave
-// on output port Out towards NextHop. A zero NextHop marks a directly
-// connected network: the next hop is the packet's own destination.
+// Hop is one path of a route: out of port Out towards Via. A zero Via marks
+// a directly connected network: the next hop is the packet's destination.
+type Hop struct {
+	Via netip.Addr
+	Out int
+}
+
+// Route is one IPv4 or IPv6 route: packets whose destination falls in Prefix
+// leave on output port Out towards NextHop. A zero NextHop marks a directly
+// connected network: the next hop is the packet's own destination. Also
+// lists further equal-cost paths (ECMP): a packet takes one of the paths
+// (NextHop, Out) and Also by its flow hash, so that a flow keeps one path.
 type Route struct {
 	Prefix  netip.Prefix
 	NextHop netip.Addr
 	Out     int
+	Also    []Hop
+}
+
+// Hops returns every path of the route, the first one first.
+func (r Route) Hops() []Hop {
+	return append([]Hop{{Via: r.NextHop, Out: r.Out}}, r.Also...)
+}
+
+// Equal reports whether two routes have the same prefix and paths.
+func (r Route) Equal(o Route) bool {
+	return r.Prefix == o.Prefix && r.NextHop == o.NextHop && r.Out == o.Out && slices.Equal(r.Also, o.Also)
 }
 
 // String formats the route in the syntax ParseRoute reads.
 func (r Route) String() string {
-	if r.NextHop.IsValid() {
-		return fmt.Sprintf("%s via %s out %d", r.Prefix, r.NextHop, r.Out)
+	var b strings.Builder
+	b.WriteString(r.Prefix.String())
+	for _, h := range r.Hops() {
+		if h.Via.IsValid() {
+			b.WriteString(" via ")
+			b.WriteString(h.Via.String())
+		}
 	}
-	return fmt.Sprintf("%s out %d", r.Prefix, r.Out)
+	for _, h := range r.Hops() {
+		fmt.Fprintf(&b, " out %d", h.Out)
+	}
+	return b.String()
 }
 
-// Table is a longest-prefix-match IPv4 route table shared by every worker.
-// Readers (Lookup, and IPLookup's Push through snapshot) never lock: the
-// current version is an immutable fib behind an atomic pointer. Writers build
-// a new version from a Builder and swap it in (read-copy-update); a reader
-// that loaded the old version keeps a consistent view until it is done, and
-// the garbage collector frees the old version after the last reader.
+func routeFrom(p netip.Prefix, set nhSet) Route {
+	r := Route{Prefix: p, NextHop: set.hops[0].Via, Out: set.hops[0].Out}
+	if len(set.hops) > 1 {
+		r.Also = slices.Clone(set.hops[1:])
+	}
+	return r
+}
+
+// Limits bound what a table may hold; a change that would exceed them is
+// refused whole, before anything is replaced.
+type Limits struct {
+	MaxRoutes int // IPv4 + IPv6 routes; 0 = DefaultMaxRoutes
+}
+
+// DefaultMaxRoutes is the default route limit: four full Internet tables.
+const DefaultMaxRoutes = 4_000_000
+
+// Table is a longest-prefix-match route table for IPv4 and IPv6, shared by
+// every worker. Readers (IPLookup's Push) never lock: the current version is
+// an immutable fib behind an atomic pointer, loaded once per batch. Writers
+// are serialised by a mutex and build the next version by copy-on-write
+// (see fib.go), then publish it with one atomic store; a reader that loaded
+// the old version keeps a consistent view until it is done, and the garbage
+// collector frees what only old versions used.
+//
+// Insert, Delete and Apply cost O(what changes), not O(table): this is the
+// path for live updates (the kernel source, a routing daemon). Replace,
+// Publish and Update rebuild or diff the whole table.
 type Table struct {
-	cur atomic.Pointer[fib]
-	wmu sync.Mutex // serialises writers only
+	cur    atomic.Pointer[fib]
+	wmu    sync.Mutex // serialises writers only
+	w      *writerState
+	limits Limits
 }
 
 // NewTable returns a table holding routes (see Builder.Insert for the rules).
 func NewTable(routes []Route) (*Table, error) {
-	b := NewBuilder()
-	for _, r := range routes {
-		if err := b.Insert(r); err != nil {
-			return nil, err
-		}
+	return NewTableLimits(routes, Limits{})
+}
+
+// NewTableLimits is NewTable with limits.
+func NewTableLimits(routes []Route, lim Limits) (*Table, error) {
+	return newTable(routes, lim, false)
+}
+
+func newTable(routes []Route, lim Limits, checked bool) (*Table, error) {
+	t := &Table{limits: lim}
+	w, err := t.buildChecked(routes, checked)
+	if err != nil {
+		return nil, err
 	}
-	t := &Table{}
-	t.cur.Store(b.build())
+	t.w = w
+	t.cur.Store(w.publish())
 	return t, nil
 }
 
+func (t *Table) maxRoutes() int {
+	if t.limits.MaxRoutes > 0 {
+		return t.limits.MaxRoutes
+	}
+	return DefaultMaxRoutes
+}
+
+// build makes a fresh writer state holding routes, checking every limit
+// first; nothing is shared with the live table.
+func (t *Table) build(routes []Route) (*writerState, error) {
+	return t.buildChecked(routes, false)
+}
+
+// buildChecked is build; checked says precheck already passed on routes
+// (IPLookupConfig.Validate runs it, so loading a file does not pay twice).
+func (t *Table) buildChecked(routes []Route, checked bool) (*writerState, error) {
+	if len(routes) > t.maxRoutes() {
+		return nil, fmt.Errorf("%w: %d routes exceed the limit of %d", errTableFull, len(routes), t.maxRoutes())
+	}
+	if !checked {
+		if err := precheck(routes); err != nil {
+			return nil, err
+		}
+	}
+	w := newWriterState()
+	var perLen [33]int
+	for i := range routes {
+		if routes[i].Prefix.Addr().Is4() {
+			perLen[routes[i].Prefix.Bits()]++
+		}
+	}
+	for l, n := range perLen {
+		if n > 0 {
+			w.rules4[l] = make(map[uint32]uint16, n)
+		}
+	}
+	// Shorter prefixes first (a counting sort by length, through indices):
+	// an entry is then rewritten only by prefixes that refine it, and a
+	// group starts from its final base.
+	var start [130]int
+	for i := range routes {
+		start[routes[i].Prefix.Bits()+1]++
+	}
+	for l := 1; l < len(start); l++ {
+		start[l] += start[l-1]
+	}
+	order := make([]int32, len(routes))
+	for i := range routes {
+		l := routes[i].Prefix.Bits()
+		order[start[l]] = int32(i)
+		start[l]++
+	}
+	for _, i := range order {
+		if err := w.apply(Change{Route: routes[i]}); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// precheck counts what routes would need (groups, next-hop sets, distinct
+// prefixes) without building anything, so that an oversized table is
+// refused before memory is committed to it.
+func precheck(routes []Route) error {
+	groups := map[uint32]struct{}{}
+	sets := map[string]struct{}{}
+	sets1 := map[Hop]struct{}{}
+	for i := range routes {
+		r := &routes[i]
+		if err := checkRoute(*r); err != nil {
+			return fmt.Errorf("route %v: %w", r.Prefix, err)
+		}
+		if r.Prefix.Addr().Is4() && r.Prefix.Bits() > 24 {
+			groups[u32of(r.Prefix.Addr())>>8] = struct{}{}
+		}
+		if len(sets)+len(sets1) <= MaxNextHopSets {
+			if len(r.Also) == 0 {
+				sets1[Hop{r.NextHop, r.Out}] = struct{}{}
+			} else {
+				sets[nhKey(r.Hops())] = struct{}{}
+			}
+		}
+	}
+	if len(groups) > maxGroups {
+		return fmt.Errorf("%w: %d /24s hold a longer prefix, the structure has room for %d", errTableFull, len(groups), maxGroups)
+	}
+	if len(sets)+len(sets1) > MaxNextHopSets {
+		return fmt.Errorf("%w: more than %d distinct next-hop sets", errTableFull, MaxNextHopSets)
+	}
+	return nil
+}
+
+// Change is one route update: Route inserted (or replaced), or, with
+// Delete set, the route for Route.Prefix removed.
+type Change struct {
+	Route  Route
+	Delete bool
+}
+
+func (w *writerState) apply(c Change) error {
+	p := c.Route.Prefix
+	if c.Delete {
+		var v uint16
+		if p.Addr().Is4() {
+			a := u32of(p.Addr())
+			if a&^mask4(p.Bits()) != 0 {
+				return nil
+			}
+			v = w.delete4(a, p.Bits())
+		} else {
+			v = w.delete6(p)
+		}
+		if v != 0 {
+			w.nhUnref(v)
+		}
+		return nil
+	}
+	var v uint16
+	var err error
+	if len(c.Route.Also) == 0 {
+		one := [1]Hop{{Via: c.Route.NextHop, Out: c.Route.Out}}
+		v, err = w.nhRef(one[:])
+	} else {
+		v, err = w.nhRef(c.Route.Hops())
+	}
+	if err != nil {
+		return err
+	}
+	var old uint16
+	if p.Addr().Is4() {
+		old, err = w.insert4(u32of(p.Addr()), p.Bits(), v)
+		if err != nil {
+			w.nhUnref(v)
+			return err
+		}
+	} else {
+		old = w.insert6(p, v)
+	}
+	if old != 0 {
+		w.nhUnref(old)
+	}
+	return nil
+}
+
+// Apply makes every change and publishes one new version holding all of
+// them. Changes are checked first; if any is invalid, or the table would
+// exceed its limits, none is applied. Deleting a route that does not exist
+// is not an error. Readers are never blocked.
+func (t *Table) Apply(changes []Change) error {
+	for _, c := range changes {
+		if c.Delete {
+			if p := c.Route.Prefix; !p.IsValid() || p.Addr().Is4In6() {
+				return fmt.Errorf("delete: bad prefix %v", p)
+			}
+			continue
+		}
+		if err := checkRoute(c.Route); err != nil {
+			return fmt.Errorf("route %v: %w", c.Route.Prefix, err)
+		}
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	w := t.w
+	// Capacity: new routes, new groups and new next-hop sets, counted
+	// pessimistically (deletions are not credited).
+	adds, groups, sets := 0, map[uint32]struct{}{}, map[string]struct{}{}
+	for _, c := range changes {
+		if c.Delete {
+			continue
+		}
+		p := c.Route.Prefix
+		if p.Addr().Is4() {
+			a := u32of(p.Addr())
+			if _, ok := w.rules4[p.Bits()][a]; !ok {
+				adds++
+			}
+			if w.needsGroup(a, p.Bits()) {
+				groups[a>>8] = struct{}{}
+			}
+		} else if _, ok := w.rules6[p]; !ok {
+			adds++
+		}
+		k := nhKey(c.Route.Hops())
+		if _, ok := w.nhIndex[k]; !ok {
+			sets[k] = struct{}{}
+		}
+	}
+	if w.n4+w.n6+adds > t.maxRoutes() {
+		return fmt.Errorf("%w: %d routes would exceed the limit of %d", errTableFull, w.n4+w.n6+adds, t.maxRoutes())
+	}
+	if len(w.groups)-len(w.gfree)+len(groups) > maxGroups {
+		return fmt.Errorf("%w: more than %d /24s would hold a longer prefix", errTableFull, maxGroups)
+	}
+	if len(w.nhIndex)+len(sets) > MaxNextHopSets {
+		return fmt.Errorf("%w: more than %d distinct next-hop sets", errTableFull, MaxNextHopSets)
+	}
+	for _, c := range changes {
+		if err := w.apply(c); err != nil {
+			// Not reached after the checks above; publish what was done
+			// so that the published state matches the writer's.
+			t.cur.Store(w.publish())
+			return err
+		}
+	}
+	t.cur.Store(w.publish())
+	return nil
+}
+
+// Insert adds or replaces routes, publishing one new version.
+func (t *Table) Insert(routes ...Route) error {
+	cs := make([]Change, len(routes))
+	for i, r := range routes {
+		cs[i] = Change{Route: r}
+	}
+	return t.Apply(cs)
+}
+
+// Delete removes the routes for prefixes, publishing one new version, and
+// returns how many existed.
+func (t *Table) Delete(prefixes ...netip.Prefix) (int, error) {
+	t.wmu.Lock()
+	n := 0
+	for _, p := range prefixes {
+		if _, _, ok := t.w.exact(p); ok {
+			n++
+		}
+	}
+	t.wmu.Unlock()
+	cs := make([]Change, len(prefixes))
+	for i, p := range prefixes {
+		cs[i] = Change{Route: Route{Prefix: p}, Delete: true}
+	}
+	return n, t.Apply(cs)
+}
+
+func (w *writerState) exact(p netip.Prefix) (uint16, netip.Prefix, bool) {
+	if !p.IsValid() {
+		return 0, p, false
+	}
+	if p.Addr().Is4() {
+		v, ok := w.rules4[p.Bits()][u32of(p.Addr())]
+		return v, p, ok && p.Masked() == p
+	}
+	v, ok := w.rules6[p]
+	return v, p, ok
+}
+
 // Lookup returns the route with the longest prefix containing dst (an IPv4
-// address as a big-endian uint32).
+// address as a big-endian uint32), as the current version has it. It is
+// for introspection (it takes the writers' lock to read the prefix, which
+// the forwarding structure does not keep); packets use the lock-free path.
 func (t *Table) Lookup(dst uint32) (Route, bool) {
-	f := t.cur.Load()
-	i := f.lookup(dst)
-	if i == 0 {
+	return t.Route(addrFrom4(dst))
+}
+
+// Route returns the route the current version uses for dst (IPv4 or IPv6),
+// for introspection.
+func (t *Table) Route(dst netip.Addr) (Route, bool) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	var p netip.Prefix
+	var v uint16
+	var ok bool
+	if dst.Is4() || dst.Is4In6() {
+		a := dst.Unmap().As4()
+		p, v, ok = t.w.lookupRule4(u32from(a))
+	} else {
+		p, v, ok = t.w.lookupRule6(dst.WithZone(""))
+	}
+	if !ok {
 		return Route{}, false
 	}
-	return f.routes[i], true
+	return routeFrom(p, t.w.nh[v-1]), true
 }
+
+// Forward is the lock-free lookup the data path makes: the path a packet to
+// dst with flow hash hash takes in the current version.
+func (t *Table) Forward(dst netip.Addr, hash uint32) (Hop, bool) {
+	f := t.cur.Load()
+	var v uint16
+	if dst.Is4() {
+		b := dst.As4()
+		v = f.lookup4(u32from(b))
+	} else {
+		b := dst.As16()
+		v = f.lookup6(&b)
+	}
+	if v == 0 {
+		return Hop{}, false
+	}
+	s := &f.nh[v-1]
+	return s.hops[pick(len(s.hops), hash)], true
+}
+
+// pick maps a flow hash onto n paths (multiply-shift: no division).
+func pick(n int, hash uint32) int {
+	return int((uint64(hash) * uint64(n)) >> 32)
+}
+
+// Version is the number of the current version; it grows with every
+// publish (tests use it to tell versions apart).
+func (t *Table) Version() uint64 { return t.cur.Load().gen }
 
 // Routes returns the current routes sorted by prefix (not for the hot path).
 func (t *Table) Routes() []Route {
-	f := t.cur.Load()
-	out := slices.Clone(f.routes[1:])
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	w := t.w
+	out := make([]Route, 0, w.n4+w.n6)
+	for l, m := range w.rules4 {
+		for a, v := range m {
+			out = append(out, routeFrom(netip.PrefixFrom(addrFrom4(a), l), w.nh[v-1]))
+		}
+	}
+	for p, v := range w.rules6 {
+		out = append(out, routeFrom(p, w.nh[v-1]))
+	}
 	sortRoutes(out)
 	return out
 }
 
 // Len is the number of routes in the current version.
-func (t *Table) Len() int { return len(t.cur.Load().routes) - 1 }
+func (t *Table) Len() int {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.w.n4 + t.w.n6
+}
+
+// Mem reports the current version's size.
+func (t *Table) Mem() MemStats {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.w.memStats()
+}
 
 // Builder returns a builder holding a copy of the current routes, to modify
 // and Publish. Concurrent writers should use Update, which serialises them.
+// It copies the whole table: for frequent small changes use Apply.
 func (t *Table) Builder() *Builder {
 	b := NewBuilder()
-	for _, r := range t.cur.Load().routes[1:] {
+	for _, r := range t.Routes() {
 		b.routes[r.Prefix] = r
 	}
 	return b
 }
 
-// Publish builds b into a new version and makes it current. Lookups in
-// progress finish on the version they started with.
+// Publish makes b's routes the table's, as one new version. The change is
+// applied as a difference against the current routes, so lookups of
+// unchanged prefixes are never disturbed. It panics if b breaks a limit;
+// use Update or Replace to get an error instead.
 func (t *Table) Publish(b *Builder) {
-	t.cur.Store(b.build())
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if err := t.publishLocked(b); err != nil {
+		panic(err)
+	}
+}
+
+func (t *Table) publishLocked(b *Builder) error {
+	rs := make([]Route, 0, len(b.routes))
+	for _, r := range b.routes {
+		rs = append(rs, r)
+	}
+	// Build it aside first: the limits are checked, and nothing live is
+	// touched, until it is known to fit.
+	w, err := t.build(rs)
+	if err != nil {
+		return err
+	}
+	t.w = w
+	t.cur.Store(w.publish())
+	return nil
 }
 
 // Update applies fn to a builder holding the current routes and publishes
@@ -93,25 +491,36 @@ func (t *Table) Publish(b *Builder) {
 func (t *Table) Update(fn func(b *Builder) error) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	b := t.Builder()
+	b := NewBuilder()
+	w := t.w
+	for l, m := range w.rules4 {
+		for a, v := range m {
+			p := netip.PrefixFrom(addrFrom4(a), l)
+			b.routes[p] = routeFrom(p, w.nh[v-1])
+		}
+	}
+	for p, v := range w.rules6 {
+		b.routes[p] = routeFrom(p, w.nh[v-1])
+	}
 	if err := fn(b); err != nil {
 		return err
 	}
-	t.Publish(b)
-	return nil
+	return t.publishLocked(b)
 }
 
-// Replace swaps in a whole new set of routes.
+// Replace swaps in a whole new set of routes. The new table is built aside
+// and checked against the limits first: on any error the table is left as
+// it was.
 func (t *Table) Replace(routes []Route) error {
-	return t.Update(func(b *Builder) error {
-		b.Reset()
-		for _, r := range routes {
-			if err := b.Insert(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	w, err := t.build(routes)
+	if err != nil {
+		return err
+	}
+	t.wmu.Lock()
+	t.w = w
+	t.cur.Store(w.publish())
+	t.wmu.Unlock()
+	return nil
 }
 
 // Builder collects routes for a new table version. It is not safe for
@@ -126,9 +535,12 @@ func NewBuilder() *Builder { return &Builder{routes: map[netip.Prefix]Route{}} }
 // MaxPort bounds a route's output port (and IPLookup's miss port).
 const MaxPort = 255
 
+// MaxPaths bounds the equal-cost paths of one route.
+const MaxPaths = 64
+
 // Insert adds r, replacing any route for the same prefix. The prefix must be
-// IPv4 without host bits set; the next hop, if any, an IPv4 unicast address;
-// Out within 0..MaxPort.
+// IPv4 or IPv6 without host bits set; next hops, if any, unicast addresses
+// of the prefix's family; Out within 0..MaxPort.
 func (b *Builder) Insert(r Route) error {
 	if err := checkRoute(r); err != nil {
 		return err
@@ -152,22 +564,49 @@ func (b *Builder) Len() int { return len(b.routes) }
 
 func checkRoute(r Route) error {
 	p := r.Prefix
-	if !p.IsValid() || !p.Addr().Is4() {
-		return fmt.Errorf("prefix %v is not an IPv4 prefix", p)
+	if !p.IsValid() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+		return fmt.Errorf("prefix %v is not an IPv4 or IPv6 prefix", p)
 	}
 	if p.Masked() != p {
 		return fmt.Errorf("prefix %v has host bits set (did you mean %v?)", p, p.Masked())
 	}
-	if r.NextHop.IsValid() {
-		if !r.NextHop.Is4() {
-			return fmt.Errorf("next hop %v is not an IPv4 address", r.NextHop)
+	if len(r.Also) >= MaxPaths {
+		return fmt.Errorf("%d paths: at most %d", len(r.Also)+1, MaxPaths)
+	}
+	via := 0
+	for i := -1; i < len(r.Also); i++ {
+		h := Hop{Via: r.NextHop, Out: r.Out}
+		if i >= 0 {
+			h = r.Also[i]
 		}
-		if !unicast4(r.NextHop) {
-			return fmt.Errorf("next hop %v is not a unicast address", r.NextHop)
+		if h.Via.IsValid() {
+			via++
+			if err := checkVia(h.Via, p.Addr().Is4()); err != nil {
+				return err
+			}
+		}
+		if h.Out < 0 || h.Out > MaxPort {
+			return fmt.Errorf("out %d is out of range 0..%d", h.Out, MaxPort)
 		}
 	}
-	if r.Out < 0 || r.Out > MaxPort {
-		return fmt.Errorf("out %d is out of range 0..%d", r.Out, MaxPort)
+	if via != 0 && via != len(r.Also)+1 {
+		return errors.New("either every path has a via address or none has")
+	}
+	return nil
+}
+
+func checkVia(a netip.Addr, v4 bool) error {
+	switch {
+	case v4 && !a.Is4():
+		return fmt.Errorf("next hop %v is not an IPv4 address", a)
+	case !v4 && (!a.Is6() || a.Is4In6()):
+		return fmt.Errorf("next hop %v is not an IPv6 address", a)
+	case a.Zone() != "":
+		return fmt.Errorf("next hop %v: zones are not supported (the out port names the link)", a)
+	case v4 && !unicast4(a):
+		return fmt.Errorf("next hop %v is not a unicast address", a)
+	case !v4 && (a.IsMulticast() || a.IsUnspecified() || a.IsLoopback()):
+		return fmt.Errorf("next hop %v is not a unicast address", a)
 	}
 	return nil
 }
@@ -188,109 +627,12 @@ func sortRoutes(rs []Route) {
 	})
 }
 
-// The lookup structure is a multibit trie with strides 16, 8 and 8 and
-// controlled prefix expansion (Srinivasan & Varghese): every prefix is
-// expanded to the stride boundaries below it, so that a lookup reads at most
-// one entry per level — three dependent loads, then the route itself. A
-// level-1 entry covers a /16, a level-2 entry a /24, a level-3 entry a /32.
-//
-// An entry is a uint32: with ptrBit set, the low bits index a 256-entry
-// chunk of the next level; otherwise they are a route index, 0 meaning no
-// route. Level 1 is a fixed array, so indexing it needs no bounds check.
-//
-// Cost: level 1 is 256 KiB; every /16 holding a longer prefix costs a 1 KiB
-// level-2 chunk, every /24 holding a longer prefix a 1 KiB level-3 chunk.
-// That suits small and medium tables (10k random prefixes: ~10 MiB); a
-// full Internet table wants DIR-24-8 or Poptrie (a later issue). Rebuilding
-// is O(routes + memory) per published version.
-const ptrBit = 1 << 31
-
-type fib struct {
-	l1     *[1 << 16]uint32
-	l2     []uint32 // chunks of 256
-	l3     []uint32 // chunks of 256
-	routes []Route  // routes[0] is unused: index 0 means "no route"
+func u32from(b [4]byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-func (f *fib) lookup(dst uint32) uint32 {
-	e := f.l1[dst>>16]
-	if e&ptrBit != 0 {
-		e = f.l2[(e&^ptrBit)<<8|(dst>>8)&0xff]
-		if e&ptrBit != 0 {
-			e = f.l3[(e&^ptrBit)<<8|dst&0xff]
-		}
-	}
-	return e
-}
+func u32of(a netip.Addr) uint32 { return u32from(a.As4()) }
 
-// build expands the routes in ascending prefix length, so that a longer
-// prefix always overwrites the shorter ones it refines, and a chunk created
-// for a longer prefix starts out filled with the entry it replaces.
-func (b *Builder) build() *fib {
-	f := &fib{l1: new([1 << 16]uint32), routes: make([]Route, 1, len(b.routes)+1)}
-	for _, r := range b.routes {
-		f.routes = append(f.routes, r)
-	}
-	rs := f.routes[1:]
-	slices.SortFunc(rs, func(x, y Route) int {
-		if d := x.Prefix.Bits() - y.Prefix.Bits(); d != 0 {
-			return d
-		}
-		return x.Prefix.Addr().Compare(y.Prefix.Addr())
-	})
-	for i := range rs {
-		idx := uint32(i + 1)
-		a4 := rs[i].Prefix.Addr().As4()
-		addr := uint32(a4[0])<<24 | uint32(a4[1])<<16 | uint32(a4[2])<<8 | uint32(a4[3])
-		bits := rs[i].Prefix.Bits()
-		switch {
-		case bits <= 16:
-			lo := addr >> 16
-			fill(f.l1[lo:lo+1<<(16-bits)], idx)
-		case bits <= 24:
-			c := f.chunk2(addr)
-			lo := c<<8 | (addr>>8)&0xff
-			fill(f.l2[lo:lo+1<<(24-bits)], idx)
-		default:
-			c := f.chunk3(addr)
-			lo := c<<8 | addr&0xff
-			fill(f.l3[lo:lo+1<<(32-bits)], idx)
-		}
-	}
-	return f
-}
-
-func fill(s []uint32, v uint32) {
-	for i := range s {
-		s[i] = v
-	}
-}
-
-// chunk2 returns the level-2 chunk under addr's /16, making it if needed.
-func (f *fib) chunk2(addr uint32) uint32 {
-	e := &f.l1[addr>>16]
-	if *e&ptrBit != 0 {
-		return *e &^ ptrBit
-	}
-	c := uint32(len(f.l2) >> 8)
-	for range 256 {
-		f.l2 = append(f.l2, *e)
-	}
-	*e = ptrBit | c
-	return c
-}
-
-// chunk3 returns the level-3 chunk under addr's /24, making it if needed.
-func (f *fib) chunk3(addr uint32) uint32 {
-	c2 := f.chunk2(addr)
-	i := c2<<8 | (addr>>8)&0xff
-	if e := f.l2[i]; e&ptrBit != 0 {
-		return e &^ ptrBit
-	}
-	c := uint32(len(f.l3) >> 8)
-	for range 256 {
-		f.l3 = append(f.l3, f.l2[i])
-	}
-	f.l2[i] = ptrBit | c
-	return c
+func addrFrom4(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
