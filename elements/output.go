@@ -42,6 +42,17 @@ type Clock struct {
 	round   uint64
 	lastPub int64
 	tracked []*Stats
+	lost    int64 // time of polls discarded as preempted, since TakeLost
+}
+
+// TakeLost returns the time of the polls whose samples were discarded as
+// preempted (see outlierNanos) since the last call, and resets it. The
+// worker leaves that time out of the busy time it compares the elements'
+// time with: it is time the thread had work but not the CPU.
+func (c *Clock) TakeLost() int64 {
+	l := c.lost
+	c.lost = 0
+	return l
 }
 
 // NewClock returns a clock timing one round in every (≤ 1: every round).
@@ -167,6 +178,8 @@ func (c *Clock) Time(src Source, st *Stats) int {
 		if d < outlierNanos {
 			st.timedPackets += uint64(n)
 			st.nanos += uint64(d - c.child)
+		} else {
+			c.lost += d
 		}
 	}
 	c.child = 0

@@ -18,7 +18,7 @@ type slowSource struct {
 }
 
 func (s *slowSource) Push(int, *packet.Batch) {}
-func (s *slowSource) Drained() bool          { return false }
+func (s *slowSource) Drained() bool           { return false }
 func (s *slowSource) Poll() int {
 	for !s.batch.Full() {
 		s.batch.Add(s.pool.Get())

@@ -225,7 +225,7 @@ func elementTimeRun(t *testing.T, workers, every int) (problems []string) {
 		// an untimed round inflates busy time only. Timing every round has
 		// no such gap.
 		if every == 1 {
-			checks = append(checks, check{"estimated", s.WorkerNanos(ws.Worker), ws.BusyNanos})
+			checks = append(checks, check{"estimated", s.WorkerNanos(ws.Worker), ws.BusyNanos - ws.PreemptedNanos})
 		}
 		for _, m := range checks {
 			ratio := float64(m.sum) / float64(m.busy)

@@ -59,7 +59,11 @@ type WorkerStats struct {
 	IdleNanos uint64 `json:"idle_ns"`
 	// TimedBusyNanos is the busy time of the rounds whose elements were
 	// timed: the elements' TimedNanos add up to it.
-	TimedBusyNanos uint64  `json:"timed_busy_ns"`
+	TimedBusyNanos uint64 `json:"timed_busy_ns"`
+	// PreemptedNanos is the busy time of timed polls that took over a
+	// millisecond — the thread lost the CPU — whose element samples were
+	// discarded (and left out of TimedBusyNanos).
+	PreemptedNanos uint64  `json:"preempted_ns"`
 	Busy           float64 `json:"busy_share"` // busy / (busy + idle), 0..1
 	Rounds         uint64  `json:"rounds"`
 	Running        bool    `json:"running"`
@@ -122,7 +126,7 @@ func (r *Router) Snapshot() *Snapshot {
 			s.Elements = append(s.Elements, es)
 		}
 		ws := WorkerStats{Worker: w.id, CPU: int(w.cpu.Load()), BusyNanos: w.busy.Load(),
-			IdleNanos: w.idle.Load(), TimedBusyNanos: w.timedBusy.Load(), Rounds: w.rounds.Load(),
+			IdleNanos: w.idle.Load(), TimedBusyNanos: w.timedBusy.Load(), PreemptedNanos: w.preempted.Load(), Rounds: w.rounds.Load(),
 			Running: !w.exited.Load()}
 		ws.Busy = share(ws.BusyNanos, ws.IdleNanos)
 		s.Workers = append(s.Workers, ws)
@@ -241,6 +245,9 @@ func (s *Snapshot) WriteTable(w io.Writer) error {
 		// rounds against those rounds' busy time.
 		if ws.TimedBusyNanos > 0 {
 			fmt.Fprintf(w, "; timed rounds: elements %.1f%% of busy", 100*float64(s.WorkerTimedNanos(ws.Worker))/float64(ws.TimedBusyNanos))
+		}
+		if ws.PreemptedNanos > 0 {
+			fmt.Fprintf(w, "; preempted %s", time.Duration(ws.PreemptedNanos).Round(time.Microsecond))
 		}
 		fmt.Fprintln(w, ")")
 	}

@@ -46,8 +46,8 @@ type worker struct {
 	// Published about every millisecond (and at exit), like the elements'
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
 	// whose elements were timed, rounds.
-	busy, idle, timedBusy, rounds atomic.Uint64
-	exited                        atomic.Bool
+	busy, idle, timedBusy, preempted, rounds atomic.Uint64
+	exited                                   atomic.Bool
 }
 
 // poll runs one round: every source polled once, each pushing what it
@@ -87,11 +87,12 @@ func (w *worker) loop() {
 	last := elements.Nanotime()
 	w.lastTick = last
 	lastPub := last
-	var busy, idle, timedBusy, rounds uint64
+	var busy, idle, timedBusy, preempted, rounds uint64
 	publish := func() {
 		w.busy.Store(busy)
 		w.idle.Store(idle)
 		w.timedBusy.Store(timedBusy)
+		w.preempted.Store(preempted)
 		w.rounds.Store(rounds)
 	}
 	empty := 0
@@ -104,10 +105,14 @@ func (w *worker) loop() {
 		d := uint64(now - last)
 		last = now
 		rounds++
+		lost := uint64(w.clock.TakeLost())
 		if n > 0 {
 			busy += d
+			preempted += lost
 			if timed {
-				timedBusy += d
+				// The elements' samples of a preempted poll were
+				// discarded: leave its time out of what they add up to.
+				timedBusy += d - min(lost, d)
 			}
 			empty, sleep = 0, idleSleep
 		} else {
