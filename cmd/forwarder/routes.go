@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements/ip"
+)
+
+// routesCmd: forwarder routes -config FILE [ADDR...] prints, for every
+// IPLookup of the graph, the table's size and memory and the route each
+// ADDR takes; forwarder routes -generate N writes a synthetic table.
+func routesCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("routes", stderr)
+	config := fs.String("config", "", "graph file (default: the embedded default graph)")
+	element := fs.String("element", "", "only this IPLookup element (default: all)")
+	gen := fs.Int("generate", 0, "write a synthetic table of N IPv4 routes to stdout instead (routes_file syntax)")
+	gen6 := fs.Int("generate6", 0, "with -generate: also N IPv6 routes")
+	seed := fs.Uint64("seed", 1, "with -generate: the seed (the same seed gives the same table)")
+	hops := fs.Int("nexthops", 300, "with -generate: distinct next hops")
+	ports := fs.Int("ports", 2, "with -generate: output ports the next hops are spread over")
+	ecmp := fs.Float64("ecmp", 0, "with -generate: share of routes (0..1) with 2-4 equal-cost paths")
+	def := fs.Bool("default", false, "with -generate: add default routes")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: forwarder routes [-config FILE] [-element NAME] [ADDR...]\n"+
+			"       forwarder routes -generate N [-generate6 M] [-seed S] [-nexthops K] [-ports P] [-ecmp F] [-default] > FILE")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *gen > 0 || *gen6 > 0 {
+		rs := ip.GenerateRoutes(ip.GenOptions{Seed: *seed, Routes: *gen, Routes6: *gen6, NextHops: *hops,
+			Ports: *ports, ECMP: *ecmp, Default: *def})
+		return ip.WriteRoutes(stdout, rs)
+	}
+	var addrs []netip.Addr
+	for _, a := range fs.Args() {
+		x, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("%q is not an IPv4 or IPv6 address", a)
+		}
+		addrs = append(addrs, x)
+	}
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	g, err := loadGraph(*config)
+	if err != nil {
+		return err
+	}
+	found := 0
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	for _, el := range g.Elements {
+		c, ok := el.Config.(*ip.IPLookupConfig)
+		if !ok || (*element != "" && el.Name != *element) {
+			continue
+		}
+		found++
+		tb, stop, err := ip.BuildTable(c)
+		if err != nil {
+			return fmt.Errorf("%s: %v", el.Name, err)
+		}
+		load := time.Since(t0)
+		runtime.GC()
+		var m1 runtime.MemStats
+		runtime.ReadMemStats(&m1)
+		m := tb.Mem()
+		src := "config"
+		if c.Source == "kernel" {
+			src = "kernel"
+		}
+		fmt.Fprintf(w, "%s (IPLookup, source %s)\n", el.Name, src)
+		fmt.Fprintf(w, "  routes:        %d IPv4, %d IPv6; %d next-hop sets; %d /24s with longer prefixes\n",
+			m.Routes4, m.Routes6, m.NextHopSets, m.Groups)
+		fmt.Fprintf(w, "  memory:        IPv4 %s, IPv6 %s (what lookups read); control %s; Go heap %s\n",
+			mib(m.Bytes4), mib(m.Bytes6), mib(m.ControlBytes), mib(int(m1.HeapAlloc)-int(m0.HeapAlloc)))
+		fmt.Fprintf(w, "  loaded in:     %v (parse, check and build)\n", load.Round(time.Millisecond))
+		for _, a := range addrs {
+			r, ok := tb.Route(a)
+			if !ok {
+				miss := "dropped (no route)"
+				if c.Miss >= 0 {
+					miss = fmt.Sprintf("out %d (miss)", c.Miss)
+				}
+				fmt.Fprintf(w, "  %-15s -> %s\n", a, miss)
+				continue
+			}
+			var paths []string
+			for _, h := range r.Hops() {
+				via := "connected"
+				if h.Via.IsValid() {
+					via = "via " + h.Via.String()
+				}
+				paths = append(paths, fmt.Sprintf("%s out %d", via, h.Out))
+			}
+			note := ""
+			if len(paths) > 1 {
+				note = " (ECMP: a flow takes one, by its flow hash)"
+			}
+			fmt.Fprintf(w, "  %-15s -> %s: %s%s\n", a, r.Prefix, strings.Join(paths, " | "), note)
+		}
+		if err := stop(); err != nil {
+			return err
+		}
+		t0 = time.Now()
+	}
+	if found == 0 {
+		if *element != "" {
+			return fmt.Errorf("no IPLookup element named %q", *element)
+		}
+		return fmt.Errorf("the graph has no IPLookup element")
+	}
+	return nil
+}
+
+func mib(b int) string {
+	if b < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(b)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}

@@ -1,0 +1,402 @@
+package ip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/elements"
+)
+
+// The kernel source mirrors a kernel routing table into a Table: subscribe
+// to route events first, then dump the table (so that no change falls
+// between the two), then apply events as they come. Events are drained in
+// bursts and each burst is published as one version, so a routing daemon
+// that flaps routes costs one publish per burst, never a stall: the
+// workers keep forwarding on the previous version meanwhile. If the
+// subscription dies (the socket's buffer overflowed, ENOBUFS), the mirror
+// resubscribes and reloads the whole table, which is swapped in atomically.
+
+type kernelOptions struct {
+	table      int
+	interfaces []string
+	netns      string
+}
+
+// kernelRoute is one kernel route for a prefix; the kernel may hold
+// several (different metrics or TOS) and forwards by the best one.
+type kernelRoute struct {
+	prio, tos int
+	hops      []Hop
+}
+
+type kernelSync struct {
+	t    *Table
+	opt  kernelOptions
+	ns   netns.NsHandle
+	h    *netlink.Handle
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	ports  map[int]int // ifindex -> output port
+	routes map[netip.Prefix][]kernelRoute
+
+	applied, skipped, resyncs *atomic.Uint64
+	lastErr                   atomic.Pointer[error]
+}
+
+// maxBurst bounds the events applied as one version.
+const maxBurst = 8192
+
+func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSync, error) {
+	k := &kernelSync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
+		routes: map[netip.Prefix][]kernelRoute{}}
+	if st != nil {
+		k.applied = st.Counter("kernel routes applied")
+		k.skipped = st.Counter("kernel routes skipped")
+		k.resyncs = st.Counter("kernel resyncs")
+	} else {
+		k.applied, k.skipped, k.resyncs = new(atomic.Uint64), new(atomic.Uint64), new(atomic.Uint64)
+	}
+	if opt.netns != "" {
+		ns, err := netns.GetFromName(opt.netns)
+		if err != nil {
+			return nil, fmt.Errorf("source = \"kernel\": netns %q: %v", opt.netns, err)
+		}
+		k.ns = ns
+	}
+	h, err := netlink.NewHandleAt(k.ns)
+	if err != nil {
+		k.closeNS()
+		return nil, fmt.Errorf("source = \"kernel\": netlink: %v", err)
+	}
+	k.h = h
+	ch, done, err := k.subscribe()
+	if err != nil {
+		k.closeAll()
+		return nil, err
+	}
+	// The first dump is made before the graph starts, so that forwarding
+	// begins with the kernel's table.
+	if err := k.resync(); err != nil {
+		close(done)
+		drain(ch)
+		k.closeAll()
+		return nil, err
+	}
+	k.wg.Add(1)
+	go k.run(ch, done)
+	return k, nil
+}
+
+func (k *kernelSync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error) {
+	ch := make(chan netlink.RouteUpdate, 4096)
+	done := make(chan struct{})
+	opts := netlink.RouteSubscribeOptions{
+		ErrorCallback:     func(err error) { k.lastErr.Store(&err) },
+		ReceiveBufferSize: 4 << 20,
+	}
+	if k.opt.netns != "" {
+		opts.Namespace = &k.ns
+	}
+	if err := netlink.RouteSubscribeWithOptions(ch, done, opts); err != nil {
+		return nil, nil, fmt.Errorf("source = \"kernel\": subscribing to route changes: %v", err)
+	}
+	return ch, done, nil
+}
+
+func drain(ch chan netlink.RouteUpdate) {
+	for range ch {
+	}
+}
+
+// Close stops the mirror; the table keeps its last state.
+func (k *kernelSync) Close() error {
+	select {
+	case <-k.stop:
+		return nil
+	default:
+	}
+	close(k.stop)
+	k.wg.Wait()
+	k.closeAll()
+	return nil
+}
+
+func (k *kernelSync) closeNS() {
+	if k.opt.netns != "" {
+		k.ns.Close()
+	}
+}
+
+func (k *kernelSync) closeAll() {
+	if k.h != nil {
+		k.h.Close()
+	}
+	k.closeNS()
+}
+
+func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
+	defer k.wg.Done()
+	burst := make([]netlink.RouteUpdate, 0, 256)
+	for {
+		select {
+		case <-k.stop:
+			close(done)
+			drain(ch)
+			return
+		case u, ok := <-ch:
+			if !ok {
+				// The subscription died (e.g. its buffer overflowed and
+				// events were lost): start over with a fresh dump.
+				ch, done = k.restart(done)
+				if ch == nil {
+					return
+				}
+				continue
+			}
+			burst = append(burst[:0], u)
+		more:
+			for len(burst) < maxBurst {
+				select {
+				case u, ok := <-ch:
+					if !ok {
+						break more
+					}
+					burst = append(burst, u)
+				default:
+					break more
+				}
+			}
+			k.applyBurst(burst)
+		}
+	}
+}
+
+func (k *kernelSync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struct{}) {
+	close(done)
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		ch, d, err := k.subscribe()
+		if err == nil {
+			if err = k.resync(); err == nil {
+				k.resyncs.Add(1)
+				return ch, d
+			}
+			close(d)
+			drain(ch)
+		}
+		k.lastErr.Store(&err)
+		select {
+		case <-k.stop:
+			return nil, nil
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// resync dumps the kernel table and replaces the mirror with it.
+func (k *kernelSync) resync() error {
+	if err := k.refreshPorts(); err != nil {
+		return err
+	}
+	clear(k.routes)
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rs, err := k.h.RouteListFiltered(fam, &netlink.Route{Table: k.opt.table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return fmt.Errorf("source = \"kernel\": listing routes: %v", err)
+		}
+		for i := range rs {
+			k.note(&rs[i], true)
+		}
+	}
+	var all []Route
+	for p, krs := range k.routes {
+		all = append(all, Route{Prefix: p, NextHop: krs[0].hops[0].Via, Out: krs[0].hops[0].Out, Also: krs[0].hops[1:]})
+	}
+	if err := k.t.Replace(all); err != nil {
+		return fmt.Errorf("source = \"kernel\": %v", err)
+	}
+	k.applied.Add(uint64(len(all)))
+	return nil
+}
+
+func (k *kernelSync) refreshPorts() error {
+	links, err := k.h.LinkList()
+	if err != nil {
+		return fmt.Errorf("source = \"kernel\": listing interfaces: %v", err)
+	}
+	k.ports = map[int]int{}
+	for _, l := range links {
+		if i := slices.Index(k.opt.interfaces, l.Attrs().Name); i >= 0 {
+			k.ports[l.Attrs().Index] = i
+		}
+	}
+	return nil
+}
+
+// note records a kernel route add (or delete) in k.routes and reports the
+// prefix it concerns, whether it is mirrored at all.
+func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
+	if r.Table != k.opt.table || r.Type != unix.RTN_UNICAST {
+		return netip.Prefix{}, false
+	}
+	p, ok := kernelPrefix(r)
+	if !ok {
+		return p, false
+	}
+	kr := kernelRoute{prio: r.Priority, tos: r.Tos}
+	if add {
+		hops, ok := k.hops(r)
+		if !ok {
+			k.skipped.Add(1)
+			// A replace by a route we cannot mirror still removes the
+			// old one from the kernel's view of this metric.
+			add = false
+		}
+		kr.hops = hops
+	}
+	list := slices.DeleteFunc(k.routes[p], func(o kernelRoute) bool { return o.prio == kr.prio && o.tos == kr.tos })
+	if add {
+		list = append(list, kr)
+		slices.SortStableFunc(list, func(a, b kernelRoute) int { return a.prio - b.prio })
+	}
+	if len(list) == 0 {
+		delete(k.routes, p)
+	} else {
+		k.routes[p] = list
+	}
+	return p, true
+}
+
+func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
+	if r.Dst == nil {
+		switch r.Family {
+		case netlink.FAMILY_V4:
+			return netip.PrefixFrom(netip.IPv4Unspecified(), 0), true
+		case netlink.FAMILY_V6:
+			return netip.PrefixFrom(netip.IPv6Unspecified(), 0), true
+		}
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(r.Dst.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap()
+	ones, _ := r.Dst.Mask.Size()
+	p := netip.PrefixFrom(a, ones).Masked()
+	// Link-local and multicast destinations are never forwarded.
+	if a.Is6() && (a.IsLinkLocalUnicast() || a.IsMulticast()) {
+		return p, false
+	}
+	return p, p.IsValid()
+}
+
+func (k *kernelSync) port(ifindex int) (int, bool) {
+	p, ok := k.ports[ifindex]
+	return p, ok
+}
+
+func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
+	v4 := r.Family == netlink.FAMILY_V4
+	via := func(ip net.IP) (netip.Addr, bool) {
+		if ip == nil {
+			return netip.Addr{}, true
+		}
+		a, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			return a, false
+		}
+		if v4 {
+			a = a.Unmap()
+		}
+		return a, checkVia(a, v4) == nil
+	}
+	var hops []Hop
+	if len(r.MultiPath) == 0 {
+		port, ok := k.port(r.LinkIndex)
+		if !ok {
+			return nil, false
+		}
+		a, ok := via(r.Gw)
+		if !ok {
+			return nil, false
+		}
+		return []Hop{{Via: a, Out: port}}, true
+	}
+	for _, nh := range r.MultiPath {
+		port, ok := k.port(nh.LinkIndex)
+		if !ok {
+			continue // a path through an interface we do not forward on
+		}
+		a, ok := via(nh.Gw)
+		if !ok || !a.IsValid() {
+			continue // ECMP paths need a gateway each
+		}
+		// The kernel's weight is Hops+1: repeat the path to weigh it.
+		for range min(nh.Hops+1, 8) {
+			if len(hops) < MaxPaths {
+				hops = append(hops, Hop{Via: a, Out: port})
+			}
+		}
+	}
+	return hops, len(hops) > 0
+}
+
+// applyBurst applies a burst of kernel events as one table version.
+func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
+	touched := map[netip.Prefix]struct{}{}
+	refreshed := false
+	for i := range us {
+		u := &us[i]
+		add := u.Type == unix.RTM_NEWROUTE
+		if add && !refreshed && u.Table == k.opt.table {
+			// A route through an interface we have not seen may mean the
+			// interface is new: look the interfaces up again, once.
+			if _, ok := k.port(u.LinkIndex); !ok && len(u.MultiPath) == 0 {
+				refreshed = true
+				k.refreshPorts()
+			}
+		}
+		if p, ok := k.note(&u.Route, add); ok {
+			touched[p] = struct{}{}
+		}
+	}
+	if len(touched) == 0 {
+		return
+	}
+	cs := make([]Change, 0, len(touched))
+	for p := range touched {
+		if list, ok := k.routes[p]; ok {
+			h := list[0].hops
+			cs = append(cs, Change{Route: Route{Prefix: p, NextHop: h[0].Via, Out: h[0].Out, Also: h[1:]}})
+		} else {
+			cs = append(cs, Change{Route: Route{Prefix: p}, Delete: true})
+		}
+	}
+	if err := k.t.Apply(cs); err != nil {
+		// The table is full: keep forwarding on what it has, and say so.
+		err = errors.Join(errors.New("source = \"kernel\": changes refused"), err)
+		k.lastErr.Store(&err)
+		k.skipped.Add(uint64(len(cs)))
+		return
+	}
+	k.applied.Add(uint64(len(cs)))
+}
+
+// Err returns the last error the mirror met (nil if none).
+func (k *kernelSync) Err() error {
+	if e := k.lastErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}

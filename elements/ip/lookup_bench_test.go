@@ -1,0 +1,143 @@
+package ip
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements/elementtest"
+)
+
+var (
+	bigOnce  sync.Once
+	bigTable *Table
+	bigDsts  []uint32
+)
+
+// big1M is the benchmark table: 1M synthetic IPv4 prefixes (seed 1, 300
+// next hops) and a default route, built once per test binary.
+func big1M(b *testing.B) (*Table, []uint32) {
+	bigOnce.Do(func() {
+		rs := GenerateRoutes(GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
+		t, err := NewTable(rs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bigTable = t
+		rng := rand.New(rand.NewPCG(5, 5))
+		bigDsts = make([]uint32, 1<<20)
+		for i := range bigDsts {
+			bigDsts[i] = rng.Uint32()
+		}
+	})
+	return bigTable, bigDsts
+}
+
+// BenchmarkLookup1M: ns per IPv4 lookup in a 1M-prefix table, random
+// destinations (uniform over the whole address space, so every lookup
+// touches a different part of the 32 MiB table) against one destination,
+// one lookup at a time and a batch of 64 at a time (IPLookup's path).
+func BenchmarkLookup1M(b *testing.B) {
+	tb, dsts := big1M(b)
+	f := tb.cur.Load()
+	m := tb.Mem()
+	single := make([]uint32, len(dsts))
+	for i := range single {
+		single[i] = 0x0a010203
+	}
+	for _, c := range []struct {
+		name string
+		d    []uint32
+	}{{"random", dsts}, {"single", single}} {
+		b.Run(c.name, func(b *testing.B) {
+			var sink uint16
+			i := 0
+			for b.Loop() {
+				sink += f.lookup4(c.d[i&(1<<20-1)])
+				i++
+			}
+			_ = sink
+			b.ReportMetric(float64(m.Bytes4)/(1<<20), "MiB")
+		})
+		b.Run(c.name+"-batch64", func(b *testing.B) {
+			out := make([]uint16, 64)
+			i := 0
+			n := 0
+			for b.Loop() {
+				f.lookup4Batch(c.d[i:i+64], out)
+				i = (i + 64) & (1<<20 - 1)
+				n += 64
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/lookup")
+		})
+	}
+}
+
+// BenchmarkLoadRoutesFile1M: parse and build a 1M-prefix routes file (one
+// op = one whole load), reporting the heap the table keeps.
+func BenchmarkLoadRoutesFile1M(b *testing.B) {
+	rs := GenerateRoutes(GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
+	file := filepath.Join(b.TempDir(), "full.routes")
+	fh, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := WriteRoutes(fh, rs); err != nil {
+		b.Fatal(err)
+	}
+	fh.Close()
+	rs = nil
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		t0 := time.Now()
+		c := &IPLookupConfig{RoutesFile: file, Miss: -1}
+		if err := c.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		tb, err := newTable(c.routes, c.limits, c.checked) // as IPLookup builds it
+		if err != nil {
+			b.Fatal(err)
+		}
+		el := time.Since(t0)
+		c.routes = nil
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		m := tb.Mem()
+		b.ReportMetric(el.Seconds(), "s/load")
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(m.Bytes4)/(1<<20), "fib-MiB")
+		b.ReportMetric(float64(m.Groups), "groups")
+		runtime.KeepAlive(tb)
+	}
+}
+
+// BenchmarkIPLookup1M: the IPLookup element (batch of 64, harness costs
+// included: see BenchmarkHarnessBaseline) on the 1M-prefix table, frames to
+// 64 random destinations in 1.25M (10.0.0.0-10.18.255.255, refilled from
+// 4096 frames) against one destination.
+func BenchmarkIPLookup1M(b *testing.B) {
+	tb, _ := big1M(b)
+	rng := rand.New(rand.NewPCG(9, 9))
+	spread := make([][]byte, 4096)
+	for i := range spread {
+		spread[i] = ipFrameTo(b, addrFrom4(0x0a000000+uint32(rng.IntN(19<<16))).String())
+	}
+	single := [][]byte{ipFrameTo(b, "10.5.6.7")}
+	for _, c := range []struct {
+		name   string
+		frames [][]byte
+	}{{"single", single}, {"spread", spread}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := elementtest.New(b, "IPLookup", &IPLookupConfig{Routes: []string{"0.0.0.0/0 out 1"}, Miss: -1}, &elementtest.Options{Sink: true})
+			h.Element.(*IPLookup).table = tb
+			h.Bench(b, c.frames...)
+		})
+	}
+}
