@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements/conntrack"
 )
 
 // Hop is one path of a route: out of port Out towards Via. A zero Via marks
@@ -107,7 +109,7 @@ func newTable(routes []Route, lim Limits, checked bool) (*Table, error) {
 		return nil, err
 	}
 	t.w = w
-	t.cur.Store(w.publish())
+	t.swap(w.publish())
 	return t, nil
 }
 
@@ -311,11 +313,11 @@ func (t *Table) Apply(changes []Change) error {
 		if err := w.apply(c); err != nil {
 			// Not reached after the checks above; publish what was done
 			// so that the published state matches the writer's.
-			t.cur.Store(w.publish())
+			t.swap(w.publish())
 			return err
 		}
 	}
-	t.cur.Store(w.publish())
+	t.swap(w.publish())
 	return nil
 }
 
@@ -457,6 +459,14 @@ func (t *Table) Builder() *Builder {
 	return b
 }
 
+// swap makes f the version readers see. Every new version also bumps the
+// fast-path generation: a flow FastTrack learned under the old routes may
+// now leave by another port or next hop, so its entry must be relearned.
+func (t *Table) swap(f *fib) {
+	t.cur.Store(f)
+	conntrack.Invalidate()
+}
+
 // Publish makes b's routes the table's, as one new version. The change is
 // applied as a difference against the current routes, so lookups of
 // unchanged prefixes are never disturbed. It panics if b breaks a limit;
@@ -481,7 +491,7 @@ func (t *Table) publishLocked(b *Builder) error {
 		return err
 	}
 	t.w = w
-	t.cur.Store(w.publish())
+	t.swap(w.publish())
 	return nil
 }
 
@@ -518,7 +528,7 @@ func (t *Table) Replace(routes []Route) error {
 	}
 	t.wmu.Lock()
 	t.w = w
-	t.cur.Store(w.publish())
+	t.swap(w.publish())
 	t.wmu.Unlock()
 	return nil
 }
