@@ -142,7 +142,7 @@ func TestFaults(t *testing.T) {
 // before the next batch needs it (the worker's Tick notices).
 func TestPluginDiesWhileIdle(t *testing.T) {
 	host.SetLog(&syncBuf{})
-	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Faulty", OnFailure: "drop", Timeout: host.DefaultTimeout,
+	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Faulty", OnFailure: "drop", Timeout: slackTimeout,
 		Config: map[string]any{"mode": "ok"}}
 	h := elementtest.New(t, "Plugin", cfg, &elementtest.Options{PoolSize: 512})
 	x := h.Element.(*host.Instance)
@@ -171,7 +171,7 @@ func TestPluginDiesWhileIdle(t *testing.T) {
 // TestMangle checks the SDK's semantics against a model: drops with a
 // declared reason, bytes changed in place, lengths changed, ports chosen.
 func TestMangle(t *testing.T) {
-	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Mangle", OnFailure: "drop", Timeout: host.DefaultTimeout,
+	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Mangle", OnFailure: "drop", Timeout: slackTimeout,
 		Config: map[string]any{"min": int64(30), "trim": int64(3)}}
 	h := elementtest.New(t, "Plugin", cfg, &elementtest.Options{PoolSize: 1024})
 	var frames [][]byte

@@ -113,7 +113,7 @@ func TestLoadAndRun(t *testing.T) {
 
 // TestNoAllocs: the host's per-batch path allocates nothing.
 func TestNoAllocs(t *testing.T) {
-	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Mangle", OnFailure: "drop", Timeout: host.DefaultTimeout}
+	cfg := &host.Config{Path: pluginPath("faulty"), Element: "Mangle", OnFailure: "drop", Timeout: slackTimeout}
 	h := elementtest.New(t, "Plugin", cfg, &elementtest.Options{Sink: true})
 	if a := h.AllocsPerBatch(200, testFrames(8)...); a != 0 {
 		t.Fatalf("%v allocations per batch", a)
