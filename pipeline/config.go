@@ -507,7 +507,11 @@ func (l *loader) declaredElements(m map[string]any) {
 			declared: true,
 			given:    map[string]bool{},
 		}
-		ei.line = func(key string) int { return l.pos.line("elements", name, key) }
+		ei.line = func(key string) int {
+			// A dotted key names a key inside a table value (a Plugin's
+			// config.min): its own line, or the table's.
+			return l.pos.line(append([]string{"elements", name}, strings.Split(key, ".")...)...)
+		}
 		l.elems[name] = ei
 		l.order = append(l.order, ei)
 		if !validName(name) {
@@ -681,7 +685,8 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 			var ke *elements.KeyError
 			if errors.As(err, &ke) {
 				key, msg = ke.Key, ke.Err.Error()
-				if ei.declared && ei.given[ke.Key] {
+				top, _, _ := strings.Cut(ke.Key, ".")
+				if ei.declared && ei.given[top] {
 					eline = ei.line(ke.Key)
 				}
 			}

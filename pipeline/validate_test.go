@@ -516,10 +516,4 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	if d := editDistance("kitten", "sitting", 100); d != 3 {
-		t.Errorf("editDistance = %d, want 3", d)
-	}
-	if d := editDistance("ca", "abc", 100); d != 3 { // OSA, not full Damerau
-		t.Errorf("editDistance OSA = %d, want 3", d)
-	}
 }

@@ -10,11 +10,11 @@ import (
 	"sort"
 	"strings"
 
-	_ "github.com/junction-dataplane/junction/drivers/all"
-	_ "github.com/junction-dataplane/junction/elements/all"
-
 	"github.com/junction-dataplane/junction/drivers"
+	_ "github.com/junction-dataplane/junction/drivers/all"
 	"github.com/junction-dataplane/junction/elements"
+	_ "github.com/junction-dataplane/junction/elements/all"
+	"github.com/junction-dataplane/junction/internal/suggest"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -238,40 +238,9 @@ func driversCmd(args []string, stdout io.Writer) error {
 // nearest returns the candidate closest to name (case-insensitive edit
 // distance), if it is close enough to be a plausible typo.
 func nearest(name string, candidates []string) string {
-	best, bestD := "", 1<<30
-	ln := strings.ToLower(name)
 	sorted := append([]string(nil), candidates...)
 	sort.Strings(sorted)
-	for _, c := range sorted {
-		d := editDistance(ln, strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || bestD > max(2, len(name)/3) {
-		return ""
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Nearest(name, sorted)
 }
 
 // indentLines puts a multi-line error (one config error per line) under

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/junction-dataplane/junction/internal/suggest"
 )
 
 // This file turns one rule's text into an expression tree. Parsing happens
@@ -526,27 +528,5 @@ func unknownWord(w string) string {
 // editDistance is the optimal string alignment distance (Levenshtein plus
 // adjacent transpositions, so "tpc" is one edit from "tcp").
 func editDistance(a, b string) int {
-	if len(a) > 32 || len(b) > 32 {
-		return 1 << 20
-	}
-	var d [33][33]int
-	for i := 0; i <= len(a); i++ {
-		d[i][0] = i
-	}
-	for j := 0; j <= len(b); j++ {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
+	return suggest.Distance(a, b, 1<<20)
 }

@@ -111,11 +111,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// keyErrors turns the plugin's config errors into one error on key
-// "config" (the loader places it at that key's line) naming the inner keys.
+// keyErrors turns the plugin's config errors into one located error: on
+// key "config.KEY" when there is one (the loader places it at that inner
+// key's line), else on "config" naming every inner key.
 func keyErrors(errs []wire.KeyErr) error {
 	if len(errs) == 0 {
 		return nil
+	}
+	if len(errs) == 1 && errs[0].Key != "" && errs[0].Key != "element" {
+		// One error: name the inner key, so the loader can point at its
+		// own line (config.min rather than config).
+		return elements.Errorf("config."+errs[0].Key, "%s", errs[0].Msg)
 	}
 	var parts []string
 	for _, e := range errs {

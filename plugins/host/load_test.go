@@ -64,9 +64,9 @@ func TestLoadErrors(t *testing.T) {
 		{"missing", filepath.Join(dir, "nope"), "X", "", []string{`key "path"`, "no such file"}},
 		{"world-writable", ww, "Mangle", "", []string{`key "path"`, "world-writable"}},
 		{"unknown element", faulty, "Mangel", "", []string{`test.toml:8: element "p" (Plugin): key "element"`, `"Mangel": not served`, "Mangle"}},
-		{"plugin config invalid", faulty, "Mangle", "config = { min = 0 }", []string{`test.toml:9: element "p" (Plugin): key "config": "min": 0: must be at least 1`}},
-		{"plugin config unknown key", faulty, "Mangle", "config = { mni = 3 }", []string{`key "config": "mni": unknown, did you mean "min"?`}},
-		{"plugin config wrong type", faulty, "Mangle", "[elements.p.config]\nmin = \"x\"", []string{`key "config": "min":`}},
+		{"plugin config invalid", faulty, "Mangle", "config = { min = 0 }", []string{`test.toml:9: element "p" (Plugin): key "config.min": 0: must be at least 1`}},
+		{"plugin config unknown key", faulty, "Mangle", "config = { mni = 3 }", []string{`test.toml:9: element "p" (Plugin): key "config.mni": unknown, did you mean "min"?`}},
+		{"plugin config wrong type", faulty, "Mangle", "[elements.p.config]\nmin = \"x\"", []string{`test.toml:10: element "p" (Plugin): key "config.min":`}},
 		{"bad on_failure", faulty, "Mangle", `on_failure = "ignore"`, []string{`key "on_failure"`, `want "bypass" or "drop"`}},
 		{"bad timeout", faulty, "Mangle", `timeout = "-1s"`, []string{`key "timeout"`}},
 	}

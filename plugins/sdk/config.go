@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/internal/suggest"
 	"github.com/junction-dataplane/junction/plugins/internal/wire"
 )
 
@@ -90,39 +90,10 @@ func decodeConfig(e *Element, text string) (any, []wire.KeyErr) {
 
 // nearest returns the key closest to k by edit distance, if plausible.
 func nearest(k string, fields map[string]int) string {
-	best, bestD := "", 1<<30
 	names := make([]string, 0, len(fields))
 	for n := range fields {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		if d := distance(strings.ToLower(k), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if bestD > max(2, len(k)/3) {
-		return ""
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Nearest(k, names)
 }
