@@ -82,6 +82,29 @@ func TestCheckIP6Header(t *testing.T) {
 	}
 }
 
+// TestCheckIP6HeaderAllocs backs the allocation-free claim of check (badsrc
+// configured, so the netip.Prefix path runs too), good and bad packets mixed.
+func TestCheckIP6HeaderAllocs(t *testing.T) {
+	c := &CheckIP6HeaderConfig{BadSrc: []string{"2001:db8:bad::/48"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := elementtest.New(t, "CheckIP6Header", c, &elementtest.Options{Sink: true})
+	good := mkFrame6(t, "2001:db8::1", "2001:db8:1::2", 64, 4000, 0)
+	if a := h.AllocsPerBatch(100, good, mkFrame6(t, "2001:db8:bad::7", "2001:db8::2", 64, 1, 0), good[:30], good); a != 0 {
+		t.Errorf("allocs per batch = %v, want 0", a)
+	}
+}
+
+func BenchmarkCheckIP6Header(b *testing.B) {
+	c := &CheckIP6HeaderConfig{BadSrc: []string{"2001:db8:bad::/48"}}
+	if err := c.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	h := elementtest.New(b, "CheckIP6Header", c, &elementtest.Options{Sink: true})
+	h.Bench(b, mkFrame6(b, "2001:db8::1", "2001:db8:1::2", 64, 4000, 0))
+}
+
 func TestDecHopLimit(t *testing.T) {
 	h := elementtest.New(t, "DecHopLimit", nil, nil)
 	f := mkFrame6(t, "2001:db8::1", "2001:db8:1::2", 64, 4000, 0)
