@@ -37,6 +37,14 @@ func (b *Batch) Reset() {
 	b.Pkts = b.Pkts[:0]
 }
 
+// Truncate keeps the first n packets, the ones an element compacted to the
+// front while it dropped or diverted the rest, and clears the slots behind
+// them so that no stale pointer to a packet now owned elsewhere remains.
+func (b *Batch) Truncate(n int) {
+	clear(b.Pkts[n:])
+	b.Pkts = b.Pkts[:n]
+}
+
 // FreeAll frees every packet and empties the batch.
 func (b *Batch) FreeAll() {
 	for _, p := range b.Pkts {

@@ -51,7 +51,7 @@ func TestInlining(t *testing.T) {
 		// Buffers and batches.
 		"(*Pool).Get", "(*Pool).GetRaw", "(*Pool).put", "(*Pool).Available", "(*Pool).Outstanding",
 		"(*Packet).Free", "(*Packet).Reset", "(*Packet).SetLen", "(*Packet).SetFrame", "(*Packet).Headroom",
-		"(*Batch).Add", "(*Batch).Len", "(*Batch).Full", "(*Batch).Reset", "(*Batch).Bytes",
+		"(*Batch).Add", "(*Batch).Truncate", "(*Batch).Len", "(*Batch).Full", "(*Batch).Reset", "(*Batch).Bytes",
 		// Flow hash: the per-packet wrapper and its helpers.
 		"FlowHash", "fhMix", "fhPair", "fhEndpoint6",
 	}

@@ -292,3 +292,26 @@ func mustPanic(t *testing.T, substr string, f func()) {
 	}()
 	f()
 }
+
+// TestBatchTruncate: Truncate keeps the first n packets and clears the
+// slots behind them (no stale pointer survives in the backing array).
+func TestBatchTruncate(t *testing.T) {
+	pool := NewPool(4)
+	b := NewBatch(4)
+	for i := 0; i < 4; i++ {
+		b.Add(pool.Get())
+	}
+	first := b.Pkts[0]
+	b.Truncate(1)
+	if b.Len() != 1 || b.Pkts[0] != first {
+		t.Fatalf("after Truncate(1): len %d, first kept %v", b.Len(), b.Pkts[0] == first)
+	}
+	for i, p := range b.Pkts[1:4] {
+		if p != nil {
+			t.Errorf("slot %d still holds a packet", i+1)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { b.Truncate(1) }); a != 0 {
+		t.Errorf("Truncate allocates %v", a)
+	}
+}

@@ -287,8 +287,7 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 			k++
 		}
 	}
-	clear(b.Pkts[k:])
-	b.Pkts = b.Pkts[:k]
+	b.Truncate(k)
 	if k > 0 {
 		q.out.Push(b)
 	}

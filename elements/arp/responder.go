@@ -249,8 +249,7 @@ func (r *Responder) Push(in int, b *packet.Batch) {
 		b.Pkts[k] = p
 		k++
 	}
-	clear(b.Pkts[k:])
-	b.Pkts = b.Pkts[:k]
+	b.Truncate(k)
 	if k > 0 {
 		r.replies.Add(uint64(k))
 		r.out.Push(b)

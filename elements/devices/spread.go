@@ -156,8 +156,7 @@ func (sp *spreader) handOff(b *packet.Batch) {
 		sp.touched[t] = true
 		sp.offCount++
 	}
-	clear(b.Pkts[k:])
-	b.Pkts = b.Pkts[:k]
+	b.Truncate(k)
 	for t, tt := range sp.touched {
 		if tt {
 			sp.touched[t] = false

@@ -80,7 +80,6 @@ func (r *Rewrite) Push(in int, b *packet.Batch) {
 		b.Pkts[k] = p
 		k++
 	}
-	clear(b.Pkts[k:])
-	b.Pkts = b.Pkts[:k]
+	b.Truncate(k)
 	r.out.Push(b)
 }

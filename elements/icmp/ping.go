@@ -201,8 +201,7 @@ func (r *Responder) Push(in int, b *packet.Batch) {
 			r.otherB.Add(p)
 		}
 	}
-	clear(b.Pkts[k:])
-	b.Pkts = b.Pkts[:k]
+	b.Truncate(k)
 	if k > 0 {
 		r.replies.Add(uint64(k))
 		r.out.Push(b)

@@ -179,8 +179,7 @@ func (e *CheckIPHeader) Push(_ int, b *packet.Batch) {
 		e.out0.Push(b) // home run: the whole batch is good
 		return
 	}
-	clear(b.Pkts[n:n0])
-	b.Pkts = b.Pkts[:n]
+	b.Truncate(n)
 	e.out0.Push(b)
 	e.out1.Push(bad)
 }

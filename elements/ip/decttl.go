@@ -73,8 +73,7 @@ func (e *DecTTL) Push(_ int, b *packet.Batch) {
 		n++
 	}
 	if n != n0 {
-		clear(b.Pkts[n:n0])
-		b.Pkts = b.Pkts[:n]
+		b.Truncate(n)
 	}
 	e.out0.Push(b)
 	if len(ex.Pkts) > 0 {

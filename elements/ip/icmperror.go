@@ -242,8 +242,7 @@ func (e *ICMPError) Push(_ int, b *packet.Batch) {
 		n++
 	}
 	if n != n0 {
-		clear(b.Pkts[n:n0])
-		b.Pkts = b.Pkts[:n]
+		b.Truncate(n)
 	}
 	e.out.Push(b)
 }

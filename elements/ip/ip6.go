@@ -194,8 +194,7 @@ func (e *CheckIP6Header) Push(_ int, b *packet.Batch) {
 		e.out0.Push(b)
 		return
 	}
-	clear(b.Pkts[n:n0])
-	b.Pkts = b.Pkts[:n]
+	b.Truncate(n)
 	e.out0.Push(b)
 	e.out1.Push(bad)
 }
@@ -241,8 +240,7 @@ func (e *DecHopLimit) Push(_ int, b *packet.Batch) {
 		n++
 	}
 	if n != n0 {
-		clear(b.Pkts[n:n0])
-		b.Pkts = b.Pkts[:n]
+		b.Truncate(n)
 	}
 	e.out0.Push(b)
 	if len(ex.Pkts) > 0 {

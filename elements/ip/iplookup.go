@@ -392,8 +392,7 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 		n++
 	}
 	if n != n0 {
-		clear(b.Pkts[n:n0])
-		b.Pkts = b.Pkts[:n]
+		b.Truncate(n)
 	}
 	if n == 0 {
 		return

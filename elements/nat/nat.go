@@ -273,8 +273,7 @@ func (e *DNAT) Push(_ int, b *packet.Batch) {
 		b.Pkts[n] = p
 		n++
 	}
-	clear(b.Pkts[n:])
-	b.Pkts = b.Pkts[:n]
+	b.Truncate(n)
 	if made != 0 {
 		e.translated.Add(made)
 	}
@@ -374,8 +373,7 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 		b.Pkts[n] = p
 		n++
 	}
-	clear(b.Pkts[n:])
-	b.Pkts = b.Pkts[:n]
+	b.Truncate(n)
 	if made != 0 {
 		e.translated.Add(made)
 	}
