@@ -30,7 +30,8 @@ import (
 // each); groups live 16 to a page after them. A version is the array of
 // page pointers (48 KiB, always in cache): the extra indirection is what
 // makes copy-on-write cheap, and a page that holds nothing is the shared
-// zero page, so that a small table costs kilobytes, not 32 MiB.
+// zero page, so that a small table costs kilobytes, not 32 MiB. A large
+// table's pages are carved from one slab on 2 MiB huge pages (slab.go).
 //
 // The writer keeps, beside the pages, the prefix length that owns each
 // entry (as rte_lpm does) so that an insert or delete rewrites exactly the
@@ -176,6 +177,12 @@ type writerState struct {
 	rules4 [33]map[uint32]uint16
 	n4     int
 
+	// slab is where new pages come from first (slab.go); heapNew counts
+	// pages taken from the heap since the last repack check, and publish
+	// looks again when it reaches repackAt.
+	slab              *pageSlab
+	heapNew, repackAt int
+
 	root6  *node6
 	def6   uint16
 	rules6 map[netip.Prefix]uint16
@@ -194,7 +201,7 @@ type writerState struct {
 
 func newWriterState() *writerState {
 	w := &writerState{rules6: map[netip.Prefix]uint16{}, nhIndex: map[string]uint16{}, nhIndex1: map[Hop]uint16{}, gen: 1,
-		uni: map[uint16]*page4{0: zeroPage}}
+		uni: map[uint16]*page4{0: zeroPage}, repackAt: slabMinPages}
 	for i := range w.pages {
 		w.pages[i] = zeroPage
 	}
@@ -208,6 +215,7 @@ func newWriterState() *writerState {
 
 // publish freezes the version under construction and starts the next.
 func (w *writerState) publish() *fib {
+	w.maybeRepack()
 	f := &fib{pages: w.pages, root6: w.root6, def6: w.def6, nh: w.nh[:len(w.nh):len(w.nh)], gen: w.gen}
 	clear(w.fresh[:])
 	w.gen++
@@ -292,7 +300,7 @@ func (w *writerState) nhUnref(v uint16) {
 
 func (w *writerState) pageW(i uint32) *page4 {
 	if !w.fresh[i] {
-		p := new(page4)
+		p := w.newPage()
 		if old := w.pages[i]; old != zeroPage {
 			*p = *old
 		}

@@ -1,6 +1,7 @@
 package ip
 
 import (
+	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
 )
+
+// -ip.heaptable builds the benchmark table as before slabs (every page a
+// separate heap object, on small pages), to compare in one binary.
+var heapTable = flag.Bool("ip.heaptable", false, "build benchmark tables on the plain heap, without huge-page slabs")
 
 var (
 	bigOnce  sync.Once
@@ -23,7 +28,9 @@ var (
 func big1M(b *testing.B) (*Table, []uint32) {
 	bigOnce.Do(func() {
 		rs := GenerateRoutes(GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
+		slabsOff = *heapTable
 		t, err := NewTable(rs)
+		slabsOff = false
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -41,10 +48,17 @@ func big1M(b *testing.B) (*Table, []uint32) {
 // destinations (uniform over the whole address space, so every lookup
 // touches a different part of the 32 MiB table) against one destination,
 // one lookup at a time and a batch of 64 at a time (IPLookup's path).
+// random-chain makes each lookup wait for the previous one (latency rather
+// than throughput). huge-MiB is how much of the table is on huge pages.
 func BenchmarkLookup1M(b *testing.B) {
 	tb, dsts := big1M(b)
 	f := tb.cur.Load()
 	m := tb.Mem()
+	// The part of the table the kernel backs with 2 MiB pages (slab.go;
+	// -1 MiB where it cannot tell).
+	tb.wmu.Lock()
+	huge := tb.w.slab.hugeBytes()
+	tb.wmu.Unlock()
 	single := make([]uint32, len(dsts))
 	for i := range single {
 		single[i] = 0x0a010203
@@ -62,6 +76,18 @@ func BenchmarkLookup1M(b *testing.B) {
 			}
 			_ = sink
 			b.ReportMetric(float64(m.Bytes4)/(1<<20), "MiB")
+			b.ReportMetric(float64(huge)/(1<<20), "huge-MiB")
+		})
+		// Each destination depends on the previous answer: the full
+		// latency of a lookup, misses not overlapped.
+		b.Run(c.name+"-chain", func(b *testing.B) {
+			var e uint16
+			i := 0
+			for b.Loop() {
+				e = f.lookup4(c.d[i&(1<<20-1)] ^ uint32(e&1))
+				i++
+			}
+			_ = e
 		})
 		b.Run(c.name+"-batch64", func(b *testing.B) {
 			out := make([]uint16, 64)

@@ -138,6 +138,10 @@ func (t *Table) buildChecked(routes []Route, checked bool) (*writerState, error)
 		}
 	}
 	w := newWriterState()
+	if n := estimatePages4(routes); n >= slabMinPages && !slabsOff {
+		// A large build: its pages go to one slab on huge pages.
+		w.slab = newPageSlab(n)
+	}
 	var perLen [33]int
 	for i := range routes {
 		if routes[i].Prefix.Addr().Is4() {
