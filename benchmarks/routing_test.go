@@ -5,11 +5,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip"
@@ -140,10 +143,15 @@ func BenchmarkL3Routing(b *testing.B) {
 // TestL3RoutingLongRun is the long-run measurement: it forwards for
 // JUNCTION_LONGRUN (e.g. 10m) per variant and prints the rate every
 // JUNCTION_LONGRUN_EVERY (default 1m). JUNCTION_LONGRUN_MODES picks the
-// variants (default "single,spread,naive"). Not run unless JUNCTION_LONGRUN
-// is set, so `go test ./...` and CI never run it.
+// variants, run one after another (default "single,spread,naive"); modes
+// joined by "+" (e.g. "single+spread") run at the same time, each router's
+// one worker pinned to its own CPU (the first, second, … CPU of the
+// process), so that whatever else the machine does hits them alike and
+// their ratio is taken sample by sample. Not run unless JUNCTION_LONGRUN is
+// set, so `go test ./...` and CI never run it.
 //
 //	JUNCTION_LONGRUN=10m go test ./benchmarks -run LongRun -v -timeout 0
+//	JUNCTION_LONGRUN=10m JUNCTION_LONGRUN_MODES=single+spread go test ./benchmarks -run LongRun -v -timeout 0
 func TestL3RoutingLongRun(t *testing.T) {
 	total, err := time.ParseDuration(os.Getenv("JUNCTION_LONGRUN"))
 	if err != nil || total <= 0 {
@@ -157,7 +165,17 @@ func TestL3RoutingLongRun(t *testing.T) {
 	if m := os.Getenv("JUNCTION_LONGRUN_MODES"); m != "" {
 		modes = m
 	}
-	for _, mode := range strings.Split(modes, ",") {
+	for _, group := range strings.Split(modes, ",") {
+		longRun(t, strings.Split(group, "+"), total, every)
+	}
+}
+
+// longRun runs the routing graph of each mode at once (one worker each;
+// pinned to CPUs 0, 1, … of the process when there are several) and prints
+// every router's rate each interval, then a summary per mode.
+func longRun(t *testing.T, modes []string, total, every time.Duration) {
+	rs := make([]*pipeline.Router, len(modes))
+	for i, mode := range modes {
 		dst, naive := spreadDst, false
 		switch mode {
 		case "single":
@@ -172,52 +190,93 @@ func TestL3RoutingLongRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The router runs until the last sample is taken (a sample must
-		// not include the stop), then is stopped.
-		r, err := pipeline.Start(g, pipeline.Options{Workers: 1, Duration: total + every})
+		o := pipeline.Options{Workers: 1} // stopped after the last sample
+		if len(modes) > 1 {
+			cpus := allowedCPUs(t)
+			if len(cpus) < len(modes) {
+				t.Fatalf("%d modes at once need as many CPUs, the process has %v", len(modes), cpus)
+			}
+			o.CPUs = []int{cpus[i]}
+		}
+		r, err := pipeline.Start(g, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t0 := time.Now()
-		var last uint64
-		lastT, lastCPU := t0, routingCPU()
-		var rates []float64
-		tick := time.NewTicker(every)
-		done := make(chan error, 1)
-		go func() { done <- r.Wait() }()
-	loop:
-		for {
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-				break loop
-			case now := <-tick.C:
-				tx := r.Snapshot().Totals.TX
-				cpu := routingCPU()
-				rate := float64(tx-last) / now.Sub(lastT).Seconds() / 1e6
-				// On a shared machine the wall-clock rate also measures
-				// the neighbours; packets per CPU-second of this process
-				// (one worker: about one core when alone) does not.
-				perCPU := float64(tx-last) / (cpu - lastCPU).Seconds() / 1e6
-				rates = append(rates, rate)
-				fmt.Printf("%-7s %6s  %.2f Mpps  (%.2f M packets per CPU-second)\n", mode, now.Sub(t0).Round(time.Second), rate, perCPU)
-				last, lastT, lastCPU = tx, now, cpu
-				if len(rates) >= int(total/every) {
-					r.Stop()
-				}
-			}
+		defer r.Close()
+		rs[i] = r
+	}
+	// Every router has loaded its table and is forwarding before the
+	// first interval starts.
+	time.Sleep(longRunWarmup)
+	t0 := time.Now()
+	last := make([]uint64, len(rs))
+	for i, r := range rs {
+		last[i] = r.Snapshot().Totals.TX
+	}
+	lastT, lastCPU := t0, routingCPU()
+	rates := make([][]float64, len(rs))
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for n := 0; n < int(total/every); n++ {
+		now := <-tick.C
+		cpu := routingCPU()
+		var line strings.Builder
+		var sum uint64
+		for i, r := range rs {
+			tx := r.Snapshot().Totals.TX
+			rate := float64(tx-last[i]) / now.Sub(lastT).Seconds() / 1e6
+			rates[i] = append(rates[i], rate)
+			fmt.Fprintf(&line, "%-7s %6s  %.2f Mpps   ", modes[i], now.Sub(t0).Round(time.Second), rate)
+			sum += tx - last[i]
+			last[i] = tx
 		}
-		tick.Stop()
-		if len(rates) > 0 {
-			lo, hi := rates[0], rates[0]
-			for _, x := range rates {
-				lo, hi = min(lo, x), max(hi, x)
-			}
-			fmt.Printf("%-7s over %v: first %.2f, last %.2f, min %.2f, max %.2f Mpps\n", mode, total, rates[0], rates[len(rates)-1], lo, hi)
+		// On a shared machine the wall-clock rate also measures the
+		// neighbours; packets per CPU-second of this process (about one
+		// core per router when alone) does not.
+		fmt.Fprintf(&line, "(%.2f M packets per CPU-second", float64(sum)/(cpu-lastCPU).Seconds()/1e6)
+		if len(rs) == 2 {
+			k := len(rates[0]) - 1
+			fmt.Fprintf(&line, "; %s/%s %.3f", modes[1], modes[0], rates[1][k]/rates[0][k])
+		}
+		fmt.Println(line.String() + ")")
+		lastT, lastCPU = now, cpu
+	}
+	for i, r := range rs {
+		r.Stop()
+		if err := r.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if xs := rates[i]; len(xs) > 0 {
+			lo, hi := slices.Min(xs), slices.Max(xs)
+			fmt.Printf("%-7s over %v: first %.2f, last %.2f, min %.2f, max %.2f Mpps\n", modes[i], total, xs[0], xs[len(xs)-1], lo, hi)
 		}
 	}
+	if len(rs) == 2 && len(rates[0]) > 0 {
+		ratios := make([]float64, len(rates[0]))
+		for k := range ratios {
+			ratios[k] = rates[1][k] / rates[0][k]
+		}
+		fmt.Printf("%s/%s per interval: min %.3f, max %.3f\n", modes[1], modes[0], slices.Min(ratios), slices.Max(ratios))
+	}
+}
+
+// longRunWarmup is how long the routers of a long run forward before the
+// first interval (table loads, caches, page faults).
+const longRunWarmup = 3 * time.Second
+
+// allowedCPUs lists the CPUs the process may run on.
+func allowedCPUs(t *testing.T) []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	var cpus []int
+	for c := 0; len(cpus) < set.Count() && c < 1<<16; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // TestRoutingGraph checks the benchmark graphs load and forward correctly

@@ -29,6 +29,10 @@ type Options struct {
 	// NoPin leaves worker threads unpinned. By default each worker's
 	// thread is pinned to one CPU.
 	NoPin bool
+	// CPUs lists the CPUs workers are pinned to: worker i on
+	// CPUs[i%len(CPUs)] (VPP's corelist-workers). Empty: the CPUs the
+	// process may run on, in order.
+	CPUs []int
 	// Log receives warnings (a failed pin); nil discards them.
 	Log io.Writer
 	// Duration stops the router after this long (0: until every source is

@@ -572,3 +572,29 @@ func TestDeviceCounterNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPinnedCPUs: Options.CPUs chooses the CPU each worker is pinned to,
+// and the snapshot reports it.
+func TestPinnedCPUs(t *testing.T) {
+	if len(processCPUs) == 0 {
+		t.Skip("pinning is not supported here")
+	}
+	resetRtCounters()
+	want := processCPUs[len(processCPUs)-1]
+	c := rtGraph{workers: 2, queues: 2, failOn: -1}
+	r, err := Start(c.graph(t), Options{CPUs: []int{want}, Duration: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRouter(t, r, 5*time.Second)
+	s := r.Snapshot()
+	if len(s.Workers) != 2 {
+		t.Fatalf("%d workers", len(s.Workers))
+	}
+	for _, w := range s.Workers {
+		if w.CPU != want {
+			t.Errorf("worker %d on CPU %d, want %d (Options.CPUs)", w.Worker, w.CPU, want)
+		}
+	}
+	checkPools(t, r)
+}

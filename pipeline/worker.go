@@ -166,6 +166,9 @@ func (w *worker) loop() {
 func (r *Router) run(o Options) {
 	r.start = time.Now()
 	cpus := processCPUs
+	if len(o.CPUs) > 0 {
+		cpus = o.CPUs
+	}
 	var wg sync.WaitGroup
 	for _, w := range r.workers {
 		wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -273,6 +274,24 @@ read      = "no-such-file.pcap"`, 1)
 	// An explicit stats address that cannot be bound is an error.
 	if code, _, errs := forwarder(t, "run", "-duration", "1s", "-stats", "256.0.0.1:1"); code != 1 || !strings.Contains(errs, "stats endpoint") {
 		t.Errorf("bad stats address: exit %d, stderr %q", code, errs)
+	}
+	// A CPU list that does not parse.
+	if code, _, errs := forwarder(t, "run", "-cpus", "1,x", "-stats", "off"); code != 1 || !strings.Contains(errs, `-cpus: "x"`) {
+		t.Errorf("bad -cpus: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string]string{"": "[]", "3": "[3]", "0,2": "[0 2]", "2-4,7": "[2 3 4 7]", " 1 , 0": "[1 0]"} {
+		got, err := parseCPUList(in)
+		if err != nil || fmt.Sprint(got) != want {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"x", "3-1", "-1", "1,", "70000"} {
+		if got, err := parseCPUList(in); err == nil {
+			t.Errorf("parseCPUList(%q) = %v, want an error", in, got)
+		}
 	}
 }
 

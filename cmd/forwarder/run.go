@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +21,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	stats := fs.String("stats", "", `stats endpoint address ("off" disables; default: the graph's [forwarder] stats, else `+pipeline.DefaultStatsAddr+")")
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
+	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th (wrapping), e.g. 2,3 or 2-5 (default: every CPU the process may use)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -29,6 +32,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if *workers < 0 {
 		return fmt.Errorf("-workers must be ≥ 0, got %d", *workers)
 	}
+	cpus, err := parseCPUList(*cpuList)
+	if err != nil {
+		return fmt.Errorf("-cpus: %w", err)
+	}
 	g, err := loadGraph(path)
 	if err != nil {
 		return err
@@ -36,7 +43,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
 	return run(ctx, g, runOptions{
-		duration: *duration, workers: *workers, stats: *stats, quiet: *quiet, nopin: *nopin,
+		duration: *duration, workers: *workers, stats: *stats, quiet: *quiet, nopin: *nopin, cpus: cpus,
 	}, stdout, stderr)
 }
 
@@ -46,6 +53,7 @@ type runOptions struct {
 	stats    string
 	quiet    bool
 	nopin    bool
+	cpus     []int
 	// every is the rate line interval (a second; tests shorten it).
 	every time.Duration
 }
@@ -56,7 +64,7 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	if o.every <= 0 {
 		o.every = time.Second
 	}
-	r, err := pipeline.Start(g, pipeline.Options{Workers: o.workers, NoPin: o.nopin, Log: stderr, Duration: o.duration})
+	r, err := pipeline.Start(g, pipeline.Options{Workers: o.workers, NoPin: o.nopin, CPUs: o.cpus, Log: stderr, Duration: o.duration})
 	if err != nil {
 		return err
 	}
@@ -140,4 +148,28 @@ func count(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// parseCPUList parses a CPU list such as "0,2" or "2-5,8" (Linux's cpuset
+// list format); "" is no list.
+func parseCPUList(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a || b >= 1<<16 {
+			return nil, fmt.Errorf("%q: want CPU numbers or ranges such as 0,2 or 2-5", part)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
 }

@@ -11,17 +11,19 @@ import (
 
 // Config is the gen driver's keys (see Doc).
 type Config struct {
-	Count  int64   `toml:"count"`
-	Rate   float64 `toml:"rate"`
-	Size   int     `toml:"size"`
-	Src    string  `toml:"src"`
-	Dst    string  `toml:"dst"`
-	Flows  int64   `toml:"flows"`
-	Proto  string  `toml:"proto"`
-	Queues int     `toml:"queues"`
-	Seed   int64   `toml:"seed"`
-	SrcMAC string  `toml:"src_mac"`
-	DstMAC string  `toml:"dst_mac"`
+	Count int64   `toml:"count"`
+	Rate  float64 `toml:"rate"`
+	Size  int     `toml:"size"`
+	Src   string  `toml:"src"`
+	Dst   string  `toml:"dst"`
+	Flows int64   `toml:"flows"`
+	// SplitFlows gives each flow to one queue (see Doc).
+	SplitFlows bool   `toml:"split_flows"`
+	Proto      string `toml:"proto"`
+	Queues     int    `toml:"queues"`
+	Seed       int64  `toml:"seed"`
+	SrcMAC     string `toml:"src_mac"`
+	DstMAC     string `toml:"dst_mac"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544
@@ -122,6 +124,7 @@ type settings struct {
 	size     int
 	src, dst addrRange
 	flows    uint64
+	split    bool
 	proto    uint8
 	queues   int
 	seed     uint64
@@ -182,6 +185,10 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	s.queues = c.Queues
 	if s.queues == 0 {
 		s.queues = max(workers, 1)
+	}
+	s.split = c.SplitFlows
+	if s.split && s.flows < uint64(s.queues) {
+		return s, elements.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
 	}
 	s.seed = uint64(c.Seed)
 	var ok bool

@@ -76,6 +76,11 @@ Keys (besides driver, addresses, mac):
                                flows distinct 5-tuples; with a dst range the
                                destinations vary within each flow. Set
                                flows ≥ N to use every src address.
+  split_flows = false          true: the queues share the flows out as a
+                               NIC's RSS gives each flow to one queue:
+                               queue q sends only flows q, q+Q, q+2Q, …
+                               (Q queues), so no flow reaches two workers.
+                               false: every queue draws from all flows.
   proto    = "udp"             "udp" or "tcp" (TCP segments have only ACK
                                set, seq 1, ack 1, window 65535). The
                                destination port is always 9 (discard).
@@ -109,6 +114,9 @@ Example:
 type queue struct {
 	pool      *packet.Pool
 	rng       uint64
+	flow0     uint32 // the queue's flows are flow0 + i*stride, i < nflows
+	stride    uint32
+	nflows    uint64
 	finite    bool
 	quota     int64
 	rxPkts    atomic.Uint64
@@ -139,14 +147,14 @@ type Device struct {
 	s     settings
 
 	// The template and the values it holds in the fields that vary.
-	tmpl               []byte
-	tSrc, tDst         uint32
-	tSport             uint16
-	tIPCsum, tL4Csum   uint16
-	ipBase, l4Base     uint32 // see fill
-	l4CsumOff          int
-	udp                bool
-	srcN, dstN, nflows uint64
+	tmpl             []byte
+	tSrc, tDst       uint32
+	tSport           uint16
+	tIPCsum, tL4Csum uint16
+	ipBase, l4Base   uint32 // see fill
+	l4CsumOff        int
+	udp              bool
+	srcN, dstN       uint64
 
 	queues []queue
 	tx     []txCounter
@@ -178,7 +186,6 @@ func newDevice(s settings, ctx drivers.OpenContext) *Device {
 		udp:    s.proto == packet.ProtoUDP,
 		srcN:   s.src.n,
 		dstN:   s.dst.n,
-		nflows: s.flows,
 		queues: make([]queue, s.queues),
 		tx:     make([]txCounter, max(ctx.Workers, 1)),
 	}
@@ -191,6 +198,11 @@ func newDevice(s settings, ctx drivers.OpenContext) *Device {
 	for q := range d.queues {
 		qs := &d.queues[q]
 		qs.rng = splitmix(s.seed + uint64(q)*0x9e3779b97f4a7c15)
+		qs.stride, qs.nflows = 1, s.flows
+		if s.split {
+			qs.flow0, qs.stride = uint32(q), uint32(nq)
+			qs.nflows = (s.flows - uint64(q) + nq - 1) / nq
+		}
 		if s.count > 0 {
 			qs.finite = true
 			qs.quota = s.count / int64(nq)
@@ -364,7 +376,8 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 	size := len(tmpl)
 	rng := qs.rng
 	srcFirst, dstFirst := d.s.src.first, d.s.dst.first
-	srcN, dstN, nflows := uint32(d.srcN), d.dstN, d.nflows
+	srcN, dstN, nflows := uint32(d.srcN), d.dstN, qs.nflows
+	flow0, stride := qs.flow0, qs.stride
 	sport0 := uint32(d.tSport)
 	ipBase, l4Base := d.ipBase, d.l4Base
 	csOff, udp, index := d.l4CsumOff, d.udp, d.index
@@ -384,7 +397,7 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		r := wyrand(&rng)
 		// Multiply-shift maps 32 random bits onto [0, n) without a division.
 		dst := dstFirst + uint32((uint64(uint32(r>>32))*dstN)>>32)
-		f := uint32((uint64(uint32(r)) * nflows) >> 32)
+		f := flow0 + stride*uint32((uint64(uint32(r))*nflows)>>32)
 		src, sport := srcFirst, sport0
 		if srcN == 1 {
 			sport += f

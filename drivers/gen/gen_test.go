@@ -311,6 +311,39 @@ func TestFlowsAreExactAndDeterministic(t *testing.T) {
 	}
 }
 
+// TestSplitFlows: with split_flows each flow reaches exactly one queue
+// (queue q: flows q, q+Q, …), and together the queues send every flow;
+// without it both queues send all flows.
+func TestSplitFlows(t *testing.T) {
+	const flows, queues = 11, 3
+	for _, split := range []bool{true, false} {
+		d := openGen(t, queues, func(c *Config) { c.Dst = "192.0.2.1"; c.Flows = flows; c.SplitFlows = split })
+		seen := map[uint16]map[int]bool{} // source port -> queues
+		for q := range queues {
+			drain(t, d, q, flows*40, func(p *packet.Packet) {
+				sport := verify(t, p.Data, packet.ProtoUDP).sport
+				if seen[sport] == nil {
+					seen[sport] = map[int]bool{}
+				}
+				seen[sport][q] = true
+			})
+		}
+		if len(seen) != flows {
+			t.Fatalf("split=%v: %d flows seen, want %d", split, len(seen), flows)
+		}
+		for sport, qs := range seen {
+			f := int(sport) - FirstSrcPort
+			switch {
+			case split && (len(qs) != 1 || !qs[f%queues]):
+				t.Errorf("split: flow %d on queues %v, want only %d", f, qs, f%queues)
+			case !split && len(qs) != queues:
+				t.Errorf("not split: flow %d on queues %v, want all %d", f, qs, queues)
+			}
+		}
+		checkNoLeak(t, d)
+	}
+}
+
 func TestSeed(t *testing.T) {
 	frames := func(seed int64, q int) [][]byte {
 		d := openGen(t, 2, func(c *Config) { c.Seed = seed; c.Dst = "10.0.0.0/8"; c.Flows = 1000 })
@@ -619,6 +652,7 @@ func TestBadKeys(t *testing.T) {
 		{"flows", func(c *Config) { c.Flows = 64513 }, "64512"},
 		{"flows", func(c *Config) { c.Src = "10.0.0.0/31"; c.Flows = 2*64512 + 1 }, "129024"},
 		{"proto", func(c *Config) { c.Proto = "icmp" }, `"icmp"`},
+		{"split_flows", func(c *Config) { c.Flows = 1; c.Queues = 2; c.SplitFlows = true }, "flows ≥ queues"},
 		{"queues", func(c *Config) { c.Queues = -1 }, "queues"},
 		{"queues", func(c *Config) { c.Queues = 100000 }, "256"},
 		{"src_mac", func(c *Config) { c.SrcMAC = "02:00:00:00:00" }, "bad MAC"},

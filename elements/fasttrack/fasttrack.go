@@ -142,10 +142,8 @@ type FastTrack struct {
 	outs  []*elements.Output
 	split []*packet.Batch
 
-	// Per chunk of up to 64 packets: tuples, whether the packet may hit,
-	// buckets (see Push).
-	keys [chunk]conntrack.Tuple
-	ok   [chunk]bool
+	// Per chunk of up to 64 packets: tuples and buckets (see Push).
+	keys [chunk]conntrack.Tuple // Proto 0: not eligible
 	hs   [chunk]uint32
 
 	pkts, bytes, hits, misses *atomic.Uint64
@@ -190,17 +188,18 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	pkts := b.Pkts
 	for off := 0; off < len(pkts); off += chunk {
 		ps := pkts[off:min(off+chunk, len(pkts))]
+		keys := e.keys[:len(ps)]
 		// Parse every packet, prefetch what their lookups touch
 		// (conntrack.Table.Warm), then look up and rewrite: the cache
 		// misses of a chunk overlap.
 		for i, p := range ps {
-			e.keys[i], e.ok[i] = fastKey(p)
+			fastKey(p, &keys[i])
 		}
-		t.Warm(e.keys[:len(ps)], e.hs[:])
+		t.Warm(keys, e.hs[:])
 		for i, p := range ps {
 			out, n := 0, 0
-			if e.ok[i] {
-				out, n = e.hit(t, p, &e.keys[i], e.hs[i], gen, now)
+			if keys[i].Proto != 0 {
+				out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
 			}
 			if out == 0 {
 				miss.Add(p)
@@ -231,66 +230,76 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 // chunk is how many packets Push prepares at once.
 const chunk = 64
 
-// fastKey reads the flow tuple of a packet that may take the fast path: an
-// untagged IPv4 header without options or fragmentation, TCP with ACK and
-// no SYN, FIN or RST, UDP, or ICMP echo.
-func fastKey(p *packet.Packet) (k conntrack.Tuple, ok bool) {
+// fastMin is the shortest frame fastKey accepts: Ethernet, an IPv4 header
+// without options and the first 8 bytes of the transport header (UDP
+// header; ICMP type, code, checksum, identifier; TCP ports and sequence).
+const fastMin = packet.EthernetLen + packet.IPv4MinLen + 8
+
+// fastKey reads into k the flow tuple of a packet that may take the fast
+// path: an untagged IPv4 header without options or fragmentation, TCP with
+// ACK and no SYN, FIN or RST, UDP, or ICMP echo. For any other packet it
+// leaves k.Proto 0 (no flow the fast path handles has protocol 0).
+func fastKey(p *packet.Packet, k *conntrack.Tuple) {
+	k.Proto = 0
 	d := p.Data
-	if p.L3 != packet.EthernetLen || len(d) < packet.EthernetLen+packet.IPv4MinLen+8 ||
-		binary.BigEndian.Uint16(d[12:]) != packet.EtherTypeIPv4 {
-		return k, false
+	if p.L3 != packet.EthernetLen || len(d) < fastMin {
+		return
 	}
-	h := d[packet.EthernetLen:]
-	if h[0] != 0x45 || binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
-		return k, false
+	f := (*[fastMin]byte)(d)
+	h := f[packet.EthernetLen:]
+	if binary.BigEndian.Uint16(f[12:]) != packet.EtherTypeIPv4 || h[0] != 0x45 ||
+		binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		return
 	}
 	tl := int(binary.BigEndian.Uint16(h[2:]))
-	if tl > len(h) || tl < packet.IPv4MinLen+8 {
-		return k, false
+	if tl > len(d)-packet.EthernetLen || tl < packet.IPv4MinLen+8 {
+		return
 	}
-	k.Src = binary.BigEndian.Uint32(h[12:])
-	k.Dst = binary.BigEndian.Uint32(h[16:])
-	k.Proto = h[9]
-	l4 := h[packet.IPv4MinLen:tl]
-	switch k.Proto {
+	l4 := h[packet.IPv4MinLen:]
+	var sp, dp uint16
+	switch proto := h[9]; proto {
 	case packet.ProtoTCP:
-		if len(l4) < packet.TCPMinLen || l4[13]&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || l4[13]&packet.TCPAck == 0 {
-			return k, false
+		if tl < packet.IPv4MinLen+packet.TCPMinLen {
+			return
 		}
-		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+		if fl := d[packet.EthernetLen+packet.IPv4MinLen+13]; fl&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || fl&packet.TCPAck == 0 {
+			return
+		}
+		sp, dp = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
 	case packet.ProtoUDP:
-		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+		sp, dp = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
 	case packet.ProtoICMP:
 		if l4[0] != packet.ICMPEchoRequest && l4[0] != packet.ICMPEchoReply {
-			return k, false
+			return
 		}
-		id := binary.BigEndian.Uint16(l4[4:])
-		k.Sport, k.Dport = id, id
+		sp = binary.BigEndian.Uint16(l4[4:])
+		dp = sp
 	default:
-		return k, false
+		return
 	}
-	return k, true
+	*k = conntrack.Tuple{Src: binary.BigEndian.Uint32(h[12:]), Dst: binary.BigEndian.Uint32(h[16:]),
+		Sport: sp, Dport: dp, Proto: h[9]}
 }
 
 // hit applies the fast path to p, whose tuple k (in bucket hb) fastKey
 // accepted, and returns its output (0: miss) and IP length.
 func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple, hb uint32, gen uint32, now int64) (int, int) {
-	d := p.Data
-	h := d[packet.EthernetLen:]
-	tl := int(binary.BigEndian.Uint16(h[2:]))
-	l4 := h[packet.IPv4MinLen:tl]
 	idx, dir, ok := t.LookupIn(k, hb)
 	if !ok {
 		return 0, 0
 	}
+	d := p.Data
+	h := d[packet.EthernetLen:]
 	c := t.Conn(idx)
 	f := &c.Fast[dir]
 	if !f.Valid || f.Gen != gen || now >= c.Expires || c.Packets[0]+c.Packets[1] < e.after ||
 		e.both && c.Flags&conntrack.FlagSeenReply == 0 || !conntrack.IsFastPathState(c) || h[8] <= f.TTLDec ||
-		k.Proto == packet.ProtoICMP && (l4[0] == packet.ICMPEchoRequest) != (dir == 0) {
+		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
-	rewrite(h, l4, k, &c.T[1-dir], f.TTLDec)
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	ttl := h[8]
+	rewrite(h, h[packet.IPv4MinLen:tl], k, &c.T[1-dir], f.TTLDec)
 	copy(d[:12], f.Eth[:])
 	c.Packets[dir]++
 	c.Bytes[dir] += uint64(tl)
@@ -299,10 +308,18 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	} else {
 		c.Expires = now + t.TimeoutOf(c)
 	}
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtEstablished, Dir: dir}
+	st := uint8(packet.CtEstablished)
 	if c.Flags&conntrack.FlagSeenReply == 0 {
-		p.Ct.State = packet.CtNew
+		st = packet.CtNew
 	}
+	// Only the fields that differ from what the packet may carry: the
+	// table (an interface, whose store needs a write barrier) is written
+	// once per packet buffer's life in practice.
+	ct := &p.Ct
+	if ct.Table != any(t) {
+		ct.Table = t
+	}
+	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, st, dir, ttl
 	return int(f.Out), tl
 }
 
