@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip"
 	"github.com/junction-dataplane/junction/packet"
@@ -192,7 +190,7 @@ func longRun(t *testing.T, modes []string, total, every time.Duration) {
 		}
 		o := pipeline.Options{Workers: 1} // stopped after the last sample
 		if len(modes) > 1 {
-			cpus := allowedCPUs(t)
+			cpus := pipeline.ProcessCPUs()
 			if len(cpus) < len(modes) {
 				t.Fatalf("%d modes at once need as many CPUs, the process has %v", len(modes), cpus)
 			}
@@ -263,21 +261,6 @@ func longRun(t *testing.T, modes []string, total, every time.Duration) {
 // longRunWarmup is how long the routers of a long run forward before the
 // first interval (table loads, caches, page faults).
 const longRunWarmup = 3 * time.Second
-
-// allowedCPUs lists the CPUs the process may run on.
-func allowedCPUs(t *testing.T) []int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for c := 0; len(cpus) < set.Count() && c < 1<<16; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus
-}
 
 // TestRoutingGraph checks the benchmark graphs load and forward correctly
 // with a small table, so that the benchmarks cannot silently measure a

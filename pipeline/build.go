@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -449,3 +450,9 @@ func (r *Router) Close() error {
 	r.closeAll()
 	return r.err
 }
+
+// ProcessCPUs lists the CPUs the process may run on, as it started (its
+// affinity mask, which a container or taskset may restrict), in order:
+// the CPUs workers are pinned to when Options.CPUs is empty. Empty where
+// pinning is not supported.
+func ProcessCPUs() []int { return slices.Clone(processCPUs) }
