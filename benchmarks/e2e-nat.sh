@@ -36,31 +36,12 @@ FLOWS=${FLOWS:-1024}
 RATE=${RATE:-0}
 FWD_WORKERS=${FWD_WORKERS:-}
 
-[ "$(id -u)" = 0 ] || { echo "e2e-nat.sh: needs root" >&2; exit 1; }
-command -v nft >/dev/null || { echo "e2e-nat.sh: needs nft (nftables)" >&2; exit 1; }
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-TMP=$(mktemp -d)
 SUF=$$
 IN=jnb-nin-$SUF FWD=jnb-nfwd-$SUF OUT=jnb-nout-$SUF
-PIDS=()
-
-cleanup() {
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	for ns in $IN $FWD $OUT; do ip netns del "$ns" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-if [ -n "${FORWARDER:-}" ] && [ -n "${PKTGEN:-}" ]; then
-	cp "$FORWARDER" "$TMP/forwarder"
-	cp "$PKTGEN" "$TMP/pktgen"
-else
-	echo "building forwarder and pktgen..."
-	go build -o "$TMP/forwarder" ./cmd/forwarder
-	go build -o "$TMP/pktgen" ./cmd/pktgen
-fi
+. "$(dirname "$0")/e2e-lib.sh"
+e2e_init e2e-nat.sh $IN $FWD $OUT
+command -v nft >/dev/null || { echo "e2e-nat.sh: needs nft (nftables)" >&2; exit 1; }
+e2e_binaries
 
 # The contract config plus the rule for pktgen's port.
 CONFIG=$TMP/nat-gateway-bench.toml
@@ -70,7 +51,7 @@ grep -q '"udp 203.0.113.1:9 -> 192.168.1.10:9"' "$CONFIG" ||
 	{ echo "e2e-nat.sh: could not add the port-9 DNAT rule to nat-gateway.toml" >&2; exit 1; }
 "$TMP/forwarder" check -config "$CONFIG" >/dev/null
 
-for ns in $IN $FWD $OUT; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+e2e_netns
 ip link add lan0 netns $FWD type veth peer name eth0 netns $IN
 ip link add wan0 netns $FWD type veth peer name eth0 netns $OUT
 for l in "$FWD lan0" "$FWD wan0" "$IN eth0" "$OUT eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
@@ -78,31 +59,19 @@ ip -n $IN addr add 192.168.1.10/24 dev eth0
 ip -n $OUT addr add 203.0.113.2/24 dev eth0
 WANMAC=$(ip -n $FWD -br link show dev wan0 | awk '{print $3}')
 
-# sink: started once per phase; its per-second lines go to a log.
-start_sink() {
-	ip netns exec $IN "$TMP/pktgen" sink -interface eth0 -addr 192.168.1.10/24 >"$TMP/sink.log" 2>&1 &
-	SINK=$!
-	PIDS+=($SINK)
-	sleep 1.5
-}
-stop_sink() { kill -INT $SINK 2>/dev/null || true; wait $SINK 2>/dev/null || true; }
+start_sink() { e2e_start_sink $IN 192.168.1.10/24 1; }
+stop_sink() { e2e_stop_sink; }
 
 # measure NAME SECONDS: runs the generator and prints the mean of the sink's
-# per-second rates while it ran (the first 2 s and the last second left out:
-# ramp-up and drain).
+# per-second rates while it ran (e2e_window).
 measure() {
-	local name=$1 secs=$2
-	local n0 n1
-	n0=$(grep -c rx_pps "$TMP/sink.log" || true)
+	local name=$1 secs=$2 n0
+	n0=$(e2e_mark)
 	ip netns exec $OUT "$TMP/pktgen" send -interface eth0 -dst-mac "$WANMAC" -src 203.0.113.2 -dst 203.0.113.1 \
 		-flows $FLOWS -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
-	sleep 1.2
-	n1=$(grep -c rx_pps "$TMP/sink.log" || true)
-	grep rx_pps "$TMP/sink.log" | sed -n "$((n0 + 3)),$((n1 - 1))p" >"$TMP/win-$name"
-	MEAN=$(awk -F'rx_pps=' '{split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
+	e2e_window "$name" "$n0"
 	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
-	printf "%-26s delivered %10s pps (mean of %s s); generator sent %s\n" \
-		"$name" "$MEAN" "$(wc -l <"$TMP/win-$name")" "$SENT"
+	printf "%-26s delivered %10s pps (mean of %s s); generator sent %s\n" "$name" "$MEAN" "$SECS" "$SENT"
 	# Where the generator's excess is lost in the kernel (cumulative):
 	# veth drops on the sending side (the peer's ring was full) and on
 	# the forwarder's receiving interfaces.

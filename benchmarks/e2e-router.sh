@@ -34,32 +34,12 @@ FLOWS=${FLOWS:-1024}
 FWD_WORKERS=${FWD_WORKERS:-}
 CONFIG=${CONFIG:-configs/router-veth.toml}
 
-[ "$(id -u)" = 0 ] || { echo "e2e-router.sh: needs root" >&2; exit 1; }
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-TMP=$(mktemp -d)
 SUF=$$
 CLI=jnb-cli-$SUF FWD=jnb-fwd-$SUF SRV=jnb-srv-$SUF
-PIDS=()
-
-cleanup() {
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	for ns in $CLI $FWD $SRV; do ip netns del "$ns" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-if [ -n "${FORWARDER:-}" ] && [ -n "${PKTGEN:-}" ]; then
-	cp "$FORWARDER" "$TMP/forwarder"
-	cp "$PKTGEN" "$TMP/pktgen"
-else
-	echo "building forwarder and pktgen..."
-	go build -o "$TMP/forwarder" ./cmd/forwarder
-	go build -o "$TMP/pktgen" ./cmd/pktgen
-fi
-
-for ns in $CLI $FWD $SRV; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+. "$(dirname "$0")/e2e-lib.sh"
+e2e_init e2e-router.sh $CLI $FWD $SRV
+e2e_binaries
+e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
 ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
 for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
@@ -67,32 +47,21 @@ ip -n $CLI addr add 10.1.0.2/24 dev eth0
 ip -n $SRV addr add 10.2.0.2/24 dev eth0
 LANMAC=$(ip -n $FWD -br link show dev lan0 | awk '{print $3}')
 
-# sink: started once per phase; its per-second lines go to a log.
-start_sink() {
-	ip netns exec $SRV "$TMP/pktgen" sink -interface eth0 -addr 10.2.0.2/24 -queues $QUEUES >"$TMP/sink.log" 2>&1 &
-	SINK=$!
-	PIDS+=($SINK)
-	sleep 1.5
-}
-stop_sink() { kill -INT $SINK 2>/dev/null || true; wait $SINK 2>/dev/null || true; }
+start_sink() { e2e_start_sink $SRV 10.2.0.2/24 $QUEUES; }
+stop_sink() { e2e_stop_sink; }
 
 # measure NAME SECONDS DST: runs the generator and prints the mean of the
-# sink's per-second rates while it ran (the first 2 s and the last second
-# left out: ramp-up and drain); also the last full second's rate.
+# sink's per-second rates while it ran (e2e_window); also the last full
+# second's rate.
 measure() {
-	local name=$1 secs=$2 dst=$3
-	local n0 n1
-	n0=$(grep -c rx_pps "$TMP/sink.log" || true)
+	local name=$1 secs=$2 dst=$3 n0
+	n0=$(e2e_mark)
 	ip netns exec $CLI "$TMP/pktgen" send -interface eth0 -dst-mac "$LANMAC" -src 10.1.0.2 -dst "$dst" \
 		-flows $FLOWS -queues $GEN_QUEUES -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
-	sleep 1.2
-	n1=$(grep -c rx_pps "$TMP/sink.log" || true)
-	grep rx_pps "$TMP/sink.log" | sed -n "$((n0 + 3)),$((n1 - 1))p" >"$TMP/win-$name"
-	MEAN=$(awk -F'rx_pps=' '{split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
-	LAST=$(tail -1 "$TMP/win-$name" | sed 's/.*rx_pps=\([0-9]*\).*/\1/')
+	e2e_window "$name" "$n0"
 	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
 	printf "%-28s delivered %10s pps (mean of %s s; last second %s pps); generator sent %s\n" \
-		"$name" "$MEAN" "$(wc -l <"$TMP/win-$name")" "${LAST:-0}" "$SENT"
+		"$name" "$MEAN" "$SECS" "${LAST:-0}" "$SENT"
 }
 
 echo

@@ -1,0 +1,72 @@
+# Shared by benchmarks/e2e-router.sh and benchmarks/e2e-nat.sh: sourced,
+# not run. Sets ROOT (the repository), TMP (a scratch folder) and PIDS
+# (processes to kill), and removes the namespaces, processes and folder
+# on every exit path.
+
+# e2e_init NAME NS...: checks for root, moves to the repository root and
+# arms the cleanup of the namespaces NS... (created later by e2e_netns).
+e2e_init() {
+	local name=$1
+	shift
+	[ "$(id -u)" = 0 ] || { echo "$name: needs root" >&2; exit 1; }
+	cd "$(dirname "${BASH_SOURCE[0]}")/.."
+	ROOT=$(pwd)
+	TMP=$(mktemp -d)
+	PIDS=()
+	E2E_NS=("$@")
+	trap e2e_cleanup EXIT INT TERM
+}
+
+e2e_cleanup() {
+	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	for ns in "${E2E_NS[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+	rm -rf "$TMP"
+}
+
+# e2e_binaries: $TMP/forwarder and $TMP/pktgen, copied from FORWARDER and
+# PKTGEN when both are set, else built.
+e2e_binaries() {
+	if [ -n "${FORWARDER:-}" ] && [ -n "${PKTGEN:-}" ]; then
+		cp "$FORWARDER" "$TMP/forwarder"
+		cp "$PKTGEN" "$TMP/pktgen"
+	else
+		echo "building forwarder and pktgen..."
+		go build -o "$TMP/forwarder" ./cmd/forwarder
+		go build -o "$TMP/pktgen" ./cmd/pktgen
+	fi
+}
+
+# e2e_netns: creates the namespaces given to e2e_init, loopback up.
+e2e_netns() {
+	for ns in "${E2E_NS[@]}"; do
+		ip netns add "$ns"
+		ip -n "$ns" link set lo up
+	done
+}
+
+# e2e_start_sink NS ADDR QUEUES: pktgen sink on NS's eth0 (answering ARP
+# for ADDR), its per-second lines in $TMP/sink.log; e2e_stop_sink stops it.
+e2e_start_sink() {
+	ip netns exec "$1" "$TMP/pktgen" sink -interface eth0 -addr "$2" -queues "$3" >"$TMP/sink.log" 2>&1 &
+	SINK=$!
+	PIDS+=($SINK)
+	sleep 1.5
+}
+e2e_stop_sink() { kill -INT $SINK 2>/dev/null || true; wait $SINK 2>/dev/null || true; }
+
+# e2e_mark: the number of rate lines the sink has written so far.
+e2e_mark() { grep -c rx_pps "$TMP/sink.log" || true; }
+
+# e2e_window NAME FROM: the sink's per-second rates since mark FROM, the
+# first 2 s (ramp-up) and the last second (drain) left out, into
+# $TMP/win-NAME; sets MEAN (their mean), LAST (the last one) and SECS.
+e2e_window() {
+	local name=$1 n0=$2 n1
+	sleep 1.2
+	n1=$(e2e_mark)
+	grep rx_pps "$TMP/sink.log" | sed -n "$((n0 + 3)),$((n1 - 1))p" >"$TMP/win-$name"
+	MEAN=$(awk -F'rx_pps=' '{split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
+	LAST=$(tail -1 "$TMP/win-$name" | sed 's/.*rx_pps=\([0-9]*\).*/\1/')
+	SECS=$(wc -l <"$TMP/win-$name")
+}
