@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
 	_ "github.com/junction-dataplane/junction/drivers/all"
 	_ "github.com/junction-dataplane/junction/elements/all"
+	"github.com/junction-dataplane/junction/internal/pcaptest"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -67,48 +67,6 @@ func arpRequest(t *testing.T, srcMAC net.HardwareAddr, srcIP, target string) []b
 		Operation: layers.ARPRequest, SourceHwAddress: srcMAC, SourceProtAddress: net.ParseIP(srcIP).To4(),
 		DstHwAddress: make([]byte, 6), DstProtAddress: net.ParseIP(target).To4()}
 	return frame(t, eth, arp)
-}
-
-func writePcap(t *testing.T, path string, frames [][]byte) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	ts := time.Unix(1700000000, 0)
-	for i, fr := range frames {
-		ci := gopacket.CaptureInfo{Timestamp: ts.Add(time.Duration(i) * time.Millisecond), CaptureLength: len(fr), Length: len(fr)}
-		if err := w.WritePacket(ci, fr); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func readPcap(t *testing.T, path string) []gopacket.Packet {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []gopacket.Packet
-	for {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
-			break
-		}
-		out = append(out, gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default))
-	}
-	return out
 }
 
 // runGraph copies a config into dir and runs it to completion.
@@ -219,14 +177,14 @@ func TestRouterGolden(t *testing.T) {
 		tcpFrame(t, wanPeerMAC, wanRouterMAC, "198.51.100.1", "10.1.0.8", 100),      // → lan (10.1.0.0/24 beats default)
 		arpRequest(t, wanPeerMAC, "10.2.0.2", "10.2.0.1"),                           // answered on wan
 	}
-	writePcap(t, filepath.Join(dir, "lan-in.pcap"), lanIn)
-	writePcap(t, filepath.Join(dir, "wan-in.pcap"), wanIn)
+	pcaptest.Write(t, filepath.Join(dir, "lan-in.pcap"), lanIn)
+	pcaptest.Write(t, filepath.Join(dir, "wan-in.pcap"), wanIn)
 
 	r := runGraph(t, "router.toml", dir)
 	snap := r.Snapshot()
 
-	lanOut := readPcap(t, filepath.Join(dir, "lan-out.pcap"))
-	wanOut := readPcap(t, filepath.Join(dir, "wan-out.pcap"))
+	lanOut := pcaptest.Read(t, filepath.Join(dir, "lan-out.pcap"))
+	wanOut := pcaptest.Read(t, filepath.Join(dir, "wan-out.pcap"))
 
 	// WAN out: lan frames 2, 3, 4, 11 then the wan ARP reply, in that order.
 	if len(wanOut) != 5 {

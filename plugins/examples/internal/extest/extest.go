@@ -15,7 +15,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
+
+	"github.com/junction-dataplane/junction/internal/pcaptest"
 )
 
 // Root is the repository root.
@@ -110,45 +111,12 @@ func UDP(t testing.TB, src, dst string, sport, dport uint16, payload []byte) []b
 	return append([]byte(nil), buf.Bytes()...)
 }
 
-// WritePcap writes frames to path.
+// WritePcap writes frames to path (pcaptest.Write).
 func WritePcap(t testing.TB, path string, frames [][]byte) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	for _, fr := range frames {
-		if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(fr), Length: len(fr)}, fr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pcaptest.Write(t, path, frames)
 }
 
 // ReadPcap returns the frames of a pcap file, each decoded by gopacket
-// (the independent decoder).
-func ReadPcap(t testing.TB, path string) []gopacket.Packet {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []gopacket.Packet
-	for {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
-			break
-		}
-		out = append(out, gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default))
-	}
-	return out
-}
+// (pcaptest.Read).
+func ReadPcap(t testing.TB, path string) []gopacket.Packet { t.Helper(); return pcaptest.Read(t, path) }
