@@ -47,13 +47,47 @@ e2e_netns() {
 
 # e2e_start_sink NS ADDR QUEUES: pktgen sink on NS's eth0 (answering ARP
 # for ADDR), its per-second lines in $TMP/sink.log; e2e_stop_sink stops it.
+# With XDP_SINK=1 the sink is instead an XDP program on eth0 that drops
+# IPv4 and passes ARP to NS's kernel (which answers for ADDR, configured
+# by the script): no thread polls, so the sink takes no CPU from the
+# generator and the forwarder; a loop turns the interface's XDP drop
+# counter into the same per-second lines.
 e2e_start_sink() {
+	if [ "${XDP_SINK:-0}" = 1 ]; then
+		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+		ip netns exec "$1" "$TMP/xdpbounce" -from eth0 -drop >"$TMP/xdpsink.log" 2>&1 &
+		SINK=$!
+		PIDS+=($SINK)
+		: >"$TMP/sink.log"
+		e2e_xdp_count "$1" &
+		SINKLOOP=$!
+		PIDS+=($SINKLOOP)
+		sleep 1.5
+		return
+	fi
 	ip netns exec "$1" "$TMP/pktgen" sink -interface eth0 -addr "$2" -queues "$3" >"$TMP/sink.log" 2>&1 &
 	SINK=$!
 	PIDS+=($SINK)
 	sleep 1.5
 }
-e2e_stop_sink() { kill -INT $SINK 2>/dev/null || true; wait $SINK 2>/dev/null || true; }
+e2e_stop_sink() {
+	[ -n "${SINKLOOP:-}" ] && { kill $SINKLOOP 2>/dev/null || true; wait $SINKLOOP 2>/dev/null || true; SINKLOOP=; }
+	kill -INT $SINK 2>/dev/null || true
+	wait $SINK 2>/dev/null || true
+}
+
+# e2e_xdp_count NS: every second, "sink: t=Ts rx_pps=R" from the growth of
+# NS eth0's XDP drop counters (all queues) into $TMP/sink.log.
+e2e_xdp_count() {
+	local prev now t=0
+	prev=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_drops/ {s+=$2} END {print s+0}')
+	while sleep 1; do
+		t=$((t + 1))
+		now=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_drops/ {s+=$2} END {print s+0}')
+		echo "sink: t=${t}s rx_pps=$((now - prev)) total=$now" >>"$TMP/sink.log"
+		prev=$now
+	done
+}
 
 # e2e_mark: the number of rate lines the sink has written so far.
 e2e_mark() { grep -c rx_pps "$TMP/sink.log" || true; }

@@ -22,6 +22,10 @@
 # CONFIG=configs/router-veth.toml (the forwarder's config; with another
 # config, e.g. benchmarks/veth-null.toml, the script waits 2 s instead of
 # pinging the router), LONG=0 skips the one/many-destination phases,
+# XDP_SINK=1 counts with an XDP program instead of the pktgen sink (see
+# e2e-lib.sh), XDP_BOUNCE=1 adds a phase where an XDP program on lan0 redirects every
+# frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound of
+# an in-kernel fast path on these links),
 # FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build).
 set -euo pipefail
 
@@ -107,8 +111,27 @@ kill -INT $FWDPID
 wait $FWDPID || true
 stop_sink
 
+BOUNCE=
+if [ "${XDP_BOUNCE:-0}" = 1 ]; then
+	echo
+	echo "== XDP bounce (lan0 -> wan0 in the kernel, nothing else) =="
+	go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+	start_sink
+	ip netns exec $FWD "$TMP/xdpbounce" -from lan0 -to wan0 >"$TMP/bounce.log" 2>&1 &
+	BPID=$!
+	PIDS+=($BPID)
+	sleep 1
+	measure xdp-bounce "$DURATION" 10.16.0.1
+	BOUNCE=$MEAN
+	kill -INT $BPID
+	wait $BPID || true
+	stop_sink
+fi
+
 echo
 echo "== Results =="
+[ -n "$BOUNCE" ] && awk -v b="$BOUNCE" -v l="$LINUX" 'BEGIN { printf "XDP bounce:        %10.0f pps (%.2fx Linux)\n", b, (l > 0 ? b / l : 0) }'
+
 awk -v j="$JUNCTION" -v l="$LINUX" 'BEGIN {
 	printf "Linux ip_forward:  %10.0f pps\nJunction (afxdp):  %10.0f pps\nratio Junction/Linux: %.2fx (goal >= 1.5x)\n", l, j, (l > 0 ? j / l : 0) }'
 awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" 'BEGIN {
