@@ -79,24 +79,8 @@ func TestRxTx(t *testing.T) {
 	if mac := d.Info().MAC; !bytes.Equal(mac[:], pr.DevMAC) {
 		t.Errorf("MAC %v, want %v", mac, pr.DevMAC)
 	}
-	raw := pr.PeerNS.MustRaw(pr.PeerIf)
 	const n = 300
-	sent := make([][]byte, n)
-	for i := range sent {
-		sent[i] = drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%7, uint32(i), 60+i%1400)
-		if err := raw.Send(sent[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, _ := drvtest.Collect(d, []int{0}, n, 3*time.Second)
-	if len(got) != n {
-		t.Fatalf("received %d of %d", len(got), n)
-	}
-	for i, f := range sent {
-		if !bytes.Equal(got[uint32(i)], f) {
-			t.Fatalf("frame %d differs", i)
-		}
-	}
+	raw := drvtest.ReceiveAll(t, pr, d, n)
 	pool := packet.NewPool(256)
 	var out [][]byte
 	for i := 0; i < 200; i++ {

@@ -125,25 +125,8 @@ func TestRxTx(t *testing.T) {
 			if !xdpAttached(t, pr.DevNS, pr.DevIf) {
 				t.Fatal("no XDP program attached after Open")
 			}
-			raw := pr.PeerNS.MustRaw(pr.PeerIf)
-
 			const n = 300
-			sent := make([][]byte, n)
-			for i := range sent {
-				sent[i] = drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%7, uint32(i), 60+i%1400)
-				if err := raw.Send(sent[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, _ := drvtest.Collect(d, []int{0}, n, 3*time.Second)
-			if len(got) != n {
-				t.Fatalf("received %d of %d frames", len(got), n)
-			}
-			for i, f := range sent {
-				if !bytes.Equal(got[uint32(i)], f) {
-					t.Fatalf("frame %d differs:\n got %x\nwant %x", i, got[uint32(i)], f)
-				}
-			}
+			raw := drvtest.ReceiveAll(t, pr, d, n)
 
 			// TX by copy, from a pool of our own.
 			pool := packet.NewPool(256)

@@ -58,20 +58,7 @@ func TestMultiQueue(t *testing.T) {
 
 	// Allocation check of the batch paths (transmit a batch, poll both
 	// queues).
-	b := packet.NewBatch(64)
-	frame := drvtest.Frame(pr.PeerMAC, pr.DevMAC, 1, 1, 64)
-	allocs := testing.AllocsPerRun(100, func() {
-		for i := 0; i < 16; i++ {
-			p := pool.Get()
-			p.SetFrame(frame)
-			b.Add(p)
-		}
-		d.Transmit(1, b)
-		d.Receive(0, b)
-		d.Receive(1, b)
-		b.FreeAll()
-	})
-	if allocs != 0 {
+	if allocs := drvtest.BatchAllocs(pr, d, pool); allocs != 0 {
 		t.Errorf("%v allocations per batch", allocs)
 	}
 }
