@@ -72,18 +72,7 @@ func buildNAT(t testing.TB, flows int, fast bool) *pipeline.Router {
 
 // counter sums an element counter over workers in a snapshot.
 func counter(s *pipeline.Snapshot, element, name string) uint64 {
-	var v uint64
-	for _, e := range s.Elements {
-		if e.Element != element {
-			continue
-		}
-		for _, c := range e.Counters {
-			if c.Name == name {
-				v += c.Value
-			}
-		}
-	}
-	return v
+	return s.CounterSum(name, func(e *pipeline.ElementStats) bool { return e.Element == element })
 }
 
 // threadCPU is the calling thread's CPU time. On a machine shared with

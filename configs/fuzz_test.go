@@ -285,14 +285,7 @@ func TestNATGatewayOnMemFastTracks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
-	var fast uint64
-	for _, e := range r.Snapshot().Elements {
-		for _, c := range e.Counters {
-			if c.Name == "fasttracked packets" {
-				fast += c.Value
-			}
-		}
-	}
+	fast := r.Snapshot().CounterSum("fasttracked packets", nil)
 	memMu.Lock()
 	lan := memDevices["lan"]
 	memMu.Unlock()

@@ -598,3 +598,22 @@ func TestPinnedCPUs(t *testing.T) {
 	}
 	checkPools(t, r)
 }
+
+// TestCounterSum: CounterSum adds a named counter over the instances kept,
+// across workers, and only that counter.
+func TestCounterSum(t *testing.T) {
+	s := &Snapshot{Elements: []ElementStats{
+		{Element: "a", Type: "T", Worker: 0, Counters: []Counter{{Name: "x", Value: 1}, {Name: "y", Value: 10}}},
+		{Element: "a", Type: "T", Worker: 1, Counters: []Counter{{Name: "x", Value: 2}}},
+		{Element: "b", Type: "U", Worker: 0, Counters: []Counter{{Name: "x", Value: 4}}},
+	}}
+	if v := s.CounterSum("x", nil); v != 7 {
+		t.Errorf("all: %d, want 7", v)
+	}
+	if v := s.CounterSum("x", func(e *ElementStats) bool { return e.Element == "a" }); v != 3 {
+		t.Errorf("element a: %d, want 3", v)
+	}
+	if v := s.CounterSum("y", func(e *ElementStats) bool { return e.Type == "U" }); v != 0 {
+		t.Errorf("y of type U: %d, want 0", v)
+	}
+}

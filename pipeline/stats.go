@@ -202,6 +202,24 @@ func (s *Snapshot) WorkerTimedNanos(w int) uint64 {
 	return t
 }
 
+// CounterSum sums the element counter called name over the element
+// instances keep accepts (nil: all of them), across workers.
+func (s *Snapshot) CounterSum(name string, keep func(*ElementStats) bool) uint64 {
+	var v uint64
+	for i := range s.Elements {
+		e := &s.Elements[i]
+		if keep != nil && !keep(e) {
+			continue
+		}
+		for _, c := range e.Counters {
+			if c.Name == name {
+				v += c.Value
+			}
+		}
+	}
+	return v
+}
+
 // WriteTable prints the per-element table (like VPP's `show runtime`):
 // element, worker, packets, drops, ns/packet, packets/batch; then drops by
 // reason, each worker's busy share, and the devices' counters.

@@ -165,18 +165,7 @@ func (tp *topo) snapshot(t *testing.T) *pipeline.Snapshot {
 
 // counter sums a named counter of an element type over workers.
 func counter(s *pipeline.Snapshot, typ, name string) uint64 {
-	var n uint64
-	for _, e := range s.Elements {
-		if e.Type != typ {
-			continue
-		}
-		for _, c := range e.Counters {
-			if c.Name == name {
-				n += c.Value
-			}
-		}
-	}
-	return n
+	return s.CounterSum(name, func(e *pipeline.ElementStats) bool { return e.Type == typ })
 }
 
 var xdpRE = regexp.MustCompile(`\bxdp(generic|drv|offload)?\b|prog/xdp`)
