@@ -257,7 +257,8 @@ func fastKey(p *packet.Packet, k *conntrack.Tuple) {
 	}
 	l4 := h[packet.IPv4MinLen:]
 	var sp, dp uint16
-	switch proto := h[9]; proto {
+	proto := h[9]
+	switch proto {
 	case packet.ProtoTCP:
 		if tl < packet.IPv4MinLen+packet.TCPMinLen {
 			return
@@ -278,7 +279,7 @@ func fastKey(p *packet.Packet, k *conntrack.Tuple) {
 		return
 	}
 	*k = conntrack.Tuple{Src: binary.BigEndian.Uint32(h[12:]), Dst: binary.BigEndian.Uint32(h[16:]),
-		Sport: sp, Dport: dp, Proto: h[9]}
+		Sport: sp, Dport: dp, Proto: proto}
 }
 
 // hit applies the fast path to p, whose tuple k (in bucket hb) fastKey
