@@ -163,8 +163,13 @@ const spinRounds = 1 << 15
 
 func (s *session) loop() {
 	runtime.LockOSThread()
-	req := s.r.Req()
-	last := req.Load()
+	// The host resets the control words before it starts a plugin and
+	// numbers batches from 1, so the last batch seen is 0 — not whatever
+	// the request word holds when this goroutine first runs: Open has
+	// returned by then, and on a loaded machine the host may already have
+	// written batch 1, which reading the word here would skip (the batch
+	// would then time out).
+	var last uint32
 	for {
 		seq := s.wait(last)
 		last = seq
