@@ -278,8 +278,12 @@ func fastKey(p *packet.Packet, k *conntrack.Tuple) {
 	default:
 		return
 	}
-	*k = conntrack.Tuple{Src: binary.BigEndian.Uint32(h[12:]), Dst: binary.BigEndian.Uint32(h[16:]),
-		Sport: sp, Dport: dp, Proto: proto}
+	// Field by field: a composite literal is built on the stack and
+	// copied with one 16-byte load that cannot be forwarded from the
+	// five narrower stores before it, a stall of ≈ 6 ns per packet
+	// (pprof, BenchmarkFastTrack).
+	k.Src, k.Dst = binary.BigEndian.Uint32(h[12:]), binary.BigEndian.Uint32(h[16:])
+	k.Sport, k.Dport, k.Proto = sp, dp, proto
 }
 
 // hit applies the fast path to p, whose tuple k (in bucket hb) fastKey
