@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -116,4 +117,38 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FastPath is implemented by a device whose driver can forward plain IPv4
+// packets itself, before the graph sees them (afxdp with fastpath = true:
+// in its XDP program, in the kernel). It forwards only what it has a route
+// and a resolved next hop for, and only packets that the standard router
+// graph would forward unchanged but for the TTL and the Ethernet header;
+// everything else reaches the graph as usual. The elements that own routes
+// (IPLookup with offload) and neighbours (ARPQuerier) program it.
+type FastPath interface {
+	Device
+	// FastPathTable is the table this device's fast path reads. Every
+	// device of one driver shares one table, so that a route can lead
+	// from one device to another.
+	FastPathTable() FastPathTable
+}
+
+// FastPathTable is the route and neighbour table of a driver's fast path.
+// Its methods are control-plane calls (a system call each); they are safe
+// for concurrent use.
+type FastPathTable interface {
+	// SetRoute makes IPv4 prefix p lead out of device out towards gw (an
+	// invalid gw: directly connected). A nil out marks a prefix the fast
+	// path must not forward (the router's own addresses, ECMP routes,
+	// ports without a fast-path device): its packets take the graph.
+	SetRoute(p netip.Prefix, gw netip.Addr, out Device) error
+	// DeleteRoute removes p (a missing p is not an error).
+	DeleteRoute(p netip.Prefix) error
+	// SetNeighbor records that ip, a next hop on device out, is at mac,
+	// for lifetime; after that its packets take the graph again, whose
+	// ARPQuerier resolves it anew.
+	SetNeighbor(out Device, ip netip.Addr, mac packet.MAC, lifetime time.Duration) error
+	// DeleteNeighbor forgets ip on out (a missing entry is not an error).
+	DeleteNeighbor(out Device, ip netip.Addr) error
 }

@@ -3,6 +3,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 	"unsafe"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -49,6 +51,19 @@ Keys (besides driver, addresses, mac):
                       driver offers it, else copy), "generic" (XDP on the
                       kernel's skb path, copy; works everywhere), or
                       "auto" (native if the interface has it, else generic)
+  fastpath  = false   load Junction's fast-path XDP program instead of the
+                      plain one: plain IPv4 packets (no options, TTL > 1,
+                      valid checksum, addressed to this MAC, not to the
+                      router, not martian) whose route and next hop are
+                      known are forwarded in the kernel (TTL decremented,
+                      Ethernet rewritten, bpf_redirect to the output
+                      interface) and never reach the graph; everything
+                      else does, as usual. Routes come from an IPLookup
+                      whose offload key names this device, next hops from
+                      this device's ARPQuerier (for as long as it trusts
+                      them); the device's addresses stay local. Use it
+                      only with a router graph that does nothing else to
+                      such packets (configs/router-veth.toml's shape).
 
 The device's MAC is the interface's (the mac key overrides it for the
 elements); its addresses are the addresses key. The XDP program is removed
@@ -59,7 +74,9 @@ kernel), tx_dropped (TX ring full), tx_dropped_nobuf (no free TX frame),
 tx_errors (failed kicks), rx_pool_empty (every RX frame held by the graph,
 the fill ring could not be refilled), rx_invalid (bad descriptors), and the
 kernel's rx_kernel_dropped, rx_ring_full, rx_fill_empty,
-tx_invalid_descs, tx_ring_empty.
+tx_invalid_descs, tx_ring_empty. With fastpath: fastpath_forwarded and
+fastpath_forwarded_bytes (frames the XDP program forwarded from this
+interface), fastpath_to_graph (frames it handed to the sockets).
 
 Example:
   [devices.lan]
@@ -69,7 +86,7 @@ Example:
 `
 
 // progName is the name v0.3.3 gives its program: one found attached at
-// Open is a leftover of ours.
+// Open (or one named fastpath.ProgramName) is a leftover of ours.
 const progName = "xsk_ebpf"
 
 // socketMu serialises xdp.DefaultSocketFlags, a package variable that
@@ -87,6 +104,9 @@ type Device struct {
 	txq    []*queue // by worker
 
 	prog     *xdp.Program
+	fp       *fastpath.Program // with fastpath = true: prog is fp's
+	ft       *fastTable
+	locals   []netip.Addr // addresses marked local in ft
 	nl       *nlink.Conn
 	linkFD   int    // BPF link holding the program, or -1
 	xdpFlags uint32 // netlink attach flags, when linkFD < 0
@@ -167,7 +187,11 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if err := d.removeStale(link); err != nil {
 		return nil, elements.Errorf("interface", "%v", err)
 	}
-	if d.prog, err = newProgram(link.RxQueues); err != nil {
+	if c.FastPath {
+		if err := d.openFastPath(link.RxQueues); err != nil {
+			return nil, elements.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
+		}
+	} else if d.prog, err = newProgram(link.RxQueues); err != nil {
 		return nil, elements.Errorf("interface", "%s: loading the XDP program: %v", c.Interface, err)
 	}
 	if err := d.attach(c.Mode); err != nil {
@@ -207,7 +231,7 @@ func (d *Device) removeStale(link nlink.Link) error {
 	}
 	for _, p := range progs {
 		name := nlink.ProgName(p.id)
-		if name != progName {
+		if name != progName && name != fastpath.ProgramName {
 			return fmt.Errorf("%s: XDP program %q (id %d) is already attached and was not loaded by Junction; remove it first (ip link set dev %s xdp off)", d.ifname, name, p.id, d.ifname)
 		}
 		err := d.nl.SetXDP(d.ifindex, -1, p.flags)
@@ -423,6 +447,9 @@ func (d *Device) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := d.closeFastPath(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := d.nl.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -453,7 +480,11 @@ func (d *Device) Stats() []drivers.Counter {
 			s[13] += k.Tx_ring_empty_descs
 		}
 	}
-	return []drivers.Counter{
+	var fc fastpath.Counters
+	if d.fp != nil && !d.closed {
+		fc, _ = d.fp.Counters()
+	}
+	cs := []drivers.Counter{
 		{Name: "rx_packets", Value: s[0]},
 		{Name: "rx_bytes", Value: s[1]},
 		{Name: "tx_packets", Value: s[2]},
@@ -469,6 +500,12 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
 	}
+	if d.fp != nil {
+		cs = append(cs, drivers.Counter{Name: "fastpath_forwarded", Value: fc.Forwarded},
+			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
+			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow})
+	}
+	return cs
 }
 
 // frameIndex is a packet's frame number in a UMEM starting at base.

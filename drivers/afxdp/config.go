@@ -13,6 +13,7 @@ type Config struct {
 	Frames    int    `toml:"frames"`
 	Ring      int    `toml:"ring"`
 	Mode      string `toml:"mode"`
+	FastPath  bool   `toml:"fastpath"`
 }
 
 // Defaults.

@@ -45,9 +45,18 @@
 // the process exits for any reason, SIGKILL included. Otherwise it is
 // attached with netlink and detached by Close (which the forwarder calls
 // on a normal end, on SIGINT/SIGTERM, and when start-up fails). A program
-// found on the interface at Open that this driver loaded (name "xsk_ebpf")
+// found on the interface at Open that this driver loaded (name "xsk_ebpf",
+// or fastpath.ProgramName)
 // is a crashed run's leftover and is replaced; any other program is left
 // alone and Open fails, naming it.
+//
+// Fast path (fastpath = true): the program is drivers/afxdp/fastpath's,
+// which forwards plain IPv4 packets with a known route and next hop in the
+// kernel and redirects the rest to the same sockets. Its route and
+// neighbour maps are one per process (fastTable), shared by every such
+// device so that a route can lead from one to another, and programmed
+// through drivers.FastPathTable by IPLookup (offload key) and ARPQuerier;
+// the devices' own addresses are held local in it.
 //
 // Namespaces: sockets, the program attachment and the netlink socket used
 // to detach it belong to the network namespace of the thread that calls

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -139,7 +140,8 @@ func init() {
 				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
 				`packets of a next hop that did not answer within 3 s, and those freed at stop). ` +
 				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
-				`our own MAC; unusable IP).`,
+				`our own MAC; unusable IP). With a fast-path device: "fastpath errors" (neighbours ` +
+				`the device's fast path refused).`,
 			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
 				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
 			SeeAlso: "ARPResponder, IPLookup, EtherRewrite",
@@ -149,7 +151,11 @@ func init() {
 				"Requests are broadcast, except re-probes of a known entry, which are unicast to it " +
 				"(as Linux does). Entries are made for next hops the router sends to and for hosts " +
 				"that ARP for the device's own addresses; any ARP frame from a known neighbour " +
-				"refreshes it; unsolicited replies make no entry (Linux's arp_accept=0).",
+				"refreshes it; unsolicited replies make no entry (Linux's arp_accept=0). When DEVICE " +
+				"has a fast path (afxdp, fastpath = true), every neighbour learnt (and every static one) " +
+				"is copied into it for timeout, so the fast path forwards to it in the kernel until the " +
+				"entry would go stale here; after that its packets come back through this element, " +
+				"which resolves it again.",
 		},
 	})
 }
@@ -190,6 +196,12 @@ type Querier struct {
 
 	requests, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
 
+	// fast is the device's fast-path table (nil without one): every
+	// neighbour learnt is copied into it for as long as it is trusted here.
+	fast     drivers.FastPathTable
+	dev      drivers.Device
+	fastErrs *atomic.Uint64
+
 	truncated, notIPv4, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	notARP, badSender                                                         elements.Reason
 }
@@ -209,11 +221,20 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if info.MAC == (packet.MAC{}) {
 		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
 	}
+	var fast drivers.FastPathTable
+	if fp, ok := dev.(drivers.FastPath); ok {
+		fast = fp.FastPathTable()
+	}
 	v, err := ctx.Shared(func() (any, error) {
 		t := &table{}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, macWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
+			}
+			if fast != nil {
+				if err := fast.SetNeighbor(dev, addrOf(e.ip), e.mac, staticLifetime); err != nil {
+					return nil, elements.Errorf("neighbors", "%s: programming the device's fast path: %v", addrOf(e.ip), err)
+				}
 			}
 		}
 		return t, nil
@@ -250,6 +271,9 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		unresolved:  st.Reason("unresolved"),
 		notARP:      st.Reason("not arp"),
 		badSender:   st.Reason("bad sender"),
+	}
+	if fast != nil {
+		q.fast, q.dev, q.fastErrs = fast, dev, st.Counter("fastpath errors")
 	}
 	q.tokens = q.rate * 1e9 // a full second's burst at start
 	for _, p := range info.Addresses {
@@ -584,6 +608,12 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		if q.t.learn(sender, mw, now, create, now-q.tmo-grace-giveUp) {
 			q.learned.Add(1)
 			learnedAny = true
+			if q.fast != nil {
+				// A system call, but per ARP frame, not per packet.
+				if q.fast.SetNeighbor(q.dev, addrOf(sender), [6]byte(smac), time.Duration(q.tmo)) != nil {
+					q.fastErrs.Add(1)
+				}
+			}
 		}
 		p.Free()
 	}
@@ -616,4 +646,15 @@ func (q *Querier) Close() error {
 		}
 	}
 	return nil
+}
+
+// staticLifetime is how long the fast path trusts a static neighbour:
+// for the life of the process.
+const staticLifetime = 100 * 365 * 24 * time.Hour
+
+// addrOf is an IPv4 address held as a big-endian word.
+func addrOf(ip uint32) netip.Addr {
+	var a [4]byte
+	binary.BigEndian.PutUint32(a[:], ip)
+	return netip.AddrFrom4(a)
 }

@@ -1,6 +1,7 @@
 package ip
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
 	"sync/atomic"
@@ -19,6 +20,7 @@ type IPLookupConfig struct {
 	Interfaces []string `toml:"interfaces"`
 	NetNS      string   `toml:"netns"`
 	MaxRoutes  int      `toml:"max_routes"`
+	Offload    []string `toml:"offload"`
 
 	routes  []Route // parsed by Validate
 	checked bool    // routes passed precheck
@@ -78,7 +80,7 @@ func (c *IPLookupConfig) Validate() error {
 		c.ktable = t
 		c.routes = nil
 		c.outs = max(c.Miss+1, len(c.Interfaces))
-		return nil
+		return c.checkOffload()
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
@@ -110,6 +112,22 @@ func (c *IPLookupConfig) Validate() error {
 		for _, h := range r.Also {
 			c.outs = max(c.outs, h.Out+1)
 		}
+	}
+	return c.checkOffload()
+}
+
+// checkOffload checks the offload key's shape; the devices are resolved
+// when the element is built.
+func (c *IPLookupConfig) checkOffload() error {
+	if len(c.Offload) > c.outs {
+		return elements.Errorf("offload", "%d devices for %d output ports: one per port, in port order (\"\" for a port that is not offloaded)", len(c.Offload), c.outs)
+	}
+	named := false
+	for _, n := range c.Offload {
+		named = named || n != ""
+	}
+	if len(c.Offload) > 0 && !named {
+		return elements.Errorf("offload", "names no device")
 	}
 	return nil
 }
@@ -148,7 +166,7 @@ func init() {
 		New:       newIPLookup,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes])",
+			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes], [offload])",
 			Summary:  "longest-prefix-match IPv4 and IPv6 routing with ECMP: sets the next-hop annotation and picks the output",
 			Ports: "input 0: IPv4 or IPv6 packets (header at the L3 offset; the version nibble decides).\n" +
 				"outputs 0..N-1: N is one more than the highest port a route's out or miss names " +
@@ -171,6 +189,11 @@ func init() {
 					Doc: "with source = \"kernel\": the kernel interface behind each output port, in port order; " +
 						"routes through other interfaces are not mirrored (counted as \"kernel routes skipped\")"},
 				{Name: "netns", Type: "string", Doc: "with source = \"kernel\": a named network namespace (ip netns) to read; default: the forwarder's own"},
+				{Name: "offload", Type: "[]string",
+					Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per output port in port order " +
+						"(\"\" for a port that is not offloaded): the IPv4 routes leaving on those ports are mirrored into the " +
+						"devices' in-kernel fast path, which forwards plain IPv4 packets to a resolved next hop before the graph " +
+						"sees them (see the afxdp driver); ECMP routes and routes to other ports stay in the graph"},
 				{Name: "max_routes", Type: "int", Default: "4000000",
 					Doc: "the most routes the table may hold; a routes file or a change that would exceed it (or the " +
 						"structure's fixed capacity: 32767 /24s holding a longer prefix, 32767 distinct next-hop sets) " +
@@ -179,7 +202,8 @@ func init() {
 			Stats: "drops: \"no route\" (no prefix matches and miss is -1), \"too short\" (no IPv4 or IPv6 header at L3), " +
 				"\"not ip\" (version is neither 4 nor 6), \"no such port\" (a route installed at run time names a port this element " +
 				"does not have). With source = \"kernel\": counters \"kernel routes applied\", \"kernel routes skipped\", " +
-				"\"kernel resyncs\".",
+				"\"kernel resyncs\". With offload: \"offload routes applied\" (fast-path entries set or deleted), \"offload errors\" " +
+				"(rounds in which the fast path refused a change; retried every 10 ms).",
 			Example: "[elements.rt]\ntype = \"IPLookup\"\n" +
 				"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"2001:db8::/32 via 2001:db8:1::1 out 1\",\n" +
 				"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\"]\n\n" +
@@ -205,6 +229,7 @@ func init() {
 type sharedTable struct {
 	table *Table
 	ksync *kernelSync
+	off   *offloadSync
 	refs  atomic.Int32
 }
 
@@ -238,6 +263,18 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 			sh.ksync = ks
 		}
+		if len(c.Offload) > 0 {
+			ports, fp, err := resolveOffload(c.Offload, ctx.Devices)
+			if err == nil {
+				sh.off, err = startOffload(t, fp, ports, ctx.Stats)
+			}
+			if err != nil {
+				if sh.ksync != nil {
+					sh.ksync.Close()
+				}
+				return nil, err
+			}
+		}
 		return sh, nil
 	})
 	if err != nil {
@@ -260,18 +297,25 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 // workers), for control-plane code that updates it.
 func (e *IPLookup) Table() *Table { return e.table }
 
-// Close stops the kernel route mirror when the last worker's instance
-// closes.
+// Close stops the kernel route mirror and the fast-path mirror when the
+// last worker's instance closes.
 func (e *IPLookup) Close() error {
 	if e.sh == nil {
 		return nil
 	}
 	sh := e.sh
 	e.sh = nil
-	if sh.refs.Add(-1) == 0 && sh.ksync != nil {
-		return sh.ksync.Close()
+	if sh.refs.Add(-1) != 0 {
+		return nil
 	}
-	return nil
+	var errs []error
+	if sh.off != nil {
+		errs = append(errs, sh.off.Close())
+	}
+	if sh.ksync != nil {
+		errs = append(errs, sh.ksync.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Packet kinds found by Push's first pass (the dst slot holds the IPv4

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// FastPathConfig turns the contract router config into its fast-path
+// variant: both devices load the fast-path XDP program and IPLookup
+// mirrors its routes into it. benchmarks/e2e-router.sh (FASTPATH=1) makes
+// the same two edits.
+func fastPathConfig(t *testing.T, contract string) string {
+	data, err := os.ReadFile(contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), "driver    = \"afxdp\"\n", "driver    = \"afxdp\"\nfastpath  = true\n")
+	cfg = strings.Replace(cfg, "type   = \"IPLookup\"\n", "type   = \"IPLookup\"\noffload = [\"lan\", \"wan\"]\n", 1)
+	if strings.Count(cfg, "fastpath  = true") != 2 || !strings.Contains(cfg, "offload =") {
+		t.Fatal("router-veth.toml: the afxdp driver lines or the IPLookup type line moved; update fastPathConfig")
+	}
+	path := filepath.Join(t.TempDir(), "router-fastpath.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// deviceCounter is a named driver counter of one device.
+func deviceCounter(s *pipeline.Snapshot, dev, name string) uint64 {
+	for _, d := range s.Devices {
+		if d.Device != dev {
+			continue
+		}
+		for _, c := range d.Counters {
+			if c.Name == name {
+				return c.Value
+			}
+		}
+	}
+	return 0
+}
+
+// TestFastPath: the router with its in-kernel fast path. What the fast
+// path cannot do (ARP, pings to the router, TTL expiry, the first packets
+// to an unresolved next hop) still works through the graph; forwarded
+// traffic moves the fast path's counters in both directions, and the
+// graph sees far fewer IP packets than were forwarded.
+func TestFastPath(t *testing.T) {
+	tp := newTopo(t, 1)
+	// A frame an XDP program redirects into a veth is delivered only if
+	// the peer runs in NAPI mode: an XDP program of its own, or GRO on
+	// (Linux ≥ 5.13). Real NICs have no such condition.
+	for _, ns := range []*netns.NS{tp.cli, tp.srv} {
+		ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
+	}
+	p := tp.start(t, fastPathConfig(t, tp.config))
+	const body = "hello through the fast path\n"
+	httpServer(t, tp.srv, body)
+
+	pingOK(t, tp.cli, "10.1.0.1")
+	pingOK(t, tp.cli, "10.2.0.1")
+	pingOK(t, tp.cli, "10.2.0.2")
+	pingOK(t, tp.srv, "10.1.0.2")
+	out, _ := tp.cli.Run("ping", "-c1", "-W2", "-t1", "10.2.0.2")
+	if !strings.Contains(out, "From 10.1.0.1") || !strings.Contains(strings.ToLower(out), "time to live exceeded") {
+		t.Errorf("TTL-1 probe: no time exceeded from 10.1.0.1:\n%s", out)
+	}
+	curlOK(t, tp, body)
+
+	// 200 more pings each way, fast: both next hops are resolved by now.
+	before := tp.snapshot(t)
+	for _, c := range []struct {
+		ns  *netns.NS
+		dst string
+	}{{tp.cli, "10.2.0.2"}, {tp.srv, "10.1.0.2"}} {
+		if out, err := c.ns.Run("ping", "-c200", "-i0.002", "-W2", "-q", c.dst); err != nil || !strings.Contains(out, " 0% packet loss") {
+			t.Errorf("ping -c200 %s from %s: %v\n%s", c.dst, c.ns.Name, err, out)
+		}
+	}
+	after := tp.snapshot(t)
+	for _, dev := range []string{"lan", "wan"} {
+		got := deviceCounter(after, dev, "fastpath_forwarded") - deviceCounter(before, dev, "fastpath_forwarded")
+		// 200 requests in from one side and 200 replies from the other.
+		if got < 400 {
+			t.Errorf("%s: fast path forwarded %d of the 400 echo packets that entered it", dev, got)
+		}
+	}
+	ttl := typePackets(after, "DecTTL") - typePackets(before, "DecTTL")
+	if ttl > 40 {
+		t.Errorf("the graph decremented the TTL of %d packets out of 800 forwarded: the fast path did not take them", ttl)
+	}
+	if n := counter(after, "IPLookup", "offload errors"); n != 0 {
+		t.Errorf("IPLookup: %d offload errors", n)
+	}
+	fout := tp.stop(t, p)
+	if t.Failed() {
+		t.Logf("forwarder output:\n%s", fout)
+	}
+	tp.noXDP(t)
+}
+
+// typePackets sums the packets that entered elements of one type.
+func typePackets(s *pipeline.Snapshot, typ string) uint64 {
+	var n uint64
+	for _, e := range s.Elements {
+		if e.Type == typ {
+			n += e.Packets
+		}
+	}
+	return n
+}

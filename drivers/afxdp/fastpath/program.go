@@ -1,0 +1,359 @@
+package fastpath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/asavie/xdp"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// ProgramName is the name the kernel shows for the fast path's program
+// (bpftool prog, ip link): the driver can recognise a leftover of ours
+// by it.
+const ProgramName = "junction_fp"
+
+// fnXdpGetBuffLen is bpf_xdp_get_buff_len (Linux 5.18), newer than the
+// helper list of cilium/ebpf v0.4.0.
+const fnXdpGetBuffLen = asm.BuiltinFunc(188)
+
+// XDP return codes and frame offsets the program uses.
+const (
+	xdpPass = 2
+
+	ethLen     = 14
+	minLen     = ethLen + 20 // Ethernet + IPv4 without options
+	offType    = 12
+	offVerIHL  = ethLen + 0
+	offTotLen  = ethLen + 2
+	offTTL     = ethLen + 8
+	offCsum    = ethLen + 10
+	offSrc     = ethLen + 12
+	offDst     = ethLen + 16
+	ctxData    = 0  // struct xdp_md: u32 data
+	ctxDataEnd = 4  // u32 data_end
+	ctxIfindex = 12 // u32 ingress_ifindex
+	ctxQueue   = 16 // u32 rx_queue_index
+
+	// Stack slots (offsets from R10).
+	stRouteKey = -8  // u32 prefixlen, u8 addr[4]; addr at -4
+	stNeighKey = -16 // u32 ifindex, u8 ip[4]; ip at -12
+	stCountKey = -20 // u32 0
+)
+
+// Counters are a Program's packet counts, summed over CPUs.
+type Counters struct {
+	Forwarded      uint64 // frames forwarded in the kernel
+	ForwardedBytes uint64 // their bytes (whole frames, Ethernet header included)
+	Slow           uint64 // frames sent to the slow path (AF_XDP socket or kernel)
+}
+
+// Program is one device's XDP program with its own XSKMAP, queue map and
+// counters; the route and neighbour maps are the shared Tables'.
+type Program struct {
+	prog     *ebpf.Program
+	xsks     *ebpf.Map
+	queues   *ebpf.Map
+	counters *ebpf.Map
+	x        *xdp.Program
+}
+
+// NewProgram builds and loads the program for a device with queues RX
+// queues (the XSKMAP's size, >= 1) and own MAC address mac.
+func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
+	if t == nil {
+		return nil, errors.New("fastpath: nil Tables")
+	}
+	if queues < 1 || queues > 1<<20 {
+		return nil, fmt.Errorf("fastpath: bad queue count %d", queues)
+	}
+	p := &Program{}
+	var err error
+	// The same names as asavie/xdp's maps, so tools see the familiar
+	// layout.
+	if p.queues, err = newMap(&ebpf.MapSpec{Name: "qidconf_map", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues)}); err != nil {
+		return nil, fmt.Errorf("fastpath: creating the queue map: %w", err)
+	}
+	if p.xsks, err = newMap(&ebpf.MapSpec{Name: "xsks_map", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues)}); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("fastpath: creating the XSKMAP: %w", err)
+	}
+	if p.counters, err = newMap(&ebpf.MapSpec{Name: "fp_counters", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: counterValueSize, MaxEntries: 1}); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("fastpath: creating the counter map: %w", err)
+	}
+	// bpf_xdp_get_buff_len needs Linux 5.18; older kernels get the
+	// frame length by subtracting packet pointers, which the verifier
+	// allows only with CAP_PERFMON (or CAP_SYS_ADMIN).
+	p.prog, err = load(program(t, p, mac, true))
+	if err != nil {
+		var err2 error
+		if p.prog, err2 = load(program(t, p, mac, false)); err2 != nil {
+			p.Close()
+			return nil, fmt.Errorf("fastpath: loading the program: %w (without bpf_xdp_get_buff_len: %v)", err, err2)
+		}
+	}
+	p.x = &xdp.Program{Program: p.prog, Queues: p.queues, Sockets: p.xsks}
+	return p, nil
+}
+
+func load(insns asm.Instructions) (*ebpf.Program, error) {
+	spec := &ebpf.ProgramSpec{Name: ProgramName, Type: ebpf.XDP, Instructions: insns, License: "GPL"}
+	prog, err := ebpf.NewProgram(spec)
+	if err != nil && isEPERM(err) {
+		raiseMemlock()
+		prog, err = ebpf.NewProgram(spec)
+	}
+	return prog, err
+}
+
+// FD is the program's file descriptor, for attaching it.
+func (p *Program) FD() int { return p.prog.FD() }
+
+// XDP returns an asavie/xdp Program that shares this program, its
+// XSKMAP (Sockets) and its queue map (Queues, which the program ignores:
+// only the XSKMAP decides whether a queue has a socket), so that its
+// Register, Unregister, Attach, Detach and Close work as with
+// xdp.NewProgram. Every call returns the same *xdp.Program.
+//
+// Ownership: closing the xdp.Program closes the program and those two
+// maps; the counter map stays open until Program.Close, which closes all
+// four and may be called before or after the xdp.Program's Close (closing
+// twice is harmless). The Tables are not closed by either.
+func (p *Program) XDP() *xdp.Program { return p.x }
+
+// Counters returns the counts summed over CPUs.
+func (p *Program) Counters() (Counters, error) {
+	var per []counterValue
+	if err := p.counters.Lookup(uint32(0), &per); err != nil {
+		return Counters{}, fmt.Errorf("fastpath: reading counters: %w", err)
+	}
+	var c Counters
+	for _, v := range per {
+		c.Forwarded += v.Forwarded
+		c.ForwardedBytes += v.Bytes
+		c.Slow += v.Slow
+	}
+	return c, nil
+}
+
+// counterValue mirrors the counter map's value (see tables.go).
+type counterValue struct {
+	Forwarded, Bytes, Slow uint64
+}
+
+// Close closes the program and its maps (not the Tables); idempotent.
+func (p *Program) Close() error {
+	// Both Close methods accept nil receivers and closed descriptors.
+	return errors.Join(p.prog.Close(), p.xsks.Close(), p.queues.Close(), p.counters.Close())
+}
+
+// program returns the instructions. Registers: R6 = ctx, R7 = data,
+// R8 = data_end (callee-saved, so they survive helper calls), R9 = the
+// neighbour entry, then the frame length. Any check that fails jumps to
+// "slow". The program is built for the host's byte order: constants that
+// are compared with packet bytes loaded as integers are made with
+// binary.NativeEndian from their wire bytes.
+func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructions {
+	ne := binary.NativeEndian
+	macLo := int64(ne.Uint32(mac[0:4]))
+	macHi := int32(ne.Uint16(mac[4:6]))
+	etherIPv4 := int32(ne.Uint16([]byte{0x08, 0x00}))
+	// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'). Decrementing TTL, the
+	// high byte of the big-endian word m = TTL<<8|protocol, makes
+	// ~m + m' = -0x0100, i.e. 0xfeff in one's complement; as loaded
+	// in host order the word is that value's bytes read natively.
+	ttlAdjust := int32(ne.Uint16([]byte{0xfe, 0xff}))
+
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R7, asm.R6, ctxData, asm.Word),
+		asm.LoadMem(asm.R8, asm.R6, ctxDataEnd, asm.Word),
+
+		// 1. Ethernet + IPv4 header present: this check is what lets
+		// the verifier accept every packet access below.
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, minLen),
+		asm.JGT.Reg(asm.R2, asm.R8, "slow"),
+
+		// 2. Addressed to us, IPv4.
+		asm.LoadMem(asm.R2, asm.R7, 0, asm.Word),
+		asm.LoadImm(asm.R3, macLo, asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R3, "slow"),
+		asm.LoadMem(asm.R2, asm.R7, 4, asm.Half),
+		asm.JNE.Imm(asm.R2, macHi, "slow"),
+		asm.LoadMem(asm.R2, asm.R7, offType, asm.Half),
+		asm.JNE.Imm(asm.R2, etherIPv4, "slow"),
+
+		// 3. Version 4, IHL 5: options (IHL > 5) take the slow path.
+		asm.LoadMem(asm.R2, asm.R7, offVerIHL, asm.Byte),
+		asm.JNE.Imm(asm.R2, 0x45, "slow"),
+
+		// 4. 20 <= total length and the whole datagram in the frame.
+		asm.LoadMem(asm.R2, asm.R7, offTotLen, asm.Half),
+		asm.HostTo(asm.BE, asm.R2, asm.Half),
+		asm.And.Imm(asm.R2, 0xffff), // bounds the value for the verifier
+		asm.JLT.Imm(asm.R2, 20, "slow"),
+		asm.Mov.Reg(asm.R3, asm.R7),
+		asm.Add.Reg(asm.R3, asm.R2),
+		asm.Add.Imm(asm.R3, ethLen),
+		asm.JGT.Reg(asm.R3, asm.R8, "slow"),
+
+		// 5. Header checksum: the one's-complement sum of the header,
+		// checksum included, must be 0xffff. The sum does not depend
+		// on byte order or on adding 32-bit instead of 16-bit words
+		// (2^16 = 1 mod 0xffff), so five native 32-bit loads do, and
+		// three folds bring the (< 2^35) sum to 16 bits.
+		asm.LoadMem(asm.R2, asm.R7, ethLen+0, asm.Word),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+4, asm.Word),
+		asm.Add.Reg(asm.R2, asm.R3),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+8, asm.Word),
+		asm.Add.Reg(asm.R2, asm.R3),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+12, asm.Word),
+		asm.Add.Reg(asm.R2, asm.R3),
+		asm.LoadMem(asm.R3, asm.R7, ethLen+16, asm.Word),
+		asm.Add.Reg(asm.R2, asm.R3),
+	}
+	for i := 0; i < 3; i++ {
+		insns = append(insns,
+			asm.Mov.Reg(asm.R3, asm.R2),
+			asm.RSh.Imm(asm.R3, 16),
+			asm.And.Imm(asm.R2, 0xffff),
+			asm.Add.Reg(asm.R2, asm.R3),
+		)
+	}
+	insns = append(insns,
+		asm.JNE.Imm(asm.R2, 0xffff, "slow"),
+
+		// 6. TTL about to expire: the slow path sends time exceeded.
+		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte),
+		asm.JLE.Imm(asm.R2, 1, "slow"),
+
+		// 7. Martians (RFC 1812 5.3.7): source 0/8, 127/8, 224/3;
+		// destination 0/8 and 224/3 (multicast, broadcast).
+		asm.LoadMem(asm.R2, asm.R7, offSrc, asm.Byte),
+		asm.JEq.Imm(asm.R2, 0, "slow"),
+		asm.JEq.Imm(asm.R2, 127, "slow"),
+		asm.JGE.Imm(asm.R2, 224, "slow"),
+		asm.LoadMem(asm.R2, asm.R7, offDst, asm.Byte),
+		asm.JEq.Imm(asm.R2, 0, "slow"),
+		asm.JGE.Imm(asm.R2, 224, "slow"),
+
+		// 8. Route: longest prefix match of the destination.
+		asm.StoreImm(asm.R10, stRouteKey, 32, asm.Word),
+		asm.LoadMem(asm.R2, asm.R7, offDst, asm.Word),
+		asm.StoreMem(asm.R10, stRouteKey+4, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, t.routes.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stRouteKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "slow"),
+		asm.LoadMem(asm.R2, asm.R0, routeOffFlags, asm.Word),
+		asm.And.Imm(asm.R2, routeFlagLocal),
+		asm.JNE.Imm(asm.R2, 0, "slow"),
+
+		// 10 (checked early, it is cheap). Out the way it came in: the
+		// slow path decides (redirects, ICMP).
+		asm.LoadMem(asm.R2, asm.R0, routeOffIfindex, asm.Word),
+		asm.LoadMem(asm.R3, asm.R6, ctxIfindex, asm.Word),
+		asm.JEq.Reg(asm.R2, asm.R3, "slow"),
+
+		// 9. Neighbour of the next hop (gateway, or the destination).
+		asm.StoreMem(asm.R10, stNeighKey, asm.R2, asm.Word),
+		asm.LoadMem(asm.R3, asm.R0, routeOffGateway, asm.Word),
+		asm.JNE.Imm(asm.R3, 0, "nexthop"),
+		asm.LoadMem(asm.R3, asm.R10, stRouteKey+4, asm.Word),
+		asm.StoreMem(asm.R10, stNeighKey+4, asm.R3, asm.Word).Sym("nexthop"),
+		asm.LoadMapPtr(asm.R1, t.neighbors.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stNeighKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "slow"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R2, asm.R9, neighOffExpires, asm.DWord),
+		asm.JGE.Reg(asm.R0, asm.R2, "slow"),
+
+		// 11. Forward. TTL - 1 and the checksum patched to match.
+		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte),
+		asm.Sub.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R7, offTTL, asm.R2, asm.Byte),
+		asm.LoadMem(asm.R2, asm.R7, offCsum, asm.Half),
+		asm.Xor.Imm(asm.R2, 0xffff), // ~HC
+		asm.Add.Imm(asm.R2, ttlAdjust),
+		asm.Mov.Reg(asm.R3, asm.R2), // end-around carry: at most 0x1fffd, one fold
+		asm.RSh.Imm(asm.R3, 16),
+		asm.And.Imm(asm.R2, 0xffff),
+		asm.Add.Reg(asm.R2, asm.R3),
+		asm.Xor.Imm(asm.R2, 0xffff), // ~(...)
+		asm.StoreMem(asm.R7, offCsum, asm.R2, asm.Half),
+
+		// MACs from the neighbour entry (dst then src, 12 bytes, the
+		// same order as in the Ethernet header).
+		asm.LoadMem(asm.R2, asm.R9, 0, asm.Word),
+		asm.StoreMem(asm.R7, 0, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.R9, 4, asm.Half),
+		asm.StoreMem(asm.R7, 4, asm.R2, asm.Half),
+		asm.LoadMem(asm.R2, asm.R9, 6, asm.Half),
+		asm.StoreMem(asm.R7, 6, asm.R2, asm.Half),
+		asm.LoadMem(asm.R2, asm.R9, 8, asm.Word),
+		asm.StoreMem(asm.R7, 8, asm.R2, asm.Word),
+	)
+
+	// R9 = frame length.
+	if haveBuffLen {
+		insns = append(insns,
+			asm.Mov.Reg(asm.R1, asm.R6),
+			fnXdpGetBuffLen.Call(),
+			asm.Mov.Reg(asm.R9, asm.R0),
+		)
+	} else {
+		insns = append(insns,
+			asm.Mov.Reg(asm.R9, asm.R8),
+			asm.Sub.Reg(asm.R9, asm.R7),
+		)
+	}
+
+	insns = append(insns,
+		asm.StoreImm(asm.R10, stCountKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, p.counters.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stCountKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "redirect"),
+		// Per-CPU values: plain read-modify-write is enough.
+		asm.LoadMem(asm.R2, asm.R0, counterOffForwarded, asm.DWord),
+		asm.Add.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R0, counterOffForwarded, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, counterOffBytes, asm.DWord),
+		asm.Add.Reg(asm.R2, asm.R9),
+		asm.StoreMem(asm.R0, counterOffBytes, asm.R2, asm.DWord),
+
+		asm.LoadMem(asm.R1, asm.R10, stNeighKey, asm.Word).Sym("redirect"),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRedirect.Call(),
+		asm.Return(),
+
+		// Slow path: count, then what the AF_XDP default program does,
+		// with XDP_PASS as the fallback so a queue without a socket
+		// hands its frames to the kernel instead of dropping them.
+		asm.StoreImm(asm.R10, stCountKey, 0, asm.Word).Sym("slow"),
+		asm.LoadMapPtr(asm.R1, p.counters.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stCountKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "toxsk"),
+		asm.LoadMem(asm.R2, asm.R0, counterOffSlow, asm.DWord),
+		asm.Add.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R0, counterOffSlow, asm.R2, asm.DWord),
+
+		asm.LoadMapPtr(asm.R1, p.xsks.FD()).Sym("toxsk"),
+		asm.LoadMem(asm.R2, asm.R6, ctxQueue, asm.Word),
+		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	)
+	return insns
+}

@@ -1,0 +1,253 @@
+package fastpath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// Map layouts. Every multi-byte integer that is not an IPv4 address is
+// in host byte order (the program reads it with plain loads); IPv4
+// addresses are the 4 bytes as on the wire, so the program can copy them
+// from the packet without swapping.
+const (
+	// routes (BPF_MAP_TYPE_LPM_TRIE) key: u32 prefixlen; u8 addr[4].
+	routeKeySize = 8
+	// routes value: u32 ifindex; u8 gateway[4] (0.0.0.0 = directly
+	// connected); u32 flags.
+	routeValueSize  = 12
+	routeOffIfindex = 0
+	routeOffGateway = 4
+	routeOffFlags   = 8
+	routeFlagLocal  = 1
+
+	// neighbors (BPF_MAP_TYPE_HASH) key: u32 ifindex; u8 ip[4].
+	neighKeySize = 8
+	// neighbors value: u8 dst[6]; u8 src[6]; u32 pad (zero);
+	// u64 expires (CLOCK_MONOTONIC ns; valid while now < expires).
+	neighValueSize  = 24
+	neighOffDst     = 0
+	neighOffSrc     = 6
+	neighOffExpires = 16
+
+	// counters (BPF_MAP_TYPE_PERCPU_ARRAY, one entry, key u32 0) value:
+	// u64 forwarded; u64 forwarded_bytes; u64 slow.
+	counterValueSize    = 24
+	counterOffForwarded = 0
+	counterOffBytes     = 8
+	counterOffSlow      = 16
+)
+
+// Route is the fast path's view of a route.
+type Route struct {
+	// Local means the destination is the router itself (or must take
+	// the slow path for another reason): never forwarded here.
+	Local bool
+	// Ifindex is the output interface: a device that runs this fast
+	// path's program too, or any interface bpf_redirect reaches.
+	Ifindex int
+	// Gateway is the next hop; the zero netip.Addr (or 0.0.0.0) means
+	// directly connected: the next hop is the destination.
+	Gateway netip.Addr
+}
+
+// Tables are the maps every device's program shares: routes and
+// neighbours. One Tables serves any number of Programs; each Program
+// holds its own kernel reference to the maps, so closing the Tables
+// does not break loaded programs (it only ends updates).
+type Tables struct {
+	routes    *ebpf.Map
+	neighbors *ebpf.Map
+}
+
+// NewTables creates the route and neighbour maps with room for
+// maxRoutes prefixes and maxNeighbors {ifindex, next hop} entries.
+func NewTables(maxRoutes, maxNeighbors int) (*Tables, error) {
+	if maxRoutes < 1 || maxNeighbors < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 {
+		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours)", maxRoutes, maxNeighbors)
+	}
+	routes, err := newMap(&ebpf.MapSpec{
+		Name:       "fp_routes",
+		Type:       ebpf.LPMTrie,
+		KeySize:    routeKeySize,
+		ValueSize:  routeValueSize,
+		MaxEntries: uint32(maxRoutes),
+		// The kernel refuses LPM tries without it.
+		Flags: unix.BPF_F_NO_PREALLOC,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fastpath: creating the route map: %w", err)
+	}
+	neighbors, err := newMap(&ebpf.MapSpec{
+		Name:       "fp_neighbors",
+		Type:       ebpf.Hash,
+		KeySize:    neighKeySize,
+		ValueSize:  neighValueSize,
+		MaxEntries: uint32(maxNeighbors),
+	})
+	if err != nil {
+		routes.Close()
+		return nil, fmt.Errorf("fastpath: creating the neighbour map: %w", err)
+	}
+	return &Tables{routes: routes, neighbors: neighbors}, nil
+}
+
+func routeKey(p netip.Prefix) ([]byte, error) {
+	if !p.IsValid() || !p.Addr().Is4() {
+		return nil, fmt.Errorf("fastpath: %v: only IPv4 prefixes", p)
+	}
+	p = p.Masked()
+	k := make([]byte, routeKeySize)
+	binary.NativeEndian.PutUint32(k[0:], uint32(p.Bits()))
+	a := p.Addr().As4()
+	copy(k[4:], a[:])
+	return k, nil
+}
+
+// ipv4 accepts IPv4 and IPv4-mapped IPv6 addresses.
+func ipv4(ip netip.Addr) ([4]byte, bool) {
+	ip = ip.Unmap()
+	if !ip.Is4() {
+		return [4]byte{}, false
+	}
+	return ip.As4(), true
+}
+
+// SetRoute adds or replaces the route for p (IPv4 only; p is masked).
+func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
+	k, err := routeKey(p)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, routeValueSize)
+	if r.Local {
+		binary.NativeEndian.PutUint32(v[routeOffFlags:], routeFlagLocal)
+	} else {
+		if r.Ifindex <= 0 || r.Ifindex > math.MaxUint32 {
+			return fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
+		}
+		binary.NativeEndian.PutUint32(v[routeOffIfindex:], uint32(r.Ifindex))
+		if r.Gateway.IsValid() {
+			gw, ok := ipv4(r.Gateway)
+			if !ok {
+				return fmt.Errorf("fastpath: route %v: gateway %v is not IPv4", p, r.Gateway)
+			}
+			copy(v[routeOffGateway:], gw[:])
+		}
+	}
+	return t.routes.Put(k, v)
+}
+
+// DeleteRoute removes the route for p; a missing route is not an error.
+func (t *Tables) DeleteRoute(p netip.Prefix) error {
+	k, err := routeKey(p)
+	if err != nil {
+		return err
+	}
+	if err := t.routes.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+func neighKey(ifindex int, ip netip.Addr) ([]byte, error) {
+	a, ok := ipv4(ip)
+	if !ok {
+		return nil, fmt.Errorf("fastpath: neighbour %v: only IPv4", ip)
+	}
+	if ifindex <= 0 || ifindex > math.MaxUint32 {
+		return nil, fmt.Errorf("fastpath: neighbour %v: bad ifindex %d", ip, ifindex)
+	}
+	k := make([]byte, neighKeySize)
+	binary.NativeEndian.PutUint32(k[0:], uint32(ifindex))
+	copy(k[4:], a[:])
+	return k, nil
+}
+
+// monotonicNow is CLOCK_MONOTONIC in ns, the clock bpf_ktime_get_ns reads.
+func monotonicNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, err
+	}
+	return ts.Nano(), nil
+}
+
+// SetNeighbor records that next hop ip on interface ifindex has MAC
+// dst, and that frames sent there carry source MAC src. The entry is
+// valid until CLOCK_MONOTONIC now+lifetime (a lifetime <= 0 stores an
+// already expired entry).
+func (t *Tables) SetNeighbor(ifindex int, ip netip.Addr, dst, src [6]byte, lifetime time.Duration) error {
+	k, err := neighKey(ifindex, ip)
+	if err != nil {
+		return err
+	}
+	now, err := monotonicNow()
+	if err != nil {
+		return fmt.Errorf("fastpath: reading CLOCK_MONOTONIC: %w", err)
+	}
+	var expires uint64
+	switch {
+	case lifetime <= 0:
+		expires = 0
+	case int64(lifetime) > math.MaxInt64-now:
+		expires = math.MaxUint64
+	default:
+		expires = uint64(now + int64(lifetime))
+	}
+	v := make([]byte, neighValueSize)
+	copy(v[neighOffDst:], dst[:])
+	copy(v[neighOffSrc:], src[:])
+	binary.NativeEndian.PutUint64(v[neighOffExpires:], expires)
+	return t.neighbors.Put(k, v)
+}
+
+// DeleteNeighbor removes the entry for {ifindex, ip}; a missing entry
+// is not an error.
+func (t *Tables) DeleteNeighbor(ifindex int, ip netip.Addr) error {
+	k, err := neighKey(ifindex, ip)
+	if err != nil {
+		return err
+	}
+	if err := t.neighbors.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Close closes the Tables' file descriptors. Programs built on them keep
+// working (the kernel keeps the maps while a program uses them) but can
+// no longer be updated. Close is idempotent.
+func (t *Tables) Close() error {
+	err1 := t.routes.Close()
+	err2 := t.neighbors.Close()
+	return errors.Join(err1, err2)
+}
+
+// newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels
+// before 5.11 charge BPF maps to it.
+func newMap(spec *ebpf.MapSpec) (*ebpf.Map, error) {
+	m, err := ebpf.NewMap(spec)
+	if err != nil && isEPERM(err) {
+		raiseMemlock()
+		m, err = ebpf.NewMap(spec)
+	}
+	return m, err
+}
+
+func raiseMemlock() {
+	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+}
+
+// isEPERM also matches the text, because some cilium/ebpf v0.4.0 paths
+// format the errno with %v instead of wrapping it.
+func isEPERM(err error) bool {
+	return errors.Is(err, unix.EPERM) || strings.Contains(err.Error(), "operation not permitted")
+}

@@ -1,0 +1,216 @@
+package ip
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// fakeFast records what a fast path was told.
+type fakeFast struct {
+	mu     sync.Mutex
+	routes map[netip.Prefix]offloadRoute
+	fail   map[netip.Prefix]bool // SetRoute refuses these
+	calls  int
+}
+
+func (f *fakeFast) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail[p] {
+		return errors.New("refused")
+	}
+	f.routes[p] = offloadRoute{gw: gw, out: out}
+	return nil
+}
+
+func (f *fakeFast) DeleteRoute(p netip.Prefix) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	delete(f.routes, p)
+	return nil
+}
+
+func (f *fakeFast) SetNeighbor(drivers.Device, netip.Addr, packet.MAC, time.Duration) error {
+	return nil
+}
+func (f *fakeFast) DeleteNeighbor(drivers.Device, netip.Addr) error { return nil }
+
+func (f *fakeFast) snapshot() map[netip.Prefix]offloadRoute {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[netip.Prefix]offloadRoute, len(f.routes))
+	for k, v := range f.routes {
+		m[k] = v
+	}
+	return m
+}
+
+// fastDev is a device with (or, with ft nil, without) a fast path.
+type fastDev struct {
+	drivers.Device
+	name string
+	ft   drivers.FastPathTable
+}
+
+func (d *fastDev) FastPathTable() drivers.FastPathTable { return d.ft }
+
+type plainDev struct{ drivers.Device }
+
+type devMap map[string]drivers.Device
+
+func (m devMap) Device(n string) (drivers.Device, int, bool) { d, ok := m[n]; return d, 0, ok }
+func (m devMap) Queues(string, int) []int                    { return nil }
+
+func mustRoutes(t *testing.T, ss ...string) []Route {
+	t.Helper()
+	var rs []Route
+	for _, s := range ss {
+		r, err := ParseRoute(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// waitFor polls cond for up to 2 s (the mirror runs every 10 ms).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 2 s: %s", what)
+}
+
+func TestOffloadMirrorsRoutes(t *testing.T) {
+	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
+	lan, wan := &fastDev{name: "lan", ft: ff}, &fastDev{name: "wan", ft: ff}
+	ports, fp, err := resolveOffload([]string{"lan", "wan"}, devMap{"lan": lan, "wan": wan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := NewTable(mustRoutes(t,
+		"10.1.0.0/24 out 0",
+		"10.2.0.0/24 out 1",
+		"10.16.0.0/12 via 10.2.0.2 out 1",
+		"0.0.0.0/0 via 10.3.0.1 out 2",                      // a port without a device: stays in the graph
+		"10.8.0.0/16 via 10.1.0.9 via 10.2.0.9 out 0 out 1", // ECMP: stays in the graph
+		"2001:db8::/32 via 2001:db8:1::1 out 1",             // IPv6: not mirrored
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &elements.Stats{}
+	s, err := startOffload(tab, fp, ports, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := netip.MustParsePrefix
+	want := map[netip.Prefix]offloadRoute{
+		pf("10.1.0.0/24"):  {out: lan},
+		pf("10.2.0.0/24"):  {out: wan},
+		pf("10.16.0.0/12"): {gw: netip.MustParseAddr("10.2.0.2"), out: wan},
+		pf("0.0.0.0/0"):    {},
+		pf("10.8.0.0/16"):  {},
+	}
+	check := func(want map[netip.Prefix]offloadRoute) func() bool {
+		return func() bool {
+			got := ff.snapshot()
+			if len(got) != len(want) {
+				return false
+			}
+			for p, w := range want {
+				if g, ok := got[p]; !ok || g != w {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	if !check(want)() {
+		t.Fatalf("after start the fast path holds %v, want %v", ff.snapshot(), want)
+	}
+
+	// Live changes reach it; an unchanged table costs no calls.
+	if err := tab.Insert(mustRoutes(t, "192.0.2.0/24 via 10.1.0.7 out 0")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tab.Delete(pf("10.16.0.0/12")); err != nil {
+		t.Fatal(err)
+	}
+	want[pf("192.0.2.0/24")] = offloadRoute{gw: netip.MustParseAddr("10.1.0.7"), out: lan}
+	delete(want, pf("10.16.0.0/12"))
+	waitFor(t, "insert and delete mirrored", check(want))
+	if n := st.Counter("offload routes applied").Load(); n != 7 {
+		t.Errorf("offload routes applied = %d, want 5 at start + 2 changes", n)
+	}
+	ff.mu.Lock()
+	calls := ff.calls
+	ff.mu.Unlock()
+	time.Sleep(5 * offloadInterval)
+	ff.mu.Lock()
+	if ff.calls != calls {
+		t.Errorf("%d fast-path calls while the table did not change", ff.calls-calls)
+	}
+	ff.mu.Unlock()
+
+	// A route the fast path refuses is not left there in its old form,
+	// and is retried until it goes in.
+	ff.mu.Lock()
+	ff.fail[pf("10.2.0.0/24")] = true
+	ff.mu.Unlock()
+	if err := tab.Insert(mustRoutes(t, "10.2.0.0/24 via 10.1.0.8 out 0")...); err != nil { // replaces
+		t.Fatal(err)
+	}
+	waitFor(t, "refused route withdrawn", func() bool { _, ok := ff.snapshot()[pf("10.2.0.0/24")]; return !ok })
+	waitFor(t, "offload errors counted", func() bool { return st.Counter("offload errors").Load() > 0 })
+	ff.mu.Lock()
+	ff.fail = map[netip.Prefix]bool{}
+	ff.mu.Unlock()
+	want[pf("10.2.0.0/24")] = offloadRoute{gw: netip.MustParseAddr("10.1.0.8"), out: lan}
+	waitFor(t, "refused route retried", check(want))
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ff.snapshot(); len(got) != 0 {
+		t.Errorf("after Close the fast path still holds %v", got)
+	}
+}
+
+func TestOffloadConfigErrors(t *testing.T) {
+	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}}
+	devs := devMap{"lan": &fastDev{ft: ff}, "off": &fastDev{}, "plain": plainDev{}}
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"nope"}, `no device "nope"`},
+		{[]string{"plain"}, "has no fast path"},
+		{[]string{"off"}, "has no fast path"},
+		{[]string{"", ""}, "names no device"},
+	} {
+		_, _, err := resolveOffload(c.names, devs)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("offload %q: error %v, want %q", c.names, err, c.want)
+		}
+	}
+	// More devices than ports is refused when the config is checked.
+	c := &IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0"}, Miss: -1, Offload: []string{"lan", "wan"}}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "2 devices for 1 output ports") {
+		t.Errorf("offload longer than the ports: %v", err)
+	}
+}
