@@ -26,6 +26,9 @@
 # e2e-lib.sh), XDP_BOUNCE=1 adds a phase where an XDP program on lan0 redirects every
 # frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound of
 # an in-kernel fast path on these links),
+# FASTPATH=1 runs the forwarder with its in-kernel fast path: CONFIG with
+# fastpath = true on the afxdp devices and offload = ["lan", "wan"] on the
+# IPLookup (the edits cmd/forwarder/e2e TestFastPath makes),
 # FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build).
 set -euo pipefail
 
@@ -43,6 +46,15 @@ CLI=jnb-cli-$SUF FWD=jnb-fwd-$SUF SRV=jnb-srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
 e2e_init e2e-router.sh $CLI $FWD $SRV
 e2e_binaries
+CFGPATH=$ROOT/$CONFIG
+LABEL=afxdp
+if [ "${FASTPATH:-0}" = 1 ]; then
+	sed -e 's/^driver    = "afxdp"$/&\nfastpath  = true/' \
+		-e '0,/^type   = "IPLookup"$/s//&\noffload = ["lan", "wan"]/' "$CFGPATH" >"$TMP/fastpath.toml"
+	grep -q '^offload = ' "$TMP/fastpath.toml" || { echo "FASTPATH=1: $CONFIG has no IPLookup type line to extend" >&2; exit 1; }
+	CFGPATH=$TMP/fastpath.toml
+	LABEL="afxdp + fastpath"
+fi
 e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
 ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
@@ -84,9 +96,9 @@ ip -n $FWD addr flush dev lan0
 ip -n $FWD addr flush dev wan0
 
 echo
-echo "== Junction (afxdp, $CONFIG) =="
+echo "== Junction ($LABEL, $CONFIG) =="
 start_sink
-ip netns exec $FWD "$TMP/forwarder" run -config "$ROOT/$CONFIG" -quiet \
+ip netns exec $FWD "$TMP/forwarder" run -config "$CFGPATH" -quiet \
 	${FWD_WORKERS:+-workers $FWD_WORKERS} >"$TMP/fwd.log" 2>&1 &
 FWDPID=$!
 PIDS+=($FWDPID)
@@ -132,8 +144,8 @@ echo
 echo "== Results =="
 [ -n "$BOUNCE" ] && awk -v b="$BOUNCE" -v l="$LINUX" 'BEGIN { printf "XDP bounce:        %10.0f pps (%.2fx Linux)\n", b, (l > 0 ? b / l : 0) }'
 
-awk -v j="$JUNCTION" -v l="$LINUX" 'BEGIN {
-	printf "Linux ip_forward:  %10.0f pps\nJunction (afxdp):  %10.0f pps\nratio Junction/Linux: %.2fx (goal >= 1.5x)\n", l, j, (l > 0 ? j / l : 0) }'
+awk -v j="$JUNCTION" -v l="$LINUX" -v lab="$LABEL" 'BEGIN {
+	printf "Linux ip_forward:  %10.0f pps\nJunction (%s):  %10.0f pps\nratio Junction/Linux: %.2fx (goal >= 1.5x)\n", l, lab, j, (l > 0 ? j / l : 0) }'
 awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" 'BEGIN {
 	printf "one destination:        last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, o, om
 	printf "1,048,576 destinations: last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, m, mm

@@ -105,6 +105,7 @@ type Device struct {
 
 	prog     *xdp.Program
 	fp       *fastpath.Program // with fastpath = true: prog is fp's
+	fpFinal  fastpath.Counters // fp's counters when Close released it
 	ft       *fastTable
 	locals   []netip.Addr // addresses marked local in ft
 	nl       *nlink.Conn
@@ -442,6 +443,9 @@ func (d *Device) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if d.fp != nil {
+		d.fpFinal, _ = d.fp.Counters() // for Stats after Close (the exit table)
+	}
 	if d.prog != nil {
 		if err := d.prog.Close(); err != nil {
 			errs = append(errs, err)
@@ -480,7 +484,7 @@ func (d *Device) Stats() []drivers.Counter {
 			s[13] += k.Tx_ring_empty_descs
 		}
 	}
-	var fc fastpath.Counters
+	fc := d.fpFinal
 	if d.fp != nil && !d.closed {
 		fc, _ = d.fp.Counters()
 	}
