@@ -215,17 +215,7 @@ func TestFIBIncremental(t *testing.T) {
 }
 
 func TestFIBEdges(t *testing.T) {
-	parse := func(ss ...string) []Route {
-		var rs []Route
-		for _, s := range ss {
-			r, err := ParseRoute(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
-		}
-		return rs
-	}
+	parse := func(ss ...string) []Route { return mustRoutes(t, ss...) }
 	tb, err := NewTable(parse(
 		"0.0.0.0/0 out 0", "10.1.2.0/24 out 1", "10.1.2.0/25 out 2", "10.1.2.128/25 out 3",
 		"10.1.2.255/32 out 4", "255.255.255.255/32 out 5", "0.0.0.0/32 out 6",

@@ -113,3 +113,17 @@ func edit(f []byte, fn func(f []byte) []byte) []byte {
 func newBenchHarness(b *testing.B, typ string, cfg any) *elementtest.Harness {
 	return elementtest.New(b, typ, cfg, &elementtest.Options{Sink: true})
 }
+
+// mustRoutes parses route strings or fails the test.
+func mustRoutes(t *testing.T, ss ...string) []Route {
+	t.Helper()
+	var rs []Route
+	for _, s := range ss {
+		r, err := ParseRoute(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}

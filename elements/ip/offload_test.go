@@ -71,19 +71,6 @@ type devMap map[string]drivers.Device
 func (m devMap) Device(n string) (drivers.Device, int, bool) { d, ok := m[n]; return d, 0, ok }
 func (m devMap) Queues(string, int) []int                    { return nil }
 
-func mustRoutes(t *testing.T, ss ...string) []Route {
-	t.Helper()
-	var rs []Route
-	for _, s := range ss {
-		r, err := ParseRoute(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, r)
-	}
-	return rs
-}
-
 // waitFor polls cond for up to 2 s (the mirror runs every 10 ms).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
