@@ -28,13 +28,20 @@
 # Knobs (environment): DURATION=10 (seconds per measurement), FLOWS=1024,
 # RATE=0 (generator packets/s; 0 = as fast as it can), FWD_WORKERS= (forwarder
 # -workers; empty: the config's 2), FORWARDER=path PKTGEN=path (prebuilt
-# binaries instead of go build).
+# binaries instead of go build), QUEUES=1 (veth queues), GEN_QUEUES=1
+# (generator queues), FASTPATH=1 (FastTrack offloaded to the
+# devices' in-kernel fast path: fastpath = true on both afxdp devices and
+# offload = ["lan", "wan"] on both FastTracks, the edits cmd/forwarder/e2e
+# TestNATGatewayFastPath makes), XDP_SINK=1 (the sink is an XDP program
+# that takes no CPU; see e2e-lib.sh).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
 FLOWS=${FLOWS:-1024}
 RATE=${RATE:-0}
 FWD_WORKERS=${FWD_WORKERS:-}
+QUEUES=${QUEUES:-1}
+GEN_QUEUES=${GEN_QUEUES:-1}
 
 SUF=$$
 IN=jnb-nin-$SUF FWD=jnb-nfwd-$SUF OUT=jnb-nout-$SUF
@@ -49,17 +56,28 @@ sed 's|^  "udp 203.0.113.1:5000 -> 192.168.1.10:5000",|&\n  "udp 203.0.113.1:9 -
 	"$ROOT/configs/nat-gateway.toml" >"$CONFIG"
 grep -q '"udp 203.0.113.1:9 -> 192.168.1.10:9"' "$CONFIG" ||
 	{ echo "e2e-nat.sh: could not add the port-9 DNAT rule to nat-gateway.toml" >&2; exit 1; }
+LABEL=afxdp
+if [ "${FASTPATH:-0}" = 1 ]; then
+	sed -i -e 's/^driver    = "afxdp"$/&\nfastpath  = true/' \
+		-e 's/ -> \([lw]ft\) :: FastTrack(2, either-direction)",/ -> \1",/' "$CONFIG"
+	for n in lft wft; do
+		printf '\n[elements.%s]\ntype    = "FastTrack"\noffload = ["lan", "wan"]\n' $n >>"$CONFIG"
+	done
+	[ "$(grep -c '^fastpath  = true' "$CONFIG")" = 2 ] && ! grep -q ':: FastTrack(' "$CONFIG" ||
+		{ echo "e2e-nat.sh: FASTPATH=1: could not edit nat-gateway.toml" >&2; exit 1; }
+	LABEL="afxdp + fastpath"
+fi
 "$TMP/forwarder" check -config "$CONFIG" >/dev/null
 
 e2e_netns
-ip link add lan0 netns $FWD type veth peer name eth0 netns $IN
-ip link add wan0 netns $FWD type veth peer name eth0 netns $OUT
+ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $IN numtxqueues $QUEUES numrxqueues $QUEUES
+ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $OUT numtxqueues $QUEUES numrxqueues $QUEUES
 for l in "$FWD lan0" "$FWD wan0" "$IN eth0" "$OUT eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
 ip -n $IN addr add 192.168.1.10/24 dev eth0
 ip -n $OUT addr add 203.0.113.2/24 dev eth0
 WANMAC=$(ip -n $FWD -br link show dev wan0 | awk '{print $3}')
 
-start_sink() { e2e_start_sink $IN 192.168.1.10/24 1; }
+start_sink() { e2e_start_sink $IN 192.168.1.10/24 $QUEUES; }
 stop_sink() { e2e_stop_sink; }
 
 # measure NAME SECONDS: runs the generator and prints the mean of the sink's
@@ -68,7 +86,7 @@ measure() {
 	local name=$1 secs=$2 n0
 	n0=$(e2e_mark)
 	ip netns exec $OUT "$TMP/pktgen" send -interface eth0 -dst-mac "$WANMAC" -src 203.0.113.2 -dst 203.0.113.1 \
-		-flows $FLOWS -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
+		-flows $FLOWS -queues $GEN_QUEUES -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
 	e2e_window "$name" "$n0"
 	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
 	printf "%-26s delivered %10s pps (mean of %s s); generator sent %s\n" "$name" "$MEAN" "$SECS" "$SENT"
@@ -157,7 +175,7 @@ fi
 linux_down
 
 echo
-echo "== Junction (afxdp, configs/nat-gateway.toml + the port-9 DNAT rule) =="
+echo "== Junction ($LABEL, configs/nat-gateway.toml + the port-9 DNAT rule) =="
 start_sink
 ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet \
 	${FWD_WORKERS:+-workers $FWD_WORKERS} >"$TMP/fwd.log" 2>&1 &
@@ -179,11 +197,11 @@ RX=$(grep -E '^ *total:' "$TMP/fwd.log" | awk '{print $3}')
 
 echo
 echo "== Results =="
-awk -v l="$LINUX" -v f="${FLOWTABLE:-0}" -v j="$JUNCTION" 'BEGIN {
+awk -v l="$LINUX" -v f="${FLOWTABLE:-0}" -v j="$JUNCTION" -v lab="$LABEL" 'BEGIN {
 	printf "Linux nftables DNAT + conntrack:             %10.0f pps\n", l
 	if (f > 0) printf "Linux nftables DNAT + conntrack + flowtable: %10.0f pps\n", f
 	else printf "Linux nftables DNAT + conntrack + flowtable:        n/a (no flowtable in this kernel)\n"
-	printf "Junction DNAT + FastTrack (afxdp):           %10.0f pps\n", j
+	printf "Junction DNAT + FastTrack (%s): %10.0f pps\n", lab, j
 	printf "ratio Junction/Linux conntrack: %.2fx", (l > 0 ? j / l : 0)
 	if (f > 0) printf ", Junction/Linux flowtable: %.2fx", j / f
 	printf " (goal >= 1.5x)\n" }'

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -16,6 +17,9 @@ import (
 const (
 	fastMaxRoutes    = 1 << 20
 	fastMaxNeighbors = 1 << 16
+	// fastMaxFlows bounds the offloaded flow directions (the kernel
+	// preallocates the hash map: about 100 bytes each).
+	fastMaxFlows = 1 << 18
 )
 
 // fastTable is the process's one fast-path table, shared by every afxdp
@@ -40,7 +44,7 @@ func acquireFastTable() (*fastTable, error) {
 	fastMu.Lock()
 	defer fastMu.Unlock()
 	if fastShared == nil {
-		t, err := fastpath.NewTables(fastMaxRoutes, fastMaxNeighbors)
+		t, err := fastpath.NewTables(fastMaxRoutes, fastMaxNeighbors, fastMaxFlows)
 		if err != nil {
 			return nil, err
 		}
@@ -147,6 +151,46 @@ func (f *fastTable) DeleteNeighbor(out drivers.Device, ip netip.Addr) error {
 	}
 	return f.t.DeleteNeighbor(d.ifindex, ip)
 }
+
+// flowOf translates a FastFlow to the program's key and action.
+func flowOf(f drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction, error) {
+	in, err := fastDevice(f.In)
+	if err != nil {
+		return fastpath.FlowKey{}, fastpath.FlowAction{}, err
+	}
+	out, err := fastDevice(f.Out)
+	if err != nil {
+		return fastpath.FlowKey{}, fastpath.FlowAction{}, err
+	}
+	return fastpath.FlowKey{Ifindex: in.ifindex, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Sport: f.Sport, Dport: f.Dport},
+		fastpath.FlowAction{Ifindex: out.ifindex, EthDst: f.EthDst, EthSrc: f.EthSrc, Src: f.NewSrc, Dst: f.NewDst,
+			Sport: f.NewSport, Dport: f.NewDport, TTLDec: f.TTLDec, ICMPType: f.ICMPType}, nil
+}
+
+// SetFlow implements drivers.FastPathTable.
+func (f *fastTable) SetFlow(fl drivers.FastFlow) (int, error) {
+	k, a, err := flowOf(fl)
+	if err != nil {
+		return 0, err
+	}
+	slot, err := f.t.SetFlow(k, a)
+	if errors.Is(err, fastpath.ErrFlowsFull) {
+		return 0, drivers.ErrFlowsFull
+	}
+	return slot, err
+}
+
+// DeleteFlow implements drivers.FastPathTable.
+func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
+	k, _, err := flowOf(fl)
+	if err != nil {
+		return err
+	}
+	return f.t.DeleteFlow(k, slot)
+}
+
+// FlowCounters implements drivers.FastPathTable.
+func (f *fastTable) FlowCounters(slot int) (uint64, uint64) { return f.t.FlowCounters(slot) }
 
 // FastPathTable implements drivers.FastPath: the shared table, or nil when
 // the device was opened without fastpath.

@@ -14,13 +14,11 @@ import (
 
 // neighborLog records the neighbours a querier gives a fast path.
 type neighborLog struct {
-	mu  sync.Mutex
-	set []string // "DEVICE IP MAC LIFETIME"
+	drivers.FastPathTable // the methods a querier must not call: nil, they panic
+	mu                    sync.Mutex
+	set                   []string // "DEVICE IP MAC LIFETIME"
 }
 
-func (l *neighborLog) SetRoute(netip.Prefix, netip.Addr, drivers.Device) error { return nil }
-func (l *neighborLog) DeleteRoute(netip.Prefix) error                          { return nil }
-func (l *neighborLog) DeleteNeighbor(drivers.Device, netip.Addr) error         { return nil }
 func (l *neighborLog) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MAC, life time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -35,7 +35,10 @@ type Fast struct {
 	Out    uint8    // the FastTrack output the packet goes to (FastTrackLearn's port)
 	TTLDec uint8    // how much the slow path decremented the TTL
 	Valid  bool
-	_      uint8
+	// Offload is FastTrack's record of handing this direction to a
+	// device's own fast path (0: not handed; FastTrack's own values
+	// otherwise). Reset with the rest when the entry is reused.
+	Offload uint8
 }
 
 // Conn flags.

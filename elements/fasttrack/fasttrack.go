@@ -13,10 +13,11 @@ import (
 
 // Config is FastTrack's config.
 type Config struct {
-	After       int    `toml:"after"`
-	Policy      string `toml:"policy"`
-	IdleTimeout string `toml:"idle_timeout"`
-	Outputs     int    `toml:"outputs"`
+	After       int      `toml:"after"`
+	Policy      string   `toml:"policy"`
+	IdleTimeout string   `toml:"idle_timeout"`
+	Outputs     int      `toml:"outputs"`
+	Offload     []string `toml:"offload"`
 
 	both bool
 	idle int64
@@ -45,6 +46,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Outputs < 1 || c.Outputs > 254 {
 		return elements.Errorf("outputs", "%d: want 1..254 fast outputs", c.Outputs)
+	}
+	if len(c.Offload) > c.Outputs {
+		return elements.Errorf("offload", "%d devices for %d fast outputs: one per output, in order (\"\" for none)", len(c.Offload), c.Outputs)
 	}
 	return nil
 }
@@ -85,7 +89,7 @@ func init() {
 		New:       newFastTrack,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs])",
+			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs], [offload])",
 			Summary:  "sends packets of fast-tracked flows straight to their learned output with the slow path's rewrite applied in one step",
 			Ports: "input 0: frames from the devices, before any classification.\n" +
 				"output 0: the slow path (misses).\n" +
@@ -96,9 +100,17 @@ func init() {
 					Doc: "either-direction: a direction is fast-tracked once the slow path has handled it (one-way flows engage); both-directions: only once a reply was seen (Linux flowtable behaviour)"},
 				{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
 				{Name: "outputs", Type: "int", Default: "2", Doc: "number of fast outputs (FastTrackLearn's ports)"},
+				{Name: "offload", Type: "[]string",
+					Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per fast output in order (\"\" for none): " +
+						"a flow direction that FastTrack handled once, arriving on and leaving by devices this key names, is handed to their " +
+						"in-kernel fast path, which then applies the same rewrite and transmits without the graph"},
 			},
 			Stats: "counters: \"fasttracked packets\", \"fasttracked bytes\" (IP bytes), \"hits\" (= fasttracked packets), " +
-				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn).",
+				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn). " +
+				"With offload: \"offloaded flows\" (directions in the kernel now, a gauge), \"offloaded packets\" (what the kernel " +
+				"forwarded for them, also counted in fasttracked packets and bytes), \"offload ended\" (directions taken back: " +
+				"flow ended, changed or timed out), \"offload full\" (the kernel's flow table was full: the direction stays in " +
+				"FastTrack), \"not offloadable\" (arrives on or leaves by a device the offload key does not name), \"offload errors\".",
 			Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
 			SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
 			Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
@@ -110,7 +122,14 @@ func init() {
 				"the bytes are identical to the slow path's, which tests check on random traffic); lookups of a batch are " +
 				"prefetched together (conntrack.Table.Warm) so that a table of 1M flows costs little more than a small one. " +
 				"counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
-				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" + graphDoc,
+				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
+				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
+				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
+				"same rewrite. Its packets then never reach the graph: every 100 ms the worker folds what the kernel forwarded " +
+				"into the flow (packets, bytes, timeout refresh, as a hit here would) and takes out every direction whose flow " +
+				"ended, left the established state, expired, was evicted or lost its learned path; a route, NAT or neighbour " +
+				"change (a new generation) takes them all out at the next tick. TCP handshakes and closes, fragments, packets " +
+				"whose TTL would expire and ICMP errors still take the graph, as with FastTrack itself.\n\n" + graphDoc,
 		},
 	})
 	elements.Register(elements.Type{
@@ -147,7 +166,14 @@ type FastTrack struct {
 	hs   [chunk]uint32
 
 	pkts, bytes, hits, misses *atomic.Uint64
+
+	off *offload // nil without the offload key
 }
+
+var (
+	_ elements.Ticker = (*FastTrack)(nil)
+	_ elements.Closer = (*FastTrack)(nil)
+)
 
 func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*Config)
@@ -161,11 +187,30 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	for i := range e.split {
 		e.split[i] = packet.NewBatch(max(ctx.Batch, 1))
 	}
+	if len(c.Offload) > 0 {
+		var err error
+		if e.off, err = newOffload(c.Offload, ctx); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
-// Close releases the flow table.
+// Tick hands flows to the devices' fast path and folds back what it
+// forwarded (with the offload key).
+func (e *FastTrack) Tick(now int64) {
+	if e.off != nil && e.t != nil {
+		e.tick(now)
+	}
+}
+
+// Close takes this worker's flows out of the devices' fast path and
+// releases the flow table.
 func (e *FastTrack) Close() error {
+	if e.off != nil && e.t != nil {
+		e.fold(e.t.Now(), true)
+	}
 	if e.t != nil {
 		conntrack.Release(e.pool)
 		e.t = nil
@@ -325,6 +370,9 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 		ct.Table = t
 	}
 	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, st, dir, ttl
+	if e.off != nil && f.Offload == offNone {
+		e.off.queue(idx, c, dir)
+	}
 	return int(f.Out), tl
 }
 
@@ -423,6 +471,7 @@ func (e *Learn) Push(in int, b *packet.Batch) {
 		f.TTLDec = p.Ct.TTL - p.Data[packet.EthernetLen+8]
 		f.Gen = gen
 		f.Valid = true
+		f.Offload = offNone // a new rewrite: FastTrack may hand it to the device again
 		learned++
 	}
 	if learned != 0 {

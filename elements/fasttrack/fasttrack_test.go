@@ -19,6 +19,12 @@ import (
 // targets (nil: a recorder).
 func build(t testing.TB, pool *packet.Pool, typ string, cfg any, outs ...elements.Element) (elements.Element, *elements.Stats, []*elementtest.Recorder) {
 	t.Helper()
+	return buildWith(t, pool, nil, typ, cfg, outs...)
+}
+
+// buildWith is build with a device set.
+func buildWith(t testing.TB, pool *packet.Pool, devs elements.DeviceSet, typ string, cfg any, outs ...elements.Element) (elements.Element, *elements.Stats, []*elementtest.Recorder) {
+	t.Helper()
 	ty, _ := elements.Lookup(typ)
 	if v, ok := cfg.(elements.Validator); ok {
 		if err := v.Validate(); err != nil {
@@ -41,7 +47,7 @@ func build(t testing.TB, pool *packet.Pool, typ string, cfg any, outs ...element
 		}
 		os = append(os, o)
 	}
-	ctx := elements.NewContext(typ, 0, 1, 64, os, st, pool, nil, nil)
+	ctx := elements.NewContext(typ, 0, 1, 64, os, st, pool, devs, nil)
 	el, err := ty.New(cfg, ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -10,15 +10,15 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/packet"
 )
 
 // fakeFast records what a fast path was told.
 type fakeFast struct {
-	mu     sync.Mutex
-	routes map[netip.Prefix]offloadRoute
-	fail   map[netip.Prefix]bool // SetRoute refuses these
-	calls  int
+	drivers.FastPathTable // neighbours and flows: not IPLookup's to call (nil: they panic)
+	mu                    sync.Mutex
+	routes                map[netip.Prefix]offloadRoute
+	fail                  map[netip.Prefix]bool // SetRoute refuses these
+	calls                 int
 }
 
 func (f *fakeFast) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) error {
@@ -39,11 +39,6 @@ func (f *fakeFast) DeleteRoute(p netip.Prefix) error {
 	delete(f.routes, p)
 	return nil
 }
-
-func (f *fakeFast) SetNeighbor(drivers.Device, netip.Addr, packet.MAC, time.Duration) error {
-	return nil
-}
-func (f *fakeFast) DeleteNeighbor(drivers.Device, netip.Addr) error { return nil }
 
 func (f *fakeFast) snapshot() map[netip.Prefix]offloadRoute {
 	f.mu.Lock()

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,4 +116,77 @@ func typePackets(s *pipeline.Snapshot, typ string) uint64 {
 		}
 	}
 	return n
+}
+
+// natFastPathConfig turns configs/nat-gateway.toml into its fast-path
+// variant: both devices load the fast-path XDP program, and both
+// FastTracks (moved from their inline form to element sections, since
+// offload is a list) hand their flows to it. benchmarks/e2e-nat.sh
+// (FASTPATH=1) makes the same edits.
+func natFastPathConfig(t *testing.T, contract string) string {
+	data, err := os.ReadFile(contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), "driver    = \"afxdp\"\n", "driver    = \"afxdp\"\nfastpath  = true\n")
+	for _, n := range []string{"lft", "wft"} {
+		cfg = strings.Replace(cfg, " -> "+n+" :: FastTrack(2, either-direction)\",", " -> "+n+"\",", 1)
+		cfg += "\n[elements." + n + "]\ntype    = \"FastTrack\"\noffload = [\"lan\", \"wan\"]\n"
+	}
+	if strings.Count(cfg, "fastpath  = true") != 2 || strings.Contains(cfg, ":: FastTrack(") {
+		t.Fatal("nat-gateway.toml: the afxdp driver lines or the FastTrack declarations moved; update natFastPathConfig")
+	}
+	path := filepath.Join(t.TempDir(), "nat-fastpath.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestNATGatewayFastPath: the NAT gateway with FastTrack offloaded to the
+// in-kernel fast path: DNAT and SNAT work as with the contract config; the
+// one-way UDP stream through DNAT is fast-tracked, and most of it by the
+// kernel (the device counters and FastTrack's "offloaded packets" move);
+// an SNAT'd TCP transfer runs through it too.
+func TestNATGatewayFastPath(t *testing.T) {
+	netns.RequireTool(t, "curl")
+	tp := newNATTopo(t)
+	for _, ns := range []*netns.NS{tp.in, tp.ot} {
+		ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
+	}
+	tp.config = natFastPathConfig(t, tp.config)
+	p := tp.start(t)
+	defer func() {
+		out := (&topo{}).stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+		(&topo{fwd: tp.fwd}).noXDP(t)
+	}()
+	pingOK(t, tp.in, natOutside)
+	const body = "inside web server via dnat, fast path\n"
+	log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
+	natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
+	onlyHost(t, "dnat", log, natOutside)
+
+	fw := &topo{fwd: tp.fwd}
+	before := fw.snapshot(t)
+	natUDPStream(t, tp)
+	after := fw.snapshot(t)
+	off := counter(after, "FastTrack", "offloaded packets") - counter(before, "FastTrack", "offloaded packets")
+	kern := deviceCounter(after, "wan", "fastpath_forwarded") - deviceCounter(before, "wan", "fastpath_forwarded")
+	t.Logf("UDP stream: FastTrack offloaded %d packets; wan's fast path forwarded %d", off, kern)
+	if off < 1000 || kern < off {
+		t.Errorf("one-way DNAT'd UDP: %d packets offloaded (want most of 2000), the kernel forwarded %d", off, kern)
+	}
+	if n := counter(after, "FastTrack", "offload errors"); n != 0 {
+		t.Errorf("FastTrack: %d offload errors", n)
+	}
+
+	netns.RequireTool(t, "iperf3")
+	natIperf(t, tp)
+	end := fw.snapshot(t)
+	if tcp := deviceCounter(end, "lan", "fastpath_forwarded") - deviceCounter(after, "lan", "fastpath_forwarded"); tcp < 1000 {
+		t.Errorf("SNAT'd iperf3 TCP: the lan fast path forwarded %d packets", tcp)
+	}
 }

@@ -8,9 +8,44 @@
 // to them, so the fast path only has to be right for the common case and
 // never has to generate packets.
 //
+// It also applies per-flow rewrites that userspace installs (Junction's
+// FastTrack element, offloading established flows): NAT of addresses
+// and ports, TTL decrement, Ethernet header, output interface.
+//
+// # Flows
+//
+// A frame that passes checks 1-3 below is a flow candidate if it is not
+// a fragment (MF and the fragment offset zero; DF does not matter),
+// 28 <= total length and 14 + total length <= frame length, and it is
+//
+//   - TCP with total length >= 40 and flags ACK without SYN, FIN or RST;
+//   - UDP; or
+//   - ICMP echo request (8) or reply (0), whose identifier serves as both
+//     ports.
+//
+// Its key {ingress ifindex, protocol, source, destination, source port,
+// destination port} is looked up in the flow map. A candidate whose key
+// is missing, and every frame that is no candidate, continues with the
+// route rules, unchanged. A hit takes the slow path if it is ICMP of the
+// other echo type than the entry's, or if TTL <= the entry's TTL
+// decrement; otherwise the program rewrites it exactly as FastTrack
+// would: TTL minus the decrement; source, destination and ports (ICMP:
+// the identifier) set to the entry's; the IPv4 header checksum and the
+// L4 checksum (TCP and UDP over the pseudo-header and ports, ICMP over
+// the identifier) patched by RFC 1624 eqn. 3 with deltas SetFlow
+// computed; a UDP checksum of 0 (none) stays 0 and a computed 0 is sent
+// as 0xffff; an ICMP identifier that does not change leaves the checksum
+// alone. Then the entry's MACs, counts (the flow's slot: one packet and
+// the IPv4 total length, atomically; the per-CPU counters as for a routed
+// frame) and bpf_redirect(entry's ifindex, 0). The flow path verifies no
+// checksum and applies no martian, route or neighbour rule: FastTrack
+// does not either, and the entry was learned from a frame that passed
+// them.
+//
 // # Per frame
 //
-// A frame is forwarded only if all of these hold:
+// A frame that no flow entry takes is forwarded only if all of these
+// hold:
 //
 //  1. it has at least 34 bytes (Ethernet 14 + IPv4 20);
 //  2. its Ethernet destination is the device's own MAC (compiled into
@@ -55,16 +90,43 @@
 //	           expires: CLOCK_MONOTONIC ns (bpf_ktime_get_ns); valid while now < expires
 //	counters   per-CPU array, one entry, per Program
 //	           value {u64 forwarded; u64 forwarded_bytes; u64 slow}   24 bytes
+//	flows      hash, shared (Tables), maxFlows entries (preallocated)
+//	           key   {u32 ifindex; u8 src[4]; u8 dst[4];
+//	                  u8 sport[2]; u8 dport[2]; u32 proto}            20 bytes
+//	           value {u32 ifindex; u32 slot; u8 eth_dst[6]; u8 eth_src[6];
+//	                  u8 src[4]; u8 dst[4]; u8 sport[2]; u8 dport[2];
+//	                  u8 ip_delta[2]; u8 l4_delta[2]; u8 ttl_dec;
+//	                  u8 icmp_type; u8 pad[2]}                        40 bytes
+//	           key ifindex: input; value ifindex: output; ports in
+//	           wire order (ICMP: the identifier in both key ports and in
+//	           the value's sport); the deltas are Σ(~m + m') over the
+//	           changed 16-bit words, folded to 16 bits, in wire order
+//	           (0 = leave the checksum alone, ICMP only)
+//	flow_stats array, BPF_F_MMAPABLE, shared (Tables), maxFlows entries
+//	           key   u32 slot
+//	           value {u64 packets; u64 bytes}                         16 bytes
+//	           bytes: the IPv4 total lengths; mapped read-only into the
+//	           process, read by FlowCounters with atomic loads
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged
 //
 // Updates replace whole map elements (the kernel swaps them under RCU),
-// so a running program never sees half of a route or neighbour.
+// so a running program never sees half of a route, neighbour or flow.
+//
+// Flow slots: SetFlow gives a new key a free slot (the last freed
+// first) and zeroes its counters before installing the entry; it fails
+// with ErrFlowsFull when all maxFlows slots are in use. Replacing an
+// installed key keeps its slot and zeroes it, so a replacement never
+// needs a free slot. DeleteFlow removes the entry and frees the slot; a
+// key that is not installed frees nothing. A frame the program is
+// handling while its entry is deleted or replaced may still be counted
+// in the old slot.
 //
 // # Frame length
 //
-// ForwardedBytes counts whole frames. The program reads their length
+// ForwardedBytes counts whole frames, flow hits included (a flow's own
+// counters count IPv4 total lengths instead, as FastTrack does). The program reads their length
 // with bpf_xdp_get_buff_len (Linux 5.18); if the kernel refuses that
 // program, NewProgram loads a variant that subtracts the packet
 // pointers, which the verifier allows only with CAP_PERFMON or
@@ -74,9 +136,10 @@
 //
 // Tables are closed by their owner, with Tables.Close, independently of
 // the programs: a loaded program keeps its own reference to the maps, so
-// it keeps forwarding with the last routes and neighbours after
+// it keeps forwarding with the last routes, neighbours and flows after
 // Tables.Close, which only ends updates. To stop forwarding, detach or
-// close the programs.
+// close the programs. Tables.Close also unmaps the flow counters:
+// FlowCounters reads zeros after it (never a stale or unmapped page).
 //
 // A Program owns its program, XSKMAP, queue map and counter map.
 // Program.XDP returns an asavie/xdp *xdp.Program sharing the program and

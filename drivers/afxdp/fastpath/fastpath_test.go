@@ -83,9 +83,12 @@ type fixture struct {
 // 10.3.0.9 known), 10.4.0.0/16 on ifindex 1 (= ingress in test runs),
 // 10.5.0.0/16 via 10.9.0.2 on ifindex 7 (no neighbour), 10.6.0.0/16 via
 // 10.9.0.3 on ifindex 7 (neighbour expired).
-func newFixture(tb testing.TB) *fixture {
+func newFixture(tb testing.TB) *fixture { return newFixtureFlows(tb, 64) }
+
+// newFixtureFlows is newFixture with room for maxFlows flows.
+func newFixtureFlows(tb testing.TB, maxFlows int) *fixture {
 	needRoot(tb)
-	tables, err := NewTables(64, 64)
+	tables, err := NewTables(64, 64, maxFlows)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -374,8 +377,8 @@ func TestTableErrors(t *testing.T) {
 		t.Error(err)
 	}
 	f.wantForwarded("mapped neighbour", frame("10.1.0.2", "10.3.0.20", 64, 0), hostMAC, outMAC8)
-	if _, err := NewTables(0, 1); err == nil {
-		t.Error("NewTables(0, 1) accepted")
+	if _, err := NewTables(0, 1, 1); err == nil {
+		t.Error("NewTables(0, 1, 1) accepted")
 	}
 	if _, err := NewProgram(f.t, 0, ourMAC); err == nil {
 		t.Error("NewProgram with 0 queues accepted")
@@ -409,7 +412,7 @@ func TestXDPAndClose(t *testing.T) {
 	}
 
 	// Programs keep working after the Tables are closed.
-	tables, err := NewTables(4, 4)
+	tables, err := NewTables(4, 4, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,4 +596,9 @@ func TestWithoutBuffLen(t *testing.T) {
 	recompute(padded)
 	f.wantForwarded("padded", padded, hostMAC, outMAC8)
 	f.wantSlow("no route", frame("10.1.0.2", "10.7.0.1", 64, 26))
+	// A flow hit counts its frame in ForwardedBytes too (run checks).
+	udp := pkt{proto: protoUDP, src: "192.168.1.11", dst: "203.0.113.5", sport: 5353, dport: 53, ttl: 17, payload: 40}
+	k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.8", 1024, 5300, 1)
+	f.setFlow(k, a)
+	f.wantFlow("flow", append(udp.frame(t), 0, 0, 0), k, a)
 }

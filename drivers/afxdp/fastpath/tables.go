@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -43,6 +44,48 @@ const (
 	counterOffForwarded = 0
 	counterOffBytes     = 8
 	counterOffSlow      = 16
+
+	// flows (BPF_MAP_TYPE_HASH) key: u32 ifindex (input); u8 src[4];
+	// u8 dst[4]; u8 sport[2]; u8 dport[2] (wire order; ICMP echo: the
+	// identifier twice); u32 proto.
+	flowKeySize       = 20
+	flowKeyOffIfindex = 0
+	flowKeyOffSrc     = 4
+	flowKeyOffDst     = 8
+	flowKeyOffSport   = 12
+	flowKeyOffDport   = 14
+	flowKeyOffProto   = 16
+	// flows value: u32 ifindex (output); u32 slot (flow_stats index);
+	// u8 eth_dst[6]; u8 eth_src[6]; u8 src[4]; u8 dst[4]; u8 sport[2];
+	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
+	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
+	// checksum deltas, wire order, see flowDeltas); u8 ttl_dec;
+	// u8 icmp_type; u8 pad[2] (zero).
+	flowValueSize   = 40
+	flowOffIfindex  = 0
+	flowOffSlot     = 4
+	flowOffEth      = 8 // eth_dst then eth_src, as in the Ethernet header
+	flowOffSrc      = 20
+	flowOffDst      = 24
+	flowOffSport    = 28
+	flowOffDport    = 30
+	flowOffIPDelta  = 32
+	flowOffL4Delta  = 34
+	flowOffTTLDec   = 36
+	flowOffICMPType = 37
+
+	// flow_stats (BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, key u32 slot)
+	// value: u64 packets; u64 bytes (IPv4 total lengths).
+	flowStatSize     = 16
+	flowStatOffPkts  = 0
+	flowStatOffBytes = 8
+	maxFlowsLimit    = math.MaxUint32 / flowStatSize
+
+	protoICMP       = 1
+	protoTCP        = 6
+	protoUDP        = 17
+	icmpEchoReply   = 0
+	icmpEchoRequest = 8
 )
 
 // Route is the fast path's view of a route.
@@ -58,20 +101,33 @@ type Route struct {
 	Gateway netip.Addr
 }
 
-// Tables are the maps every device's program shares: routes and
-// neighbours. One Tables serves any number of Programs; each Program
-// holds its own kernel reference to the maps, so closing the Tables
-// does not break loaded programs (it only ends updates).
+// Tables are the maps every device's program shares: routes,
+// neighbours and flows. One Tables serves any number of Programs; each
+// Program holds its own kernel reference to the maps, so closing the
+// Tables does not break loaded programs (it only ends updates). Tables
+// are safe for concurrent use.
 type Tables struct {
 	routes    *ebpf.Map
 	neighbors *ebpf.Map
+	flows     *ebpf.Map // hash: flow key -> action
+	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
+
+	maxFlows int
+
+	flowMu sync.Mutex
+	free   []uint32           // free slots, a stack (the last freed is reused first)
+	slots  map[flowKey]uint32 // installed keys and their slots
+
+	memMu sync.RWMutex // guards mem against Close
+	mem   []byte       // flowStats mapped read-only; nil once closed
 }
 
-// NewTables creates the route and neighbour maps with room for
-// maxRoutes prefixes and maxNeighbors {ifindex, next hop} entries.
-func NewTables(maxRoutes, maxNeighbors int) (*Tables, error) {
-	if maxRoutes < 1 || maxNeighbors < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 {
-		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours)", maxRoutes, maxNeighbors)
+// NewTables creates the route, neighbour and flow maps with room for
+// maxRoutes prefixes, maxNeighbors {ifindex, next hop} entries and
+// maxFlows flow directions (counter slots).
+func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
+	if maxRoutes < 1 || maxNeighbors < 1 || maxFlows < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 || maxFlows > maxFlowsLimit {
+		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours, %d flows)", maxRoutes, maxNeighbors, maxFlows)
 	}
 	routes, err := newMap(&ebpf.MapSpec{
 		Name:       "fp_routes",
@@ -96,7 +152,12 @@ func NewTables(maxRoutes, maxNeighbors int) (*Tables, error) {
 		routes.Close()
 		return nil, fmt.Errorf("fastpath: creating the neighbour map: %w", err)
 	}
-	return &Tables{routes: routes, neighbors: neighbors}, nil
+	t := &Tables{routes: routes, neighbors: neighbors}
+	if err := t.newFlowMaps(maxFlows); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
 }
 
 func routeKey(p netip.Prefix) ([]byte, error) {
@@ -225,10 +286,19 @@ func (t *Tables) DeleteNeighbor(ifindex int, ip netip.Addr) error {
 // Close closes the Tables' file descriptors. Programs built on them keep
 // working (the kernel keeps the maps while a program uses them) but can
 // no longer be updated. Close is idempotent.
+//
+// Close also unmaps the flow counters: FlowCounters reads zeros after
+// it.
 func (t *Tables) Close() error {
-	err1 := t.routes.Close()
-	err2 := t.neighbors.Close()
-	return errors.Join(err1, err2)
+	t.memMu.Lock()
+	var err0 error
+	if t.mem != nil {
+		err0 = unix.Munmap(t.mem)
+		t.mem = nil
+	}
+	t.memMu.Unlock()
+	// ebpf.Map.Close accepts nil receivers and closed descriptors.
+	return errors.Join(err0, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close())
 }
 
 // newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels

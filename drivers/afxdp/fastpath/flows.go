@@ -1,0 +1,282 @@
+package fastpath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// ErrFlowsFull is SetFlow's error when every counter slot is in use.
+var ErrFlowsFull = errors.New("fastpath: flow table full")
+
+// FlowKey is one direction of a flow as it arrives. ICMP echo: Sport and
+// Dport are both the identifier.
+type FlowKey struct {
+	Ifindex      int   // input interface
+	Proto        uint8 // 6 TCP, 17 UDP, 1 ICMP (echo only)
+	Src, Dst     netip.Addr
+	Sport, Dport uint16
+}
+
+// FlowAction is the rewrite and output of that direction.
+type FlowAction struct {
+	Ifindex        int // output interface (bpf_redirect)
+	EthDst, EthSrc [6]byte
+	Src, Dst       netip.Addr // addresses after the rewrite
+	Sport, Dport   uint16     // ports after the rewrite (ICMP echo: the identifier is Sport; Dport ignored)
+	TTLDec         uint8      // how much the TTL drops (>= 0)
+	// ICMPType, ICMP only: the echo type this direction carries (8
+	// request or 0 reply); a packet of the other type takes the slow
+	// path.
+	ICMPType uint8
+}
+
+// flowKey is a FlowKey as the map stores it.
+type flowKey [flowKeySize]byte
+
+// newFlowMaps creates the flow hash map and its counter array, and maps
+// the array into the process.
+func (t *Tables) newFlowMaps(maxFlows int) error {
+	var err error
+	// Preallocated (the default): an update never fails for memory,
+	// and the free list below keeps the entries within maxFlows.
+	if t.flows, err = newMap(&ebpf.MapSpec{
+		Name:       "fp_flows",
+		Type:       ebpf.Hash,
+		KeySize:    flowKeySize,
+		ValueSize:  flowValueSize,
+		MaxEntries: uint32(maxFlows),
+	}); err != nil {
+		return fmt.Errorf("fastpath: creating the flow map: %w", err)
+	}
+	if t.flowStats, err = newMap(&ebpf.MapSpec{
+		Name:       "fp_flow_stats",
+		Type:       ebpf.Array,
+		KeySize:    4,
+		ValueSize:  flowStatSize,
+		MaxEntries: uint32(maxFlows),
+		Flags:      unix.BPF_F_MMAPABLE,
+	}); err != nil {
+		return fmt.Errorf("fastpath: creating the flow counter map: %w", err)
+	}
+	page := unix.Getpagesize()
+	size := (maxFlows*flowStatSize + page - 1) / page * page
+	if t.mem, err = unix.Mmap(t.flowStats.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		return fmt.Errorf("fastpath: mapping the flow counters: %w", err)
+	}
+	t.free = make([]uint32, maxFlows)
+	for i := range t.free {
+		t.free[i] = uint32(maxFlows - 1 - i) // slot 0 first
+	}
+	t.slots = make(map[flowKey]uint32)
+	t.maxFlows = maxFlows
+	return nil
+}
+
+func encodeFlowKey(k FlowKey) (flowKey, error) {
+	var b flowKey
+	if k.Ifindex <= 0 || k.Ifindex > math.MaxUint32 {
+		return b, fmt.Errorf("fastpath: flow: bad input ifindex %d", k.Ifindex)
+	}
+	switch k.Proto {
+	case protoTCP, protoUDP:
+	case protoICMP:
+		if k.Sport != k.Dport {
+			return b, fmt.Errorf("fastpath: ICMP flow: Sport %d and Dport %d must both be the echo identifier", k.Sport, k.Dport)
+		}
+	default:
+		return b, fmt.Errorf("fastpath: flow: protocol %d (only TCP, UDP and ICMP echo)", k.Proto)
+	}
+	src, ok1 := ipv4(k.Src)
+	dst, ok2 := ipv4(k.Dst)
+	if !ok1 || !ok2 {
+		return b, fmt.Errorf("fastpath: flow %v -> %v: only IPv4", k.Src, k.Dst)
+	}
+	binary.NativeEndian.PutUint32(b[flowKeyOffIfindex:], uint32(k.Ifindex))
+	copy(b[flowKeyOffSrc:], src[:])
+	copy(b[flowKeyOffDst:], dst[:])
+	binary.BigEndian.PutUint16(b[flowKeyOffSport:], k.Sport)
+	binary.BigEndian.PutUint16(b[flowKeyOffDport:], k.Dport)
+	binary.NativeEndian.PutUint32(b[flowKeyOffProto:], uint32(k.Proto))
+	return b, nil
+}
+
+// encodeFlowValue is the map value for k (already valid) and a, without
+// the slot.
+func encodeFlowValue(k FlowKey, a FlowAction) ([]byte, error) {
+	if a.Ifindex <= 0 || a.Ifindex > math.MaxUint32 {
+		return nil, fmt.Errorf("fastpath: flow: bad output ifindex %d", a.Ifindex)
+	}
+	src, ok1 := ipv4(a.Src)
+	dst, ok2 := ipv4(a.Dst)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("fastpath: flow rewrite to %v -> %v: only IPv4", a.Src, a.Dst)
+	}
+	v := make([]byte, flowValueSize)
+	binary.NativeEndian.PutUint32(v[flowOffIfindex:], uint32(a.Ifindex))
+	copy(v[flowOffEth:], a.EthDst[:])
+	copy(v[flowOffEth+6:], a.EthSrc[:])
+	copy(v[flowOffSrc:], src[:])
+	copy(v[flowOffDst:], dst[:])
+	binary.BigEndian.PutUint16(v[flowOffSport:], a.Sport)
+	if k.Proto == protoICMP {
+		if a.ICMPType != icmpEchoRequest && a.ICMPType != icmpEchoReply {
+			return nil, fmt.Errorf("fastpath: ICMP flow: type %d (only echo request 8 and reply 0)", a.ICMPType)
+		}
+		v[flowOffICMPType] = a.ICMPType
+	} else {
+		binary.BigEndian.PutUint16(v[flowOffDport:], a.Dport)
+	}
+	v[flowOffTTLDec] = a.TTLDec
+	ks, kd := k.Src.Unmap().As4(), k.Dst.Unmap().As4()
+	ip, l4 := flowDeltas(k.Proto, binary.BigEndian.Uint32(ks[:]), binary.BigEndian.Uint32(kd[:]),
+		binary.BigEndian.Uint32(src[:]), binary.BigEndian.Uint32(dst[:]), k.Sport, k.Dport, a.Sport, a.Dport, a.TTLDec)
+	binary.BigEndian.PutUint16(v[flowOffIPDelta:], ip)
+	binary.BigEndian.PutUint16(v[flowOffL4Delta:], l4)
+	return v, nil
+}
+
+// flowDeltas returns the constant parts of a flow direction's checksum
+// updates (RFC 1624 eqn. 3, HC' = ~(~HC + Σ(~m + m'))): the sums Σ(~m +
+// m') over the words the rewrite changes, for the IPv4 header and for
+// the L4 checksum, each folded to 16 bits with end-around carries. The
+// program computes ~fold(~HC + delta). These are the sums FastTrack's
+// rewrite adds (elements/fasttrack); folding them first changes no
+// result, because fold(x) is 0 only for x = 0 and otherwise is the one
+// value in [1, 0xffff] congruent to x modulo 0xffff. An ICMP echo whose
+// identifier does not change gets 0, which leaves the checksum exactly as
+// it was (FastTrack does not touch it then).
+func flowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, ndport uint16, ttlDec uint8) (ip, l4 uint16) {
+	addrs := term32(src, nsrc) + term32(dst, ndst)
+	// The TTL is the high byte of the word TTL<<8|protocol:
+	// ~m + m' = -(d<<8) = ^(d<<8).
+	ip = fold(addrs + uint32(^(uint16(ttlDec) << 8)))
+	switch proto {
+	case protoTCP, protoUDP:
+		l4 = fold(addrs + term16(sport, nsport) + term16(dport, ndport))
+	case protoICMP:
+		if sport != nsport {
+			l4 = fold(term16(sport, nsport))
+		}
+	}
+	return ip, l4
+}
+
+// term32 is ~m + m' for the two 16-bit words of a 32-bit field.
+func term32(old, new uint32) uint32 {
+	return (^old >> 16) + (^old & 0xffff) + (new >> 16) + (new & 0xffff)
+}
+
+// term16 is ~m + m' for a 16-bit field.
+func term16(old, new uint16) uint32 { return uint32(^old) + uint32(new) }
+
+// fold folds a 32-bit sum to 16 bits with end-around carries; it is 0
+// only for 0.
+func fold(s uint32) uint16 {
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return uint16(s)
+}
+
+// SetFlow installs (or replaces) the fast path for one flow direction:
+// packets arriving on k.Ifindex with k's tuple leave on a.Ifindex,
+// rewritten as a says. It returns the counter slot that FlowCounters
+// reads, whose counters start at zero.
+//
+// Replacing an installed key keeps its slot (the same number is
+// returned) and zeroes its counters, so a replacement never uses up a
+// slot, even when the table is full. A new key takes a free slot, or
+// fails with ErrFlowsFull when all maxFlows are in use.
+func (t *Tables) SetFlow(k FlowKey, a FlowAction) (slot int, err error) {
+	key, err := encodeFlowKey(k)
+	if err != nil {
+		return -1, err
+	}
+	v, err := encodeFlowValue(k, a)
+	if err != nil {
+		return -1, err
+	}
+	t.flowMu.Lock()
+	defer t.flowMu.Unlock()
+	s, replace := t.slots[key]
+	if !replace {
+		if len(t.free) == 0 {
+			return -1, ErrFlowsFull
+		}
+		s = t.free[len(t.free)-1]
+	}
+	// Zero the counters before the program can count into them for
+	// this entry (a replaced entry counts into the same slot until
+	// the update).
+	if err := t.flowStats.Put(s, make([]byte, flowStatSize)); err != nil {
+		return -1, fmt.Errorf("fastpath: zeroing flow counters: %w", err)
+	}
+	binary.NativeEndian.PutUint32(v[flowOffSlot:], s)
+	if err := t.flows.Put(key[:], v); err != nil {
+		return -1, fmt.Errorf("fastpath: installing a flow: %w", err)
+	}
+	if !replace {
+		t.free = t.free[:len(t.free)-1]
+		t.slots[key] = s
+	}
+	return int(s), nil
+}
+
+// DeleteFlow removes the flow direction k, which SetFlow installed at
+// slot, and frees the slot. A key that is not installed is not an error
+// and frees nothing (so a repeated DeleteFlow cannot free a slot that
+// has since gone to another flow); a slot that is not k's is an error,
+// and nothing is removed.
+//
+// A packet that the program is processing while the entry goes may
+// still be counted in the slot; SetFlow zeroes a slot when it hands it
+// out again.
+func (t *Tables) DeleteFlow(k FlowKey, slot int) error {
+	key, err := encodeFlowKey(k)
+	if err != nil {
+		return err
+	}
+	t.flowMu.Lock()
+	defer t.flowMu.Unlock()
+	s, ok := t.slots[key]
+	if !ok {
+		return nil
+	}
+	if slot != int(s) {
+		return fmt.Errorf("fastpath: DeleteFlow: the flow is at slot %d, not %d", s, slot)
+	}
+	if err := t.flows.Delete(key[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	delete(t.slots, key)
+	t.free = append(t.free, s)
+	return nil
+}
+
+// FlowCounters returns what the kernel forwarded for the flow at slot
+// since SetFlow handed the slot out: packets, and bytes counted as each
+// packet's IPv4 total length (as FastTrack counts them), not its frame
+// length. It makes no system call: it reads the counter array mapped
+// into the process, with atomic 64-bit loads (the two are read one after
+// the other, not as one snapshot). A slot out of range, or any slot
+// after Close, reads zeros.
+func (t *Tables) FlowCounters(slot int) (packets, bytes uint64) {
+	t.memMu.RLock()
+	defer t.memMu.RUnlock()
+	if slot < 0 || slot >= t.maxFlows || t.mem == nil {
+		return 0, 0
+	}
+	off := slot * flowStatSize
+	// The mapping is page-aligned and values are 16 bytes apart: both
+	// words are 8-byte aligned.
+	packets = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffPkts])))
+	bytes = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffBytes])))
+	return packets, bytes
+}

@@ -1,0 +1,170 @@
+package fasttrack_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
+	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/fasttrack"
+	"github.com/junction-dataplane/junction/elements/nat"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// fakeFlows is a fast path that records flows and lets the test set what
+// "the kernel" forwarded for each.
+type fakeFlows struct {
+	drivers.FastPathTable // routes and neighbours: not FastTrack's to call (nil: they panic)
+	flows                 map[int]drivers.FastFlow
+	counts                map[int][2]uint64
+	next                  int
+	sets                  int
+	deletes               int
+	full                  bool
+}
+
+func (f *fakeFlows) SetFlow(fl drivers.FastFlow) (int, error) {
+	f.sets++
+	if f.full {
+		return 0, drivers.ErrFlowsFull
+	}
+	f.next++
+	f.flows[f.next] = fl
+	return f.next, nil
+}
+func (f *fakeFlows) DeleteFlow(fl drivers.FastFlow, slot int) error {
+	f.deletes++
+	delete(f.flows, slot)
+	delete(f.counts, slot)
+	return nil
+}
+func (f *fakeFlows) FlowCounters(slot int) (uint64, uint64) {
+	c := f.counts[slot]
+	return c[0], c[1]
+}
+
+type fpDev struct {
+	drivers.Device
+	name string
+	fp   drivers.FastPathTable
+}
+
+func (d *fpDev) FastPathTable() drivers.FastPathTable { return d.fp }
+func (d *fpDev) Info() drivers.Info                   { return drivers.Info{Name: d.name} }
+
+// twoDevs: wan is device 0 (the frames' InDevice), lan device 1.
+type twoDevs struct{ wan, lan drivers.Device }
+
+func (s twoDevs) Device(n string) (drivers.Device, int, bool) {
+	switch n {
+	case "wan":
+		return s.wan, 0, true
+	case "lan":
+		return s.lan, 1, true
+	}
+	return nil, 0, false
+}
+func (s twoDevs) Queues(string, int) []int { return nil }
+
+// TestOffload: flows that take FastTrack's path are handed to the devices'
+// fast path at the next tick, with the slow path's rewrite; what the kernel
+// forwarded is folded back into the flows and the counters; a generation
+// change takes them all back; a full kernel table is counted and not
+// retried on every hit.
+func TestOffload(t *testing.T) {
+	ff := &fakeFlows{flows: map[int]drivers.FastFlow{}, counts: map[int][2]uint64{}}
+	wan, lan := &fpDev{name: "wan", fp: ff}, &fpDev{name: "lan", fp: ff}
+	devs := twoDevs{wan, lan}
+	pool := packet.NewPool(512)
+	slowOut := &elementtest.Recorder{}
+	learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slowOut)
+	ttl, _, _ := build(t, pool, "DecTTL", nil, learn)
+	dn, _, _ := build(t, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
+	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 1024}, dn)
+	fastOut := &elementtest.Recorder{}
+	ft, fst, _ := buildWith(t, pool, devs, "FastTrack",
+		&fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 2, Offload: []string{"lan", "wan"}}, ctk, fastOut)
+	tk := ft.(elements.Ticker)
+	b := packet.NewBatch(64)
+	push := func(frames [][]byte) {
+		for _, f := range frames {
+			b.Reset()
+			p := pool.Get()
+			p.SetFrame(f)
+			b.Add(p)
+			ft.Push(0, b)
+		}
+	}
+	var frames [][]byte
+	for i := range 8 {
+		frames = append(frames, ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.20", Dst: "203.0.113.1", Sport: uint16(40000 + i), Dport: 5000, Payload: 18}))
+	}
+	push(frames) // slow, learnt
+	ref := make([][]byte, len(slowOut.Pkts))
+	for i, p := range slowOut.Pkts {
+		ref[i] = append([]byte(nil), p.Data...)
+	}
+	push(frames) // slow (after = 2)
+	if ff.sets != 0 {
+		t.Fatalf("%d flows installed before FastTrack handled any", ff.sets)
+	}
+	push(frames) // FastTrack: queued, nothing installed yet (no system call on the packet path)
+	if ff.sets != 0 || len(fastOut.Pkts) != 8 {
+		t.Fatalf("after the first fast round: %d installed, %d fast packets", ff.sets, len(fastOut.Pkts))
+	}
+	now := int64(time.Hour)
+	tk.Tick(now)
+	if len(ff.flows) != 8 || counter(fst, "offloaded flows") != 8 {
+		t.Fatalf("%d flows installed (gauge %d), want 8", len(ff.flows), counter(fst, "offloaded flows"))
+	}
+	// Each installed direction is the slow path's rewrite of its frame.
+	for _, fl := range ff.flows {
+		i := int(fl.Sport - 40000)
+		d := ct.Decode(ref[i])
+		if fl.In != wan || fl.Out != lan || fl.Proto != 17 || fl.Src.String() != "198.51.100.20" || fl.Dst.String() != "203.0.113.1" ||
+			fl.Dport != 5000 || fl.NewSrc.String() != d.IP.SrcIP.String() || fl.NewDst.String() != d.IP.DstIP.String() ||
+			fl.NewSport != uint16(d.UDP.SrcPort) || fl.NewDport != uint16(d.UDP.DstPort) || fl.TTLDec != 1 || fl.ICMPType != 0 ||
+			!bytes.Equal(fl.EthDst[:], ref[i][0:6]) || !bytes.Equal(fl.EthSrc[:], ref[i][6:12]) {
+			t.Errorf("flow %d installed as %+v; the slow path made %s:%d -> %s:%d", i, fl, d.IP.SrcIP, d.UDP.SrcPort, d.IP.DstIP, d.UDP.DstPort)
+		}
+	}
+	// Hits on installed flows queue nothing more.
+	push(frames)
+	tk.Tick(now + 1)
+	if ff.sets != 8 {
+		t.Errorf("%d SetFlow calls after more hits, want 8", ff.sets)
+	}
+	// The kernel forwarded 5 packets of 46 IP bytes on each: folded at the
+	// next fold.
+	before := counter(fst, "fasttracked packets")
+	for slot := range ff.flows {
+		ff.counts[slot] = [2]uint64{5, 5 * 46}
+	}
+	tk.Tick(now + int64(time.Second))
+	if got := counter(fst, "fasttracked packets") - before; got != 40 || counter(fst, "offloaded packets") != 40 {
+		t.Errorf("fold: fasttracked +%d, offloaded %d, want 40 and 40", got, counter(fst, "offloaded packets"))
+	}
+	if got := counter(fst, "fasttracked bytes"); got < 40*46 {
+		t.Errorf("fasttracked bytes %d, want at least %d", got, 40*46)
+	}
+	// A generation change takes everything back at the next tick.
+	conntrack.Invalidate()
+	tk.Tick(now + int64(time.Second) + 1)
+	if len(ff.flows) != 0 || counter(fst, "offloaded flows") != 0 || counter(fst, "offload ended") != 8 {
+		t.Errorf("after Invalidate: %d flows in the kernel, gauge %d, ended %d", len(ff.flows), counter(fst, "offloaded flows"), counter(fst, "offload ended"))
+	}
+	// Relearnt (slow once), fast again, installed again, unless full.
+	ff.full = true
+	push(frames)
+	push(frames)
+	tk.Tick(now + 2*int64(time.Second))
+	push(frames)
+	tk.Tick(now + 2*int64(time.Second) + 1)
+	if counter(fst, "offload full") != 8 || ff.sets != 16 {
+		t.Errorf("full: %d counted, %d SetFlow calls (want 8 and 16: refused flows are not retried every hit)", counter(fst, "offload full"), ff.sets)
+	}
+}
