@@ -155,8 +155,9 @@ type FastPathTable interface {
 
 	// SetFlow makes the fast path apply one flow direction's rewrite
 	// itself (FastTrack's offload) and returns the slot whose counters
-	// FlowCounters reads. ErrFlowsFull: no room (the flow stays in the
-	// graph's own fast path).
+	// FlowCounters reads. ErrFlowsFull: no room; ErrFlowExists: another
+	// caller installed the same direction. Either way the flow stays in
+	// the graph's own fast path.
 	SetFlow(f FastFlow) (slot int, err error)
 	// DeleteFlow removes f, installed at slot.
 	DeleteFlow(f FastFlow, slot int) error
@@ -166,8 +167,12 @@ type FastPathTable interface {
 	FlowCounters(slot int) (packets, bytes uint64)
 }
 
-// ErrFlowsFull is SetFlow's error when the fast path's flow table is full.
-var ErrFlowsFull = errors.New("fast path flow table full")
+// SetFlow's errors: the fast path's flow table is full; the flow
+// direction is already installed (by another worker's tracker).
+var (
+	ErrFlowsFull  = errors.New("fast path flow table full")
+	ErrFlowExists = errors.New("flow already in the fast path")
+)
 
 // FastFlow is one direction of a fast-tracked flow: the packets arriving on
 // In with this 5-tuple (ICMP echo: both ports are the identifier) leave on

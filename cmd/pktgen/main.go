@@ -21,7 +21,8 @@ const usage = `pktgen — AF_XDP traffic source and sink for end-to-end benchmar
   pktgen send -interface IF -dst-mac MAC [-queues N] [-src A] [-dst CIDR] [-flows N]
               [-size 64] [-rate PPS] [-count N] [-duration D]
       Sends UDP frames (destination port 9) out of IF on N queues (one
-      worker each): a gen device (frames built once, fields rewritten per
+      worker each; queue q sends flows q, q+N, ..., each flow on one queue
+      as RSS would): a gen device (frames built once, fields rewritten per
       packet) feeding ToDevice on an afxdp device. Prints one line per second
       and a summary: "send: N packets in D: R pps".
 
@@ -73,6 +74,9 @@ size    = %d
 rate    = %g
 count   = %d
 dst_mac = %q
+# Each flow on one queue, as a NIC's RSS would put it: a stateful
+# forwarder then sees each flow on one RX queue only.
+split_flows = true
 
 [devices.out]
 driver    = "afxdp"

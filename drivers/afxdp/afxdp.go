@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -257,13 +258,7 @@ func newProgram(queues int) (*xdp.Program, error) {
 }
 
 func containsEPERM(err error) bool {
-	s := err.Error()
-	for i := 0; i+len("operation not permitted") <= len(s); i++ {
-		if s[i:i+len("operation not permitted")] == "operation not permitted" {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(err.Error(), "operation not permitted")
 }
 
 // attach attaches the program in the requested mode: a BPF link when the
@@ -380,7 +375,26 @@ func newSocket(ifindex, q int, opts *xdp.SocketOptions, zc bool) (*xdp.Socket, e
 	if zc {
 		xdp.DefaultSocketFlags = unix.XDP_ZEROCOPY
 	}
-	return xdp.NewSocket(ifindex, q, opts)
+	// A socket of a process that just died (SIGKILL, then a restart)
+	// holds the queue until the kernel finishes releasing it, which it
+	// does asynchronously: the bind fails with EBUSY for a moment.
+	deadline := time.Now().Add(bindRetryFor)
+	for {
+		s, err := xdp.NewSocket(ifindex, q, opts)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return s, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bindRetryFor is how long newSocket retries a busy queue.
+const bindRetryFor = 3 * time.Second
+
+// isBusy reports an EBUSY from v0.3.3, which formats the errno into its
+// message instead of wrapping it.
+func isBusy(err error) bool {
+	return errors.Is(err, unix.EBUSY) || strings.Contains(err.Error(), unix.EBUSY.Error())
 }
 
 // RxQueues implements drivers.Device.

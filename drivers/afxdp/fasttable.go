@@ -32,7 +32,8 @@ type fastTable struct {
 	mu     sync.Mutex
 	t      *fastpath.Tables
 	refs   int
-	locals map[netip.Prefix]int // /32s of device addresses: how many devices hold each
+	locals map[netip.Prefix]int     // /32s of device addresses: how many devices hold each
+	flows  map[fastpath.FlowKey]int // installed flow directions and their slots
 }
 
 var (
@@ -48,7 +49,7 @@ func acquireFastTable() (*fastTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		fastShared = &fastTable{t: t, locals: map[netip.Prefix]int{}}
+		fastShared = &fastTable{t: t, locals: map[netip.Prefix]int{}, flows: map[fastpath.FlowKey]int{}}
 	}
 	fastShared.refs++
 	return fastShared, nil
@@ -173,9 +174,19 @@ func (f *fastTable) SetFlow(fl drivers.FastFlow) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, dup := f.flows[k]; dup {
+		// Another worker's tracker installed this direction (it reached
+		// two workers): the kernel counts it in that worker's slot.
+		return 0, drivers.ErrFlowExists
+	}
 	slot, err := f.t.SetFlow(k, a)
 	if errors.Is(err, fastpath.ErrFlowsFull) {
 		return 0, drivers.ErrFlowsFull
+	}
+	if err == nil {
+		f.flows[k] = slot
 	}
 	return slot, err
 }
@@ -186,6 +197,12 @@ func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.flows[k]; !ok || s != slot {
+		return nil // not ours (or gone)
+	}
+	delete(f.flows, k)
 	return f.t.DeleteFlow(k, slot)
 }
 

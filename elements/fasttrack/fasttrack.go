@@ -110,7 +110,8 @@ func init() {
 				"With offload: \"offloaded flows\" (directions in the kernel now, a gauge), \"offloaded packets\" (what the kernel " +
 				"forwarded for them, also counted in fasttracked packets and bytes), \"offload ended\" (directions taken back: " +
 				"flow ended, changed or timed out), \"offload full\" (the kernel's flow table was full: the direction stays in " +
-				"FastTrack), \"not offloadable\" (arrives on or leaves by a device the offload key does not name), \"offload errors\".",
+				"FastTrack), \"not offloadable\" (arrives on or leaves by a device the offload key does not name), \"offloaded elsewhere\" (another " +
+				"worker's FastTrack installed the same direction: a flow that reached two workers; the kernel counts it there), \"offload errors\".",
 			Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
 			SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
 			Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +

@@ -46,8 +46,8 @@ type offload struct {
 	gen      uint32
 	lastFold int64
 
-	flows                             *atomic.Uint64 // gauge: installed directions
-	packets, full, errs, ended, other *atomic.Uint64
+	flows                                        *atomic.Uint64 // gauge: installed directions
+	packets, full, errs, ended, other, elsewhere *atomic.Uint64
 }
 
 // newOffload resolves the offload key: one device name per fast output.
@@ -55,7 +55,8 @@ func newOffload(names []string, ctx *elements.Context) (*offload, error) {
 	o := &offload{outs: make([]drivers.Device, len(names)), ins: map[uint8]drivers.Device{}, gen: conntrack.Generation(),
 		flows: ctx.Stats.Counter("offloaded flows"), packets: ctx.Stats.Counter("offloaded packets"),
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
-		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable")}
+		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
+		elsewhere: ctx.Stats.Counter("offloaded elsewhere")}
 	for i, n := range names {
 		if n == "" {
 			continue
@@ -158,9 +159,12 @@ func (e *FastTrack) tick(now int64) {
 		slot, err := o.fp.SetFlow(fl)
 		if err != nil {
 			f.Offload = offRefused
-			if errors.Is(err, drivers.ErrFlowsFull) {
+			switch {
+			case errors.Is(err, drivers.ErrFlowsFull):
 				o.full.Add(1)
-			} else {
+			case errors.Is(err, drivers.ErrFlowExists):
+				o.elsewhere.Add(1)
+			default:
 				o.errs.Add(1)
 			}
 			continue
