@@ -145,11 +145,16 @@ func BenchmarkL3Routing(b *testing.B) {
 // joined by "+" (e.g. "single+spread") run at the same time, each router's
 // one worker pinned to its own CPU (the first, second, … CPU of the
 // process), so that whatever else the machine does hits them alike and
-// their ratio is taken sample by sample. Not run unless JUNCTION_LONGRUN is
-// set, so `go test ./...` and CI never run it.
+// their ratio is taken sample by sample; modes joined by "/" (e.g.
+// "single/spread") run at the same time pinned to one and the same CPU, so
+// that the scheduler time-slices them a few milliseconds at a time and a
+// slow spell of that CPU (a busy neighbour on the host) hits both alike.
+// Not run unless JUNCTION_LONGRUN is set, so `go test ./...` and CI never
+// run it.
 //
 //	JUNCTION_LONGRUN=10m go test ./benchmarks -run LongRun -v -timeout 0
 //	JUNCTION_LONGRUN=10m JUNCTION_LONGRUN_MODES=single+spread go test ./benchmarks -run LongRun -v -timeout 0
+//	JUNCTION_LONGRUN=10m JUNCTION_LONGRUN_MODES=single/spread go test ./benchmarks -run LongRun -v -timeout 0
 func TestL3RoutingLongRun(t *testing.T) {
 	total, err := time.ParseDuration(os.Getenv("JUNCTION_LONGRUN"))
 	if err != nil || total <= 0 {
@@ -164,14 +169,19 @@ func TestL3RoutingLongRun(t *testing.T) {
 		modes = m
 	}
 	for _, group := range strings.Split(modes, ",") {
-		longRun(t, strings.Split(group, "+"), total, every)
+		if strings.Contains(group, "/") {
+			longRun(t, strings.Split(group, "/"), total, every, true)
+		} else {
+			longRun(t, strings.Split(group, "+"), total, every, false)
+		}
 	}
 }
 
 // longRun runs the routing graph of each mode at once (one worker each;
-// pinned to CPUs 0, 1, … of the process when there are several) and prints
-// every router's rate each interval, then a summary per mode.
-func longRun(t *testing.T, modes []string, total, every time.Duration) {
+// pinned to CPUs 0, 1, … of the process when there are several, or all to
+// the first with oneCPU) and prints every router's rate each interval, then
+// a summary per mode.
+func longRun(t *testing.T, modes []string, total, every time.Duration, oneCPU bool) {
 	rs := make([]*pipeline.Router, len(modes))
 	for i, mode := range modes {
 		dst, naive := spreadDst, false
@@ -195,6 +205,9 @@ func longRun(t *testing.T, modes []string, total, every time.Duration) {
 				t.Fatalf("%d modes at once need as many CPUs, the process has %v", len(modes), cpus)
 			}
 			o.CPUs = []int{cpus[i]}
+			if oneCPU {
+				o.CPUs = []int{cpus[0]}
+			}
 		}
 		r, err := pipeline.Start(g, o)
 		if err != nil {

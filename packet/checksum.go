@@ -75,3 +75,66 @@ func PseudoHeaderSumV6(src, dst [16]byte, proto uint8, length int) uint64 {
 	acc = Sum(dst[:], acc)
 	return acc + uint64(proto) + uint64(length)
 }
+
+// ChecksumDelta32 is RFC 1624's ~m + m' for a 32-bit field (two 16-bit
+// words) changing from old to new: the term a checksum update adds. Sums of
+// such terms from several fields go through FoldDelta once.
+func ChecksumDelta32(old, new uint32) uint32 {
+	return (^old >> 16) + (^old & 0xffff) + (new >> 16) + (new & 0xffff)
+}
+
+// ChecksumDelta16 is ChecksumDelta32 for a 16-bit field.
+func ChecksumDelta16(old, new uint16) uint32 { return uint32(^old) + uint32(new) }
+
+// FoldDelta folds a sum of up to a few thousand 16-bit terms to 16 bits with
+// end-around carries; the result is 0 only for a zero sum.
+func FoldDelta(s uint32) uint16 {
+	s = s>>16 + s&0xffff
+	s = s>>16 + s&0xffff
+	return uint16(s)
+}
+
+// RewriteFlow rewrites an IPv4 packet of protocol proto from the tuple
+// (src, dst, sport, dport) to (nsrc, ndst, nsport, ndport) and lowers its
+// TTL by ttlDec: what DNAT, SNAT and DecTTL do one after another, in one
+// step. h is the IPv4 header (no options), l4 the transport header (TCP,
+// UDP, or ICMP echo, whose identifier plays both ports). Each checksum is
+// patched once with the sum of all its changed words (RFC 1624 eqn. 3,
+// HC' = ~(~HC + Σ(~m + m'))); one's complement addition being associative,
+// and ~fold() giving one representation of each value, this is exactly what
+// the one-field-at-a-time patches produce. A UDP checksum of 0 (none) stays
+// 0; an ICMP checksum is not touched when the identifier does not change.
+// FastTrack applies it to packets, and the XDP fast path's tests take it as
+// the reference for the kernel's rewrite.
+func RewriteFlow(h, l4 []byte, proto uint8, src, dst uint32, sport, dport uint16, nsrc, ndst uint32, nsport, ndport uint16, ttlDec uint8) {
+	addrs := ChecksumDelta32(src, nsrc) + ChecksumDelta32(dst, ndst)
+	// The TTL shares a word with the protocol: ~m + m' = -(d<<8) = ^(d<<8).
+	ipSum := uint32(^binary.BigEndian.Uint16(h[10:])) + addrs + uint32(^(uint16(ttlDec) << 8))
+	h[8] -= ttlDec
+	binary.BigEndian.PutUint32(h[12:], nsrc)
+	binary.BigEndian.PutUint32(h[16:], ndst)
+	binary.BigEndian.PutUint16(h[10:], ^FoldDelta(ipSum))
+	switch proto {
+	case ProtoTCP:
+		cs := uint32(^binary.BigEndian.Uint16(l4[16:])) + addrs + ChecksumDelta16(sport, nsport) + ChecksumDelta16(dport, ndport)
+		binary.BigEndian.PutUint16(l4[0:], nsport)
+		binary.BigEndian.PutUint16(l4[2:], ndport)
+		binary.BigEndian.PutUint16(l4[16:], ^FoldDelta(cs))
+	case ProtoUDP:
+		binary.BigEndian.PutUint16(l4[0:], nsport)
+		binary.BigEndian.PutUint16(l4[2:], ndport)
+		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 {
+			cs := ^FoldDelta(uint32(^old) + addrs + ChecksumDelta16(sport, nsport) + ChecksumDelta16(dport, ndport))
+			if cs == 0 {
+				cs = 0xffff
+			}
+			binary.BigEndian.PutUint16(l4[6:], cs)
+		}
+	case ProtoICMP:
+		if sport != nsport {
+			cs := uint32(^binary.BigEndian.Uint16(l4[2:])) + ChecksumDelta16(sport, nsport)
+			binary.BigEndian.PutUint16(l4[4:], nsport)
+			binary.BigEndian.PutUint16(l4[2:], ^FoldDelta(cs))
+		}
+	}
+}

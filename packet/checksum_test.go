@@ -390,3 +390,80 @@ func TestDecTTL(t *testing.T) {
 		t.Errorf("gopacket computes %#04x after DecTTL, we stored %#04x", g.Checksum, stored)
 	}
 }
+
+// TestRewriteFlow: after RewriteFlow, the IPv4 header and L4 checksums
+// equal checksums computed from scratch over the rewritten packet (but for
+// the one's-complement zero, where a UDP result of 0 must read 0xffff), a
+// UDP checksum of 0 stays 0, and the fields hold the new tuple.
+func TestRewriteFlow(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < 20000; i++ {
+		proto := []uint8{ProtoTCP, ProtoUDP, ProtoICMP}[i%3]
+		l4len := map[uint8]int{ProtoTCP: 20, ProtoUDP: 8, ProtoICMP: 8}[proto] + r.IntN(12)
+		p := make([]byte, 20+l4len)
+		copy(p[20:], randBytes(r, l4len))
+		p[0], p[8], p[9] = 0x45, byte(2+r.IntN(250)), proto
+		binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+		src, dst := r.Uint32(), r.Uint32()
+		binary.BigEndian.PutUint32(p[12:], src)
+		binary.BigEndian.PutUint32(p[16:], dst)
+		h, l4 := p[:20], p[20:]
+		sport, dport := binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
+		csumOff, pseudo := 16, true
+		switch proto {
+		case ProtoUDP:
+			csumOff = 6
+		case ProtoICMP:
+			csumOff, pseudo = 2, false
+			l4[0] = 8
+			sport = binary.BigEndian.Uint16(l4[4:])
+			dport = sport
+		}
+		sum := func() uint64 {
+			if !pseudo {
+				return 0
+			}
+			var s, d [4]byte
+			copy(s[:], h[12:16])
+			copy(d[:], h[16:20])
+			return PseudoHeaderSumV4(s, d, proto, l4len)
+		}
+		binary.BigEndian.PutUint16(h[10:], l4Checksum(h, 10, 0))
+		zeroUDP := proto == ProtoUDP && i%7 == 0
+		if zeroUDP {
+			binary.BigEndian.PutUint16(l4[6:], 0)
+		} else {
+			binary.BigEndian.PutUint16(l4[csumOff:], l4Checksum(l4, csumOff, sum()))
+		}
+		nsrc, ndst, nsp, ndp := r.Uint32(), r.Uint32(), uint16(r.Uint32()), uint16(r.Uint32())
+		if i%5 == 0 {
+			nsrc, nsp = src, sport // DNAT only
+		}
+		if proto == ProtoICMP {
+			ndp = nsp
+		}
+		dec := uint8(r.IntN(2))
+		ttl := p[8]
+		RewriteFlow(h, l4, proto, src, dst, sport, dport, nsrc, ndst, nsp, ndp, dec)
+		if p[8] != ttl-dec || binary.BigEndian.Uint32(h[12:]) != nsrc || binary.BigEndian.Uint32(h[16:]) != ndst {
+			t.Fatalf("case %d: header fields not rewritten", i)
+		}
+		if got, want := binary.BigEndian.Uint16(h[10:]), l4Checksum(h, 10, 0); got != want {
+			t.Fatalf("case %d: IPv4 checksum %#04x, from scratch %#04x", i, got, want)
+		}
+		got := binary.BigEndian.Uint16(l4[csumOff:])
+		if zeroUDP {
+			if got != 0 {
+				t.Fatalf("case %d: UDP checksum 0 became %#04x", i, got)
+			}
+			continue
+		}
+		want := l4Checksum(l4, csumOff, sum())
+		if proto == ProtoUDP && want == 0 {
+			want = 0xffff
+		}
+		if got != want && !(proto == ProtoTCP && got^want == 0xffff && Fold(Sum(l4, sum())) == 0xffff) {
+			t.Fatalf("case %d (proto %d): L4 checksum %#04x, from scratch %#04x", i, proto, got, want)
+		}
+	}
+}

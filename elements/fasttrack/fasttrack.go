@@ -382,61 +382,10 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 // inverse of the other direction's tuple o — which is what DNAT and SNAT
 // produce in either direction, since the reply tuple records both
 // translations (FastTrackLearn checked that the slow path did exactly
-// that) — and its TTL drops by ttlDec. Each checksum is patched once with
-// the sum of all its changed words (RFC 1624 eqn. 3, HC' = ~(~HC + Σ(~m +
-// m'))); one's complement addition being associative and ~fold() giving a
-// single representation of each value, this is the checksum the slow
-// path's one-field-at-a-time patches produce. A UDP checksum of 0 stays 0.
+// that) — and its TTL drops by ttlDec, each checksum patched once
+// (packet.RewriteFlow).
 func rewrite(h, l4 []byte, k, o *conntrack.Tuple, ttlDec uint8) {
-	src, dst := o.Dst, o.Src
-	sp, dp := o.Dport, o.Sport
-	addrs := term32(k.Src, src) + term32(k.Dst, dst)
-	// The TTL shares a word with the protocol: ~m + m' = -(d<<8) = ^(d<<8).
-	ipSum := uint32(^binary.BigEndian.Uint16(h[10:])) + addrs + uint32(^(uint16(ttlDec) << 8))
-	h[8] -= ttlDec
-	binary.BigEndian.PutUint32(h[12:], src)
-	binary.BigEndian.PutUint32(h[16:], dst)
-	binary.BigEndian.PutUint16(h[10:], ^fold(ipSum))
-	switch k.Proto {
-	case packet.ProtoTCP:
-		cs := uint32(^binary.BigEndian.Uint16(l4[16:])) + addrs + term16(k.Sport, sp) + term16(k.Dport, dp)
-		binary.BigEndian.PutUint16(l4[0:], sp)
-		binary.BigEndian.PutUint16(l4[2:], dp)
-		binary.BigEndian.PutUint16(l4[16:], ^fold(cs))
-	case packet.ProtoUDP:
-		binary.BigEndian.PutUint16(l4[0:], sp)
-		binary.BigEndian.PutUint16(l4[2:], dp)
-		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 {
-			cs := ^fold(uint32(^old) + addrs + term16(k.Sport, sp) + term16(k.Dport, dp))
-			if cs == 0 {
-				cs = 0xffff
-			}
-			binary.BigEndian.PutUint16(l4[6:], cs)
-		}
-	case packet.ProtoICMP:
-		// Echo: the identifier plays both ports; no pseudo-header.
-		if k.Sport != sp {
-			cs := uint32(^binary.BigEndian.Uint16(l4[2:])) + term16(k.Sport, sp)
-			binary.BigEndian.PutUint16(l4[4:], sp)
-			binary.BigEndian.PutUint16(l4[2:], ^fold(cs))
-		}
-	}
-}
-
-// term32 is ~m + m' for the two 16-bit words of a 32-bit field.
-func term32(old, new uint32) uint32 {
-	return (^old >> 16) + (^old & 0xffff) + (new >> 16) + (new & 0xffff)
-}
-
-// term16 is ~m + m' for a 16-bit field.
-func term16(old, new uint16) uint32 { return uint32(^old) + uint32(new) }
-
-// fold folds a sum of at most a few dozen 16-bit terms to 16 bits with
-// end-around carries; it is never 0 for a non-zero sum.
-func fold(s uint32) uint16 {
-	s = s>>16 + s&0xffff
-	s = s>>16 + s&0xffff
-	return uint16(s)
+	packet.RewriteFlow(h, l4, k.Proto, k.Src, k.Dst, k.Sport, k.Dport, o.Dst, o.Src, o.Dport, o.Sport, ttlDec)
 }
 
 // Learn is one worker's FastTrackLearn.

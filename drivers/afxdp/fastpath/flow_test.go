@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // TCP flag bits.
@@ -280,50 +282,15 @@ func pad(b []byte) []byte {
 	return b
 }
 
-// refRewrite is FastTrack's rewrite (elements/fasttrack) transcribed for
-// a frame: sums of the changed words added unfolded, the checksums
-// patched by RFC 1624 eqn. 3, a UDP checksum of 0 left alone, an ICMP
-// checksum untouched when the identifier does not change; then the MACs.
+// refRewrite is the rewrite FastTrack applies in userspace
+// (packet.RewriteFlow), then the MACs: the kernel's must match it byte for
+// byte.
 func refRewrite(in []byte, k FlowKey, a FlowAction) []byte {
 	w := append([]byte(nil), in...)
 	h := w[14:]
 	tl := int(binary.BigEndian.Uint16(h[2:]))
-	l4 := h[20:tl]
 	u32 := func(x netip.Addr) uint32 { b := x.As4(); return binary.BigEndian.Uint32(b[:]) }
-	t32 := func(o, n uint32) uint32 { return (^o >> 16) + (^o & 0xffff) + (n >> 16) + (n & 0xffff) }
-	t16 := func(o, n uint16) uint32 { return uint32(^o) + uint32(n) }
-	fl := func(s uint32) uint16 { s = s>>16 + s&0xffff; s = s>>16 + s&0xffff; return uint16(s) }
-	src, dst := u32(a.Src), u32(a.Dst)
-	addrs := t32(u32(k.Src), src) + t32(u32(k.Dst), dst)
-	ipSum := uint32(^binary.BigEndian.Uint16(h[10:])) + addrs + uint32(^(uint16(a.TTLDec) << 8))
-	h[8] -= a.TTLDec
-	binary.BigEndian.PutUint32(h[12:], src)
-	binary.BigEndian.PutUint32(h[16:], dst)
-	binary.BigEndian.PutUint16(h[10:], ^fl(ipSum))
-	sp, dp := a.Sport, a.Dport
-	switch k.Proto {
-	case protoTCP:
-		cs := uint32(^binary.BigEndian.Uint16(l4[16:])) + addrs + t16(k.Sport, sp) + t16(k.Dport, dp)
-		binary.BigEndian.PutUint16(l4[0:], sp)
-		binary.BigEndian.PutUint16(l4[2:], dp)
-		binary.BigEndian.PutUint16(l4[16:], ^fl(cs))
-	case protoUDP:
-		binary.BigEndian.PutUint16(l4[0:], sp)
-		binary.BigEndian.PutUint16(l4[2:], dp)
-		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 {
-			cs := ^fl(uint32(^old) + addrs + t16(k.Sport, sp) + t16(k.Dport, dp))
-			if cs == 0 {
-				cs = 0xffff
-			}
-			binary.BigEndian.PutUint16(l4[6:], cs)
-		}
-	case protoICMP:
-		if k.Sport != sp {
-			cs := uint32(^binary.BigEndian.Uint16(l4[2:])) + t16(k.Sport, sp)
-			binary.BigEndian.PutUint16(l4[4:], sp)
-			binary.BigEndian.PutUint16(l4[2:], ^fl(cs))
-		}
-	}
+	packet.RewriteFlow(h, h[20:tl], k.Proto, u32(k.Src), u32(k.Dst), k.Sport, k.Dport, u32(a.Src), u32(a.Dst), a.Sport, a.Dport, a.TTLDec)
 	copy(w[0:], a.EthDst[:])
 	copy(w[6:], a.EthSrc[:])
 	return w

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // ErrFlowsFull is SetFlow's error when every counter slot is in use.
@@ -147,42 +149,26 @@ func encodeFlowValue(k FlowKey, a FlowAction) ([]byte, error) {
 // updates (RFC 1624 eqn. 3, HC' = ~(~HC + Σ(~m + m'))): the sums Σ(~m +
 // m') over the words the rewrite changes, for the IPv4 header and for
 // the L4 checksum, each folded to 16 bits with end-around carries. The
-// program computes ~fold(~HC + delta). These are the sums FastTrack's
-// rewrite adds (elements/fasttrack); folding them first changes no
+// program computes ~fold(~HC + delta). These are the sums packet.RewriteFlow
+// (FastTrack's rewrite) adds; folding them first changes no
 // result, because fold(x) is 0 only for x = 0 and otherwise is the one
 // value in [1, 0xffff] congruent to x modulo 0xffff. An ICMP echo whose
 // identifier does not change gets 0, which leaves the checksum exactly as
 // it was (FastTrack does not touch it then).
 func flowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, ndport uint16, ttlDec uint8) (ip, l4 uint16) {
-	addrs := term32(src, nsrc) + term32(dst, ndst)
+	addrs := packet.ChecksumDelta32(src, nsrc) + packet.ChecksumDelta32(dst, ndst)
 	// The TTL is the high byte of the word TTL<<8|protocol:
 	// ~m + m' = -(d<<8) = ^(d<<8).
-	ip = fold(addrs + uint32(^(uint16(ttlDec) << 8)))
+	ip = packet.FoldDelta(addrs + uint32(^(uint16(ttlDec) << 8)))
 	switch proto {
 	case protoTCP, protoUDP:
-		l4 = fold(addrs + term16(sport, nsport) + term16(dport, ndport))
+		l4 = packet.FoldDelta(addrs + packet.ChecksumDelta16(sport, nsport) + packet.ChecksumDelta16(dport, ndport))
 	case protoICMP:
 		if sport != nsport {
-			l4 = fold(term16(sport, nsport))
+			l4 = packet.FoldDelta(packet.ChecksumDelta16(sport, nsport))
 		}
 	}
 	return ip, l4
-}
-
-// term32 is ~m + m' for the two 16-bit words of a 32-bit field.
-func term32(old, new uint32) uint32 {
-	return (^old >> 16) + (^old & 0xffff) + (new >> 16) + (new & 0xffff)
-}
-
-// term16 is ~m + m' for a 16-bit field.
-func term16(old, new uint16) uint32 { return uint32(^old) + uint32(new) }
-
-// fold folds a 32-bit sum to 16 bits with end-around carries; it is 0
-// only for 0.
-func fold(s uint32) uint16 {
-	s = s>>16 + s&0xffff
-	s = s>>16 + s&0xffff
-	return uint16(s)
 }
 
 // SetFlow installs (or replaces) the fast path for one flow direction:
