@@ -74,7 +74,8 @@ type fib struct {
 	root6 *node6
 	def6  uint16 // ::/0
 	nh    []nhSet
-	gen   uint64
+	gen   uint64 // the writer's copy-on-write epoch (restarts when the table is rebuilt)
+	ver   uint64 // Table.Version: strictly increasing over every publish, rebuilds included
 }
 
 // lookup4 returns the next-hop value for dst (0: no route).

@@ -24,16 +24,17 @@ type offloadRoute struct {
 }
 
 // offloadSync mirrors the IPv4 routes of a Table into a driver's fast path
-// (drivers.FastPathTable): once at start, then after every version change.
-// It diffs against what it copied last, so a change costs a walk of the
-// table but only the system calls of what changed.
+// (drivers.FastPathTable): a walk of the table at start, then the prefixes
+// the table's journal says each new version changed, so a change costs what
+// it changes (a rebuild of the table, or a failed call, costs a walk).
 type offloadSync struct {
 	t     *Table
 	fp    drivers.FastPathTable
 	ports []drivers.Device // by output port; nil: not offloaded
 
 	mu   sync.Mutex // sync against Close
-	ver  uint64
+	ver  uint64     // the table version the fast path reflects
+	full bool       // walk the whole table next round (a call failed)
 	have map[netip.Prefix]offloadRoute
 
 	applied, failed *atomic.Uint64
@@ -76,6 +77,9 @@ func resolveOffload(names []string, devs elements.DeviceSet) ([]drivers.Device, 
 func startOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*offloadSync, error) {
 	s := &offloadSync{t: t, fp: fp, ports: ports, applied: st.Counter("offload routes applied"),
 		failed: st.Counter("offload errors"), stop: make(chan struct{}), done: make(chan struct{})}
+	// Journal first, then walk: a change between the two is in both,
+	// and applying it twice is harmless.
+	t.startJournal()
 	if err := s.sync(); err != nil {
 		s.clear()
 		return nil, elements.Errorf("offload", "programming the fast path: %v", err)
@@ -108,51 +112,107 @@ func (s *offloadSync) want(r Route) offloadRoute {
 	return offloadRoute{gw: r.NextHop, out: s.ports[r.Out]}
 }
 
-// sync copies the table into the fast path if its version moved. A prefix
-// whose SetRoute failed is left out of have, so the loop below deletes it
-// (the fast path must not go on forwarding by its old route) and the next
-// round, forced by ver = 0, sets it again.
+// sync brings the fast path up to the table's current version: from the
+// table's journal of changed prefixes when it covers the versions since the
+// last sync (the cost of the change), by a walk of the whole table at start,
+// after a rebuild, or after a failed call. A prefix whose SetRoute failed is
+// deleted from the fast path (it must not go on forwarding by the old
+// route), and full forces the next round to walk and set it again.
 func (s *offloadSync) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := s.t.Version()
-	if s.have != nil && v == s.ver {
-		return nil
+	if s.have != nil && !s.full {
+		changed, v, ok := s.t.changesSince(s.ver)
+		if ok {
+			if v == s.ver {
+				return nil
+			}
+			var errs []error
+			var n uint64
+			for p, r := range changed {
+				if !p.Addr().Is4() {
+					continue
+				}
+				old, had := s.have[p]
+				if r == nil {
+					if had {
+						if err := s.fp.DeleteRoute(p); err != nil {
+							errs = append(errs, err)
+							continue
+						}
+						delete(s.have, p)
+						n++
+					}
+					continue
+				}
+				w := s.want(*r)
+				if had && old == w {
+					continue
+				}
+				if err := s.set(p, w); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				n++
+			}
+			s.ver = v
+			s.full = len(errs) > 0
+			s.applied.Add(n)
+			return errors.Join(errs...)
+		}
 	}
-	next := make(map[netip.Prefix]offloadRoute, len(s.have))
+	return s.walk()
+}
+
+// set installs w for p, or on failure takes p out of the fast path.
+func (s *offloadSync) set(p netip.Prefix, w offloadRoute) error {
+	if err := s.fp.SetRoute(p, w.gw, w.out); err != nil {
+		if s.fp.DeleteRoute(p) == nil {
+			delete(s.have, p)
+		}
+		return err
+	}
+	s.have[p] = w
+	return nil
+}
+
+// walk compares the whole table with what the fast path holds.
+func (s *offloadSync) walk() error {
+	v := s.t.Version() // Routes is at least this version; the journal covers what follows
+	if s.have == nil {
+		s.have = map[netip.Prefix]offloadRoute{}
+	}
+	seen := make(map[netip.Prefix]struct{}, len(s.have))
 	var errs []error
 	var n uint64
-	for _, r := range s.t.Routes() { // at least version v
+	for _, r := range s.t.Routes() {
 		if !r.Prefix.Addr().Is4() {
 			continue
 		}
+		seen[r.Prefix] = struct{}{}
 		w := s.want(r)
 		if old, ok := s.have[r.Prefix]; ok && old == w {
-			next[r.Prefix] = w
 			continue
 		}
-		if err := s.fp.SetRoute(r.Prefix, w.gw, w.out); err != nil {
+		if err := s.set(r.Prefix, w); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		next[r.Prefix] = w
 		n++
 	}
 	for p := range s.have {
-		if _, ok := next[p]; ok {
+		if _, ok := seen[p]; ok {
 			continue
 		}
 		if err := s.fp.DeleteRoute(p); err != nil {
 			errs = append(errs, err)
-			next[p] = s.have[p]
 			continue
 		}
+		delete(s.have, p)
 		n++
 	}
-	s.have, s.ver = next, v
-	if len(errs) > 0 {
-		s.ver = 0 // retry next round
-	}
+	s.ver = v
+	s.full = len(errs) > 0
 	s.applied.Add(n)
 	return errors.Join(errs...)
 }

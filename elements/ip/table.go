@@ -90,7 +90,26 @@ type Table struct {
 	wmu    sync.Mutex // serialises writers only
 	w      *writerState
 	limits Limits
+	ver    uint64 // the last version published (under wmu, or before the table is shared)
+
+	// journal records which prefixes each version since jBase changed
+	// (Apply's changes), so that a mirror of the table (the fast-path
+	// offload) can follow it without walking it; a rebuild (Replace,
+	// Publish, Update) or an overflow moves jBase past what is lost.
+	journal   []journalRec
+	jBase     uint64
+	journalOn bool // only while a mirror follows the table (startJournal)
 }
+
+// journalRec is one prefix changed by version ver.
+type journalRec struct {
+	ver uint64
+	p   netip.Prefix
+}
+
+// maxJournal bounds the journal; past it, the older half is dropped and a
+// mirror that has not caught up walks the table instead.
+const maxJournal = 1 << 16
 
 // NewTable returns a table holding routes (see Builder.Insert for the rules).
 func NewTable(routes []Route) (*Table, error) {
@@ -110,6 +129,7 @@ func newTable(routes []Route, lim Limits, checked bool) (*Table, error) {
 	}
 	t.w = w
 	t.swap(w.publish())
+	t.jBase = t.ver
 	return t, nil
 }
 
@@ -313,16 +333,77 @@ func (t *Table) Apply(changes []Change) error {
 	if len(w.nhIndex)+len(sets) > MaxNextHopSets {
 		return fmt.Errorf("%w: more than %d distinct next-hop sets", errTableFull, MaxNextHopSets)
 	}
-	for _, c := range changes {
+	for i, c := range changes {
 		if err := w.apply(c); err != nil {
 			// Not reached after the checks above; publish what was done
 			// so that the published state matches the writer's.
 			t.swap(w.publish())
+			t.record(changes[:i])
 			return err
 		}
 	}
 	t.swap(w.publish())
+	t.record(changes)
 	return nil
+}
+
+// record journals the prefixes of changes as changed by the version just
+// published (under wmu).
+func (t *Table) record(changes []Change) {
+	if !t.journalOn {
+		return
+	}
+	for _, c := range changes {
+		t.journal = append(t.journal, journalRec{ver: t.ver, p: c.Route.Prefix})
+	}
+	if len(t.journal) > maxJournal {
+		drop := len(t.journal) / 2
+		t.jBase = max(t.jBase, t.journal[drop-1].ver)
+		t.journal = append(t.journal[:0], t.journal[drop:]...)
+	}
+}
+
+// startJournal makes the table journal its changes from now on, for a
+// mirror that has just walked it.
+func (t *Table) startJournal() {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if !t.journalOn {
+		t.journalOn = true
+		t.jBase = t.ver
+	}
+}
+
+// rebuilt forgets the journal after a version that replaced the whole
+// table (under wmu): a mirror older than it must walk the table.
+func (t *Table) rebuilt() {
+	t.journal = t.journal[:0]
+	t.jBase = t.ver
+}
+
+// changesSince returns, for every prefix changed after version since, its
+// route now (nil: deleted), and the current version; ok is false when the
+// journal no longer covers since (the caller walks Routes instead).
+func (t *Table) changesSince(since uint64) (changed map[netip.Prefix]*Route, ver uint64, ok bool) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if since < t.jBase || since > t.ver {
+		return nil, t.ver, false
+	}
+	changed = map[netip.Prefix]*Route{}
+	for i := len(t.journal) - 1; i >= 0 && t.journal[i].ver > since; i-- {
+		p := t.journal[i].p
+		if _, seen := changed[p]; seen {
+			continue
+		}
+		var r *Route
+		if v, _, ok := t.w.exact(p); ok {
+			rr := routeFrom(p, t.w.nh[v-1])
+			r = &rr
+		}
+		changed[p] = r
+	}
+	return changed, t.ver, true
 }
 
 // Insert adds or replaces routes, publishing one new version.
@@ -417,8 +498,9 @@ func pick(n int, hash uint32) int {
 }
 
 // Version is the number of the current version; it grows with every
-// publish (tests use it to tell versions apart).
-func (t *Table) Version() uint64 { return t.cur.Load().gen }
+// publish, rebuilds (Replace, Publish, Update) included, so that a mirror
+// can tell whether it is behind.
+func (t *Table) Version() uint64 { return t.cur.Load().ver }
 
 // Routes returns the current routes sorted by prefix (not for the hot path).
 func (t *Table) Routes() []Route {
@@ -467,6 +549,8 @@ func (t *Table) Builder() *Builder {
 // fast-path generation: a flow FastTrack learned under the old routes may
 // now leave by another port or next hop, so its entry must be relearned.
 func (t *Table) swap(f *fib) {
+	t.ver++
+	f.ver = t.ver
 	t.cur.Store(f)
 	conntrack.Invalidate()
 }
@@ -496,6 +580,7 @@ func (t *Table) publishLocked(b *Builder) error {
 	}
 	t.w = w
 	t.swap(w.publish())
+	t.rebuilt()
 	return nil
 }
 
@@ -533,6 +618,7 @@ func (t *Table) Replace(routes []Route) error {
 	t.wmu.Lock()
 	t.w = w
 	t.swap(w.publish())
+	t.rebuilt()
 	t.wmu.Unlock()
 	return nil
 }
