@@ -194,8 +194,9 @@ func init() {
 						"(\"\" for a port that is not offloaded): the IPv4 routes leaving on those ports are mirrored into the " +
 						"devices' in-kernel fast path, which forwards plain IPv4 packets to a resolved next hop before the graph " +
 						"sees them (see the afxdp driver); ECMP routes and routes to other ports stay in the graph. " +
-						"A change reaches the fast path within about 10 ms: the mirror compares the table's version every 10 ms and " +
-						"then walks the whole table (a few hundred ms for a 1M-route table), setting only what changed"},
+						"A change reaches the fast path within about 10 ms: every 10 ms the mirror sets what the versions since its last " +
+						"round changed (the table journals changed prefixes while a mirror follows it); it walks the whole table only at " +
+						"start, after a rebuild (routes_file reload, Replace) or after the fast path refused a change"},
 				{Name: "max_routes", Type: "int", Default: "4000000",
 					Doc: "the most routes the table may hold; a routes file or a change that would exceed it (or the " +
 						"structure's fixed capacity: 32767 /24s holding a longer prefix, 32767 distinct next-hop sets) " +
