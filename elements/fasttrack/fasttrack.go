@@ -122,7 +122,7 @@ func init() {
 				"Ethernet addresses in one step, each checksum patched once with the sum of all its changed words (RFC 1624; " +
 				"the bytes are identical to the slow path's, which tests check on random traffic); lookups of a batch are " +
 				"prefetched together (conntrack.Table.Warm) so that a table of 1M flows costs little more than a small one. " +
-				"counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
+				"It counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
