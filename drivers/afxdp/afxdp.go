@@ -77,7 +77,11 @@ the fill ring could not be refilled), rx_invalid (bad descriptors), and the
 kernel's rx_kernel_dropped, rx_ring_full, rx_fill_empty,
 tx_invalid_descs, tx_ring_empty. With fastpath: fastpath_forwarded and
 fastpath_forwarded_bytes (frames the XDP program forwarded from this
-interface), fastpath_to_graph (frames it handed to the sockets).
+interface), fastpath_to_graph (frames it handed to the sockets), and,
+while sysctl kernel.bpf_stats_enabled=1, fastpath_runs and fastpath_run_ns
+(the kernel's count and total time of the program's runs: run_ns/runs is
+what the fast path costs per frame; the statistics themselves add two clock
+reads per run).
 
 Example:
   [devices.lan]
@@ -521,7 +525,9 @@ func (d *Device) Stats() []drivers.Counter {
 	if d.fp != nil {
 		cs = append(cs, drivers.Counter{Name: "fastpath_forwarded", Value: fc.Forwarded},
 			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
-			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow})
+			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
+			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
+			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos})
 	}
 	return cs
 }

@@ -602,3 +602,34 @@ func TestWithoutBuffLen(t *testing.T) {
 	f.setFlow(k, a)
 	f.wantFlow("flow", append(udp.frame(t), 0, 0, 0), k, a)
 }
+
+// TestRunStats: with the kernel's BPF statistics on, Counters reports the
+// program's runs and their time (the per-frame cost the afxdp device
+// shows as fastpath_run_ns / fastpath_runs); the sysctl is restored.
+func TestRunStats(t *testing.T) {
+	const knob = "/proc/sys/kernel/bpf_stats_enabled"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Skipf("no %s: %v", knob, err)
+	}
+	if err := os.WriteFile(knob, []byte("1"), 0o644); err != nil {
+		t.Skipf("cannot enable BPF statistics: %v", err)
+	}
+	defer os.WriteFile(knob, old, 0o644)
+	f := newFixture(t)
+	c0, err := f.p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := frame("10.1.0.2", "10.2.4.4", 64, 26)
+	for i := 0; i < 100; i++ {
+		f.run(in)
+	}
+	c1, err := f.p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := c1.Runs - c0.Runs; runs < 100 || c1.RunNanos <= c0.RunNanos {
+		t.Errorf("with statistics on: %d runs (want ≥ 100), %d ns", runs, c1.RunNanos-c0.RunNanos)
+	}
+}
