@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/pipeline"
@@ -188,5 +189,75 @@ func TestNATGatewayFastPath(t *testing.T) {
 	end := fw.snapshot(t)
 	if tcp := deviceCounter(end, "lan", "fastpath_forwarded") - deviceCounter(after, "lan", "fastpath_forwarded"); tcp < 1000 {
 		t.Errorf("SNAT'd iperf3 TCP: the lan fast path forwarded %d packets", tcp)
+	}
+}
+
+// TestFastPathKernelRoutes: with source = "kernel", routes that `ip route`
+// adds and deletes in the forwarder's namespace reach the in-kernel fast
+// path too: a destination behind a new route is forwarded by XDP (its
+// counter moves), and once the route is deleted it is not forwarded at all.
+func TestFastPathKernelRoutes(t *testing.T) {
+	tp := newTopo(t, 1)
+	for _, ns := range []*netns.NS{tp.cli, tp.srv} {
+		ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
+	}
+	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "eth0")
+	tp.fwd.MustRun("ip", "route", "add", "10.1.0.0/24", "dev", "lan0")
+	tp.fwd.MustRun("ip", "route", "add", "10.2.0.0/24", "dev", "wan0")
+	cfg := fastPathConfig(t, tp.config)
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, "[elements.rt]")
+	j := strings.Index(s[i:], "]\n\n")
+	if i < 0 || j < 0 {
+		t.Fatal("router-veth.toml: no [elements.rt] block ending in a routes list")
+	}
+	s = s[:i] + "[elements.rt]\ntype       = \"IPLookup\"\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
+	if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := tp.start(t, cfg)
+	defer func() {
+		out := tp.stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+		tp.noXDP(t)
+	}()
+	pingOK(t, tp.cli, "10.2.0.2")
+	if _, err := tp.cli.Run("ping", "-c1", "-W1", "10.16.0.5"); err == nil {
+		t.Fatal("10.16.0.5 answered before any route to it")
+	}
+	fwd := func() uint64 { return deviceCounter(tp.snapshot(t), "lan", "fastpath_forwarded") }
+
+	tp.fwd.MustRun("ip", "route", "add", "10.16.0.0/12", "via", "10.2.0.2", "dev", "wan0", "onlink")
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if _, err := tp.cli.Run("ping", "-c1", "-W1", "10.16.0.5"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("10.16.0.5 unreachable 3 s after its route was added")
+		}
+	}
+	before := fwd()
+	if out, err := tp.cli.Run("ping", "-c100", "-i0.002", "-W1", "-q", "10.16.0.5"); err != nil || !strings.Contains(out, " 0% packet loss") {
+		t.Errorf("ping 10.16.0.5 over the new route: %v\n%s", err, out)
+	}
+	if got := fwd() - before; got < 100 {
+		t.Errorf("the fast path forwarded %d of 100 echo requests over the new route", got)
+	}
+
+	tp.fwd.MustRun("ip", "route", "del", "10.16.0.0/12")
+	time.Sleep(200 * time.Millisecond) // the graph follows at once, the fast path within ~10 ms
+	before = fwd()
+	if out, err := tp.cli.Run("ping", "-c20", "-i0.01", "-W1", "-q", "10.16.0.5"); err == nil || strings.Contains(out, " 0% packet loss") {
+		t.Errorf("10.16.0.5 still answers after its route was deleted:\n%s", out)
+	}
+	if got := fwd() - before; got != 0 {
+		t.Errorf("the fast path forwarded %d packets by a deleted route", got)
 	}
 }
