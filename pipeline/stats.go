@@ -92,6 +92,9 @@ type Totals struct {
 	RX    uint64 `json:"rx_packets"`
 	TX    uint64 `json:"tx_packets"`
 	Drops uint64 `json:"drops"`
+	// FastPath is what devices forwarded themselves, in the kernel
+	// (afxdp fastpath): packets the graph never saw, so not in RX or TX.
+	FastPath uint64 `json:"fastpath_packets"`
 }
 
 // Snapshot reads every counter. It may be called at any time, from any
@@ -147,6 +150,8 @@ func (r *Router) Snapshot() *Snapshot {
 				s.Totals.TX += c.Value
 			case isTxDrop(c.Name):
 				s.Totals.Drops += c.Value
+			case c.Name == "fastpath_forwarded":
+				s.Totals.FastPath += c.Value
 			}
 		}
 		s.Devices = append(s.Devices, ds)
@@ -275,6 +280,9 @@ func (s *Snapshot) WriteTable(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Value))
 		}
 		fmt.Fprintf(w, "device %s (%s): %s\n", d.Device, d.Driver, strings.Join(parts, ", "))
+	}
+	if s.Totals.FastPath > 0 {
+		fmt.Fprintf(w, "fast path: %d packets forwarded by the devices in the kernel, never in the graph (not in the total below)\n", s.Totals.FastPath)
 	}
 	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops)
 	return err

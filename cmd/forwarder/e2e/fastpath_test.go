@@ -101,7 +101,13 @@ func TestFastPath(t *testing.T) {
 	if n := counter(after, "IPLookup", "offload errors"); n != 0 {
 		t.Errorf("IPLookup: %d offload errors", n)
 	}
+	if got := after.Totals.FastPath - before.Totals.FastPath; got < 800 {
+		t.Errorf("totals: %d packets through the fast path, want the 800 echo packets", got)
+	}
 	fout := tp.stop(t, p)
+	if !strings.Contains(fout, "fast path: ") {
+		t.Errorf("the exit table does not say what the fast path forwarded:\n%s", fout)
+	}
 	if t.Failed() {
 		t.Logf("forwarder output:\n%s", fout)
 	}
