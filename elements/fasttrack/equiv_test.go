@@ -30,16 +30,11 @@ func slowChain(t testing.TB, pool *packet.Pool, next elements.Element) elements.
 	return ctk
 }
 
-// TestRandomEquivalence: random DNAT'd, SNAT'd and untranslated flows
-// (UDP with and without checksums, TCP picked up from ACKs, ICMP echo),
-// random TTLs and sizes, pushed in random batches through FastTrack in
-// front of the slow chain and, in parallel, through the slow chain alone:
-// every packet FastTrack sends is byte for byte what the slow chain made
-// of the same packet, and checksums verify with gopacket.
-func TestRandomEquivalence(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	type flow struct{ f ct.F }
-	var flows []flow
+// randomFlows is the equivalence tests' traffic: 300 flows, DNAT'd
+// (UDP port range, TCP with two backends, ICMP echo), SNAT'd (UDP without
+// checksum, TCP, ICMP echo).
+func randomFlows() []ct.F {
+	var flows []ct.F
 	for i := range 300 {
 		var f ct.F
 		switch i % 6 {
@@ -56,8 +51,20 @@ func TestRandomEquivalence(t *testing.T) {
 		case 5: // DNAT icmp echo
 			f = ct.F{Proto: "icmp", Src: fmt.Sprintf("198.51.100.%d", 1+i%200), Dst: "203.0.113.1", ID: uint16(i)}
 		}
-		flows = append(flows, flow{f})
+		flows = append(flows, f)
 	}
+	return flows
+}
+
+// TestRandomEquivalence: random DNAT'd, SNAT'd and untranslated flows
+// (UDP with and without checksums, TCP picked up from ACKs, ICMP echo),
+// random TTLs and sizes, pushed in random batches through FastTrack in
+// front of the slow chain and, in parallel, through the slow chain alone:
+// every packet FastTrack sends is byte for byte what the slow chain made
+// of the same packet, and checksums verify with gopacket.
+func TestRandomEquivalence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	flows := randomFlows()
 	fastPool, refPool := packet.NewPool(1024), packet.NewPool(1024)
 	slowOut, fastOut, refOut := &elementtest.Recorder{}, &elementtest.Recorder{}, &elementtest.Recorder{}
 	learn, _, _ := build(t, fastPool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slowOut)
@@ -72,7 +79,7 @@ func TestRandomEquivalence(t *testing.T) {
 		rb.Reset()
 		var sent [][]byte
 		for range n {
-			f := flows[rng.IntN(len(flows))].f
+			f := flows[rng.IntN(len(flows))]
 			f.TTL = uint8(2 + rng.IntN(254))
 			f.Payload = rng.IntN(40)
 			fr := ct.Frame(f)
