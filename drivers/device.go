@@ -165,6 +165,10 @@ type FastPathTable interface {
 	// SetFlow: packets and IP bytes. No system call: FastTrack folds them
 	// into the flow every few hundred milliseconds.
 	FlowCounters(slot int) (packets, bytes uint64)
+	// SetFlowGeneration makes gen the generation flows must carry
+	// (FastFlow.Gen) to apply: every flow of an older one stops applying
+	// at once, whatever it takes to delete them.
+	SetFlowGeneration(gen uint32) error
 }
 
 // SetFlow's errors: the fast path's flow table is full; the flow
@@ -189,4 +193,5 @@ type FastFlow struct {
 	NewSport, NewDport uint16
 	TTLDec, ICMPType   uint8
 	EthDst, EthSrc     packet.MAC
+	Gen                uint32 // the generation it was learnt under (conntrack.Generation)
 }

@@ -165,7 +165,7 @@ func flowOf(f drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction, error) {
 	}
 	return fastpath.FlowKey{Ifindex: in.ifindex, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Sport: f.Sport, Dport: f.Dport},
 		fastpath.FlowAction{Ifindex: out.ifindex, EthDst: f.EthDst, EthSrc: f.EthSrc, Src: f.NewSrc, Dst: f.NewDst,
-			Sport: f.NewSport, Dport: f.NewDport, TTLDec: f.TTLDec, ICMPType: f.ICMPType}, nil
+			Sport: f.NewSport, Dport: f.NewDport, TTLDec: f.TTLDec, ICMPType: f.ICMPType, Gen: f.Gen}, nil
 }
 
 // SetFlow implements drivers.FastPathTable.
@@ -208,6 +208,9 @@ func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
 
 // FlowCounters implements drivers.FastPathTable.
 func (f *fastTable) FlowCounters(slot int) (uint64, uint64) { return f.t.FlowCounters(slot) }
+
+// SetFlowGeneration implements drivers.FastPathTable.
+func (f *fastTable) SetFlowGeneration(g uint32) error { return f.t.SetFlowGeneration(g) }
 
 // FastPathTable implements drivers.FastPath: the shared table, or nil when
 // the device was opened without fastpath.

@@ -126,10 +126,13 @@ func init() {
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
-				"same rewrite. Its packets then never reach the graph: every 100 ms the worker folds what the kernel forwarded " +
-				"into the flow (packets, bytes, timeout refresh, as a hit here would) and takes out every direction whose flow " +
-				"ended, left the established state, expired, was evicted or lost its learned path; a route, NAT or neighbour " +
-				"change (a new generation) takes them all out at the next tick. TCP handshakes and closes, fragments, packets " +
+				"same rewrite. Its packets then never reach the graph: each installed direction is visited every 100 ms, its " +
+				"kernel counters folded into the flow (packets, bytes, timeout refresh, as a hit here would), and it is taken " +
+				"out when its flow ended, left the established state, expired, was evicted or lost its learned path. A route, " +
+				"NAT or neighbour change (a new generation) reaches the kernel at the next tick and stops every older entry at " +
+				"once; the entries themselves are deleted as they are visited. A tick does at most 64 installs and 128 deletions " +
+				"(a few µs of system call each), so floods of new flows and mass invalidations are worked off over many ticks " +
+				"instead of stalling the worker; meanwhile FastTrack itself fast-tracks them. TCP handshakes and closes, fragments, packets " +
 				"whose TTL would expire and ICMP errors still take the graph, as with FastTrack itself.\n\n" + graphDoc,
 		},
 	})
@@ -210,7 +213,7 @@ func (e *FastTrack) Tick(now int64) {
 // releases the flow table.
 func (e *FastTrack) Close() error {
 	if e.off != nil && e.t != nil {
-		e.fold(e.t.Now(), true)
+		e.removeAll()
 	}
 	if e.t != nil {
 		conntrack.Release(e.pool)

@@ -19,10 +19,24 @@ const (
 	offRefused        // the device cannot take it (full, no device): stays here until the next generation
 )
 
-// foldEvery is how often the offloaded flows' kernel counters are folded
-// into their conntrack entries (packets, bytes, timeout refresh), and
-// flows that ended or changed are taken out of the kernel.
-const foldEvery = int64(100e6) // 100 ms
+// The work a tick may do, so that a worker's ticks stay short whatever
+// the number of flows (a tick runs between batches on the worker):
+//   - foldEvery: each installed direction is visited once per this period
+//     (a tick visits its share, in proportion to the time since the last
+//     one): its kernel counters are folded into its conntrack entry
+//     (packets, bytes, timeout refresh), and it is taken out of the
+//     kernel if its flow ended or changed;
+//   - installsPerTick and deletesPerTick bound the system calls of one
+//     tick (a few µs each): a flood of new fast-tracked flows, or a new
+//     generation retiring every entry, is worked off over many ticks.
+//     Entries of an old generation stop applying at once regardless
+//     (SetFlowGeneration), and a direction waiting to be installed is
+//     fast-tracked by FastTrack itself meanwhile.
+const (
+	foldEvery       = int64(100e6) // 100 ms
+	installsPerTick = 64
+	deletesPerTick  = 128
+)
 
 // offloaded is one flow direction installed in a device's fast path.
 type offloaded struct {
@@ -42,9 +56,11 @@ type offload struct {
 	outs     []drivers.Device         // by fast output - 1
 	ins      map[uint8]drivers.Device // by the low 8 bits of the input device index (Conn.Dev)
 	pending  []offloaded              // queued by hits, installed by Tick
-	done     []offloaded
-	gen      uint32
-	lastFold int64
+	done     []offloaded              // installed, visited round robin from cur
+	byKey    map[offKey]int           // index in done of each installed key
+	cur      int
+	gen      uint32 // the generation the kernel has (SetFlowGeneration)
+	lastTick int64
 
 	flows                                        *atomic.Uint64 // gauge: installed directions
 	packets, full, errs, ended, other, elsewhere *atomic.Uint64
@@ -52,7 +68,7 @@ type offload struct {
 
 // newOffload resolves the offload key: one device name per fast output.
 func newOffload(names []string, ctx *elements.Context) (*offload, error) {
-	o := &offload{outs: make([]drivers.Device, len(names)), ins: map[uint8]drivers.Device{}, gen: conntrack.Generation(),
+	o := &offload{outs: make([]drivers.Device, len(names)), ins: map[uint8]drivers.Device{}, byKey: map[offKey]int{},
 		flows: ctx.Stats.Counter("offloaded flows"), packets: ctx.Stats.Counter("offloaded packets"),
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
 		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
@@ -83,7 +99,23 @@ func newOffload(names []string, ctx *elements.Context) (*offload, error) {
 	if o.fp == nil {
 		return nil, elements.Errorf("offload", "names no device")
 	}
+	o.gen = conntrack.Generation()
+	if err := o.fp.SetFlowGeneration(o.gen); err != nil {
+		return nil, elements.Errorf("offload", "setting the fast path's flow generation: %v", err)
+	}
 	return o, nil
+}
+
+// offKey is an installed direction's key in the kernel.
+type offKey struct {
+	in           drivers.Device
+	proto        uint8
+	src, dst     netip.Addr
+	sport, dport uint16
+}
+
+func keyOf(f *drivers.FastFlow) offKey {
+	return offKey{f.In, f.Proto, f.Src, f.Dst, f.Sport, f.Dport}
 }
 
 // queue records that direction dir of flow idx took FastTrack's path and
@@ -128,112 +160,178 @@ func addr4(v uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-// tick installs the queued flows, folds the kernel's counters into the
-// flows every foldEvery, and takes out of the kernel every direction that
-// is no longer live. A new generation (a route, NAT or neighbour change)
-// takes them all out at once.
+// tick tells the kernel a new generation at once, installs up to
+// installsPerTick queued directions, and visits its share of the
+// installed ones (fold).
 func (e *FastTrack) tick(now int64) {
 	o, t := e.off, e.t
 	gen := conntrack.Generation()
 	if gen != o.gen {
+		if err := o.fp.SetFlowGeneration(gen); err != nil {
+			// The kernel may go on applying old entries: take them
+			// all out now, whatever it costs.
+			o.errs.Add(1)
+			e.removeAll()
+		}
 		o.gen = gen
-		e.fold(t.Now(), true)
 	}
-	for i := range o.pending {
-		x := &o.pending[i]
-		c := t.Conn(x.idx)
-		if c.Tag != x.tag {
-			continue // evicted since: the new flow's state is its own
-		}
-		f := &c.Fast[x.dir]
-		if !live(t, x, gen, t.Now()) {
-			f.Offload = offNone
-			continue
-		}
-		fl, ok := o.flowFor(c, x.dir)
-		if !ok {
-			f.Offload = offRefused
-			o.other.Add(1)
-			continue
-		}
-		slot, err := o.fp.SetFlow(fl)
-		if err != nil {
-			f.Offload = offRefused
-			switch {
-			case errors.Is(err, drivers.ErrFlowsFull):
-				o.full.Add(1)
-			case errors.Is(err, drivers.ErrFlowExists):
-				o.elsewhere.Add(1)
-			default:
-				o.errs.Add(1)
-			}
-			continue
-		}
-		x.flow, x.slot = fl, slot
-		x.pkts, x.byts = 0, 0
-		f.Offload = offDone
-		o.done = append(o.done, *x)
-		o.flows.Add(1)
+	n := 0
+	for ; n < len(o.pending) && n < installsPerTick; n++ {
+		e.install(&o.pending[n], gen)
 	}
-	o.pending = o.pending[:0]
-	if now-o.lastFold >= foldEvery {
-		o.lastFold = now
-		e.fold(t.Now(), false)
+	rest := copy(o.pending, o.pending[n:])
+	clear(o.pending[rest:])
+	o.pending = o.pending[:rest]
+
+	visits := len(o.done)
+	if dt := now - o.lastTick; o.lastTick != 0 && dt < foldEvery {
+		visits = int((int64(len(o.done))*dt + foldEvery - 1) / foldEvery)
 	}
+	o.lastTick = now
+	e.fold(t.Now(), visits)
 }
 
-// fold adds what the kernel forwarded since the last fold to each flow
-// (packets, bytes, and a refreshed timeout when it moved, as a hit in
-// FastTrack would) and to the element's counters, then removes every
-// direction that is no longer live, or all of them.
-func (e *FastTrack) fold(now int64, all bool) {
+// install puts a queued direction into the kernel if it is still live.
+func (e *FastTrack) install(x *offloaded, gen uint32) {
+	o, t := e.off, e.t
+	c := t.Conn(x.idx)
+	if c.Tag != x.tag {
+		return // evicted since: the new flow's state is its own
+	}
+	f := &c.Fast[x.dir]
+	if !live(t, x, gen, t.Now()) {
+		f.Offload = offNone
+		return
+	}
+	fl, ok := o.flowFor(c, x.dir)
+	if !ok {
+		f.Offload = offRefused
+		o.other.Add(1)
+		return
+	}
+	fl.Gen = gen
+	k := keyOf(&fl)
+	if i, ok := o.byKey[k]; ok {
+		e.remove(i) // our own entry of an older generation, not yet deleted
+	}
+	slot, err := o.fp.SetFlow(fl)
+	if err != nil {
+		f.Offload = offRefused
+		switch {
+		case errors.Is(err, drivers.ErrFlowsFull):
+			o.full.Add(1)
+		case errors.Is(err, drivers.ErrFlowExists):
+			o.elsewhere.Add(1)
+		default:
+			o.errs.Add(1)
+		}
+		return
+	}
+	x.flow, x.slot = fl, slot
+	x.pkts, x.byts = 0, 0
+	f.Offload = offDone
+	o.byKey[k] = len(o.done)
+	o.done = append(o.done, *x)
+	o.flows.Add(1)
+}
+
+// fold visits up to visits installed directions, round robin: it adds what
+// the kernel forwarded since the last visit to the flow (packets, bytes,
+// and a refreshed timeout when it moved, as a hit in FastTrack would) and
+// to the element's counters, and takes out of the kernel, up to
+// deletesPerTick, the directions that are no longer live.
+func (e *FastTrack) fold(now int64, visits int) {
 	o, t := e.off, e.t
 	gen := conntrack.Generation()
 	var hits, bytes uint64
-	k := 0
-	for i := range o.done {
-		x := &o.done[i]
-		p, b := o.fp.FlowCounters(x.slot)
-		if p < x.pkts || b < x.byts {
-			// The slot was reset under us (another worker installed the
-			// same key, replacing ours): count from zero.
-			x.pkts, x.byts = 0, 0
+	deletes := 0
+	for v := 0; v < visits && len(o.done) > 0; v++ {
+		if o.cur >= len(o.done) {
+			o.cur = 0
 		}
-		dp, db := p-x.pkts, b-x.byts
-		x.pkts, x.byts = p, b
-		c := t.Conn(x.idx)
-		same := c.Tag == x.tag
-		if dp != 0 && same {
-			c.Packets[x.dir] += uint32(dp)
-			c.Bytes[x.dir] += db
-			if e.idle > 0 {
-				c.Expires = now + e.idle
-			} else {
-				c.Expires = now + t.TimeoutOf(c)
-			}
-		}
+		x := &o.done[o.cur]
+		dp, db := e.collect(x, now)
 		hits += dp
 		bytes += db
-		if !all && live(t, x, gen, now) {
-			o.done[k] = *x
-			k++
+		if live(t, x, gen, now) || deletes >= deletesPerTick {
+			o.cur++
 			continue
 		}
-		if err := o.fp.DeleteFlow(x.flow, x.slot); err != nil {
-			o.errs.Add(1)
-		}
-		if same {
-			c.Fast[x.dir].Offload = offNone
-		}
-		o.ended.Add(1)
-		o.flows.Add(^uint64(0))
+		e.remove(o.cur) // the last entry moves to cur: visited next
+		deletes++
 	}
-	clear(o.done[k:])
-	o.done = o.done[:k]
+	e.count(hits, bytes)
+}
+
+// collect folds what the kernel forwarded for x since the last visit into
+// its flow and returns it.
+func (e *FastTrack) collect(x *offloaded, now int64) (uint64, uint64) {
+	o, t := e.off, e.t
+	p, b := o.fp.FlowCounters(x.slot)
+	if p < x.pkts || b < x.byts {
+		// The slot was reset under us (it should not be: keys are
+		// not shared): count from zero.
+		x.pkts, x.byts = 0, 0
+	}
+	dp, db := p-x.pkts, b-x.byts
+	x.pkts, x.byts = p, b
+	if c := t.Conn(x.idx); dp != 0 && c.Tag == x.tag {
+		c.Packets[x.dir] += uint32(dp)
+		c.Bytes[x.dir] += db
+		if e.idle > 0 {
+			c.Expires = now + e.idle
+		} else {
+			c.Expires = now + t.TimeoutOf(c)
+		}
+	}
+	return dp, db
+}
+
+// count adds kernel-forwarded packets to the element's counters.
+func (e *FastTrack) count(hits, bytes uint64) {
 	if hits != 0 {
 		e.pkts.Add(hits)
 		e.hits.Add(hits)
 		e.bytes.Add(bytes)
-		o.packets.Add(hits)
+		e.off.packets.Add(hits)
 	}
+}
+
+// remove takes done[i] out of the kernel and of done (the last entry
+// takes its place).
+func (e *FastTrack) remove(i int) {
+	o, t := e.off, e.t
+	x := &o.done[i]
+	if err := o.fp.DeleteFlow(x.flow, x.slot); err != nil {
+		o.errs.Add(1)
+	}
+	if c := t.Conn(x.idx); c.Tag == x.tag && c.Fast[x.dir].Offload == offDone {
+		c.Fast[x.dir].Offload = offNone
+	}
+	delete(o.byKey, keyOf(&x.flow))
+	last := len(o.done) - 1
+	if i != last {
+		o.done[i] = o.done[last]
+		o.byKey[keyOf(&o.done[i].flow)] = i
+	}
+	o.done[last] = offloaded{}
+	o.done = o.done[:last]
+	o.ended.Add(1)
+	o.flows.Add(^uint64(0))
+}
+
+// removeAll folds the last counts and takes every direction out of the
+// kernel (Close, or a generation the kernel did not take).
+func (e *FastTrack) removeAll() {
+	o := e.off
+	now := e.t.Now()
+	var hits, bytes uint64
+	for len(o.done) > 0 {
+		dp, db := e.collect(&o.done[len(o.done)-1], now)
+		hits += dp
+		bytes += db
+		e.remove(len(o.done) - 1)
+	}
+	o.cur = 0
+	e.count(hits, bytes)
 }

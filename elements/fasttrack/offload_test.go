@@ -25,6 +25,7 @@ type fakeFlows struct {
 	sets                  int
 	deletes               int
 	full                  bool
+	gen                   uint32
 }
 
 func (f *fakeFlows) SetFlow(fl drivers.FastFlow) (int, error) {
@@ -42,6 +43,7 @@ func (f *fakeFlows) DeleteFlow(fl drivers.FastFlow, slot int) error {
 	delete(f.counts, slot)
 	return nil
 }
+func (f *fakeFlows) SetFlowGeneration(g uint32) error { f.gen = g; return nil }
 func (f *fakeFlows) FlowCounters(slot int) (uint64, uint64) {
 	c := f.counts[slot]
 	return c[0], c[1]
@@ -151,9 +153,18 @@ func TestOffload(t *testing.T) {
 	if got := counter(fst, "fasttracked bytes"); got < 40*46 {
 		t.Errorf("fasttracked bytes %d, want at least %d", got, 40*46)
 	}
-	// A generation change takes everything back at the next tick.
+	// A generation change reaches the kernel at the next tick (every
+	// entry stops applying at once); the entries are deleted as the
+	// rounds visit them (all of them in one foldEvery).
 	conntrack.Invalidate()
 	tk.Tick(now + int64(time.Second) + 1)
+	if ff.gen != conntrack.Generation() {
+		t.Errorf("kernel flow generation %d, want %d", ff.gen, conntrack.Generation())
+	}
+	if len(ff.flows) != 7 {
+		t.Errorf("a tick 1 ns after the last visited %d entries, want 1 (of 8)", 8-len(ff.flows))
+	}
+	tk.Tick(now + 3*int64(time.Second))
 	if len(ff.flows) != 0 || counter(fst, "offloaded flows") != 0 || counter(fst, "offload ended") != 8 {
 		t.Errorf("after Invalidate: %d flows in the kernel, gauge %d, ended %d", len(ff.flows), counter(fst, "offloaded flows"), counter(fst, "offload ended"))
 	}
@@ -161,9 +172,9 @@ func TestOffload(t *testing.T) {
 	ff.full = true
 	push(frames)
 	push(frames)
-	tk.Tick(now + 2*int64(time.Second))
+	tk.Tick(now + 4*int64(time.Second))
 	push(frames)
-	tk.Tick(now + 2*int64(time.Second) + 1)
+	tk.Tick(now + 4*int64(time.Second) + 1)
 	if counter(fst, "offload full") != 8 || ff.sets != 16 {
 		t.Errorf("full: %d counted, %d SetFlow calls (want 8 and 16: refused flows are not retried every hit)", counter(fst, "offload full"), ff.sets)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
@@ -26,7 +27,7 @@ type kernelFlows struct {
 func (k *kernelFlows) conv(fl drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction) {
 	return fastpath.FlowKey{Ifindex: 1, Proto: fl.Proto, Src: fl.Src, Dst: fl.Dst, Sport: fl.Sport, Dport: fl.Dport},
 		fastpath.FlowAction{Ifindex: 5, EthDst: fl.EthDst, EthSrc: fl.EthSrc, Src: fl.NewSrc, Dst: fl.NewDst,
-			Sport: fl.NewSport, Dport: fl.NewDport, TTLDec: fl.TTLDec, ICMPType: fl.ICMPType}
+			Sport: fl.NewSport, Dport: fl.NewDport, TTLDec: fl.TTLDec, ICMPType: fl.ICMPType, Gen: fl.Gen}
 }
 func (k *kernelFlows) SetFlow(fl drivers.FastFlow) (int, error) { return k.t.SetFlow(k.conv(fl)) }
 func (k *kernelFlows) DeleteFlow(fl drivers.FastFlow, slot int) error {
@@ -34,6 +35,7 @@ func (k *kernelFlows) DeleteFlow(fl drivers.FastFlow, slot int) error {
 	return k.t.DeleteFlow(key, slot)
 }
 func (k *kernelFlows) FlowCounters(slot int) (uint64, uint64) { return k.t.FlowCounters(slot) }
+func (k *kernelFlows) SetFlowGeneration(g uint32) error       { return k.t.SetFlowGeneration(g) }
 
 // TestRandomEquivalenceXDP: the random traffic of TestRandomEquivalence,
 // with FastTrack offloading to the real XDP program. Every packet the
@@ -121,10 +123,18 @@ func TestRandomEquivalenceXDP(t *testing.T) {
 		if uint64(fwd) != after.Forwarded-before.Forwarded {
 			t.Fatalf("%d frames changed, the program counted %d forwarded", fwd, after.Forwarded-before.Forwarded)
 		}
+		if round == 61 && fwd != 0 {
+			t.Fatalf("round %d: the kernel forwarded %d packets by entries of the generation before the Invalidate of round 60", round, fwd)
+		}
 		kernel += fwd
 		// Then the graph (which learns and queues), and a tick (which
 		// installs what FastTrack handled).
 		ft.Push(0, fb)
+		if round == 60 {
+			// A route or NAT change: every installed entry must stop
+			// applying at the next tick, before any is deleted.
+			conntrack.Invalidate()
+		}
 		tk.Tick(int64(round+1) * 1e6)
 		refOut.Reset()
 		slowOut.Reset()

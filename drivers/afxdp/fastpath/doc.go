@@ -25,8 +25,8 @@
 //
 // Its key {ingress ifindex, protocol, source, destination, source port,
 // destination port} is looked up in the flow map. A candidate whose key
-// is missing, and every frame that is no candidate, continues with the
-// route rules, unchanged. A hit takes the slow path if it is ICMP of the
+// is missing or whose gen is not the current flow generation, and every
+// frame that is no candidate, continues with the route rules, unchanged. A hit takes the slow path if it is ICMP of the
 // other echo type than the entry's, or if TTL <= the entry's TTL
 // decrement; otherwise the program rewrites it exactly as FastTrack
 // would: TTL minus the decrement; source, destination and ports (ICMP:
@@ -96,7 +96,7 @@
 //	           value {u32 ifindex; u32 slot; u8 eth_dst[6]; u8 eth_src[6];
 //	                  u8 src[4]; u8 dst[4]; u8 sport[2]; u8 dport[2];
 //	                  u8 ip_delta[2]; u8 l4_delta[2]; u8 ttl_dec;
-//	                  u8 icmp_type; u8 pad[2]}                        40 bytes
+//	                  u8 icmp_type; u8 pad[2]; u32 gen}               44 bytes
 //	           key ifindex: input; value ifindex: output; ports in
 //	           wire order (ICMP: the identifier in both key ports and in
 //	           the value's sport); the deltas are Σ(~m + m') over the
@@ -107,6 +107,9 @@
 //	           value {u64 packets; u64 bytes}                         16 bytes
 //	           bytes: the IPv4 total lengths; mapped read-only into the
 //	           process, read by FlowCounters with atomic loads
+//	flow_gen   array of one u32, shared (Tables): SetFlowGeneration's
+//	           value; a flow entry whose gen differs is a miss, so one
+//	           update retires every older entry at once
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged

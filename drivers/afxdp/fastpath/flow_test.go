@@ -833,3 +833,29 @@ func TestFlowRandom(t *testing.T) {
 	}
 	t.Logf("%d flow hits", hits)
 }
+
+// TestFlowGeneration: an entry applies only while the tables' generation
+// is the one it was installed under; one SetFlowGeneration retires every
+// older entry at once, and entries of the new generation apply again.
+func TestFlowGeneration(t *testing.T) {
+	f := newFixture(t)
+	udp := pkt{proto: protoUDP, src: "192.168.1.10", dst: "203.0.113.5", sport: 40000, dport: 53, ttl: 64, payload: 20}
+	k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.7", 61000, 5353, 1)
+	f.setFlow(k, a) // generation 0, the tables' initial one
+	f.wantFlow("generation 0", udp.frame(t), k, a)
+	if err := f.t.SetFlowGeneration(7); err != nil {
+		t.Fatal(err)
+	}
+	f.wantSlow("entry of generation 0 under generation 7", udp.frame(t))
+	a.Gen = 7
+	f.setFlow(k, a)
+	f.wantFlow("re-installed under generation 7", udp.frame(t), k, a)
+	if err := f.t.SetFlowGeneration(8); err != nil {
+		t.Fatal(err)
+	}
+	f.wantSlow("generation 8", udp.frame(t))
+	if err := f.t.SetFlowGeneration(7); err != nil {
+		t.Fatal(err)
+	}
+	f.wantFlow("back to 7", udp.frame(t), k, a)
+}

@@ -38,6 +38,10 @@ type FlowAction struct {
 	// request or 0 reply); a packet of the other type takes the slow
 	// path.
 	ICMPType uint8
+	// Gen is the generation the entry belongs to: the program applies it
+	// only while SetFlowGeneration's value is the same, so that one call
+	// retires every entry of an older generation at once.
+	Gen uint32
 }
 
 // flowKey is a FlowKey as the map stores it.
@@ -72,6 +76,11 @@ func (t *Tables) newFlowMaps(maxFlows int) error {
 	size := (maxFlows*flowStatSize + page - 1) / page * page
 	if t.mem, err = unix.Mmap(t.flowStats.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		return fmt.Errorf("fastpath: mapping the flow counters: %w", err)
+	}
+	// One u32, read by the program through a direct value pointer
+	// (BPF_PSEUDO_MAP_VALUE): a load, not a helper call.
+	if t.flowGen, err = newMap(&ebpf.MapSpec{Name: "fp_flow_gen", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+		return fmt.Errorf("fastpath: creating the flow generation map: %w", err)
 	}
 	t.free = make([]uint32, maxFlows)
 	for i := range t.free {
@@ -137,6 +146,7 @@ func encodeFlowValue(k FlowKey, a FlowAction) ([]byte, error) {
 		binary.BigEndian.PutUint16(v[flowOffDport:], a.Dport)
 	}
 	v[flowOffTTLDec] = a.TTLDec
+	binary.NativeEndian.PutUint32(v[flowOffGen:], a.Gen)
 	ks, kd := k.Src.Unmap().As4(), k.Dst.Unmap().As4()
 	ip, l4 := flowDeltas(k.Proto, binary.BigEndian.Uint32(ks[:]), binary.BigEndian.Uint32(kd[:]),
 		binary.BigEndian.Uint32(src[:]), binary.BigEndian.Uint32(dst[:]), k.Sport, k.Dport, a.Sport, a.Dport, a.TTLDec)
@@ -265,4 +275,14 @@ func (t *Tables) FlowCounters(slot int) (packets, bytes uint64) {
 	packets = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffPkts])))
 	bytes = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffBytes])))
 	return packets, bytes
+}
+
+// SetFlowGeneration makes g the generation flow entries must carry to
+// apply: entries installed under another one become misses at once (the
+// caller deletes them at its own pace).
+func (t *Tables) SetFlowGeneration(g uint32) error {
+	if err := t.flowGen.Put(uint32(0), g); err != nil {
+		return fmt.Errorf("fastpath: setting the flow generation: %w", err)
+	}
+	return nil
 }

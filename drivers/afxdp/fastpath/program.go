@@ -441,8 +441,9 @@ func patchCsum(off, delta int16) asm.Instructions {
 	}
 }
 
-// flowLookup emits the lookup of the key at stFlowKey: a miss continues
-// at "route", a hit leaves the entry in R0.
+// flowLookup emits the lookup of the key at stFlowKey: a miss, or an
+// entry of another generation than fp_flow_gen's, continues at "route";
+// a hit leaves the entry in R0.
 func flowLookup(t *Tables) asm.Instructions {
 	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, t.flows.FD()),
@@ -450,6 +451,11 @@ func flowLookup(t *Tables) asm.Instructions {
 		asm.Add.Imm(asm.R2, stFlowKey),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "route"),
+		// An entry of another generation is a miss.
+		asm.LoadMapValue(asm.R2, t.flowGen.FD(), 0),
+		asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
+		asm.LoadMem(asm.R3, asm.R0, flowOffGen, asm.Word),
+		asm.JNE.Reg(asm.R2, asm.R3, "route"),
 	}
 }
 

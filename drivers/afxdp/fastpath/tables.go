@@ -60,8 +60,10 @@ const (
 	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
 	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
 	// checksum deltas, wire order, see flowDeltas); u8 ttl_dec;
-	// u8 icmp_type; u8 pad[2] (zero).
-	flowValueSize   = 40
+	// u8 icmp_type; u8 pad[2] (zero); u32 gen (the generation the
+	// entry was installed under: it applies only while the tables'
+	// generation is the same).
+	flowValueSize   = 44
 	flowOffIfindex  = 0
 	flowOffSlot     = 4
 	flowOffEth      = 8 // eth_dst then eth_src, as in the Ethernet header
@@ -73,6 +75,7 @@ const (
 	flowOffL4Delta  = 34
 	flowOffTTLDec   = 36
 	flowOffICMPType = 37
+	flowOffGen      = 40
 
 	// flow_stats (BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, key u32 slot)
 	// value: u64 packets; u64 bytes (IPv4 total lengths).
@@ -111,6 +114,7 @@ type Tables struct {
 	neighbors *ebpf.Map
 	flows     *ebpf.Map // hash: flow key -> action
 	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
+	flowGen   *ebpf.Map // array of one u32: the current flow generation (SetFlowGeneration)
 
 	maxFlows int
 
@@ -298,7 +302,7 @@ func (t *Tables) Close() error {
 	}
 	t.memMu.Unlock()
 	// ebpf.Map.Close accepts nil receivers and closed descriptors.
-	return errors.Join(err0, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close())
+	return errors.Join(err0, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close())
 }
 
 // newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels
