@@ -56,6 +56,30 @@ func randomFlows() []ct.F {
 	return flows
 }
 
+// randomBatch fills fb and rb with the same 1..64 random frames of flows
+// (random TTLs and payload sizes), each stamped with its index in
+// Scratch[0], and returns the frames.
+func randomBatch(rng *rand.Rand, flows []ct.F, fastPool, refPool *packet.Pool, fb, rb *packet.Batch) [][]byte {
+	n := 1 + rng.IntN(64)
+	fb.Reset()
+	rb.Reset()
+	var sent [][]byte
+	for range n {
+		f := flows[rng.IntN(len(flows))]
+		f.TTL = uint8(2 + rng.IntN(254))
+		f.Payload = rng.IntN(40)
+		fr := ct.Frame(f)
+		sent = append(sent, fr)
+		p, q := fastPool.Get(), refPool.Get()
+		p.SetFrame(fr)
+		q.SetFrame(fr)
+		p.Scratch[0], q.Scratch[0] = byte(len(sent)-1), byte(len(sent)-1)
+		fb.Add(p)
+		rb.Add(q)
+	}
+	return sent
+}
+
 // TestRandomEquivalence: random DNAT'd, SNAT'd and untranslated flows
 // (UDP with and without checksums, TCP picked up from ACKs, ICMP echo),
 // random TTLs and sizes, pushed in random batches through FastTrack in
@@ -74,23 +98,8 @@ func TestRandomEquivalence(t *testing.T) {
 	fb, rb := packet.NewBatch(64), packet.NewBatch(64)
 	compared := 0
 	for range 100 {
-		n := 1 + rng.IntN(64)
-		fb.Reset()
-		rb.Reset()
-		var sent [][]byte
-		for range n {
-			f := flows[rng.IntN(len(flows))]
-			f.TTL = uint8(2 + rng.IntN(254))
-			f.Payload = rng.IntN(40)
-			fr := ct.Frame(f)
-			sent = append(sent, fr)
-			p, q := fastPool.Get(), refPool.Get()
-			p.SetFrame(fr)
-			q.SetFrame(fr)
-			p.Scratch[0], q.Scratch[0] = byte(len(sent)-1), byte(len(sent)-1)
-			fb.Add(p)
-			rb.Add(q)
-		}
+		sent := randomBatch(rng, flows, fastPool, refPool, fb, rb)
+		n := len(sent)
 		ft.Push(0, fb)
 		ref.Push(0, rb)
 		if len(refOut.Pkts) != n || len(slowOut.Pkts)+len(fastOut.Pkts) != n {

@@ -10,7 +10,6 @@ import (
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
-	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
 	"github.com/junction-dataplane/junction/packet"
@@ -73,23 +72,8 @@ func TestRandomEquivalenceXDP(t *testing.T) {
 	fb, rb := packet.NewBatch(64), packet.NewBatch(64)
 	kernel, slow := 0, 0
 	for round := range 100 {
-		n := 1 + rng.IntN(64)
-		fb.Reset()
-		rb.Reset()
-		var sent [][]byte
-		for range n {
-			f := flows[rng.IntN(len(flows))]
-			f.TTL = uint8(2 + rng.IntN(254))
-			f.Payload = rng.IntN(40)
-			fr := ct.Frame(f)
-			sent = append(sent, fr)
-			p, q := fastPool.Get(), refPool.Get()
-			p.SetFrame(fr)
-			q.SetFrame(fr)
-			p.Scratch[0], q.Scratch[0] = byte(len(sent)-1), byte(len(sent)-1)
-			fb.Add(p)
-			rb.Add(q)
-		}
+		sent := randomBatch(rng, flows, fastPool, refPool, fb, rb)
+		n := len(sent)
 		// The kernel sees each frame first, with the flows installed so far.
 		before, err := prog.Counters()
 		if err != nil {
