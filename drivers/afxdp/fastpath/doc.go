@@ -107,9 +107,11 @@
 //	           value {u64 packets; u64 bytes}                         16 bytes
 //	           bytes: the IPv4 total lengths; mapped read-only into the
 //	           process, read by FlowCounters with atomic loads
-//	flow_gen   array of one u32, shared (Tables): SetFlowGeneration's
-//	           value; a flow entry whose gen differs is a miss, so one
-//	           update retires every older entry at once
+//	flow_gen   array of one {u32 gen; u32 count}, shared (Tables):
+//	           SetFlowGeneration's value (a flow entry whose gen differs
+//	           is a miss, so one update retires every older entry at
+//	           once) and the number of installed flows (0: the program
+//	           skips the flow lookup)
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged

@@ -79,7 +79,7 @@ func (t *Tables) newFlowMaps(maxFlows int) error {
 	}
 	// One u32, read by the program through a direct value pointer
 	// (BPF_PSEUDO_MAP_VALUE): a load, not a helper call.
-	if t.flowGen, err = newMap(&ebpf.MapSpec{Name: "fp_flow_gen", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}); err != nil {
+	if t.flowGen, err = newMap(&ebpf.MapSpec{Name: "fp_flow_gen", Type: ebpf.Array, KeySize: 4, ValueSize: flowGenSize, MaxEntries: 1}); err != nil {
 		return fmt.Errorf("fastpath: creating the flow generation map: %w", err)
 	}
 	t.free = make([]uint32, maxFlows)
@@ -221,6 +221,11 @@ func (t *Tables) SetFlow(k FlowKey, a FlowAction) (slot int, err error) {
 	if !replace {
 		t.free = t.free[:len(t.free)-1]
 		t.slots[key] = s
+		if len(t.slots) == 1 {
+			if err := t.putFlowGen(); err != nil {
+				return int(s), err
+			}
+		}
 	}
 	return int(s), nil
 }
@@ -253,6 +258,9 @@ func (t *Tables) DeleteFlow(k FlowKey, slot int) error {
 	}
 	delete(t.slots, key)
 	t.free = append(t.free, s)
+	if len(t.slots) == 0 {
+		return t.putFlowGen()
+	}
 	return nil
 }
 
@@ -281,8 +289,21 @@ func (t *Tables) FlowCounters(slot int) (packets, bytes uint64) {
 // apply: entries installed under another one become misses at once (the
 // caller deletes them at its own pace).
 func (t *Tables) SetFlowGeneration(g uint32) error {
-	if err := t.flowGen.Put(uint32(0), g); err != nil {
-		return fmt.Errorf("fastpath: setting the flow generation: %w", err)
+	t.flowMu.Lock()
+	defer t.flowMu.Unlock()
+	t.gen = g
+	return t.putFlowGen()
+}
+
+// putFlowGen writes fp_flow_gen: the generation, and whether any flow is
+// installed (the program skips the flow lookup while none is: a router
+// that offloads no flow pays nothing for the flow path). Under flowMu.
+func (t *Tables) putFlowGen() error {
+	var v [flowGenSize]byte
+	binary.NativeEndian.PutUint32(v[flowGenOffGen:], t.gen)
+	binary.NativeEndian.PutUint32(v[flowGenOffCount:], uint32(len(t.slots)))
+	if err := t.flowGen.Put(uint32(0), v[:]); err != nil {
+		return fmt.Errorf("fastpath: writing the flow generation: %w", err)
 	}
 	return nil
 }

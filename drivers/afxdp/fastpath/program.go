@@ -452,7 +452,7 @@ func flowLookup(t *Tables) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "route"),
 		// An entry of another generation is a miss.
-		asm.LoadMapValue(asm.R2, t.flowGen.FD(), 0),
+		asm.LoadMapValue(asm.R2, t.flowGen.FD(), flowGenOffGen),
 		asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
 		asm.LoadMem(asm.R3, asm.R0, flowOffGen, asm.Word),
 		asm.JNE.Reg(asm.R2, asm.R3, "route"),
@@ -493,6 +493,11 @@ func flowPath(t *Tables) asm.Instructions {
 		offICMPID  = offL4 + 4
 	)
 	insns := asm.Instructions{
+		// No flow installed (a router that offloads none): no lookup.
+		asm.LoadMapValue(asm.R2, t.flowGen.FD(), flowGenOffCount),
+		asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "route"),
+
 		// Not a fragment (DF may be set).
 		asm.LoadMem(asm.R2, asm.R7, offFrag, asm.Half),
 		asm.And.Imm(asm.R2, fragMask),

@@ -77,6 +77,13 @@ const (
 	flowOffICMPType = 37
 	flowOffGen      = 40
 
+	// fp_flow_gen (BPF_MAP_TYPE_ARRAY, one entry) value: u32 gen (the
+	// current flow generation); u32 count (installed flows; 0: the
+	// program skips the flow lookup).
+	flowGenSize     = 8
+	flowGenOffGen   = 0
+	flowGenOffCount = 4
+
 	// flow_stats (BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, key u32 slot)
 	// value: u64 packets; u64 bytes (IPv4 total lengths).
 	flowStatSize     = 16
@@ -121,6 +128,7 @@ type Tables struct {
 	flowMu sync.Mutex
 	free   []uint32           // free slots, a stack (the last freed is reused first)
 	slots  map[flowKey]uint32 // installed keys and their slots
+	gen    uint32             // the flow generation written to fp_flow_gen
 
 	memMu sync.RWMutex // guards mem against Close
 	mem   []byte       // flowStats mapped read-only; nil once closed
