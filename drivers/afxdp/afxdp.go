@@ -62,9 +62,15 @@ Keys (besides driver, addresses, mac):
                       else does, as usual. Routes come from an IPLookup
                       whose offload key names this device, next hops from
                       this device's ARPQuerier (for as long as it trusts
-                      them); the device's addresses stay local. Use it
-                      only with a router graph that does nothing else to
-                      such packets (configs/router-veth.toml's shape).
+                      them); the device's addresses stay local. A
+                      FastTrack whose offload key names this device also
+                      hands it established flows, which it forwards with
+                      their NAT, TTL and Ethernet rewrite. Use it only
+                      with graphs of the router or NAT gateway shape
+                      (configs/router-veth.toml, nat-gateway.toml), which
+                      do nothing else to such packets. On veth, a frame
+                      redirected to an interface reaches its peer only if
+                      the peer runs NAPI (an XDP program, or GRO on).
 
 The device's MAC is the interface's (the mac key overrides it for the
 elements); its addresses are the addresses key. The XDP program is removed
