@@ -62,3 +62,40 @@ func (c *Context) Shared(mk func() (any, error)) (any, error) {
 	}
 	return c.shared.v, nil
 }
+
+// FastPathDevices resolves an offload key: device names, one per port in
+// port order ("" for a port without one), each a device with a fast path
+// (drivers.FastPath), all sharing one table. It returns the devices by
+// port (nil where the name is ""), their device indexes (the InDevice
+// annotation of their packets), and the table. Errors name key.
+func (c *Context) FastPathDevices(key string, names []string) ([]drivers.Device, []int, drivers.FastPathTable, error) {
+	devs := make([]drivers.Device, len(names))
+	idx := make([]int, len(names))
+	var fp drivers.FastPathTable
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		if c.Devices == nil {
+			return nil, nil, nil, Errorf(key, "entry %d: no devices in this graph", i+1)
+		}
+		d, ix, ok := c.Devices.Device(n)
+		if !ok {
+			return nil, nil, nil, Errorf(key, "entry %d: no device %q", i+1, n)
+		}
+		f, ok := d.(drivers.FastPath)
+		if !ok || f.FastPathTable() == nil {
+			return nil, nil, nil, Errorf(key, "entry %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true)", i+1, n)
+		}
+		if fp == nil {
+			fp = f.FastPathTable()
+		} else if f.FastPathTable() != fp {
+			return nil, nil, nil, Errorf(key, "entry %d: device %q belongs to another fast path than the earlier entries'", i+1, n)
+		}
+		devs[i], idx[i] = d, ix
+	}
+	if fp == nil {
+		return nil, nil, nil, Errorf(key, "names no device")
+	}
+	return devs, idx, fp, nil
+}

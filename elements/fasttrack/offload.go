@@ -68,36 +68,20 @@ type offload struct {
 
 // newOffload resolves the offload key: one device name per fast output.
 func newOffload(names []string, ctx *elements.Context) (*offload, error) {
-	o := &offload{outs: make([]drivers.Device, len(names)), ins: map[uint8]drivers.Device{}, byKey: map[offKey]int{},
+	o := &offload{ins: map[uint8]drivers.Device{}, byKey: map[offKey]int{},
 		flows: ctx.Stats.Counter("offloaded flows"), packets: ctx.Stats.Counter("offloaded packets"),
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
 		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
 		elsewhere: ctx.Stats.Counter("offloaded elsewhere")}
-	for i, n := range names {
-		if n == "" {
-			continue
-		}
-		if ctx.Devices == nil {
-			return nil, elements.Errorf("offload", "output %d: no devices in this graph", i+1)
-		}
-		d, idx, ok := ctx.Devices.Device(n)
-		if !ok {
-			return nil, elements.Errorf("offload", "output %d: no device %q", i+1, n)
-		}
-		f, ok := d.(drivers.FastPath)
-		if !ok || f.FastPathTable() == nil {
-			return nil, elements.Errorf("offload", "output %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true)", i+1, n)
-		}
-		if o.fp == nil {
-			o.fp = f.FastPathTable()
-		} else if o.fp != f.FastPathTable() {
-			return nil, elements.Errorf("offload", "output %d: device %q belongs to another fast path than the earlier outputs'", i+1, n)
-		}
-		o.outs[i] = d
-		o.ins[uint8(idx)] = d
+	devs, idx, fp, err := ctx.FastPathDevices("offload", names)
+	if err != nil {
+		return nil, err
 	}
-	if o.fp == nil {
-		return nil, elements.Errorf("offload", "names no device")
+	o.fp, o.outs = fp, devs
+	for i, d := range devs {
+		if d != nil {
+			o.ins[uint8(idx[i])] = d
+		}
 	}
 	o.gen = conntrack.Generation()
 	if err := o.fp.SetFlowGeneration(o.gen); err != nil {

@@ -267,7 +267,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			sh.ksync = ks
 		}
 		if len(c.Offload) > 0 {
-			ports, fp, err := resolveOffload(c.Offload, ctx.Devices)
+			ports, _, fp, err := ctx.FastPathDevices("offload", c.Offload)
 			if err == nil {
 				sh.off, err = startOffload(t, fp, ports, ctx.Stats)
 			}

@@ -41,39 +41,6 @@ type offloadSync struct {
 	stop, done      chan struct{}
 }
 
-// resolveOffload maps the offload key's device names (one per output port,
-// "" for none) to fast-path devices.
-func resolveOffload(names []string, devs elements.DeviceSet) ([]drivers.Device, drivers.FastPathTable, error) {
-	ports := make([]drivers.Device, len(names))
-	var fp drivers.FastPathTable
-	for i, n := range names {
-		if n == "" {
-			continue
-		}
-		if devs == nil {
-			return nil, nil, elements.Errorf("offload", "port %d: no devices in this graph", i)
-		}
-		d, _, ok := devs.Device(n)
-		if !ok {
-			return nil, nil, elements.Errorf("offload", "port %d: no device %q", i, n)
-		}
-		f, ok := d.(drivers.FastPath)
-		if !ok || f.FastPathTable() == nil {
-			return nil, nil, elements.Errorf("offload", "port %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true)", i, n)
-		}
-		if fp == nil {
-			fp = f.FastPathTable()
-		} else if f.FastPathTable() != fp {
-			return nil, nil, elements.Errorf("offload", "port %d: device %q belongs to another fast path than the earlier ports' (one driver per offloaded IPLookup)", i, n)
-		}
-		ports[i] = d
-	}
-	if fp == nil {
-		return nil, nil, elements.Errorf("offload", "names no device")
-	}
-	return ports, fp, nil
-}
-
 func startOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*offloadSync, error) {
 	s := &offloadSync{t: t, fp: fp, ports: ports, applied: st.Counter("offload routes applied"),
 		failed: st.Counter("offload errors"), stop: make(chan struct{}), done: make(chan struct{})}

@@ -66,6 +66,14 @@ type devMap map[string]drivers.Device
 func (m devMap) Device(n string) (drivers.Device, int, bool) { d, ok := m[n]; return d, 0, ok }
 func (m devMap) Queues(string, int) []int                    { return nil }
 
+// resolveOffload resolves an offload key as IPLookup does.
+func resolveOffload(t *testing.T, names []string, devs elements.DeviceSet) ([]drivers.Device, drivers.FastPathTable, error) {
+	t.Helper()
+	ctx := elements.NewContext("rt", 0, 1, 64, nil, &elements.Stats{}, nil, devs, nil)
+	ports, _, fp, err := ctx.FastPathDevices("offload", names)
+	return ports, fp, err
+}
+
 // waitFor polls cond for up to 2 s (the mirror runs every 10 ms).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -80,7 +88,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestOffloadMirrorsRoutes(t *testing.T) {
 	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
 	lan, wan := &fastDev{name: "lan", ft: ff}, &fastDev{name: "wan", ft: ff}
-	ports, fp, err := resolveOffload([]string{"lan", "wan"}, devMap{"lan": lan, "wan": wan})
+	ports, fp, err := resolveOffload(t, []string{"lan", "wan"}, devMap{"lan": lan, "wan": wan})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +193,7 @@ func TestOffloadConfigErrors(t *testing.T) {
 		{[]string{"off"}, "has no fast path"},
 		{[]string{"", ""}, "names no device"},
 	} {
-		_, _, err := resolveOffload(c.names, devs)
+		_, _, err := resolveOffload(t, c.names, devs)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("offload %q: error %v, want %q", c.names, err, c.want)
 		}
@@ -269,7 +277,7 @@ func TestChangesSince(t *testing.T) {
 func TestOffloadFollowsReplace(t *testing.T) {
 	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
 	lan := &fastDev{name: "lan", ft: ff}
-	ports, fp, err := resolveOffload([]string{"lan"}, devMap{"lan": lan})
+	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
 	if err != nil {
 		t.Fatal(err)
 	}
