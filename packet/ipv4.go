@@ -140,3 +140,9 @@ func (h IPv4) DecTTL() {
 	h[ipv4TTL]--
 	h.SetChecksum(UpdateChecksum16(h.Checksum(), old, old-0x0100))
 }
+
+// AddrFromU32 is the IPv4 address held as a big-endian word, as SrcU32,
+// DstU32 and flow tuples hold it.
+func AddrFromU32(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

@@ -232,8 +232,8 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
 			}
 			if fast != nil {
-				if err := fast.SetNeighbor(dev, addrOf(e.ip), e.mac, staticLifetime); err != nil {
-					return nil, elements.Errorf("neighbors", "%s: programming the device's fast path: %v", addrOf(e.ip), err)
+				if err := fast.SetNeighbor(dev, packet.AddrFromU32(e.ip), e.mac, staticLifetime); err != nil {
+					return nil, elements.Errorf("neighbors", "%s: programming the device's fast path: %v", packet.AddrFromU32(e.ip), err)
 				}
 			}
 		}
@@ -610,7 +610,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			learnedAny = true
 			if q.fast != nil {
 				// A system call, but per ARP frame, not per packet.
-				if q.fast.SetNeighbor(q.dev, addrOf(sender), [6]byte(smac), time.Duration(q.tmo)) != nil {
+				if q.fast.SetNeighbor(q.dev, packet.AddrFromU32(sender), [6]byte(smac), time.Duration(q.tmo)) != nil {
 					q.fastErrs.Add(1)
 				}
 			}
@@ -651,10 +651,3 @@ func (q *Querier) Close() error {
 // staticLifetime is how long the fast path trusts a static neighbour:
 // for the life of the process.
 const staticLifetime = 100 * 365 * 24 * time.Hour
-
-// addrOf is an IPv4 address held as a big-endian word.
-func addrOf(ip uint32) netip.Addr {
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], ip)
-	return netip.AddrFrom4(a)
-}

@@ -128,8 +128,8 @@ func (o *offload) flowFor(c *conntrack.Conn, dir uint8) (drivers.FastFlow, bool)
 		return drivers.FastFlow{}, false
 	}
 	k, r := c.T[dir], c.T[1-dir]
-	fl := drivers.FastFlow{In: in, Proto: k.Proto, Src: addr4(k.Src), Dst: addr4(k.Dst), Sport: k.Sport, Dport: k.Dport,
-		Out: o.outs[f.Out-1], NewSrc: addr4(r.Dst), NewDst: addr4(r.Src), NewSport: r.Dport, NewDport: r.Sport,
+	fl := drivers.FastFlow{In: in, Proto: k.Proto, Src: packet.AddrFromU32(k.Src), Dst: packet.AddrFromU32(k.Dst), Sport: k.Sport, Dport: k.Dport,
+		Out: o.outs[f.Out-1], NewSrc: packet.AddrFromU32(r.Dst), NewDst: packet.AddrFromU32(r.Src), NewSport: r.Dport, NewDport: r.Sport,
 		TTLDec: f.TTLDec, EthDst: packet.MAC(f.Eth[0:6]), EthSrc: packet.MAC(f.Eth[6:12])}
 	if k.Proto == packet.ProtoICMP {
 		fl.ICMPType = packet.ICMPEchoReply
@@ -138,10 +138,6 @@ func (o *offload) flowFor(c *conntrack.Conn, dir uint8) (drivers.FastFlow, bool)
 		}
 	}
 	return fl, true
-}
-
-func addr4(v uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 // tick tells the kernel a new generation at once, installs up to

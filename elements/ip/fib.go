@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"net/netip"
 	"slices"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // The forwarding structures. A published version (fib) is immutable: every
@@ -516,7 +518,7 @@ func (w *writerState) lookupRule4(dst uint32) (netip.Prefix, uint16, bool) {
 	for l := 32; l >= 0; l-- {
 		a := dst & mask4(l)
 		if v, ok := w.rules4[l][a]; ok {
-			return netip.PrefixFrom(addrFrom4(a), l), v, true
+			return netip.PrefixFrom(packet.AddrFromU32(a), l), v, true
 		}
 	}
 	return netip.Prefix{}, 0, false

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // refTable is the simple reference LPM: one map per prefix length, searched
@@ -77,12 +79,12 @@ func check4(t *testing.T, f *fib, ref *refTable, d uint32) {
 	want, ok := ref.lookup4(d)
 	if !ok {
 		if got != nil {
-			t.Fatalf("lookup %v: got %v, want no route", addrFrom4(d), got)
+			t.Fatalf("lookup %v: got %v, want no route", packet.AddrFromU32(d), got)
 		}
 		return
 	}
 	if !slices.Equal(got, want.Hops()) {
-		t.Fatalf("lookup %v: got %v, want %v (route %v)", addrFrom4(d), got, want.Hops(), want)
+		t.Fatalf("lookup %v: got %v, want %v (route %v)", packet.AddrFromU32(d), got, want.Hops(), want)
 	}
 }
 
@@ -121,7 +123,7 @@ func TestFIBAgreesWithReference(t *testing.T) {
 			f.lookup4Batch(dst, val)
 			for j, d := range dst {
 				if val[j] != f.lookup4(d) {
-					t.Fatalf("batch lookup %v: %d, single %d", addrFrom4(d), val[j], f.lookup4(d))
+					t.Fatalf("batch lookup %v: %d, single %d", packet.AddrFromU32(d), val[j], f.lookup4(d))
 				}
 				check4(t, f, ref, d)
 			}
@@ -192,7 +194,7 @@ func TestFIBIncremental(t *testing.T) {
 	for i, s := range snaps {
 		for j, d := range s.probe {
 			if got := hopsOf(s.f, s.f.lookup4(d)); !slices.Equal(got, s.want[j]) {
-				t.Fatalf("version %d changed after publish: %v now %v, was %v", i, addrFrom4(d), got, s.want[j])
+				t.Fatalf("version %d changed after publish: %v now %v, was %v", i, packet.AddrFromU32(d), got, s.want[j])
 			}
 		}
 	}
@@ -396,7 +398,7 @@ func TestTableLimits(t *testing.T) {
 	// More /24s with longer prefixes than there are groups.
 	var many []Route
 	for i := range maxGroups + 1 {
-		many = append(many, Route{Prefix: netip.PrefixFrom(addrFrom4(0x0b000000|uint32(i)<<8|0x80), 25)})
+		many = append(many, Route{Prefix: netip.PrefixFrom(packet.AddrFromU32(0x0b000000|uint32(i)<<8|0x80), 25)})
 	}
 	if err := tb.Replace(many); !errors.Is(err, errTableFull) {
 		t.Errorf("Replace with %d groups: %v", len(many), err)
@@ -407,7 +409,7 @@ func TestTableLimits(t *testing.T) {
 	// Too many next-hop sets.
 	var hops []Route
 	for i := range MaxNextHopSets + 1 {
-		hops = append(hops, Route{Prefix: netip.PrefixFrom(addrFrom4(0x0c000000|uint32(i)<<8), 24), NextHop: addrFrom4(0x0d000000 | uint32(i))})
+		hops = append(hops, Route{Prefix: netip.PrefixFrom(packet.AddrFromU32(0x0c000000|uint32(i)<<8), 24), NextHop: packet.AddrFromU32(0x0d000000 | uint32(i))})
 	}
 	big, _ := NewTable(nil)
 	if err := big.Replace(hops); !errors.Is(err, errTableFull) {
@@ -452,7 +454,7 @@ func TestECMP(t *testing.T) {
 			t.Fatalf("hash %d: paths %v and %v", h, a, b)
 		}
 		count[a.Out]++
-		if a.Via != addrFrom4(0x0a000001+uint32(a.Out)) {
+		if a.Via != packet.AddrFromU32(0x0a000001+uint32(a.Out)) {
 			t.Fatalf("path %v: via and out do not pair", a)
 		}
 	}

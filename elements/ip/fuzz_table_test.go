@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // FuzzRoutesFile: any file content either loads, and then every route is
@@ -104,7 +106,7 @@ func FuzzTableOps(f *testing.F) {
 			var p netip.Prefix
 			if op&2 == 0 {
 				addr := uint32(a)<<24 | uint32(b)<<16 | uint32(a^b)<<8 | uint32(val)
-				p = netip.PrefixFrom(addrFrom4(addr), int(bits)%33).Masked()
+				p = netip.PrefixFrom(packet.AddrFromU32(addr), int(bits)%33).Masked()
 				probes4 = append(probes4, addr)
 			} else {
 				var x [16]byte

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // -ip.heaptable builds the benchmark table as before slabs (every page a
@@ -153,7 +154,7 @@ func BenchmarkIPLookup1M(b *testing.B) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	spread := make([][]byte, 4096)
 	for i := range spread {
-		spread[i] = ipFrameTo(b, addrFrom4(0x0a000000+uint32(rng.IntN(19<<16))).String())
+		spread[i] = ipFrameTo(b, packet.AddrFromU32(0x0a000000+uint32(rng.IntN(19<<16))).String())
 	}
 	single := [][]byte{ipFrameTo(b, "10.5.6.7")}
 	for _, c := range []struct {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // GenOptions describe a synthetic route table (GenerateRoutes).
@@ -58,7 +60,7 @@ func GenerateRoutes(o GenOptions) []Route {
 		cum[l] = total
 	}
 	hop4 := func(i int) Hop {
-		return Hop{Via: addrFrom4(0x0a000000 | 0xff<<16 | uint32(i/250)<<8 | uint32(1+i%250)), Out: i % o.Ports}
+		return Hop{Via: packet.AddrFromU32(0x0a000000 | 0xff<<16 | uint32(i/250)<<8 | uint32(1+i%250)), Out: i % o.Ports}
 	}
 	hop6 := func(i int) Hop {
 		return Hop{Via: netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, 15: byte(i), 14: byte(i >> 8)}), Out: i % o.Ports}
@@ -93,7 +95,7 @@ func GenerateRoutes(o GenOptions) []Route {
 			continue
 		}
 		seen4[k] = struct{}{}
-		r := Route{Prefix: netip.PrefixFrom(addrFrom4(a), l)}
+		r := Route{Prefix: netip.PrefixFrom(packet.AddrFromU32(a), l)}
 		paths(&r, hop4)
 		out = append(out, r)
 	}

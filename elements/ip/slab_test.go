@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // sameFIB4 compares two IPv4 versions entry by entry: every tbl24 entry,
@@ -20,14 +22,14 @@ func sameFIB4(t *testing.T, a, b *fib) {
 		ea := a.pages[s>>pageBits][s&(pageSize-1)]
 		eb := b.pages[s>>pageBits][s&(pageSize-1)]
 		if ea != eb {
-			t.Fatalf("/24 %v: entry %#x, want %#x", addrFrom4(s<<8), ea, eb)
+			t.Fatalf("/24 %v: entry %#x, want %#x", packet.AddrFromU32(s<<8), ea, eb)
 		}
 		if ea&grpBit == 0 {
 			continue
 		}
 		for j := uint32(0); j < 256; j++ {
 			if va, vb := a.lookup4(s<<8|j), b.lookup4(s<<8|j); va != vb {
-				t.Fatalf("lookup %v: %d, want %d", addrFrom4(s<<8|j), va, vb)
+				t.Fatalf("lookup %v: %d, want %d", packet.AddrFromU32(s<<8|j), va, vb)
 			}
 		}
 	}
@@ -137,7 +139,7 @@ func TestSlabMatchesHeap(t *testing.T) {
 				// A new /25../28 inside a random existing route's /24.
 				a := u32of(r.Prefix.Addr())&^0xff | uint32(rng.IntN(256))
 				l := 25 + rng.IntN(4)
-				p := netip.PrefixFrom(addrFrom4(a), l).Masked()
+				p := netip.PrefixFrom(packet.AddrFromU32(a), l).Masked()
 				cs[i] = Change{Route: Route{Prefix: p, NextHop: addrU32(0x0d000001), Out: 1}}
 			}
 		}

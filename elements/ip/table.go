@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // Hop is one path of a route: out of port Out towards Via. A zero Via marks
@@ -450,7 +451,7 @@ func (w *writerState) exact(p netip.Prefix) (uint16, netip.Prefix, bool) {
 // for introspection (it takes the writers' lock to read the prefix, which
 // the forwarding structure does not keep); packets use the lock-free path.
 func (t *Table) Lookup(dst uint32) (Route, bool) {
-	return t.Route(addrFrom4(dst))
+	return t.Route(packet.AddrFromU32(dst))
 }
 
 // Route returns the route the current version uses for dst (IPv4 or IPv6),
@@ -510,7 +511,7 @@ func (t *Table) Routes() []Route {
 	out := make([]Route, 0, w.n4+w.n6)
 	for l, m := range w.rules4 {
 		for a, v := range m {
-			out = append(out, routeFrom(netip.PrefixFrom(addrFrom4(a), l), w.nh[v-1]))
+			out = append(out, routeFrom(netip.PrefixFrom(packet.AddrFromU32(a), l), w.nh[v-1]))
 		}
 	}
 	for p, v := range w.rules6 {
@@ -594,7 +595,7 @@ func (t *Table) Update(fn func(b *Builder) error) error {
 	w := t.w
 	for l, m := range w.rules4 {
 		for a, v := range m {
-			p := netip.PrefixFrom(addrFrom4(a), l)
+			p := netip.PrefixFrom(packet.AddrFromU32(a), l)
 			b.routes[p] = routeFrom(p, w.nh[v-1])
 		}
 	}
@@ -732,7 +733,3 @@ func u32from(b [4]byte) uint32 {
 }
 
 func u32of(a netip.Addr) uint32 { return u32from(a.As4()) }
-
-func addrFrom4(v uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}

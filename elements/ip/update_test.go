@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // The flapping prefixes of TestUpdateUnderTraffic: K prefixes in
@@ -28,14 +29,14 @@ const (
 func flapPrefix(i int) (netip.Prefix, uint32) {
 	a := uint32(flapBase + i<<8)
 	if i%3 == 0 {
-		return netip.PrefixFrom(addrFrom4(a|0x40), 26), a | 0x41
+		return netip.PrefixFrom(packet.AddrFromU32(a|0x40), 26), a | 0x41
 	}
-	return netip.PrefixFrom(addrFrom4(a), 24), a | 0x07
+	return netip.PrefixFrom(packet.AddrFromU32(a), 24), a | 0x07
 }
 
 func flapPresent(i, s int) bool { return (i+s)%4 != 0 }
 
-func flapVia(s int) netip.Addr { return addrFrom4(0x0b000000 | uint32(s)) }
+func flapVia(s int) netip.Addr { return packet.AddrFromU32(0x0b000000 | uint32(s)) }
 
 func flapChanges(s int) []Change {
 	cs := make([]Change, flapK)
@@ -57,7 +58,7 @@ func flapChanges(s int) []Change {
 // backwards for a worker. The writer must sustain >= 100k changes/s.
 func TestUpdateUnderTraffic(t *testing.T) {
 	base := GenerateRoutes(GenOptions{Seed: 8, Routes: 50000, Ports: 1})
-	base = append(base, Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), NextHop: addrFrom4(staticVia), Out: 0})
+	base = append(base, Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), NextHop: packet.AddrFromU32(staticVia), Out: 0})
 	var kept []Route
 	for _, r := range base {
 		// Keep the synthetic table out of the flapping range.
@@ -85,7 +86,7 @@ func TestUpdateUnderTraffic(t *testing.T) {
 			i := (j*37 + w) % flapK
 			_, d := flapPrefix(i)
 			idx[j] = i
-			frames[j] = ipFrameTo(t, addrFrom4(d).String())
+			frames[j] = ipFrameTo(t, packet.AddrFromU32(d).String())
 		}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
