@@ -18,7 +18,8 @@ const (
 	fastMaxRoutes    = 1 << 20
 	fastMaxNeighbors = 1 << 16
 	// fastMaxFlows bounds the offloaded flow directions (the kernel
-	// preallocates the hash map: about 100 bytes each).
+	// preallocates the hash map: a 20-byte key and a 44-byte value per
+	// entry, plus its element header, and a 16-byte counter slot).
 	fastMaxFlows = 1 << 18
 )
 
@@ -32,8 +33,7 @@ type fastTable struct {
 	mu     sync.Mutex
 	t      *fastpath.Tables
 	refs   int
-	locals map[netip.Prefix]int     // /32s of device addresses: how many devices hold each
-	flows  map[fastpath.FlowKey]int // installed flow directions and their slots
+	locals map[netip.Prefix]int // /32s of device addresses: how many devices hold each
 }
 
 var (
@@ -49,7 +49,7 @@ func acquireFastTable() (*fastTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		fastShared = &fastTable{t: t, locals: map[netip.Prefix]int{}, flows: map[fastpath.FlowKey]int{}}
+		fastShared = &fastTable{t: t, locals: map[netip.Prefix]int{}}
 	}
 	fastShared.refs++
 	return fastShared, nil
@@ -89,7 +89,7 @@ func (f *fastTable) removeLocal(a netip.Addr) {
 	_ = f.t.DeleteRoute(p)
 }
 
-// device is the fast-path device behind out.
+// fastDevice is the fast-path device behind out.
 func fastDevice(out drivers.Device) (*Device, error) {
 	d, ok := out.(*Device)
 	if !ok || d.ft == nil {
@@ -174,19 +174,15 @@ func (f *fastTable) SetFlow(fl drivers.FastFlow) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, dup := f.flows[k]; dup {
-		// Another worker's tracker installed this direction (it reached
-		// two workers): the kernel counts it in that worker's slot.
-		return 0, drivers.ErrFlowExists
-	}
-	slot, err := f.t.SetFlow(k, a)
-	if errors.Is(err, fastpath.ErrFlowsFull) {
+	// AddFlow, not SetFlow: a direction another worker's tracker
+	// installed (it reached two workers) stays that worker's, counted in
+	// its slot.
+	slot, err := f.t.AddFlow(k, a)
+	switch {
+	case errors.Is(err, fastpath.ErrFlowsFull):
 		return 0, drivers.ErrFlowsFull
-	}
-	if err == nil {
-		f.flows[k] = slot
+	case errors.Is(err, fastpath.ErrFlowExists):
+		return 0, drivers.ErrFlowExists
 	}
 	return slot, err
 }
@@ -197,12 +193,6 @@ func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := f.flows[k]; !ok || s != slot {
-		return nil // not ours (or gone)
-	}
-	delete(f.flows, k)
 	return f.t.DeleteFlow(k, slot)
 }
 

@@ -859,3 +859,25 @@ func TestFlowGeneration(t *testing.T) {
 	}
 	f.wantFlow("back to 7", udp.frame(t), k, a)
 }
+
+// TestAddFlow: AddFlow installs a new key like SetFlow, and refuses an
+// installed one (ErrFlowExists) without touching its entry, slot or
+// counters.
+func TestAddFlow(t *testing.T) {
+	f := newFixture(t)
+	udp := pkt{proto: protoUDP, src: "192.168.1.10", dst: "203.0.113.5", sport: 40000, dport: 53, ttl: 64, payload: 20}
+	k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.7", 61000, 5353, 1)
+	slot, err := f.t.AddFlow(k, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wantFlow("added", udp.frame(t), k, a)
+	b := natAction("198.51.100.2", "10.20.0.8", 61001, 5354, 1)
+	if _, err := f.t.AddFlow(k, b); !errors.Is(err, ErrFlowExists) {
+		t.Fatalf("AddFlow of an installed key: %v, want ErrFlowExists", err)
+	}
+	f.wantFlow("still the first action", udp.frame(t), k, a)
+	if p, _ := f.t.FlowCounters(slot); p != 2 {
+		t.Errorf("slot %d counted %d packets, want 2 (not reset by the refused AddFlow)", slot, p)
+	}
+}

@@ -15,8 +15,12 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// ErrFlowsFull is SetFlow's error when every counter slot is in use.
-var ErrFlowsFull = errors.New("fastpath: flow table full")
+// ErrFlowsFull is SetFlow's error when every counter slot is in use;
+// ErrFlowExists AddFlow's when the key is installed already.
+var (
+	ErrFlowsFull  = errors.New("fastpath: flow table full")
+	ErrFlowExists = errors.New("fastpath: flow already installed")
+)
 
 // FlowKey is one direction of a flow as it arrives. ICMP echo: Sport and
 // Dport are both the identifier.
@@ -191,6 +195,17 @@ func flowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, 
 // slot, even when the table is full. A new key takes a free slot, or
 // fails with ErrFlowsFull when all maxFlows are in use.
 func (t *Tables) SetFlow(k FlowKey, a FlowAction) (slot int, err error) {
+	return t.setFlow(k, a, true)
+}
+
+// AddFlow is SetFlow for a key that must not be installed yet: it fails
+// with ErrFlowExists, leaving the entry and its counters alone, when it
+// is (another owner's flow, e.g. a flow that reached two workers).
+func (t *Tables) AddFlow(k FlowKey, a FlowAction) (slot int, err error) {
+	return t.setFlow(k, a, false)
+}
+
+func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err error) {
 	key, err := encodeFlowKey(k)
 	if err != nil {
 		return -1, err
@@ -202,6 +217,9 @@ func (t *Tables) SetFlow(k FlowKey, a FlowAction) (slot int, err error) {
 	t.flowMu.Lock()
 	defer t.flowMu.Unlock()
 	s, replace := t.slots[key]
+	if replace && !replaceOK {
+		return -1, ErrFlowExists
+	}
 	if !replace {
 		if len(t.free) == 0 {
 			return -1, ErrFlowsFull
