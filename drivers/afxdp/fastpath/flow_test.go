@@ -881,3 +881,26 @@ func TestAddFlow(t *testing.T) {
 		t.Errorf("slot %d counted %d packets, want 2 (not reset by the refused AddFlow)", slot, p)
 	}
 }
+
+// BenchmarkAddDeleteFlow: the control-plane cost of offloading one flow
+// direction and taking it back: three bpf(2) calls (the counter reset and
+// the entry on install, the delete), what a FastTrack tick pays per flow.
+func BenchmarkAddDeleteFlow(b *testing.B) {
+	f := newFixtureFlows(b, 1024)
+	udp := pkt{proto: protoUDP, src: "192.168.1.10", dst: "203.0.113.5", sport: 40000, dport: 53, ttl: 64}
+	k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.7", 61000, 5353, 1)
+	// Another flow stays installed, as in steady state: the flow count
+	// never drops to 0, so fp_flow_gen is not rewritten each time.
+	other := udp
+	other.sport++
+	f.setFlow(other.key(loIfindex), a)
+	for b.Loop() {
+		slot, err := f.t.AddFlow(k, a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.t.DeleteFlow(k, slot); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
