@@ -1,6 +1,7 @@
 package arp_test
 
 import (
+	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -62,5 +63,37 @@ func TestARPQuerierFastPath(t *testing.T) {
 	}
 	if n := h.Counter("fastpath errors"); n != 0 {
 		t.Errorf("fastpath errors = %d", n)
+	}
+}
+
+// TestARPQuerierFastPathRefresh: a neighbour that keeps sending ARP is
+// copied into the fast path once per quarter timeout, not once per frame;
+// a new MAC is copied at once.
+func TestARPQuerierFastPathRefresh(t *testing.T) {
+	clk := useClock(t)
+	log := &neighborLog{}
+	c := querierCfg()
+	c.Timeout = 20 * time.Second
+	h := newQuerier(t, c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
+	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
+	for i := 0; i < 10; i++ {
+		h.Push(1, arpMsg(t, layers.ARPReply, peerMAC, "10.2.0.2", "10.2.0.1"))
+		clk.add(100 * time.Millisecond)
+	}
+	calls := func() int { log.mu.Lock(); defer log.mu.Unlock(); return len(log.set) }
+	if n := calls(); n != 1 {
+		t.Fatalf("10 ARP frames within a second: %d fast-path updates, want 1", n)
+	}
+	clk.add(5 * time.Second) // a quarter of the timeout
+	h.Push(1, arpMsg(t, layers.ARPReply, peerMAC, "10.2.0.2", "10.2.0.1"))
+	if n := calls(); n != 2 {
+		t.Fatalf("after a quarter timeout: %d updates, want 2", n)
+	}
+	moved := net.HardwareAddr{0x02, 0, 0, 0, 0x02, 0x99}
+	h.Push(1, arpMsg(t, layers.ARPReply, moved, "10.2.0.2", "10.2.0.1"))
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.set) != 3 || log.set[2] != "wan 10.2.0.2 02:00:00:00:02:99 20s" {
+		t.Fatalf("after the neighbour moved: %q", log.set)
 	}
 }

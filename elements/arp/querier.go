@@ -609,10 +609,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			q.learned.Add(1)
 			learnedAny = true
 			if q.fast != nil {
-				// A system call, but per ARP frame, not per packet.
-				if q.fast.SetNeighbor(q.dev, packet.AddrFromU32(sender), [6]byte(smac), time.Duration(q.tmo)) != nil {
-					q.fastErrs.Add(1)
-				}
+				q.toFastPath(sender, mw, now)
 			}
 		}
 		p.Free()
@@ -651,3 +648,27 @@ func (q *Querier) Close() error {
 // staticLifetime is how long the fast path trusts a static neighbour:
 // for the life of the process.
 const staticLifetime = 100 * 365 * 24 * time.Hour
+
+// toFastPath copies a neighbour just learnt or confirmed into the device's
+// fast path, valid for the querier's timeout. It is a system call, so it is
+// made only when the MAC differs from the one the fast path has, or when
+// what it has is a quarter of its lifetime old: a neighbour that ARPs
+// often (or a flood of ARP from one) costs one call per tmo/4, not one
+// per frame.
+func (q *Querier) toFastPath(ip uint32, mac uint64, now int64) {
+	s, _ := q.t.find(ip)
+	if s == nil {
+		return
+	}
+	if s.fastMAC.Load() == mac && now-s.fastAt.Load() < q.tmo/4 {
+		return
+	}
+	var m [6]byte
+	putMAC(m[:], mac)
+	if q.fast.SetNeighbor(q.dev, packet.AddrFromU32(ip), m, time.Duration(q.tmo)) != nil {
+		q.fastErrs.Add(1)
+		return
+	}
+	s.fastMAC.Store(mac)
+	s.fastAt.Store(now)
+}

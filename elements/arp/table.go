@@ -43,7 +43,11 @@ type slot struct {
 	// any worker): requests are rate limited per next hop through a CAS
 	// on it.
 	probe atomic.Int64
-	_     [40]byte // a slot per cache line: workers probing different hops do not share lines
+	// fastMAC and fastAt are what was last copied into the device's
+	// fast path, and when (Querier.toFastPath).
+	fastMAC atomic.Uint64
+	fastAt  atomic.Int64
+	_       [16]byte // a slot per cache line (64 bytes): workers probing different hops do not share lines
 }
 
 type table struct {

@@ -1,6 +1,9 @@
 package arp
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // A chain full of live entries refuses a new one; once they are dead, a
 // slot is recycled and a reader never sees the old IP with the new MAC.
@@ -38,5 +41,13 @@ func TestTableFullAndRecycle(t *testing.T) {
 	tb2.setStatic(ips[0], 7)
 	if tb2.learn(ips[0], 9, 5, true, 1<<62) {
 		t.Fatalf("static entry relearnt")
+	}
+}
+
+// TestSlotSize: a neighbour slot fills one cache line exactly, so that
+// workers touching different next hops never share a line.
+func TestSlotSize(t *testing.T) {
+	if n := unsafe.Sizeof(slot{}); n != 64 {
+		t.Fatalf("slot is %d bytes, want 64", n)
 	}
 }
