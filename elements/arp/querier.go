@@ -153,9 +153,10 @@ func init() {
 				"that ARP for the device's own addresses; any ARP frame from a known neighbour " +
 				"refreshes it; unsolicited replies make no entry (Linux's arp_accept=0). When DEVICE " +
 				"has a fast path (afxdp, fastpath = true), every neighbour learnt (and every static one) " +
-				"is copied into it for timeout, so the fast path forwards to it in the kernel until the " +
-				"entry would go stale here; after that its packets come back through this element, " +
-				"which resolves it again.",
+				"is copied into it for timeout, so the fast path forwards to it in the kernel; the copy is " +
+				"renewed when the neighbour's MAC changes or, on its next ARP frame, once it is a quarter " +
+				"timeout old (one system call per neighbour per quarter timeout, not per frame). When it " +
+				"lapses, the packets come back through this element, which resolves the neighbour again.",
 		},
 	})
 }
