@@ -54,6 +54,10 @@ type Counter struct {
 	Value uint64
 }
 
+// CounterFastPathForwarded names the counter of packets a device forwarded
+// itself (FastPath), which the pipeline's totals report apart.
+const CounterFastPathForwarded = "fastpath_forwarded"
+
 // OpenContext is what a driver gets when the pipeline opens a device.
 type OpenContext struct {
 	Name    string // the device's name in the graph

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
 )
 
 // Snapshot is the router's accounting read at one instant: per element and
@@ -150,7 +152,7 @@ func (r *Router) Snapshot() *Snapshot {
 				s.Totals.TX += c.Value
 			case isTxDrop(c.Name):
 				s.Totals.Drops += c.Value
-			case c.Name == "fastpath_forwarded":
+			case c.Name == drivers.CounterFastPathForwarded:
 				s.Totals.FastPath += c.Value
 			}
 		}

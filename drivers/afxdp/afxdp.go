@@ -529,7 +529,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_ring_empty", Value: s[13]},
 	}
 	if d.fp != nil {
-		cs = append(cs, drivers.Counter{Name: "fastpath_forwarded", Value: fc.Forwarded},
+		cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: fc.Forwarded},
 			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
 			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
 			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
