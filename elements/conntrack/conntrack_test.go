@@ -17,6 +17,15 @@ func TestConnSize(t *testing.T) {
 	if s := unsafe.Sizeof(conntrack.Conn{}); s > 128 {
 		t.Fatalf("Conn is %d bytes, want ≤ 128", s)
 	}
+	// A flow-cache entry is one cache line, and its key has Tuple's
+	// layout (CacheMatch compares the first 13 bytes as a Tuple).
+	var e conntrack.CacheEntry
+	if s := unsafe.Sizeof(e); s != 64 {
+		t.Fatalf("CacheEntry is %d bytes, want 64", s)
+	}
+	if unsafe.Offsetof(e.Proto) != unsafe.Offsetof(conntrack.Tuple{}.Proto) || unsafe.Offsetof(e.Sport) != unsafe.Offsetof(conntrack.Tuple{}.Sport) {
+		t.Fatal("CacheEntry's key is not laid out as a Tuple")
+	}
 }
 
 // clock is a hand-moved clock.

@@ -49,7 +49,7 @@ const (
 	FlagDNAT                    // the destination is translated in the original direction
 	FlagSNATDone                // SNAT has decided this flow (translated or not)
 	FlagDNATDone                // DNAT has decided this flow
-	flagAssuredList             // on the assured list (else the unassured one)
+	flagCached                  // the flow cache may hold a direction of this flow (flowcache.go)
 	flagLive                    // in use (else on the free list)
 )
 
@@ -112,6 +112,9 @@ type Table struct {
 	refs       int  // registry references
 	configured bool // a Conntrack element set the capacity
 	mem        [2]*mapping
+
+	fc          flowCache // FastTrack's compiled flow directions (flowcache.go)
+	cacheWanted bool
 }
 
 // NewTable returns a table for capacity flows with the given timeouts and
@@ -145,6 +148,9 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 		runtime.AddCleanup(t, func(m [2]*mapping) { m[0].free(); m[1].free() }, t.mem)
 	}
 	t.mask = uint32(nb - 1)
+	if t.cacheWanted {
+		t.allocCache()
+	}
 	t.seed0, t.seed1 = rand.Uint64()|1, rand.Uint64()
 	t.timeouts, t.now = to, now
 	t.lists = [2]list{}
@@ -163,6 +169,7 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 // empties the table (FlowOf then finds nothing in it).
 func (t *Table) release() {
 	t.conns, t.buckets, t.mask = nil, nil, 0
+	t.releaseCache()
 	t.mem[0].free()
 	t.mem[1].free()
 	t.mem = [2]*mapping{}
@@ -230,6 +237,11 @@ func (t *Table) Find(k *Tuple, now int64) (idx uint32, dir uint8, ok bool) {
 // findIn is Find in bucket h (the hash of k).
 func (t *Table) findIn(k *Tuple, h uint32, now int64) (idx uint32, dir uint8, ok bool) {
 	idx, dir, ok = t.lookupIn(k, h)
+	if ok {
+		// The slow path may change the flow: its cached directions
+		// are folded in (exact expiry and counters) and dropped.
+		t.uncache(idx)
+	}
 	if ok && now >= t.conns[idx].Expires {
 		t.Delete(idx)
 		t.Expired++
@@ -325,8 +337,10 @@ func (t *Table) listRemove(which int, idx uint32) {
 	c.prev, c.nxt = 0, 0
 }
 
+// listOf is the eviction list entry c is on: assured flows are moved to
+// list 1 when they become assured (SetAssured), never back.
 func listOf(c *Conn) int {
-	if c.Flags&flagAssuredList != 0 {
+	if c.Flags&FlagAssured != 0 {
 		return 1
 	}
 	return 0
@@ -367,6 +381,7 @@ const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
+		t.Sync(h)
 		if now < t.conns[h].Expires {
 			t.Evicted++
 		} else {
@@ -380,6 +395,7 @@ func (t *Table) evict(now int64) bool {
 		if h == 0 {
 			return false
 		}
+		t.Sync(h)
 		if now >= t.conns[h].Expires {
 			t.Delete(h)
 			t.Expired++
@@ -398,6 +414,7 @@ func (t *Table) Delete(idx uint32) {
 	if c.Flags&flagLive == 0 {
 		return
 	}
+	t.uncache(idx)
 	t.unlink(idx, 0)
 	t.unlink(idx, 1)
 	t.listRemove(listOf(c), idx)
@@ -414,9 +431,8 @@ func (t *Table) SetAssured(idx uint32) {
 	if c.Flags&FlagAssured != 0 {
 		return
 	}
-	c.Flags |= FlagAssured
 	t.listRemove(0, idx)
-	c.Flags |= flagAssuredList
+	c.Flags |= FlagAssured
 	t.listAdd(1, idx)
 }
 
@@ -453,6 +469,9 @@ func (t *Table) Collect(now int64) {
 			t.gc = 1
 		}
 		c := &t.conns[i]
+		if c.Flags&flagLive != 0 && now >= c.Expires {
+			t.Sync(i) // hits in the flow cache extend it
+		}
 		if c.Flags&flagLive != 0 && now >= c.Expires {
 			t.Delete(i)
 			t.Expired++

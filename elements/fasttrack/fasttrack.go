@@ -106,7 +106,8 @@ func init() {
 						"in-kernel fast path, which then applies the same rewrite and transmits without the graph"},
 			},
 			Stats: "counters: \"fasttracked packets\", \"fasttracked bytes\" (IP bytes), \"hits\" (= fasttracked packets), " +
-				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn). " +
+				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn), " +
+				"\"cache compiles\" (flow directions compiled into the flow cache; without offload). " +
 				"With offload: \"offloaded flows\" (directions in the kernel now, a gauge), \"offloaded packets\" (what the kernel " +
 				"forwarded for them, also counted in fasttracked packets and bytes), \"offload ended\" (directions taken back: " +
 				"flow ended, changed or timed out), \"offload full\" (the kernel's flow table was full: the direction stays in " +
@@ -124,6 +125,14 @@ func init() {
 				"prefetched together (conntrack.Table.Warm) so that a table of 1M flows costs little more than a small one. " +
 				"It counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
+				"Flow cache (without the offload key): the first fast-path hit of a direction compiles it into the worker's flow " +
+				"cache, one 64-byte line holding the arrival tuple, the rewritten tuple with both checksum deltas precomputed, " +
+				"the Ethernet header (by index), the output and the hits not yet counted in the flow. Its later packets read " +
+				"that one line instead of the flow table's bucket and two entry lines. The flow table stays the authority: " +
+				"anything that may change a flow (a packet of it on the slow path, its deletion, eviction or expiry) first " +
+				"folds the cached hits into it (packets, bytes, timeout) and drops the entry; the garbage collector folds " +
+				"before it judges a flow idle; a new generation or an expired timeout makes the entry miss. A direction whose " +
+				"cache set (two ways) is full replaces the second way; the displaced flow keeps the flow-table path.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
 				"same rewrite. Its packets then never reach the graph: each installed direction is visited every 100 ms, its " +
@@ -170,6 +179,8 @@ type FastTrack struct {
 	hs   [chunk]uint32
 
 	pkts, bytes, hits, misses *atomic.Uint64
+	compiled                  uint64 // flow-cache compiles not yet added to compiles
+	compiles                  *atomic.Uint64
 
 	off *offload // nil without the offload key
 }
@@ -186,10 +197,15 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, after: uint32(c.After), both: c.both, idle: c.idle,
 		outs: ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
-		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses")}
+		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
 	e.split = make([]*packet.Batch, len(ctx.Outputs))
 	for i := range e.split {
 		e.split[i] = packet.NewBatch(max(ctx.Batch, 1))
+	}
+	if len(c.Offload) == 0 {
+		// With offload the devices' own fast path takes the flows
+		// (and folds their counters into the flow table itself).
+		e.t.EnableCache()
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -232,6 +248,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	}
 	gen := conntrack.Generation()
 	now := t.Now()
+	cached := t.CacheEnabled()
 	miss := e.split[0]
 	var hits, bytes uint64
 	pkts := b.Pkts
@@ -244,11 +261,20 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		for i, p := range ps {
 			fastKey(p, &keys[i])
 		}
-		t.Warm(keys, e.hs[:])
+		if cached {
+			t.WarmCache(keys, e.hs[:])
+		} else {
+			t.Warm(keys, e.hs[:])
+		}
 		for i, p := range ps {
 			out, n := 0, 0
 			if keys[i].Proto != 0 {
-				out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
+				if cached {
+					out, n = e.hitCache(t, p, &keys[i], e.hs[i], gen, now)
+				}
+				if out == 0 {
+					out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
+				}
 			}
 			if out == 0 {
 				miss.Add(p)
@@ -273,6 +299,10 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	}
 	if misses != 0 {
 		e.misses.Add(misses)
+	}
+	if e.compiled != 0 {
+		e.compiles.Add(e.compiled)
+		e.compiled = 0
 	}
 }
 
@@ -342,6 +372,7 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	if !ok {
 		return 0, 0
 	}
+	t.Sync(idx) // the flow cache's hits, if it holds the flow
 	d := p.Data
 	h := d[packet.EthernetLen:]
 	c := t.Conn(idx)
@@ -377,7 +408,104 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	if e.off != nil && f.Offload == offNone {
 		e.off.queue(idx, c, dir)
 	}
+	if t.CacheEnabled() {
+		e.compile(t, idx, dir, c, k)
+	}
 	return int(f.Out), tl
+}
+
+// compile puts direction dir of flow idx, which just took the fast path
+// through the flow table, into the flow cache, with its rewrite's checksum
+// deltas computed once (the same sums packet.RewriteFlow adds, folded:
+// one's complement addition is associative, so the bytes are identical).
+func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, k *conntrack.Tuple) {
+	f := &c.Fast[dir]
+	o := &c.T[1-dir]
+	ce := conntrack.CacheEntry{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto,
+		Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NSrc: o.Dst, NDst: o.Src, NSport: o.Dport, NDport: o.Sport}
+	addrs := packet.ChecksumDelta32(k.Src, o.Dst) + packet.ChecksumDelta32(k.Dst, o.Src)
+	ce.IPSum = packet.FoldDelta(addrs + uint32(^(uint16(f.TTLDec) << 8)))
+	switch k.Proto {
+	case packet.ProtoTCP, packet.ProtoUDP:
+		ce.L4Sum = packet.FoldDelta(addrs + packet.ChecksumDelta16(k.Sport, o.Dport) + packet.ChecksumDelta16(k.Dport, o.Sport))
+	case packet.ProtoICMP:
+		ce.L4Sum = packet.FoldDelta(packet.ChecksumDelta16(k.Sport, o.Dport))
+	}
+	timeout := e.idle
+	if timeout <= 0 {
+		timeout = t.TimeoutOf(c)
+	}
+	if t.CompileCache(ce, idx, dir, &f.Eth, timeout) {
+		e.compiled++
+	}
+}
+
+// hitCache is hit through the flow cache: one cache line holds the
+// direction's key, rewrite and counters. It misses (and the flow table
+// path decides) when the direction is not cached, its rewrite is of an
+// older generation, the flow would have expired, or the packet differs
+// from what was compiled (TTL about to expire, ICMP echo the wrong way).
+func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple, hb uint32, gen uint32, now int64) (int, int) {
+	set := t.CacheSet(hb)
+	ce := &set[0]
+	if !conntrack.CacheMatch(ce, k) {
+		ce = &set[1]
+		if !conntrack.CacheMatch(ce, k) {
+			return 0, 0
+		}
+	}
+	d := p.Data
+	h := d[packet.EthernetLen:]
+	dir := ce.Bits & conntrack.CacheDir
+	ttl := h[8]
+	if ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
+		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
+		return 0, 0
+	}
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	l4 := h[packet.IPv4MinLen:tl] // fastKey checked tl
+	h[8] = ttl - ce.TTLDec
+	binary.BigEndian.PutUint32(h[12:], ce.NSrc)
+	binary.BigEndian.PutUint32(h[16:], ce.NDst)
+	binary.BigEndian.PutUint16(h[10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(h[10:]))+uint32(ce.IPSum)))
+	switch k.Proto {
+	case packet.ProtoTCP:
+		binary.BigEndian.PutUint16(l4[0:], ce.NSport)
+		binary.BigEndian.PutUint16(l4[2:], ce.NDport)
+		binary.BigEndian.PutUint16(l4[16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(l4[16:]))+uint32(ce.L4Sum)))
+	case packet.ProtoUDP:
+		binary.BigEndian.PutUint16(l4[0:], ce.NSport)
+		binary.BigEndian.PutUint16(l4[2:], ce.NDport)
+		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 { // 0: no checksum (RFC 768)
+			cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
+			if cs == 0 {
+				cs = 0xffff
+			}
+			binary.BigEndian.PutUint16(l4[6:], cs)
+		}
+	case packet.ProtoICMP:
+		if ce.NSport != k.Sport {
+			binary.BigEndian.PutUint16(l4[4:], ce.NSport)
+			binary.BigEndian.PutUint16(l4[2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(l4[2:]))+uint32(ce.L4Sum)))
+		}
+	}
+	copy(d[:12], t.Adj(ce.Adj)[:])
+	ce.Pkts++
+	ce.Bytes += uint32(tl)
+	ce.Deadline = now + t.CacheTimeout(ce)
+	if ce.Bytes >= conntrack.CacheFoldAt {
+		t.FoldCache(ce)
+	}
+	st := uint8(packet.CtNew)
+	if ce.Bits&conntrack.CacheEstablished != 0 {
+		st = packet.CtEstablished
+	}
+	ct := &p.Ct
+	if ct.Table != any(t) {
+		ct.Table = t
+	}
+	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = ce.Idx, ce.Tag, st, dir, ttl
+	return int(ce.Out), tl
 }
 
 // rewrite applies a flow direction's whole slow-path rewrite to IPv4 header

@@ -1,0 +1,186 @@
+package fasttrack_test
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
+	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/fasttrack"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// cacheRig is FastTrack → Conntrack → FastTrackLearn on one pool with a
+// hand-moved clock; fast-tracked packets land in fast, the rest in slow.
+type cacheRig struct {
+	t          *testing.T
+	pool       *packet.Pool
+	ft         elements.Element
+	fst        *elements.Stats
+	slow, fast *elementtest.Recorder
+	tb         *conntrack.Table
+	now        int64
+}
+
+func newCacheRig(t *testing.T, capacity int) *cacheRig {
+	r := &cacheRig{t: t, pool: packet.NewPool(256), slow: &elementtest.Recorder{}, fast: &elementtest.Recorder{}, now: int64(time.Hour)}
+	learn, _, _ := build(t, r.pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, r.slow)
+	ctk, _, _ := build(t, r.pool, "Conntrack", &conntrack.Config{Capacity: capacity}, learn)
+	r.ft, r.fst, _ = build(t, r.pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, r.fast)
+	r.tb = conntrack.Acquire(r.pool)
+	t.Cleanup(func() { conntrack.Release(r.pool) })
+	r.tb.SetClock(func() int64 { return r.now })
+	if !r.tb.CacheEnabled() {
+		t.Fatal("FastTrack without offload did not enable the flow cache")
+	}
+	return r
+}
+
+// push sends frame n times, one packet per batch, and returns how many
+// took the fast path.
+func (r *cacheRig) push(frame []byte, n int) int {
+	f0 := len(r.fast.Pkts)
+	b := packet.NewBatch(1)
+	for range n {
+		b.Reset()
+		p := r.pool.Get()
+		p.SetFrame(frame)
+		b.Add(p)
+		r.ft.Push(0, b)
+	}
+	return len(r.fast.Pkts) - f0
+}
+
+// conn returns the flow holding tuple k, with its cached hits folded in.
+func (r *cacheRig) conn(k conntrack.Tuple) (uint32, *conntrack.Conn) {
+	idx, _, ok := r.tb.Lookup(&k)
+	if !ok {
+		r.t.Fatalf("no flow for %+v", k)
+	}
+	r.tb.Sync(idx)
+	return idx, r.tb.Conn(idx)
+}
+
+func tuple(src, dst string, sport, dport uint16, proto uint8) conntrack.Tuple {
+	a, b := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
+	return conntrack.Tuple{Src: binary.BigEndian.Uint32(a[:]), Dst: binary.BigEndian.Uint32(b[:]), Sport: sport, Dport: dport, Proto: proto}
+}
+
+// TestCacheCoherence: the flow cache serves a flow's packets with the flow
+// table's answers — its hits reach the flow's counters and expiry, the
+// garbage collector does not reap a flow that only the cache saw, an idle
+// flow expires on time, and a deleted or closing flow is never served from
+// a stale entry.
+func TestCacheCoherence(t *testing.T) {
+	r := newCacheRig(t, 8)
+	udpTimeout := r.tb.Timeouts().UDP
+	fa := ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.1", Dst: "203.0.113.1", Sport: 1000, Dport: 5000, Payload: 18})
+	ka := tuple("198.51.100.1", "203.0.113.1", 1000, 5000, packet.ProtoUDP)
+
+	// Two slow packets, one through the flow table (compiling the
+	// entry), then the cache.
+	if got := r.push(fa, 2); got != 0 {
+		t.Fatalf("%d of the first 2 packets fast-tracked", got)
+	}
+	if got := r.push(fa, 11); got != 11 {
+		t.Fatalf("%d of 11 fast-tracked", got)
+	}
+	if n := counter(r.fst, "cache compiles"); n != 1 {
+		t.Fatalf("cache compiles = %d, want 1 (then hits from the cache)", n)
+	}
+	_, c := r.conn(ka)
+	if c.Packets[0] != 13 || c.Bytes[0] != 13*uint64(len(fa)-packet.EthernetLen) {
+		t.Fatalf("flow counts %d packets, %d bytes after Sync; want 13, %d", c.Packets[0], c.Bytes[0], 13*(len(fa)-packet.EthernetLen))
+	}
+	if c.Expires != r.now+udpTimeout {
+		t.Fatalf("expires %d, want now+%d", c.Expires-r.now, udpTimeout)
+	}
+
+	// Hits 29 s later (cache only: the flow table's expiry is stale
+	// until folded), then 31 s after the last Sync: the collector must
+	// fold before it judges the flow.
+	r.now += 29 * int64(time.Second)
+	if got := r.push(fa, 3); got != 3 {
+		t.Fatalf("%d of 3 fast-tracked at +29 s", got)
+	}
+	r.now += 2 * int64(time.Second)
+	r.tb.Collect(r.now)
+	if r.tb.Len() != 1 {
+		t.Fatalf("the collector reaped a flow hit 2 s ago (%d flows)", r.tb.Len())
+	}
+	if got := r.push(fa, 1); got != 1 {
+		t.Fatal("flow not fast-tracked after the collector's pass")
+	}
+	_, c = r.conn(ka)
+	if c.Packets[0] != 17 {
+		t.Fatalf("flow counts %d packets, want 17", c.Packets[0])
+	}
+
+	// Idle past its timeout: the next packet is a new flow on the slow
+	// path, as without the cache.
+	r.now += udpTimeout
+	slow0 := len(r.slow.Pkts)
+	if got := r.push(fa, 1); got != 0 || len(r.slow.Pkts) != slow0+1 {
+		t.Fatalf("a packet after the timeout: %d fast, %d slow", got, len(r.slow.Pkts)-slow0)
+	}
+	if _, c = r.conn(ka); c.Packets[0] != 1 {
+		t.Fatalf("after expiry the flow counts %d packets, want a new flow with 1", c.Packets[0])
+	}
+
+	// Delete a cached flow and let another flow take its entry: the
+	// deleted flow's packets must take the slow path.
+	r.push(fa, 3) // cached again
+	idx, _ := r.conn(ka)
+	r.tb.Delete(idx)
+	fb := ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.2", Dst: "203.0.113.1", Sport: 1000, Dport: 5000, Payload: 18})
+	r.push(fb, 1)
+	if idxB, _ := r.conn(tuple("198.51.100.2", "203.0.113.1", 1000, 5000, packet.ProtoUDP)); idxB != idx {
+		t.Logf("the new flow took entry %d (the deleted one was %d)", idxB, idx)
+	}
+	if got := r.push(fa, 1); got != 0 {
+		t.Fatal("a deleted flow was served from the cache")
+	}
+
+	// Generation change: the cached rewrite is stale.
+	r.push(fa, 4)
+	conntrack.Invalidate()
+	if got := r.push(fa, 1); got != 0 {
+		t.Fatal("a cached entry was used after Invalidate")
+	}
+}
+
+// TestCacheTCPClose: a TCP flow cached in both directions stops being
+// fast-tracked once a FIN went through the slow path (the flow left
+// ESTABLISHED), though the next segments carry only ACK.
+func TestCacheTCPClose(t *testing.T) {
+	r := newCacheRig(t, 8)
+	syn := ct.Frame(ct.F{Proto: "tcp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.SYN})
+	synack := ct.Frame(ct.F{Proto: "tcp", Src: "192.0.2.1", Dst: "198.51.100.1", Sport: 80, Dport: 1000, Flags: ct.SYN | ct.ACK})
+	ack0 := ct.Frame(ct.F{Proto: "tcp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.ACK})
+	ack1 := ct.Frame(ct.F{Proto: "tcp", Src: "192.0.2.1", Dst: "198.51.100.1", Sport: 80, Dport: 1000, Flags: ct.ACK})
+	fin := ct.Frame(ct.F{Proto: "tcp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.FIN | ct.ACK})
+	r.push(syn, 1)
+	r.push(synack, 1)
+	r.push(ack0, 1) // established; learned
+	r.push(ack1, 1) // learned
+	if got := r.push(ack0, 5) + r.push(ack1, 5); got != 10 {
+		t.Fatalf("%d of 10 established segments fast-tracked", got)
+	}
+	if n := counter(r.fst, "cache compiles"); n != 2 {
+		t.Fatalf("cache compiles = %d, want 2 (one per direction)", n)
+	}
+	if got := r.push(fin, 1); got != 0 {
+		t.Fatal("a FIN was fast-tracked")
+	}
+	if got := r.push(ack1, 1) + r.push(ack0, 1); got != 0 {
+		t.Fatalf("%d segments of a closing flow fast-tracked", got)
+	}
+	_, c := r.conn(tuple("198.51.100.1", "192.0.2.1", 1000, 80, packet.ProtoTCP))
+	if c.Packets[0] != 1+1+5+1+1 || c.Packets[1] != 1+1+5+1 {
+		t.Fatalf("flow counts %v packets, want [9 8]", c.Packets)
+	}
+}
