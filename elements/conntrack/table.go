@@ -43,14 +43,14 @@ type Fast struct {
 
 // Conn flags.
 const (
-	FlagAssured     = 1 << iota // seen both ways (TCP: established after a reply): never evicted to admit a flow
-	FlagSeenReply               // a packet in the reply direction was seen
-	FlagSNAT                    // the source is translated in the original direction
-	FlagDNAT                    // the destination is translated in the original direction
-	FlagSNATDone                // SNAT has decided this flow (translated or not)
-	FlagDNATDone                // DNAT has decided this flow
-	flagCached                  // the flow cache may hold a direction of this flow (flowcache.go)
-	flagLive                    // in use (else on the free list)
+	FlagAssured   = 1 << iota // seen both ways (TCP: established after a reply): never evicted to admit a flow
+	FlagSeenReply             // a packet in the reply direction was seen
+	FlagSNAT                  // the source is translated in the original direction
+	FlagDNAT                  // the destination is translated in the original direction
+	FlagSNATDone              // SNAT has decided this flow (translated or not)
+	FlagDNATDone              // DNAT has decided this flow
+	flagCached                // the flow cache may hold a direction of this flow (flowcache.go)
+	flagLive                  // in use (else on the free list)
 )
 
 // Conn is one tracked flow: both directions' tuples (T[0] as the original
