@@ -136,6 +136,10 @@ func BenchmarkNATGraph(b *testing.B) {
 				}
 				hits := counter(s1, "ft", "fasttracked packets") - counter(s0, "ft", "fasttracked packets")
 				b.ReportMetric(float64(hits)/float64(pkts), "fast-share")
+				if fast {
+					comp := counter(s1, "ft", "cache compiles") - counter(s0, "ft", "cache compiles")
+					b.ReportMetric(float64(comp)/float64(pkts), "compiles/pkt")
+				}
 				if fast && float64(hits) < 0.9*float64(pkts) {
 					b.Errorf("FastTrack handled %d of %d packets", hits, pkts)
 				}

@@ -176,7 +176,8 @@ type FastTrack struct {
 
 	// Per chunk of up to 64 packets: tuples and buckets (see Push).
 	keys [chunk]conntrack.Tuple // Proto 0: not eligible
-	hs   [chunk]uint32
+	hs   [chunk]uint32 // bucket hashes
+	hc   [chunk]uint32 // upper hash halves (the flow cache's second slot)
 
 	pkts, bytes, hits, misses *atomic.Uint64
 	compiled                  uint64 // flow-cache compiles not yet added to compiles
@@ -262,7 +263,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 			fastKey(p, &keys[i])
 		}
 		if cached {
-			t.WarmCache(keys, e.hs[:])
+			t.WarmCache(keys, e.hs[:], e.hc[:])
 		} else {
 			t.Warm(keys, e.hs[:])
 		}
@@ -270,7 +271,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 			out, n := 0, 0
 			if keys[i].Proto != 0 {
 				if cached {
-					out, n = e.hitCache(t, p, &keys[i], e.hs[i], gen, now)
+					out, n = e.hitCache(t, p, &keys[i], e.hs[i], e.hc[i], gen, now)
 				}
 				if out == 0 {
 					out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
@@ -445,11 +446,10 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 // path decides) when the direction is not cached, its rewrite is of an
 // older generation, the flow would have expired, or the packet differs
 // from what was compiled (TTL about to expire, ICMP echo the wrong way).
-func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple, hb uint32, gen uint32, now int64) (int, int) {
-	set := t.CacheSet(hb)
-	ce := &set[0]
+func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple, hb, hc uint32, gen uint32, now int64) (int, int) {
+	ce, cb := t.CacheSlots(hb, hc)
 	if !conntrack.CacheMatch(ce, k) {
-		ce = &set[1]
+		ce = cb
 		if !conntrack.CacheMatch(ce, k) {
 			return 0, 0
 		}
