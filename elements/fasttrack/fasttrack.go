@@ -176,8 +176,8 @@ type FastTrack struct {
 
 	// Per chunk of up to 64 packets: tuples and buckets (see Push).
 	keys [chunk]conntrack.Tuple // Proto 0: not eligible
-	hs   [chunk]uint32 // bucket hashes
-	hc   [chunk]uint32 // upper hash halves (the flow cache's second slot)
+	hs   [chunk]uint32          // bucket hashes
+	hc   [chunk]uint32          // upper hash halves (the flow cache's second slot)
 
 	pkts, bytes, hits, misses *atomic.Uint64
 	compiled                  uint64 // flow-cache compiles not yet added to compiles
