@@ -128,8 +128,9 @@ func (t *Table) CacheSlots(hb, hc uint32) (a, b *CacheEntry) {
 }
 
 // WarmCache computes each key's bucket hash into hs (for LookupIn) and the
-// upper hash half into hc, and prefetches both cache slots of each key, so
-// that the misses of a chunk overlap.
+// upper hash half into hc (CacheSlots' second argument), and prefetches
+// both cache slots of each key, so that the misses of a chunk overlap.
+// Keys with protocol 0 (not eligible) are skipped.
 func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 	if len(t.fc.e) == 0 {
 		return
@@ -139,6 +140,9 @@ func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 	const size = unsafe.Sizeof(CacheEntry{})
 	m := t.fc.mask
 	for i := range keys {
+		if keys[i].Proto == 0 {
+			continue
+		}
 		x := t.hash64(&keys[i])
 		h, u := uint32(x)&t.mask, uint32(x>>32)
 		hs[i], hc[i] = h, u
