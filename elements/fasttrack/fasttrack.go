@@ -456,45 +456,48 @@ func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.
 			return 0, 0
 		}
 	}
-	d := p.Data
-	h := d[packet.EthernetLen:]
+	// Fixed offsets into the frame (fastKey checked its length and
+	// that the IPv4 header has no options), as array indexing without
+	// bounds checks.
+	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
+	f := (*[fastMin]byte)(p.Data)
 	dir := ce.Bits & conntrack.CacheDir
-	ttl := h[8]
+	ttl := f[ip+8]
 	if ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
-		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
+		k.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
-	tl := int(binary.BigEndian.Uint16(h[2:]))
-	l4 := h[packet.IPv4MinLen:tl] // fastKey checked tl
-	h[8] = ttl - ce.TTLDec
-	binary.BigEndian.PutUint32(h[12:], ce.NSrc)
-	binary.BigEndian.PutUint32(h[16:], ce.NDst)
-	binary.BigEndian.PutUint16(h[10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(h[10:]))+uint32(ce.IPSum)))
+	tl := int(binary.BigEndian.Uint16(f[ip+2:]))
+	f[ip+8] = ttl - ce.TTLDec
+	binary.BigEndian.PutUint32(f[ip+12:], ce.NSrc)
+	binary.BigEndian.PutUint32(f[ip+16:], ce.NDst)
+	binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(ce.IPSum)))
 	switch k.Proto {
 	case packet.ProtoTCP:
-		binary.BigEndian.PutUint16(l4[0:], ce.NSport)
-		binary.BigEndian.PutUint16(l4[2:], ce.NDport)
-		binary.BigEndian.PutUint16(l4[16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(l4[16:]))+uint32(ce.L4Sum)))
+		g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastKey checked the TCP header's length
+		binary.BigEndian.PutUint16(g[l4:], ce.NSport)
+		binary.BigEndian.PutUint16(g[l4+2:], ce.NDport)
+		binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
 	case packet.ProtoUDP:
-		binary.BigEndian.PutUint16(l4[0:], ce.NSport)
-		binary.BigEndian.PutUint16(l4[2:], ce.NDport)
-		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 { // 0: no checksum (RFC 768)
+		binary.BigEndian.PutUint16(f[l4:], ce.NSport)
+		binary.BigEndian.PutUint16(f[l4+2:], ce.NDport)
+		if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
 			cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
 			if cs == 0 {
 				cs = 0xffff
 			}
-			binary.BigEndian.PutUint16(l4[6:], cs)
+			binary.BigEndian.PutUint16(f[l4+6:], cs)
 		}
 	case packet.ProtoICMP:
 		if ce.NSport != k.Sport {
-			binary.BigEndian.PutUint16(l4[4:], ce.NSport)
-			binary.BigEndian.PutUint16(l4[2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(l4[2:]))+uint32(ce.L4Sum)))
+			binary.BigEndian.PutUint16(f[l4+4:], ce.NSport)
+			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
 		}
 	}
 	// The Ethernet addresses, as one 8-byte and one 4-byte move.
 	eth := t.Adj(ce.Adj)
-	binary.LittleEndian.PutUint64(d[0:], binary.LittleEndian.Uint64(eth[0:]))
-	binary.LittleEndian.PutUint32(d[8:], binary.LittleEndian.Uint32(eth[8:]))
+	binary.LittleEndian.PutUint64(f[0:], binary.LittleEndian.Uint64(eth[0:]))
+	binary.LittleEndian.PutUint32(f[8:], binary.LittleEndian.Uint32(eth[8:]))
 	ce.Pkts++
 	ce.Bytes += uint32(tl)
 	ce.Deadline = now + t.CacheTimeout(ce)
