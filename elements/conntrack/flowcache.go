@@ -139,6 +139,7 @@ func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 	base := uintptr(unsafe.Pointer(&t.fc.e[0]))
 	const size = unsafe.Sizeof(CacheEntry{})
 	m := t.fc.mask
+	pf := t.pf[:0]
 	for i := range keys {
 		if keys[i].Proto == 0 {
 			continue
@@ -146,9 +147,13 @@ func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 		x := t.hash64(&keys[i])
 		h, u := uint32(x)&t.mask, uint32(x>>32)
 		hs[i], hc[i] = h, u
-		prefetch(base + uintptr(h&m)*size)
-		prefetch(base + uintptr(u&m)*size)
+		if len(pf)+2 > cap(pf) {
+			prefetchAll(pf)
+			pf = pf[:0]
+		}
+		pf = append(pf, base+uintptr(h&m)*size, base+uintptr(u&m)*size)
 	}
+	prefetchAll(pf)
 	runtime.KeepAlive(t)
 }
 

@@ -5,3 +5,18 @@ TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ addr+0(FP), AX
 	PREFETCHT0 (AX)
 	RET
+
+// func prefetchAll(addrs []uintptr)
+TEXT ·prefetchAll(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ addrs_base+0(FP), SI
+	MOVQ addrs_len+8(FP), CX
+	TESTQ CX, CX
+	JEQ done
+loop:
+	MOVQ (SI), AX
+	PREFETCHT0 (AX)
+	ADDQ $8, SI
+	DECQ CX
+	JNE loop
+done:
+	RET

@@ -5,3 +5,16 @@ TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
 	MOVD addr+0(FP), R0
 	PRFM (R0), PLDL1KEEP
 	RET
+
+// func prefetchAll(addrs []uintptr)
+TEXT ·prefetchAll(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD addrs_base+0(FP), R0
+	MOVD addrs_len+8(FP), R1
+	CBZ R1, done
+loop:
+	MOVD.P 8(R0), R2
+	PRFM (R2), PLDL1KEEP
+	SUB $1, R1, R1
+	CBNZ R1, loop
+done:
+	RET

@@ -9,3 +9,10 @@ package conntrack
 //
 //go:noescape
 func prefetch(addr uintptr)
+
+// prefetchAll is prefetch for every address of addrs in one call: the
+// batch passes collect a chunk's addresses first, so that a chunk of 64
+// packets costs one call instead of one per line.
+//
+//go:noescape
+func prefetchAll(addrs []uintptr)

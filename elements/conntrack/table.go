@@ -113,7 +113,8 @@ type Table struct {
 	configured bool // a Conntrack element set the capacity
 	mem        [2]*mapping
 
-	fc          flowCache // FastTrack's compiled flow directions (flowcache.go)
+	fc          flowCache    // FastTrack's compiled flow directions (flowcache.go)
+	pf          [128]uintptr // addresses a batch pass prefetches with one call (prefetchAll)
 	cacheWanted bool
 }
 
@@ -267,19 +268,30 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) {
 	}
 	hs = hs[:len(keys)]
 	base := uintptr(unsafe.Pointer(&t.buckets[0]))
+	pf := t.pf[:0]
 	for i := range keys {
 		h := t.hash(&keys[i])
 		hs[i] = h
-		prefetch(base + uintptr(h)*4)
+		if len(pf) == cap(pf) {
+			prefetchAll(pf)
+			pf = pf[:0]
+		}
+		pf = append(pf, base+uintptr(h)*4)
 	}
+	prefetchAll(pf)
+	pf = pf[:0]
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	for _, h := range hs {
 		if n := t.buckets[h]; n != 0 {
 			a := cb + uintptr(n>>1)*unsafe.Sizeof(Conn{})
-			prefetch(a)
-			prefetch(a + 64)
+			if len(pf)+2 > cap(pf) {
+				prefetchAll(pf)
+				pf = pf[:0]
+			}
+			pf = append(pf, a, a+64)
 		}
 	}
+	prefetchAll(pf)
 	runtime.KeepAlive(t)
 }
 
