@@ -1,11 +1,5 @@
 #include "textflag.h"
 
-// func prefetch(addr uintptr)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
-	MOVQ addr+0(FP), AX
-	PREFETCHT0 (AX)
-	RET
-
 // func prefetchAll(addrs []uintptr)
 TEXT ·prefetchAll(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ addrs_base+0(FP), SI

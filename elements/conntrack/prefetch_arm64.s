@@ -1,11 +1,5 @@
 #include "textflag.h"
 
-// func prefetch(addr uintptr)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
-	MOVD addr+0(FP), R0
-	PRFM (R0), PLDL1KEEP
-	RET
-
 // func prefetchAll(addrs []uintptr)
 TEXT ·prefetchAll(SB), NOSPLIT|NOFRAME, $0-24
 	MOVD addrs_base+0(FP), R0

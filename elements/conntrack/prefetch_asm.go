@@ -2,17 +2,11 @@
 
 package conntrack
 
-// prefetch asks the CPU to bring the cache line at addr in without waiting
-// for it (a prefetch never faults). It is an assembly stub because Go has
-// no prefetch intrinsic outside the runtime; the call costs ~1 ns against
-// the ~100 ns of the miss it overlaps with others.
-//
-//go:noescape
-func prefetch(addr uintptr)
-
-// prefetchAll is prefetch for every address of addrs in one call: the
-// batch passes collect a chunk's addresses first, so that a chunk of 64
-// packets costs one call instead of one per line.
+// prefetchAll asks the CPU to bring in the cache line at each address of
+// addrs without waiting for any (a prefetch never faults). The batch passes
+// collect a chunk's addresses first and make one call: Go has no prefetch
+// intrinsic outside the runtime, and an assembly function cannot be
+// inlined, so one call per chunk rather than one per line.
 //
 //go:noescape
 func prefetchAll(addrs []uintptr)
