@@ -1,7 +1,10 @@
 package fasttrack_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
+	"github.com/junction-dataplane/junction/elements/nat"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -20,23 +24,35 @@ type cacheRig struct {
 	t          *testing.T
 	pool       *packet.Pool
 	ft         elements.Element
-	fst        *elements.Stats
+	fst, cst   *elements.Stats // FastTrack's and Conntrack's
 	slow, fast *elementtest.Recorder
 	tb         *conntrack.Table
 	now        int64
 }
 
 func newCacheRig(t *testing.T, capacity int) *cacheRig {
-	r := &cacheRig{t: t, pool: packet.NewPool(256), slow: &elementtest.Recorder{}, fast: &elementtest.Recorder{}, now: int64(time.Hour)}
-	learn, _, _ := build(t, r.pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, r.slow)
-	ctk, _, _ := build(t, r.pool, "Conntrack", &conntrack.Config{Capacity: capacity}, learn)
-	r.ft, r.fst, _ = build(t, r.pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, r.fast)
-	r.tb = conntrack.Acquire(r.pool)
-	t.Cleanup(func() { conntrack.Release(r.pool) })
-	r.tb.SetClock(func() int64 { return r.now })
+	r := newRig(t, capacity, false, nil)
 	if !r.tb.CacheEnabled() {
 		t.Fatal("FastTrack without offload did not enable the flow cache")
 	}
+	return r
+}
+
+// newRig builds the rig with or without the flow cache, with the elements
+// of mid (e.g. DNAT, DecTTL) between Conntrack and FastTrackLearn.
+func newRig(t *testing.T, capacity int, noCache bool, mid func(pool *packet.Pool, next elements.Element) elements.Element) *cacheRig {
+	r := &cacheRig{t: t, pool: packet.NewPool(256), slow: &elementtest.Recorder{}, fast: &elementtest.Recorder{}, now: int64(time.Hour)}
+	var next elements.Element
+	next, _, _ = build(t, r.pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, r.slow)
+	if mid != nil {
+		next = mid(r.pool, next)
+	}
+	var ctk elements.Element
+	ctk, r.cst, _ = build(t, r.pool, "Conntrack", &conntrack.Config{Capacity: capacity}, next)
+	r.ft, r.fst, _ = build(t, r.pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1, NoCache: noCache}, ctk, r.fast)
+	r.tb = conntrack.Acquire(r.pool)
+	t.Cleanup(func() { conntrack.Release(r.pool) })
+	r.tb.SetClock(func() int64 { return r.now })
 	return r
 }
 
@@ -183,4 +199,138 @@ func TestCacheTCPClose(t *testing.T) {
 	if c.Packets[0] != 1+1+5+1+1 || c.Packets[1] != 1+1+5+1 {
 		t.Fatalf("flow counts %v packets, want [9 8]", c.Packets)
 	}
+}
+
+// cachedMark is the Conn flag the flow cache keeps for itself (conntrack's
+// flagCached), the one flag the two rigs may differ in.
+const cachedMark = 1 << 6
+
+// TestCacheTransparent: the flow cache changes nothing but speed. Two
+// rigs, one with the cache and one with no_cache, get the same random
+// traffic (UDP through DNAT both ways, TCP picked up from ACKs and closed
+// by FINs and RSTs, 24 flows in a table of 16 so that flows are evicted),
+// the same clock jumps (some past the timeouts), collector passes and
+// generation changes. Every packet must leave both by the same path with
+// the same bytes, and every flow must hold the same state, counters and
+// expiry in both tables.
+func TestCacheTransparent(t *testing.T) {
+	mid := func(pool *packet.Pool, next elements.Element) elements.Element {
+		ttl, _, _ := build(t, pool, "DecTTL", nil, next)
+		dn, _, _ := build(t, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000-5100 -> 192.168.1.10"}}, ttl)
+		return dn
+	}
+	a, b := newRig(t, 16, false, mid), newRig(t, 16, true, mid)
+	if !a.tb.CacheEnabled() || counter(b.fst, "cache compiles") != 0 {
+		t.Fatal("rig setup")
+	}
+	type flow struct {
+		fwd, rev []byte // forward and reply frames (TCP: ACK)
+		fin, rst []byte
+		k        conntrack.Tuple
+	}
+	var flows []flow
+	for i := range 24 {
+		src := fmt.Sprintf("198.51.100.%d", 1+i)
+		if i%3 == 2 {
+			fl := flow{
+				fwd: ct.Frame(ct.F{Proto: "tcp", Src: src, Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.ACK}),
+				rev: ct.Frame(ct.F{Proto: "tcp", Src: "192.0.2.1", Dst: src, Sport: 80, Dport: 1000, Flags: ct.ACK}),
+				fin: ct.Frame(ct.F{Proto: "tcp", Src: src, Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.FIN | ct.ACK}),
+				rst: ct.Frame(ct.F{Proto: "tcp", Src: "192.0.2.1", Dst: src, Sport: 80, Dport: 1000, Flags: ct.RST}),
+				k:   tuple(src, "192.0.2.1", 1000, 80, packet.ProtoTCP),
+			}
+			flows = append(flows, fl)
+			continue
+		}
+		port := uint16(5000 + i)
+		flows = append(flows, flow{
+			fwd: ct.Frame(ct.F{Proto: "udp", Src: src, Dst: "203.0.113.1", Sport: 2000, Dport: port, Payload: 18}),
+			rev: ct.Frame(ct.F{Proto: "udp", Src: "192.168.1.10", Dst: src, Sport: port, Dport: 2000, Payload: 18}),
+			k:   tuple(src, "203.0.113.1", 2000, port, packet.ProtoUDP),
+		})
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	fastBoth := 0
+	send := func(step int, frame []byte) {
+		fa, fb := a.push(frame, 1), b.push(frame, 1)
+		if fa != fb {
+			t.Fatalf("step %d: fast path %d with the cache, %d without", step, fa, fb)
+		}
+		ra, rb := a.slow, b.slow
+		if fa == 1 {
+			ra, rb = a.fast, b.fast
+			fastBoth++
+		}
+		if len(ra.Pkts) != len(rb.Pkts) {
+			t.Fatalf("step %d: %d packets out with the cache, %d without", step, len(ra.Pkts), len(rb.Pkts))
+		}
+		if len(ra.Pkts) == 0 {
+			return // dropped by both (Conntrack's invalid output)
+		}
+		pa, pb := ra.Pkts[len(ra.Pkts)-1], rb.Pkts[len(rb.Pkts)-1]
+		if !bytes.Equal(pa.Data, pb.Data) {
+			t.Fatalf("step %d: frames differ:\n%x\n%x", step, pa.Data, pb.Data)
+		}
+		for _, r := range []*elementtest.Recorder{a.slow, a.fast, b.slow, b.fast} {
+			r.Reset()
+		}
+	}
+	for step := range 20000 {
+		f := &flows[rng.IntN(len(flows))]
+		switch x := rng.IntN(1000); {
+		case x < 700:
+			send(step, f.fwd)
+		case x < 900:
+			send(step, f.rev)
+		case x < 915 && f.fin != nil:
+			send(step, f.fin)
+		case x < 925 && f.rst != nil:
+			send(step, f.rst)
+		case x < 985:
+			d := int64(rng.IntN(2000)) * int64(time.Millisecond)
+			a.now += d
+			b.now += d
+		case x < 990:
+			d := int64(rng.IntN(60)) * int64(time.Second) // past the UDP timeouts, often
+			a.now += d
+			b.now += d
+		case x < 997:
+			a.tb.Collect(a.now)
+			b.tb.Collect(b.now)
+		default:
+			conntrack.Invalidate()
+		}
+		if step%500 != 499 {
+			continue
+		}
+		for _, n := range []string{"new", "evicted", "expired", "entries"} {
+			if x, y := counter(a.cst, n), counter(b.cst, n); x != y {
+				t.Fatalf("step %d: Conntrack %q %d with the cache, %d without", step, n, x, y)
+			}
+		}
+		if a.tb.Len() != b.tb.Len() {
+			t.Fatalf("step %d: %d flows with the cache, %d without", step, a.tb.Len(), b.tb.Len())
+		}
+		for i := range flows {
+			ia, _, oka := a.tb.Lookup(&flows[i].k)
+			ib, _, okb := b.tb.Lookup(&flows[i].k)
+			if oka != okb || ia != ib {
+				t.Fatalf("step %d flow %d: entry %d/%v with the cache, %d/%v without", step, i, ia, oka, ib, okb)
+			}
+			if !oka {
+				continue
+			}
+			a.tb.Sync(ia)
+			ca, cb := a.tb.Conn(ia), b.tb.Conn(ib)
+			if ca.Packets != cb.Packets || ca.Bytes != cb.Bytes || ca.Expires != cb.Expires || ca.State != cb.State || ca.Flags&^cachedMark != cb.Flags&^cachedMark {
+				t.Fatalf("step %d flow %d: with the cache %+v\nwithout %+v", step, i, *ca, *cb)
+			}
+		}
+	}
+	comp, hits := counter(a.fst, "cache compiles"), counter(a.fst, "hits")
+	ev, ex := counter(a.cst, "evicted"), counter(a.cst, "expired")
+	if fastBoth < 5000 || hits < 3*comp || ev == 0 || ex == 0 {
+		t.Fatalf("%d packets fast-tracked, %d cache compiles for %d hits, %d evicted, %d expired: not exercised enough", fastBoth, comp, hits, ev, ex)
+	}
+	t.Logf("%d packets fast-tracked by both (%d cache compiles); %d flows evicted, %d expired", fastBoth, comp, ev, ex)
 }

@@ -18,6 +18,7 @@ type Config struct {
 	IdleTimeout string   `toml:"idle_timeout"`
 	Outputs     int      `toml:"outputs"`
 	Offload     []string `toml:"offload"`
+	NoCache     bool     `toml:"no_cache"`
 
 	both bool
 	idle int64
@@ -89,7 +90,7 @@ func init() {
 		New:       newFastTrack,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs], [offload])",
+			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs], [offload], [no_cache])",
 			Summary:  "sends packets of fast-tracked flows straight to their learned output with the slow path's rewrite applied in one step",
 			Ports: "input 0: frames from the devices, before any classification.\n" +
 				"output 0: the slow path (misses).\n" +
@@ -104,6 +105,8 @@ func init() {
 					Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per fast output in order (\"\" for none): " +
 						"a flow direction that FastTrack handled once, arriving on and leaving by devices this key names, is handed to their " +
 						"in-kernel fast path, which then applies the same rewrite and transmits without the graph"},
+				{Name: "no_cache", Type: "bool", Default: "false",
+					Doc: "true: every hit looks the flow up in the flow table, as before the flow cache (for comparison; without offload the cache is used)"},
 			},
 			Stats: "counters: \"fasttracked packets\", \"fasttracked bytes\" (IP bytes), \"hits\" (= fasttracked packets), " +
 				"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn), " +
@@ -180,6 +183,7 @@ type FastTrack struct {
 	hc   [chunk]uint32          // upper hash halves (the flow cache's second slot)
 
 	pkts, bytes, hits, misses *atomic.Uint64
+	useCache                  bool   // no offload, no no_cache: compile hits into the flow cache
 	compiled                  uint64 // flow-cache compiles not yet added to compiles
 	compiles                  *atomic.Uint64
 
@@ -203,9 +207,10 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	for i := range e.split {
 		e.split[i] = packet.NewBatch(max(ctx.Batch, 1))
 	}
-	if len(c.Offload) == 0 {
+	if len(c.Offload) == 0 && !c.NoCache {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
+		e.useCache = true
 		e.t.EnableCache()
 	}
 	if len(c.Offload) > 0 {
@@ -249,7 +254,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	}
 	gen := conntrack.Generation()
 	now := t.Now()
-	cached := t.CacheEnabled()
+	cached := e.useCache && t.CacheEnabled()
 	miss := e.split[0]
 	var hits, bytes uint64
 	pkts := b.Pkts
@@ -411,7 +416,7 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	if e.off != nil && f.Offload == offNone {
 		e.off.queue(idx, c, dir)
 	}
-	if t.CacheEnabled() {
+	if e.useCache && t.CacheEnabled() {
 		e.compile(t, idx, dir, c, k)
 	}
 	return int(f.Out), tl

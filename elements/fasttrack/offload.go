@@ -117,6 +117,9 @@ func (o *offload) queue(idx uint32, c *conntrack.Conn, dir uint8) {
 // trackable state, not expired.
 func live(t *conntrack.Table, x *offloaded, gen uint32, now int64) bool {
 	c := t.Conn(x.idx)
+	if c.Tag == x.tag {
+		t.Sync(x.idx) // hits another FastTrack's flow cache took
+	}
 	f := &c.Fast[x.dir]
 	return c.Tag == x.tag && f.Valid && f.Gen == gen && conntrack.IsFastPathState(c) && now < c.Expires
 }
