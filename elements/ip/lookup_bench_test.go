@@ -45,6 +45,30 @@ func big1M(b *testing.B) (*Table, []uint32) {
 	return bigTable, bigDsts
 }
 
+// dstSet is a named set of 1<<20 benchmark destinations.
+type dstSet struct {
+	name string
+	d    []uint32
+}
+
+// dstSets returns the lookup benchmarks' destination sets: random (the
+// given uniformly random ones, over the whole address space), spread (the
+// issue's destination set, 10.0.0.0-10.18.255.255: 1,245,184 addresses, the
+// range of the Linux 3.1 route-cache collapse, drawn uniformly, as the L3
+// graph's spread benchmark sends them) and single (one destination).
+func dstSets(random []uint32) []dstSet {
+	single := make([]uint32, len(random))
+	for i := range single {
+		single[i] = 0x0a010203
+	}
+	spread := make([]uint32, len(random))
+	rng := rand.New(rand.NewPCG(6, 6))
+	for i := range spread {
+		spread[i] = 0x0a000000 + rng.Uint32N(19<<16)
+	}
+	return []dstSet{{"random", random}, {"spread", spread}, {"single", single}}
+}
+
 // BenchmarkLookup1M: ns per IPv4 lookup in a 1M-prefix table, random
 // destinations (uniform over the whole address space, so every lookup
 // touches a different part of the 32 MiB table) and spread ones (uniform
@@ -62,22 +86,7 @@ func BenchmarkLookup1M(b *testing.B) {
 	tb.wmu.Lock()
 	huge := tb.w.slab.hugeBytes()
 	tb.wmu.Unlock()
-	single := make([]uint32, len(dsts))
-	for i := range single {
-		single[i] = 0x0a010203
-	}
-	// The destination set: 10.0.0.0-10.18.255.255 (1,245,184
-	// addresses, the range of the Linux 3.1 route-cache collapse), drawn
-	// uniformly, as the L3 graph's spread benchmark sends them.
-	spread := make([]uint32, len(dsts))
-	rng := rand.New(rand.NewPCG(6, 6))
-	for i := range spread {
-		spread[i] = 0x0a000000 + rng.Uint32N(19<<16)
-	}
-	for _, c := range []struct {
-		name string
-		d    []uint32
-	}{{"random", dsts}, {"spread", spread}, {"single", single}} {
+	for _, c := range dstSets(dsts) {
 		b.Run(c.name, func(b *testing.B) {
 			var sink uint16
 			i := 0
