@@ -81,7 +81,10 @@ func init() {
 				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
 				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. Idle flows are " +
-				"removed when a packet finds them expired and by an incremental sweep every tick.",
+				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
+				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +
+				"eviction and the sweep fold the cache's hits into a flow (packets, bytes, timeout) before they look at it, " +
+				"so its state and counters are the same as without the cache.",
 		},
 	})
 }
