@@ -334,3 +334,60 @@ func TestCacheTransparent(t *testing.T) {
 	}
 	t.Logf("%d packets fast-tracked by both (%d cache compiles); %d flows evicted, %d expired", fastBoth, comp, ev, ex)
 }
+
+// TestCacheFlood: a flood of one-packet flows from random sources, 100
+// times the table's capacity, evicts unassured flows all the time; an
+// established TCP flow in the middle of it stays in the flow cache and on
+// the fast path for every one of its segments, is never evicted, and its
+// counters are exact.
+func TestCacheFlood(t *testing.T) {
+	r := newCacheRig(t, 1024)
+	ack0 := ct.Frame(ct.F{Proto: "tcp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 80, Flags: ct.ACK})
+	ack1 := ct.Frame(ct.F{Proto: "tcp", Src: "192.0.2.1", Dst: "198.51.100.1", Sport: 80, Dport: 1000, Flags: ct.ACK})
+	r.push(ack0, 1)
+	r.push(ack1, 1) // assured, learned both ways
+	r.push(ack0, 1)
+	r.push(ack1, 1) // compiled both ways
+	k := tuple("198.51.100.1", "192.0.2.1", 1000, 80, packet.ProtoTCP)
+	idx, c := r.conn(k)
+	tag := c.Tag
+	flood := ct.Frame(ct.F{Proto: "udp", Src: "10.0.0.0", Dst: "192.0.2.1", Sport: 1, Dport: 53, Payload: 18})
+	rng := rand.New(rand.NewPCG(3, 3))
+	b := packet.NewBatch(64)
+	fast, sent := 0, 0
+	for round := range 1600 { // 1600 × 64 = 102,400 flood packets
+		b.Reset()
+		for range 64 {
+			p := r.pool.Get()
+			p.SetFrame(flood)
+			h := p.Data[packet.EthernetLen:]
+			src := rng.Uint32()
+			old := binary.BigEndian.Uint32(h[12:])
+			binary.BigEndian.PutUint32(h[12:], src)
+			binary.BigEndian.PutUint16(h[10:], packet.UpdateChecksum32(binary.BigEndian.Uint16(h[10:]), old, src))
+			binary.BigEndian.PutUint16(h[26:], packet.UpdateChecksum32(binary.BigEndian.Uint16(h[26:]), old, src))
+			b.Add(p)
+		}
+		r.ft.Push(0, b)
+		r.slow.Reset()
+		fast += r.push([][]byte{ack0, ack1}[round%2], 1)
+		sent++
+		r.fast.Reset()
+	}
+	if fast != sent {
+		t.Fatalf("%d of %d segments of the established flow fast-tracked during the flood", fast, sent)
+	}
+	if ev := counter(r.cst, "evicted"); ev < 100_000 {
+		t.Fatalf("only %d flows evicted: the flood did not fill the table", ev)
+	}
+	idx2, c := r.conn(k)
+	if idx2 != idx || c.Tag != tag {
+		t.Fatal("the established flow was evicted")
+	}
+	if c.Packets[0] != 2+800 || c.Packets[1] != 2+800 {
+		t.Fatalf("flow counts %v packets, want [802 802]", c.Packets)
+	}
+	if comp := counter(r.fst, "cache compiles"); comp != 2 {
+		t.Errorf("%d cache compiles, want 2: the flow left the cache during the flood", comp)
+	}
+}
