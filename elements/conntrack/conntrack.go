@@ -71,7 +71,10 @@ func init() {
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
 				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
-				"(every entry assured and live: the new flow is refused, established ones keep working).",
+				"(every entry assured and live: the new flow is refused, established ones keep working). With FastTrack's flow " +
+				"cache: \"flow cache displaced\" (a direction compiled into a full place pushed another out: that one keeps " +
+				"FastTrack's flow-table path) and \"flow cache refused\" (not cached: more than 8 distinct timeouts or 65,536 " +
+				"distinct Ethernet headers in one generation).",
 			Example: `"cls[1] -> CheckIPHeader -> ct :: Conntrack(65536, udp=20s) -> fw :: Classifier(ct established or ct related, ct new and dst port 22, -)"`,
 			SeeAlso: "DNAT, SNAT, FastTrack, Classifier (ct new|established|related|invalid)",
 			Text: "Each worker has its own table: flows must be steered so that both directions reach the same worker " +
@@ -124,6 +127,7 @@ type Conntrack struct {
 	hs   [chunk]uint32
 
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
+	displaced, refused                                  *atomic.Uint64 // the flow cache's (FastTrack)
 	invalid                                             [resCount]*atomic.Uint64
 }
 
@@ -150,7 +154,8 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
-		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired")}
+		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
+		displaced: st.Counter("flow cache displaced"), refused: st.Counter("flow cache refused")}
 	for r := resMalformed; r < resCount; r++ {
 		e.invalid[r] = st.Counter(invalidNames[r])
 	}
@@ -195,6 +200,11 @@ func (e *Conntrack) publish() {
 	if t.Expired != 0 {
 		e.expired.Add(t.Expired)
 		t.Expired = 0
+	}
+	if fs := &t.fc.Stats; fs.Replaced|fs.Refused != 0 {
+		e.displaced.Add(fs.Replaced)
+		e.refused.Add(fs.Refused)
+		fs.Replaced, fs.Refused = 0, 0
 	}
 }
 

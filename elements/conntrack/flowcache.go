@@ -83,9 +83,10 @@ type flowCache struct {
 	Stats  CacheStats
 }
 
-// CacheStats counts cache events (FastTrack reports them).
+// CacheStats counts cache events; the Conntrack element reports and
+// clears Replaced and Refused (FastTrack counts its own compiles).
 type CacheStats struct {
-	Compiled, Replaced, Refused uint64
+	Replaced, Refused uint64
 }
 
 // EnableCache gives the table a flow cache (FastTrack calls it; a table
@@ -258,7 +259,6 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	}
 	*w = e
 	c.Flags |= flagCached
-	fc.Stats.Compiled++
 	return true
 }
 

@@ -328,11 +328,13 @@ func TestCacheTransparent(t *testing.T) {
 		}
 	}
 	comp, hits := counter(a.fst, "cache compiles"), counter(a.fst, "hits")
-	ev, ex := counter(a.cst, "evicted"), counter(a.cst, "expired")
-	if fastBoth < 5000 || hits < 3*comp || ev == 0 || ex == 0 {
-		t.Fatalf("%d packets fast-tracked, %d cache compiles for %d hits, %d evicted, %d expired: not exercised enough", fastBoth, comp, hits, ev, ex)
+	ev, ex, disp := counter(a.cst, "evicted"), counter(a.cst, "expired"), counter(a.cst, "flow cache displaced")
+	// 24 flows (48 directions) for 32 cache slots: directions displace
+	// each other too.
+	if fastBoth < 5000 || hits < 3*comp || ev == 0 || ex == 0 || disp == 0 {
+		t.Fatalf("%d packets fast-tracked, %d cache compiles for %d hits, %d evicted, %d expired, %d displaced: not exercised enough", fastBoth, comp, hits, ev, ex, disp)
 	}
-	t.Logf("%d packets fast-tracked by both (%d cache compiles); %d flows evicted, %d expired", fastBoth, comp, ev, ex)
+	t.Logf("%d packets fast-tracked by both (%d cache compiles, %d displaced); %d flows evicted, %d expired", fastBoth, comp, disp, ev, ex)
 }
 
 // TestCacheFlood: a flood of one-packet flows from random sources, 100
