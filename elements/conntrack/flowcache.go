@@ -129,9 +129,15 @@ func (t *Table) CacheSlots(hb, hc uint32) (a, b *CacheEntry) {
 }
 
 // WarmCache computes each key's bucket hash into hs (for LookupIn) and the
-// upper hash half into hc (CacheSlots' second argument), and prefetches
-// both cache slots of each key, so that the misses of a chunk overlap.
-// Keys with protocol 0 (not eligible) are skipped.
+// upper hash half into hc (CacheSlots' second argument), and brings each
+// key's cache entry in, in two passes over the chunk so that the misses
+// overlap: it prefetches every key's first slot, then, as those lines
+// arrive, the second slot of the keys whose first slot does not hold them.
+// About 11% of directions live in their second slot at 1M flows, so a
+// packet costs ~1.1 memory lines instead of the 2 that prefetching both
+// slots took (NATGraph 1M fast path, ten interleaved pairs: 74.8 → 67.4
+// ns/pkt, medians; 10k unchanged). Keys with protocol 0 (not eligible) are
+// skipped.
 func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 	if len(t.fc.e) == 0 {
 		return
@@ -148,11 +154,23 @@ func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
 		x := t.hash64(&keys[i])
 		h, u := uint32(x)&t.mask, uint32(x>>32)
 		hs[i], hc[i] = h, u
-		if len(pf)+2 > cap(pf) {
+		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, base+uintptr(h&m)*size, base+uintptr(u&m)*size)
+		pf = append(pf, base+uintptr(h&m)*size)
+	}
+	prefetchAll(pf)
+	pf = pf[:0]
+	for i := range keys {
+		if keys[i].Proto == 0 || CacheMatch(&t.fc.e[hs[i]&m], &keys[i]) {
+			continue
+		}
+		if len(pf) == cap(pf) {
+			prefetchAll(pf)
+			pf = pf[:0]
+		}
+		pf = append(pf, base+uintptr(hc[i]&m)*size)
 	}
 	prefetchAll(pf)
 	runtime.KeepAlive(t)
