@@ -330,11 +330,15 @@ func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
 }
 
 // Sync folds flow idx's cached directions into it (its counters and
-// expiry are then exact); the entries stay.
+// expiry are then exact); the entries stay. The check is inlined: the
+// slow path calls it for every flow it finds.
 func (t *Table) Sync(idx uint32) {
-	if t.conns[idx].Flags&flagCached == 0 {
-		return
+	if t.conns[idx].Flags&flagCached != 0 {
+		t.sync(idx)
 	}
+}
+
+func (t *Table) sync(idx uint32) {
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
 			t.foldEntry(e)
@@ -343,12 +347,15 @@ func (t *Table) Sync(idx uint32) {
 }
 
 // uncache folds and drops flow idx's cached directions: the flow is about
-// to change (or go).
+// to change (or go). The check is inlined (see Sync).
 func (t *Table) uncache(idx uint32) {
-	c := &t.conns[idx]
-	if c.Flags&flagCached == 0 {
-		return
+	if t.conns[idx].Flags&flagCached != 0 {
+		t.drop(idx)
 	}
+}
+
+func (t *Table) drop(idx uint32) {
+	c := &t.conns[idx]
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
 			t.foldEntry(e)
