@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,4 +242,113 @@ func pktRatio(s *pipeline.Snapshot) float64 {
 		return 0
 	}
 	return float64(hi) / float64(lo)
+}
+
+// TestNATPathsSideBySide measures fast/slow with both NAT graphs running
+// at once, one worker each, pinned to the same CPU: the scheduler
+// time-slices them a few milliseconds at a time, so a slow spell of that
+// CPU (a busy neighbour on the host) slows both alike and the ratio of
+// their packet counts over the same wall time is the ratio of their
+// speeds. (BenchmarkNATGraph runs the two one after the other, seconds
+// apart, and on this host their ratio swings with the neighbours.) The
+// price is that each time slice starts with caches the other graph
+// filled. For 10k and 1M flows it waits until every flow exists (and, on
+// the fast side, is fast-tracked), then prints the ratio for each of
+// JUNCTION_NATRATIO_N intervals (default 10) of JUNCTION_NATRATIO (e.g.
+// 2s) and their median: packets per CPU-second of each worker thread
+// (pipeline.WorkerStats.CPUNanos), and packets per wall second, which is
+// the same if the scheduler shared the CPU evenly. Not run unless JUNCTION_NATRATIO is set.
+//
+//	JUNCTION_NATRATIO=2s go test ./benchmarks -run NATPathsSideBySide -v -timeout 0
+//	JUNCTION_NATRATIO=2s JUNCTION_NATRATIO_CONTROL=1 go test ./benchmarks -run NATPathsSideBySide -v -timeout 0   # slow against slow
+func TestNATPathsSideBySide(t *testing.T) {
+	every, err := time.ParseDuration(os.Getenv("JUNCTION_NATRATIO"))
+	if err != nil || every <= 0 {
+		t.Skip("set JUNCTION_NATRATIO=2s to run (a measurement, never in CI)")
+	}
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATRATIO_N")); err == nil && v > 0 {
+		n = v
+	}
+	// The control (JUNCTION_NATRATIO_CONTROL=1) runs the slow graph on
+	// both sides: the method must then give 1.00.
+	sides := []bool{false, true}
+	if os.Getenv("JUNCTION_NATRATIO_CONTROL") == "1" {
+		sides = []bool{false, false}
+	}
+	cpu := pipeline.ProcessCPUs()[0]
+	for _, flows := range []int{10_000, 1_000_000} {
+		var rs [2]*pipeline.Router // slow, fast
+		for i, fast := range sides {
+			g, err := pipeline.Parse("bench-nat.toml", natGraph(t, flows, fast, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := pipeline.Start(g, pipeline.Options{Workers: 1, CPUs: []int{cpu}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rs[i] = r
+		}
+		// Every flow created, and on the fast side fast-tracked: the
+		// fast-share of an interval is checked below.
+		deadline := time.Now().Add(5 * time.Minute)
+		for _, r := range rs {
+			for counter(r.Snapshot(), "ct", "entries") < uint64(flows)*99/100 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d flows: the flow table never filled", flows)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		time.Sleep(time.Second)
+		var ratios, cpuRatios []float64
+		var last, lastCPU [2]uint64
+		var hits0 uint64
+		for i, r := range rs {
+			s := r.Snapshot()
+			last[i], lastCPU[i] = s.Totals.TX, s.Workers[0].CPUNanos
+			if i == 1 {
+				hits0 = counter(s, "ft", "fasttracked packets")
+			}
+		}
+		for k := range n {
+			time.Sleep(every)
+			var d, c [2]uint64
+			var hits uint64
+			for i, r := range rs {
+				s := r.Snapshot()
+				d[i], c[i] = s.Totals.TX-last[i], s.Workers[0].CPUNanos-lastCPU[i]
+				last[i], lastCPU[i] = s.Totals.TX, s.Workers[0].CPUNanos
+				if i == 1 {
+					h := counter(s, "ft", "fasttracked packets")
+					hits, hits0 = h-hits0, h
+				}
+			}
+			if d[0] == 0 || c[0] == 0 || c[1] == 0 || sides[1] && float64(hits) < 0.99*float64(d[1]) {
+				t.Fatalf("%d flows, interval %d: slow sent %d, fast sent %d of which %d fast-tracked; CPU %v, %v", flows, k, d[0], d[1], hits, c[0], c[1])
+			}
+			// The wall-time ratio assumes the scheduler shared the CPU
+			// evenly; the ratio of packets per CPU-second of each
+			// worker thread does not.
+			ratio := float64(d[1]) / float64(d[0])
+			cpuRatio := float64(d[1]) / float64(c[1]) / (float64(d[0]) / float64(c[0]))
+			ratios, cpuRatios = append(ratios, ratio), append(cpuRatios, cpuRatio)
+			fmt.Printf("flows=%-8d interval %2d: slow %6.2f, fast %6.2f Mpps per CPU-second (CPU shares %.2f, %.2f), fast/slow %.2f (wall %.2f)\n",
+				flows, k+1, float64(d[0])/float64(c[0])*1e3, float64(d[1])/float64(c[1])*1e3,
+				float64(c[0])/every.Seconds()/1e9, float64(c[1])/every.Seconds()/1e9, cpuRatio, ratio)
+		}
+		for _, r := range rs {
+			r.Stop()
+			if err := r.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slices.Sort(ratios)
+		slices.Sort(cpuRatios)
+		fmt.Printf("flows=%d: fast/slow per CPU-second median %.2f (min %.2f, max %.2f); by wall time median %.2f (%.2f-%.2f); %d intervals of %v\n",
+			flows, cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1],
+			ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], n, every)
+	}
 }

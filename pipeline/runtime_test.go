@@ -591,10 +591,21 @@ func TestPinnedCPUs(t *testing.T) {
 	if len(s.Workers) != 2 {
 		t.Fatalf("%d workers", len(s.Workers))
 	}
+	var cpu, wall uint64
 	for _, w := range s.Workers {
 		if w.CPU != want {
 			t.Errorf("worker %d on CPU %d, want %d (Options.CPUs)", w.Worker, w.CPU, want)
 		}
+		if w.CPUNanos == 0 {
+			t.Errorf("worker %d: no CPU time measured", w.Worker)
+		}
+		cpu += w.CPUNanos
+		wall = max(wall, w.BusyNanos+w.IdleNanos)
+	}
+	// Two threads on one CPU share it: their CPU times add up to at most
+	// the wall time (busy + idle, which each counts in full).
+	if lim := wall + wall/5 + uint64(2*time.Millisecond); cpu > lim {
+		t.Errorf("CPU times add up to %v on one CPU over %v of wall time", time.Duration(cpu), time.Duration(wall))
 	}
 	checkPools(t, r)
 }

@@ -65,10 +65,14 @@ type WorkerStats struct {
 	// PreemptedNanos is the busy time of timed polls that took over a
 	// millisecond — the thread lost the CPU — whose element samples were
 	// discarded (and left out of TimedBusyNanos).
-	PreemptedNanos uint64  `json:"preempted_ns"`
-	Busy           float64 `json:"busy_share"` // busy / (busy + idle), 0..1
-	Rounds         uint64  `json:"rounds"`
-	Running        bool    `json:"running"`
+	PreemptedNanos uint64 `json:"preempted_ns"`
+	// CPUNanos is the worker thread's CPU time (CLOCK_THREAD_CPUTIME_ID,
+	// read about every millisecond): busy and idle are wall time, and
+	// on a CPU shared with other threads their sum exceeds it.
+	CPUNanos uint64  `json:"cpu_ns"`
+	Busy     float64 `json:"busy_share"` // busy / (busy + idle), 0..1
+	Rounds   uint64  `json:"rounds"`
+	Running  bool    `json:"running"`
 }
 
 // DeviceStats are a device's driver counters.
@@ -132,7 +136,8 @@ func (r *Router) Snapshot() *Snapshot {
 		}
 		ws := WorkerStats{Worker: w.id, CPU: int(w.cpu.Load()), BusyNanos: w.busy.Load(),
 			IdleNanos: w.idle.Load(), TimedBusyNanos: w.timedBusy.Load(), PreemptedNanos: w.preempted.Load(), Rounds: w.rounds.Load(),
-			Running: !w.exited.Load()}
+			CPUNanos: w.cpuNanos.Load(),
+			Running:  !w.exited.Load()}
 		ws.Busy = share(ws.BusyNanos, ws.IdleNanos)
 		s.Workers = append(s.Workers, ws)
 	}
@@ -273,6 +278,11 @@ func (s *Snapshot) WriteTable(w io.Writer) error {
 		}
 		if ws.PreemptedNanos > 0 {
 			fmt.Fprintf(w, "; preempted %s", time.Duration(ws.PreemptedNanos).Round(time.Microsecond))
+		}
+		if ws.CPUNanos > 0 {
+			// The kernel's count for the thread: below busy + idle
+			// when the CPU was shared.
+			fmt.Fprintf(w, "; thread CPU time %s", time.Duration(ws.CPUNanos).Round(time.Microsecond))
 		}
 		fmt.Fprintln(w, ")")
 	}

@@ -47,6 +47,7 @@ type worker struct {
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
 	// whose elements were timed, rounds.
 	busy, idle, timedBusy, preempted, rounds atomic.Uint64
+	cpuNanos                                 atomic.Uint64 // the thread's CPU time at the last publish
 	exited                                   atomic.Bool
 }
 
@@ -88,7 +89,15 @@ func (w *worker) loop() {
 	w.lastTick = last
 	lastPub := last
 	var busy, idle, timedBusy, preempted, rounds uint64
-	publish := func() {
+	// The thread's CPU time, read every 64 publishes (~64 ms) and at
+	// exit: it is a system call, and a preemption that lands in one would
+	// otherwise show in the next round's time.
+	cpu0 := threadCPUNanos() // the goroutine is locked to its thread (run)
+	pubs := 0
+	publish := func(cpu bool) {
+		if cpu {
+			w.cpuNanos.Store(threadCPUNanos() - cpu0)
+		}
 		w.busy.Store(busy)
 		w.idle.Store(idle)
 		w.timedBusy.Store(timedBusy)
@@ -131,7 +140,14 @@ func (w *worker) loop() {
 		}
 		if now-lastPub >= tickEvery {
 			lastPub = now
-			publish()
+			pubs++
+			publish(pubs%64 == 0)
+			if pubs%64 == 0 {
+				// The CPU time's system call is work outside any round.
+				t := elements.Nanotime()
+				busy += uint64(t - last)
+				last = t
+			}
 		}
 		if n == 0 {
 			if w.drained() {
@@ -157,7 +173,7 @@ func (w *worker) loop() {
 		w.clock.Round(last)
 	}
 	w.clock.Publish()
-	publish()
+	publish(true)
 	w.exited.Store(true)
 }
 
