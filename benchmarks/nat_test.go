@@ -261,6 +261,7 @@ func pktRatio(s *pipeline.Snapshot) float64 {
 //
 //	JUNCTION_NATRATIO=2s go test ./benchmarks -run NATPathsSideBySide -v -timeout 0
 //	JUNCTION_NATRATIO=2s JUNCTION_NATRATIO_CONTROL=1 go test ./benchmarks -run NATPathsSideBySide -v -timeout 0   # slow against slow
+//	JUNCTION_NATRATIO=1s JUNCTION_NATRATIO_N=4 JUNCTION_NATRATIO_FLOWS=10000 go test ./benchmarks -run NATPathsSideBySide -v   # one size
 func TestNATPathsSideBySide(t *testing.T) {
 	every, err := time.ParseDuration(os.Getenv("JUNCTION_NATRATIO"))
 	if err != nil || every <= 0 {
@@ -276,8 +277,12 @@ func TestNATPathsSideBySide(t *testing.T) {
 	if os.Getenv("JUNCTION_NATRATIO_CONTROL") == "1" {
 		sides = []bool{false, false}
 	}
+	sizes := []int{10_000, 1_000_000}
+	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATRATIO_FLOWS")); err == nil && v > 0 {
+		sizes = []int{v}
+	}
 	cpu := pipeline.ProcessCPUs()[0]
-	for _, flows := range []int{10_000, 1_000_000} {
+	for _, flows := range sizes {
 		var rs [2]*pipeline.Router // slow, fast
 		for i, fast := range sides {
 			g, err := pipeline.Parse("bench-nat.toml", natGraph(t, flows, fast, 0))
