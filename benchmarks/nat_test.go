@@ -257,7 +257,9 @@ func pktRatio(s *pipeline.Snapshot) float64 {
 // JUNCTION_NATRATIO_N intervals (default 10) of JUNCTION_NATRATIO (e.g.
 // 2s) and their median: packets per CPU-second of each worker thread
 // (pipeline.WorkerStats.CPUNanos), and packets per wall second, which is
-// the same if the scheduler shared the CPU evenly. Not run unless JUNCTION_NATRATIO is set.
+// the same if the scheduler shared the CPU evenly. The intervals of one run
+// agree closely, but runs differ (the slow/slow control's medians ranged
+// 0.88-1.10 here): take the median of several runs.
 //
 //	JUNCTION_NATRATIO=2s go test ./benchmarks -run NATPathsSideBySide -v -timeout 0
 //	JUNCTION_NATRATIO=2s JUNCTION_NATRATIO_CONTROL=1 go test ./benchmarks -run NATPathsSideBySide -v -timeout 0   # slow against slow
