@@ -98,43 +98,75 @@ func FoldDelta(s uint32) uint16 {
 // (src, dst, sport, dport) to (nsrc, ndst, nsport, ndport) and lowers its
 // TTL by ttlDec: what DNAT, SNAT and DecTTL do one after another, in one
 // step. h is the IPv4 header (no options), l4 the transport header (TCP,
-// UDP, or ICMP echo, whose identifier plays both ports). Each checksum is
-// patched once with the sum of all its changed words (RFC 1624 eqn. 3,
-// HC' = ~(~HC + Σ(~m + m'))); one's complement addition being associative,
-// and ~fold() giving one representation of each value, this is exactly what
-// the one-field-at-a-time patches produce. A UDP checksum of 0 (none) stays
-// 0; an ICMP checksum is not touched when the identifier does not change.
-// FastTrack applies it to packets, and the XDP fast path's tests take it as
-// the reference for the kernel's rewrite.
+// UDP, or ICMP echo, whose identifier plays both ports). It is FlowDeltas
+// then ApplyFlow. FastTrack applies it to packets, and the XDP fast path's
+// tests take it as the reference for the kernel's rewrite.
 func RewriteFlow(h, l4 []byte, proto uint8, src, dst uint32, sport, dport uint16, nsrc, ndst uint32, nsport, ndport uint16, ttlDec uint8) {
+	ip, l4Sum := FlowDeltas(proto, src, dst, nsrc, ndst, sport, dport, nsport, ndport, ttlDec)
+	ApplyFlow(h, l4, proto, nsrc, ndst, nsport, ndport, ttlDec, ip, l4Sum)
+}
+
+// FlowDeltas returns the constant parts of a flow direction's checksum
+// updates (RFC 1624 eqn. 3, HC' = ~(~HC + Σ(~m + m'))): the sums Σ(~m +
+// m') over the words the rewrite changes, for the IPv4 header (addresses
+// and TTL) and for the L4 checksum (TCP and UDP: addresses through the
+// pseudo-header, and ports; ICMP echo: the identifier), each folded to 16
+// bits with end-around carries. Folding first changes no result, because
+// fold(x) is 0 only for x = 0 and otherwise is the one value in [1, 0xffff]
+// congruent to x modulo 0xffff; so each checksum is patched once with the
+// sum of all its changed words, and that is exactly what the
+// one-field-at-a-time patches produce. An ICMP echo whose identifier does
+// not change gets 0. FastTrack's flow cache and the XDP fast path compute
+// them once per flow direction; ApplyFlow uses them per packet.
+func FlowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, ndport uint16, ttlDec uint8) (ip, l4 uint16) {
 	addrs := ChecksumDelta32(src, nsrc) + ChecksumDelta32(dst, ndst)
-	// The TTL shares a word with the protocol: ~m + m' = -(d<<8) = ^(d<<8).
-	ipSum := uint32(^binary.BigEndian.Uint16(h[10:])) + addrs + uint32(^(uint16(ttlDec) << 8))
+	// The TTL is the high byte of the word TTL<<8|protocol:
+	// ~m + m' = -(d<<8) = ^(d<<8).
+	ip = FoldDelta(addrs + uint32(^(uint16(ttlDec) << 8)))
+	switch proto {
+	case ProtoTCP, ProtoUDP:
+		l4 = FoldDelta(addrs + ChecksumDelta16(sport, nsport) + ChecksumDelta16(dport, ndport))
+	case ProtoICMP:
+		if sport != nsport {
+			l4 = FoldDelta(ChecksumDelta16(sport, nsport))
+		}
+	}
+	return ip, l4
+}
+
+// ApplyFlow writes a flow direction's rewrite into IPv4 header h (no
+// options) and its L4 header l4: the new addresses and ports, the TTL
+// lowered by ttlDec, and each checksum patched with its FlowDeltas sum. A
+// UDP checksum of 0 (none) stays 0, and a computed 0 is sent as 0xffff
+// (RFC 768); an ICMP echo's checksum is not touched when its identifier
+// already is nsport.
+func ApplyFlow(h, l4 []byte, proto uint8, nsrc, ndst uint32, nsport, ndport uint16, ttlDec uint8, ipSum, l4Sum uint16) {
 	h[8] -= ttlDec
 	binary.BigEndian.PutUint32(h[12:], nsrc)
 	binary.BigEndian.PutUint32(h[16:], ndst)
-	binary.BigEndian.PutUint16(h[10:], ^FoldDelta(ipSum))
+	binary.BigEndian.PutUint16(h[10:], patch(binary.BigEndian.Uint16(h[10:]), ipSum))
 	switch proto {
 	case ProtoTCP:
-		cs := uint32(^binary.BigEndian.Uint16(l4[16:])) + addrs + ChecksumDelta16(sport, nsport) + ChecksumDelta16(dport, ndport)
 		binary.BigEndian.PutUint16(l4[0:], nsport)
 		binary.BigEndian.PutUint16(l4[2:], ndport)
-		binary.BigEndian.PutUint16(l4[16:], ^FoldDelta(cs))
+		binary.BigEndian.PutUint16(l4[16:], patch(binary.BigEndian.Uint16(l4[16:]), l4Sum))
 	case ProtoUDP:
 		binary.BigEndian.PutUint16(l4[0:], nsport)
 		binary.BigEndian.PutUint16(l4[2:], ndport)
 		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 {
-			cs := ^FoldDelta(uint32(^old) + addrs + ChecksumDelta16(sport, nsport) + ChecksumDelta16(dport, ndport))
+			cs := patch(old, l4Sum)
 			if cs == 0 {
 				cs = 0xffff
 			}
 			binary.BigEndian.PutUint16(l4[6:], cs)
 		}
 	case ProtoICMP:
-		if sport != nsport {
-			cs := uint32(^binary.BigEndian.Uint16(l4[2:])) + ChecksumDelta16(sport, nsport)
+		if binary.BigEndian.Uint16(l4[4:]) != nsport {
 			binary.BigEndian.PutUint16(l4[4:], nsport)
-			binary.BigEndian.PutUint16(l4[2:], ^FoldDelta(cs))
+			binary.BigEndian.PutUint16(l4[2:], patch(binary.BigEndian.Uint16(l4[2:]), l4Sum))
 		}
 	}
 }
+
+// patch is HC' = ~fold(~HC + delta).
+func patch(hc, delta uint16) uint16 { return ^FoldDelta(uint32(^hc) + uint32(delta)) }

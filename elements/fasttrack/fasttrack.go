@@ -424,21 +424,14 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 
 // compile puts direction dir of flow idx, which just took the fast path
 // through the flow table, into the flow cache, with its rewrite's checksum
-// deltas computed once (the same sums packet.RewriteFlow adds, folded:
-// one's complement addition is associative, so the bytes are identical).
+// deltas computed once (packet.FlowDeltas: the sums packet.RewriteFlow
+// applies on the flow-table path, so the bytes are identical).
 func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, k *conntrack.Tuple) {
 	f := &c.Fast[dir]
 	o := &c.T[1-dir]
 	ce := conntrack.CacheEntry{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto,
 		Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NSrc: o.Dst, NDst: o.Src, NSport: o.Dport, NDport: o.Sport}
-	addrs := packet.ChecksumDelta32(k.Src, o.Dst) + packet.ChecksumDelta32(k.Dst, o.Src)
-	ce.IPSum = packet.FoldDelta(addrs + uint32(^(uint16(f.TTLDec) << 8)))
-	switch k.Proto {
-	case packet.ProtoTCP, packet.ProtoUDP:
-		ce.L4Sum = packet.FoldDelta(addrs + packet.ChecksumDelta16(k.Sport, o.Dport) + packet.ChecksumDelta16(k.Dport, o.Sport))
-	case packet.ProtoICMP:
-		ce.L4Sum = packet.FoldDelta(packet.ChecksumDelta16(k.Sport, o.Dport))
-	}
+	ce.IPSum, ce.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
 	timeout := e.idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
@@ -461,48 +454,17 @@ func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.
 			return 0, 0
 		}
 	}
-	// Fixed offsets into the frame (fastKey checked its length and
-	// that the IPv4 header has no options), as array indexing without
-	// bounds checks.
-	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
-	f := (*[fastMin]byte)(p.Data)
+	d := p.Data
+	h := d[packet.EthernetLen:]
 	dir := ce.Bits & conntrack.CacheDir
-	ttl := f[ip+8]
+	ttl := h[8]
 	if ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
-		k.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
+		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
-	tl := int(binary.BigEndian.Uint16(f[ip+2:]))
-	f[ip+8] = ttl - ce.TTLDec
-	binary.BigEndian.PutUint32(f[ip+12:], ce.NSrc)
-	binary.BigEndian.PutUint32(f[ip+16:], ce.NDst)
-	binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(ce.IPSum)))
-	switch k.Proto {
-	case packet.ProtoTCP:
-		g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastKey checked the TCP header's length
-		binary.BigEndian.PutUint16(g[l4:], ce.NSport)
-		binary.BigEndian.PutUint16(g[l4+2:], ce.NDport)
-		binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
-	case packet.ProtoUDP:
-		binary.BigEndian.PutUint16(f[l4:], ce.NSport)
-		binary.BigEndian.PutUint16(f[l4+2:], ce.NDport)
-		if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
-			cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
-			if cs == 0 {
-				cs = 0xffff
-			}
-			binary.BigEndian.PutUint16(f[l4+6:], cs)
-		}
-	case packet.ProtoICMP:
-		if ce.NSport != k.Sport {
-			binary.BigEndian.PutUint16(f[l4+4:], ce.NSport)
-			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
-		}
-	}
-	// The Ethernet addresses, as one 8-byte and one 4-byte move.
-	eth := t.Adj(ce.Adj)
-	binary.LittleEndian.PutUint64(f[0:], binary.LittleEndian.Uint64(eth[0:]))
-	binary.LittleEndian.PutUint32(f[8:], binary.LittleEndian.Uint32(eth[8:]))
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	packet.ApplyFlow(h, h[packet.IPv4MinLen:tl], k.Proto, ce.NSrc, ce.NDst, ce.NSport, ce.NDport, ce.TTLDec, ce.IPSum, ce.L4Sum)
+	copy(d[:12], t.Adj(ce.Adj)[:])
 	ce.Pkts++
 	ce.Bytes += uint32(tl)
 	ce.Deadline = now + t.CacheTimeout(ce)

@@ -152,37 +152,11 @@ func encodeFlowValue(k FlowKey, a FlowAction) ([]byte, error) {
 	v[flowOffTTLDec] = a.TTLDec
 	binary.NativeEndian.PutUint32(v[flowOffGen:], a.Gen)
 	ks, kd := k.Src.Unmap().As4(), k.Dst.Unmap().As4()
-	ip, l4 := flowDeltas(k.Proto, binary.BigEndian.Uint32(ks[:]), binary.BigEndian.Uint32(kd[:]),
+	ip, l4 := packet.FlowDeltas(k.Proto, binary.BigEndian.Uint32(ks[:]), binary.BigEndian.Uint32(kd[:]),
 		binary.BigEndian.Uint32(src[:]), binary.BigEndian.Uint32(dst[:]), k.Sport, k.Dport, a.Sport, a.Dport, a.TTLDec)
 	binary.BigEndian.PutUint16(v[flowOffIPDelta:], ip)
 	binary.BigEndian.PutUint16(v[flowOffL4Delta:], l4)
 	return v, nil
-}
-
-// flowDeltas returns the constant parts of a flow direction's checksum
-// updates (RFC 1624 eqn. 3, HC' = ~(~HC + Σ(~m + m'))): the sums Σ(~m +
-// m') over the words the rewrite changes, for the IPv4 header and for
-// the L4 checksum, each folded to 16 bits with end-around carries. The
-// program computes ~fold(~HC + delta). These are the sums packet.RewriteFlow
-// (FastTrack's rewrite) adds; folding them first changes no
-// result, because fold(x) is 0 only for x = 0 and otherwise is the one
-// value in [1, 0xffff] congruent to x modulo 0xffff. An ICMP echo whose
-// identifier does not change gets 0, which leaves the checksum exactly as
-// it was (FastTrack does not touch it then).
-func flowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, ndport uint16, ttlDec uint8) (ip, l4 uint16) {
-	addrs := packet.ChecksumDelta32(src, nsrc) + packet.ChecksumDelta32(dst, ndst)
-	// The TTL is the high byte of the word TTL<<8|protocol:
-	// ~m + m' = -(d<<8) = ^(d<<8).
-	ip = packet.FoldDelta(addrs + uint32(^(uint16(ttlDec) << 8)))
-	switch proto {
-	case protoTCP, protoUDP:
-		l4 = packet.FoldDelta(addrs + packet.ChecksumDelta16(sport, nsport) + packet.ChecksumDelta16(dport, ndport))
-	case protoICMP:
-		if sport != nsport {
-			l4 = packet.FoldDelta(packet.ChecksumDelta16(sport, nsport))
-		}
-	}
-	return ip, l4
 }
 
 // SetFlow installs (or replaces) the fast path for one flow direction:

@@ -421,7 +421,7 @@ func xadd(dst asm.Register, off int16, src asm.Register) asm.Instruction {
 
 // patchCsum emits the RFC 1624 eqn. 3 update of the checksum at frame
 // offset off, HC' = ~(~HC + delta), with delta the u16 at value offset
-// delta of the flow entry R0 points to (see flowDeltas). Both are loaded
+// delta of the flow entry R0 points to (see packet.FlowDeltas). Both are loaded
 // in host order: one's-complement sums do not depend on byte order (a
 // byte swap multiplies by 256 modulo 0xffff, and keeps 0 and 0xffff
 // apart), so this is the wire-order result. ~HC + delta <= 0x1fffe:

@@ -59,7 +59,7 @@ const (
 	// u8 eth_dst[6]; u8 eth_src[6]; u8 src[4]; u8 dst[4]; u8 sport[2];
 	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
 	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
-	// checksum deltas, wire order, see flowDeltas); u8 ttl_dec;
+	// checksum deltas, wire order, see packet.FlowDeltas); u8 ttl_dec;
 	// u8 icmp_type; u8 pad[2] (zero); u32 gen (the generation the
 	// entry was installed under: it applies only while the tables'
 	// generation is the same).
