@@ -102,8 +102,17 @@ func FoldDelta(s uint32) uint16 {
 // then ApplyFlow. FastTrack applies it to packets, and the XDP fast path's
 // tests take it as the reference for the kernel's rewrite.
 func RewriteFlow(h, l4 []byte, proto uint8, src, dst uint32, sport, dport uint16, nsrc, ndst uint32, nsport, ndport uint16, ttlDec uint8) {
-	ip, l4Sum := FlowDeltas(proto, src, dst, nsrc, ndst, sport, dport, nsport, ndport, ttlDec)
-	ApplyFlow(h, l4, proto, nsrc, ndst, nsport, ndport, ttlDec, ip, l4Sum)
+	r := FlowRewrite{NSrc: nsrc, NDst: ndst, NSport: nsport, NDport: ndport}
+	r.IPSum, r.L4Sum = FlowDeltas(proto, src, dst, nsrc, ndst, sport, dport, nsport, ndport, ttlDec)
+	ApplyFlow(h, l4, proto, ttlDec, &r)
+}
+
+// FlowRewrite is what ApplyFlow writes: the new addresses and ports, and
+// the FlowDeltas sums for the two checksums.
+type FlowRewrite struct {
+	NSrc, NDst     uint32
+	NSport, NDport uint16
+	IPSum, L4Sum   uint16
 }
 
 // FlowDeltas returns the constant parts of a flow direction's checksum
@@ -134,36 +143,42 @@ func FlowDeltas(proto uint8, src, dst, nsrc, ndst uint32, sport, dport, nsport, 
 	return ip, l4
 }
 
-// ApplyFlow writes a flow direction's rewrite into IPv4 header h (no
+// ApplyFlow writes a flow direction's rewrite r into IPv4 header h (no
 // options) and its L4 header l4: the new addresses and ports, the TTL
 // lowered by ttlDec, and each checksum patched with its FlowDeltas sum. A
 // UDP checksum of 0 (none) stays 0, and a computed 0 is sent as 0xffff
 // (RFC 768); an ICMP echo's checksum is not touched when its identifier
-// already is nsport.
-func ApplyFlow(h, l4 []byte, proto uint8, nsrc, ndst uint32, nsport, ndport uint16, ttlDec uint8, ipSum, l4Sum uint16) {
-	h[8] -= ttlDec
-	binary.BigEndian.PutUint32(h[12:], nsrc)
-	binary.BigEndian.PutUint32(h[16:], ndst)
-	binary.BigEndian.PutUint16(h[10:], patch(binary.BigEndian.Uint16(h[10:]), ipSum))
+// already is r.NSport. It runs for every fast-tracked packet: the rewrite
+// is passed by pointer and the headers through fixed-size views, so that
+// the call takes its arguments in registers and checks each length once.
+func ApplyFlow(h, l4 []byte, proto, ttlDec uint8, r *FlowRewrite) {
+	ih := (*[IPv4MinLen]byte)(h)
+	ih[8] -= ttlDec
+	binary.BigEndian.PutUint32(ih[12:], r.NSrc)
+	binary.BigEndian.PutUint32(ih[16:], r.NDst)
+	binary.BigEndian.PutUint16(ih[10:], patch(binary.BigEndian.Uint16(ih[10:]), r.IPSum))
 	switch proto {
 	case ProtoTCP:
-		binary.BigEndian.PutUint16(l4[0:], nsport)
-		binary.BigEndian.PutUint16(l4[2:], ndport)
-		binary.BigEndian.PutUint16(l4[16:], patch(binary.BigEndian.Uint16(l4[16:]), l4Sum))
+		th := (*[TCPMinLen]byte)(l4)
+		binary.BigEndian.PutUint16(th[0:], r.NSport)
+		binary.BigEndian.PutUint16(th[2:], r.NDport)
+		binary.BigEndian.PutUint16(th[16:], patch(binary.BigEndian.Uint16(th[16:]), r.L4Sum))
 	case ProtoUDP:
-		binary.BigEndian.PutUint16(l4[0:], nsport)
-		binary.BigEndian.PutUint16(l4[2:], ndport)
-		if old := binary.BigEndian.Uint16(l4[6:]); old != 0 {
-			cs := patch(old, l4Sum)
+		uh := (*[UDPLen]byte)(l4)
+		binary.BigEndian.PutUint16(uh[0:], r.NSport)
+		binary.BigEndian.PutUint16(uh[2:], r.NDport)
+		if old := binary.BigEndian.Uint16(uh[6:]); old != 0 {
+			cs := patch(old, r.L4Sum)
 			if cs == 0 {
 				cs = 0xffff
 			}
-			binary.BigEndian.PutUint16(l4[6:], cs)
+			binary.BigEndian.PutUint16(uh[6:], cs)
 		}
 	case ProtoICMP:
-		if binary.BigEndian.Uint16(l4[4:]) != nsport {
-			binary.BigEndian.PutUint16(l4[4:], nsport)
-			binary.BigEndian.PutUint16(l4[2:], patch(binary.BigEndian.Uint16(l4[2:]), l4Sum))
+		ch := (*[ICMPLen]byte)(l4)
+		if binary.BigEndian.Uint16(ch[4:]) != r.NSport {
+			binary.BigEndian.PutUint16(ch[4:], r.NSport)
+			binary.BigEndian.PutUint16(ch[2:], patch(binary.BigEndian.Uint16(ch[2:]), r.L4Sum))
 		}
 	}
 }

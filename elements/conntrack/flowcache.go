@@ -3,6 +3,8 @@ package conntrack
 import (
 	"runtime"
 	"unsafe"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // The flow cache is FastTrack's compiled copy of the flow directions it
@@ -46,11 +48,11 @@ type CacheEntry struct {
 
 	Idx, Tag, Gen uint32 // the flow, its Tag, and the Generation the rewrite is valid for
 
-	NSrc, NDst     uint32 // the tuple after the rewrite
-	NSport, NDport uint16
-	IPSum, L4Sum   uint16 // one's complement sums the rewrite adds to the IPv4 and L4 checksums
-	Adj            uint16 // Ethernet header (Table.Adj)
-	_              uint16
+	// The tuple after the rewrite and the sums it adds to the IPv4 and
+	// L4 checksums (packet.FlowDeltas).
+	Rewrite packet.FlowRewrite
+	Adj     uint16 // Ethernet header (Table.Adj)
+	_       uint16
 
 	Pkts, Bytes uint32 // hits not yet folded into the flow
 	Deadline    int64  // the flow expires at Deadline unless hit again (monotonic ns)

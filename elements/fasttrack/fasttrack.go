@@ -430,8 +430,9 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 	f := &c.Fast[dir]
 	o := &c.T[1-dir]
 	ce := conntrack.CacheEntry{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto,
-		Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NSrc: o.Dst, NDst: o.Src, NSport: o.Dport, NDport: o.Sport}
-	ce.IPSum, ce.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
+		Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen,
+		Rewrite: packet.FlowRewrite{NSrc: o.Dst, NDst: o.Src, NSport: o.Dport, NDport: o.Sport}}
+	ce.Rewrite.IPSum, ce.Rewrite.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
 	timeout := e.idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
@@ -454,17 +455,53 @@ func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.
 			return 0, 0
 		}
 	}
-	d := p.Data
-	h := d[packet.EthernetLen:]
+	// packet.ApplyFlow's stores, inlined at fixed frame offsets (fastKey
+	// checked the frame's length and that the IPv4 header has no
+	// options): calling ApplyFlow here cost ≈ 3 ns a packet, 8% of the
+	// whole 10k-flow fast path (NATGraph, eight interleaved pairs, 38.0
+	// vs 41.2 ns/pkt). TestCacheTransparent and TestRandomEquivalence
+	// check the bytes against the slow path, which uses ApplyFlow.
+	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
+	f := (*[fastMin]byte)(p.Data)
 	dir := ce.Bits & conntrack.CacheDir
-	ttl := h[8]
+	ttl := f[ip+8]
 	if ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
-		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
+		k.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
-	tl := int(binary.BigEndian.Uint16(h[2:]))
-	packet.ApplyFlow(h, h[packet.IPv4MinLen:tl], k.Proto, ce.NSrc, ce.NDst, ce.NSport, ce.NDport, ce.TTLDec, ce.IPSum, ce.L4Sum)
-	copy(d[:12], t.Adj(ce.Adj)[:])
+	r := &ce.Rewrite
+	tl := int(binary.BigEndian.Uint16(f[ip+2:]))
+	f[ip+8] = ttl - ce.TTLDec
+	binary.BigEndian.PutUint32(f[ip+12:], r.NSrc)
+	binary.BigEndian.PutUint32(f[ip+16:], r.NDst)
+	binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(r.IPSum)))
+	switch k.Proto {
+	case packet.ProtoTCP:
+		g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastKey checked the TCP header's length
+		binary.BigEndian.PutUint16(g[l4:], r.NSport)
+		binary.BigEndian.PutUint16(g[l4+2:], r.NDport)
+		binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(r.L4Sum)))
+	case packet.ProtoUDP:
+		binary.BigEndian.PutUint16(f[l4:], r.NSport)
+		binary.BigEndian.PutUint16(f[l4+2:], r.NDport)
+		if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
+			cs := ^packet.FoldDelta(uint32(^old) + uint32(r.L4Sum))
+			if cs == 0 {
+				cs = 0xffff
+			}
+			binary.BigEndian.PutUint16(f[l4+6:], cs)
+		}
+	case packet.ProtoICMP:
+		if binary.BigEndian.Uint16(f[l4+4:]) != r.NSport {
+			binary.BigEndian.PutUint16(f[l4+4:], r.NSport)
+			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(r.L4Sum)))
+		}
+	}
+	// The Ethernet addresses as one 8-byte and one 4-byte move (copy
+	// would call memmove).
+	eth := t.Adj(ce.Adj)
+	binary.LittleEndian.PutUint64(f[0:], binary.LittleEndian.Uint64(eth[0:]))
+	binary.LittleEndian.PutUint32(f[8:], binary.LittleEndian.Uint32(eth[8:]))
 	ce.Pkts++
 	ce.Bytes += uint32(tl)
 	ce.Deadline = now + t.CacheTimeout(ce)
