@@ -262,10 +262,10 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	switch {
 	case CacheMatch(sa, k):
 		w = sa
-		t.foldEntry(sa) // an earlier compile of the same direction
+		t.FoldCache(sa) // an earlier compile of the same direction
 	case CacheMatch(sb, k):
 		w = sb
-		t.foldEntry(sb)
+		t.FoldCache(sb)
 	case sa.Proto == 0:
 		w = sa
 	case sb.Proto == 0:
@@ -276,7 +276,7 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 		w = sb
 	default:
 		// All four candidate places taken: B's occupant gives way.
-		t.foldEntry(sb)
+		t.FoldCache(sb)
 		fc.Stats.Replaced++
 		w = sb
 	}
@@ -300,9 +300,10 @@ func (t *Table) cacheMove(s *CacheEntry) bool {
 	return true
 }
 
-// foldEntry adds an entry's counters to its flow and moves the flow's
-// expiry to the entry's deadline if later. The entry stays.
-func (t *Table) foldEntry(e *CacheEntry) {
+// FoldCache adds an entry's counters to its flow and moves the flow's
+// expiry to the entry's deadline if later; the entry stays. FastTrack
+// calls it when a hit's byte count reaches CacheFoldAt.
+func (t *Table) FoldCache(e *CacheEntry) {
 	c := &t.conns[e.Idx]
 	if c.Tag != e.Tag || c.Flags&flagLive == 0 {
 		return // cannot happen: Delete drops a flow's entries
@@ -316,9 +317,6 @@ func (t *Table) foldEntry(e *CacheEntry) {
 	}
 }
 
-// FoldCache is foldEntry for FastTrack (a hit whose byte count reached
-// CacheFoldAt).
-func (t *Table) FoldCache(e *CacheEntry) { t.foldEntry(e) }
 
 // cacheFind returns flow idx's cache entry for direction d, or nil.
 func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
@@ -344,7 +342,7 @@ func (t *Table) Sync(idx uint32) {
 func (t *Table) sync(idx uint32) {
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
-			t.foldEntry(e)
+			t.FoldCache(e)
 		}
 	}
 }
@@ -361,7 +359,7 @@ func (t *Table) drop(idx uint32) {
 	c := &t.conns[idx]
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
-			t.foldEntry(e)
+			t.FoldCache(e)
 			*e = CacheEntry{}
 		}
 	}
