@@ -39,9 +39,9 @@ func pinThread(cpu int) error {
 // threadCPUNanos is the calling thread's CPU time: what the kernel gave it,
 // which on a shared CPU is less than the wall time it was busy. It is a raw
 // system call (1.42–1.47 µs here, no vDSO for this clock: `go test
-// ./pipeline -run xxx -bench ThreadCPUNanos -count 3`): through the runtime's
-// syscall path the worker could lose its P to another thread while the
-// call waited, and pay for it in wall time at the next round.
+// ./pipeline -run xxx -bench ThreadCPUNanos -count 3). Raw, because the
+// call is short and never blocks: the runtime's syscall bookkeeping, which
+// lets another thread take the worker's P, buys nothing here.
 func threadCPUNanos() uint64 {
 	var ts unix.Timespec
 	_, _, errno := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0)
