@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -77,18 +78,6 @@ func counter(s *pipeline.Snapshot, element, name string) uint64 {
 	return s.CounterSum(name, func(e *pipeline.ElementStats) bool { return e.Element == element })
 }
 
-// threadCPU is the calling thread's CPU time. On a machine shared with
-// other work the wall clock counts the time the thread was preempted;
-// its CPU time does not, so packets per CPU-second is what one core
-// actually does.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
-
 func processCPU() time.Duration {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
@@ -123,12 +112,12 @@ func BenchmarkNATGraph(b *testing.B) {
 					b.Fatalf("%d live flows after warm-up, want %d", e, flows)
 				}
 				b.ReportAllocs()
-				cpu0 := threadCPU()
+				cpu0 := cputime.Thread()
 				pkts := 0
 				for b.Loop() {
 					pkts += r.Round(0)
 				}
-				cpu := threadCPU() - cpu0
+				cpu := cputime.Thread() - cpu0
 				ns := float64(b.Elapsed().Nanoseconds())
 				s1 := r.Snapshot()
 				b.ReportMetric(ns/float64(pkts), "ns/pkt")

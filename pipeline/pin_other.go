@@ -8,6 +8,3 @@ import "errors"
 var processCPUs []int
 
 func pinThread(cpu int) error { return errors.New("pinning is not supported on this OS") }
-
-// threadCPUNanos is not measured on this OS.
-func threadCPUNanos() uint64 { return 0 }

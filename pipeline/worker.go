@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -92,11 +93,11 @@ func (w *worker) loop() {
 	// The thread's CPU time, read every 64 publishes (~64 ms) and at
 	// exit: it is a system call, and a preemption that lands in one would
 	// otherwise show in the next round's time.
-	cpu0 := threadCPUNanos() // the goroutine is locked to its thread (run)
+	cpu0 := cputime.Thread() // the goroutine is locked to its thread (run)
 	pubs := 0
 	publish := func(cpu bool) {
 		if cpu {
-			w.cpuNanos.Store(threadCPUNanos() - cpu0)
+			w.cpuNanos.Store(uint64(cputime.Thread() - cpu0))
 		}
 		w.busy.Store(busy)
 		w.idle.Store(idle)

@@ -7,14 +7,13 @@ import (
 	"runtime"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
 	"github.com/junction-dataplane/junction/elements/nat"
+	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -98,14 +97,14 @@ func BenchmarkFastTrack(b *testing.B) {
 			b.ReportAllocs()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			c0 := threadCPU()
+			c0 := cputime.Thread()
 			pkts, off := 0, 0
 			for b.Loop() {
 				off = pushArena(ft, pool, batch, arena, size, off)
 				pkts += 64
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(threadCPU()-c0)/float64(pkts), "cpu-ns/pkt")
+			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
 			if hits := counter(fst, "hits") - h0; hits < uint64(pkts)*99/100 {
 				b.Errorf("%d hits of %d packets (fast sink %d)", hits, pkts, fast.Count)
 			}
@@ -122,23 +121,12 @@ func BenchmarkRefillBaseline(b *testing.B) {
 	sink := &elementtest.Sink{}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	c0 := threadCPU()
+	c0 := cputime.Thread()
 	pkts, off := 0, 0
 	for b.Loop() {
 		off = pushArena(sink, pool, batch, arena, size, off)
 		pkts += 64
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-	b.ReportMetric(float64(threadCPU()-c0)/float64(pkts), "cpu-ns/pkt")
-}
-
-// threadCPU is the calling (locked) thread's CPU time in ns: on a machine
-// shared with other work it leaves out the time the benchmark was
-// preempted, which wall time counts.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return ts.Nano()
+	b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
 }

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -177,11 +176,11 @@ func TestUpdateUnderTraffic(t *testing.T) {
 	t0 := time.Now()
 	for s := 1; time.Since(t0) < 700*time.Millisecond || s < 20; s++ {
 		cs := flapChanges(s)
-		a := threadCPU()
+		a := cputime.Thread()
 		if err := tb.Apply(cs); err != nil {
 			t.Fatal(err)
 		}
-		busy += threadCPU() - a
+		busy += cputime.Thread() - a
 		step.Store(int64(s))
 		changes += len(cs)
 	}
@@ -195,13 +194,4 @@ func TestUpdateUnderTraffic(t *testing.T) {
 	if batches.Load() < 100 {
 		t.Errorf("only %d batches forwarded during the updates", batches.Load())
 	}
-}
-
-// threadCPU is the calling thread's CPU time.
-func threadCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
