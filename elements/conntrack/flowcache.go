@@ -317,7 +317,6 @@ func (t *Table) FoldCache(e *CacheEntry) {
 	}
 }
 
-
 // cacheFind returns flow idx's cache entry for direction d, or nil.
 func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
 	c := &t.conns[idx]
