@@ -78,6 +78,7 @@ func counter(s *pipeline.Snapshot, element, name string) uint64 {
 	return s.CounterSum(name, func(e *pipeline.ElementStats) bool { return e.Element == element })
 }
 
+// processCPU is the CPU time this process has used (user + system).
 func processCPU() time.Duration {
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -224,13 +223,13 @@ func longRun(t *testing.T, modes []string, total, every time.Duration, oneCPU bo
 	for i, r := range rs {
 		last[i] = r.Snapshot().Totals.TX
 	}
-	lastT, lastCPU := t0, routingCPU()
+	lastT, lastCPU := t0, processCPU()
 	rates := make([][]float64, len(rs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for n := 0; n < int(total/every); n++ {
 		now := <-tick.C
-		cpu := routingCPU()
+		cpu := processCPU()
 		var line strings.Builder
 		var sum uint64
 		for i, r := range rs {
@@ -361,11 +360,3 @@ func (e *NaiveCacheLookup) Push(_ int, b *packet.Batch) {
 	}
 }
 
-// routingCPU is the CPU time this process has used (user + system).
-func routingCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
