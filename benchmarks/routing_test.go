@@ -359,4 +359,3 @@ func (e *NaiveCacheLookup) Push(_ int, b *packet.Batch) {
 		e.outs[1].Push(b) // every route of the benchmark table is out 1
 	}
 }
-
