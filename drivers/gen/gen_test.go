@@ -740,3 +740,28 @@ func BenchmarkReceiveTransmit(b *testing.B) {
 		})
 	}
 }
+
+// TestFastDiv checks fastDiv against the division it replaces, at the edges
+// of both operands and on random ones.
+func TestFastDiv(t *testing.T) {
+	ds := []uint32{2, 3, 7, 254, 255, 65534, 65535, 65536, 1<<24 - 2, 1<<31 + 1, 1<<32 - 2, 1<<32 - 1}
+	ns := []uint32{0, 1, 2, 65535, 65536, 1<<31 - 1, 1 << 31, 1<<32 - 2, 1<<32 - 1}
+	s := uint64(7)
+	for range 2000 {
+		ds = append(ds, uint32(wyrand(&s))|2)
+		ns = append(ns, uint32(wyrand(&s)))
+	}
+	for _, d := range ds {
+		m := divMagic(d)
+		for _, n := range ns {
+			if got := fastDiv(n, m); got != n/d {
+				t.Fatalf("fastDiv(%d, divMagic(%d)) = %d, want %d", n, d, got, n/d)
+			}
+		}
+		for _, n := range []uint32{d - 1, d, d + 1, 2*d - 1, 2 * d} {
+			if got := fastDiv(n, m); got != n/d {
+				t.Fatalf("fastDiv(%d, divMagic(%d)) = %d, want %d", n, d, got, n/d)
+			}
+		}
+	}
+}
