@@ -1,6 +1,7 @@
 package conntrack_test
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -17,14 +18,46 @@ func TestConnSize(t *testing.T) {
 	if s := unsafe.Sizeof(conntrack.Conn{}); s > 128 {
 		t.Fatalf("Conn is %d bytes, want ≤ 128", s)
 	}
-	// A flow-cache entry is one cache line, and its key has Tuple's
-	// layout (CacheMatch compares the first 13 bytes as a Tuple).
+	// A flow-cache entry is one cache line, and its key is laid out as
+	// CacheMatch reads it: RawKey.A, then B's low five bytes.
 	var e conntrack.CacheEntry
 	if s := unsafe.Sizeof(e); s != 64 {
 		t.Fatalf("CacheEntry is %d bytes, want 64", s)
 	}
-	if unsafe.Offsetof(e.Proto) != unsafe.Offsetof(conntrack.Tuple{}.Proto) || unsafe.Offsetof(e.Sport) != unsafe.Offsetof(conntrack.Tuple{}.Sport) {
-		t.Fatal("CacheEntry's key is not laid out as a Tuple")
+	if unsafe.Offsetof(e.Addrs) != 0 || unsafe.Offsetof(e.Ports) != 8 || unsafe.Offsetof(e.Proto) != 12 {
+		t.Fatal("CacheEntry's key is not laid out as CacheMatch reads it")
+	}
+	k := conntrack.Tuple{Src: 0x0a000001, Dst: 0xc0a80102, Sport: 1234, Dport: 80, Proto: packet.ProtoTCP}
+	r := conntrack.RawKeyOf(&k)
+	e.Addrs, e.Ports, e.Proto, e.Out, e.Bits = r.A, uint32(r.B), uint8(r.B>>32), 3, 0xff
+	if !conntrack.CacheMatch(&e, &r) {
+		t.Error("CacheMatch misses the entry of its own key")
+	}
+	for _, o := range []conntrack.Tuple{
+		{Src: 0x0a000002, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto},
+		{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: 81, Proto: k.Proto},
+		{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: packet.ProtoUDP},
+	} {
+		if ro := conntrack.RawKeyOf(&o); conntrack.CacheMatch(&e, &ro) {
+			t.Errorf("CacheMatch takes %+v for %+v", o, k)
+		}
+	}
+	var back conntrack.Tuple
+	if r.ToTuple(&back); back != k {
+		t.Errorf("RawKeyOf then ToTuple gives %+v, want %+v", back, k)
+	}
+	// The raw key is the frame's bytes: addresses at IPv4 offset 12,
+	// ports at transport offset 0, read little-endian.
+	var f [8]byte
+	binary.BigEndian.PutUint32(f[0:], k.Src)
+	binary.BigEndian.PutUint32(f[4:], k.Dst)
+	if binary.LittleEndian.Uint64(f[:]) != r.A {
+		t.Errorf("RawKey.A %#x, frame bytes read little-endian %#x", r.A, binary.LittleEndian.Uint64(f[:]))
+	}
+	binary.BigEndian.PutUint16(f[0:], k.Sport)
+	binary.BigEndian.PutUint16(f[2:], k.Dport)
+	if uint32(r.B) != binary.LittleEndian.Uint32(f[:4]) || r.B>>32 != uint64(k.Proto) {
+		t.Errorf("RawKey.B %#x does not hold the frame's ports and protocol %d", r.B, k.Proto)
 	}
 }
 

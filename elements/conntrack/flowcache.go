@@ -1,10 +1,9 @@
 package conntrack
 
 import (
+	"math/bits"
 	"runtime"
 	"unsafe"
-
-	"github.com/junction-dataplane/junction/packet"
 )
 
 // The flow cache is FastTrack's compiled copy of the flow directions it
@@ -27,8 +26,8 @@ import (
 //
 // The cache has as many slots as the flow table has buckets (≥ 2 per
 // flow), and each direction may sit in either of two slots chosen by two
-// independent halves of the flow hash: slot A is the bucket's index, slot B
-// comes from the hash's upper half. WarmCache prefetches A for a whole
+// independent halves of a hash of its RawKey: slot A from the lower half,
+// slot B from the upper. WarmCache prefetches A for a whole
 // chunk, then B for the keys A does not hold; a hit reads one line.
 // Inserting moves an occupant to its other slot when both are taken (one
 // cuckoo step), and only then displaces the occupant of B, which keeps the
@@ -36,23 +35,64 @@ import (
 // 2.5% of packets found their direction displaced and recompiled it; with
 // two choices and the step, 0.2% do (BenchmarkNATGraph's compiles/pkt).
 
+// RawKey is a flow direction's tuple as its bytes lie in an untagged
+// IPv4 frame without options, each part read as one little-endian word:
+//
+//	A = the source and destination addresses (IPv4 header bytes 12-19)
+//	B = the source and destination ports (transport bytes 0-3; for an
+//	    ICMP echo its identifier, twice) | protocol<<32
+//
+// FastTrack reads it straight from the frame, and a flow-cache hit compares
+// and hashes it as it is: no byte is swapped and no Tuple is built on the
+// packet path. B == 0 is no key (no flow has protocol 0).
+type RawKey struct{ A, B uint64 }
+
+// RawKeyOf returns the raw key of tuple k.
+func RawKeyOf(k *Tuple) RawKey {
+	return RawKey{
+		A: uint64(bits.ReverseBytes32(k.Src)) | uint64(bits.ReverseBytes32(k.Dst))<<32,
+		B: uint64(RawPorts(k.Sport, k.Dport)) | uint64(k.Proto)<<32,
+	}
+}
+
+// RawPorts is two ports (or an ICMP identifier twice) as the 4 bytes they
+// fill in the frame, read little-endian.
+func RawPorts(sport, dport uint16) uint32 {
+	return uint32(bits.ReverseBytes16(sport)) | uint32(bits.ReverseBytes16(dport))<<16
+}
+
+// ToTuple writes the tuple of raw key r to k, field by field (see
+// FastTrack's parse: a Tuple literal copied whole stalls on store
+// forwarding).
+func (r *RawKey) ToTuple(k *Tuple) {
+	k.Src, k.Dst = bits.ReverseBytes32(uint32(r.A)), bits.ReverseBytes32(uint32(r.A>>32))
+	k.Sport, k.Dport = bits.ReverseBytes16(uint16(r.B)), bits.ReverseBytes16(uint16(r.B>>16))
+	k.Proto = uint8(r.B >> 32)
+}
+
 // CacheEntry is one flow direction compiled for the fast path. Its first
-// 13 bytes have Tuple's layout (the key).
+// 13 bytes are the key, a RawKey's A and the low 5 bytes of its B (the
+// layout CacheMatch reads), and the rewrite is kept in frame byte order
+// too, so that a hit stores it without swapping bytes.
 type CacheEntry struct {
-	Src, Dst     uint32 // the packet's tuple as it arrives (Proto 0: empty way)
-	Sport, Dport uint16
-	Proto        uint8
-	Out          uint8 // FastTrack output
-	TTLDec       uint8
-	Bits         uint8 // CacheDir | CacheEstablished | timeout class<<cacheClassShift
+	Addrs  uint64 // RawKey.A: the addresses as the packet arrives
+	Ports  uint32 // RawKey.B's ports
+	Proto  uint8  // RawKey.B's protocol (0: empty slot)
+	Out    uint8  // FastTrack output
+	TTLDec uint8
+	Bits   uint8 // CacheDir | CacheEstablished | timeout class<<cacheClassShift
 
-	Idx, Tag, Gen uint32 // the flow, its Tag, and the Generation the rewrite is valid for
+	Idx, Tag uint32 // the flow and its Tag
 
-	// The tuple after the rewrite and the sums it adds to the IPv4 and
-	// L4 checksums (packet.FlowDeltas).
-	Rewrite packet.FlowRewrite
-	Adj     uint16 // Ethernet header (Table.Adj)
-	_       uint16
+	// The rewrite: the addresses and ports after it, as RawKey's A and
+	// B hold them (for ICMP echo the identifier in the low 16 bits), and
+	// the sums it adds to the IPv4 and L4 checksums (packet.FlowDeltas).
+	NAddrs       uint64
+	NPorts       uint32
+	IPSum, L4Sum uint16
+	Gen          uint32 // the Generation the rewrite is valid for
+	Adj          uint16 // Ethernet header (Table.Adj)
+	_            uint16
 
 	Pkts, Bytes uint32 // hits not yet folded into the flow
 	Deadline    int64  // the flow expires at Deadline unless hit again (monotonic ns)
@@ -124,76 +164,82 @@ func (t *Table) releaseCache() {
 	t.fc.mem = nil
 }
 
-// CacheSlots returns the two slots a direction may occupy, for the
-// bucket hash hb and the upper hash half hc that WarmCache computed.
-func (t *Table) CacheSlots(hb, hc uint32) (a, b *CacheEntry) {
+// CacheSlots returns the two slots a direction may occupy, for the hash
+// x of its raw key that WarmCache computed.
+func (t *Table) CacheSlots(x uint64) (a, b *CacheEntry) {
 	m := t.fc.mask
-	return &t.fc.e[hb&m], &t.fc.e[hc&m]
+	return &t.fc.e[uint32(x)&m], &t.fc.e[uint32(x>>32)&m]
 }
 
-// WarmCache computes each key's bucket hash into hs (for LookupIn) and the
-// upper hash half into hc (CacheSlots' second argument), and brings each
-// key's cache entry in, in two passes over the chunk so that the misses
-// overlap: it prefetches every key's first slot, then, as those lines
-// arrive, the second slot of the keys whose first slot does not hold them.
-// A direction goes to its second slot only when its first was taken, so
-// at the load of 1M flows in 4M slots about one in eight lives there (an
-// estimate: the first slot's mean occupancy while the table filled), and a
-// packet costs ~1.1 memory lines instead of the 2 that prefetching both
-// slots took (NATGraph 1M fast path, ten interleaved pairs: 74.8 → 67.4
-// ns/pkt, medians; 10k unchanged). Keys with protocol 0 (not eligible) are
-// skipped.
-func (t *Table) WarmCache(keys []Tuple, hs, hc []uint32) {
+// cacheHash is the hash of a raw key that picks its two slots.
+func (t *Table) cacheHash(r *RawKey) uint64 {
+	h, l := bits.Mul64(r.A^t.seed0, r.B^t.seed1)
+	return h ^ l
+}
+
+// WarmCache computes each raw key's hash into hx (CacheSlots' argument)
+// and brings each key's cache entry in, in two passes over the chunk so
+// that the misses overlap: it prefetches every key's first slot, then, as
+// those lines arrive, the second slot of the keys whose first slot does not
+// hold them. A direction goes to its second slot only when its first was
+// taken, so at the load of 1M flows in 4M slots about one in eight lives
+// there (an estimate: the first slot's mean occupancy while the table
+// filled), and a packet costs ~1.1 memory lines instead of the 2 that
+// prefetching both slots took (NATGraph 1M fast path, ten interleaved
+// pairs: 74.8 → 67.4 ns/pkt, medians; 10k unchanged). Keys with B == 0
+// (not eligible) are skipped.
+func (t *Table) WarmCache(keys []RawKey, hx []uint64) {
 	if len(t.fc.e) == 0 {
 		return
 	}
-	hs, hc = hs[:len(keys)], hc[:len(keys)]
+	hx = hx[:len(keys)]
 	base := uintptr(unsafe.Pointer(&t.fc.e[0]))
 	const size = unsafe.Sizeof(CacheEntry{})
 	m := t.fc.mask
 	pf := t.pf[:0]
 	for i := range keys {
-		if keys[i].Proto == 0 {
+		if keys[i].B == 0 {
 			continue
 		}
-		x := t.hash64(&keys[i])
-		h, u := uint32(x)&t.mask, uint32(x>>32)
-		hs[i], hc[i] = h, u
+		x := t.cacheHash(&keys[i])
+		hx[i] = x
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, base+uintptr(h&m)*size)
+		pf = append(pf, base+uintptr(uint32(x)&m)*size)
 	}
 	prefetchAll(pf)
 	pf = pf[:0]
 	for i := range keys {
-		if keys[i].Proto == 0 || CacheMatch(&t.fc.e[hs[i]&m], &keys[i]) {
+		if keys[i].B == 0 || CacheMatch(&t.fc.e[uint32(hx[i])&m], &keys[i]) {
 			continue
 		}
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, base+uintptr(hc[i]&m)*size)
+		pf = append(pf, base+uintptr(uint32(hx[i]>>32)&m)*size)
 	}
 	prefetchAll(pf)
 	runtime.KeepAlive(t)
 }
 
-// cacheSlotsOf is CacheSlots for a key.
-func (t *Table) cacheSlotsOf(k *Tuple) (a, b *CacheEntry) {
-	x := t.hash64(k)
-	return t.CacheSlots(uint32(x), uint32(x>>32))
+// cacheSlotsOf is CacheSlots for a raw key.
+func (t *Table) cacheSlotsOf(r *RawKey) (a, b *CacheEntry) {
+	return t.CacheSlots(t.cacheHash(r))
 }
 
-// CacheMatch reports whether entry e holds tuple k.
-func CacheMatch(e *CacheEntry, k *Tuple) bool {
-	// The first 8 bytes (addresses) and then ports and protocol: the
-	// key has Tuple's layout, so two loads compare it.
-	a := (*[2]uint64)(unsafe.Pointer(e))
-	b := (*[2]uint64)(unsafe.Pointer(k))
-	return a[0] == b[0] && (a[1]^b[1])&0xff_ffff_ffff == 0
+// CacheMatch reports whether entry e holds raw key r.
+func CacheMatch(e *CacheEntry, r *RawKey) bool {
+	// The addresses, then ports and protocol: two loads compare the key.
+	w := (*[2]uint64)(unsafe.Pointer(e))
+	return w[0] == r.A && (w[1]^r.B)&0xff_ffff_ffff == 0
+}
+
+// key returns the raw key entry e holds.
+func (e *CacheEntry) key() RawKey {
+	return RawKey{A: e.Addrs, B: uint64(e.Ports) | uint64(e.Proto)<<32}
 }
 
 // CacheTimeout returns the timeout of e's class: what a hit adds to now.
@@ -204,8 +250,8 @@ func (t *Table) CacheTimeout(e *CacheEntry) int64 {
 // Adj returns the Ethernet header of index i.
 func (t *Table) Adj(i uint16) *[12]byte { return &t.fc.adj[i] }
 
-// CompileCache installs e (whose key, rewrite and Gen the caller filled)
-// for direction dir of flow idx: it sets Idx, Tag, the timeout class for
+// CompileCache installs e (whose Out, TTLDec, rewrite and Gen the caller
+// filled) for direction dir of flow idx: it sets the key, Idx, Tag, the timeout class for
 // timeout, the Ethernet header eth and the established bit, and resets the
 // counters. It returns false when the entry cannot be cached (no cache,
 // too many distinct timeouts or Ethernet headers); the flow then keeps
@@ -256,14 +302,15 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	}
 	e.Pkts, e.Bytes = 0, 0
 	e.Deadline = c.Expires
-	k := &c.T[dir]
-	sa, sb := t.cacheSlotsOf(k)
+	k := RawKeyOf(&c.T[dir])
+	e.Addrs, e.Ports, e.Proto = k.A, uint32(k.B), uint8(k.B>>32)
+	sa, sb := t.cacheSlotsOf(&k)
 	var w *CacheEntry
 	switch {
-	case CacheMatch(sa, k):
+	case CacheMatch(sa, &k):
 		w = sa
 		t.FoldCache(sa) // an earlier compile of the same direction
-	case CacheMatch(sb, k):
+	case CacheMatch(sb, &k):
 		w = sb
 		t.FoldCache(sb)
 	case sa.Proto == 0:
@@ -287,7 +334,8 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 
 // cacheMove moves the entry in slot s to its other slot if that is free.
 func (t *Table) cacheMove(s *CacheEntry) bool {
-	a, b := t.cacheSlotsOf((*Tuple)(unsafe.Pointer(s)))
+	k := s.key()
+	a, b := t.cacheSlotsOf(&k)
 	o := a
 	if a == s {
 		o = b
@@ -319,10 +367,10 @@ func (t *Table) FoldCache(e *CacheEntry) {
 
 // cacheFind returns flow idx's cache entry for direction d, or nil.
 func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
-	c := &t.conns[idx]
-	a, b := t.cacheSlotsOf(&c.T[d])
+	k := RawKeyOf(&t.conns[idx].T[d])
+	a, b := t.cacheSlotsOf(&k)
 	for _, e := range [2]*CacheEntry{a, b} {
-		if e.Proto != 0 && e.Idx == idx && e.Bits&CacheDir == d && CacheMatch(e, &c.T[d]) {
+		if e.Proto != 0 && e.Idx == idx && e.Bits&CacheDir == d && CacheMatch(e, &k) {
 			return e
 		}
 	}

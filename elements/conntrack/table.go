@@ -197,16 +197,16 @@ func (t *Table) Conn(i uint32) *Conn { return &t.conns[i] }
 
 // hash maps a tuple to a bucket with a per-table random seed, so that a
 // sender cannot choose tuples that all collide.
-func (t *Table) hash(k *Tuple) uint32 { return uint32(t.hash64(k)) & t.mask }
-
-// hash64 is the whole hash: the bucket comes from its lower half, the flow
-// cache's second slot from its upper half.
-func (t *Table) hash64(k *Tuple) uint64 {
+func (t *Table) hash(k *Tuple) uint32 {
 	a := uint64(k.Src)<<32 | uint64(k.Dst)
 	b := uint64(k.Sport)<<24 | uint64(k.Dport)<<8 | uint64(k.Proto)
 	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
-	return h ^ l
+	return uint32(h^l) & t.mask
 }
+
+// Bucket returns the bucket of tuple k, LookupIn's second argument (Warm
+// computes it for a whole chunk).
+func (t *Table) Bucket(k *Tuple) uint32 { return t.hash(k) }
 
 // Lookup finds the entry holding tuple k in either direction. It does not
 // look at expiry (Find does).

@@ -177,10 +177,12 @@ type FastTrack struct {
 	outs  []*elements.Output
 	split []*packet.Batch
 
-	// Per chunk of up to 64 packets: tuples and buckets (see Push).
+	// Per chunk of up to 64 packets (see Push): with the flow cache,
+	// raw keys and their cache hashes; without, tuples and buckets.
+	raws [chunk]conntrack.RawKey // B == 0: not eligible
+	hx   [chunk]uint64
 	keys [chunk]conntrack.Tuple // Proto 0: not eligible
-	hs   [chunk]uint32          // bucket hashes
-	hc   [chunk]uint32          // upper hash halves (the flow cache's second slot)
+	hs   [chunk]uint32
 
 	pkts, bytes, hits, misses *atomic.Uint64
 	useCache                  bool   // no offload, no no_cache: compile hits into the flow cache
@@ -260,27 +262,44 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	pkts := b.Pkts
 	for off := 0; off < len(pkts); off += chunk {
 		ps := pkts[off:min(off+chunk, len(pkts))]
-		keys := e.keys[:len(ps)]
 		// Parse every packet, prefetch what their lookups touch
-		// (conntrack.Table.Warm), then look up and rewrite: the cache
-		// misses of a chunk overlap.
+		// (conntrack.Table.WarmCache or Warm), then look up and
+		// rewrite: the cache misses of a chunk overlap.
+		if cached {
+			raws := e.raws[:len(ps)]
+			for i, p := range ps {
+				fastRaw(p, &raws[i])
+			}
+			t.WarmCache(raws, e.hx[:])
+			for i, p := range ps {
+				out, n := 0, 0
+				if raws[i].B != 0 {
+					out, n = e.hitCache(t, p, &raws[i], e.hx[i], gen, now)
+					if out == 0 { // not in the cache: the flow table decides
+						k := &e.keys[0]
+						raws[i].ToTuple(k)
+						out, n = e.hit(t, p, k, t.Bucket(k), gen, now)
+					}
+				}
+				if out == 0 {
+					miss.Add(p)
+					continue
+				}
+				hits++
+				bytes += uint64(n)
+				e.split[out].Add(p)
+			}
+			continue
+		}
+		keys := e.keys[:len(ps)]
 		for i, p := range ps {
 			fastKey(p, &keys[i])
 		}
-		if cached {
-			t.WarmCache(keys, e.hs[:], e.hc[:])
-		} else {
-			t.Warm(keys, e.hs[:])
-		}
+		t.Warm(keys, e.hs[:])
 		for i, p := range ps {
 			out, n := 0, 0
 			if keys[i].Proto != 0 {
-				if cached {
-					out, n = e.hitCache(t, p, &keys[i], e.hs[i], e.hc[i], gen, now)
-				}
-				if out == 0 {
-					out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
-				}
+				out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
 			}
 			if out == 0 {
 				miss.Add(p)
@@ -320,56 +339,66 @@ const chunk = 64
 // header; ICMP type, code, checksum, identifier; TCP ports and sequence).
 const fastMin = packet.EthernetLen + packet.IPv4MinLen + 8
 
-// fastKey reads into k the flow tuple of a packet that may take the fast
-// path: an untagged IPv4 header without options or fragmentation, TCP with
-// ACK and no SYN, FIN or RST, UDP, or ICMP echo. For any other packet it
-// leaves k.Proto 0 (no flow the fast path handles has protocol 0) and
-// returns false.
-func fastKey(p *packet.Packet, k *conntrack.Tuple) bool {
-	k.Proto = 0
+// fastRaw reads into r the raw key (conntrack.RawKey) of a packet that may
+// take the fast path: an untagged IPv4 header without options or
+// fragmentation, TCP with ACK and no SYN, FIN or RST, UDP, or ICMP echo.
+// For any other packet it leaves r.B 0. It is the one parse of the fast
+// path: fastKey turns its key into a Tuple.
+//
+// The checks read words as they lie in the frame: bytes 12-14 (EtherType
+// 0x0800, version 4 with a 20-byte header) as one little-endian word, and
+// the flags and fragment offset (bytes 20-21) as another, masked to MF and
+// the offset.
+func fastRaw(p *packet.Packet, r *conntrack.RawKey) {
+	r.B = 0
 	d := p.Data
 	if p.L3 != packet.EthernetLen || len(d) < fastMin {
-		return false
+		return
 	}
 	f := (*[fastMin]byte)(d)
-	h := f[packet.EthernetLen:]
-	if binary.BigEndian.Uint16(f[12:]) != packet.EtherTypeIPv4 || h[0] != 0x45 ||
-		binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
-		return false
+	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
+	if binary.LittleEndian.Uint32(f[12:])&0xff_ffff != 0x45_0008 ||
+		binary.LittleEndian.Uint16(f[ip+6:])&0xff3f != 0 {
+		return
 	}
-	tl := int(binary.BigEndian.Uint16(h[2:]))
+	tl := int(binary.BigEndian.Uint16(f[ip+2:]))
 	if tl > len(d)-packet.EthernetLen || tl < packet.IPv4MinLen+8 {
-		return false
+		return
 	}
-	l4 := h[packet.IPv4MinLen:]
-	var sp, dp uint16
-	proto := h[9]
+	ports := binary.LittleEndian.Uint32(f[l4:])
+	proto := f[ip+9]
 	switch proto {
+	case packet.ProtoUDP:
 	case packet.ProtoTCP:
 		if tl < packet.IPv4MinLen+packet.TCPMinLen {
-			return false
+			return
 		}
-		if fl := d[packet.EthernetLen+packet.IPv4MinLen+13]; fl&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || fl&packet.TCPAck == 0 {
-			return false
+		if fl := d[l4+13]; fl&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || fl&packet.TCPAck == 0 {
+			return
 		}
-		sp, dp = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
-	case packet.ProtoUDP:
-		sp, dp = binary.BigEndian.Uint16(l4[0:]), binary.BigEndian.Uint16(l4[2:])
 	case packet.ProtoICMP:
-		if l4[0] != packet.ICMPEchoRequest && l4[0] != packet.ICMPEchoReply {
-			return false
+		if f[l4] != packet.ICMPEchoRequest && f[l4] != packet.ICMPEchoReply {
+			return
 		}
-		sp = binary.BigEndian.Uint16(l4[4:])
-		dp = sp
+		id := uint32(binary.LittleEndian.Uint16(f[l4+4:]))
+		ports = id | id<<16
 	default:
+		return
+	}
+	r.A = binary.LittleEndian.Uint64(f[ip+12:])
+	r.B = uint64(ports) | uint64(proto)<<32
+}
+
+// fastKey reads into k the flow tuple of a packet that may take the fast
+// path (see fastRaw); for any other packet it leaves k.Proto 0 (no flow the
+// fast path handles has protocol 0) and returns false.
+func fastKey(p *packet.Packet, k *conntrack.Tuple) bool {
+	var r conntrack.RawKey
+	if fastRaw(p, &r); r.B == 0 {
+		k.Proto = 0
 		return false
 	}
-	// Field by field: a composite literal is built on the stack and
-	// copied with one 16-byte load that cannot be forwarded from the
-	// five narrower stores before it, a stall of ≈ 6 ns per packet
-	// (pprof, BenchmarkFastTrack).
-	k.Src, k.Dst = binary.BigEndian.Uint32(h[12:]), binary.BigEndian.Uint32(h[16:])
-	k.Sport, k.Dport, k.Proto = sp, dp, proto
+	r.ToTuple(k)
 	return true
 }
 
@@ -429,10 +458,9 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, k *conntrack.Tuple) {
 	f := &c.Fast[dir]
 	o := &c.T[1-dir]
-	ce := conntrack.CacheEntry{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto,
-		Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen,
-		Rewrite: packet.FlowRewrite{NSrc: o.Dst, NDst: o.Src, NSport: o.Dport, NDport: o.Sport}}
-	ce.Rewrite.IPSum, ce.Rewrite.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
+	to := conntrack.RawKeyOf(&conntrack.Tuple{Src: o.Dst, Dst: o.Src, Sport: o.Dport, Dport: o.Sport, Proto: o.Proto})
+	ce := conntrack.CacheEntry{Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NAddrs: to.A, NPorts: uint32(to.B)}
+	ce.IPSum, ce.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
 	timeout := e.idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
@@ -447,54 +475,52 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 // path decides) when the direction is not cached, its rewrite is of an
 // older generation, the flow would have expired, or the packet differs
 // from what was compiled (TTL about to expire, ICMP echo the wrong way).
-func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple, hb, hc uint32, gen uint32, now int64) (int, int) {
-	ce, cb := t.CacheSlots(hb, hc)
-	if !conntrack.CacheMatch(ce, k) {
+func (e *FastTrack) hitCache(t *conntrack.Table, p *packet.Packet, r *conntrack.RawKey, x uint64, gen uint32, now int64) (int, int) {
+	ce, cb := t.CacheSlots(x)
+	if !conntrack.CacheMatch(ce, r) {
 		ce = cb
-		if !conntrack.CacheMatch(ce, k) {
+		if !conntrack.CacheMatch(ce, r) {
 			return 0, 0
 		}
 	}
-	// packet.ApplyFlow's stores, inlined at fixed frame offsets (fastKey
+	// packet.ApplyFlow's stores, inlined at fixed frame offsets (fastRaw
 	// checked the frame's length and that the IPv4 header has no
-	// options): calling ApplyFlow here cost ≈ 3 ns a packet, 8% of the
-	// whole 10k-flow fast path (NATGraph, eight interleaved pairs, 38.0
-	// vs 41.2 ns/pkt). TestCacheTransparent and TestRandomEquivalence
-	// check the bytes against the slow path, which uses ApplyFlow.
+	// options), with the new addresses and ports stored as the entry
+	// keeps them, in frame byte order: calling ApplyFlow here cost ≈ 3
+	// ns a packet, 8% of the whole 10k-flow fast path (NATGraph, eight
+	// interleaved pairs, 38.0 vs 41.2 ns/pkt). TestCacheTransparent and
+	// TestRandomEquivalence check the bytes against the slow path, which
+	// uses ApplyFlow.
 	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
 	f := (*[fastMin]byte)(p.Data)
 	dir := ce.Bits & conntrack.CacheDir
 	ttl := f[ip+8]
 	if ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
-		k.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
+		ce.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
-	r := &ce.Rewrite
 	tl := int(binary.BigEndian.Uint16(f[ip+2:]))
 	f[ip+8] = ttl - ce.TTLDec
-	binary.BigEndian.PutUint32(f[ip+12:], r.NSrc)
-	binary.BigEndian.PutUint32(f[ip+16:], r.NDst)
-	binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(r.IPSum)))
-	switch k.Proto {
-	case packet.ProtoTCP:
-		g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastKey checked the TCP header's length
-		binary.BigEndian.PutUint16(g[l4:], r.NSport)
-		binary.BigEndian.PutUint16(g[l4+2:], r.NDport)
-		binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(r.L4Sum)))
+	binary.LittleEndian.PutUint64(f[ip+12:], ce.NAddrs)
+	binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(ce.IPSum)))
+	switch ce.Proto {
 	case packet.ProtoUDP:
-		binary.BigEndian.PutUint16(f[l4:], r.NSport)
-		binary.BigEndian.PutUint16(f[l4+2:], r.NDport)
+		binary.LittleEndian.PutUint32(f[l4:], ce.NPorts)
 		if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
-			cs := ^packet.FoldDelta(uint32(^old) + uint32(r.L4Sum))
+			cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
 			if cs == 0 {
 				cs = 0xffff
 			}
 			binary.BigEndian.PutUint16(f[l4+6:], cs)
 		}
+	case packet.ProtoTCP:
+		g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastRaw checked the TCP header's length
+		binary.LittleEndian.PutUint32(g[l4:], ce.NPorts)
+		binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
 	case packet.ProtoICMP:
-		if binary.BigEndian.Uint16(f[l4+4:]) != r.NSport {
-			binary.BigEndian.PutUint16(f[l4+4:], r.NSport)
-			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(r.L4Sum)))
+		if id := uint16(ce.NPorts); binary.LittleEndian.Uint16(f[l4+4:]) != id {
+			binary.LittleEndian.PutUint16(f[l4+4:], id)
+			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
 		}
 	}
 	// The Ethernet addresses as one 8-byte and one 4-byte move (copy
