@@ -181,8 +181,13 @@ type FastTrack struct {
 	// raw keys and their cache hashes; without, tuples and buckets.
 	raws [chunk]conntrack.RawKey // B == 0: not eligible
 	hx   [chunk]uint64
-	keys [chunk]conntrack.Tuple // Proto 0: not eligible
-	hs   [chunk]uint32
+	// pushCached's packets for the flow table, by index in the chunk,
+	// and its entries to fold: it leaves both to after its loop, which
+	// then calls nothing (see pushCached).
+	later [chunk]uint8
+	folds [chunk]*conntrack.CacheEntry
+	keys  [chunk]conntrack.Tuple // Proto 0: not eligible
+	hs    [chunk]uint32
 
 	pkts, bytes, hits, misses *atomic.Uint64
 	useCache                  bool   // no offload, no no_cache: compile hits into the flow cache
@@ -469,7 +474,10 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 //
 // The cache hit is written out in the loop rather than called: as a
 // function it was too large to inline, and the call cost ≈ 1 ns a packet
-// (BenchmarkNATGraph). The rewrite is packet.ApplyFlow's stores at fixed
+// (BenchmarkNATGraph). For the same reason the loop calls nothing at all:
+// a call anywhere in it, even on a path never taken, makes the compiler
+// keep the loop's values on the stack. So the packets the cache does not
+// take, and the rare fold, wait for a second loop. The rewrite is packet.ApplyFlow's stores at fixed
 // frame offsets (fastRaws checked the frame's length and that the IPv4
 // header has no options), with the new addresses and ports stored as the
 // entry keeps them, in frame byte order: calling ApplyFlow cost ≈ 3 ns a
@@ -481,12 +489,16 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	fastRaws(ps, raws)
 	t.WarmCache(raws, e.hx[:])
 	hx := e.hx[:len(ps)]
-	miss, split := e.split[0], e.split
+	split := e.split
+	// Not append, whose growth path is a call.
+	later, folds := &e.later, &e.folds
+	nl, nf := 0, 0
 	const ip, l4 = packet.EthernetLen, packet.EthernetLen + packet.IPv4MinLen
 	for i, p := range ps {
 		r := &raws[i]
 		if r.B == 0 {
-			miss.Add(p)
+			later[nl&(chunk-1)] = uint8(i)
+			nl++
 			continue
 		}
 		ce, cb := t.CacheSlots(hx[i])
@@ -498,16 +510,8 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		ttl := f[ip+8]
 		if !conntrack.CacheMatch(ce, r) || ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
 			ce.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
-			// Not in the cache as it is: the flow table decides.
-			k := &e.keys[0]
-			r.ToTuple(k)
-			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
-				hits++
-				bytes += uint64(n)
-				split[out].Add(p)
-			} else {
-				miss.Add(p)
-			}
+			later[nl&(chunk-1)] = uint8(i) // not in the cache as it is
+			nl++
 			continue
 		}
 		tl := binary.BigEndian.Uint16(f[ip+2:])
@@ -543,7 +547,8 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		ce.Bytes += uint32(tl)
 		ce.Deadline = now + t.CacheTimeout(ce)
 		if ce.Bytes >= conntrack.CacheFoldAt {
-			t.FoldCache(ce)
+			folds[nf&(chunk-1)] = ce
+			nf++
 		}
 		st := uint8(packet.CtNew)
 		if ce.Bits&conntrack.CacheEstablished != 0 {
@@ -557,6 +562,30 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		hits++
 		bytes += uint64(tl)
 		split[ce.Out].Add(p)
+	}
+	// Folding an entry more than once is harmless, and a chunk cannot
+	// take a 32-bit byte count from CacheFoldAt to overflow.
+	for _, ce := range folds[:nf] {
+		t.FoldCache(ce)
+	}
+	// The packets the cache did not take, in their order: the flow table
+	// decides, or they miss. (A flow's packets are either all here or,
+	// but for those that miss anyway, all cache hits: what is not in the
+	// cache now is compiled only by this loop.)
+	miss := e.split[0]
+	for _, i := range later[:nl] {
+		p := ps[i]
+		if raws[i].B != 0 {
+			k := &e.keys[0]
+			raws[i].ToTuple(k)
+			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
+				hits++
+				bytes += uint64(n)
+				split[out].Add(p)
+				continue
+			}
+		}
+		miss.Add(p)
 	}
 	return hits, bytes
 }
