@@ -164,9 +164,9 @@ func (t *Table) releaseCache() {
 	t.fc.mem = nil
 }
 
-// CacheSlots returns the two slots a direction may occupy, for the hash
+// cacheSlots returns the two slots a direction may occupy, for the hash
 // x of its raw key that WarmCache computed.
-func (t *Table) CacheSlots(x uint64) (a, b *CacheEntry) {
+func (t *Table) cacheSlots(x uint64) (a, b *CacheEntry) {
 	m := t.fc.mask
 	return &t.fc.e[uint32(x)&m], &t.fc.e[uint32(x>>32)&m]
 }
@@ -177,23 +177,29 @@ func (t *Table) cacheHash(r *RawKey) uint64 {
 	return h ^ l
 }
 
-// WarmCache computes each raw key's hash into hx (CacheSlots' argument)
-// and brings each key's cache entry in, in two passes over the chunk so
-// that the misses overlap: it prefetches every key's first slot, then, as
-// those lines arrive, the second slot of the keys whose first slot does not
-// hold them. A direction goes to its second slot only when its first was
-// taken, so at the load of 1M flows in 4M slots about one in eight lives
-// there (an estimate: the first slot's mean occupancy while the table
-// filled), and a packet costs ~1.1 memory lines instead of the 2 that
-// prefetching both slots took (NATGraph 1M fast path, ten interleaved
-// pairs: 74.8 → 67.4 ns/pkt, medians; 10k unchanged). Keys with B == 0
-// (not eligible) are skipped.
-func (t *Table) WarmCache(keys []RawKey, hx []uint64) {
+// WarmCache finds where each raw key's entry would be and brings it in:
+// slots[i] is keys[i]'s first slot if that holds it, else its second (which
+// may not hold it either: CacheMatch decides), and hx is scratch for the
+// hashes. It works in two passes over the chunk so that the misses overlap:
+// it prefetches every key's first slot, then, as those lines arrive, the
+// second slot of the keys whose first slot does not hold them. A direction
+// goes to its second slot only when its first was taken, so at the load of
+// 1M flows in 4M slots about one in eight lives there (an estimate: the
+// first slot's mean occupancy while the table filled), and a packet costs
+// ~1.1 memory lines instead of the 2 that prefetching both slots took
+// (NATGraph 1M fast path, ten interleaved pairs: 74.8 → 67.4 ns/pkt,
+// medians; 10k unchanged). Keys with B == 0 (not eligible) are skipped.
+//
+// The slots stay right while the caller only updates the counters of
+// entries that matched: anything that moves or replaces an entry
+// (CompileCache, the table's coherence hooks) invalidates them.
+func (t *Table) WarmCache(keys []RawKey, hx []uint64, slots []*CacheEntry) {
 	if len(t.fc.e) == 0 {
 		return
 	}
-	hx = hx[:len(keys)]
-	base := uintptr(unsafe.Pointer(&t.fc.e[0]))
+	hx, slots = hx[:len(keys)], slots[:len(keys)]
+	e := t.fc.e
+	base := uintptr(unsafe.Pointer(&e[0]))
 	const size = unsafe.Sizeof(CacheEntry{})
 	m := t.fc.mask
 	pf := t.pf[:0]
@@ -212,22 +218,29 @@ func (t *Table) WarmCache(keys []RawKey, hx []uint64) {
 	prefetchAll(pf)
 	pf = pf[:0]
 	for i := range keys {
-		if keys[i].B == 0 || CacheMatch(&t.fc.e[uint32(hx[i])&m], &keys[i]) {
+		if keys[i].B == 0 {
 			continue
 		}
+		a := &e[uint32(hx[i])&m]
+		if CacheMatch(a, &keys[i]) {
+			slots[i] = a
+			continue
+		}
+		b := uint32(hx[i]>>32) & m
+		slots[i] = &e[b]
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, base+uintptr(uint32(hx[i]>>32)&m)*size)
+		pf = append(pf, base+uintptr(b)*size)
 	}
 	prefetchAll(pf)
 	runtime.KeepAlive(t)
 }
 
-// cacheSlotsOf is CacheSlots for a raw key.
+// cacheSlotsOf is cacheSlots for a raw key.
 func (t *Table) cacheSlotsOf(r *RawKey) (a, b *CacheEntry) {
-	return t.CacheSlots(t.cacheHash(r))
+	return t.cacheSlots(t.cacheHash(r))
 }
 
 // CacheMatch reports whether entry e holds raw key r.

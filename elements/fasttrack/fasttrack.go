@@ -179,8 +179,9 @@ type FastTrack struct {
 
 	// Per chunk of up to 64 packets (see Push): with the flow cache,
 	// raw keys and their cache hashes; without, tuples and buckets.
-	raws [chunk]conntrack.RawKey // B == 0: not eligible
-	hx   [chunk]uint64
+	raws  [chunk]conntrack.RawKey // B == 0: not eligible
+	hx    [chunk]uint64
+	slots [chunk]*conntrack.CacheEntry // where each raw key's entry is, if cached
 	// pushCached's packets for the flow table, by index in the chunk,
 	// and its entries to fold: it leaves both to after its loop, which
 	// then calls nothing (see pushCached).
@@ -487,8 +488,8 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64) (hits, bytes uint64) {
 	raws := e.raws[:len(ps)]
 	fastRaws(ps, raws)
-	t.WarmCache(raws, e.hx[:])
-	hx := e.hx[:len(ps)]
+	t.WarmCache(raws, e.hx[:], e.slots[:])
+	slots := e.slots[:len(ps)]
 	split := e.split
 	// Not append, whose growth path is a call.
 	later, folds := &e.later, &e.folds
@@ -501,10 +502,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 			nl++
 			continue
 		}
-		ce, cb := t.CacheSlots(hx[i])
-		if !conntrack.CacheMatch(ce, r) {
-			ce = cb
-		}
+		ce := slots[i]
 		f := (*[fastMin]byte)(p.Data)
 		dir := ce.Bits & conntrack.CacheDir
 		ttl := f[ip+8]
