@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"runtime"
 	"unsafe"
+
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // The flow cache is FastTrack's compiled copy of the flow directions it
@@ -92,7 +94,8 @@ type CacheEntry struct {
 	IPSum, L4Sum uint16
 	Gen          uint32 // the Generation the rewrite is valid for
 	Adj          uint16 // Ethernet header (Table.Adj)
-	_            uint16
+	// A hit's annotation State and Dir (packet.Ct), precomputed.
+	CtState, CtDir uint8
 
 	Pkts, Bytes uint32 // hits not yet folded into the flow
 	Deadline    int64  // the flow expires at Deadline unless hit again (monotonic ns)
@@ -310,8 +313,10 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	e.Adj = a
 	e.Idx, e.Tag = idx, c.Tag
 	e.Bits = dir&CacheDir | uint8(class)<<cacheClassShift
+	e.CtState, e.CtDir = packet.CtNew, dir&CacheDir
 	if c.Flags&FlagSeenReply != 0 {
 		e.Bits |= CacheEstablished
+		e.CtState = packet.CtEstablished
 	}
 	e.Pkts, e.Bytes = 0, 0
 	e.Deadline = c.Expires

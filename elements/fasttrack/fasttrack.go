@@ -504,10 +504,9 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		}
 		ce := slots[i]
 		f := (*[fastMin]byte)(p.Data)
-		dir := ce.Bits & conntrack.CacheDir
 		ttl := f[ip+8]
 		if !conntrack.CacheMatch(ce, r) || ce.Gen != gen || now >= ce.Deadline || ttl <= ce.TTLDec ||
-			ce.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (dir == 0) {
+			ce.Proto == packet.ProtoICMP && (f[l4] == packet.ICMPEchoRequest) != (ce.CtDir == 0) {
 			later[nl&(chunk-1)] = uint8(i) // not in the cache as it is
 			nl++
 			continue
@@ -516,8 +515,12 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		f[ip+8] = ttl - ce.TTLDec
 		binary.LittleEndian.PutUint64(f[ip+12:], ce.NAddrs)
 		binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(ce.IPSum)))
-		switch ce.Proto {
-		case packet.ProtoUDP:
+		// TCP and UDP first: a switch would test ICMP first (by value).
+		if pr := ce.Proto; pr == packet.ProtoTCP {
+			g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastRaws checked the TCP header's length
+			binary.LittleEndian.PutUint32(g[l4:], ce.NPorts)
+			binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
+		} else if pr == packet.ProtoUDP {
 			binary.LittleEndian.PutUint32(f[l4:], ce.NPorts)
 			if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
 				cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
@@ -526,15 +529,9 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 				}
 				binary.BigEndian.PutUint16(f[l4+6:], cs)
 			}
-		case packet.ProtoTCP:
-			g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastRaws checked the TCP header's length
-			binary.LittleEndian.PutUint32(g[l4:], ce.NPorts)
-			binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
-		case packet.ProtoICMP:
-			if id := uint16(ce.NPorts); binary.LittleEndian.Uint16(f[l4+4:]) != id {
-				binary.LittleEndian.PutUint16(f[l4+4:], id)
-				binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
-			}
+		} else if id := uint16(ce.NPorts); binary.LittleEndian.Uint16(f[l4+4:]) != id { // ICMP echo
+			binary.LittleEndian.PutUint16(f[l4+4:], id)
+			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
 		}
 		// The Ethernet addresses as one 8-byte and one 4-byte move
 		// (copy would call memmove).
@@ -548,19 +545,15 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 			folds[nf&(chunk-1)] = ce
 			nf++
 		}
-		st := uint8(packet.CtNew)
-		if ce.Bits&conntrack.CacheEstablished != 0 {
-			st = packet.CtEstablished
-		}
 		ct := &p.Ct
 		if ct.Table != any(t) {
 			ct.Table = t
 		}
-		ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = ce.Idx, ce.Tag, st, dir, ttl
-		hits++
+		ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = ce.Idx, ce.Tag, ce.CtState, ce.CtDir, ttl
 		bytes += uint64(tl)
 		split[ce.Out].Add(p)
 	}
+	hits = uint64(len(ps) - nl) // every packet not left for later hit the cache
 	// Folding an entry more than once is harmless, and a chunk cannot
 	// take a 32-bit byte count from CacheFoldAt to overflow.
 	for _, ce := range folds[:nf] {
