@@ -386,8 +386,9 @@ func (qs *queue) admit(n int, now int64) int {
 // gen_test.go, gives the figures): the packets are taken from the pool in
 // one slice copy (Pool.GetRawN), the first 64 bytes of the template (every
 // header; the whole of a minimum-size frame) are copied as one array
-// rather than by a memmove call, and a flow's source address and port come
-// from a multiply in place of a division (fastDiv).
+// rather than by a memmove call (the rest of a longer frame is copied by a
+// second loop), and a flow's source address and port come from a multiply
+// in place of a division (fastDiv).
 func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 	start := len(b.Pkts)
 	made := qs.pool.GetRawN(b, n)
@@ -415,9 +416,6 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		*(*[16]byte)(f[16:]) = head[1]
 		*(*[16]byte)(f[32:]) = head[2]
 		*(*[16]byte)(f[48:]) = head[3]
-		if size > headLen {
-			copy(buf[headLen:size], tmpl[headLen:])
-		}
 
 		r := wyrand(&rng)
 		// Multiply-shift maps 32 random bits onto [0, n) without a division.
@@ -449,6 +447,14 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		p.NextHop = netip.Addr{}
 		p.Ct = packet.Ct{}
 		p.FlowHash = 0
+	}
+	// The rest of a longer frame, in a loop of its own: a call to memmove
+	// in the loop above, even one never made, would make the compiler
+	// keep that loop's values on the stack.
+	if size > headLen {
+		for _, p := range b.Pkts[start : start+made] {
+			copy(p.Data[headLen:], tmpl[headLen:])
+		}
 	}
 	qs.rng = rng
 	return made
