@@ -94,6 +94,17 @@ func FoldDelta(s uint32) uint16 {
 	return uint16(s)
 }
 
+// AddOnes adds two 16-bit words in one's complement arithmetic: for two
+// terms one end-around carry is enough (the sum is at most 0x1fffe), and
+// the result is 0 only when both are. One's complement sums do not depend
+// on byte order (RFC 1071 section 2.B), so a and b may both be byte-swapped
+// and the result is then the swapped sum: a fast path can patch a
+// checksum as the frame holds it.
+func AddOnes(a, b uint16) uint16 {
+	s := uint32(a) + uint32(b)
+	return uint16(s + s>>16)
+}
+
 // RewriteFlow rewrites an IPv4 packet of protocol proto from the tuple
 // (src, dst, sport, dport) to (nsrc, ndst, nsport, ndport) and lowers its
 // TTL by ttlDec: what DNAT, SNAT and DecTTL do one after another, in one

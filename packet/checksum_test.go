@@ -467,3 +467,26 @@ func TestRewriteFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestAddOnes checks AddOnes against FoldDelta, which folds until no carry
+// is left, on every pair of a grid that includes the edges, and that
+// swapping the bytes of both terms swaps the bytes of the sum.
+func TestAddOnes(t *testing.T) {
+	var vals []uint16
+	for v := 0; v < 1<<16; v += 251 {
+		vals = append(vals, uint16(v))
+	}
+	vals = append(vals, 0, 1, 0x7fff, 0x8000, 0xfffe, 0xffff)
+	swap := func(x uint16) uint16 { return x<<8 | x>>8 }
+	for _, a := range vals {
+		for _, b := range vals {
+			want := FoldDelta(uint32(a) + uint32(b))
+			if got := AddOnes(a, b); got != want {
+				t.Fatalf("AddOnes(%#x, %#x) = %#x, want %#x", a, b, got, want)
+			}
+			if got := AddOnes(swap(a), swap(b)); got != swap(want) {
+				t.Fatalf("AddOnes of swapped %#x, %#x = %#x, want %#x", a, b, got, swap(want))
+			}
+		}
+	}
+}

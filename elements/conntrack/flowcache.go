@@ -88,7 +88,9 @@ type CacheEntry struct {
 
 	// The rewrite: the addresses and ports after it, as RawKey's A and
 	// B hold them (for ICMP echo the identifier in the low 16 bits), and
-	// the sums it adds to the IPv4 and L4 checksums (packet.FlowDeltas).
+	// the sums it adds to the IPv4 and L4 checksums (packet.FlowDeltas),
+	// byte-swapped like everything here: a hit adds them to the
+	// checksums as the frame holds them (packet.AddOnes).
 	NAddrs       uint64
 	NPorts       uint32
 	IPSum, L4Sum uint16

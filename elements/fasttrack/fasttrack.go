@@ -2,6 +2,7 @@ package fasttrack
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -457,7 +458,8 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 	o := &c.T[1-dir]
 	to := conntrack.RawKeyOf(&conntrack.Tuple{Src: o.Dst, Dst: o.Src, Sport: o.Dport, Dport: o.Sport, Proto: o.Proto})
 	ce := conntrack.CacheEntry{Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NAddrs: to.A, NPorts: uint32(to.B)}
-	ce.IPSum, ce.L4Sum = packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
+	ipSum, l4Sum := packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
+	ce.IPSum, ce.L4Sum = bits.ReverseBytes16(ipSum), bits.ReverseBytes16(l4Sum) // frame byte order
 	timeout := e.idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
@@ -514,24 +516,26 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		tl := binary.BigEndian.Uint16(f[ip+2:])
 		f[ip+8] = ttl - ce.TTLDec
 		binary.LittleEndian.PutUint64(f[ip+12:], ce.NAddrs)
-		binary.BigEndian.PutUint16(f[ip+10:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[ip+10:]))+uint32(ce.IPSum)))
+		// The checksums are patched as the frame holds them (little-endian
+		// loads, byte-swapped deltas: see packet.AddOnes).
+		binary.LittleEndian.PutUint16(f[ip+10:], ^packet.AddOnes(^binary.LittleEndian.Uint16(f[ip+10:]), ce.IPSum))
 		// TCP and UDP first: a switch would test ICMP first (by value).
 		if pr := ce.Proto; pr == packet.ProtoTCP {
 			g := (*[l4 + packet.TCPMinLen]byte)(p.Data) // fastRaws checked the TCP header's length
 			binary.LittleEndian.PutUint32(g[l4:], ce.NPorts)
-			binary.BigEndian.PutUint16(g[l4+16:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(g[l4+16:]))+uint32(ce.L4Sum)))
+			binary.LittleEndian.PutUint16(g[l4+16:], ^packet.AddOnes(^binary.LittleEndian.Uint16(g[l4+16:]), ce.L4Sum))
 		} else if pr == packet.ProtoUDP {
 			binary.LittleEndian.PutUint32(f[l4:], ce.NPorts)
-			if old := binary.BigEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
-				cs := ^packet.FoldDelta(uint32(^old) + uint32(ce.L4Sum))
+			if old := binary.LittleEndian.Uint16(f[l4+6:]); old != 0 { // 0: no checksum (RFC 768)
+				cs := ^packet.AddOnes(^old, ce.L4Sum)
 				if cs == 0 {
 					cs = 0xffff
 				}
-				binary.BigEndian.PutUint16(f[l4+6:], cs)
+				binary.LittleEndian.PutUint16(f[l4+6:], cs)
 			}
 		} else if id := uint16(ce.NPorts); binary.LittleEndian.Uint16(f[l4+4:]) != id { // ICMP echo
 			binary.LittleEndian.PutUint16(f[l4+4:], id)
-			binary.BigEndian.PutUint16(f[l4+2:], ^packet.FoldDelta(uint32(^binary.BigEndian.Uint16(f[l4+2:]))+uint32(ce.L4Sum)))
+			binary.LittleEndian.PutUint16(f[l4+2:], ^packet.AddOnes(^binary.LittleEndian.Uint16(f[l4+2:]), ce.L4Sum))
 		}
 		// The Ethernet addresses as one 8-byte and one 4-byte move
 		// (copy would call memmove).
