@@ -393,3 +393,46 @@ func TestCacheFlood(t *testing.T) {
 		t.Errorf("%d cache compiles, want 2: the flow left the cache during the flood", comp)
 	}
 }
+
+// TestCacheFoldAt: a cache entry whose byte count reaches CacheFoldAt is
+// folded into its flow by the hit that takes it there, so that its 32-bit
+// counters never wrap, and the flow's totals stay exact.
+func TestCacheFoldAt(t *testing.T) {
+	r := newCacheRig(t, 8)
+	fa := ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.1", Dst: "203.0.113.1", Sport: 1000, Dport: 5000, Payload: 18})
+	ka := tuple("198.51.100.1", "203.0.113.1", 1000, 5000, packet.ProtoUDP)
+	if got := r.push(fa, 4); got != 2 {
+		t.Fatalf("%d of 4 packets fast-tracked, want the last 2", got)
+	}
+	idx, c := r.conn(ka) // folded: the entry counts nothing now
+	pkts0, bytes0 := c.Packets[0], c.Bytes[0]
+
+	rk := conntrack.RawKeyOf(&ka)
+	var hx [1]uint64
+	var slots [1]*conntrack.CacheEntry
+	r.tb.WarmCache([]conntrack.RawKey{rk}, hx[:], slots[:])
+	ce := slots[0]
+	if !conntrack.CacheMatch(ce, &rk) {
+		t.Fatal("the flow is not in the cache")
+	}
+	// As if 1000 packets of 2 GiB - 10 bytes had been counted since the
+	// last fold; the next hit crosses CacheFoldAt.
+	ce.Pkts, ce.Bytes = 1000, conntrack.CacheFoldAt-10
+	size := uint64(len(fa) - packet.EthernetLen)
+	if got := r.push(fa, 1); got != 1 {
+		t.Fatal("the packet crossing CacheFoldAt was not fast-tracked")
+	}
+	if ce.Pkts != 0 || ce.Bytes != 0 {
+		t.Fatalf("after the crossing hit the entry still counts %d packets, %d bytes", ce.Pkts, ce.Bytes)
+	}
+	c = r.tb.Conn(idx) // not synced: what the fold itself wrote
+	if c.Packets[0] != pkts0+1001 || c.Bytes[0] != bytes0+conntrack.CacheFoldAt-10+size {
+		t.Fatalf("flow counts %d packets, %d bytes; want %d, %d", c.Packets[0], c.Bytes[0], pkts0+1001, bytes0+conntrack.CacheFoldAt-10+size)
+	}
+	if got := r.push(fa, 3); got != 3 {
+		t.Fatal("the flow left the cache after the fold")
+	}
+	if _, c = r.conn(ka); c.Packets[0] != pkts0+1004 {
+		t.Fatalf("flow counts %d packets after three more hits, want %d", c.Packets[0], pkts0+1004)
+	}
+}
