@@ -445,7 +445,12 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		p.Data = buf[:size]
 		p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
 		p.NextHop = netip.Addr{}
-		p.Ct = packet.Ct{}
+		// Field by field: zeroing the whole Ct (which holds an
+		// interface) calls runtime.wbZero while the GC runs, and any
+		// call in the loop makes the compiler keep its values on the
+		// stack.
+		p.Ct.Table = nil
+		p.Ct.Flow, p.Ct.Tag, p.Ct.State, p.Ct.Dir, p.Ct.TTL = 0, 0, 0, 0, 0
 		p.FlowHash = 0
 	}
 	// The rest of a longer frame, in a loop of its own: a call to memmove
