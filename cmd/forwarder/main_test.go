@@ -376,7 +376,15 @@ func TestStatsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := a.String()
-	time.Sleep(50 * time.Millisecond)
+	// Wait until the worker has published traffic: on a loaded machine
+	// (the other packages' tests run alongside) 50 ms was not always
+	// enough for it to run at all.
+	for deadline := time.Now().Add(10 * time.Second); r.Snapshot().Totals.RX == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the router published no traffic in 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	code, out, errs := forwarder(t, "stats", "-addr", addr)
 	if code != 0 || !strings.Contains(out, "ns/pkt") || !strings.Contains(out, "IPLookup") || !strings.Contains(out, "uptime") {
