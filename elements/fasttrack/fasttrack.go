@@ -130,13 +130,16 @@ func init() {
 				"It counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
 				"Flow cache (without the offload key): the first fast-path hit of a direction compiles it into the worker's flow " +
-				"cache, one 64-byte line holding the arrival tuple, the rewritten tuple with both checksum deltas precomputed, " +
-				"the Ethernet header (by index), the output and the hits not yet counted in the flow. Its later packets read " +
-				"that one line instead of the flow table's bucket and two entry lines. The flow table stays the authority: " +
+				"cache, one 64-byte line holding the arrival tuple as the frame's bytes, the rewritten addresses and ports in " +
+				"frame byte order with both checksum deltas precomputed, the Ethernet header (by index), the output, the " +
+				"packet's annotation and the hits not yet counted in the flow. Its later packets read that one line instead of " +
+				"the flow table's bucket and two entry lines, and need no byte swap. The flow table stays the authority: " +
 				"anything that may change a flow (a packet of it on the slow path, its deletion, eviction or expiry) first " +
 				"folds the cached hits into it (packets, bytes, timeout) and drops the entry; the garbage collector folds " +
-				"before it judges a flow idle; a new generation or an expired timeout makes the entry miss. A direction whose " +
-				"cache set (two ways) is full replaces the second way; the displaced flow keeps the flow-table path.\n\n" +
+				"before it judges a flow idle; a new generation or an expired timeout makes the entry miss. A direction may " +
+				"sit in either of two slots; inserting moves an occupant to its other slot if that is free, and otherwise " +
+				"displaces the second slot's, which keeps the flow-table path. A batch whose packets all hit the cache for " +
+				"one output is passed on whole.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
 				"same rewrite. Its packets then never reach the graph: each installed direction is visited every 100 ms, its " +
