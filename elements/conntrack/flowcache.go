@@ -269,9 +269,9 @@ func (t *Table) CacheTimeout(e *CacheEntry) int64 {
 func (t *Table) Adj(i uint16) *[12]byte { return &t.fc.adj[i] }
 
 // CompileCache installs e (whose Out, TTLDec, rewrite and Gen the caller
-// filled) for direction dir of flow idx: it sets the key, Idx, Tag, the timeout class for
-// timeout, the Ethernet header eth and the established bit, and resets the
-// counters. It returns false when the entry cannot be cached (no cache,
+// filled) for direction dir of flow idx: it sets the key, Idx, Tag, the
+// timeout class for timeout, the Ethernet header eth, the established bit
+// and the annotation bytes, and resets the counters. It returns false when the entry cannot be cached (no cache,
 // too many distinct timeouts or Ethernet headers); the flow then keeps
 // taking the flow-table path.
 func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte, timeout int64) bool {
