@@ -311,7 +311,61 @@ func init() {
 	})
 }
 
+// rtHold passes packets on, but holds every other batch back (up to
+// holdBatches) until its next Tick: a good share of the packets reach the
+// elements after it from a tick, as ARPQuerier's released packets do.
+type rtHold struct {
+	held []*packet.Batch
+	n    int // batches held
+	out  *elements.Output
+	odd  bool
+}
+
+const holdBatches = 32
+
+func (e *rtHold) Push(_ int, b *packet.Batch) {
+	if e.odd = !e.odd; e.odd || e.n == len(e.held) {
+		e.out.Push(b)
+		return
+	}
+	h := e.held[e.n]
+	for _, p := range b.Pkts {
+		h.Add(p)
+	}
+	b.Reset()
+	e.n++
+}
+
+func (e *rtHold) Tick(int64) {
+	for _, h := range e.held[:e.n] {
+		e.out.Push(h)
+	}
+	e.n = 0
+}
+
+func (e *rtHold) Close() error {
+	for _, h := range e.held {
+		h.FreeAll()
+	}
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name: "TestRtHold", In: 1, Out: 1,
+		New: func(cfg any, ctx *elements.Context) (elements.Element, error) {
+			h := &rtHold{out: ctx.Outputs[0]}
+			for range holdBatches {
+				h.held = append(h.held, packet.NewBatch(ctx.Batch))
+			}
+			return h, nil
+		},
+		Doc: elements.Doc{Synopsis: "TestRtHold", Summary: "test: releases held batches in Tick"},
+	})
+}
+
 var (
+	_ elements.Ticker = (*rtHold)(nil)
 	_ elements.Source = (*rtFrom)(nil)
 	_ elements.Ticker = (*rtWork)(nil)
 	_ elements.Closer = (*rtWork)(nil)

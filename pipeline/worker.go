@@ -132,9 +132,15 @@ func (w *worker) loop() {
 		if now-w.lastTick >= tickEvery {
 			if len(w.tickers) > 0 {
 				w.tick(now)
-				// Ticks are work.
+				// Ticks are work. In a timed round the elements a tick
+				// pushes packets to are timed too, so the tick's time
+				// belongs with the timed rounds' busy time that their
+				// self times add up to.
 				t := elements.Nanotime()
 				busy += uint64(t - last)
+				if timed {
+					timedBusy += uint64(t - last)
+				}
 				last = t
 			}
 			w.lastTick = now
