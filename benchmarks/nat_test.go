@@ -349,3 +349,78 @@ func TestNATPathsSideBySide(t *testing.T) {
 			ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], n, every)
 	}
 }
+
+// TestNATWorkersSteady measures what BenchmarkNATWorkers does in the steady
+// state: the fast NAT graph with 1024 flows split between the gen device's
+// queues (as RSS would), endless, on one and then on two pinned workers,
+// alternating for JUNCTION_NATWORKERS_N pairs (default 5). Each run is
+// given a second to start, then measured over JUNCTION_NATWORKERS (e.g. 5s):
+// the aggregate rate, and per worker the packets received and the busy time
+// in that window. BenchmarkNATWorkers instead sends a fixed count and waits
+// for both workers to finish, so a worker the host slowed keeps the run
+// going while the other idles: its aggregate measures that asymmetry too.
+//
+//	JUNCTION_NATWORKERS=5s go test ./benchmarks -run NATWorkersSteady -v -timeout 0
+func TestNATWorkersSteady(t *testing.T) {
+	every, err := time.ParseDuration(os.Getenv("JUNCTION_NATWORKERS"))
+	if err != nil || every <= 0 {
+		t.Skip("set JUNCTION_NATWORKERS=5s to run (a measurement, never in CI)")
+	}
+	pairs := 5
+	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATWORKERS_N")); err == nil && v > 0 {
+		pairs = v
+	}
+	text := strings.Replace(string(natGraph(t, 1024, true, 0)), "[devices.wan]\n", "[devices.wan]\nsplit_flows = true\n", 1)
+	run := func(workers int) (mpps, pkts, busy float64) {
+		g, err := pipeline.Parse("bench-nat.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := pipeline.Start(g, pipeline.Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { r.Stop(); r.Wait() }()
+		time.Sleep(time.Second)
+		s0 := r.Snapshot()
+		time.Sleep(every)
+		s1 := r.Snapshot()
+		per := func(s *pipeline.Snapshot) (p, b []uint64) {
+			p, b = make([]uint64, workers), make([]uint64, workers)
+			for _, e := range s.Elements {
+				if e.Type == "FromDevice" {
+					p[e.Worker] += e.Packets
+				}
+			}
+			for _, w := range s.Workers {
+				b[w.Worker] = w.BusyNanos
+			}
+			return p, b
+		}
+		p0, b0 := per(s0)
+		p1, b1 := per(s1)
+		ratio := func(a, b []uint64) float64 {
+			lo, hi := ^uint64(0), uint64(0)
+			for i := range a {
+				d := b[i] - a[i]
+				lo, hi = min(lo, d), max(hi, d)
+			}
+			if lo == 0 {
+				t.Fatalf("%d workers: a worker did nothing in %v", workers, every)
+			}
+			return float64(hi) / float64(lo)
+		}
+		return float64(s1.Totals.TX-s0.Totals.TX) / every.Seconds() / 1e6, ratio(p0, p1), ratio(b0, b1)
+	}
+	var ratios []float64
+	for i := range pairs {
+		one, _, _ := run(1)
+		two, pk, bu := run(2)
+		ratios = append(ratios, two/one)
+		fmt.Printf("pair %d: 1 worker %.2f Mpps, 2 workers %.2f Mpps: %.2f×; busiest/least busy worker: packets %.3f, busy time %.3f\n",
+			i+1, one, two, two/one, pk, bu)
+	}
+	slices.Sort(ratios)
+	med := (ratios[(pairs-1)/2] + ratios[pairs/2]) / 2
+	fmt.Printf("median of %d pairs: %.2f× (%.2f–%.2f)\n", pairs, med, ratios[0], ratios[pairs-1])
+}
