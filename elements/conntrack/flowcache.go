@@ -169,13 +169,6 @@ func (t *Table) releaseCache() {
 	t.fc.mem = nil
 }
 
-// cacheSlots returns the two slots a direction may occupy, for the hash
-// x of its raw key that WarmCache computed.
-func (t *Table) cacheSlots(x uint64) (a, b *CacheEntry) {
-	m := t.fc.mask
-	return &t.fc.e[uint32(x)&m], &t.fc.e[uint32(x>>32)&m]
-}
-
 // cacheHash is the hash of a raw key that picks its two slots.
 func (t *Table) cacheHash(r *RawKey) uint64 {
 	h, l := bits.Mul64(r.A^t.seed0, r.B^t.seed1)
@@ -243,9 +236,12 @@ func (t *Table) WarmCache(keys []RawKey, hx []uint64, slots []*CacheEntry) {
 	runtime.KeepAlive(t)
 }
 
-// cacheSlotsOf is cacheSlots for a raw key.
+// cacheSlotsOf returns the two slots the direction of raw key r may
+// occupy: the lower half of its hash picks the first, the upper half the
+// second (WarmCache computes the same for a chunk).
 func (t *Table) cacheSlotsOf(r *RawKey) (a, b *CacheEntry) {
-	return t.cacheSlots(t.cacheHash(r))
+	x, m := t.cacheHash(r), t.fc.mask
+	return &t.fc.e[uint32(x)&m], &t.fc.e[uint32(x>>32)&m]
 }
 
 // CacheMatch reports whether entry e holds raw key r.
