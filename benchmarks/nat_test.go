@@ -177,7 +177,7 @@ func BenchmarkNATWorkers(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			n := max(b.N, 64)
 			// Each flow on one worker, as a NIC's RSS would deliver it.
-			text := strings.Replace(string(natGraph(b, 1024, true, n)), "[devices.wan]\n", "[devices.wan]\nsplit_flows = true\n", 1)
+			text := natWorkersGraph(b, n)
 			g, err := pipeline.Parse("bench-nat.toml", []byte(text))
 			if err != nil {
 				b.Fatal(err)
@@ -202,6 +202,33 @@ func BenchmarkNATWorkers(b *testing.B) {
 			b.ReportMetric(pktRatio(s), "pkt-ratio")
 		})
 	}
+}
+
+// natWorkersGraph is the fast NAT graph with 1024 flows that the gen device
+// splits between its queues as a NIC's RSS would (each flow on one
+// worker); count > 0 makes it finite.
+func natWorkersGraph(t testing.TB, count int) string {
+	return strings.Replace(string(natGraph(t, 1024, true, count)), "[devices.wan]\n", "[devices.wan]\nsplit_flows = true\n", 1)
+}
+
+// measureFor returns the duration in environment variable name, and skips
+// the test when it is unset or not a positive duration: the measurements
+// gated this way never run in CI.
+func measureFor(t *testing.T, name, example string) time.Duration {
+	d, err := time.ParseDuration(os.Getenv(name))
+	if err != nil || d <= 0 {
+		t.Skipf("set %s=%s to run (a measurement, never in CI)", name, example)
+	}
+	return d
+}
+
+// envCount returns the positive integer in environment variable name, or
+// def.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
 
 // busyRatio is the busiest worker's busy time over the least busy one's.
@@ -255,14 +282,8 @@ func pktRatio(s *pipeline.Snapshot) float64 {
 //	JUNCTION_NATRATIO=2s JUNCTION_NATRATIO_CONTROL=1 go test ./benchmarks -run NATPathsSideBySide -v -timeout 0   # slow against slow
 //	JUNCTION_NATRATIO=1s JUNCTION_NATRATIO_N=4 JUNCTION_NATRATIO_FLOWS=10000 go test ./benchmarks -run NATPathsSideBySide -v   # one size
 func TestNATPathsSideBySide(t *testing.T) {
-	every, err := time.ParseDuration(os.Getenv("JUNCTION_NATRATIO"))
-	if err != nil || every <= 0 {
-		t.Skip("set JUNCTION_NATRATIO=2s to run (a measurement, never in CI)")
-	}
-	n := 10
-	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATRATIO_N")); err == nil && v > 0 {
-		n = v
-	}
+	every := measureFor(t, "JUNCTION_NATRATIO", "2s")
+	n := envCount("JUNCTION_NATRATIO_N", 10)
 	// The control (JUNCTION_NATRATIO_CONTROL=1) runs the slow graph on
 	// both sides: the method must then give 1.00.
 	sides := []bool{false, true}
@@ -270,7 +291,7 @@ func TestNATPathsSideBySide(t *testing.T) {
 		sides = []bool{false, false}
 	}
 	sizes := []int{10_000, 1_000_000}
-	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATRATIO_FLOWS")); err == nil && v > 0 {
+	if v := envCount("JUNCTION_NATRATIO_FLOWS", 0); v > 0 {
 		sizes = []int{v}
 	}
 	cpu := pipeline.ProcessCPUs()[0]
@@ -362,15 +383,9 @@ func TestNATPathsSideBySide(t *testing.T) {
 //
 //	JUNCTION_NATWORKERS=5s go test ./benchmarks -run NATWorkersSteady -v -timeout 0
 func TestNATWorkersSteady(t *testing.T) {
-	every, err := time.ParseDuration(os.Getenv("JUNCTION_NATWORKERS"))
-	if err != nil || every <= 0 {
-		t.Skip("set JUNCTION_NATWORKERS=5s to run (a measurement, never in CI)")
-	}
-	pairs := 5
-	if v, err := strconv.Atoi(os.Getenv("JUNCTION_NATWORKERS_N")); err == nil && v > 0 {
-		pairs = v
-	}
-	text := strings.Replace(string(natGraph(t, 1024, true, 0)), "[devices.wan]\n", "[devices.wan]\nsplit_flows = true\n", 1)
+	every := measureFor(t, "JUNCTION_NATWORKERS", "5s")
+	pairs := envCount("JUNCTION_NATWORKERS_N", 5)
+	text := natWorkersGraph(t, 0)
 	run := func(workers int) (mpps, pkts, busy float64) {
 		g, err := pipeline.Parse("bench-nat.toml", []byte(text))
 		if err != nil {

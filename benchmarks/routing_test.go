@@ -155,10 +155,7 @@ func BenchmarkL3Routing(b *testing.B) {
 //	JUNCTION_LONGRUN=10m JUNCTION_LONGRUN_MODES=single+spread go test ./benchmarks -run LongRun -v -timeout 0
 //	JUNCTION_LONGRUN=10m JUNCTION_LONGRUN_MODES=single/spread go test ./benchmarks -run LongRun -v -timeout 0
 func TestL3RoutingLongRun(t *testing.T) {
-	total, err := time.ParseDuration(os.Getenv("JUNCTION_LONGRUN"))
-	if err != nil || total <= 0 {
-		t.Skip("set JUNCTION_LONGRUN=10m to run (a long measurement, never in CI)")
-	}
+	total := measureFor(t, "JUNCTION_LONGRUN", "10m")
 	every := time.Minute
 	if e, err := time.ParseDuration(os.Getenv("JUNCTION_LONGRUN_EVERY")); err == nil && e > 0 {
 		every = e
