@@ -103,6 +103,40 @@ func TestDoubleFreePanics(t *testing.T) {
 	b.Add(x)
 	b.Add(x)
 	mustPanic(t, "double free", func() { b.FreeAll() })
+	// FreeAll returned the run before the second x, and only that.
+	if p.Available() != 2 || p.Outstanding() != 0 {
+		t.Errorf("after FreeAll's refused double free: available %d, outstanding %d; want 2, 0", p.Available(), p.Outstanding())
+	}
+}
+
+// TestGetRawNFreeAll: GetRawN takes as many packets as the pool, the
+// batch's room and n allow, all held, and FreeAll returns packets of
+// several pools each to its own.
+func TestGetRawNFreeAll(t *testing.T) {
+	p, q := NewPool(8), NewPool(2)
+	b := NewBatch(6)
+	if got := p.GetRawN(b, 4); got != 4 || b.Len() != 4 || p.Available() != 4 {
+		t.Fatalf("GetRawN(4): got %d, batch %d, pool left %d", got, b.Len(), p.Available())
+	}
+	b.Add(q.Get())
+	if got := p.GetRawN(b, 10); got != 1 || b.Len() != 6 {
+		t.Fatalf("GetRawN into a batch with room for 1: got %d, batch %d", got, b.Len())
+	}
+	seen := map[*Packet]bool{}
+	for _, pk := range b.Pkts {
+		if !pk.held || seen[pk] {
+			t.Fatalf("GetRawN gave a packet twice or not held: %p", pk)
+		}
+		seen[pk] = true
+	}
+	b.FreeAll()
+	if b.Len() != 0 || p.Available() != 8 || q.Available() != 2 || p.Outstanding() != 0 || q.Outstanding() != 0 {
+		t.Fatalf("after FreeAll: batch %d, pools %d/8 and %d/2 available", b.Len(), p.Available(), q.Available())
+	}
+	small := NewPool(3)
+	if got := small.GetRawN(NewBatch(8), 8); got != 3 || small.Available() != 0 {
+		t.Fatalf("GetRawN from a pool of 3: got %d, left %d", got, small.Available())
+	}
 }
 
 func TestNewPoolFrom(t *testing.T) {

@@ -467,8 +467,8 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 	return made
 }
 
-// headLen is how much of the template fill copies as one array: every
-// header of a generated frame, and the whole of a 64-byte one.
+// headLen is how much of the template fill copies in four 16-byte moves:
+// every header of a generated frame, and the whole of a 64-byte one.
 const headLen = 64
 
 // divMagic returns the multiplier with which fastDiv divides by d, for
