@@ -53,14 +53,8 @@ type RawKey struct{ A, B uint64 }
 func RawKeyOf(k *Tuple) RawKey {
 	return RawKey{
 		A: uint64(bits.ReverseBytes32(k.Src)) | uint64(bits.ReverseBytes32(k.Dst))<<32,
-		B: uint64(RawPorts(k.Sport, k.Dport)) | uint64(k.Proto)<<32,
+		B: uint64(bits.ReverseBytes16(k.Sport)) | uint64(bits.ReverseBytes16(k.Dport))<<16 | uint64(k.Proto)<<32,
 	}
-}
-
-// RawPorts is two ports (or an ICMP identifier twice) as the 4 bytes they
-// fill in the frame, read little-endian.
-func RawPorts(sport, dport uint16) uint32 {
-	return uint32(bits.ReverseBytes16(sport)) | uint32(bits.ReverseBytes16(dport))<<16
 }
 
 // ToTuple writes the tuple of raw key r to k, field by field (see
