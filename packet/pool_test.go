@@ -309,6 +309,20 @@ func TestBatch(t *testing.T) {
 	if NewBatch(MaxBatch).Cap() != MaxBatch {
 		t.Error("NewBatch(MaxBatch)")
 	}
+	// A batch never grows: adding to a full one is a bug, and panics.
+	full := NewBatch(1)
+	full.Add(p.Get())
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Add to a full batch did not panic")
+			}
+		}()
+		full.Add(p.Get())
+	}()
+	if full.Len() != 1 || full.Cap() != 1 {
+		t.Errorf("a refused Add changed the batch: len %d cap %d", full.Len(), full.Cap())
+	}
 }
 
 func mustPanic(t *testing.T, substr string, f func()) {
