@@ -46,6 +46,14 @@ type Info struct {
 	Driver    string
 	MAC       packet.MAC
 	Addresses []netip.Prefix
+	// FlowAffine promises that every packet of a flow, in both
+	// directions, always arrives on the same RX queue, so that the worker
+	// serving that queue owns the flow without any handoff (gen with
+	// split_flows: one-way flows, each given to one queue). A device that
+	// cannot promise it (veth, whose queue is the sender's TX queue; a
+	// NIC whose RSS is not symmetric or does not know about NAT) leaves it
+	// false, and FromDevice hands each packet to its flow's owner.
+	FlowAffine bool
 }
 
 // Counter is a named driver counter.

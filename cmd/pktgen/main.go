@@ -83,7 +83,7 @@ driver    = "afxdp"
 interface = %q
 
 [graph]
-links = ["FromDevice(gen) -> ToDevice(out)", "FromDevice(out) -> Discard"]
+links = ["FromDevice(gen) -> ToDevice(out)", "FromDevice(out, off) -> Discard"]
 `, queues, queues, src, dst, flows, size, rate, count, dstMAC, ifname)
 }
 
@@ -99,7 +99,7 @@ addresses = [%q]
 
 [graph]
 links = [
-  "FromDevice(in) -> c :: Classifier(arp request, ip, -)",
+  "FromDevice(in, off) -> c :: Classifier(arp request, ip, -)",
   "c[0] -> ARPResponder(in) -> ToDevice(in)",
   "c[1] -> count :: Counter -> Discard",
   "c[2] -> Discard",

@@ -182,7 +182,7 @@ func newDevice(s settings, ctx drivers.OpenContext) *Device {
 		mac, _ = packet.ParseMAC(DefaultDstMAC)
 	}
 	d := &Device{
-		info:   drivers.Info{Name: ctx.Name, Driver: "gen", MAC: mac, Addresses: ctx.Addresses},
+		info:   drivers.Info{Name: ctx.Name, Driver: "gen", MAC: mac, Addresses: ctx.Addresses, FlowAffine: s.split},
 		index:  uint16(ctx.Index),
 		s:      s,
 		udp:    s.proto == packet.ProtoUDP,

@@ -63,15 +63,18 @@ func init() {
 				"served by worker i mod workers, so a worker may serve several queues (polled round " +
 				"robin, one batch per poll) or none (then the instance is drained from the start).",
 			Keys: append(deviceKey[:1:1], elements.Key{Name: "spread", Type: "string", Default: `"auto"`,
-				Doc: "auto | on | off: spread packets over all workers in software by a symmetric flow " +
-					"hash (both directions of a flow on one worker). auto: when the device has fewer RX " +
-					"queues than there are workers; on: always (e.g. when the NIC's RSS is not symmetric)"}),
+				Doc: "auto | on | off: hand every packet to the worker that owns its flow, by a symmetric flow " +
+					"hash (both directions of a flow on one worker), whichever queue it arrived on. auto: unless " +
+					"the device promises that its queues already keep each flow on one worker (as many queues " +
+					"as workers and a driver that says so: gen with split_flows); on: always; off: never (a " +
+					"flow whose packets reach two workers then meets per-worker state that never saw it)"}),
 			Stats: "packets and batches received (per worker): what this worker pushed into the graph, " +
 				"its own queues' packets and those handed to it. Receive errors and ring drops are " +
 				"the driver's counters. With spreading: counters \"handed off\" (packets this worker " +
-				"received and passed to another worker) and \"handed in\" (received from other " +
-				"workers); drop reason \"spread full\" (the target worker's handoff ring or buffers " +
-				"were exhausted: it is overloaded). The source is drained when every queue it serves " +
+				"received and passed to another worker), \"handed in\" (received from other " +
+				"workers) and \"handoff waits\" (polls that left this worker's own queues unread " +
+				"because a worker it feeds had no room for a batch: backpressure); drop reason " +
+				"\"spread full\" (a packet that found no room all the same; should stay 0). The source is drained when every queue it serves " +
 				"is (a pcap file read to its end, a gen device whose count is reached) and, with " +
 				"spreading, when every worker that hands it packets is drained and its rings are empty.",
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
@@ -145,7 +148,7 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 		batch: packet.NewBatch(batch), out: ctx.Outputs[0],
 	}
 	workers := max(ctx.Workers, 1)
-	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && dev.RxQueues() < workers
+	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && !queuesOwnFlows(dev, workers)
 	if spread && workers > 1 {
 		sp, err := newSpreader(ctx, c.Device, dev, workers, batch)
 		if err != nil {
@@ -154,6 +157,17 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 		f.sp = sp
 	}
 	return f, nil
+}
+
+// queuesOwnFlows reports whether the device's queues alone put every flow
+// on one worker: one queue per worker at least, and a device that promises
+// a flow never changes queue (drivers.Info.FlowAffine). Anything else (a
+// veth, whose queue is the sending host's TX queue and changes after a
+// retransmission timeout; a NIC whose RSS is asymmetric or blind to NAT)
+// is spread: a flow whose packets reached two workers would meet a
+// Conntrack that never saw it.
+func queuesOwnFlows(dev drivers.Device, workers int) bool {
+	return workers <= 1 || dev.RxQueues() >= workers && dev.Info().FlowAffine
 }
 
 // Push is never called (FromDevice has no inputs); should it be, the
@@ -171,6 +185,9 @@ func (f *FromDevice) Poll() int {
 	n := 0
 	if f.sp != nil {
 		n = f.sp.receive(f.batch, f.out)
+	}
+	if f.sp != nil && f.live > 0 && f.sp.congested(f.batch.Cap()) {
+		return n // backpressure: the own queues wait for the next poll
 	}
 	nq := len(f.queues)
 	for tries := 0; tries < nq && f.live > 0; tries++ {

@@ -88,6 +88,14 @@ func (r *ring) pop() *packet.Packet {
 	return p
 }
 
+// ready is how many pops would succeed now (consumer side).
+func (r *ring) ready() int {
+	if r.cTail-r.cHead < r.mask+1 {
+		r.cTail = r.tail.Load()
+	}
+	return int(r.cTail - r.cHead)
+}
+
 // release publishes the consumer's position (the slots popped are free).
 func (r *ring) release() {
 	if r.head.Load() != r.cHead {

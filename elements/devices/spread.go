@@ -10,25 +10,39 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-const spreadDoc = `Software spreading. When a device has fewer RX queues than there are ` +
-	`workers (a veth, a NIC without RSS), the workers that own a queue hash every packet with ` +
-	`the symmetric flow hash (packet.FlowHash: both directions of a flow hash alike) and keep ` +
-	`the packets of their own flows; the others go to the worker the hash names, over one ` +
-	`lock-free single-producer single-consumer ring per (sender, receiver) pair. Packet pools ` +
+const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's workers). Per-worker ` +
+	`state (Conntrack, FastTrack, NAT bindings) is only right if every packet of a flow, in both ` +
+	`directions, is processed by one worker. Unless the device promises that its queues already ` +
+	`do that (see the spread key), the workers that own a queue hash every packet with the ` +
+	`symmetric flow hash (packet.FlowHash, with DNAT replies hashed as their original direction: ` +
+	`nat.SteeringHash) and keep the packets of their own flows; the others go to the worker the ` +
+	`hash names, over one lock-free single-producer single-consumer ring per (sender, receiver) ` +
+	`pair. When the queue a packet arrived on already belongs to its owner, nothing is copied: ` +
+	`the only cost is the hash. Packet pools ` +
 	`are single-threaded, so a packet never changes owner: each receiving worker lends empty ` +
 	`buffers of its own pool to each sender over a second ring; the sender copies the frame ` +
 	`(64-1514 bytes, a few ns at 64) and its annotations into a lent buffer, frees its own ` +
 	`packet at once (its device frame goes straight back to the driver) and queues the copy. ` +
 	`The receiver pushes the packets handed to it before its own queues' and frees them, ` +
-	`later, into its own pool. Nothing on the way locks or allocates; a ring or the lent ` +
-	`buffers running out means the receiver is overloaded, and the packet is dropped and ` +
-	`counted ("spread full") rather than stalling the sender. The FlowHash annotation of ` +
-	`every spread packet is set.`
+	`later, into its own pool. Order: a ring keeps the order its sender gave, and a receiver ` +
+	`takes what is published before it reads its own queues, so the packets of a flow leave in ` +
+	`the order they were received; only a flow that the sending host moves from one queue to ` +
+	`another can be reordered, once, at the move (two RX queues carry no order between them). ` +
+	`Nothing on the way locks or allocates. Backpressure: a sender reads its own queues only ` +
+	`when every worker it feeds has room for a whole batch (ring slots and lent buffers); ` +
+	`otherwise it skips them for that poll (counted as "handoff waits"), so an overloaded ` +
+	`receiver slows its senders to its own rate and what cannot be taken waits in the device's ` +
+	`ring (and, should that overflow, is counted by the driver as a kernel drop). The drop ` +
+	`reason "spread full" remains for a packet that still finds no room (it should stay 0). ` +
+	`The FlowHash annotation of every spread packet is set.`
 
 // spreadRing is the number of slots of each handoff ring and of each ring of
-// lent buffers (per sender-receiver pair): four batches' worth of
-// buffering, enough to ride out one slow batch of the receiver.
-const spreadRing = 256
+// lent buffers (per sender-receiver pair): sixteen batches' worth. A TCP
+// sender on a veth delivers bursts of a window's worth of segments to one
+// queue (a GSO send is split into up to 44 frames), and the receiver may
+// be in the middle of a slow batch of its own; with four batches' worth,
+// spread = "on" dropped TCP segments as "spread full" on veth.
+const spreadRing = 1024
 
 // hub is what the FromDevice instances of all workers share (via
 // elements.Context.Shared): the rings between them and who is done.
@@ -54,6 +68,7 @@ type spreader struct {
 
 	st                  *elements.Stats
 	handedOff, handedIn *atomic.Uint64
+	waits               *atomic.Uint64 // polls that left the own queues unread (congested)
 	full                elements.Reason
 	offCount, inCount   uint64 // counted locally, added once per batch
 }
@@ -96,6 +111,7 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 	sp := &spreader{h: h, me: me, n: uint64(workers), out: h.data[me], lent: h.lend[me],
 		touched: make([]bool, workers), st: ctx.Stats,
 		handedOff: ctx.Stats.Counter("handed off"), handedIn: ctx.Stats.Counter("handed in"),
+		waits: ctx.Stats.Counter("handoff waits"),
 		full: ctx.Stats.Reason("spread full")}
 	for s := 0; s < workers; s++ {
 		if s != me && h.senders[s] {
@@ -115,6 +131,29 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 // target is the worker that owns the flow of hash h: multiply-shift maps
 // the 32-bit hash evenly onto [0, n) without a division.
 func (sp *spreader) target(h uint32) int { return int(uint64(h) * sp.n >> 32) }
+
+// congested reports whether some worker this one hands packets to could
+// not take a whole batch now: too little room in the ring towards it, or
+// too few buffers lent by it. The caller then leaves its own queues
+// unread for this poll (backpressure), so that an overloaded receiver
+// slows its senders down to its own rate instead of making them drop what
+// they have already received: the packets wait in the device's ring, and
+// should that overflow, the device counts the loss where the kernel or the
+// NIC would (the driver's kernel drop counters). A receiver always takes
+// what is handed to it before its own queues, so it never waits for a
+// sender, and two workers cannot hold each other up.
+func (sp *spreader) congested(need int) bool {
+	for t, out := range sp.out {
+		if out == nil {
+			continue
+		}
+		if out.room() < need || sp.lent[t].ready() < need {
+			sp.waits.Add(1)
+			return true
+		}
+	}
+	return false
+}
 
 // handOff keeps in b the packets of this worker's flows and passes the
 // others to their workers. Each handed packet is copied into a buffer its

@@ -184,8 +184,9 @@ func TestSpreadFlows(t *testing.T) {
 	}
 }
 
-// Two workers polling concurrently (run with -race): all delivered or
-// counted, nothing leaked, flows kept together.
+// Two workers polling concurrently (run with -race): all delivered (the
+// sender waits for a congested receiver), nothing leaked, flows kept
+// together.
 func TestSpreadConcurrent(t *testing.T) {
 	frames := flowFrames(64)
 	const count = 200000
@@ -203,8 +204,8 @@ func TestSpreadConcurrent(t *testing.T) {
 	wg.Wait()
 	c0, c1 := r.sinks[0].count.Load(), r.sinks[1].count.Load()
 	drops := counter(r.stats[0], "spread full")
-	if uint64(c0+c1)+drops != count {
-		t.Fatalf("delivered %d+%d, dropped %d: want %d in all", c0, c1, drops, count)
+	if uint64(c0+c1) != count || drops != 0 {
+		t.Fatalf("delivered %d+%d, dropped %d: want all %d delivered (backpressure, no drop)", c0, c1, drops, count)
 	}
 	if c1 == 0 {
 		t.Fatalf("nothing reached worker 1")
@@ -221,15 +222,33 @@ func TestSpreadConcurrent(t *testing.T) {
 	t.Logf("worker 0 %d, worker 1 %d, spread full %d", c0, c1, drops)
 }
 
-// A receiver that does not poll: the sender drops and counts, never blocks,
-// and every buffer is accounted for.
-func TestSpreadFull(t *testing.T) {
-	r := newRig(t, 2, flowFrames(64), 5000)
-	for i := 0; i < 200; i++ {
+// A receiver that does not poll: the sender stops reading its queue once
+// the receiver cannot take a whole batch (backpressure), drops nothing,
+// never blocks, and resumes when the receiver catches up; every buffer is
+// accounted for.
+func TestSpreadBackpressure(t *testing.T) {
+	const count = 20000
+	r := newRig(t, 2, flowFrames(64), count)
+	for i := 0; i < 400; i++ {
 		r.srcs[0].Poll()
 	}
-	if counter(r.stats[0], "spread full") == 0 {
-		t.Fatalf("no drop counted with a stalled receiver")
+	if d := counter(r.stats[0], "spread full"); d != 0 {
+		t.Fatalf("%d packets dropped as spread full with a stalled receiver: want backpressure", d)
+	}
+	if counter(r.stats[0], "handoff waits") == 0 {
+		t.Fatalf("no handoff wait counted with a stalled receiver")
+	}
+	held := r.dev.sent
+	if held >= count {
+		t.Fatalf("the sender read all %d packets with a stalled receiver", held)
+	}
+	// The receiver catches up: everything arrives, nothing dropped.
+	for i := 0; i < 5000 && !(r.srcs[0].Drained() && r.srcs[1].Drained()); i++ {
+		r.srcs[0].Poll()
+		r.srcs[1].Poll()
+	}
+	if c := r.sinks[0].count.Load() + r.sinks[1].count.Load(); c != count {
+		t.Fatalf("delivered %d of %d after the receiver resumed (held at %d)", c, count, held)
 	}
 	for _, f := range r.srcs {
 		f.Close()
@@ -293,3 +312,126 @@ func BenchmarkSpread(b *testing.B) {
 type freeSink struct{}
 
 func (freeSink) Push(in int, b *packet.Batch) { b.FreeAll() }
+
+// orderSink checks that each flow's packets arrive in the order the device
+// numbered them (the IPv4 identification field holds the number).
+type orderSink struct {
+	mu    *sync.Mutex
+	last  map[uint32]uint16
+	count atomic.Int64
+	bad   atomic.Int64
+}
+
+func (s *orderSink) Push(in int, b *packet.Batch) {
+	s.mu.Lock()
+	for _, p := range b.Pkts {
+		h := packet.FlowHash(p)
+		id := binary.BigEndian.Uint16(p.Data[18:])
+		if last, ok := s.last[h]; ok && int16(id-last) <= 0 {
+			s.bad.Add(1)
+		}
+		s.last[h] = id
+		p.Free()
+	}
+	s.mu.Unlock()
+	s.count.Add(int64(len(b.Pkts)))
+}
+
+// numberedDev is seqDev whose frames carry their sequence number.
+type numberedDev struct{ seqDev }
+
+func (d *numberedDev) Receive(q int, b *packet.Batch) int {
+	first := len(b.Pkts)
+	n := d.seqDev.Receive(q, b)
+	for i, p := range b.Pkts[first:] {
+		binary.BigEndian.PutUint16(p.Data[18:], uint16(d.sent-n+i))
+	}
+	return n
+}
+
+// Two workers polling concurrently, half the packets handed over: every
+// flow's packets leave in the order they were received, none lost.
+func TestSpreadKeepsOrder(t *testing.T) {
+	const count = 100000
+	dev := &numberedDev{seqDev{frames: flowFrames(8), count: count, pool: packet.NewPool(1024)}}
+	slot := &elements.SharedSlot{}
+	sink := &orderSink{mu: &sync.Mutex{}, last: map[uint32]uint16{}}
+	typ, _ := elements.Lookup("FromDevice")
+	var srcs []*FromDevice
+	for w := 0; w < 2; w++ {
+		out := elements.NewOutput(&elements.Clock{})
+		out.Connect(sink, 0, &elements.Stats{})
+		ctx := elements.NewContext("in", w, 2, 64, []*elements.Output{out}, &elements.Stats{}, packet.NewPool(8), oneDev{dev}, slot)
+		el, err := typ.New(&FromConfig{Device: "lan", Spread: "auto"}, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, el.(*FromDevice))
+	}
+	var wg sync.WaitGroup
+	for _, f := range srcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !f.Drained() {
+				f.Poll()
+			}
+		}()
+	}
+	wg.Wait()
+	if c := sink.count.Load(); c != count {
+		t.Fatalf("delivered %d of %d", c, count)
+	}
+	if b := sink.bad.Load(); b != 0 {
+		t.Fatalf("%d packets left out of order within their flow", b)
+	}
+	for _, f := range srcs {
+		f.Close()
+	}
+}
+
+// affineDev is a device with one queue per worker that may promise flow
+// affinity.
+type affineDev struct {
+	seqDev
+	queues int
+	affine bool
+}
+
+func (d *affineDev) RxQueues() int      { return d.queues }
+func (d *affineDev) Info() drivers.Info { return drivers.Info{Name: "lan", FlowAffine: d.affine} }
+
+type perWorker struct{ d drivers.Device }
+
+func (s perWorker) Device(string) (drivers.Device, int, bool) { return s.d, 0, true }
+func (s perWorker) Queues(_ string, w int) []int              { return []int{w} }
+
+// auto spreads whenever the queues alone cannot keep a flow on one worker:
+// as many queues as workers is not enough unless the driver promises it.
+func TestSpreadAuto(t *testing.T) {
+	typ, _ := elements.Lookup("FromDevice")
+	for _, c := range []struct {
+		queues, workers int
+		affine          bool
+		spread          string
+		want            bool
+	}{
+		{2, 2, false, "auto", true},
+		{2, 2, true, "auto", false},
+		{1, 2, true, "auto", true},
+		{2, 1, false, "auto", false},
+		{2, 2, true, "on", true},
+		{2, 2, false, "off", false},
+	} {
+		dev := &affineDev{seqDev: seqDev{pool: packet.NewPool(8)}, queues: c.queues, affine: c.affine}
+		out := elements.NewOutput(&elements.Clock{})
+		ctx := elements.NewContext("in", 0, c.workers, 64, []*elements.Output{out}, &elements.Stats{}, packet.NewPool(8), perWorker{dev}, nil)
+		el, err := typ.New(&FromConfig{Device: "lan", Spread: c.spread}, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := el.(*FromDevice).sp != nil; got != c.want {
+			t.Errorf("%d queues, %d workers, affine %v, spread %s: spreading %v, want %v", c.queues, c.workers, c.affine, c.spread, got, c.want)
+		}
+	}
+}
