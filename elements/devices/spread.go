@@ -112,7 +112,7 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 		touched: make([]bool, workers), st: ctx.Stats,
 		handedOff: ctx.Stats.Counter("handed off"), handedIn: ctx.Stats.Counter("handed in"),
 		waits: ctx.Stats.Counter("handoff waits"),
-		full: ctx.Stats.Reason("spread full")}
+		full:  ctx.Stats.Reason("spread full")}
 	for s := 0; s < workers; s++ {
 		if s != me && h.senders[s] {
 			sp.in = append(sp.in, s)
