@@ -328,6 +328,8 @@ type SNAT struct {
 	st              *elements.Stats
 	exhausted       elements.Reason
 	translated      *atomic.Uint64
+	probes          *atomic.Uint64 // conntrack lookups made choosing ports
+	lookups         uint64         // this batch's, published once per batch
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -339,7 +341,7 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
-		translated: ctx.Stats.Counter("translated")}, nil
+		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes")}, nil
 }
 
 // Push decides new flows and rewrites sources.
@@ -376,6 +378,10 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 	b.Truncate(n)
 	if made != 0 {
 		e.translated.Add(made)
+	}
+	if e.lookups != 0 {
+		e.probes.Add(e.lookups)
+		e.lookups = 0
 	}
 	e.out.Push(b)
 }
@@ -414,8 +420,11 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 		} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, k.Proto), e.workers) != e.worker {
 			continue
 		}
-		if reply != c.T[1] && t.InUse(&reply) {
-			continue
+		if reply != c.T[1] {
+			e.lookups++
+			if t.InUse(&reply) {
+				continue
+			}
 		}
 		if reply != c.T[1] {
 			t.SetReply(idx, &reply)
