@@ -3,6 +3,7 @@ package nat
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -330,6 +331,8 @@ type SNAT struct {
 	translated      *atomic.Uint64
 	probes          *atomic.Uint64 // conntrack lookups made choosing ports
 	lookups         uint64         // this batch's, published once per batch
+	seed            [2]uint64      // destHash's key
+	cursors         [cursorSlots]uint16
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -341,7 +344,8 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
-		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes")}, nil
+		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes"),
+		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}, nil
 }
 
 // Push decides new flows and rewrites sources.
@@ -386,51 +390,6 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 	e.out.Push(b)
 }
 
-// maxTries bounds the port search of one new flow (with W workers about
-// one candidate in W qualifies).
-const maxTries = 4096
-
 // Target is the worker a symmetric flow hash is steered to among workers:
 // the multiply-shift mapping FromDevice's software spreading uses.
 func Target(hash uint32, workers int) int { return int(uint64(hash) * uint64(workers) >> 32) }
-
-// bind picks the outside address (by the inside host, so that a host keeps
-// one address) and a port whose reply tuple is free and hashes home.
-func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
-	k := &c.T[0]
-	addr := e.to[0]
-	if len(e.to) > 1 {
-		addr = e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
-	}
-	reply := c.T[1]
-	reply.Dst = addr
-	span := uint32(e.hi-e.lo) + 1
-	start := uint32(0)
-	if k.Sport >= e.lo && k.Sport <= e.hi {
-		start = uint32(k.Sport - e.lo) // keep the port when possible
-	} else {
-		start = packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto) % span
-	}
-	icmp := k.Proto == packet.ProtoICMP
-	for i := uint32(0); i < min(span, maxTries); i++ {
-		port := e.lo + uint16((start+i)%span)
-		reply.Dport = port
-		if icmp {
-			reply.Sport = port
-		} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, k.Proto), e.workers) != e.worker {
-			continue
-		}
-		if reply != c.T[1] {
-			e.lookups++
-			if t.InUse(&reply) {
-				continue
-			}
-		}
-		if reply != c.T[1] {
-			t.SetReply(idx, &reply)
-			c.Flags |= conntrack.FlagSNAT
-		}
-		return true
-	}
-	return false
-}
