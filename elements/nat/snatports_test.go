@@ -136,3 +136,101 @@ func BenchmarkSNATNewFlow(b *testing.B) {
 		}
 	}
 }
+
+// push sends the next n flows through the rig (batches of up to 64) and
+// returns their flow indices.
+func (r *snatRig) push(n int) []uint32 {
+	idx := make([]uint32, n)
+	for i := 0; i < n; i += packet.DefaultBatch {
+		m := min(packet.DefaultBatch, n-i)
+		r.track(m, idx[i:i+m])
+		r.s.Element.Push(0, r.batch)
+	}
+	return idx
+}
+
+// homePorts counts the ports of [lo, hi] whose reply from server:443 (UDP)
+// to pub hashes to worker w of workers.
+func homePorts(pub uint32, lo, hi uint16, w, workers int) int {
+	n := 0
+	for p := int(lo); p <= int(hi); p++ {
+		if nat.Target(packet.FlowHashV4(rigServer, pub, 443, uint16(p), packet.ProtoUDP), workers) == w {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSNATPortChoice fills a 1000-port range with flows from four source
+// ports to one server, on each worker of one and of three: every flow gets
+// a port in range whose reply hashes to its worker, no two flows (of any
+// worker) get the same reply tuple, every port that hashes home is given
+// out before the first flow is refused, and a refused flow is counted and
+// costs a bounded number of lookups (it is not a walk of the whole range).
+// Once with the source ports inside the range (port preservation in play)
+// and once outside.
+func TestSNATPortChoice(t *testing.T) {
+	const pubAddr = 0xcb007101 // 203.0.113.1
+	for _, ports := range []string{"39500-40499", "20000-20999"} {
+		var lo, hi uint16
+		fmt.Sscanf(ports, "%d-%d", &lo, &hi)
+		for _, workers := range []int{1, 3} {
+			seen := map[conntrack.Tuple]int{}
+			for w := range workers {
+				home := homePorts(pubAddr, lo, hi, w, workers)
+				r := newSNATRig(t, 4096, w, workers, "203.0.113.1", ports, false)
+				flows := r.push(home)
+				if got := r.s.Counter("translated"); got != uint64(home) || r.s.Counter("ports exhausted") != 0 {
+					t.Fatalf("ports %s, worker %d/%d: %d of %d flows translated, %d exhausted, before the range was used up",
+						ports, w, workers, got, home, r.s.Counter("ports exhausted"))
+				}
+				if first := r.table.Conn(flows[0]).T[1]; lo <= 40000 && 40000 <= hi && homePorts(pubAddr, 40000, 40000, w, workers) == 1 && first.Dport != 40000 {
+					t.Fatalf("ports %s, worker %d/%d: the first flow, from port 40000 (free, hashes home), got port %d", ports, w, workers, first.Dport)
+				}
+				for _, i := range flows {
+					c := r.table.Conn(i)
+					rep := c.T[1]
+					if !c.Has(conntrack.FlagSNAT) || rep.Dst != pubAddr || rep.Dport < lo || rep.Dport > hi {
+						t.Fatalf("ports %s, worker %d/%d: flow %v got reply %v", ports, w, workers, c.T[0], rep)
+					}
+					if h := nat.Target(packet.FlowHashV4(rep.Src, rep.Dst, rep.Sport, rep.Dport, rep.Proto), workers); h != w {
+						t.Fatalf("ports %s, worker %d/%d: port %d hashes to worker %d", ports, w, workers, rep.Dport, h)
+					}
+					if o, dup := seen[rep]; dup {
+						t.Fatalf("ports %s: workers %d and %d both gave out %v", ports, o, w, rep)
+					}
+					seen[rep] = w
+				}
+				// The range is used up: more flows are refused and counted,
+				// each after a bounded search.
+				p0 := r.s.Counter("port probes")
+				r.push(100)
+				if ex := r.s.Counter("ports exhausted"); ex != 100 {
+					t.Fatalf("ports %s, worker %d/%d: %d of 100 flows past the range counted as ports exhausted", ports, w, workers, ex)
+				}
+				if per := float64(r.s.Counter("port probes")-p0) / 100; per > 129 || home > 129 && per < 100 {
+					t.Fatalf("ports %s, worker %d/%d: %.1f lookups per refused flow, want the bound (128 + 1)", ports, w, workers, per)
+				}
+			}
+			if len(seen) == 0 {
+				t.Fatal("no flow translated (test is void)")
+			}
+		}
+	}
+}
+
+// TestSNATProbesFlat: flows from four source ports to one server cost
+// about one conntrack lookup each however many flows the server already
+// has (the walk from the flow's own port cost hundreds at 20k).
+func TestSNATProbesFlat(t *testing.T) {
+	r := newSNATRig(t, 1<<15, 0, 2, "203.0.113.1", "1024-65535", false)
+	r.push(19000)
+	p0 := r.s.Counter("port probes")
+	r.push(1000)
+	if ex := r.s.Counter("ports exhausted"); ex != 0 {
+		t.Fatalf("%d flows refused", ex)
+	}
+	if per := float64(r.s.Counter("port probes")-p0) / 1000; per > 3 {
+		t.Fatalf("%.1f lookups per new flow at 20k flows to one server, want ≤ 3", per)
+	}
+}
