@@ -198,14 +198,25 @@ func init() {
 				{Name: "to", Type: "string", Doc: "the outside address(es), separated by spaces or commas; an inside host always gets the same one. Empty: only apply existing source rewrites (un-DNAT of replies)"},
 				{Name: "ports", Type: "string", Default: "1024-65535", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
 			},
-			Stats: "counters: \"translated\" (flows given a SNAT binding); drop \"ports exhausted\" (no free port " +
-				"for a new flow; existing flows keep theirs).",
+			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
+				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
+				"\"translated\" means a destination's ports are filling up); drop \"ports exhausted\" (no free port " +
+				"found for a new flow within the search bound; existing flows keep theirs).",
 			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "Conntrack, DNAT, FastTrack",
 			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
 				"worker = hash × W >> 32), worker w only picks a port P whose reply tuple (server, port → address, P) " +
 				"hashes to w, so the replies come home to the worker holding the flow, and two workers never pick " +
-				"the same reply tuple. The source port is kept when it qualifies and is free. ICMP echo identifiers " +
+				"the same reply tuple. The source port is kept when it is in the range, qualifies and is free. " +
+				"Otherwise each destination (server address and port, protocol, outside address) has its own walk " +
+				"through the range, as in RFC 6056's double-hash port selection: a keyed hash of the destination " +
+				"(random key per worker) gives a starting offset and one of 4096 cursors, and a new flow goes on " +
+				"from where the previous walk through that cursor stopped, so it looks at about W ports and makes " +
+				"about one conntrack lookup however many flows share the destination (1/(1-u) lookups when a share " +
+				"u of the destination's ports is in use). A new flow looks at no more than 4096 ports and makes at " +
+				"most 128 lookups (after the source port's); if none is free it is dropped as \"ports exhausted\" " +
+				"and the next one goes on from there. A destination can have at most one flow per port and outside " +
+				"address (with W workers, about 1/W of them on each worker). ICMP echo identifiers " +
 				"are not hashed by the steering, so with several workers echo flows are only guaranteed to come home " +
 				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
 				"(their source goes back to the public address) and translates ICMP errors about its flows.",
