@@ -3,6 +3,7 @@ package nat
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -197,14 +198,25 @@ func init() {
 				{Name: "to", Type: "string", Doc: "the outside address(es), separated by spaces or commas; an inside host always gets the same one. Empty: only apply existing source rewrites (un-DNAT of replies)"},
 				{Name: "ports", Type: "string", Default: "1024-65535", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
 			},
-			Stats: "counters: \"translated\" (flows given a SNAT binding); drop \"ports exhausted\" (no free port " +
-				"for a new flow; existing flows keep theirs).",
+			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
+				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
+				"\"translated\" means a destination's ports are filling up); drop \"ports exhausted\" (no free port " +
+				"found for a new flow within the search bound; existing flows keep theirs).",
 			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "Conntrack, DNAT, FastTrack",
 			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
 				"worker = hash × W >> 32), worker w only picks a port P whose reply tuple (server, port → address, P) " +
 				"hashes to w, so the replies come home to the worker holding the flow, and two workers never pick " +
-				"the same reply tuple. The source port is kept when it qualifies and is free. ICMP echo identifiers " +
+				"the same reply tuple. The source port is kept when it is in the range, qualifies and is free. " +
+				"Otherwise each destination (server address and port, protocol, outside address) has its own walk " +
+				"through the range, as in RFC 6056's double-hash port selection: a keyed hash of the destination " +
+				"(random key per worker) gives a starting offset and one of 4096 cursors, and a new flow goes on " +
+				"from where the previous walk through that cursor stopped, so it looks at about W ports and makes " +
+				"about one conntrack lookup however many flows share the destination (1/(1-u) lookups when a share " +
+				"u of the destination's ports is in use). A new flow looks at no more than 4096 ports and makes at " +
+				"most 128 lookups (after the source port's); if none is free it is dropped as \"ports exhausted\" " +
+				"and the next one goes on from there. A destination can have at most one flow per port and outside " +
+				"address (with W workers, about 1/W of them on each worker). ICMP echo identifiers " +
 				"are not hashed by the steering, so with several workers echo flows are only guaranteed to come home " +
 				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
 				"(their source goes back to the public address) and translates ICMP errors about its flows.",
@@ -328,6 +340,10 @@ type SNAT struct {
 	st              *elements.Stats
 	exhausted       elements.Reason
 	translated      *atomic.Uint64
+	probes          *atomic.Uint64 // conntrack lookups made choosing ports
+	lookups         uint64         // this batch's, published once per batch
+	seed            [2]uint64      // destHash's key
+	cursors         [cursorSlots]uint16
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -339,7 +355,8 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
-		translated: ctx.Stats.Counter("translated")}, nil
+		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes"),
+		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}, nil
 }
 
 // Push decides new flows and rewrites sources.
@@ -377,51 +394,13 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 	if made != 0 {
 		e.translated.Add(made)
 	}
+	if e.lookups != 0 {
+		e.probes.Add(e.lookups)
+		e.lookups = 0
+	}
 	e.out.Push(b)
 }
-
-// maxTries bounds the port search of one new flow (with W workers about
-// one candidate in W qualifies).
-const maxTries = 4096
 
 // Target is the worker a symmetric flow hash is steered to among workers:
 // the multiply-shift mapping FromDevice's software spreading uses.
 func Target(hash uint32, workers int) int { return int(uint64(hash) * uint64(workers) >> 32) }
-
-// bind picks the outside address (by the inside host, so that a host keeps
-// one address) and a port whose reply tuple is free and hashes home.
-func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
-	k := &c.T[0]
-	addr := e.to[0]
-	if len(e.to) > 1 {
-		addr = e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
-	}
-	reply := c.T[1]
-	reply.Dst = addr
-	span := uint32(e.hi-e.lo) + 1
-	start := uint32(0)
-	if k.Sport >= e.lo && k.Sport <= e.hi {
-		start = uint32(k.Sport - e.lo) // keep the port when possible
-	} else {
-		start = packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto) % span
-	}
-	icmp := k.Proto == packet.ProtoICMP
-	for i := uint32(0); i < min(span, maxTries); i++ {
-		port := e.lo + uint16((start+i)%span)
-		reply.Dport = port
-		if icmp {
-			reply.Sport = port
-		} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, k.Proto), e.workers) != e.worker {
-			continue
-		}
-		if reply != c.T[1] && t.InUse(&reply) {
-			continue
-		}
-		if reply != c.T[1] {
-			t.SetReply(idx, &reply)
-			c.Flags |= conntrack.FlagSNAT
-		}
-		return true
-	}
-	return false
-}

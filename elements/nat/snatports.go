@@ -1,0 +1,131 @@
+package nat
+
+import (
+	"math/bits"
+
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// SNAT's port choice.
+//
+// A new flow needs a port P for which the reply tuple (server, sport →
+// public address, P) is free in the worker's table and, with W workers,
+// hashes to this worker. Which ports hash home depends on the server's
+// address and port too, so no free list can be kept ahead of time; and
+// walking from the flow's own port (as a first version did) walks through
+// every port already taken when many flows share a few source ports and
+// one server: thousands of lookups a flow.
+//
+// So each destination gets its own walk, in the manner of RFC 6056's
+// double-hash port selection (algorithm 4): a keyed hash of the
+// destination (server address, server port, protocol, public address)
+// gives an offset into the range and one of cursorSlots cursors; the
+// cursor counts how far walks through that slot have gone, and a walk
+// goes on from it. The ports one destination has had are therefore behind
+// its cursor, and a new flow looks at the ports after them: about W ports
+// (one hash each) and one conntrack lookup when the destination's ports are
+// mostly free, 1/(1-u) lookups on average with a share u in use however
+// many flows that is, since each walk resumes where the previous ended
+// instead of stepping over the taken ports again. Destinations that share
+// a slot share its cursor but not their offsets (harmless: each walk still
+// moves over free ports). The offset is keyed by a per-instance random
+// seed, so the ports of a destination are not predictable from outside.
+//
+// The flow's own port is tried first when it is in the range (port
+// preservation: one hash and one lookup). Each new flow makes at most
+// maxLookups lookups after that and looks at no more than maxCandidates
+// ports; when they find nothing the flow is dropped and counted ("ports
+// exhausted"), and the cursor keeps what was walked, so a retry looks
+// further on.
+
+const (
+	// cursorSlots is the number of per-destination cursors (a power of
+	// two; 8 KiB per SNAT instance).
+	cursorSlots = 4096
+	// maxCandidates bounds the ports one new flow looks at (a hash
+	// each); with W workers about one in W hashes home.
+	maxCandidates = 4096
+	// maxLookups bounds the conntrack lookups of one new flow after the
+	// port-preservation one.
+	maxLookups = 128
+)
+
+// destHash is the keyed hash of a destination seen from one public
+// address: its top 32 bits place the destination's walk in the range, bits
+// 20–31 pick its cursor.
+func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
+	hi, lo := bits.Mul64(uint64(srv)<<32|uint64(pub)^e.seed[0], uint64(sport)<<8|uint64(proto)^e.seed[1])
+	return hi ^ lo
+}
+
+// bind picks the outside address (by the inside host, so that a host keeps
+// one address) and a port whose reply tuple is free and hashes home.
+func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+	k := &c.T[0]
+	addr := e.to[0]
+	if len(e.to) > 1 {
+		addr = e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
+	}
+	reply := c.T[1]
+	reply.Dst = addr
+	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
+		return e.commit(t, c, idx, &reply)
+	}
+	srvPort := reply.Sport
+	if k.Proto == packet.ProtoICMP {
+		srvPort = 0 // the identifier is the port being chosen
+	}
+	span := uint32(e.hi-e.lo) + 1
+	h := e.destHash(reply.Src, addr, srvPort, k.Proto)
+	off := uint32(uint64(uint32(h>>32)) * uint64(span) >> 32)
+	cursor := &e.cursors[h>>20&(cursorSlots-1)]
+	n := uint32(*cursor) // < span: only this loop writes it
+	stop := e.lookups + maxLookups
+	found := false
+	for range min(span, maxCandidates) {
+		i := off + n
+		if i >= span {
+			i -= span
+		}
+		if n++; n == span {
+			n = 0
+		}
+		if e.try(t, c, &reply, e.lo+uint16(i)) {
+			found = true
+			break
+		}
+		if e.lookups >= stop {
+			break
+		}
+	}
+	*cursor = uint16(n)
+	return found && e.commit(t, c, idx, &reply)
+}
+
+// try sets port in reply and reports whether the reply hashes to this
+// worker and is free (or is already the flow's own).
+func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple, port uint16) bool {
+	reply.Dport = port
+	if reply.Proto == packet.ProtoICMP {
+		// Echo identifiers are not hashed by the steering: no
+		// worker check.
+		reply.Sport = port
+	} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) != e.worker {
+		return false
+	}
+	if *reply == c.T[1] {
+		return true
+	}
+	e.lookups++
+	return !t.InUse(reply)
+}
+
+// commit gives flow idx the reply tuple try accepted.
+func (e *SNAT) commit(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple) bool {
+	if *reply != c.T[1] {
+		t.SetReply(idx, reply)
+		c.Flags |= conntrack.FlagSNAT
+	}
+	return true
+}
