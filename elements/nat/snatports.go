@@ -33,7 +33,11 @@ import (
 // seed, so the ports of a destination are not predictable from outside.
 //
 // The flow's own port is tried first when it is in the range (port
-// preservation: one hash and one lookup). Each new flow makes at most
+// preservation: one hash and one lookup), then flowCandidates ports drawn
+// from the flow's tuple and public address alone (no key, no history), so
+// that a flow picked up again after a restart gets back the port it had
+// when that was the first of them to hash home and be free. Like Linux's
+// port preservation, these are predictable; the walk below is not. Each new flow makes at most
 // maxLookups lookups after that and looks at no more than maxCandidates
 // ports; when they find nothing the flow is dropped and counted ("ports
 // exhausted"), and the cursor keeps what was walked, so a retry looks
@@ -46,9 +50,12 @@ const (
 	// maxCandidates bounds the ports one new flow looks at (a hash
 	// each); with W workers about one in W hashes home.
 	maxCandidates = 4096
-	// maxLookups bounds the conntrack lookups of one new flow after the
-	// port-preservation one.
+	// maxLookups bounds the conntrack lookups of one new flow's walk.
 	maxLookups = 128
+	// flowCandidates is the number of ports drawn from the flow's own
+	// tuple before the walk: with W workers about flowCandidates/W of
+	// them hash home (one hash each, and a lookup for those).
+	flowCandidates = 8
 )
 
 // destHash is the keyed hash of a destination seen from one public
@@ -72,11 +79,25 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
 		return e.commit(t, c, idx, &reply)
 	}
+	// Then a few ports drawn from the flow itself, the same after a
+	// restart: a forwarder restarted under load picks each TCP flow up
+	// again mid-stream (Conntrack's loose pickup) with an empty table,
+	// and the flow keeps working only if it gets the port it had, which
+	// it does when that port was its first candidate to hash home and be
+	// free (the usual case; a port another flow held then is the
+	// exception).
+	x := uint64(packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto))<<32 | uint64(addr)
+	span := uint32(e.hi-e.lo) + 1
+	for range flowCandidates {
+		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
+		if e.try(t, c, &reply, e.lo+uint16(uint64(uint32(x>>32))*uint64(span)>>32)) {
+			return e.commit(t, c, idx, &reply)
+		}
+	}
 	srvPort := reply.Sport
 	if k.Proto == packet.ProtoICMP {
 		srvPort = 0 // the identifier is the port being chosen
 	}
-	span := uint32(e.hi-e.lo) + 1
 	h := e.destHash(reply.Src, addr, srvPort, k.Proto)
 	off := uint32(uint64(uint32(h>>32)) * uint64(span) >> 32)
 	cursor := &e.cursors[h>>20&(cursorSlots-1)]

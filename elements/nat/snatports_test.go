@@ -208,8 +208,8 @@ func TestSNATPortChoice(t *testing.T) {
 				if ex := r.s.Counter("ports exhausted"); ex != 100 {
 					t.Fatalf("ports %s, worker %d/%d: %d of 100 flows past the range counted as ports exhausted", ports, w, workers, ex)
 				}
-				if per := float64(r.s.Counter("port probes")-p0) / 100; per > 129 || home > 129 && per < 100 {
-					t.Fatalf("ports %s, worker %d/%d: %.1f lookups per refused flow, want the bound (128 + 1)", ports, w, workers, per)
+				if per := float64(r.s.Counter("port probes")-p0) / 100; per > 129+8 || home > 129 && per < 100 {
+					t.Fatalf("ports %s, worker %d/%d: %.1f lookups per refused flow, want the bound (128 + 1 + 8)", ports, w, workers, per)
 				}
 			}
 			if len(seen) == 0 {
@@ -233,4 +233,29 @@ func TestSNATProbesFlat(t *testing.T) {
 	if per := float64(r.s.Counter("port probes")-p0) / 1000; per > 3 {
 		t.Fatalf("%.1f lookups per new flow at 20k flows to one server, want ≤ 3", per)
 	}
+}
+
+// TestSNATPortAfterRestart: a forwarder restarted under load picks its
+// flows up again one by one in an empty table; each should get back the
+// port it had, or the server sees a new connection. Flows from four source
+// ports to one server (the own port is mostly taken, so the flow-drawn
+// candidates decide), two workers.
+func TestSNATPortAfterRestart(t *testing.T) {
+	before := newSNATRig(t, 4096, 1, 2, "203.0.113.1", "1024-65535", false)
+	const n = 400
+	flows := before.push(n)
+	after := newSNATRig(t, 4096, 1, 2, "203.0.113.1", "1024-65535", false)
+	same, tried := 0, 0
+	for i := n - 1; i >= 0; i -= 3 { // a subset, in another order
+		after.next = i
+		got := after.push(1)
+		tried++
+		if after.table.Conn(got[0]).T[1] == before.table.Conn(flows[i]).T[1] {
+			same++
+		}
+	}
+	if same < tried*95/100 {
+		t.Fatalf("%d of %d flows picked up after a restart got their old port back, want ≥ 95%%", same, tried)
+	}
+	t.Logf("%d of %d flows got their old port back", same, tried)
 }
