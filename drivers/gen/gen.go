@@ -79,8 +79,12 @@ Keys (besides driver, addresses, mac):
   split_flows = false          true: the queues share the flows out as a
                                NIC's RSS gives each flow to one queue:
                                queue q sends only flows q, q+Q, q+2Q, …
-                               (Q queues), so no flow reaches two workers.
-                               false: every queue draws from all flows.
+                               (Q queues), so no flow reaches two workers
+                               and FromDevice hands nothing to another
+                               worker (the device promises flow affinity).
+                               false: every queue draws from all flows,
+                               and with several workers FromDevice hands
+                               each packet to its flow's owner.
   proto    = "udp"             "udp" or "tcp" (TCP segments have only ACK
                                set, seq 1, ack 1, window 65535). The
                                destination port is always 9 (discard).

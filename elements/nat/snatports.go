@@ -13,7 +13,7 @@ import (
 // public address, P) is free in the worker's table and, with W workers,
 // hashes to this worker. Which ports hash home depends on the server's
 // address and port too, so no free list can be kept ahead of time; and
-// walking from the flow's own port (as a first version did) walks through
+// walking from the flow's own port would walk through
 // every port already taken when many flows share a few source ports and
 // one server: thousands of lookups a flow.
 //
