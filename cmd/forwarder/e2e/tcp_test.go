@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// TCP between ordinary hosts through the contract configs, judged against
+// Linux forwarding on the same veths. The hosts' eth0 are plain veths (no
+// XDP, transmit checksums computed by the host, GRO as created); lan0 and
+// wan0 have two queues each, the configs' two workers one queue each.
+// benchmarks/e2e-tcp.sh makes the same comparison with more runs.
+
+// tcpRuns is the number of Junction runs per case ($JUNCTION_TCP_RUNS,
+// default 2 so that the suite stays within minutes).
+func tcpRuns(t *testing.T) int {
+	s := os.Getenv("JUNCTION_TCP_RUNS")
+	if s == "" {
+		return 2
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("JUNCTION_TCP_RUNS=%q: want a positive integer", s)
+	}
+	return n
+}
+
+// gateway is one topology with the two ways of forwarding on it: Linux
+// (linuxUp/linuxDown give the forwarder namespace's kernel the addresses,
+// routes and rules the config describes, and take them away again) and
+// Junction (start runs the contract config and waits until it answers).
+type gateway struct {
+	name          string
+	cli, fwd, srv *netns.NS
+	dst           string // the server's address as the client reaches it
+	bin, config   string
+	linuxUp       func(t *testing.T)
+	start         func(t *testing.T) *netns.Proc
+}
+
+// routerGateway: configs/router-veth.toml; Linux: ip_forward=1.
+func routerGateway(t *testing.T) *gateway {
+	tp := newTopo(t, 2)
+	return &gateway{name: "router", cli: tp.cli, fwd: tp.fwd, srv: tp.srv, dst: "10.2.0.2",
+		bin: tp.bin, config: tp.config,
+		linuxUp: func(t *testing.T) {
+			tp.fwd.Addr("lan0", "10.1.0.1/24")
+			tp.fwd.Addr("wan0", "10.2.0.1/24")
+			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
+		},
+		start: func(t *testing.T) *netns.Proc { return tp.start(t, "") },
+	}
+}
+
+// linuxNAT is what configs/nat-gateway.toml does, in nftables: the inside
+// network masqueraded out of wan0 and the contract's port forwards.
+const linuxNAT = `table ip nat {
+	chain prerouting {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
+		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat;
+		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
+	}
+}
+`
+
+// natGateway: configs/nat-gateway.toml, the inside host as the client;
+// Linux: ip_forward=1 and nftables (linuxNAT).
+func natGateway(t *testing.T) *gateway {
+	netns.RequireTool(t, "nft")
+	tp := newNATTopoQueues(t, 2)
+	return &gateway{name: "nat", cli: tp.in, fwd: tp.fwd, srv: tp.ot, dst: natOutside,
+		bin: tp.bin, config: tp.config,
+		linuxUp: func(t *testing.T) {
+			tp.fwd.Addr("lan0", natLANAddr+"/24")
+			tp.fwd.Addr("wan0", natWANAddr+"/24")
+			tp.fwd.Route("default", "via", natOutside)
+			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
+			rules := filepath.Join(t.TempDir(), "nat.nft")
+			if err := os.WriteFile(rules, []byte(linuxNAT), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tp.fwd.MustRun("nft", "-f", rules)
+		},
+		start: func(t *testing.T) *netns.Proc { return tp.start(t) },
+	}
+}
+
+// linuxDown takes the kernel out of the forwarding path again: no
+// addresses on lan0/wan0 (the forwarder answers for them), no forwarding,
+// no rules.
+func (g *gateway) linuxDown(t *testing.T) {
+	t.Helper()
+	g.fwd.Sysctl("net.ipv4.ip_forward", "0")
+	g.fwd.MustRun("ip", "addr", "flush", "dev", "lan0")
+	g.fwd.MustRun("ip", "addr", "flush", "dev", "wan0")
+	g.fwd.Run("nft", "flush", "ruleset")
+}
+
+// stopFwd stops a forwarder (SIGINT, clean exit expected) and logs its
+// output when the test failed.
+func stopFwd(t *testing.T, p *netns.Proc) {
+	t.Helper()
+	out := (&topo{}).stop(t, p)
+	if t.Failed() {
+		t.Logf("forwarder output:\n%s", out)
+	}
+}
+
+// iperfServer starts `iperf3 -s -J` on the server at g.dst (JSON, so that
+// --get-server-output returns the receiver's intervals).
+func (g *gateway) iperfServer(t *testing.T) {
+	t.Helper()
+	netns.RequireTool(t, "iperf3")
+	srv := g.srv.Start("iperf3", "-s", "-J", "-B", g.dst)
+	t.Cleanup(srv.Kill)
+}
+
+// iperfSum is a "sum" object of iperf3's JSON report.
+type iperfSum struct {
+	Start, End, Seconds, Bytes float64
+	BitsPerSecond              float64 `json:"bits_per_second"`
+	Retransmits                int
+	Packets                    float64
+	LostPackets                float64 `json:"lost_packets"`
+}
+
+type iperfReport struct {
+	Error     string
+	Intervals []struct{ Sum iperfSum }
+	End       struct {
+		SumSent     iperfSum `json:"sum_sent"`
+		SumReceived iperfSum `json:"sum_received"`
+	}
+	ServerOutputJSON *struct {
+		Intervals []struct{ Sum iperfSum }
+	} `json:"server_output_json"`
+}
+
+// iperfResult is one iperf3 client run.
+type iperfResult struct {
+	bps     float64    // received bits/s (sum_received)
+	retrans int        // sender's retransmits (sum_sent)
+	recv    []iperfSum // the receiver's intervals
+	pps     float64    // UDP: packets received per second
+	loss    float64    // UDP: lost share
+	err     string     // why the run did not complete ("" if it did)
+	out     string     // the raw report, for failures
+}
+
+// iperf runs `iperf3 -c g.dst -J --get-server-output --connect-timeout 3000
+// args...` on the client, killing it if it is still running `limit` later
+// (a hang is reported as such). A run that could not start because the
+// server was not listening yet or still busy with the previous test is
+// retried; nothing else is.
+func (g *gateway) iperf(t *testing.T, limit time.Duration, args ...string) iperfResult {
+	t.Helper()
+	reverse := false
+	for _, a := range args {
+		reverse = reverse || a == "-R"
+	}
+	full := append([]string{"-c", g.dst, "-J", "--get-server-output", "--connect-timeout", "3000"}, args...)
+	var r iperfResult
+	for try := 0; try < 20; try++ {
+		r = runIperf(g.cli, limit, reverse, full)
+		if r.err == "" || len(r.recv) > 0 ||
+			!strings.Contains(r.err, "Connection refused") && !strings.Contains(r.err, "busy") {
+			return r
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return r
+}
+
+func runIperf(ns *netns.NS, limit time.Duration, reverse bool, args []string) iperfResult {
+	var stdout, stderr bytes.Buffer
+	cmd := ns.Command("iperf3", args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return iperfResult{err: err.Error()}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var r iperfResult
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		r.err = fmt.Sprintf("iperf3 hung: still running after %v", limit)
+	}
+	r.out = stdout.String() + stderr.String()
+	var rep iperfReport
+	if i := strings.IndexByte(stdout.String(), '{'); i < 0 {
+		if r.err == "" {
+			r.err = fmt.Sprintf("no JSON report (%v)", werr)
+		}
+		return r
+	} else if err := json.Unmarshal(stdout.Bytes()[i:], &rep); err != nil {
+		if r.err == "" {
+			r.err = fmt.Sprintf("iperf3 JSON: %v", err)
+		}
+		return r
+	}
+	if r.err == "" && rep.Error != "" {
+		r.err = rep.Error
+	}
+	if r.err == "" && werr != nil {
+		r.err = werr.Error()
+	}
+	r.bps = rep.End.SumReceived.BitsPerSecond
+	r.retrans = rep.End.SumSent.Retransmits
+	if reverse {
+		for _, iv := range rep.Intervals {
+			r.recv = append(r.recv, iv.Sum)
+		}
+	} else if rep.ServerOutputJSON != nil {
+		for _, iv := range rep.ServerOutputJSON.Intervals {
+			r.recv = append(r.recv, iv.Sum)
+		}
+	}
+	if s := rep.End.SumReceived; s.Seconds > 0 && s.Packets > 0 {
+		r.pps = (s.Packets - s.LostPackets) / s.Seconds
+		r.loss = s.LostPackets / s.Packets
+	}
+	return r
+}
+
+// stall names the first receiver interval of at least half a second (the
+// last one may be a sliver) that carried nothing; "" if none did.
+func (r *iperfResult) stall() string {
+	if len(r.recv) == 0 {
+		return "the receiver reported no intervals"
+	}
+	for _, iv := range r.recv {
+		if iv.Seconds >= 0.5 && iv.Bytes == 0 {
+			return fmt.Sprintf("nothing received in %.1f-%.1f s", iv.Start, iv.End)
+		}
+	}
+	return ""
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minMax(v []float64) (lo, hi float64) {
+	for i, x := range v {
+		if i == 0 || x < lo {
+			lo = x
+		}
+		if i == 0 || x > hi {
+			hi = x
+		}
+	}
+	return
+}
+
+// tcpCase is one iperf3 shape: streams in parallel, reversed (server to
+// client) or not.
+type tcpCase struct {
+	streams int
+	reverse bool
+}
+
+func (c tcpCase) String() string {
+	dir := "client→server"
+	if c.reverse {
+		dir = "server→client"
+	}
+	return fmt.Sprintf("-P %d %s", c.streams, dir)
+}
+
+func (c tcpCase) args() []string {
+	a := []string{"-t", "2", "-P", strconv.Itoa(c.streams)}
+	if c.reverse {
+		a = append(a, "-R")
+	}
+	return a
+}
+
+var tcpCases = []tcpCase{{1, false}, {1, true}, {8, false}, {8, true}}
+
+// gateways are the two topologies, by name.
+var gateways = []struct {
+	name string
+	make func(*testing.T) *gateway
+}{{"router", routerGateway}, {"nat", natGateway}}
+
+// caseRuns are the runs of one case on one forwarder.
+type caseRuns struct {
+	bps, retrans []float64
+}
+
+// TestTCPThroughput: iperf3 TCP (1 and 8 streams, both directions) through
+// router-veth.toml and nat-gateway.toml. Linux forwarding on the same
+// veths is measured first (3 runs per case, or JUNCTION_TCP_RUNS if more);
+// then JUNCTION_TCP_RUNS runs per case through Junction must each
+// complete, receive something in every second, and reach at least a
+// quarter of Linux's median. The NAT gateway's Conntrack must have found
+// no segment invalid for its TCP state.
+func TestTCPThroughput(t *testing.T) {
+	netns.RequireRoot(t)
+	netns.RequireTool(t, "iperf3")
+	runs := tcpRuns(t)
+	for _, gw := range gateways {
+		t.Run(gw.name, func(t *testing.T) {
+			g := gw.make(t)
+			t.Logf("topology: %s", filepath.Base(g.config))
+			tcpCompare(t, g, runs)
+		})
+	}
+}
+
+func tcpCompare(t *testing.T, g *gateway, runs int) {
+	g.iperfServer(t)
+	const limit = 20 * time.Second // a 2 s run that takes this long hangs
+	linuxRuns := max(3, runs)
+	linux := map[tcpCase]*caseRuns{}
+	g.linuxUp(t)
+	for _, c := range tcpCases {
+		cr := &caseRuns{}
+		linux[c] = cr
+		for i := 0; i < linuxRuns; i++ {
+			r := g.iperf(t, limit, c.args()...)
+			if r.err != "" {
+				t.Fatalf("Linux %s %v: the baseline failed: %s\n%.2000s", g.name, c, r.err, r.out)
+			}
+			cr.bps = append(cr.bps, r.bps)
+			cr.retrans = append(cr.retrans, float64(r.retrans))
+		}
+	}
+	g.linuxDown(t)
+
+	p := g.start(t)
+	defer stopFwd(t, p)
+	junction := map[tcpCase]*caseRuns{}
+	for _, c := range tcpCases {
+		cr := &caseRuns{}
+		junction[c] = cr
+		floor := median(linux[c].bps) / 4
+		for i := 0; i < runs; i++ {
+			r := g.iperf(t, limit, c.args()...)
+			cr.bps = append(cr.bps, r.bps)
+			cr.retrans = append(cr.retrans, float64(r.retrans))
+			switch {
+			case r.err != "":
+				t.Errorf("%s %v run %d: did not complete: %s\n%.2000s", g.name, c, i+1, r.err, r.out)
+			case r.stall() != "":
+				t.Errorf("%s %v run %d: stalled: %s (%.1f Mbit/s overall)", g.name, c, i+1, r.stall(), r.bps/1e6)
+			case r.bps < floor:
+				t.Errorf("%s %v run %d: %.1f Mbit/s, below a quarter of Linux's median %.1f Mbit/s",
+					g.name, c, i+1, r.bps/1e6, 4*floor/1e6)
+			}
+		}
+	}
+	s := (&topo{fwd: g.fwd}).snapshot(t)
+
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "%s: iperf3 -t 2 TCP, Mbit/s received (Linux: median of %d; Junction: median [min-max] of %d); sender retransmits (medians)\n",
+		g.name, linuxRuns, runs)
+	fmt.Fprintf(&tb, "  %-20s %10s %24s %8s %14s\n", "case", "Linux", "Junction", "J÷L", "retr L / J")
+	for _, c := range tcpCases {
+		l, j := linux[c], junction[c]
+		lo, hi := minMax(j.bps)
+		ratio := 0.0
+		if lm := median(l.bps); lm > 0 {
+			ratio = median(j.bps) / lm
+		}
+		fmt.Fprintf(&tb, "  %-20v %10.0f %8.0f [%6.0f-%6.0f] %7.2fx %6.0f / %-6.0f\n", c,
+			median(l.bps)/1e6, median(j.bps)/1e6, lo/1e6, hi/1e6, ratio, median(l.retrans), median(j.retrans))
+	}
+	t.Log(tb.String())
+
+	if g.name == "nat" {
+		logInvalid(t, s)
+		if n := counter(s, "Conntrack", "invalid: tcp state"); n != 0 {
+			t.Errorf("Conntrack found %d segments invalid for their TCP state (\"invalid: tcp state\")", n)
+		}
+	}
+}
+
+// conntrackInvalid are Conntrack's drop reasons for invalid packets
+// (elements/conntrack invalidNames).
+var conntrackInvalid = []string{"invalid: malformed", "invalid: fragment", "invalid: tcp flags", "invalid: tcp state", "invalid: icmp"}
+
+// logInvalid logs Conntrack's flow and invalid-packet counters and returns
+// the invalid ones' sum.
+func logInvalid(t *testing.T, s *pipeline.Snapshot) uint64 {
+	t.Helper()
+	var sum uint64
+	var parts []string
+	for _, name := range conntrackInvalid {
+		n := counter(s, "Conntrack", name)
+		sum += n
+		parts = append(parts, fmt.Sprintf("%q %d", name, n))
+	}
+	t.Logf("Conntrack: new %d, %s", counter(s, "Conntrack", "new"), strings.Join(parts, ", "))
+	return sum
+}
