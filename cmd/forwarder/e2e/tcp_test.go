@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +129,14 @@ func (g *gateway) iperfServer(t *testing.T) {
 	netns.RequireTool(t, "iperf3")
 	srv := g.srv.Start("iperf3", "-s", "-J", "-B", g.dst)
 	t.Cleanup(srv.Kill)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if out, _ := g.srv.Run("ss", "-Hltn", "sport = :5201"); strings.Contains(out, "5201") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("iperf3 server not listening on %s:5201 after 5 s:\n%s", g.dst, srv.Output())
+		}
+	}
 }
 
 // iperfSum is a "sum" object of iperf3's JSON report.
@@ -200,8 +209,14 @@ func runIperf(ns *netns.NS, limit time.Duration, reverse bool, args []string) ip
 	select {
 	case werr = <-done:
 	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
+		// SIGINT first: iperf3 then writes its report so far.
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
 		r.err = fmt.Sprintf("iperf3 hung: still running after %v", limit)
 	}
 	r.out = stdout.String() + stderr.String()
@@ -420,4 +435,95 @@ func logInvalid(t *testing.T, s *pipeline.Snapshot) uint64 {
 	}
 	t.Logf("Conntrack: new %d, %s", counter(s, "Conntrack", "new"), strings.Join(parts, ", "))
 	return sum
+}
+
+// TestTCPRestart: a TCP stream (server to client, 8 s, half-second
+// intervals) through the NAT gateway while the forwarder is stopped
+// (SIGTERM) 2 s in and started again at once. The stream must carry on:
+// some interval after the restart receives data, and no run of empty
+// intervals is longer than 2 s.
+//
+// It runs on two topologies: veths with one queue (FromDevice spreads by a
+// symmetric flow hash, so both directions of the flow meet on one worker)
+// and with two (one per worker; the hosts' own queue choice decides).
+func TestTCPRestart(t *testing.T) {
+	netns.RequireRoot(t)
+	netns.RequireTool(t, "iperf3")
+	for _, q := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d queues", q), func(t *testing.T) {
+			netns.RequireTool(t, "nft")
+			tp := newNATTopoQueues(t, q)
+			tcpRestart(t, &gateway{name: "nat", cli: tp.in, fwd: tp.fwd, srv: tp.ot, dst: natOutside,
+				bin: tp.bin, config: tp.config, start: func(t *testing.T) *netns.Proc { return tp.start(t) }})
+		})
+	}
+}
+
+func tcpRestart(t *testing.T, g *gateway) {
+	g.iperfServer(t)
+	p := g.start(t)
+	defer func() { stopFwd(t, p) }()
+
+	type result struct {
+		r   iperfResult
+		end time.Duration
+	}
+	begin := time.Now()
+	done := make(chan result, 1)
+	go func() {
+		// --rcv-timeout: a stream that never resumes ends the run
+		// with an error (and the intervals so far) instead of waiting.
+		r := g.iperf(t, 14*time.Second, "-t", "8", "-i", "0.5", "-R", "--rcv-timeout", "4000")
+		done <- result{r, time.Since(begin)}
+	}()
+	time.Sleep(2 * time.Second)
+	killAt := time.Since(begin)
+	p.Signal(syscall.SIGTERM)
+	if err := p.Wait(10 * time.Second); err != nil {
+		t.Errorf("forwarder exit after SIGTERM: %v", err)
+	}
+	stopped := time.Since(begin)
+	p = g.fwd.Start(g.bin, "run", "-config", g.config, "-quiet")
+	restartAt := time.Since(begin)
+	res := <-done
+	r := res.r
+	t.Logf("SIGTERM at %.2f s, exited at %.2f s, restarted at %.2f s; iperf3 ended at %.2f s (%s)",
+		killAt.Seconds(), stopped.Seconds(), restartAt.Seconds(), res.end.Seconds(), orOK(r.err))
+	var line strings.Builder
+	gap, longest := 0.0, 0.0
+	resumed := false
+	for _, iv := range r.recv {
+		fmt.Fprintf(&line, " %.1f-%.1f:%.0fk", iv.Start, iv.End, iv.Bytes/1e3)
+		if iv.Bytes == 0 {
+			gap += iv.Seconds
+			longest = max(longest, gap)
+			continue
+		}
+		gap = 0
+		// Interval times count from the test's start, a little after
+		// the client process's; an interval that starts after the
+		// restart (client time) began after it.
+		if iv.Start >= restartAt.Seconds() {
+			resumed = true
+		}
+	}
+	t.Logf("received per interval:%s", line.String())
+	if len(r.recv) == 0 || r.recv[0].Bytes == 0 {
+		t.Fatalf("the stream did not even start before the restart: %s\n%.2000s", orOK(r.err), r.out)
+	}
+	if !resumed {
+		t.Errorf("the stream did not resume after the restart (no data in any interval after %.2f s): %s", restartAt.Seconds(), orOK(r.err))
+	}
+	if longest > 2 {
+		t.Errorf("the stream stalled for %.1f s (longest run of empty intervals), want ≤ 2 s", longest)
+	}
+	s := (&topo{fwd: g.fwd}).snapshot(t)
+	logInvalid(t, s)
+}
+
+func orOK(err string) string {
+	if err == "" {
+		return "completed"
+	}
+	return err
 }
