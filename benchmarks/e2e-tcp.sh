@@ -17,7 +17,7 @@
 # (the kernel's addresses, forwarding and rules removed). Each of four cases
 # (-P 1 and -P 8, client to server and -R) runs RUNS times as
 # `iperf3 -t DURATION -J`; a run that fails or does not finish within
-# DURATION+20 s counts as a failure (0 bit/s).
+# DURATION+20 s, or receives nothing, counts as a failure (0 bit/s).
 #
 # It prints, per config and case, the median [min-max] received Mbit/s of
 # Linux and Junction, Junction ÷ Linux (medians), the sender's retransmits
@@ -103,7 +103,8 @@ cases = []
 for r in rows:
     if r[1] not in cases: cases.append(r[1])
 def pick(fwd, case, i): return [float(r[i]) for r in rows if r[0] == fwd and r[1] == case]
-def fails(fwd, case): return sum(1 for r in rows if r[0] == fwd and r[1] == case and r[4] != "-")
+# A run fails when iperf3 reported an error (or none at all) or received nothing.
+def fails(fwd, case): return sum(1 for r in rows if r[0] == fwd and r[1] == case and (r[4] != "-" or float(r[2]) == 0))
 udp = any(c.startswith("udp") for c in cases)
 print(f"{cfg}: received Mbit/s, median [min-max] of the runs; J÷L = ratio of medians; retransmits = the sender's, medians")
 print(f"  {'case':<18} {'Linux':>22} {'Junction':>22} {'J÷L':>7} {'retr L/J':>13} {'failed L/J':>10}")
