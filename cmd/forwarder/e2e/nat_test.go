@@ -50,13 +50,16 @@ func natConfigPath(t *testing.T) string {
 // newNATTopo builds the three namespaces and the two veth pairs (one queue
 // each, so with the config's 2 workers FromDevice spreads in software and
 // the DNAT-aware steering decides which worker owns a flow).
-func newNATTopo(t *testing.T) *natTopo {
+func newNATTopo(t *testing.T) *natTopo { return newNATTopoQueues(t, 1) }
+
+// newNATTopoQueues is newNATTopo with queues RX/TX queues per veth.
+func newNATTopoQueues(t *testing.T, queues int) *natTopo {
 	requireAll(t)
 	env := netns.New(t)
 	tp := &natTopo{env: env, in: env.NS("in"), fwd: env.NS("fwd"), ot: env.NS("out"),
 		bin: forwarderBin(t), config: natConfigPath(t)}
-	env.Veth(tp.fwd, "lan0", tp.in, "eth0", 1)
-	env.Veth(tp.fwd, "wan0", tp.ot, "eth0", 1)
+	env.Veth(tp.fwd, "lan0", tp.in, "eth0", queues)
+	env.Veth(tp.fwd, "wan0", tp.ot, "eth0", queues)
 	tp.in.Addr("eth0", natInside+"/24")
 	tp.in.Route("default", "via", natLANAddr)
 	tp.ot.Addr("eth0", natOutside+"/24")

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# End-to-end TCP benchmark: iperf3 between ordinary hosts through Junction
+# and through Linux forwarding on the same veths (root; Linux).
+#
+#   cli (eth0) ── lan0 [fwd] wan0 ── (eth0) srv
+#
+# The hosts' eth0 are plain veths (no XDP, GRO as created, transmit
+# checksums computed by the host: ethtool -K eth0 tx off); lan0 and wan0
+# have QUEUES (2) queues each. For each config in CONFIGS:
+#   router: configs/router-veth.toml (cli 10.1.0.2, srv 10.2.0.2);
+#           Linux: ip_forward=1 with the config's addresses on lan0/wan0.
+#   nat:    configs/nat-gateway.toml (cli 192.168.1.10 inside, srv
+#           203.0.113.2 outside); Linux: ip_forward=1 and nftables masquerade
+#           of 192.168.1.0/24 out wan0 plus the config's port forwards
+#           (dnat tcp 203.0.113.1:8080 -> 192.168.1.10:80, udp :5000).
+# Linux is measured first, then `forwarder run` on the config as shipped
+# (the kernel's addresses, forwarding and rules removed). Each of four cases
+# (-P 1 and -P 8, client to server and -R) runs RUNS times as
+# `iperf3 -t DURATION -J`; a run that fails or does not finish within
+# DURATION+20 s, or receives nothing, counts as a failure (0 bit/s).
+#
+# It prints, per config and case, the median [min-max] received Mbit/s of
+# Linux and Junction, Junction ÷ Linux (medians), the sender's retransmits
+# (medians) and the failed runs; for the NAT gateway, Conntrack's invalid
+# counters (from the forwarder's exit table).
+#
+# Usage: sudo benchmarks/e2e-tcp.sh               (from the repository root)
+# Knobs (environment): RUNS=10, DURATION=2 (seconds per run), CONFIGS="router
+# nat", QUEUES=2 (veth queues), FORWARDER=path (a prebuilt forwarder instead
+# of go build), UDP=1 (also 64-byte UDP: iperf3 -u -l 64 -b 0, received pps
+# and loss).
+set -euo pipefail
+
+RUNS=${RUNS:-10}
+DURATION=${DURATION:-2}
+CONFIGS=${CONFIGS:-router nat}
+QUEUES=${QUEUES:-2}
+UDP=${UDP:-0}
+
+SUF=$$
+CLI=jnb-tcli-$SUF FWD=jnb-tfwd-$SUF SRV=jnb-tsrv-$SUF
+. "$(dirname "$0")/e2e-lib.sh"
+e2e_init e2e-tcp.sh $CLI $FWD $SRV
+command -v iperf3 >/dev/null || { echo "e2e-tcp.sh: needs iperf3" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "e2e-tcp.sh: needs python3" >&2; exit 1; }
+if [ -n "${FORWARDER:-}" ]; then
+	cp "$FORWARDER" "$TMP/forwarder"
+else
+	echo "building forwarder..."
+	go build -o "$TMP/forwarder" ./cmd/forwarder
+fi
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES CONFIGS=\"$CONFIGS\""
+
+# parse FILE REVERSE: "BPS RETRANSMITS ERROR" of one iperf3 -J report (the
+# receiver's rate; ERROR "-" when the run completed). UDP reports: "PPS LOSS ERROR".
+parse() {
+	python3 - "$1" "$2" <<'EOF'
+import json, sys
+path, kind = sys.argv[1], sys.argv[2]
+try:
+    text = open(path).read()
+    d = json.loads(text[text.index('{'):])
+except Exception as e:
+    print(0, 0, "no-report"); sys.exit()
+err = d.get("error", "").replace(" ", "_") or "-"
+end = d.get("end", {})
+r = end.get("sum_received", {})
+if kind == "udp":
+    s = r.get("seconds", 0); p = r.get("packets", 0); lost = r.get("lost_packets", 0)
+    pps = (p - lost) / s if s else 0
+    print("%.0f" % pps, "%.4f" % (lost / p if p else 1), err)
+else:
+    print("%.0f" % r.get("bits_per_second", 0), end.get("sum_sent", {}).get("retransmits", 0), err)
+EOF
+}
+
+# iperf NAME ARGS...: one client run into $TMP/NAME.json, with a time limit;
+# prints parse's line.
+iperf() {
+	local name=$1
+	shift
+	local kind=tcp
+	case " $* " in *" -u "*) kind=udp ;; esac
+	for try in 1 2 3 4 5; do
+		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 \
+			-t "$DURATION" "$@" >"$TMP/$name.json" 2>&1 || true
+		# The server still busy with the previous test, or not listening
+		# yet: not a failure of the forwarder.
+		grep -qE 'server is busy|Connection refused' "$TMP/$name.json" || break
+		sleep 0.3
+	done
+	parse "$TMP/$name.json" $kind
+}
+
+# stats: python3 summary of a results file (lines "FORWARDER CASE BPS RETR ERR").
+summary() {
+	python3 - "$1" "$2" <<'EOF'
+import sys, statistics as st
+path, cfg = sys.argv[1], sys.argv[2]
+rows = [l.split() for l in open(path) if l.strip()]
+cases = []
+for r in rows:
+    if r[1] not in cases: cases.append(r[1])
+def pick(fwd, case, i): return [float(r[i]) for r in rows if r[0] == fwd and r[1] == case]
+# A run fails when iperf3 reported an error (or none at all) or received nothing.
+def fails(fwd, case): return sum(1 for r in rows if r[0] == fwd and r[1] == case and (r[4] != "-" or float(r[2]) == 0))
+udp = any(c.startswith("udp") for c in cases)
+print(f"{cfg}: received Mbit/s, median [min-max] of the runs; J÷L = ratio of medians; retransmits = the sender's, medians")
+print(f"  {'case':<18} {'Linux':>22} {'Junction':>22} {'J÷L':>7} {'retr L/J':>13} {'failed L/J':>10}")
+for c in cases:
+    if c.startswith("udp"): continue
+    l, j = pick("linux", c, 2), pick("junction", c, 2)
+    lr, jr = pick("linux", c, 3), pick("junction", c, 3)
+    lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
+    fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
+    print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
+for c in cases:
+    if not c.startswith("udp"): continue
+    l, j = pick("linux", c, 2), pick("junction", c, 2)
+    ll, jl = pick("linux", c, 3), pick("junction", c, 3)
+    print(f"  {c:<18} received pps median: Linux {st.median(l):.0f} (loss {100*st.median(ll):.1f}%), "
+          f"Junction {st.median(j):.0f} (loss {100*st.median(jl):.1f}%), J÷L {st.median(j)/st.median(l) if st.median(l) else 0:.2f}x")
+EOF
+}
+
+CASES=("p1:-P 1" "p1-R:-P 1 -R" "p8:-P 8" "p8-R:-P 8 -R")
+# measure FORWARDER: every case RUNS times, appended to $TMP/res-$CFG.
+measure() {
+	local fwd=$1 c name args i
+	for c in "${CASES[@]}"; do
+		name=${c%%:*}
+		args=${c#*:}
+		for i in $(seq "$RUNS"); do
+			# shellcheck disable=SC2086
+			echo "$fwd $name $(iperf "$CFG-$fwd-$name-$i" $args)" >>"$TMP/res-$CFG"
+		done
+		echo "  $fwd $name: $(grep "^$fwd $name " "$TMP/res-$CFG" | awk '{printf "%.0f%s ", $3/1e6, ($5 == "-" ? "" : "!")}')Mbit/s"
+	done
+	if [ "$UDP" = 1 ]; then
+		for i in $(seq "$RUNS"); do
+			echo "$fwd udp64 $(iperf "$CFG-$fwd-udp-$i" -u -l 64 -b 0)" >>"$TMP/res-$CFG"
+		done
+	fi
+}
+
+# topology CFG: the namespaces, veths and host addresses of one config.
+topology() {
+	local cfg=$1
+	e2e_netns
+	ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
+	ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
+	for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
+	for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 tx off >/dev/null; done
+	case $cfg in
+	router)
+		ip -n $CLI addr add 10.1.0.2/24 dev eth0
+		ip -n $CLI route add default via 10.1.0.1
+		ip -n $SRV addr add 10.2.0.2/24 dev eth0
+		ip -n $SRV route add default via 10.2.0.1
+		DST=10.2.0.2 GW=10.1.0.1 CONFIG=$ROOT/configs/router-veth.toml ;;
+	nat)
+		ip -n $CLI addr add 192.168.1.10/24 dev eth0
+		ip -n $CLI route add default via 192.168.1.1
+		ip -n $SRV addr add 203.0.113.2/24 dev eth0
+		DST=203.0.113.2 GW=192.168.1.1 CONFIG=$ROOT/configs/nat-gateway.toml ;;
+	*) echo "e2e-tcp.sh: unknown config $cfg (router, nat)" >&2; exit 1 ;;
+	esac
+}
+
+linux_up() {
+	case $1 in
+	router)
+		ip -n $FWD addr add 10.1.0.1/24 dev lan0
+		ip -n $FWD addr add 10.2.0.1/24 dev wan0 ;;
+	nat)
+		ip -n $FWD addr add 192.168.1.1/24 dev lan0
+		ip -n $FWD addr add 203.0.113.1/24 dev wan0
+		ip -n $FWD route add default via 203.0.113.2
+		ip netns exec $FWD nft -f - <<'EOF'
+table ip nat {
+	chain prerouting {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
+		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat;
+		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
+	}
+}
+EOF
+		;;
+	esac
+	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=1
+}
+linux_down() {
+	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=0
+	ip netns exec $FWD nft flush ruleset 2>/dev/null || true
+	ip -n $FWD addr flush dev lan0
+	ip -n $FWD addr flush dev wan0
+}
+
+for CFG in $CONFIGS; do
+	echo
+	echo "== $CFG =="
+	: >"$TMP/res-$CFG"
+	topology "$CFG"
+	ip netns exec $SRV iperf3 -s -B "$DST" >"$TMP/iperf3-server-$CFG.log" 2>&1 &
+	SRVPID=$!
+	PIDS+=($SRVPID)
+	sleep 0.5
+
+	linux_up "$CFG"
+	measure linux
+	linux_down
+
+	ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	for i in $(seq 75); do
+		ip netns exec $CLI ping -c1 -W1 "$GW" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	measure junction
+	kill -INT $FWDPID
+	wait $FWDPID || true
+	kill $SRVPID 2>/dev/null || true
+	wait $SRVPID 2>/dev/null || true
+
+	echo
+	summary "$TMP/res-$CFG" "$CFG"
+	if [ "$CFG" = nat ]; then
+		echo "  Conntrack: $(grep -E 'ct w[0-9]+ (count|drop) "(new|invalid: [a-z ]+)"' "$TMP/fwd-$CFG.log" |
+			sed 's/.*"\(.*\)": \([0-9]*\)/\1 \2/' | awk '{n=$NF; $NF=""; s[$0]+=n} END {for (k in s) printf "%s%d, ", k, s[k]}')"
+	fi
+	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  Junction /' | cut -c1-100
+	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
+done
