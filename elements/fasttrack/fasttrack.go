@@ -175,8 +175,6 @@ func init() {
 type FastTrack struct {
 	t     *conntrack.Table
 	pool  *packet.Pool
-	after uint32
-	both  bool
 	idle  int64
 	outs  []*elements.Output
 	split []*packet.Batch
@@ -199,6 +197,7 @@ type FastTrack struct {
 	useCache                  bool   // no offload, no no_cache: compile hits into the flow cache
 	compiled                  uint64 // flow-cache compiles not yet added to compiles
 	compiles                  *atomic.Uint64
+	policy                    conntrack.FastPolicy
 
 	off *offload // nil without the offload key
 }
@@ -213,7 +212,8 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, after: uint32(c.After), both: c.both, idle: c.idle,
+	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, idle: c.idle,
+		policy: conntrack.FastPolicy{After: uint32(c.After), Both: c.both, Idle: c.idle},
 		outs: ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
 	e.split = make([]*packet.Batch, len(ctx.Outputs))
@@ -225,6 +225,9 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		// (and folds their counters into the flow table itself).
 		e.useCache = true
 		e.t.EnableCache()
+		// FastTrackLearn compiles the directions this policy makes
+		// fast-trackable (conntrack.Table.CompilePolicy).
+		e.t.AddFastPolicy(e.policy)
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -251,6 +254,9 @@ func (e *FastTrack) Close() error {
 		e.removeAll()
 	}
 	if e.t != nil {
+		if e.useCache {
+			e.t.RemoveFastPolicy()
+		}
 		conntrack.Release(e.pool)
 		e.t = nil
 	}
@@ -265,18 +271,35 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		e.outs[0].Push(b)
 		return
 	}
+	cached := e.useCache && t.CacheEnabled()
+	// complete: a packet the cache does not hold, at an unhinted slot,
+	// is a miss with nothing to look up (conntrack.Table.CacheComplete).
+	complete := cached && t.CacheComplete()
+	pkts := b.Pkts
+	if complete && t.PendingN() == 0 && t.CacheEmpty() {
+		// Nothing fast-tracked at all: every packet misses.
+		e.countBatch(0, 0, uint64(len(pkts)))
+		e.outs[0].Push(b)
+		return
+	}
 	gen := conntrack.Generation()
 	now := t.Now()
-	cached := e.useCache && t.CacheEnabled()
+	if complete && t.PendingN() != 0 {
+		e.compilePending(t, gen, now)
+	}
 	miss := e.split[0]
 	var hits, bytes uint64
-	pkts := b.Pkts
 	if cached && len(pkts) <= chunk {
 		// One chunk, the common case (a batch of 64): when every packet
-		// hit the cache for one output, the batch itself goes there.
-		hits, bytes, one := e.pushCached(t, pkts, gen, now, true)
-		if one != 0 {
-			e.countBatch(hits, bytes, 0)
+		// hit the cache for one output, or (complete) every packet
+		// missed, the batch itself goes on.
+		hits, bytes, one := e.pushCached(t, pkts, gen, now, true, complete)
+		if one >= 0 {
+			var misses uint64
+			if one == 0 {
+				misses = uint64(len(pkts))
+			}
+			e.countBatch(hits, bytes, misses)
 			e.outs[one].Push(b)
 			return
 		}
@@ -289,7 +312,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		// (conntrack.Table.WarmCache or Warm), then look up and
 		// rewrite: the cache misses of a chunk overlap.
 		if cached {
-			h, n, _ := e.pushCached(t, ps, gen, now, false)
+			h, n, _ := e.pushCached(t, ps, gen, now, false, complete)
 			hits += h
 			bytes += n
 			continue
@@ -346,6 +369,29 @@ func (e *FastTrack) countBatch(hits, bytes, misses uint64) {
 	if e.compiled != 0 {
 		e.compiles.Add(e.compiled)
 		e.compiled = 0
+	}
+}
+
+// compilePending compiles the learned directions of the flows the tracker
+// listed (conntrack.Table.TakePending) that are fast-trackable and not
+// cached: what this element's flow-table path would compile on their next
+// packet, done before it so that a packet the cache does not hold is a
+// miss. The list holds only flows the tracker found fast-trackable or whose
+// cached directions it dropped: a flow that does not engage never comes
+// here.
+func (e *FastTrack) compilePending(t *conntrack.Table, gen uint32, now int64) {
+	for _, pf := range t.TakePending() {
+		c := t.Live(pf.Idx, pf.Tag)
+		if c == nil || now >= c.Expires || !e.policy.FlowEligible(c) {
+			continue
+		}
+		for d := range uint8(2) {
+			if f := &c.Fast[d]; f.Valid && f.Gen == gen && !t.Cached(pf.Idx, d) {
+				if compile(t, pf.Idx, d, c, e.idle) {
+					e.compiled++
+				}
+			}
+		}
 	}
 }
 
@@ -440,8 +486,7 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	h := d[packet.EthernetLen:]
 	c := t.Conn(idx)
 	f := &c.Fast[dir]
-	if !f.Valid || f.Gen != gen || now >= c.Expires || c.Packets[0]+c.Packets[1] < e.after ||
-		e.both && c.Flags&conntrack.FlagSeenReply == 0 || !conntrack.IsFastPathState(c) || h[8] <= f.TTLDec ||
+	if !f.Valid || f.Gen != gen || now >= c.Expires || !e.policy.FlowEligible(c) || h[8] <= f.TTLDec ||
 		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
@@ -471,30 +516,30 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	if e.off != nil && f.Offload == offNone {
 		e.off.queue(idx, c, dir)
 	}
-	if e.useCache && t.CacheEnabled() {
-		e.compile(t, idx, dir, c, k)
+	if e.useCache && t.CacheEnabled() && compile(t, idx, dir, c, e.idle) {
+		e.compiled++
 	}
 	return int(f.Out), tl
 }
 
-// compile puts direction dir of flow idx, which just took the fast path
-// through the flow table, into the flow cache, with its rewrite's checksum
-// deltas computed once (packet.FlowDeltas: the sums packet.RewriteFlow
-// applies on the flow-table path, so the bytes are identical).
-func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, k *conntrack.Tuple) {
+// compile puts direction dir of flow idx, whose fast path is learned and
+// valid, into the flow cache, with its rewrite's checksum deltas computed
+// once (packet.FlowDeltas: the sums packet.RewriteFlow applies on the
+// flow-table path, so the bytes are identical); a hit gives the flow idle
+// (0: the tracker's timeout for its state).
+func compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, idle int64) bool {
 	f := &c.Fast[dir]
+	k := &c.T[dir] // the tuple its packets arrive with
 	o := &c.T[1-dir]
 	to := conntrack.RawKeyOf(&conntrack.Tuple{Src: o.Dst, Dst: o.Src, Sport: o.Dport, Dport: o.Sport, Proto: o.Proto})
 	ce := conntrack.CacheEntry{Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NAddrs: to.A, NPorts: uint32(to.B)}
 	ipSum, l4Sum := packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
 	ce.IPSum, ce.L4Sum = bits.ReverseBytes16(ipSum), bits.ReverseBytes16(l4Sum) // frame byte order
-	timeout := e.idle
+	timeout := idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
 	}
-	if t.CompileCache(ce, idx, dir, &f.Eth, timeout) {
-		e.compiled++
-	}
+	return t.CompileCache(ce, idx, dir, &f.Eth, timeout)
 }
 
 // pushCached sorts one chunk by output, through the flow cache: one cache
@@ -518,7 +563,7 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 // (NATGraph, eight interleaved pairs, 38.0 vs 41.2 ns/pkt).
 // TestCacheTransparent and TestRandomEquivalence check the bytes against
 // the slow path, which uses ApplyFlow.
-func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64, whole bool) (hits, bytes uint64, one int) {
+func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64, whole, complete bool) (hits, bytes uint64, one int) {
 	raws := e.raws[:len(ps)]
 	fastRaws(ps, raws)
 	t.WarmCache(raws, e.hx[:], e.slots[:])
@@ -603,6 +648,21 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	if whole && nl == 0 && anyOut == allOut {
 		return hits, bytes, int(anyOut) // the caller sends the whole batch
 	}
+	// With a complete cache only a packet at a hinted slot needs the
+	// flow table; when none does and none hit, the batch itself goes to
+	// the slow path.
+	hinted := false
+	if complete {
+		for _, i := range later[:nl] {
+			if raws[i].B != 0 && t.CacheHinted(e.hx[i]) {
+				hinted = true
+				break
+			}
+		}
+		if whole && !hinted && nl == len(ps) && nl > 0 {
+			return 0, 0, 0
+		}
+	}
 	// The hits to their outputs, in order, before the packets left for
 	// later: those that go to the same output are other flows' (see
 	// below).
@@ -618,7 +678,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	miss := e.split[0]
 	for _, i := range later[:nl] {
 		p := ps[i]
-		if raws[i].B != 0 {
+		if raws[i].B != 0 && (!complete || hinted && t.CacheHinted(e.hx[i])) {
 			k := &e.keys[0]
 			raws[i].ToTuple(k)
 			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
@@ -630,7 +690,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		}
 		miss.Add(p)
 	}
-	return hits, bytes, 0
+	return hits, bytes, -1
 }
 
 // rewrite applies a flow direction's whole slow-path rewrite to IPv4 header
