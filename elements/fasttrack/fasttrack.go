@@ -214,7 +214,7 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, idle: c.idle,
 		policy: conntrack.FastPolicy{After: uint32(c.After), Both: c.both, Idle: c.idle},
-		outs: ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
+		outs:   ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
 	e.split = make([]*packet.Batch, len(ctx.Outputs))
 	for i := range e.split {
