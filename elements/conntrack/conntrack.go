@@ -87,7 +87,9 @@ func init() {
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +
 				"eviction and the sweep fold the cache's hits into a flow (packets, bytes, timeout) before they look at it, " +
-				"so its state and counters are the same as without the cache.",
+				"so its state and counters are the same as without the cache; and it lists for FastTrack each flow it finds " +
+				"fast-trackable under FastTrack's after and policy (it keeps the packet count after is compared with), so " +
+				"that FastTrack recognises a flow that is not fast-tracked from its cache alone.",
 		},
 	})
 }

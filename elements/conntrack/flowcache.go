@@ -37,6 +37,15 @@ import (
 // 2.5% of packets found their direction displaced and recompiled it; with
 // two choices and the step, 0.2% do (BenchmarkNATGraph's compiles/pkt).
 
+// The cache is also what tells FastTrack that a packet is not fast-tracked
+// (CacheComplete): while the worker's FastTracks share one policy, the
+// tracker, which counts every packet of a flow, lists the flows it finds
+// fast-trackable and those whose entries it dropped (TakePending), and
+// FastTrack compiles their directions before its next lookups; displaced
+// and refused directions leave a hint in their first slot. A probe that
+// finds nothing at an unhinted slot is then a miss, and a flow that never
+// engages costs FastTrack one probe and nothing more.
+
 // RawKey is a flow direction's tuple as its bytes lie in an untagged
 // IPv4 frame without options, each part read as one little-endian word:
 //

@@ -97,7 +97,7 @@ func init() {
 				"output 0: the slow path (misses).\n" +
 				"outputs 1..N: fast-tracked packets, rewritten, for FastTrackLearn's port 0..N-1 (connect each to the transmitter FastTrackLearn's output of the same number leads to).",
 			Keys: []elements.Key{
-				{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted) that take the slow path before it is fast-tracked"},
+				{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted, as Conntrack counts them) that take the slow path before it is fast-tracked"},
 				{Name: "policy", Type: "string", Default: "either-direction",
 					Doc: "either-direction: a direction is fast-tracked once the slow path has handled it (one-way flows engage); both-directions: only once a reply was seen (Linux flowtable behaviour)"},
 				{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
@@ -129,8 +129,8 @@ func init() {
 				"prefetched together (conntrack.Table.Warm) so that a table of 1M flows costs little more than a small one. " +
 				"It counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
-				"Flow cache (without the offload key): the first fast-path hit of a direction compiles it into the worker's flow " +
-				"cache, one 64-byte line holding the arrival tuple as the frame's bytes, the rewritten addresses and ports in " +
+				"Flow cache (without the offload key): a direction is compiled into the worker's flow " +
+				"cache when it becomes fast-trackable, one 64-byte line holding the arrival tuple as the frame's bytes, the rewritten addresses and ports in " +
 				"frame byte order with both checksum deltas precomputed, the Ethernet header (by index), the output, the " +
 				"packet's annotation and the hits not yet counted in the flow. Its later packets read that one line instead of " +
 				"the flow table's bucket and two entry lines, and need no byte swap. The flow table stays the authority: " +
@@ -140,6 +140,16 @@ func init() {
 				"sit in either of two slots; inserting moves an occupant to its other slot if that is free, and otherwise " +
 				"displaces the second slot's, which keeps the flow-table path. A batch whose packets all hit the cache for " +
 				"one output is passed on whole.\n\n" +
+				"Misses cost the cache probe alone: while the worker's FastTracks share one after, policy and idle_timeout, " +
+				"the cache holds every direction that can be fast-tracked. Conntrack, which counts each packet of a flow " +
+				"(the count after is compared with), lists every flow it finds fast-trackable and every flow whose cached " +
+				"directions it dropped, and FastTrack compiles their learned directions before its next lookups; a direction " +
+				"displaced from a full place, or refused by the cache, leaves a hint in its first slot. A packet the cache does " +
+				"not hold is then a miss without a look at the flow table (unless its first slot has a hint), a batch of misses " +
+				"goes to output 0 as it is, and while nothing is cached FastTrack does not even parse. A flow that never " +
+				"engages (one-way traffic under both-directions, after never reached) thus costs FastTrack a probe per " +
+				"packet and Conntrack nothing. FastTracks with different keys on one worker look every miss up in the " +
+				"flow table.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
 				"same rewrite. Its packets then never reach the graph: each installed direction is visited every 100 ms, its " +
@@ -543,10 +553,17 @@ func compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, idle 
 }
 
 // pushCached sorts one chunk by output, through the flow cache: one cache
-// line holds a direction's key, rewrite and counters. A packet takes the
-// flow-table path (hit) when its direction is not cached, the rewrite is of
-// an older generation, the flow would have expired, or the packet differs
-// from what was compiled (TTL about to expire, ICMP echo the wrong way).
+// line holds a direction's key, rewrite and counters. A packet the cache
+// does not take (its direction is not cached, the rewrite is of an older
+// generation, the flow would have expired, or the packet differs from what
+// was compiled: TTL about to expire, ICMP echo the wrong way) is a miss
+// when the cache is complete (conntrack.Table.CacheComplete) and its first
+// slot has no hint; otherwise it takes the flow-table path (hit).
+//
+// It returns the hits, their IP bytes and, with whole, the output the
+// whole chunk goes to (every packet hit for that output, or, complete,
+// every packet missed: 0), or -1 when it sorted the chunk into the split
+// batches.
 //
 // The cache hit is written out in the loop rather than called: as a
 // function it was too large to inline, and the call cost ≈ 1 ns a packet
