@@ -112,8 +112,14 @@ const (
 	CacheEstablished = 1 << 1 // the flow has seen a reply (annotation CtEstablished)
 	cacheClassShift  = 2      // 3 bits: index into the table's timeout classes
 	cacheClasses     = 8
-	// cacheHint belongs to the slot, not the entry in it: see hint.
-	cacheHint = 1 << 7
+	// cacheHint and cacheSpill belong to the slot, not the entry in it
+	// (slotBits: every write keeps them). cacheHint: see hint.
+	// cacheSpill: some direction whose first slot this is was put in
+	// its second; without it, a key that this slot does not hold is not
+	// cached at all, and its second slot need not be read.
+	cacheHint  = 1 << 7
+	cacheSpill = 1 << 6
+	slotBits   = cacheHint | cacheSpill
 	// CacheFoldAt is the Bytes count at which a hit folds the entry at
 	// once, so that the 32-bit counters never wrap (Pkts ≤ Bytes/28).
 	CacheFoldAt = 1 << 31
@@ -298,6 +304,9 @@ func (t *Table) hint(k *RawKey) {
 	}
 }
 
+// CacheHints reports whether any slot carries a hint (CacheHinted).
+func (t *Table) CacheHints() bool { return t.fc.hints != 0 }
+
 // CacheHinted reports whether the first slot of the key whose hash WarmCache
 // computed as x carries a hint (a probe read that line already).
 func (t *Table) CacheHinted(x uint64) bool {
@@ -352,9 +361,10 @@ func (t *Table) cacheHash(r *RawKey) uint64 {
 }
 
 // WarmCache finds where each raw key's entry would be and brings it in:
-// slots[i] is keys[i]'s first slot if that holds it, else its second (which
-// may not hold it either: CacheMatch decides), and hx is scratch for the
-// hashes. It works in two passes over the chunk so that the misses overlap:
+// slots[i] is keys[i]'s first slot if that holds it or no direction of that
+// first slot spilled to its second, else its second (which may not hold
+// it either: CacheMatch decides), and hx is scratch for the hashes. So a
+// key that is not cached costs one line, unless its first slot spilled. It works in two passes over the chunk so that the misses overlap:
 // it prefetches every key's first slot, then, as those lines arrive, the
 // second slot of the keys whose first slot does not hold them. A direction
 // goes to its second slot only when its first was taken, so at the load of
@@ -396,8 +406,8 @@ func (t *Table) WarmCache(keys []RawKey, hx []uint64, slots []*CacheEntry) {
 			continue
 		}
 		a := &e[uint32(hx[i])&m]
-		if CacheMatch(a, &keys[i]) {
-			slots[i] = a
+		if CacheMatch(a, &keys[i]) || a.Bits&cacheSpill == 0 {
+			slots[i] = a // holds it, or nothing is in the second slot
 			continue
 		}
 		b := uint32(hx[i]>>32) & m
@@ -529,7 +539,10 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	if w.Proto == 0 {
 		fc.n++
 	}
-	e.Bits |= w.Bits & cacheHint
+	if w != sa {
+		sa.Bits |= cacheSpill
+	}
+	e.Bits |= w.Bits & slotBits
 	*w = e
 	c.Flags |= flagCached
 	return true
@@ -546,10 +559,13 @@ func (t *Table) cacheMove(s *CacheEntry) bool {
 	if o == s || o.Proto != 0 {
 		return false
 	}
-	ho, hs := o.Bits&cacheHint, s.Bits&cacheHint
+	ho, hs := o.Bits&slotBits, s.Bits&slotBits
 	*o = *s
-	o.Bits = o.Bits&^cacheHint | ho
+	o.Bits = o.Bits&^slotBits | ho
 	*s = CacheEntry{Bits: hs}
+	if o == b {
+		s.Bits |= cacheSpill // s is the entry's first slot
+	}
 	return true
 }
 
@@ -612,7 +628,7 @@ func (t *Table) drop(idx uint32) {
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
 			t.FoldCache(e)
-			*e = CacheEntry{Bits: e.Bits & cacheHint}
+			*e = CacheEntry{Bits: e.Bits & slotBits}
 			t.fc.n--
 		}
 	}

@@ -669,16 +669,16 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	// flow table; when none does and none hit, the batch itself goes to
 	// the slow path.
 	hinted := false
-	if complete {
+	if complete && t.CacheHints() {
 		for _, i := range later[:nl] {
 			if raws[i].B != 0 && t.CacheHinted(e.hx[i]) {
 				hinted = true
 				break
 			}
 		}
-		if whole && !hinted && nl == len(ps) && nl > 0 {
-			return 0, 0, 0
-		}
+	}
+	if whole && complete && !hinted && nl == len(ps) && nl > 0 {
+		return 0, 0, 0
 	}
 	// The hits to their outputs, in order, before the packets left for
 	// later: those that go to the same output are other flows' (see
