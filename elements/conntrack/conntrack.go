@@ -398,13 +398,11 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb uint32
 	c.Packets[dir]++
 	c.Bytes[dir] += uint64(tl)
 	c.Expires = now + t.timeouts.of(c)
-	if t.fc.policies != 0 {
-		// The count toward FastTrack's after is this one: a flow this
-		// packet made (or left) fast-trackable is listed for
-		// FastTrack to compile (Table.CacheComplete).
-		if pol := t.CompilePolicy(); pol != nil && pol.FlowEligible(c) {
-			t.addPending(idx)
-		}
+	// The count toward FastTrack's after is this one: a flow this packet
+	// made (or left) fast-trackable is listed for FastTrack to compile
+	// (Table.CacheComplete).
+	if t.fc.complete && t.fc.policy.FlowEligible(c) {
+		t.addPending(idx)
 	}
 	state := uint8(packet.CtNew)
 	if c.Flags&FlagSeenReply != 0 {

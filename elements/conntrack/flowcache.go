@@ -150,6 +150,7 @@ type flowCache struct {
 	policy   FastPolicy
 	policies int
 	mixed    bool // FastTracks with different policies: the cache is not complete
+	complete bool // policies != 0, !mixed and a cache: see setComplete
 	pend     [pendCap]PendingFlow
 	npend    int
 	hints    int // hint bits ever set since the cache was allocated
@@ -200,6 +201,14 @@ func (t *Table) AddFastPolicy(p FastPolicy) {
 		fc.mixed = true
 	}
 	fc.policies++
+	t.setComplete()
+}
+
+// setComplete recomputes fc.complete, which the tracker tests for every
+// packet (CompilePolicy's condition as one flag).
+func (t *Table) setComplete() {
+	fc := &t.fc
+	fc.complete = fc.policies != 0 && !fc.mixed && len(fc.e) != 0
 }
 
 // RemoveFastPolicy drops a registration of AddFastPolicy.
@@ -210,6 +219,7 @@ func (t *Table) RemoveFastPolicy() {
 	if t.fc.policies == 0 {
 		t.fc.mixed = false
 	}
+	t.setComplete()
 }
 
 // CompilePolicy returns the policy of the FastTracks using the cache, or
@@ -217,7 +227,7 @@ func (t *Table) RemoveFastPolicy() {
 // FastTracks with different policies (each then looks a flow the cache does
 // not hold up in the flow table, as it did before the cache was complete).
 func (t *Table) CompilePolicy() *FastPolicy {
-	if t.fc.policies == 0 || t.fc.mixed || len(t.fc.e) == 0 {
+	if !t.fc.complete {
 		return nil
 	}
 	return &t.fc.policy
@@ -267,16 +277,13 @@ func (t *Table) Live(idx, tag uint32) *Conn {
 // hints its directions when the list is full. The check is inlined: the
 // tracker calls it for every flow it finds fast-trackable.
 func (t *Table) pending(idx uint32) {
-	if t.fc.policies != 0 {
+	if t.fc.complete {
 		t.addPending(idx)
 	}
 }
 
 func (t *Table) addPending(idx uint32) {
 	fc := &t.fc
-	if len(fc.e) == 0 || fc.mixed {
-		return
-	}
 	if fc.npend > 0 && fc.pend[fc.npend-1].Idx == idx {
 		return
 	}
@@ -346,10 +353,12 @@ func (t *Table) allocCache() {
 	t.fc.ncto = 0
 	t.fc.adj, t.fc.adjIdx = nil, nil
 	t.fc.n, t.fc.hints, t.fc.npend = 0, 0, 0
+	t.setComplete()
 }
 
 func (t *Table) releaseCache() {
 	t.fc.e, t.fc.n, t.fc.hints, t.fc.npend = nil, 0, 0, 0
+	t.setComplete()
 	t.fc.mem.free()
 	t.fc.mem = nil
 }

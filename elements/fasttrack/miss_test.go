@@ -166,3 +166,41 @@ func TestMissPassesWhole(t *testing.T) {
 	}
 	check("cache in use")
 }
+
+// TestMixedPolicies: two FastTracks with different after on one worker
+// share the flow cache, so it is not complete (a cached direction compiled
+// for one is no proof for the other); each still fast-tracks its flows
+// after exactly its own after, looking its misses up in the flow table.
+func TestMixedPolicies(t *testing.T) {
+	pool := packet.NewPool(64)
+	slow, fast2, fast5 := &elementtest.Recorder{}, &elementtest.Recorder{}, &elementtest.Recorder{}
+	learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slow)
+	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 64}, learn)
+	ft5, _, _ := build(t, pool, "FastTrack", &fasttrack.Config{After: 5, Policy: "either-direction", Outputs: 1}, ctk, fast5)
+	ft2, _, _ := build(t, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, fast2)
+	tb := conntrack.Acquire(pool)
+	defer conntrack.Release(pool)
+	if tb.CacheComplete() {
+		t.Fatal("cache complete with two policies")
+	}
+	b := packet.NewBatch(1)
+	for _, c := range []struct {
+		ft    interface{ Push(int, *packet.Batch) }
+		fast  *elementtest.Recorder
+		src   string
+		after int
+	}{{ft2, fast2, "198.51.100.2", 2}, {ft5, fast5, "198.51.100.5", 5}} {
+		frame := ct.Frame(ct.F{Proto: "udp", Src: c.src, Dst: "192.0.2.1", Sport: 1000, Dport: 53, Payload: 18})
+		for i := range 8 {
+			f0 := len(c.fast.Pkts)
+			b.Reset()
+			p := pool.Get()
+			p.SetFrame(frame)
+			b.Add(p)
+			c.ft.Push(0, b)
+			if got, want := len(c.fast.Pkts) > f0, i >= max(c.after, 1); got != want {
+				t.Fatalf("after=%d packet %d: fast %v, want %v", c.after, i+1, got, want)
+			}
+		}
+	}
+}
