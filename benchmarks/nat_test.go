@@ -499,13 +499,18 @@ func BenchmarkNATGraphMiss(b *testing.B) {
 			}
 			s0 := r.Snapshot()
 			b.ReportAllocs()
+			cpu0 := cputime.Thread()
 			pkts := 0
 			for b.Loop() {
 				pkts += r.Round(0)
 			}
+			cpu := cputime.Thread() - cpu0
 			ns := float64(b.Elapsed().Nanoseconds())
 			b.ReportMetric(ns/float64(pkts), "ns/pkt")
 			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(pkts), "cpu-ns/pkt")
+			}
 			if s1 := r.Snapshot(); counter(s1, "ft", "fasttracked packets") != counter(s0, "ft", "fasttracked packets") {
 				b.Error("FastTrack engaged")
 			}
