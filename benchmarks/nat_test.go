@@ -299,6 +299,9 @@ func TestNATPathsSideBySide(t *testing.T) {
 	if tax {
 		n0, n1 = "noft", "ft-never"
 	}
+	if !sides[1] {
+		n1 = n0 + "(2)" // the control
+	}
 	graph := func(flows int, fast bool) []byte {
 		if tax {
 			return natTaxGraph(t, flows, fast)
