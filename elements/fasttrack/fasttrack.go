@@ -147,8 +147,8 @@ func init() {
 				"displaced from a full place, or refused by the cache, leaves a hint in its first slot. A packet the cache does " +
 				"not hold is then a miss without a look at the flow table (unless its first slot has a hint), a batch of misses " +
 				"goes to output 0 as it is, and while nothing is cached FastTrack does not even parse. A flow that never " +
-				"engages (one-way traffic under both-directions, after never reached) thus costs FastTrack a probe per " +
-				"packet and Conntrack nothing. FastTracks with different keys on one worker look every miss up in the " +
+				"engages (one-way traffic under both-directions, after never reached) thus costs FastTrack one cache line " +
+				"per packet (nothing while no flow is cached) and Conntrack a test of the flow's count and flags. FastTracks with different keys on one worker look every miss up in the " +
 				"flow table.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
