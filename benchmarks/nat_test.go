@@ -281,6 +281,7 @@ func pktRatio(s *pipeline.Snapshot) float64 {
 //	JUNCTION_NATRATIO=2s go test ./benchmarks -run NATPathsSideBySide -v -timeout 0
 //	JUNCTION_NATRATIO=2s JUNCTION_NATRATIO_CONTROL=1 go test ./benchmarks -run NATPathsSideBySide -v -timeout 0   # slow against slow
 //	JUNCTION_NATRATIO=1s JUNCTION_NATRATIO_N=4 JUNCTION_NATRATIO_FLOWS=10000 go test ./benchmarks -run NATPathsSideBySide -v   # one size
+//	JUNCTION_NATRATIO=1s JUNCTION_NATRATIO_TAX=1 JUNCTION_NATRATIO_FLOWS=10000 go test ./benchmarks -run NATPathsSideBySide -v   # FastTrack that never engages against none
 func TestNATPathsSideBySide(t *testing.T) {
 	every := measureFor(t, "JUNCTION_NATRATIO", "2s")
 	n := envCount("JUNCTION_NATRATIO_N", 10)
@@ -290,6 +291,23 @@ func TestNATPathsSideBySide(t *testing.T) {
 	if os.Getenv("JUNCTION_NATRATIO_CONTROL") == "1" {
 		sides = []bool{false, false}
 	}
+	// JUNCTION_NATRATIO_TAX=1: the second side is the graph with a
+	// FastTrack that never engages (natTaxGraph), which must then send
+	// nothing fast: the ratio is what that FastTrack leaves of the rate.
+	tax := os.Getenv("JUNCTION_NATRATIO_TAX") == "1"
+	n0, n1 := "slow", "fast"
+	if tax {
+		n0, n1 = "noft", "ft-never"
+	}
+	if !sides[1] {
+		n1 = n0 + "(2)" // the control
+	}
+	graph := func(flows int, fast bool) []byte {
+		if tax {
+			return natTaxGraph(t, flows, fast)
+		}
+		return natGraph(t, flows, fast, 0)
+	}
 	sizes := []int{10_000, 1_000_000}
 	if v := envCount("JUNCTION_NATRATIO_FLOWS", 0); v > 0 {
 		sizes = []int{v}
@@ -298,7 +316,7 @@ func TestNATPathsSideBySide(t *testing.T) {
 	for _, flows := range sizes {
 		var rs [2]*pipeline.Router // slow, fast
 		for i, fast := range sides {
-			g, err := pipeline.Parse("bench-nat.toml", natGraph(t, flows, fast, 0))
+			g, err := pipeline.Parse("bench-nat.toml", graph(flows, fast))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +362,7 @@ func TestNATPathsSideBySide(t *testing.T) {
 					hits, hits0 = h-hits0, h
 				}
 			}
-			if d[0] == 0 || c[0] == 0 || c[1] == 0 || sides[1] && float64(hits) < 0.99*float64(d[1]) {
+			if d[0] == 0 || c[0] == 0 || c[1] == 0 || sides[1] && !tax && float64(hits) < 0.99*float64(d[1]) || tax && hits != 0 {
 				t.Fatalf("%d flows, interval %d: slow sent %d, fast sent %d of which %d fast-tracked; CPU %v, %v", flows, k, d[0], d[1], hits, c[0], c[1])
 			}
 			// The wall-time ratio assumes the scheduler shared the CPU
@@ -353,9 +371,9 @@ func TestNATPathsSideBySide(t *testing.T) {
 			ratio := float64(d[1]) / float64(d[0])
 			cpuRatio := float64(d[1]) / float64(c[1]) / (float64(d[0]) / float64(c[0]))
 			ratios, cpuRatios = append(ratios, ratio), append(cpuRatios, cpuRatio)
-			fmt.Printf("flows=%-8d interval %2d: slow %6.2f, fast %6.2f Mpps per CPU-second (CPU shares %.2f, %.2f), fast/slow %.2f (wall %.2f)\n",
-				flows, k+1, float64(d[0])/float64(c[0])*1e3, float64(d[1])/float64(c[1])*1e3,
-				float64(c[0])/every.Seconds()/1e9, float64(c[1])/every.Seconds()/1e9, cpuRatio, ratio)
+			fmt.Printf("flows=%-8d interval %2d: %s %6.2f, %s %6.2f Mpps per CPU-second (CPU shares %.2f, %.2f), %s/%s %.2f (wall %.2f)\n",
+				flows, k+1, n0, float64(d[0])/float64(c[0])*1e3, n1, float64(d[1])/float64(c[1])*1e3,
+				float64(c[0])/every.Seconds()/1e9, float64(c[1])/every.Seconds()/1e9, n1, n0, cpuRatio, ratio)
 		}
 		for _, r := range rs {
 			r.Stop()
@@ -365,8 +383,8 @@ func TestNATPathsSideBySide(t *testing.T) {
 		}
 		slices.Sort(ratios)
 		slices.Sort(cpuRatios)
-		fmt.Printf("flows=%d: fast/slow per CPU-second median %.2f (min %.2f, max %.2f); by wall time median %.2f (%.2f-%.2f); %d intervals of %v\n",
-			flows, cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1],
+		fmt.Printf("flows=%d: %s/%s per CPU-second median %.2f (min %.2f, max %.2f); by wall time median %.2f (%.2f-%.2f); %d intervals of %v\n",
+			flows, n1, n0, cpuRatios[len(cpuRatios)/2], cpuRatios[0], cpuRatios[len(cpuRatios)-1],
 			ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], n, every)
 	}
 }
@@ -438,4 +456,67 @@ func TestNATWorkersSteady(t *testing.T) {
 	slices.Sort(ratios)
 	med := (ratios[(pairs-1)/2] + ratios[pairs/2]) / 2
 	fmt.Printf("median of %d pairs: %.2f× (%.2f–%.2f)\n", pairs, med, ratios[0], ratios[pairs-1])
+}
+
+// natTaxGraph returns the 10k-flow NAT graph of configs/bench-nat.toml
+// with FastTrack (ft) or without it. With it, FastTrack's policy is
+// both-directions and the traffic one-way (gen sends only from the
+// outside), so no flow ever engages: every packet misses FastTrack and
+// takes the slow path, which is what a FastTrack that does not engage
+// costs.
+func natTaxGraph(t testing.TB, flows int, ft bool) []byte {
+	g := natGraph(t, flows, ft, 0)
+	if !ft {
+		return g
+	}
+	s := string(g)
+	old := `FastTrack(2, either-direction)`
+	if !strings.Contains(s, old) {
+		t.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
+	}
+	return []byte(strings.Replace(s, old, `FastTrack(2, both-directions)`, 1))
+}
+
+// BenchmarkNATGraphMiss steps the 10k-flow NAT graph with a FastTrack that
+// never engages (policy both-directions, one-way traffic) and the same
+// graph without FastTrack, on one worker, one op per 64-packet round after
+// every flow exists. What FastTrack costs when it does not engage is the
+// difference of their ns/pkt (TestFastTrackTax measures the two side by
+// side).
+func BenchmarkNATGraphMiss(b *testing.B) {
+	for _, ft := range []bool{false, true} {
+		b.Run(map[bool]string{false: "path=noft", true: "path=ft-never"}[ft], func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			g, err := pipeline.Parse("bench-nat.toml", natTaxGraph(b, 10_000, ft))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			for warm := 0; warm < 6*10_000; {
+				warm += r.Round(0)
+			}
+			s0 := r.Snapshot()
+			b.ReportAllocs()
+			cpu0 := cputime.Thread()
+			pkts := 0
+			for b.Loop() {
+				pkts += r.Round(0)
+			}
+			cpu := cputime.Thread() - cpu0
+			ns := float64(b.Elapsed().Nanoseconds())
+			b.ReportMetric(ns/float64(pkts), "ns/pkt")
+			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(pkts), "cpu-ns/pkt")
+			}
+			if s1 := r.Snapshot(); counter(s1, "ft", "fasttracked packets") != counter(s0, "ft", "fasttracked packets") {
+				b.Error("FastTrack engaged")
+			}
+		})
+	}
 }

@@ -87,7 +87,9 @@ func init() {
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +
 				"eviction and the sweep fold the cache's hits into a flow (packets, bytes, timeout) before they look at it, " +
-				"so its state and counters are the same as without the cache.",
+				"so its state and counters are the same as without the cache; and it lists for FastTrack each flow it finds " +
+				"fast-trackable under FastTrack's after and policy (it keeps the packet count after is compared with), so " +
+				"that FastTrack recognises a flow that is not fast-tracked from its cache alone.",
 		},
 	})
 }
@@ -396,6 +398,12 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb uint32
 	c.Packets[dir]++
 	c.Bytes[dir] += uint64(tl)
 	c.Expires = now + t.timeouts.of(c)
+	// The count toward FastTrack's after is this one: a flow this packet
+	// made (or left) fast-trackable is listed for FastTrack to compile
+	// (Table.CacheComplete).
+	if t.fc.complete && t.fc.policy.FlowEligible(c) {
+		t.addPending(idx)
+	}
 	state := uint8(packet.CtNew)
 	if c.Flags&FlagSeenReply != 0 {
 		state = packet.CtEstablished

@@ -37,6 +37,15 @@ import (
 // 2.5% of packets found their direction displaced and recompiled it; with
 // two choices and the step, 0.2% do (BenchmarkNATGraph's compiles/pkt).
 
+// The cache is also what tells FastTrack that a packet is not fast-tracked
+// (CacheComplete): while the worker's FastTracks share one policy, the
+// tracker, which counts every packet of a flow, lists the flows it finds
+// fast-trackable and those whose entries it dropped (TakePending), and
+// FastTrack compiles their directions before its next lookups; displaced
+// and refused directions leave a hint in their first slot. A probe that
+// finds nothing at an unhinted slot is then a miss, and a flow that never
+// engages costs FastTrack one probe and nothing more.
+
 // RawKey is a flow direction's tuple as its bytes lie in an untagged
 // IPv4 frame without options, each part read as one little-endian word:
 //
@@ -103,6 +112,14 @@ const (
 	CacheEstablished = 1 << 1 // the flow has seen a reply (annotation CtEstablished)
 	cacheClassShift  = 2      // 3 bits: index into the table's timeout classes
 	cacheClasses     = 8
+	// cacheHint and cacheSpill belong to the slot, not the entry in it
+	// (slotBits: every write keeps them). cacheHint: see hint.
+	// cacheSpill: some direction whose first slot this is was put in
+	// its second; without it, a key that this slot does not hold is not
+	// cached at all, and its second slot need not be read.
+	cacheHint  = 1 << 7
+	cacheSpill = 1 << 6
+	slotBits   = cacheHint | cacheSpill
 	// CacheFoldAt is the Bytes count at which a hit folds the entry at
 	// once, so that the 32-bit counters never wrap (Pkts ≤ Bytes/28).
 	CacheFoldAt = 1 << 31
@@ -122,14 +139,194 @@ type flowCache struct {
 	adj    [][12]byte
 	adjIdx map[[12]byte]uint16
 	adjGen uint32
+	n      int // occupied slots
 	Stats  CacheStats
+
+	// The fast-track policy of the worker's FastTracks that use the
+	// cache (AddFastPolicy). With one policy the cache is complete
+	// (CacheComplete): the tracker lists the flows that may have become
+	// fast-trackable (pend), FastTrack compiles them before its next
+	// lookups, and a slot's hint bit marks where that could not be done.
+	policy   FastPolicy
+	policies int
+	mixed    bool // FastTracks with different policies: the cache is not complete
+	complete bool // policies != 0, !mixed and a cache: see setComplete
+	pend     [pendCap]PendingFlow
+	npend    int
+	hints    int // hint bits ever set since the cache was allocated
 }
+
+// pendCap bounds the pending list: two entries per packet of a 64-packet
+// chunk; more (several tracker passes between two FastTrack passes) fall
+// back to hints.
+const pendCap = 128
+
+// PendingFlow is a flow the tracker handled that may have a direction
+// fast-trackable and not cached (TakePending).
+type PendingFlow struct{ Idx, Tag uint32 }
 
 // CacheStats counts cache events; the Conntrack element reports and
 // clears Replaced and Refused (FastTrack counts its own compiles).
 type CacheStats struct {
 	Replaced, Refused uint64
 }
+
+// FastPolicy is when a FastTrack fast-tracks a flow direction that
+// FastTrackLearn learned (its keys after, policy and idle_timeout).
+type FastPolicy struct {
+	After uint32 // packets of the flow, both directions, counted first (Conn.Packets)
+	Both  bool   // only once a reply was seen (both-directions)
+	Idle  int64  // the timeout a hit gives (0: the tracker's for the flow's state)
+}
+
+// FlowEligible reports whether flow c's learned directions may take the
+// fast path under policy p: it has counted After packets (the tracker
+// counts every packet it handles, and a fast-path hit is counted where it
+// is folded in: each packet once), has seen a reply if Both, and is not a
+// TCP flow outside ESTABLISHED. The direction's own conditions (learned
+// for the current generation, the packet's TTL and ICMP type) and expiry
+// are the caller's.
+func (p *FastPolicy) FlowEligible(c *Conn) bool {
+	return c.Packets[0]+c.Packets[1] >= p.After && (!p.Both || c.Flags&FlagSeenReply != 0) && IsFastPathState(c)
+}
+
+// AddFastPolicy registers the policy of a FastTrack that uses the flow
+// cache; RemoveFastPolicy (in its Close) undoes it. While every registered
+// FastTrack has the same policy, CompilePolicy returns it.
+func (t *Table) AddFastPolicy(p FastPolicy) {
+	fc := &t.fc
+	if fc.policies == 0 {
+		fc.policy, fc.mixed = p, false
+	} else if p != fc.policy {
+		fc.mixed = true
+	}
+	fc.policies++
+	t.setComplete()
+}
+
+// setComplete recomputes fc.complete, which the tracker tests for every
+// packet (CompilePolicy's condition as one flag).
+func (t *Table) setComplete() {
+	fc := &t.fc
+	fc.complete = fc.policies != 0 && !fc.mixed && len(fc.e) != 0
+}
+
+// RemoveFastPolicy drops a registration of AddFastPolicy.
+func (t *Table) RemoveFastPolicy() {
+	if t.fc.policies > 0 {
+		t.fc.policies--
+	}
+	if t.fc.policies == 0 {
+		t.fc.mixed = false
+	}
+	t.setComplete()
+}
+
+// CompilePolicy returns the policy of the FastTracks using the cache, or
+// nil when the cache is not complete: no cache, no FastTrack using it, or
+// FastTracks with different policies (each then looks a flow the cache does
+// not hold up in the flow table, as it did before the cache was complete).
+func (t *Table) CompilePolicy() *FastPolicy {
+	if !t.fc.complete {
+		return nil
+	}
+	return &t.fc.policy
+}
+
+// CacheComplete reports whether every flow direction that is
+// fast-trackable under CompilePolicy is in the cache, or pending
+// (TakePending), or hinted at its first slot (CacheHinted): then a packet
+// whose direction the cache does not hold, at an unhinted slot, is a miss
+// without a look at the flow table. Everything that can make a direction
+// fast-trackable happens to a flow the tracker handles (learning it on the
+// slow path, the packet count reaching after, the first reply, TCP
+// reaching ESTABLISHED, relearning in a new generation), and every way a
+// cached direction leaves the cache while its flow lives goes through the
+// tracker (which lists the flow) or is a displacement or refusal (which
+// hints it).
+func (t *Table) CacheComplete() bool { return t.CompilePolicy() != nil }
+
+// CacheEmpty reports whether the cache holds nothing and has no hint: no
+// packet can then hit, and none needs the flow table.
+func (t *Table) CacheEmpty() bool { return t.fc.n == 0 && t.fc.hints == 0 }
+
+// PendingN is the number of flows TakePending would return.
+func (t *Table) PendingN() int { return t.fc.npend }
+
+// TakePending returns the flows listed since the last call, and empties the
+// list; the slice is the table's, valid until the tracker runs again.
+func (t *Table) TakePending() []PendingFlow {
+	p := t.fc.pend[:t.fc.npend]
+	t.fc.npend = 0
+	return p
+}
+
+// Live returns flow idx if it is still the flow of tag tag, else nil.
+func (t *Table) Live(idx, tag uint32) *Conn {
+	if int(idx) >= len(t.conns) {
+		return nil
+	}
+	c := &t.conns[idx]
+	if c.Flags&flagLive == 0 || c.Tag != tag {
+		return nil
+	}
+	return c
+}
+
+// pending lists flow idx for FastTrack's next pass (see CacheComplete), or
+// hints its directions when the list is full. The check is inlined: the
+// tracker calls it for every flow it finds fast-trackable.
+func (t *Table) pending(idx uint32) {
+	if t.fc.complete {
+		t.addPending(idx)
+	}
+}
+
+func (t *Table) addPending(idx uint32) {
+	fc := &t.fc
+	if fc.npend > 0 && fc.pend[fc.npend-1].Idx == idx {
+		return
+	}
+	if fc.npend == pendCap {
+		c := &t.conns[idx]
+		for d := range 2 {
+			k := RawKeyOf(&c.T[d])
+			t.hint(&k)
+		}
+		return
+	}
+	fc.pend[fc.npend] = PendingFlow{Idx: idx, Tag: t.conns[idx].Tag}
+	fc.npend++
+}
+
+// hint marks the first slot of raw key k: a direction whose first slot it
+// is may be fast-trackable without being cached, so FastTrack looks a
+// packet that misses there up in the flow table. A hint stays until the
+// cache is allocated again.
+func (t *Table) hint(k *RawKey) {
+	a, _ := t.cacheSlotsOf(k)
+	if a.Bits&cacheHint == 0 {
+		a.Bits |= cacheHint
+		t.fc.hints++
+	}
+}
+
+// CacheHints reports whether any slot carries a hint (CacheHinted).
+func (t *Table) CacheHints() bool { return t.fc.hints != 0 }
+
+// CacheHinted reports whether the first slot of the key whose hash WarmCache
+// computed as x carries a hint (a probe read that line already).
+func (t *Table) CacheHinted(x uint64) bool {
+	return t.fc.e[uint32(x)&t.fc.mask].Bits&cacheHint != 0
+}
+
+// Cached reports whether direction dir of flow idx is in the cache.
+func (t *Table) Cached(idx uint32, dir uint8) bool {
+	return t.conns[idx].Flags&flagCached != 0 && t.cacheFind(idx, dir) != nil
+}
+
+// InCache reports whether the flow cache may hold a direction of c.
+func (c *Conn) InCache() bool { return c.Flags&flagCached != 0 }
 
 // EnableCache gives the table a flow cache (FastTrack calls it; a table
 // used without FastTrack never has one). It is allocated now if the table
@@ -155,10 +352,13 @@ func (t *Table) allocCache() {
 	t.fc.mask = uint32(n - 1)
 	t.fc.ncto = 0
 	t.fc.adj, t.fc.adjIdx = nil, nil
+	t.fc.n, t.fc.hints, t.fc.npend = 0, 0, 0
+	t.setComplete()
 }
 
 func (t *Table) releaseCache() {
-	t.fc.e = nil
+	t.fc.e, t.fc.n, t.fc.hints, t.fc.npend = nil, 0, 0, 0
+	t.setComplete()
 	t.fc.mem.free()
 	t.fc.mem = nil
 }
@@ -170,9 +370,10 @@ func (t *Table) cacheHash(r *RawKey) uint64 {
 }
 
 // WarmCache finds where each raw key's entry would be and brings it in:
-// slots[i] is keys[i]'s first slot if that holds it, else its second (which
-// may not hold it either: CacheMatch decides), and hx is scratch for the
-// hashes. It works in two passes over the chunk so that the misses overlap:
+// slots[i] is keys[i]'s first slot if that holds it or no direction of that
+// first slot spilled to its second, else its second (which may not hold
+// it either: CacheMatch decides), and hx is scratch for the hashes. So a
+// key that is not cached costs one line, unless its first slot spilled. It works in two passes over the chunk so that the misses overlap:
 // it prefetches every key's first slot, then, as those lines arrive, the
 // second slot of the keys whose first slot does not hold them. A direction
 // goes to its second slot only when its first was taken, so at the load of
@@ -214,8 +415,8 @@ func (t *Table) WarmCache(keys []RawKey, hx []uint64, slots []*CacheEntry) {
 			continue
 		}
 		a := &e[uint32(hx[i])&m]
-		if CacheMatch(a, &keys[i]) {
-			slots[i] = a
+		if CacheMatch(a, &keys[i]) || a.Bits&cacheSpill == 0 {
+			slots[i] = a // holds it, or nothing is in the second slot
 			continue
 		}
 		b := uint32(hx[i]>>32) & m
@@ -280,6 +481,8 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	if class < 0 {
 		if fc.ncto == cacheClasses {
 			fc.Stats.Refused++
+			k := RawKeyOf(&c.T[dir])
+			t.hint(&k) // FastTrack keeps the flow-table path for it
 			return false
 		}
 		class = fc.ncto
@@ -296,6 +499,8 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	if !ok {
 		if len(fc.adj) >= 1<<16 {
 			fc.Stats.Refused++
+			k := RawKeyOf(&c.T[dir])
+			t.hint(&k)
 			return false
 		}
 		a = uint16(len(fc.adj))
@@ -332,11 +537,21 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	case t.cacheMove(sb):
 		w = sb
 	default:
-		// All four candidate places taken: B's occupant gives way.
+		// All four candidate places taken: B's occupant gives way,
+		// and keeps the flow-table path (a hint at its first slot).
 		t.FoldCache(sb)
 		fc.Stats.Replaced++
+		o := sb.key()
+		t.hint(&o)
 		w = sb
 	}
+	if w.Proto == 0 {
+		fc.n++
+	}
+	if w != sa {
+		sa.Bits |= cacheSpill
+	}
+	e.Bits |= w.Bits & slotBits
 	*w = e
 	c.Flags |= flagCached
 	return true
@@ -353,8 +568,13 @@ func (t *Table) cacheMove(s *CacheEntry) bool {
 	if o == s || o.Proto != 0 {
 		return false
 	}
+	ho, hs := o.Bits&slotBits, s.Bits&slotBits
 	*o = *s
-	*s = CacheEntry{}
+	o.Bits = o.Bits&^slotBits | ho
+	*s = CacheEntry{Bits: hs}
+	if o == b {
+		s.Bits |= cacheSpill // s is the entry's first slot
+	}
 	return true
 }
 
@@ -417,8 +637,13 @@ func (t *Table) drop(idx uint32) {
 	for d := range uint8(2) {
 		if e := t.cacheFind(idx, d); e != nil {
 			t.FoldCache(e)
-			*e = CacheEntry{}
+			*e = CacheEntry{Bits: e.Bits & slotBits}
+			t.fc.n--
 		}
 	}
 	c.Flags &^= flagCached
+	// The flow may still be fast-trackable after the change (or the
+	// packet that caused it may not be counted: TCP state, ICMP
+	// error): FastTrack's next pass looks.
+	t.pending(idx)
 }

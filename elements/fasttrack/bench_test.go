@@ -130,3 +130,63 @@ func BenchmarkRefillBaseline(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
 	b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
 }
+
+// BenchmarkFastTrackMiss measures FastTrack alone on packets that miss:
+// 10k live UDP flows that do not engage (policy both-directions, one-way
+// traffic; created through Conntrack beforehand), output 0 a sink, batches
+// of 64 refilled from an arena in random flow order as BenchmarkFastTrack
+// does (BenchmarkRefillBaseline is the refill alone). cache=empty: no flow
+// of the worker is fast-tracked; cache=used: one two-way flow is, so every
+// packet is parsed and probed.
+func BenchmarkFastTrackMiss(b *testing.B) {
+	for _, used := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cache=empty", true: "cache=used"}[used], func(b *testing.B) {
+			const flows = 10_000
+			pool := packet.NewPool(1024)
+			learn, _, _ := build(b, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, &elementtest.Sink{})
+			ctk, _, _ := build(b, pool, "Conntrack", &conntrack.Config{Capacity: flows + flows/4}, learn)
+			ft, fst, _ := build(b, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "both-directions", Outputs: 1}, &elementtest.Sink{}, &elementtest.Sink{})
+			warm, size := flowFrames(flows, flows)
+			batch := packet.NewBatch(64)
+			for range 3 {
+				for off := 0; off+64 <= flows; off += 64 {
+					pushArena(ctk, pool, batch, warm, size, off)
+				}
+			}
+			if used {
+				fwd := ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 53, Payload: 18})
+				rev := ct.Frame(ct.F{Proto: "udp", Src: "192.0.2.1", Dst: "198.51.100.1", Sport: 53, Dport: 1000, Payload: 18})
+				for i, f := range [][]byte{fwd, fwd, rev, fwd} {
+					batch.Reset()
+					p := pool.Get()
+					p.SetFrame(f)
+					batch.Add(p)
+					if i < 3 {
+						ctk.Push(0, batch)
+					} else {
+						ft.Push(0, batch) // learned both ways, replied: fast
+					}
+				}
+				if counter(fst, "hits") != 1 {
+					b.Fatal("the two-way flow did not engage")
+				}
+			}
+			arena, size := flowFrames(flows, 65536)
+			m0 := counter(fst, "misses")
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := cputime.Thread()
+			pkts, off := 0, 0
+			for b.Loop() {
+				off = pushArena(ft, pool, batch, arena, size, off)
+				pkts += 64
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+			if m := counter(fst, "misses") - m0; m != uint64(pkts) {
+				b.Errorf("%d misses of %d packets", m, pkts)
+			}
+		})
+	}
+}

@@ -330,8 +330,11 @@ func TestCacheTransparent(t *testing.T) {
 	comp, hits := counter(a.fst, "cache compiles"), counter(a.fst, "hits")
 	ev, ex, disp := counter(a.cst, "evicted"), counter(a.cst, "expired"), counter(a.cst, "flow cache displaced")
 	// 24 flows (48 directions) for 32 cache slots: directions displace
-	// each other too.
-	if fastBoth < 5000 || hits < 3*comp || ev == 0 || ex == 0 || disp == 0 {
+	// each other too. A flow's learned directions are compiled when the
+	// tracker finds it fast-trackable, both at once, so with this much
+	// eviction some are compiled and evicted before a hit: ≈ 2.6 hits a
+	// compile here.
+	if fastBoth < 5000 || hits < 2*comp || ev == 0 || ex == 0 || disp == 0 {
 		t.Fatalf("%d packets fast-tracked, %d cache compiles for %d hits, %d evicted, %d expired, %d displaced: not exercised enough", fastBoth, comp, hits, ev, ex, disp)
 	}
 	t.Logf("%d packets fast-tracked by both (%d cache compiles, %d displaced); %d flows evicted, %d expired", fastBoth, comp, disp, ev, ex)

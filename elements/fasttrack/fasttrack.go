@@ -97,7 +97,7 @@ func init() {
 				"output 0: the slow path (misses).\n" +
 				"outputs 1..N: fast-tracked packets, rewritten, for FastTrackLearn's port 0..N-1 (connect each to the transmitter FastTrackLearn's output of the same number leads to).",
 			Keys: []elements.Key{
-				{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted) that take the slow path before it is fast-tracked"},
+				{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted, as Conntrack counts them) that take the slow path before it is fast-tracked"},
 				{Name: "policy", Type: "string", Default: "either-direction",
 					Doc: "either-direction: a direction is fast-tracked once the slow path has handled it (one-way flows engage); both-directions: only once a reply was seen (Linux flowtable behaviour)"},
 				{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
@@ -129,8 +129,8 @@ func init() {
 				"prefetched together (conntrack.Table.Warm) so that a table of 1M flows costs little more than a small one. " +
 				"It counts the packet against the flow (packets, bytes) and refreshes its timeout. Everything else misses: " +
 				"handshakes and closes, ICMP errors, invalid packets all take the slow path.\n\n" +
-				"Flow cache (without the offload key): the first fast-path hit of a direction compiles it into the worker's flow " +
-				"cache, one 64-byte line holding the arrival tuple as the frame's bytes, the rewritten addresses and ports in " +
+				"Flow cache (without the offload key): a direction is compiled into the worker's flow " +
+				"cache when it becomes fast-trackable, one 64-byte line holding the arrival tuple as the frame's bytes, the rewritten addresses and ports in " +
 				"frame byte order with both checksum deltas precomputed, the Ethernet header (by index), the output, the " +
 				"packet's annotation and the hits not yet counted in the flow. Its later packets read that one line instead of " +
 				"the flow table's bucket and two entry lines, and need no byte swap. The flow table stays the authority: " +
@@ -140,6 +140,16 @@ func init() {
 				"sit in either of two slots; inserting moves an occupant to its other slot if that is free, and otherwise " +
 				"displaces the second slot's, which keeps the flow-table path. A batch whose packets all hit the cache for " +
 				"one output is passed on whole.\n\n" +
+				"Misses cost the cache probe alone: while the worker's FastTracks share one after, policy and idle_timeout, " +
+				"the cache holds every direction that can be fast-tracked. Conntrack, which counts each packet of a flow " +
+				"(the count after is compared with), lists every flow it finds fast-trackable and every flow whose cached " +
+				"directions it dropped, and FastTrack compiles their learned directions before its next lookups; a direction " +
+				"displaced from a full place, or refused by the cache, leaves a hint in its first slot. A packet the cache does " +
+				"not hold is then a miss without a look at the flow table (unless its first slot has a hint), a batch of misses " +
+				"goes to output 0 as it is, and while nothing is cached FastTrack does not even parse. A flow that never " +
+				"engages (one-way traffic under both-directions, after never reached) thus costs FastTrack one cache line " +
+				"per packet (nothing while no flow is cached) and Conntrack a test of the flow's count and flags. FastTracks with different keys on one worker look every miss up in the " +
+				"flow table.\n\n" +
 				"Offload (the offload key): a direction that takes FastTrack's path is queued, and the worker's next tick (within " +
 				"a millisecond; no system call on the packet path) installs it in the devices' in-kernel fast path with the " +
 				"same rewrite. Its packets then never reach the graph: each installed direction is visited every 100 ms, its " +
@@ -175,8 +185,6 @@ func init() {
 type FastTrack struct {
 	t     *conntrack.Table
 	pool  *packet.Pool
-	after uint32
-	both  bool
 	idle  int64
 	outs  []*elements.Output
 	split []*packet.Batch
@@ -199,6 +207,7 @@ type FastTrack struct {
 	useCache                  bool   // no offload, no no_cache: compile hits into the flow cache
 	compiled                  uint64 // flow-cache compiles not yet added to compiles
 	compiles                  *atomic.Uint64
+	policy                    conntrack.FastPolicy
 
 	off *offload // nil without the offload key
 }
@@ -213,8 +222,9 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, after: uint32(c.After), both: c.both, idle: c.idle,
-		outs: ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
+	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, idle: c.idle,
+		policy: conntrack.FastPolicy{After: uint32(c.After), Both: c.both, Idle: c.idle},
+		outs:   ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
 	e.split = make([]*packet.Batch, len(ctx.Outputs))
 	for i := range e.split {
@@ -225,6 +235,9 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		// (and folds their counters into the flow table itself).
 		e.useCache = true
 		e.t.EnableCache()
+		// FastTrackLearn compiles the directions this policy makes
+		// fast-trackable (conntrack.Table.CompilePolicy).
+		e.t.AddFastPolicy(e.policy)
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -251,6 +264,9 @@ func (e *FastTrack) Close() error {
 		e.removeAll()
 	}
 	if e.t != nil {
+		if e.useCache {
+			e.t.RemoveFastPolicy()
+		}
 		conntrack.Release(e.pool)
 		e.t = nil
 	}
@@ -265,18 +281,35 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		e.outs[0].Push(b)
 		return
 	}
+	cached := e.useCache && t.CacheEnabled()
+	// complete: a packet the cache does not hold, at an unhinted slot,
+	// is a miss with nothing to look up (conntrack.Table.CacheComplete).
+	complete := cached && t.CacheComplete()
+	pkts := b.Pkts
+	if complete && t.PendingN() == 0 && t.CacheEmpty() {
+		// Nothing fast-tracked at all: every packet misses.
+		e.countBatch(0, 0, uint64(len(pkts)))
+		e.outs[0].Push(b)
+		return
+	}
 	gen := conntrack.Generation()
 	now := t.Now()
-	cached := e.useCache && t.CacheEnabled()
+	if complete && t.PendingN() != 0 {
+		e.compilePending(t, gen, now)
+	}
 	miss := e.split[0]
 	var hits, bytes uint64
-	pkts := b.Pkts
 	if cached && len(pkts) <= chunk {
 		// One chunk, the common case (a batch of 64): when every packet
-		// hit the cache for one output, the batch itself goes there.
-		hits, bytes, one := e.pushCached(t, pkts, gen, now, true)
-		if one != 0 {
-			e.countBatch(hits, bytes, 0)
+		// hit the cache for one output, or (complete) every packet
+		// missed, the batch itself goes on.
+		hits, bytes, one := e.pushCached(t, pkts, gen, now, true, complete)
+		if one >= 0 {
+			var misses uint64
+			if one == 0 {
+				misses = uint64(len(pkts))
+			}
+			e.countBatch(hits, bytes, misses)
 			e.outs[one].Push(b)
 			return
 		}
@@ -289,7 +322,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		// (conntrack.Table.WarmCache or Warm), then look up and
 		// rewrite: the cache misses of a chunk overlap.
 		if cached {
-			h, n, _ := e.pushCached(t, ps, gen, now, false)
+			h, n, _ := e.pushCached(t, ps, gen, now, false, complete)
 			hits += h
 			bytes += n
 			continue
@@ -346,6 +379,29 @@ func (e *FastTrack) countBatch(hits, bytes, misses uint64) {
 	if e.compiled != 0 {
 		e.compiles.Add(e.compiled)
 		e.compiled = 0
+	}
+}
+
+// compilePending compiles the learned directions of the flows the tracker
+// listed (conntrack.Table.TakePending) that are fast-trackable and not
+// cached: what this element's flow-table path would compile on their next
+// packet, done before it so that a packet the cache does not hold is a
+// miss. The list holds only flows the tracker found fast-trackable or whose
+// cached directions it dropped: a flow that does not engage never comes
+// here.
+func (e *FastTrack) compilePending(t *conntrack.Table, gen uint32, now int64) {
+	for _, pf := range t.TakePending() {
+		c := t.Live(pf.Idx, pf.Tag)
+		if c == nil || now >= c.Expires || !e.policy.FlowEligible(c) {
+			continue
+		}
+		for d := range uint8(2) {
+			if f := &c.Fast[d]; f.Valid && f.Gen == gen && !t.Cached(pf.Idx, d) {
+				if compile(t, pf.Idx, d, c, e.idle) {
+					e.compiled++
+				}
+			}
+		}
 	}
 }
 
@@ -440,8 +496,7 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	h := d[packet.EthernetLen:]
 	c := t.Conn(idx)
 	f := &c.Fast[dir]
-	if !f.Valid || f.Gen != gen || now >= c.Expires || c.Packets[0]+c.Packets[1] < e.after ||
-		e.both && c.Flags&conntrack.FlagSeenReply == 0 || !conntrack.IsFastPathState(c) || h[8] <= f.TTLDec ||
+	if !f.Valid || f.Gen != gen || now >= c.Expires || !e.policy.FlowEligible(c) || h[8] <= f.TTLDec ||
 		k.Proto == packet.ProtoICMP && (h[packet.IPv4MinLen] == packet.ICMPEchoRequest) != (dir == 0) {
 		return 0, 0
 	}
@@ -471,37 +526,44 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 	if e.off != nil && f.Offload == offNone {
 		e.off.queue(idx, c, dir)
 	}
-	if e.useCache && t.CacheEnabled() {
-		e.compile(t, idx, dir, c, k)
+	if e.useCache && t.CacheEnabled() && compile(t, idx, dir, c, e.idle) {
+		e.compiled++
 	}
 	return int(f.Out), tl
 }
 
-// compile puts direction dir of flow idx, which just took the fast path
-// through the flow table, into the flow cache, with its rewrite's checksum
-// deltas computed once (packet.FlowDeltas: the sums packet.RewriteFlow
-// applies on the flow-table path, so the bytes are identical).
-func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, k *conntrack.Tuple) {
+// compile puts direction dir of flow idx, whose fast path is learned and
+// valid, into the flow cache, with its rewrite's checksum deltas computed
+// once (packet.FlowDeltas: the sums packet.RewriteFlow applies on the
+// flow-table path, so the bytes are identical); a hit gives the flow idle
+// (0: the tracker's timeout for its state).
+func compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, idle int64) bool {
 	f := &c.Fast[dir]
+	k := &c.T[dir] // the tuple its packets arrive with
 	o := &c.T[1-dir]
 	to := conntrack.RawKeyOf(&conntrack.Tuple{Src: o.Dst, Dst: o.Src, Sport: o.Dport, Dport: o.Sport, Proto: o.Proto})
 	ce := conntrack.CacheEntry{Out: f.Out, TTLDec: f.TTLDec, Gen: f.Gen, NAddrs: to.A, NPorts: uint32(to.B)}
 	ipSum, l4Sum := packet.FlowDeltas(k.Proto, k.Src, k.Dst, o.Dst, o.Src, k.Sport, k.Dport, o.Dport, o.Sport, f.TTLDec)
 	ce.IPSum, ce.L4Sum = bits.ReverseBytes16(ipSum), bits.ReverseBytes16(l4Sum) // frame byte order
-	timeout := e.idle
+	timeout := idle
 	if timeout <= 0 {
 		timeout = t.TimeoutOf(c)
 	}
-	if t.CompileCache(ce, idx, dir, &f.Eth, timeout) {
-		e.compiled++
-	}
+	return t.CompileCache(ce, idx, dir, &f.Eth, timeout)
 }
 
 // pushCached sorts one chunk by output, through the flow cache: one cache
-// line holds a direction's key, rewrite and counters. A packet takes the
-// flow-table path (hit) when its direction is not cached, the rewrite is of
-// an older generation, the flow would have expired, or the packet differs
-// from what was compiled (TTL about to expire, ICMP echo the wrong way).
+// line holds a direction's key, rewrite and counters. A packet the cache
+// does not take (its direction is not cached, the rewrite is of an older
+// generation, the flow would have expired, or the packet differs from what
+// was compiled: TTL about to expire, ICMP echo the wrong way) is a miss
+// when the cache is complete (conntrack.Table.CacheComplete) and its first
+// slot has no hint; otherwise it takes the flow-table path (hit).
+//
+// It returns the hits, their IP bytes and, with whole, the output the
+// whole chunk goes to (every packet hit for that output, or, complete,
+// every packet missed: 0), or -1 when it sorted the chunk into the split
+// batches.
 //
 // The cache hit is written out in the loop rather than called: as a
 // function it was too large to inline, and the call cost ≈ 1 ns a packet
@@ -518,7 +580,7 @@ func (e *FastTrack) compile(t *conntrack.Table, idx uint32, dir uint8, c *conntr
 // (NATGraph, eight interleaved pairs, 38.0 vs 41.2 ns/pkt).
 // TestCacheTransparent and TestRandomEquivalence check the bytes against
 // the slow path, which uses ApplyFlow.
-func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64, whole bool) (hits, bytes uint64, one int) {
+func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64, whole, complete bool) (hits, bytes uint64, one int) {
 	raws := e.raws[:len(ps)]
 	fastRaws(ps, raws)
 	t.WarmCache(raws, e.hx[:], e.slots[:])
@@ -603,6 +665,21 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	if whole && nl == 0 && anyOut == allOut {
 		return hits, bytes, int(anyOut) // the caller sends the whole batch
 	}
+	// With a complete cache only a packet at a hinted slot needs the
+	// flow table; when none does and none hit, the batch itself goes to
+	// the slow path.
+	hinted := false
+	if complete && t.CacheHints() {
+		for _, i := range later[:nl] {
+			if raws[i].B != 0 && t.CacheHinted(e.hx[i]) {
+				hinted = true
+				break
+			}
+		}
+	}
+	if whole && complete && !hinted && nl == len(ps) && nl > 0 {
+		return 0, 0, 0
+	}
 	// The hits to their outputs, in order, before the packets left for
 	// later: those that go to the same output are other flows' (see
 	// below).
@@ -618,7 +695,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	miss := e.split[0]
 	for _, i := range later[:nl] {
 		p := ps[i]
-		if raws[i].B != 0 {
+		if raws[i].B != 0 && (!complete || hinted && t.CacheHinted(e.hx[i])) {
 			k := &e.keys[0]
 			raws[i].ToTuple(k)
 			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
@@ -630,7 +707,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 		}
 		miss.Add(p)
 	}
-	return hits, bytes, 0
+	return hits, bytes, -1
 }
 
 // rewrite applies a flow direction's whole slow-path rewrite to IPv4 header
