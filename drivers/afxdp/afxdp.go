@@ -44,11 +44,20 @@ Keys (besides driver, addresses, mac):
                       Queues above this count pass their traffic to the
                       kernel. Spread traffic across queues with the NIC's
                       RSS (ethtool -X) or, on veth, the sender's queues.
-  frames    = 4096    UMEM frames (2048 bytes each) per queue, a power of
+  frames    = 16384   UMEM frames (2048 bytes each) per queue, a power of
                       two ≥ 2×ring; ring of them are kept for transmit
-                      copies, the rest feed the fill ring and the graph
-  ring      = 1024    descriptors in each of the fill, RX, TX and
-                      completion rings, a power of two in 64..16384
+                      copies, the rest feed the fill ring and the graph.
+                      The default is 32 MiB of locked memory per queue
+  ring      = 4096    descriptors in each of the fill, RX, TX and
+                      completion rings, a power of two in 64..16384.
+                      The fill and RX rings are what holds a sender's
+                      burst while no worker polls the queue (a worker
+                      descheduled for a few milliseconds): with 1024, one
+                      TCP stream through a veth overflowed them
+                      (rx_ring_full) and retransmitted; 4096 absorbed it
+                      (benchmarks/drivers.md). Smaller rings keep fewer
+                      frames in rotation, which 64-byte floods prefer
+                      (about 10% in BenchmarkVethRing)
   mode      = "auto"  "native" (XDP in the driver; zero-copy when the
                       driver offers it, else copy), "generic" (XDP on the
                       kernel's skb path, copy; works everywhere), or
