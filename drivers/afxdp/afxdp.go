@@ -47,7 +47,9 @@ Keys (besides driver, addresses, mac):
   frames    = 16384   UMEM frames (2048 bytes each) per queue, a power of
                       two ≥ 2×ring; ring of them are kept for transmit
                       copies, the rest feed the fill ring and the graph.
-                      The default is 32 MiB of locked memory per queue
+                      The default is 32 MiB of locked memory per queue:
+                      without root or CAP_IPC_LOCK, RLIMIT_MEMLOCK
+                      (ulimit -l) must cover frames × 2 KiB per queue
   ring      = 4096    descriptors in each of the fill, RX, TX and
                       completion rings, a power of two in 64..16384.
                       The fill and RX rings are what holds a sender's
@@ -57,7 +59,7 @@ Keys (besides driver, addresses, mac):
                       (rx_ring_full) and retransmitted; 4096 absorbed it
                       (benchmarks/drivers.md). Smaller rings keep fewer
                       frames in rotation, which 64-byte floods prefer
-                      (about 10% in BenchmarkVethRing)
+                      (about 12% in BenchmarkVethRing)
   mode      = "auto"  "native" (XDP in the driver; zero-copy when the
                       driver offers it, else copy), "generic" (XDP on the
                       kernel's skb path, copy; works everywhere), or
