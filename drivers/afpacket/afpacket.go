@@ -6,11 +6,12 @@ import (
 	"math/bits"
 	"net"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
+	"github.com/junction-dataplane/junction/drivers/internal/nlink"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -49,7 +50,17 @@ overrides it); its addresses are the addresses key.
 Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped (the kernel
 would not take them), tx_errors (send errors), rx_pool_empty (no free
 packet: the frame is left in the ring for the next poll), rx_truncated,
-rx_kernel_dropped (ring full).
+rx_own_skipped (the device's own transmissions seen by the fanout group,
+ignored), rx_kernel_dropped (the sockets' PACKET_STATISTICS tp_drops:
+frames the kernel could not put in a full RX ring; the kernel resets it
+on every read, the driver adds the readings up).
+
+The interface's own kernel counters, counted since the device was opened
+and read (one netlink request each) when the stats are asked for:
+link_rx_dropped, link_tx_dropped and link_rx_missed_errors (ip -s link),
+and link_peer_tx_dropped: on a veth, the peer's tx_dropped (frames the
+sender could not hand to this interface). They are not in the
+forwarder's drop total, which counts what the graph lost.
 
 Example:
   [devices.wan]
@@ -112,6 +123,7 @@ type Device struct {
 	index   uint16
 	rx      []*rxQueue
 	tx      []*txSocket
+	link    *linkstats.Reader // the interface's own drop counters
 
 	mu     sync.Mutex // Close against Stats
 	closed bool
@@ -158,6 +170,9 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		return nil, elements.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
 	}
 	d.ifindex = ifi.Index
+	if nl, err := nlink.Open(); err == nil {
+		d.link = linkstats.Open(nl, d.ifindex)
+	}
 	mac := ctx.MAC
 	if mac == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
 		copy(mac[:], ifi.HardwareAddr)
@@ -234,6 +249,7 @@ func (d *Device) Close() error {
 	d.closed = true
 	var errs []error
 	for _, r := range d.rx {
+		r.readKernelStats() // the last drops, for the exit table
 		if err := r.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -242,6 +258,9 @@ func (d *Device) Close() error {
 		if err := unix.Close(t.fd); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := d.link.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -258,15 +277,9 @@ func (d *Device) Stats() []drivers.Counter {
 		trunc += r.truncated.Load()
 		own += r.outgoingSeen.Load()
 		if !d.closed {
-			var st unix.TpacketStats
-			size := uint32(unsafe.Sizeof(st))
-			// PACKET_STATISTICS resets the kernel's counters on read.
-			if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(r.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
-				uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&size)), 0); e == 0 {
-				r.kernelDrops += uint64(st.Drops)
-			}
+			r.readKernelStats()
 		}
-		kdrop += r.kernelDrops
+		kdrop += r.kernelDrops.Total()
 	}
 	for _, t := range d.tx {
 		txP += t.pkts.Load()
@@ -274,7 +287,7 @@ func (d *Device) Stats() []drivers.Counter {
 		txD += t.dropped.Load()
 		txE += t.errors.Load()
 	}
-	return []drivers.Counter{
+	cs := []drivers.Counter{
 		{Name: "rx_packets", Value: rxP},
 		{Name: "rx_bytes", Value: rxB},
 		{Name: "tx_packets", Value: txP},
@@ -286,4 +299,5 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_own_skipped", Value: own},
 		{Name: "rx_kernel_dropped", Value: kdrop},
 	}
+	return d.link.Append(cs)
 }

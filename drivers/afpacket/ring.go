@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -21,8 +22,8 @@ type rxQueue struct {
 	pool   *packet.Pool
 
 	pkts, bytes, poolEmpty, truncated, outgoingSeen atomic.Uint64
-	kernelDrops                                     uint64 // under Device.mu
-	outgoing                                        uint64 // own frames skipped, this poll
+	kernelDrops                                     linkstats.Accumulator // PACKET_STATISTICS tp_drops, under Device.mu
+	outgoing                                        uint64                // own frames skipped, this poll
 	_                                               [64]byte
 }
 
@@ -146,6 +147,21 @@ func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
 		r.outgoing = 0
 	}
 	return got
+}
+
+// readKernelStats adds the socket's PACKET_STATISTICS drops to
+// kernelDrops: the kernel zeroes its counters on every read, so each
+// reading is what was dropped since the previous one.
+func (r *rxQueue) readKernelStats() {
+	if r.fd < 0 {
+		return
+	}
+	var st unix.TpacketStats
+	size := uint32(unsafe.Sizeof(st))
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(r.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&size)), 0); e == 0 {
+		r.kernelDrops.AddDelta(uint64(st.Drops))
+	}
 }
 
 func (r *rxQueue) close() error {

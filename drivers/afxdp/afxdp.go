@@ -14,6 +14,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -43,11 +44,22 @@ Keys (besides driver, addresses, mac):
                       Queues above this count pass their traffic to the
                       kernel. Spread traffic across queues with the NIC's
                       RSS (ethtool -X) or, on veth, the sender's queues.
-  frames    = 4096    UMEM frames (2048 bytes each) per queue, a power of
+  frames    = 16384   UMEM frames (2048 bytes each) per queue, a power of
                       two ≥ 2×ring; ring of them are kept for transmit
-                      copies, the rest feed the fill ring and the graph
-  ring      = 1024    descriptors in each of the fill, RX, TX and
-                      completion rings, a power of two in 64..16384
+                      copies, the rest feed the fill ring and the graph.
+                      The default is 32 MiB of locked memory per queue:
+                      without root or CAP_IPC_LOCK, RLIMIT_MEMLOCK
+                      (ulimit -l) must cover frames × 2 KiB per queue
+  ring      = 4096    descriptors in each of the fill, RX, TX and
+                      completion rings, a power of two in 64..16384.
+                      The fill and RX rings are what holds a sender's
+                      burst while no worker polls the queue (a worker
+                      descheduled for a few milliseconds): with 1024, one
+                      TCP stream through a veth overflowed them
+                      (rx_ring_full) and retransmitted; 4096 absorbed it
+                      (benchmarks/drivers.md). Smaller rings keep fewer
+                      frames in rotation, which 64-byte floods prefer
+                      (about 12% in BenchmarkVethRing)
   mode      = "auto"  "native" (XDP in the driver; zero-copy when the
                       driver offers it, else copy), "generic" (XDP on the
                       kernel's skb path, copy; works everywhere), or
@@ -80,8 +92,26 @@ Stats: rx_packets, rx_bytes, tx_packets and tx_bytes (completed by the
 kernel), tx_dropped (TX ring full), tx_dropped_nobuf (no free TX frame),
 tx_errors (failed kicks), rx_pool_empty (every RX frame held by the graph,
 the fill ring could not be refilled), rx_invalid (bad descriptors), and the
-kernel's rx_kernel_dropped, rx_ring_full, rx_fill_empty,
-tx_invalid_descs, tx_ring_empty. With fastpath: fastpath_forwarded and
+sockets' kernel counters (XDP_STATISTICS): rx_ring_full (frames the XDP
+program redirected to a socket whose RX ring was full: the workers did
+not keep up), rx_fill_empty (no frame on the fill ring to receive
+into), rx_kernel_dropped (those, and frames too long for a UMEM frame),
+tx_invalid_descs, tx_ring_empty.
+
+The interface's own kernel counters, counted since the device was opened
+and read (one netlink request each) when the stats are asked for:
+link_rx_dropped, link_tx_dropped and link_rx_missed_errors (ip -s link;
+on a veth, link_rx_dropped is the sum of ethtool -S's rx_queue_N_drops:
+frames the XDP program could not hand to a socket, the rx_ring_full and
+rx_fill_empty above), and link_peer_tx_dropped: on a veth, the peer's
+tx_dropped, frames the sender lost because this interface's per-queue
+receive ring (256 frames, emptied by the kernel's NAPI poll) was full;
+they never reach this interface, so no other counter here shows them.
+Any of these growing while a TCP sender retransmits is where its
+segments went. They are not in the forwarder's drop total, which counts
+what the graph lost.
+
+With fastpath: fastpath_forwarded and
 fastpath_forwarded_bytes (frames the XDP program forwarded from this
 interface), fastpath_to_graph (frames it handed to the sockets), and,
 while sysctl kernel.bpf_stats_enabled=1, fastpath_runs and fastpath_run_ns
@@ -120,8 +150,9 @@ type Device struct {
 	ft       *fastTable
 	locals   []netip.Addr // addresses marked local in ft
 	nl       *nlink.Conn
-	linkFD   int    // BPF link holding the program, or -1
-	xdpFlags uint32 // netlink attach flags, when linkFD < 0
+	link     *linkstats.Reader // the interface's own drop counters
+	linkFD   int               // BPF link holding the program, or -1
+	xdpFlags uint32            // netlink attach flags, when linkFD < 0
 	attached bool
 	// Mode is what Open settled on: "native" or "generic", and whether the
 	// sockets are zero-copy.
@@ -178,6 +209,9 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		return nil, elements.Errorf("interface", "%v", err)
 	}
 	d.ifindex = link.Index
+	if lnl, err := nlink.Open(); err == nil {
+		d.link = linkstats.Open(lnl, d.ifindex)
+	}
 
 	nq := c.Queues
 	if nq == 0 {
@@ -481,6 +515,9 @@ func (d *Device) Close() error {
 	if err := d.nl.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := d.link.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -499,14 +536,12 @@ func (d *Device) Stats() []drivers.Counter {
 		s[6] += q.txErrors.Load()
 		s[7] += q.poolEmpty.Load()
 		s[8] += q.rxInvalid.Load()
-		if !d.closed {
-			k := q.kernelStats()
-			s[9] += k.Rx_dropped
-			s[10] += k.Rx_ring_full
-			s[11] += k.Rx_fill_ring_empty_descs
-			s[12] += k.Tx_invalid_descs
-			s[13] += k.Tx_ring_empty_descs
-		}
+		k := q.kernelStats() // the last reading once closed
+		s[9] += k.Rx_dropped
+		s[10] += k.Rx_ring_full
+		s[11] += k.Rx_fill_ring_empty_descs
+		s[12] += k.Tx_invalid_descs
+		s[13] += k.Tx_ring_empty_descs
 	}
 	fc := d.fpFinal
 	if d.fp != nil && !d.closed {
@@ -528,6 +563,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
 	}
+	cs = d.link.Append(cs)
 	if d.fp != nil {
 		cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: fc.Forwarded},
 			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},

@@ -16,10 +16,13 @@ type Config struct {
 	FastPath  bool   `toml:"fastpath"`
 }
 
-// Defaults.
+// Defaults. The rings are sized to hold a TCP sender's burst through a
+// veth while the queue's worker is descheduled (1024 did not: see ring in
+// Doc); frames leave the fill ring full with room for what the graph and
+// the transmit copies hold.
 const (
-	DefaultFrames = 4096
-	DefaultRing   = 1024
+	DefaultFrames = 16384
+	DefaultRing   = 4096
 	maxQueues     = 1024
 )
 

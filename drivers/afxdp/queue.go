@@ -44,7 +44,11 @@ type queue struct {
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
 	txDropped, txNoBuf, txErrors          atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
-	_                                     [64]byte
+
+	// kernelFinal is the socket's XDP_STATISTICS when close released it
+	// (under mu), so that the exit table still shows the kernel's drops.
+	kernelFinal unix.XDPStatistics
+	_           [64]byte
 }
 
 func newQueue(id int, xsk *xdp.Socket, frames, ring int) (*queue, error) {
@@ -280,10 +284,11 @@ func (q *queue) kernelStats() unix.XDPStatistics {
 	size := uint32(unsafe.Sizeof(s))
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.xsk != nil {
-		unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(q.xsk.FD()), unix.SOL_XDP, unix.XDP_STATISTICS,
-			uintptr(unsafe.Pointer(&s)), uintptr(unsafe.Pointer(&size)), 0)
+	if q.xsk == nil {
+		return q.kernelFinal
 	}
+	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(q.xsk.FD()), unix.SOL_XDP, unix.XDP_STATISTICS,
+		uintptr(unsafe.Pointer(&s)), uintptr(unsafe.Pointer(&size)), 0)
 	return s
 }
 
@@ -293,6 +298,9 @@ func (q *queue) close() error {
 	if q.xsk == nil {
 		return nil
 	}
+	size := uint32(unsafe.Sizeof(q.kernelFinal))
+	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(q.xsk.FD()), unix.SOL_XDP, unix.XDP_STATISTICS,
+		uintptr(unsafe.Pointer(&q.kernelFinal)), uintptr(unsafe.Pointer(&size)), 0)
 	if q.crMem != nil {
 		unix.Munmap(q.crMem)
 		q.crMem = nil

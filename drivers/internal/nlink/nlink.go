@@ -381,3 +381,131 @@ func Channels(ifname string) (rx int, ok bool) {
 	n := int(ch[5] + ch[8])
 	return n, n > 0
 }
+
+// LinkStats is the part of the kernel's struct rtnl_link_stats64 (what
+// `ip -s link` prints) that counts lost frames.
+type LinkStats struct {
+	RxDropped      uint64 // rx_dropped: received, dropped by the driver or the stack
+	TxDropped      uint64 // tx_dropped: handed to the driver, not sent
+	RxOverErrors   uint64 // rx_over_errors: receive ring overruns
+	RxFIFOErrors   uint64 // rx_fifo_errors
+	RxMissedErrors uint64 // rx_missed_errors: missed by the hardware (no buffer)
+	TxFIFOErrors   uint64 // tx_fifo_errors
+}
+
+// stats64 offsets (in 8-byte words) in struct rtnl_link_stats64.
+const (
+	st64RxDropped      = 6
+	st64TxDropped      = 7
+	st64RxOverErrors   = 11
+	st64RxFIFOErrors   = 14
+	st64RxMissedErrors = 15
+	st64TxFIFOErrors   = 18
+)
+
+func parseStats64(v []byte) (LinkStats, bool) {
+	word := func(i int) uint64 {
+		if 8*i+8 > len(v) {
+			return 0
+		}
+		return binary.NativeEndian.Uint64(v[8*i:])
+	}
+	if len(v) < 8*(st64TxDropped+1) {
+		return LinkStats{}, false
+	}
+	return LinkStats{
+		RxDropped:      word(st64RxDropped),
+		TxDropped:      word(st64TxDropped),
+		RxOverErrors:   word(st64RxOverErrors),
+		RxFIFOErrors:   word(st64RxFIFOErrors),
+		RxMissedErrors: word(st64RxMissedErrors),
+		TxFIFOErrors:   word(st64TxFIFOErrors),
+	}, true
+}
+
+// LinkCounters is an interface's drop counters and, for a veth, where its
+// peer is.
+type LinkCounters struct {
+	Stats LinkStats
+	// Veth: the link is a veth, whose peer has index PeerIndex in the
+	// namespace whose id (in the socket's namespace) is PeerNetnsID, or in
+	// the socket's own namespace when PeerNetnsID is -1.
+	Veth        bool
+	PeerIndex   int
+	PeerNetnsID int
+}
+
+// Counters reads interface index's counters (one RTM_GETLINK). With
+// netnsID ≥ 0 the interface is looked up in that namespace
+// (IFLA_TARGET_NETNSID: a veth peer's), else in the socket's own.
+func (c *Conn) Counters(netnsID, index int) (LinkCounters, error) {
+	body := ifinfo(index)
+	if netnsID >= 0 {
+		body = appendAttr(body, unix.IFLA_TARGET_NETNSID, binary.NativeEndian.AppendUint32(nil, uint32(int32(netnsID))))
+	}
+	msgs, err := c.request(unix.RTM_GETLINK, 0, body)
+	if err != nil {
+		return LinkCounters{}, fmt.Errorf("ifindex %d: %w", index, err)
+	}
+	for _, m := range msgs {
+		if m.Header.Type == unix.RTM_NEWLINK {
+			return parseCounters(m)
+		}
+	}
+	return LinkCounters{}, fmt.Errorf("ifindex %d: %w", index, ErrNoLink)
+}
+
+func parseCounters(m syscall.NetlinkMessage) (LinkCounters, error) {
+	lc := LinkCounters{PeerNetnsID: -1}
+	attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+	if err != nil {
+		return lc, fmt.Errorf("netlink: %w", err)
+	}
+	haveStats := false
+	for _, a := range attrs {
+		switch a.Attr.Type &^ unix.NLA_F_NESTED {
+		case unix.IFLA_STATS64:
+			lc.Stats, haveStats = parseStats64(a.Value)
+		case unix.IFLA_LINK:
+			if len(a.Value) >= 4 {
+				lc.PeerIndex = int(int32(binary.NativeEndian.Uint32(a.Value)))
+			}
+		case unix.IFLA_LINK_NETNSID:
+			if len(a.Value) >= 4 {
+				lc.PeerNetnsID = int(int32(binary.NativeEndian.Uint32(a.Value)))
+			}
+		case unix.IFLA_LINKINFO:
+			lc.Veth = linkKind(a.Value) == "veth"
+		}
+	}
+	if !haveStats {
+		return lc, errors.New("netlink: no IFLA_STATS64 in the answer")
+	}
+	if !lc.Veth {
+		lc.PeerIndex, lc.PeerNetnsID = 0, -1
+	}
+	return lc, nil
+}
+
+// linkKind is IFLA_INFO_KIND of an IFLA_LINKINFO attribute's value.
+func linkKind(v []byte) string {
+	for len(v) >= 4 {
+		n := int(binary.NativeEndian.Uint16(v))
+		t := binary.NativeEndian.Uint16(v[2:]) &^ unix.NLA_F_NESTED
+		if n < 4 || n > len(v) {
+			return ""
+		}
+		if t == unix.IFLA_INFO_KIND {
+			s := v[4:n]
+			for len(s) > 0 && s[len(s)-1] == 0 {
+				s = s[:len(s)-1]
+			}
+			return string(s)
+		}
+		if align4(n) >= len(v) {
+			return ""
+		}
+		v = v[align4(n):]
+	}
+	return ""
+}
