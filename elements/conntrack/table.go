@@ -107,6 +107,9 @@ type Table struct {
 	// batch (and by tests).
 	Evicted, Expired, Created uint64
 	relatedN                  uint64
+	// evictProbes counts the entries eviction looked at (tests bound it:
+	// admitting a flow into a full table is O(1)).
+	evictProbes uint64
 
 	tag        uint32
 	refs       int  // registry references
@@ -481,6 +484,7 @@ func (t *Table) evict(now int64) bool {
 			pf := t.appendVictim(t.pf[:0], n)
 			prefetchAll(pf)
 		}
+		t.evictProbes++
 		t.Sync(h)
 		if now < t.conns[h].Expires {
 			t.Evicted++
@@ -495,6 +499,7 @@ func (t *Table) evict(now int64) bool {
 		if h == 0 {
 			return false
 		}
+		t.evictProbes++
 		t.Sync(h)
 		if now >= t.conns[h].Expires {
 			t.Delete(h)
