@@ -127,6 +127,8 @@ type Conntrack struct {
 	l4   [chunk][]byte
 	res  [chunk]int
 	hs   [chunk]uint32
+	// found is warmNew's lookup of each key (node id + 1, 0: none).
+	found [chunk]uint32
 
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
 	displaced, refused                                  *atomic.Uint64 // the flow cache's (FastTrack)
@@ -230,10 +232,11 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 			e.keys[i], e.l4[i], e.res[i] = parsePacket(p)
 		}
 		t.Warm(e.keys[:len(ps)], e.hs[:])
+		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
 		for i, p := range ps {
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
-				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], now)
+				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], e.found[i], now)
 			} else {
 				p.Ct = packet.Ct{}
 			}
@@ -346,7 +349,7 @@ func parsePacket(p *packet.Packet) (Tuple, []byte, int) {
 // track tracks one packet whose tuple k (in bucket hb) and L4 header
 // parsePacket found, with result res (resOK or resICMPError), and
 // annotates it.
-func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb uint32, now int64) int {
+func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint uint32, now int64) int {
 	p.Ct = packet.Ct{}
 	if res == resICMPError {
 		return t.trackRelated(p, l4, now)
@@ -360,7 +363,7 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb uint32
 			return resTCPFlags
 		}
 	}
-	idx, dir, found := t.findIn(&k, hb, now)
+	idx, dir, found := t.findHinted(&k, hb, hint, now)
 	if !found {
 		switch {
 		case k.Proto == packet.ProtoTCP && seg != segSyn && seg != segAck:

@@ -107,6 +107,9 @@ type Table struct {
 	// batch (and by tests).
 	Evicted, Expired, Created uint64
 	relatedN                  uint64
+	// evictProbes counts the entries eviction looked at (tests bound it:
+	// admitting a flow into a full table is O(1)).
+	evictProbes uint64
 
 	tag        uint32
 	refs       int  // registry references
@@ -241,7 +244,20 @@ func (t *Table) Find(k *Tuple, now int64) (idx uint32, dir uint8, ok bool) {
 
 // findIn is Find in bucket h (the hash of k).
 func (t *Table) findIn(k *Tuple, h uint32, now int64) (idx uint32, dir uint8, ok bool) {
-	idx, dir, ok = t.lookupIn(k, h)
+	return t.findHinted(k, h, 0, now)
+}
+
+// findHinted is findIn with warmNew's answer for k (node id + 1, 0:
+// none), which is checked: the entry still holds k.
+func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir uint8, ok bool) {
+	if hint != 0 {
+		idx, dir = (hint-1)>>1, uint8((hint-1)&1)
+		c := &t.conns[idx]
+		ok = c.Flags&flagLive != 0 && c.T[dir] == *k
+	}
+	if !ok {
+		idx, dir, ok = t.lookupIn(k, h)
+	}
 	if ok {
 		// The slow path may change the flow: its cached directions
 		// are folded in (exact expiry and counters) and dropped.
@@ -293,6 +309,68 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) {
 	}
 	prefetchAll(pf)
 	runtime.KeepAlive(t)
+}
+
+// warmNew is Warm's third pass for Conntrack: with the buckets and their
+// first entries in cache (or on their way), it looks every key up and
+// records what it found in found (node id + 1, 0: not found), so that track
+// does not walk the chain again, and prepares what a new flow will touch:
+// the bucket its reply tuple is linked into, and the entry Create will
+// take (the free list's head, or when fewer entries are free than keys
+// missed, the unassured flow eviction takes, and its buckets). It only
+// reads and prefetches: a lookup in track is still exact (an earlier packet
+// of the chunk may create or delete a flow; track checks the hint).
+func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
+	if len(t.buckets) == 0 {
+		return
+	}
+	pf := t.pf[:0]
+	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
+	misses := 0
+	for i := range keys {
+		found[i] = 0
+		if ok[i] != resOK {
+			continue
+		}
+		if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
+			found[i] = idx<<1 | uint32(dir) + 1
+			continue
+		}
+		misses++
+		inv := keys[i].Inverse()
+		if len(pf) == cap(pf) {
+			prefetchAll(pf)
+			pf = pf[:0]
+		}
+		pf = append(pf, bb+uintptr(t.hash(&inv))*4)
+	}
+	if misses > 0 {
+		cb := uintptr(unsafe.Pointer(&t.conns[0]))
+		if t.free != 0 {
+			pf = append(pf, cb+uintptr(t.free)*unsafe.Sizeof(Conn{}))
+		} else if h := t.lists[0].head; h != 0 {
+			pf = t.appendVictim(pf, h)
+		}
+	}
+	prefetchAll(pf)
+	runtime.KeepAlive(t)
+}
+
+// appendVictim adds to pf the memory evicting entry h will touch: its
+// buckets (for the unlinks; reading them waits for h's line if it is not
+// in cache yet) and the entry after it on its list (listRemove).
+func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
+	if len(pf)+3 > cap(pf) {
+		prefetchAll(pf)
+		pf = pf[:0]
+	}
+	c := &t.conns[h]
+	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
+	pf = append(pf, bb+uintptr(t.hash(&c.T[0]))*4, bb+uintptr(t.hash(&c.T[1]))*4)
+	if c.nxt != 0 {
+		pf = append(pf, uintptr(unsafe.Pointer(&t.conns[c.nxt])))
+	}
+	return pf
 }
 
 // LookupIn is Lookup for a key whose bucket Warm computed.
@@ -397,6 +475,16 @@ const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
+		// The next eviction takes the entry after h: its line was
+		// prefetched when h's turn was prepared; now its buckets and
+		// the entry after it are prepared (a pipeline two deep along
+		// the list, so that a batch of new flows in a full table does
+		// not wait for each victim's memory in turn).
+		if n := t.conns[h].nxt; n != 0 {
+			pf := t.appendVictim(t.pf[:0], n)
+			prefetchAll(pf)
+		}
+		t.evictProbes++
 		t.Sync(h)
 		if now < t.conns[h].Expires {
 			t.Evicted++
@@ -411,6 +499,7 @@ func (t *Table) evict(now int64) bool {
 		if h == 0 {
 			return false
 		}
+		t.evictProbes++
 		t.Sync(h)
 		if now >= t.conns[h].Expires {
 			t.Delete(h)

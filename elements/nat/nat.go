@@ -226,6 +226,7 @@ func init() {
 
 // DNAT is one worker's instance.
 type DNAT struct {
+	nf         newFlows
 	rules      []Rule
 	out        *elements.Output
 	st         *elements.Stats
@@ -256,6 +257,9 @@ func (e *DNAT) Close() error {
 func (e *DNAT) Push(_ int, b *packet.Batch) {
 	n := 0
 	var made uint64
+	if len(e.rules) > 0 {
+		e.prepare(b)
+	}
 	for _, p := range b.Pkts {
 		t, c := conntrack.FlowOf(p)
 		if c == nil {
@@ -295,6 +299,40 @@ func (e *DNAT) Push(_ int, b *packet.Batch) {
 // bind looks the flow's original tuple up in the rules and, on a match,
 // changes its reply tuple to come from the chosen backend.
 func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+	reply, match := e.target(c)
+	if !match || reply == c.T[1] {
+		return true
+	}
+	if t.InUse(&reply) {
+		return false
+	}
+	t.SetReply(idx, &reply)
+	c.Flags |= conntrack.FlagDNAT
+	return true
+}
+
+// prepare prefetches the lookups of the batch's new flows that a rule
+// translates.
+func (e *DNAT) prepare(b *packet.Batch) {
+	var t *conntrack.Table
+	m := 0
+	for _, p := range b.Pkts {
+		tt, c := undecided(p, conntrack.FlagDNATDone)
+		if c == nil {
+			continue
+		}
+		if r, match := e.target(c); match && r != c.T[1] {
+			t = tt
+			e.nf.keys[m] = r
+			m++
+		}
+	}
+	e.nf.warm(t, m)
+}
+
+// target is the reply tuple the first rule matching flow c gives it
+// (match false: no rule matches).
+func (e *DNAT) target(c *conntrack.Conn) (reply conntrack.Tuple, match bool) {
 	k := &c.T[0]
 	for i := range e.rules {
 		r := &e.rules[i]
@@ -313,26 +351,51 @@ func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 				port = be.Port
 			}
 		}
-		reply := c.T[1]
+		reply = c.T[1]
 		reply.Src = be.Addr
 		if k.Proto != packet.ProtoICMP {
 			reply.Sport = port
 		}
-		if reply == c.T[1] {
-			return true
-		}
-		if t.InUse(&reply) {
-			return false
-		}
-		t.SetReply(idx, &reply)
-		c.Flags |= conntrack.FlagDNAT
-		return true
+		return reply, true
 	}
-	return true
+	return reply, false
+}
+
+// newFlows is what the NAT elements keep to prepare a batch's new flows:
+// the reply tuple each will look up first, and its bucket.
+type newFlows struct {
+	keys [packet.MaxBatch]conntrack.Tuple
+	hs   [packet.MaxBatch]uint32
+}
+
+// warm prefetches the flow-table memory the lookups of the first n keys
+// will read (conntrack's Warm): the new flows of a batch look up tuples no
+// packet has used, scattered over the table, so done one flow at a time
+// each lookup waits for memory in turn.
+func (w *newFlows) warm(t *conntrack.Table, n int) {
+	if t != nil && n > 0 {
+		t.Warm(w.keys[:n], w.hs[:n])
+	}
+}
+
+// undecided reports whether p is the first packet of a flow in its original
+// direction that the NAT element whose done flag is done has not decided,
+// and returns the flow (the annotation is tested first: the packets of
+// established flows are not new).
+func undecided(p *packet.Packet, done uint8) (*conntrack.Table, *conntrack.Conn) {
+	if p.Ct.State != packet.CtNew || p.Ct.Dir != 0 {
+		return nil, nil
+	}
+	t, c := conntrack.FlowOf(p)
+	if c == nil || c.Flags&(done|conntrack.FlagSeenReply) != 0 {
+		return nil, nil
+	}
+	return t, c
 }
 
 // SNAT is one worker's instance.
 type SNAT struct {
+	nf              newFlows
 	to              []uint32
 	lo, hi          uint16
 	worker, workers int
@@ -363,6 +426,9 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 func (e *SNAT) Push(_ int, b *packet.Batch) {
 	n := 0
 	var made uint64
+	if len(e.to) > 0 {
+		e.prepare(b)
+	}
 	for _, p := range b.Pkts {
 		t, c := conntrack.FlowOf(p)
 		if c == nil {

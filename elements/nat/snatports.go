@@ -66,14 +66,47 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 	return hi ^ lo
 }
 
+// prepare prefetches what the batch's new flows will look up first: the
+// reply tuple that keeps the flow's own port (the usual choice while the
+// destination has free ports).
+func (e *SNAT) prepare(b *packet.Batch) {
+	var t *conntrack.Table
+	m := 0
+	for _, p := range b.Pkts {
+		tt, c := undecided(p, conntrack.FlagSNATDone)
+		if c == nil {
+			continue
+		}
+		k := &c.T[0]
+		if k.Sport < e.lo || k.Sport > e.hi {
+			continue
+		}
+		r := &e.nf.keys[m]
+		*r = c.T[1]
+		r.Dst = e.address(k)
+		r.Dport = k.Sport
+		if r.Proto == packet.ProtoICMP {
+			r.Sport = k.Sport
+		}
+		t = tt
+		m++
+	}
+	e.nf.warm(t, m)
+}
+
+// address is the outside address of the inside host of tuple k.
+func (e *SNAT) address(k *conntrack.Tuple) uint32 {
+	if len(e.to) > 1 {
+		return e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
+	}
+	return e.to[0]
+}
+
 // bind picks the outside address (by the inside host, so that a host keeps
 // one address) and a port whose reply tuple is free and hashes home.
 func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 	k := &c.T[0]
-	addr := e.to[0]
-	if len(e.to) > 1 {
-		addr = e.to[Target(packet.FlowHashV4(k.Src, k.Src, 0, 0, 0), len(e.to))]
-	}
+	addr := e.address(k)
 	reply := c.T[1]
 	reply.Dst = addr
 	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
