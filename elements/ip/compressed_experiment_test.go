@@ -62,7 +62,7 @@ func (r *rle24) lookup(dst uint32) uint16 {
 
 // BenchmarkCompressedExperiment checks rle24 against the fib on 64k random
 // destinations, then measures both, random over the whole space, spread
-// over the 1.25M destinations, and single.
+// over the goal's 1.25M destinations, and single.
 func BenchmarkCompressedExperiment(b *testing.B) {
 	tb, dsts := big1M(b)
 	f := tb.cur.Load()

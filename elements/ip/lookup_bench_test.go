@@ -72,7 +72,7 @@ func dstSets(random []uint32) []dstSet {
 // BenchmarkLookup1M: ns per IPv4 lookup in a 1M-prefix table, random
 // destinations (uniform over the whole address space, so every lookup
 // touches a different part of the 32 MiB table) and spread ones (uniform
-// over the 1.25M destinations, 10.0.0.0-10.18.255.255) against one
+// over the goal's 1.25M destinations, 10.0.0.0-10.18.255.255) against one
 // destination,
 // one lookup at a time and a batch of 64 at a time (IPLookup's path).
 // random-chain makes each lookup wait for the previous one (latency rather

@@ -12,7 +12,7 @@ import (
 // in a leaf) against a read at one fixed index, in the same loop as
 // BenchmarkLookup1M's. No structure of that size can do better than one
 // read, so if random/single exceeds 1.3× here for the smallest size a
-// 1M-prefix table could take, the "random ≤ 1.3× single" over the
+// 1M-prefix table could take, the goal's "random ≤ 1.3× single" over the
 // whole address space is out of reach for any structure.
 //
 // Sizes: 256 KiB (fits L2), 1 MiB (L2 size on this CPU), 2 MiB (about
