@@ -118,6 +118,7 @@ type Device struct {
 	fp       *fastpath.Program // with fastpath = true: prog is fp's
 	fpFinal  fastpath.Counters // fp's counters when Close released it
 	ft       *fastTable
+	out      *egressOut   // as an output of the fast path: its state and counters
 	locals   []netip.Addr // addresses marked local in ft
 	nl       *nlink.Conn
 	linkFD   int    // BPF link holding the program, or -1
@@ -534,6 +535,7 @@ func (d *Device) Stats() []drivers.Counter {
 			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
 			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
 			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos})
+		cs = append(cs, d.out.counters()...)
 	}
 	return cs
 }

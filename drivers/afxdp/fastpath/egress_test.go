@@ -124,6 +124,32 @@ func TestWatchRedirects(t *testing.T) {
 	}
 	defer unix.Close(link)
 
+	// The lossless question first: out0 does not take XDP frames while
+	// out1 has neither XDP nor GRO.
+	var probe *XmitProbe
+	if err := ns.Do(func() error {
+		var err error
+		probe, err = NewXmitProbe()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	takes := func() bool {
+		t.Helper()
+		ok, err := probe.Takes(outIdx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if takes() {
+		t.Error("XmitProbe: out0 takes XDP frames with GRO off at its peer")
+	}
+	if ok, err := probe.Takes(1 << 30); err == nil {
+		t.Errorf("XmitProbe.Takes of a missing ifindex: %v, no error", ok)
+	}
+
 	tx := ns.MustRaw("in1")
 	rx := ns.MustRaw("out1")
 	send := func() []byte {
@@ -177,6 +203,9 @@ func TestWatchRedirects(t *testing.T) {
 
 	// GRO on at the peer: the kernel takes redirected frames.
 	ns.MustRun("ethtool", "-K", "out1", "gro", "on")
+	if !takes() {
+		t.Error("XmitProbe: out0 does not take XDP frames with GRO on at its peer")
+	}
 	if err := tables.SetEgress(outIdx, true); err != nil {
 		t.Fatal(err)
 	}
