@@ -425,7 +425,7 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 	switch {
 	case s.Disabled && !o.off:
 		// The watcher turned it off at a refused frame.
-		if o.probing {
+		if o.probing && o.backoff > 0 { // a probe after a refusal: refused again
 			o.backoff = min(2*o.backoff, egressMaxProbe)
 		} else {
 			o.backoff = egressFirstProbe
@@ -446,7 +446,7 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 			o.off, o.probing, o.since = false, true, now
 		}
 	case o.probing && now.Sub(o.since) >= egressConfirm:
-		o.probing = false
+		o.probing, o.backoff = false, 0
 		if o.logged {
 			o.logged = false
 			log.Printf("afxdp: %s: fast path: offloading to this device again", o.name)
