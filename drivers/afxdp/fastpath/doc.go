@@ -177,7 +177,8 @@
 // it keeps forwarding with the last routes, neighbours and flows after
 // Tables.Close, which only ends updates. To stop forwarding, detach or
 // close the programs. Tables.Close also unmaps the flow counters:
-// FlowCounters reads zeros after it (never a stale or unmapped page).
+// FlowCounters reads zeros after it (never a stale or unmapped page), and
+// detaches the redirect watcher: close the Tables after the programs.
 //
 // A Program owns its program, XSKMAP, queue map and counter map.
 // Program.XDP returns an asavie/xdp *xdp.Program sharing the program and

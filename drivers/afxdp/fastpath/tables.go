@@ -315,8 +315,9 @@ func (t *Tables) DeleteNeighbor(ifindex int, ip netip.Addr) error {
 // working (the kernel keeps the maps while a program uses them) but can
 // no longer be updated. Close is idempotent.
 //
-// Close also unmaps the flow counters: FlowCounters reads zeros after
-// it.
+// Close also unmaps the flow counters (FlowCounters reads zeros after
+// it) and detaches the redirect watcher (WatchRedirects): refused
+// redirects of programs still running go unnoticed afterwards.
 func (t *Tables) Close() error {
 	t.memMu.Lock()
 	var err0 error
