@@ -26,9 +26,11 @@
 # e2e-lib.sh), XDP_BOUNCE=1 adds a phase where an XDP program on lan0 redirects every
 # frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound of
 # an in-kernel fast path on these links),
-# FASTPATH=1 runs the forwarder with its in-kernel fast path: CONFIG with
-# fastpath = true on the afxdp devices and offload = ["lan", "wan"] on the
-# IPLookup (the edits cmd/forwarder/e2e TestFastPath makes),
+# FASTPATH=0 runs the forwarder without its in-kernel fast path (CONFIG
+# without its fastpath = true and offload lines; configs/router-veth.toml
+# ships with them), FASTPATH=1 with it (added to a CONFIG that lacks it:
+# fastpath = true on the afxdp devices, offload = ["lan", "wan"] on the
+# IPLookup),
 # FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build).
 set -euo pipefail
 
@@ -48,9 +50,16 @@ e2e_init e2e-router.sh $CLI $FWD $SRV
 e2e_binaries
 CFGPATH=$ROOT/$CONFIG
 LABEL=afxdp
-if [ "${FASTPATH:-0}" = 1 ]; then
+if grep -q '^fastpath  = true$' "$CFGPATH"; then
+	LABEL="afxdp + fastpath"
+	if [ "${FASTPATH:-}" = 0 ]; then
+		sed -e '/^fastpath  = true$/d' -e '/^offload = \["lan", "wan"\]$/d' "$CFGPATH" >"$TMP/nofastpath.toml"
+		CFGPATH=$TMP/nofastpath.toml
+		LABEL=afxdp
+	fi
+elif [ "${FASTPATH:-}" = 1 ]; then
 	sed -e 's/^driver    = "afxdp"$/&\nfastpath  = true/' \
-		-e '0,/^type   = "IPLookup"$/s//&\noffload = ["lan", "wan"]/' "$CFGPATH" >"$TMP/fastpath.toml"
+		-e '0,/^type  *= "IPLookup"$/s//&\noffload = ["lan", "wan"]/' "$CFGPATH" >"$TMP/fastpath.toml"
 	grep -q '^offload = ' "$TMP/fastpath.toml" || { echo "FASTPATH=1: $CONFIG has no IPLookup type line to extend" >&2; exit 1; }
 	CFGPATH=$TMP/fastpath.toml
 	LABEL="afxdp + fastpath"

@@ -69,7 +69,7 @@ Keys (besides driver, addresses, mac):
                       valid checksum, addressed to this MAC, not to the
                       router, not martian) whose route and next hop are
                       known are forwarded in the kernel (TTL decremented,
-                      Ethernet rewritten, bpf_redirect to the output
+                      Ethernet rewritten, redirected to the output
                       interface) and never reach the graph; everything
                       else does, as usual. Routes come from an IPLookup
                       whose offload key names this device, next hops from
@@ -80,9 +80,10 @@ Keys (besides driver, addresses, mac):
                       their NAT, TTL and Ethernet rewrite. Use it only
                       with graphs of the router or NAT gateway shape
                       (configs/router-veth.toml, nat-gateway.toml), which
-                      do nothing else to such packets. On veth, a frame
-                      redirected to an interface reaches its peer only if
-                      the peer runs NAPI (an XDP program, or GRO on).
+                      do nothing else to such packets. It redirects only
+                      to devices that take redirected frames (see "Refused
+                      redirects" below); on veth that means the peer runs
+                      an XDP program or has GRO on.
 
 The device's MAC is the interface's (the mac key overrides it for the
 elements); its addresses are the addresses key. The XDP program is removed
@@ -119,6 +120,20 @@ while sysctl kernel.bpf_stats_enabled=1, fastpath_runs and fastpath_run_ns
 what the fast path costs per frame; the statistics themselves add two clock
 reads per run).
 
+Refused redirects (fastpath): a device the kernel would refuse redirected
+frames on (its XDP features lack ndo_xdp_xmit, asked over netlink at open
+and every 100 ms: a veth whose peer runs neither XDP nor GRO) is not
+offloaded to, and nothing is lost. A device that refuses a frame anyway is
+turned off by a watcher on the kernel's xdp:xdp_redirect_err tracepoint at
+that first frame, which is lost and counted; it is retried after 1 s, then
+at doubling intervals up to 32 s, each retry costing at most a frame per
+CPU. Either way the frames routed to it take the graph's path; each outage
+is logged once when it starts and once when it ends (after 1 s on). Without
+the watcher (no raw tracepoints), the fast path forwards nothing. Counters
+of the device as an output: fastpath_redirect_errors (frames the kernel
+refused: lost), fastpath_egress_disabled (times it was turned off, refused
+retries included), fastpath_egress_off (1 while not offloaded to).
+
 Example:
   [devices.lan]
   driver    = "afxdp"
@@ -148,6 +163,7 @@ type Device struct {
 	fp       *fastpath.Program // with fastpath = true: prog is fp's
 	fpFinal  fastpath.Counters // fp's counters when Close released it
 	ft       *fastTable
+	out      *egressOut   // as an output of the fast path: its state and counters
 	locals   []netip.Addr // addresses marked local in ft
 	nl       *nlink.Conn
 	link     *linkstats.Reader // the interface's own drop counters
@@ -570,6 +586,7 @@ func (d *Device) Stats() []drivers.Counter {
 			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
 			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
 			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos})
+		cs = append(cs, d.out.counters()...)
 	}
 	return cs
 }

@@ -58,6 +58,14 @@
 // through drivers.FastPathTable by IPLookup (offload key) and ARPQuerier;
 // the devices' own addresses are held local in it.
 //
+// Every fast-path device is also an output of that table (fasttable.go):
+// the program redirects to it only while the kernel takes redirected
+// frames there. It is off while the device's XDP features lack
+// ndo_xdp_xmit (fastpath.XmitProbe, asked every 100 ms), and turned off
+// in the kernel at the first refused frame (fastpath.Tables.WatchRedirects,
+// xdp:xdp_redirect_err) and retried with a doubling back-off; a goroutine
+// polls both every 10 ms, logs each outage once and keeps the counters.
+//
 // Namespaces: sockets, the program attachment and the netlink socket used
 // to detach it belong to the network namespace of the thread that calls
 // Open; run the forwarder inside the interface's namespace

@@ -3,9 +3,13 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"log"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
@@ -34,6 +38,14 @@ type fastTable struct {
 	t      *fastpath.Tables
 	refs   int
 	locals map[netip.Prefix]int // /32s of device addresses: how many devices hold each
+
+	// Outputs (egress.go of package fastpath): every fast-path device is
+	// one. watching says whether the kernel's refusals are seen; without
+	// it every output stays off.
+	watching bool
+	outs     map[int]*egressOut // by ifindex, under mu
+	stop     chan struct{}      // closed by release: ends watch
+	stopped  chan struct{}      // closed by watch when it returns
 }
 
 var (
@@ -49,7 +61,15 @@ func acquireFastTable() (*fastTable, error) {
 		if err != nil {
 			return nil, err
 		}
-		fastShared = &fastTable{t: t, locals: map[netip.Prefix]int{}}
+		f := &fastTable{t: t, locals: map[netip.Prefix]int{}, outs: map[int]*egressOut{},
+			stop: make(chan struct{}), stopped: make(chan struct{})}
+		if err := t.WatchRedirects(); err != nil {
+			log.Printf("afxdp: fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
+		} else {
+			f.watching = true
+		}
+		go f.watch()
+		fastShared = f
 	}
 	fastShared.refs++
 	return fastShared, nil
@@ -62,6 +82,8 @@ func (f *fastTable) release() error {
 		return nil
 	}
 	fastShared = nil
+	close(f.stop)
+	<-f.stopped
 	return f.t.Close()
 }
 
@@ -225,6 +247,9 @@ func (d *Device) openFastPath(queues int) error {
 		return err
 	}
 	d.prog = d.fp.XDP()
+	if d.out, err = ft.addOut(d.ifindex, fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)); err != nil {
+		return err
+	}
 	for _, a := range d.info.Addresses {
 		if a.Addr().Is4() {
 			if err := ft.addLocal(a.Addr()); err != nil {
@@ -242,6 +267,9 @@ func (d *Device) closeFastPath() error {
 	if d.ft == nil {
 		return nil
 	}
+	if d.out != nil {
+		d.ft.removeOut(d.out)
+	}
 	for _, a := range d.locals {
 		d.ft.removeLocal(a)
 	}
@@ -249,4 +277,196 @@ func (d *Device) closeFastPath() error {
 	err := d.ft.release()
 	d.ft = nil
 	return err
+}
+
+// Outputs that refuse redirected frames. Two things turn an output off
+// (its frames then take the graph's path):
+//
+//   - the kernel's XDP features of the device lack ndo_xdp_xmit
+//     (fastpath.XmitProbe, asked every egressFeaturePoll, at open too):
+//     it would refuse every redirected frame, so none is lost. A veth has
+//     the feature exactly while its peer runs an XDP program or has GRO
+//     on, so turning GRO on or off at the peer turns offloading to it on
+//     or off within egressFeaturePoll;
+//   - the kernel refused a frame anyway (the fast path's watcher on
+//     xdp:xdp_redirect_err turns the output off in the kernel at that
+//     first frame; watch sees it within egressPoll). That frame is lost
+//     and counted (fastpath_redirect_errors). watch turns the output on
+//     again after egressFirstProbe, then after twice as long each time
+//     the kernel refuses again, up to egressMaxProbe: a probe costs the
+//     one frame per CPU forwarding at that moment.
+//
+// Each outage is logged once, when it starts (with its reason), and its
+// end once the output has stayed on for egressConfirm.
+const (
+	egressPoll        = 10 * time.Millisecond
+	egressFeaturePoll = 100 * time.Millisecond
+	egressFirstProbe  = time.Second
+	egressMaxProbe    = 32 * time.Second
+	egressConfirm     = time.Second
+)
+
+// egressOut is one output's state; its counters outlive the device's
+// Close (Stats reads them after it).
+type egressOut struct {
+	ifindex int
+	name    string              // "wan (wan0)", for the log
+	probe   *fastpath.XmitProbe // nil: the kernel does not say
+
+	// Under fastTable.mu (watch).
+	off       bool      // not redirected to
+	probing   bool      // on since since, not yet confirmed
+	logged    bool      // this outage was logged
+	noXmit    bool      // the last XDP features lacked ndo_xdp_xmit
+	featureAt time.Time // when they were last asked
+	probeAt   time.Time // when off: not on again before
+	since     time.Time
+	backoff   time.Duration
+
+	refused  atomic.Uint64 // frames the kernel refused (fp_egress_errs)
+	disabled atomic.Uint64 // times offloading to it was turned off
+	isOff    atomic.Bool
+}
+
+// counters are the output's driver counters (see Doc).
+func (o *egressOut) counters() []drivers.Counter {
+	if o == nil {
+		return nil
+	}
+	var off uint64
+	if o.isOff.Load() {
+		off = 1
+	}
+	return []drivers.Counter{
+		{Name: "fastpath_redirect_errors", Value: o.refused.Load()},
+		{Name: "fastpath_egress_disabled", Value: o.disabled.Load()},
+		{Name: "fastpath_egress_off", Value: off},
+	}
+}
+
+// addOut makes the device ifindex an output of the fast path, off until
+// watch's first look (at once when the watcher runs, never otherwise).
+// Call it in the device's network namespace: the device map and the
+// features probe resolve ifindex there.
+func (f *fastTable) addOut(ifindex int, name string) (*egressOut, error) {
+	o := &egressOut{ifindex: ifindex, name: name, off: true}
+	o.isOff.Store(true)
+	if p, err := fastpath.NewXmitProbe(); err == nil {
+		o.probe = p
+	} else if !errors.Is(err, fastpath.ErrNoXDPFeatures) {
+		log.Printf("afxdp: %s: fast path: %v (refused redirects are still noticed, one lost frame each)", name, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.t.AddEgress(ifindex, false); err != nil {
+		o.probe.Close()
+		return nil, err
+	}
+	f.outs[ifindex] = o
+	if f.watching {
+		f.step(o, time.Now())
+	}
+	return o, nil
+}
+
+func (f *fastTable) removeOut(o *egressOut) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.outs[o.ifindex] == o {
+		delete(f.outs, o.ifindex)
+		_ = f.t.RemoveEgress(o.ifindex)
+	}
+	o.probe.Close()
+	o.isOff.Store(true)
+}
+
+// watch polls the outputs' kernel state every egressPoll until release.
+func (f *fastTable) watch() {
+	defer close(f.stopped)
+	tick := time.NewTicker(egressPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case now := <-tick.C:
+			f.mu.Lock()
+			if f.watching {
+				for _, o := range f.outs {
+					f.step(o, now)
+				}
+			}
+			f.mu.Unlock()
+		}
+	}
+}
+
+// step advances one output's state machine (f.mu held).
+func (f *fastTable) step(o *egressOut, now time.Time) {
+	s, err := f.t.Egress(o.ifindex)
+	if err != nil {
+		return
+	}
+	o.refused.Store(s.Errors)
+	if o.probe != nil && now.Sub(o.featureAt) >= egressFeaturePoll {
+		o.featureAt = now
+		if takes, err := o.probe.Takes(o.ifindex); err == nil {
+			o.noXmit = !takes
+		}
+	}
+	turnOff := func(why string) { // one outage: logged once, counted once
+		o.off = true
+		o.disabled.Add(1)
+		if !o.logged {
+			o.logged = true
+			log.Printf("afxdp: %s: fast path: not offloading to this device, its traffic takes the graph's path: %s", o.name, why)
+		}
+	}
+	switch {
+	case s.Disabled && !o.off:
+		// The watcher turned it off at a refused frame.
+		if o.probing && o.backoff > 0 { // a probe after a refusal: refused again
+			o.backoff = min(2*o.backoff, egressMaxProbe)
+		} else {
+			o.backoff = egressFirstProbe
+		}
+		o.probing = false
+		o.probeAt = now.Add(o.backoff)
+		turnOff(fmt.Sprintf("the kernel refused a frame redirected to it (%s); retrying after %v, then at doubling intervals up to %v", refusal(s.Err), o.backoff, egressMaxProbe))
+	case !o.off && o.noXmit:
+		if f.t.SetEgress(o.ifindex, false) == nil {
+			o.probing = false
+			turnOff("the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it")
+		}
+	case o.off && o.noXmit && !o.logged:
+		// Off from the start (addOut) and never going to work as is.
+		turnOff("the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it")
+	case o.off && !o.noXmit && !now.Before(o.probeAt):
+		if f.t.SetEgress(o.ifindex, true) == nil {
+			o.off, o.probing, o.since = false, true, now
+		}
+	case o.probing && now.Sub(o.since) >= egressConfirm:
+		o.probing, o.backoff = false, 0
+		if o.logged {
+			o.logged = false
+			log.Printf("afxdp: %s: fast path: offloading to this device again", o.name)
+		}
+	}
+	o.isOff.Store(o.off)
+}
+
+// refusal explains the errno xdp:xdp_redirect_err reported.
+func refusal(errno int32) string {
+	e := unix.Errno(-errno)
+	switch e {
+	case unix.EOPNOTSUPP:
+		return "EOPNOTSUPP: it does not take XDP frames; a veth takes them only while its peer runs an XDP program or has GRO on"
+	case unix.ENETDOWN:
+		return "ENETDOWN: it is down"
+	case unix.EMSGSIZE:
+		return "EMSGSIZE: the frame exceeds its MTU"
+	case 0:
+		return "no errno"
+	}
+	return fmt.Sprintf("%v, errno %d", e, -errno)
 }

@@ -35,9 +35,11 @@
 // the identifier) patched by RFC 1624 eqn. 3 with deltas SetFlow
 // computed; a UDP checksum of 0 (none) stays 0 and a computed 0 is sent
 // as 0xffff; an ICMP identifier that does not change leaves the checksum
-// alone. Then the entry's MACs, counts (the flow's slot: one packet and
-// the IPv4 total length, atomically; the per-CPU counters as for a routed
-// frame) and bpf_redirect(entry's ifindex, 0). The flow path verifies no
+// alone (all of this only if the entry's output is enabled in fp_egress,
+// checked before any write; otherwise the slow path, unchanged). Then the
+// entry's MACs, counts (the flow's slot: one packet and the IPv4 total
+// length, atomically; the per-CPU counters as for a routed frame) and
+// bpf_redirect_map(fp_devmap, entry's ifindex, XDP_DROP). The flow path verifies no
 // checksum and applies no martian, route or neighbour rule: FastTrack
 // does not either, and the entry was learned from a frame that passed
 // them.
@@ -63,12 +65,35 @@
 //  9. the neighbour {route's ifindex, next hop} exists and has not
 //     expired (next hop = the route's gateway, or the destination for a
 //     directly connected route);
-//  10. the route's interface is not the one the frame came in on.
+//  10. the route's interface is not the one the frame came in on;
+//  11. the route's interface is enabled in fp_egress (see below).
 //
 // Forwarding decrements TTL, patches the header checksum incrementally
 // (RFC 1624 eqn. 3, whose result equals a full recompute, 0x0000 and
 // not 0xffff included), writes the neighbour's destination and source
-// MACs, counts the frame and returns bpf_redirect(ifindex, 0).
+// MACs, counts the frame and returns bpf_redirect_map(fp_devmap,
+// ifindex, XDP_DROP) (a device removed meanwhile: dropped).
+//
+// # Outputs and refused redirects
+//
+// The kernel queues a redirected frame after the program returns, and a
+// device that cannot take it (a veth whose peer runs neither an XDP
+// program nor GRO: its XDP features lack ndo_xdp_xmit) refuses it there;
+// the program's return value cannot tell. On Linux 6.18 that refusal
+// happens at enqueue (-EOPNOTSUPP) and shows in no veth statistic
+// (ethtool -S has no xdp_xmit_errors for it), only in the
+// xdp:xdp_redirect_err tracepoint. So outputs are explicit: AddEgress
+// enters an ifindex into fp_devmap (through which the program redirects,
+// so a refusal carries that map's id) and fp_egress; the program takes
+// the slow path for an output missing from fp_egress or disabled there.
+// WatchRedirects attaches a raw-tracepoint program to
+// xdp:xdp_redirect_err that, for events of fp_devmap's id only, marks the
+// output disabled with the errno and counts the frame (fp_egress_errs):
+// the first refused frame is lost, the next ones take the slow path.
+// XmitProbe asks the kernel beforehand, losslessly, whether a device has
+// ndo_xdp_xmit. Userspace (the afxdp driver) polls both and re-enables
+// with SetEgress. Frames the kernel drops later, at flush time (a full
+// ring: congestion), are not counted here.
 //
 // Every other frame takes the slow path: it is counted and the program
 // returns bpf_redirect_map(xsks, rx_queue_index, XDP_PASS), so a queue
@@ -112,6 +137,14 @@
 //	           is a miss, so one update retires every older entry at
 //	           once) and the number of installed flows (0: the program
 //	           skips the flow lookup)
+//	fp_devmap  DEVMAP_HASH, shared (Tables), 4096 entries
+//	           key u32 ifindex; value u32 ifindex (the device)
+//	fp_egress  hash, shared (Tables), 4096 entries
+//	           key   u32 ifindex
+//	           value {u32 disabled; i32 err}                          8 bytes
+//	           err: the last refusal's errno (negative), from the watcher
+//	fp_egress_errs hash, shared (Tables): key u32 ifindex, value u64
+//	           frames the kernel refused (the watcher adds atomically)
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged
@@ -144,7 +177,8 @@
 // it keeps forwarding with the last routes, neighbours and flows after
 // Tables.Close, which only ends updates. To stop forwarding, detach or
 // close the programs. Tables.Close also unmaps the flow counters:
-// FlowCounters reads zeros after it (never a stale or unmapped page).
+// FlowCounters reads zeros after it (never a stale or unmapped page), and
+// detaches the redirect watcher: close the Tables after the programs.
 //
 // A Program owns its program, XSKMAP, queue map and counter map.
 // Program.XDP returns an asavie/xdp *xdp.Program sharing the program and

@@ -3,11 +3,14 @@ package fastpath
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand"
 	"net/netip"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/internal/netns"
 )
 
 const (
@@ -29,6 +32,7 @@ func needRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF maps, programs and BPF_PROG_TEST_RUN)")
 	}
+	netns.RequireRoot(t) // and ip, for addEgress's namespace
 }
 
 // csum is the Internet checksum of b (even length), computed from scratch.
@@ -99,6 +103,7 @@ func newFixtureFlows(tb testing.TB, maxFlows int) *fixture {
 	}
 	tb.Cleanup(func() { p.Close() })
 	f := &fixture{tb: tb, t: tables, p: p}
+	addEgress(tb, tables, fixtureOutputs...)
 	f.route("10.2.0.0/16", Route{Ifindex: 7, Gateway: netip.MustParseAddr("10.9.0.1")})
 	f.route("10.2.3.0/24", Route{Local: true})
 	f.route("10.3.0.0/24", Route{Ifindex: 8})
@@ -112,6 +117,36 @@ func newFixtureFlows(tb testing.TB, maxFlows int) *fixture {
 	// rule keeps those frames slow.
 	f.neigh(loIfindex, "10.4.0.5", hostMAC, outMAC8, time.Hour)
 	return f
+}
+
+// fixtureOutputs are the ifindexes the fixture's routes and flows lead
+// to: lo and three veth links addEgress creates.
+var fixtureOutputs = []int{loIfindex, 7, 8, 9}
+
+// addEgress enters ifindexes into t's device map, enabled. The device
+// map holds real devices (the kernel resolves the ifindex at update
+// time), so the update runs in a namespace that has veth links with
+// exactly those ifindexes (lo is 1 everywhere).
+func addEgress(tb testing.TB, t *Tables, ifindexes ...int) {
+	tb.Helper()
+	ns := netns.New(tb).NS("fpout")
+	for _, i := range ifindexes {
+		if i != loIfindex {
+			// veth, not dummy: the kernel may lack the dummy module.
+			ns.MustRun("ip", "link", "add", fmt.Sprintf("o%d", i), "index", fmt.Sprint(i), "type", "veth",
+				"peer", "name", fmt.Sprintf("p%d", i), "index", fmt.Sprint(1000+i))
+		}
+	}
+	if err := ns.Do(func() error {
+		for _, i := range ifindexes {
+			if err := t.AddEgress(i, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func (f *fixture) route(p string, r Route) {
@@ -421,6 +456,7 @@ func TestXDPAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	addEgress(t, tables, 7)
 	if err := tables.SetRoute(netip.MustParsePrefix("10.2.0.0/16"), Route{Ifindex: 7}); err != nil {
 		t.Fatal(err)
 	}

@@ -780,7 +780,7 @@ func TestFlowRandom(t *testing.T) {
 		if p.dst[:3] == "10." {
 			p.dst = "11." + p.dst[3:] // keep off the fixture's routes
 		}
-		a := FlowAction{Ifindex: 1 + rng.Intn(100), Src: netip.MustParseAddr(addr()), Dst: netip.MustParseAddr(addr()), Sport: port(), Dport: port(), TTLDec: uint8(rng.Intn(3))}
+		a := FlowAction{Ifindex: fixtureOutputs[rng.Intn(len(fixtureOutputs))], Src: netip.MustParseAddr(addr()), Dst: netip.MustParseAddr(addr()), Sport: port(), Dport: port(), TTLDec: uint8(rng.Intn(3))}
 		rng.Read(a.EthDst[:])
 		rng.Read(a.EthSrc[:])
 		if rng.Intn(4) == 0 {

@@ -21,6 +21,7 @@ const fnXdpGetBuffLen = asm.BuiltinFunc(188)
 
 // XDP return codes and frame offsets the program uses.
 const (
+	xdpDrop = 1
 	xdpPass = 2
 
 	ethLen    = 14
@@ -47,6 +48,8 @@ const (
 	stCountKey = -20 // u32 0
 	stFlowKey  = -40 // the flow key, 20 bytes
 	stSlotKey  = -44 // u32 flow_stats slot
+	stEgress   = -48 // u32 output ifindex, the fp_egress key on the flow path
+	stFlowPtr  = -56 // the flow entry, spilled across the fp_egress lookup
 )
 
 // Counters are a Program's packet counts, summed over CPUs.
@@ -301,6 +304,10 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 		asm.FnKtimeGetNs.Call(),
 		asm.LoadMem(asm.R2, asm.R9, neighOffExpires, asm.DWord),
 		asm.JGE.Reg(asm.R0, asm.R2, "slow"),
+	)
+	// The output must be one the kernel has not refused (egress.go).
+	insns = append(insns, t.egressCheck(stNeighKey)...)
+	insns = append(insns,
 
 		// 11. Forward. TTL - 1 and the checksum patched to match.
 		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte),
@@ -347,9 +354,15 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 	insns = append(insns, asm.StoreImm(asm.R10, stCountKey, 0, asm.Word))
 	insns = append(insns, count(p.counters, stCountKey, counterOffForwarded, counterOffBytes, asm.R9, false, "redirect")...)
 	insns = append(insns,
-		asm.LoadMem(asm.R1, asm.R10, stNeighKey, asm.Word).Sym("redirect"),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.FnRedirect.Call(),
+		// Through fp_devmap, not bpf_redirect: a refusal then names
+		// that map's id in xdp:xdp_redirect_err, which is how the
+		// watcher tells it from other programs' (egress.go). The key
+		// is the ifindex; a missing entry (a device being removed)
+		// returns the flags' action, XDP_DROP.
+		asm.LoadMapPtr(asm.R1, t.devmap.FD()).Sym("redirect"),
+		asm.LoadMem(asm.R2, asm.R10, stNeighKey, asm.Word),
+		asm.Mov.Imm(asm.R3, xdpDrop),
+		asm.FnRedirectMap.Call(),
 		asm.Return(),
 
 		// Slow path: count, then what the AF_XDP default program does,
@@ -459,13 +472,20 @@ func flowLookup(t *Tables) asm.Instructions {
 	}
 }
 
-// flowTTL emits "TTL > the entry's TTL decrement, else slow".
-func flowTTL() asm.Instructions {
-	return asm.Instructions{
+// flowTTL emits "TTL > the entry's TTL decrement and the entry's output
+// enabled in fp_egress, else slow", with the entry in R0 before and
+// after.
+func flowTTL(t *Tables) asm.Instructions {
+	insns := asm.Instructions{
 		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte),
 		asm.LoadMem(asm.R3, asm.R0, flowOffTTLDec, asm.Byte),
 		asm.JLE.Reg(asm.R2, asm.R3, "slow"),
+		asm.StoreMem(asm.R10, stFlowPtr, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, flowOffIfindex, asm.Word),
+		asm.StoreMem(asm.R10, stEgress, asm.R2, asm.Word),
 	}
+	insns = append(insns, t.egressCheck(stEgress)...)
+	return append(insns, asm.LoadMem(asm.R0, asm.R10, stFlowPtr, asm.DWord))
 }
 
 // flowPath returns the flow instructions, which run after checks 1-3
@@ -547,7 +567,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.LoadMem(asm.R3, asm.R0, flowOffICMPType, asm.Byte),
 		asm.JNE.Reg(asm.R2, asm.R3, "slow"),
 	)
-	insns = append(insns, flowTTL()...)
+	insns = append(insns, flowTTL(t)...)
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.R0, flowOffSport, asm.Half),
 		asm.StoreMem(asm.R7, offICMPID, asm.R2, asm.Half),
@@ -570,7 +590,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.StoreImm(asm.R10, stFlowKey+flowKeyOffProto, protoTCP, asm.Word),
 	)
 	insns = append(insns, flowLookup(t)...)
-	insns = append(insns, flowTTL()...)
+	insns = append(insns, flowTTL(t)...)
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.R0, flowOffSport, asm.Word), // both ports
 		asm.StoreMem(asm.R7, offL4, asm.R2, asm.Word),
@@ -586,7 +606,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.StoreImm(asm.R10, stFlowKey+flowKeyOffProto, protoUDP, asm.Word),
 	)
 	insns = append(insns, flowLookup(t)...)
-	insns = append(insns, flowTTL()...)
+	insns = append(insns, flowTTL(t)...)
 	insns = append(insns,
 		asm.LoadMem(asm.R2, asm.R0, flowOffSport, asm.Word), // both ports
 		asm.StoreMem(asm.R7, offL4, asm.R2, asm.Word),

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"strings"
@@ -123,6 +124,17 @@ type Tables struct {
 	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
 	flowGen   *ebpf.Map // array of one u32: the current flow generation (SetFlowGeneration)
 
+	// Outputs (egress.go): the device map the program redirects
+	// through, whether each output is enabled, and the frames the
+	// kernel refused per output; the watcher that fills the last two.
+	devmap     *ebpf.Map
+	egress     *ebpf.Map
+	egressErrs *ebpf.Map
+	devmapID   uint32
+	watchMu    sync.Mutex
+	watchProg  *ebpf.Program
+	watchLink  io.Closer
+
 	maxFlows int
 
 	flowMu sync.Mutex
@@ -166,6 +178,10 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	}
 	t := &Tables{routes: routes, neighbors: neighbors}
 	if err := t.newFlowMaps(maxFlows); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if err := t.newEgressMaps(); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -299,8 +315,9 @@ func (t *Tables) DeleteNeighbor(ifindex int, ip netip.Addr) error {
 // working (the kernel keeps the maps while a program uses them) but can
 // no longer be updated. Close is idempotent.
 //
-// Close also unmaps the flow counters: FlowCounters reads zeros after
-// it.
+// Close also unmaps the flow counters (FlowCounters reads zeros after
+// it) and detaches the redirect watcher (WatchRedirects): refused
+// redirects of programs still running go unnoticed afterwards.
 func (t *Tables) Close() error {
 	t.memMu.Lock()
 	var err0 error
@@ -309,8 +326,16 @@ func (t *Tables) Close() error {
 		t.mem = nil
 	}
 	t.memMu.Unlock()
+	t.watchMu.Lock()
+	var errw error
+	if t.watchLink != nil {
+		errw = errors.Join(t.watchLink.Close(), t.watchProg.Close())
+		t.watchLink, t.watchProg = nil, nil
+	}
+	t.watchMu.Unlock()
 	// ebpf.Map.Close accepts nil receivers and closed descriptors.
-	return errors.Join(err0, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close())
+	return errors.Join(err0, errw, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close(),
+		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close())
 }
 
 // newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels

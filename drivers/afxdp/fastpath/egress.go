@@ -1,0 +1,251 @@
+package fastpath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+)
+
+// Egress: which interfaces the program may redirect to, and how the
+// kernel's refusals are noticed.
+//
+// bpf_redirect's return value says nothing about delivery: the kernel
+// queues the frame after the program returns, and a device that cannot
+// take redirected frames (a veth whose peer runs neither an XDP program
+// nor GRO, a device that is down or lacks ndo_xdp_xmit) makes it drop
+// them there. On Linux 6.x that refusal happens at enqueue time
+// (__xdp_enqueue: -EOPNOTSUPP, -ENETDOWN, -EMSGSIZE), is counted by no
+// veth statistic (ethtool -S shows no xdp_xmit_errors for it), and fires
+// the xdp:xdp_redirect_err tracepoint with the map's type, id and key.
+// So the program redirects through its own device map (fp_devmap: a
+// DEVMAP_HASH keyed by ifindex, whose id no other program uses), and a
+// small raw-tracepoint program on xdp:xdp_redirect_err, which runs on
+// the same CPU right after the failed enqueue, picks out the events of
+// that map id and, in the kernel, marks the output disabled
+// (fp_egress) and counts the lost frame (fp_egress_errors). The XDP
+// program checks fp_egress before it rewrites a frame, so from the next
+// frame on, traffic for that output takes the slow path (the AF_XDP
+// sockets and the graph) instead of being lost. Userspace polls the two
+// maps to report and to re-enable (SetEgress).
+//
+// Frames the kernel drops later, at flush time (ndo_xdp_xmit failing
+// for a full ring: congestion, like a full TX queue), fire
+// xdp:xdp_devmap_xmit instead and are not counted here.
+const (
+	// fp_egress (hash) key: u32 ifindex; value: u32 disabled (0 = the
+	// program may redirect there); i32 err (the last failure's errno,
+	// negative, as the tracepoint reported it).
+	egressValueSize = 8
+	egressOffOff    = 0
+	egressOffErr    = 4
+	// maxEgress bounds the interfaces the fast path redirects to.
+	maxEgress = 4096
+
+	// xdp:xdp_redirect_err arguments (TP_PROTO of xdp_redirect_template:
+	// dev, xdp, tgt, err, map_type, map_id, index), u64 each in a raw
+	// tracepoint's context.
+	tpArgErr   = 3 * 8
+	tpArgMapID = 5 * 8
+	tpArgIndex = 6 * 8
+
+	// RedirectTracepoint is the tracepoint the watcher attaches to.
+	RedirectTracepoint = "xdp_redirect_err"
+)
+
+// newEgressMaps creates fp_devmap, fp_egress and fp_egress_errors.
+func (t *Tables) newEgressMaps() error {
+	var err error
+	if t.devmap, err = newMap(&ebpf.MapSpec{Name: "fp_devmap", Type: ebpf.DevMapHash, KeySize: 4, ValueSize: 4, MaxEntries: maxEgress}); err != nil {
+		return fmt.Errorf("fastpath: creating the device map: %w", err)
+	}
+	if t.egress, err = newMap(&ebpf.MapSpec{Name: "fp_egress", Type: ebpf.Hash, KeySize: 4, ValueSize: egressValueSize, MaxEntries: maxEgress}); err != nil {
+		return fmt.Errorf("fastpath: creating the egress map: %w", err)
+	}
+	if t.egressErrs, err = newMap(&ebpf.MapSpec{Name: "fp_egress_errs", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: maxEgress}); err != nil {
+		return fmt.Errorf("fastpath: creating the egress error map: %w", err)
+	}
+	id, err := t.devmap.ID()
+	if err != nil {
+		return fmt.Errorf("fastpath: the device map's id: %w", err)
+	}
+	t.devmapID = uint32(id)
+	return nil
+}
+
+// watchProgram is the raw-tracepoint program on xdp:xdp_redirect_err:
+// for an event of fp_devmap (map id devmapID), it sets fp_egress[index]
+// disabled with the event's errno and adds 1 to fp_egress_errors[index].
+// Every other event (another program's redirects, XSKMAP failures) is
+// ignored.
+func (t *Tables) watchProgram() asm.Instructions {
+	const stKey, stVal = -4, -16
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R6, tpArgMapID, asm.DWord),
+		asm.LSh.Imm(asm.R2, 32), // the argument is a u32: its low half
+		asm.RSh.Imm(asm.R2, 32),
+		asm.LoadImm(asm.R3, int64(t.devmapID), asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R3, "out"),
+		asm.LoadMem(asm.R2, asm.R6, tpArgIndex, asm.DWord),
+		asm.StoreMem(asm.R10, stKey, asm.R2, asm.Word),
+
+		// fp_egress[index] = {1, err}: the whole value, so that the
+		// XDP program never sees a half-written one.
+		asm.StoreImm(asm.R10, stVal+egressOffOff, 1, asm.Word),
+		asm.LoadMem(asm.R2, asm.R6, tpArgErr, asm.DWord),
+		asm.StoreMem(asm.R10, stVal+egressOffErr, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, t.egress.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stKey),
+		asm.Mov.Reg(asm.R3, asm.R10),
+		asm.Add.Imm(asm.R3, stVal),
+		asm.Mov.Imm(asm.R4, 2), // BPF_EXIST: only outputs SetEgress registered
+		asm.FnMapUpdateElem.Call(),
+
+		asm.LoadMapPtr(asm.R1, t.egressErrs.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, stKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R1, 1),
+		xadd(asm.R0, 0, asm.R1),
+		asm.Mov.Imm(asm.R0, 0).Sym("out"),
+		asm.Return(),
+	}
+}
+
+// WatchRedirects loads the watcher and attaches it to
+// xdp:xdp_redirect_err. Without it nothing notices a device that refuses
+// redirected frames, so callers should keep every output disabled when it
+// fails. The watcher stays attached until Close.
+func (t *Tables) WatchRedirects() error {
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	if t.watchLink != nil {
+		return nil
+	}
+	if t.egress == nil {
+		return errors.New("fastpath: tables closed")
+	}
+	spec := &ebpf.ProgramSpec{Name: "junction_fp_err", Type: ebpf.RawTracepoint, Instructions: t.watchProgram(), License: "GPL"}
+	prog, err := ebpf.NewProgram(spec)
+	if err != nil && isEPERM(err) {
+		raiseMemlock()
+		prog, err = ebpf.NewProgram(spec)
+	}
+	if err != nil {
+		return fmt.Errorf("fastpath: loading the redirect watcher: %w", err)
+	}
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: RedirectTracepoint, Program: prog})
+	if err != nil {
+		prog.Close()
+		return fmt.Errorf("fastpath: attaching the redirect watcher to xdp:%s: %w", RedirectTracepoint, err)
+	}
+	t.watchProg, t.watchLink = prog, l
+	return nil
+}
+
+func egressKey(ifindex int) (uint32, error) {
+	if ifindex <= 0 || ifindex > math.MaxUint32 {
+		return 0, fmt.Errorf("fastpath: bad ifindex %d", ifindex)
+	}
+	return uint32(ifindex), nil
+}
+
+// AddEgress lets the program redirect to ifindex (in the calling
+// thread's network namespace) once enabled: it enters the device map,
+// and fp_egress as disabled unless enabled is true. Routes and flows
+// whose output is not added, or disabled, take the slow path.
+func (t *Tables) AddEgress(ifindex int, enabled bool) error {
+	k, err := egressKey(ifindex)
+	if err != nil {
+		return err
+	}
+	if err := t.devmap.Put(k, k); err != nil {
+		return fmt.Errorf("fastpath: ifindex %d into the device map: %w", ifindex, err)
+	}
+	if err := t.egressErrs.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		return fmt.Errorf("fastpath: ifindex %d error count: %w", ifindex, err)
+	}
+	return t.SetEgress(ifindex, enabled)
+}
+
+// SetEgress enables or disables redirects to an added ifindex.
+func (t *Tables) SetEgress(ifindex int, enabled bool) error {
+	k, err := egressKey(ifindex)
+	if err != nil {
+		return err
+	}
+	v := make([]byte, egressValueSize)
+	if !enabled {
+		binary.NativeEndian.PutUint32(v[egressOffOff:], 1)
+	}
+	return t.egress.Put(k, v)
+}
+
+// RemoveEgress disables ifindex and removes it from the maps; a missing
+// entry is not an error.
+func (t *Tables) RemoveEgress(ifindex int) error {
+	k, err := egressKey(ifindex)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	// Disabled first: a frame that passed the check before the device
+	// map entry goes is the only one that can still miss it.
+	for _, m := range []*ebpf.Map{t.egress, t.devmap, t.egressErrs} {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// EgressState is what the kernel says of one output.
+type EgressState struct {
+	Disabled bool
+	// Err is the errno of the last refused redirect (negative, as the
+	// kernel returned it; 0 if none since the last SetEgress).
+	Err int32
+	// Errors counts the frames the kernel refused since AddEgress: the
+	// program redirected them and they were lost.
+	Errors uint64
+}
+
+// Egress reads the state of an added ifindex.
+func (t *Tables) Egress(ifindex int) (EgressState, error) {
+	k, err := egressKey(ifindex)
+	if err != nil {
+		return EgressState{}, err
+	}
+	var s EgressState
+	v := make([]byte, egressValueSize)
+	if err := t.egress.Lookup(k, &v); err != nil {
+		return s, err
+	}
+	s.Disabled = binary.NativeEndian.Uint32(v[egressOffOff:]) != 0
+	s.Err = int32(binary.NativeEndian.Uint32(v[egressOffErr:]))
+	if err := t.egressErrs.Lookup(k, &s.Errors); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// egressCheck emits "fp_egress[u32 at R10+key] exists and is enabled,
+// else slow". It clobbers R0-R5.
+func (t *Tables) egressCheck(key int16) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, t.egress.FD()),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "slow"),
+		asm.LoadMem(asm.R2, asm.R0, egressOffOff, asm.Word),
+		asm.JNE.Imm(asm.R2, 0, "slow"),
+	}
+}

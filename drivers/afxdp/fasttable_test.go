@@ -1,0 +1,124 @@
+package afxdp
+
+import (
+	"bytes"
+	"log"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/internal/netns"
+)
+
+// TestEgressStates drives one output's state machine (fastTable.step)
+// with a clock of its own: a refused frame (the kernel watcher's mark,
+// set here by hand) turns it off, logged once and counted; it is probed
+// again after 1 s, then after 2 s when refused again, and confirmed
+// after 1 s on; GRO turned off at the veth's peer turns it off without
+// any refused frame, and on again when GRO is back.
+func TestEgressStates(t *testing.T) {
+	netns.RequireRoot(t)
+	netns.RequireTool(t, "ethtool")
+	env := netns.New(t)
+	ns := env.NS("fpst")
+	env.Veth(ns, "out0", ns, "out1", 1)
+	ns.MustRun("ethtool", "-K", "out1", "gro", "on")
+
+	tables, err := fastpath.NewTables(4, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tables.Close()
+	f := &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}
+	var logs bytes.Buffer
+	orig := log.Writer()
+	log.SetOutput(&logs)
+	defer log.SetOutput(orig)
+
+	var o *egressOut
+	if err := ns.Do(func() error {
+		ifi, err := net.InterfaceByName("out0")
+		if err != nil {
+			return err
+		}
+		o, err = f.addOut(ifi.Index, "wan (out0)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer f.removeOut(o)
+	if o.probe == nil {
+		t.Skip("the kernel does not report XDP features")
+	}
+
+	t0 := time.Now()
+	at := func(d time.Duration) { f.mu.Lock(); f.step(o, t0.Add(d)); f.mu.Unlock() }
+	want := func(when string, off bool, disabled uint64) {
+		t.Helper()
+		if o.isOff.Load() != off || o.disabled.Load() != disabled {
+			t.Errorf("%s: off %v, disabled %d; want %v, %d", when, o.isOff.Load(), o.disabled.Load(), off, disabled)
+		}
+		s, err := tables.Egress(o.ifindex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Disabled != off {
+			t.Errorf("%s: the kernel's flag says disabled %v, the driver off %v", when, s.Disabled, off)
+		}
+	}
+	refuse := func() {
+		t.Helper()
+		if err := tables.SetEgress(o.ifindex, false); err != nil { // as the watcher does
+			t.Fatal(err)
+		}
+	}
+	want("after addOut (GRO on at the peer)", false, 0)
+
+	refuse()
+	at(10 * time.Millisecond)
+	want("refused", true, 1)
+	at(500 * time.Millisecond)
+	want("0.5 s later", true, 1)
+	at(1010 * time.Millisecond)
+	want("1 s later: probing", false, 1)
+	refuse()
+	at(1020 * time.Millisecond)
+	want("refused while probing", true, 2)
+	at(2500 * time.Millisecond)
+	want("1.5 s later: backing off 2 s", true, 2)
+	at(3030 * time.Millisecond)
+	want("2 s later: probing", false, 2)
+	at(4100 * time.Millisecond)
+	want("confirmed", false, 2)
+	if n := strings.Count(logs.String(), "refused a frame"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "offloading to this device again"); n != 1 {
+		t.Errorf("the end of the outage was logged %d times, want once:\n%s", n, logs.String())
+	}
+
+	ns.MustRun("ethtool", "-K", "out1", "gro", "off")
+	at(4300 * time.Millisecond)
+	want("GRO off at the peer", true, 3)
+	if !strings.Contains(logs.String(), "lack ndo_xdp_xmit") {
+		t.Errorf("no log line for the missing ndo_xdp_xmit:\n%s", logs.String())
+	}
+	at(4500 * time.Millisecond)
+	want("GRO still off", true, 3)
+	ns.MustRun("ethtool", "-K", "out1", "gro", "on")
+	at(4700 * time.Millisecond)
+	want("GRO on again", false, 3)
+	at(5800 * time.Millisecond)
+	want("confirmed again", false, 3)
+	// A new outage after a confirmed probe backs off 1 s again, not 4.
+	refuse()
+	at(5810 * time.Millisecond)
+	want("refused after the confirmation", true, 4)
+	at(6820 * time.Millisecond)
+	want("1 s later: probing", false, 4)
+	if s, _ := tables.Egress(o.ifindex); s.Errors != 0 {
+		t.Errorf("%d refused frames counted; none was sent", s.Errors)
+	}
+}
