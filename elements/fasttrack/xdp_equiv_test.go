@@ -2,6 +2,7 @@ package fasttrack_test
 
 import (
 	"bytes"
+	"github.com/junction-dataplane/junction/internal/netns"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -50,6 +51,15 @@ func TestRandomEquivalenceXDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tabs.Close()
+	// The program redirects only to outputs in its device map, which holds
+	// real devices: ifindex 5 (kernelFlows' output) is a veth made in a
+	// namespace of the test's own.
+	netns.RequireRoot(t)
+	ns := netns.New(t).NS("fteq")
+	ns.MustRun("ip", "link", "add", "o5", "index", "5", "type", "veth", "peer", "name", "p5", "index", "1005")
+	if err := ns.Do(func() error { return tabs.AddEgress(5, true) }); err != nil {
+		t.Fatal(err)
+	}
 	prog, err := fastpath.NewProgram(tabs, 1, [6]byte{2, 0, 0, 0, 0, 0xb}) // cttest frames' destination MAC
 	if err != nil {
 		t.Fatal(err)
