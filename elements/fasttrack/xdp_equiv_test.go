@@ -2,7 +2,6 @@ package fasttrack_test
 
 import (
 	"bytes"
-	"github.com/junction-dataplane/junction/internal/netns"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
+	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/packet"
 )
 
