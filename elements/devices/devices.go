@@ -57,7 +57,7 @@ func init() {
 		Out:       1,
 		Source:    true,
 		Doc: elements.Doc{
-			Synopsis: "FromDevice(DEVICE)",
+			Synopsis: "FromDevice(DEVICE [, SPREAD])",
 			Summary:  "receives batches from the RX queues of DEVICE that this worker serves",
 			Ports: "no inputs; output 0: every received packet. RX queue i of the device is " +
 				"served by worker i mod workers, so a worker may serve several queues (polled round " +
