@@ -16,7 +16,7 @@ import (
 // needs; a large route table belongs in a routes_file):
 //
 //	graph file size          MaxFileSize      4 MiB (also: read at most this much, so /dev/zero is refused)
-//	nesting depth            MaxDepth         32 levels: table header parts, dotted key parts, arrays and inline tables
+//	nesting depth            MaxDepth         32 levels: table header parts, key parts (in inline tables too) and arrays
 //	string, key or word      MaxStringLen     64 KiB
 //	items in one array       MaxArrayLen      65,536
 //	keys and items in total  MaxValues        262,144 (every key, array item and [[table]] header)
@@ -55,7 +55,7 @@ func checkLimits(src string) *limitError {
 	var (
 		lx       = &tomlLexer{src: src, line: 1}
 		stack    []openValue
-		depth    int    // table parts + statement key parts + sum of 1+key over stack
+		depth    int    // table parts + statement key parts + open arrays + inline table key parts
 		stmtKey  int    // parts of the current statement's key
 		values   int    // keys, items and [[headers]] so far
 		keyPos   = true // the next word starts a key
@@ -147,14 +147,17 @@ func checkLimits(src string) *limitError {
 			if err := item(tok.line); err != nil {
 				return err
 			}
+			// An inline table adds no level of its own: its keys do, as
+			// x = {a = 1} is x.a = 1.
 			stack = append(stack, openValue{line: tok.line})
-			if depth++; depth > MaxDepth {
-				return tooDeep(tok.line)
-			}
 			keyPos = true
 		case ttRBrack, ttRBrace:
 			if n := len(stack); n > 0 {
-				depth -= 1 + stack[n-1].key
+				top := stack[n-1]
+				depth -= top.key
+				if top.array {
+					depth--
+				}
 				stack = stack[:n-1]
 			}
 			keyPos = false
