@@ -236,7 +236,7 @@ func readRoutesFile(file string) (string, error) {
 		return "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file (%v)", file, fi.Mode().Type())
+		return "", fmt.Errorf("%s: not a regular file but %s", file, fileKind(fi.Mode()))
 	}
 	if fi.Size() > MaxRoutesFileSize {
 		return "", fmt.Errorf("%s is %d bytes: at most %d (MaxRoutesFileSize)", file, fi.Size(), MaxRoutesFileSize)
@@ -250,7 +250,7 @@ func readRoutesFile(file string) (string, error) {
 		return "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file (%v)", file, fi.Mode().Type())
+		return "", fmt.Errorf("%s: not a regular file but %s", file, fileKind(fi.Mode()))
 	}
 	// Read into a Builder: its String is the text without a second copy.
 	var b strings.Builder
@@ -274,6 +274,23 @@ func clipQuote(s string) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(strings.ToValidUTF8(s[:80], "")) + "..."
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeDir != 0:
+		return "a directory"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "of mode " + m.Type().String()
 }
 
 func (rs *routeSet) parseFile(text string, limit int) error {

@@ -35,9 +35,9 @@ func TestRoutesFileOnlyRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ file, want string }{
-		{"/dev/zero", "/dev/zero: not a regular file"},
-		{fifo, "fifo: not a regular file"},
-		{dir, "not a regular file"},
+		{"/dev/zero", "/dev/zero: not a regular file but a character device"},
+		{fifo, "fifo: not a regular file but a FIFO"},
+		{dir, "not a regular file but a directory"},
 		{big, "is 268435457 bytes: at most 268435456 (MaxRoutesFileSize)"},
 		{long, `long:2: "` + strings.Repeat("1", 80) + `"...: line of 1048576 bytes, at most 1024`},
 	} {
