@@ -292,6 +292,10 @@ func (l *loader) load(data []byte) {
 		case errors.As(err, &ppe):
 			line, msg = ppe.Position.Line, ppe.Message
 		}
+		// The decoder gives line 0 for some errors at the end of the
+		// input; every error names a line of the file.
+		lines := strings.Count(string(data), "\n") + 1
+		line = min(max(line, 1), lines)
 		l.errorf(line, "", "", "TOML syntax: %s", msg)
 		return
 	}

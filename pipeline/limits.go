@@ -19,7 +19,7 @@ import (
 //	nesting depth            MaxDepth         32 levels: table header parts, key parts (in inline tables too) and arrays
 //	string, key or word      MaxStringLen     64 KiB
 //	items in one array       MaxArrayLen      65,536
-//	keys and items in total  MaxValues        262,144 (every key, array item and [[table]] header)
+//	keys and items in total  MaxValues        131,072 (every key, array item and [[table]] header)
 //	errors reported          MaxErrors        100 (then one line says how many more were found)
 //
 // The limits are checked by a linear pre-scan of the text before the TOML
@@ -37,7 +37,7 @@ const (
 	MaxDepth     = 32
 	MaxStringLen = 64 << 10
 	MaxArrayLen  = 1 << 16
-	MaxValues    = 1 << 18
+	MaxValues    = 1 << 17
 	MaxErrors    = 100
 	MaxQuoted    = 80
 )
