@@ -2,11 +2,16 @@ package configs_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/packet"
@@ -303,5 +308,104 @@ func TestNATGatewayOnMemFastTracks(t *testing.T) {
 			t.Logf("%s: %d packets, counters %v", e.Element, e.Packets, e.Counters)
 		}
 		t.Fatalf("fasttracked %d packets (want ≥ 2 of the last 3), %d of 5 reached 192.168.1.10", fast, toInside)
+	}
+}
+
+// TestHostileRouterFiles: the hostile variants of router.toml that once
+// hung forwarder check or took gigabytes are refused through Load — with
+// the real elements — within 3 s and a memory bound, at the right line,
+// with a short message. The files are generated (some are tens of MB).
+func TestHostileRouterFiles(t *testing.T) {
+	src, err := os.ReadFile("router.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := string(src)
+	routesRE := regexp.MustCompile(`(?s)routes = \[.*?\n\]\n`)
+	if !routesRE.MatchString(base) || !strings.Contains(base, "[graph]") {
+		t.Fatal("router.toml: no routes list or [graph]")
+	}
+	withRoutes := func(entries string) string { return routesRE.ReplaceAllLiteralString(base, entries) }
+	withRules := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[elements.c]\ntype = \"Classifier\"\nrules = [\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  \"udp and dst port %d\",\n", i+1)
+		}
+		b.WriteString("]\n\n[graph]")
+		return strings.Replace(base, "[graph]", b.String(), 1)
+	}
+	routes := func(n, bad int) string {
+		var b strings.Builder
+		b.WriteString("routes = [\n")
+		for i := range n {
+			if i == bad {
+				b.WriteString("  \"10.300.0.0/16 out 1\",\n")
+				continue
+			}
+			fmt.Fprintf(&b, "  \"10.%d.%d.%d/32 out 1\",\n", i>>16&255, i>>8&255, i&255)
+		}
+		b.WriteString("]\n")
+		return withRoutes(b.String())
+	}
+	routesLine := strings.Count(base[:strings.Index(base, "routes = [")], "\n") + 1
+	macLine := strings.Count(base[:strings.Index(base, "mac       =")], "\n") + 1
+	for _, tc := range []struct {
+		name, src string
+		want      string // the only error, after "FILE:"
+		alloc     uint64
+	}{
+		{"routes_file /dev/zero", withRoutes("routes_file = \"/dev/zero\"\n"),
+			fmt.Sprintf(`%d: element "rt" (IPLookup): key "routes_file": /dev/zero: not a regular file but a character device`, routesLine), 32 << 20},
+		{"10 MB mac", strings.Replace(base, `mac       = "02:00:00:00:01:01"`, `mac = "`+strings.Repeat("a", 10<<20)+`"`, 1),
+			"1: file is 10487781 bytes: at most 4194304 (MaxFileSize)", 32 << 20},
+		{"60 KB mac", strings.Replace(base, `mac       = "02:00:00:00:01:01"`, `mac = "`+strings.Repeat("a", 60000)+`"`, 1),
+			fmt.Sprintf(`%d: device "lan" (pcap): key "mac": bad MAC "%s"... (60000 bytes): want aa:bb:cc:dd:ee:ff`, macLine, strings.Repeat("a", 80)), 32 << 20},
+		{"10000 Classifier rules", withRules(10000),
+			fmt.Sprintf(`%d: element "c" (Classifier): key "rules": 10000 rules: at most 1024 per Classifier`, strings.Count(base[:strings.Index(base, "[graph]")], "\n")+3), 64 << 20},
+		{"bad route 10001 of 20000", routes(20000, 10000),
+			fmt.Sprintf(`%d: element "rt" (IPLookup): key "routes": entry 10001 "10.300.0.0/16 out 1": bad prefix`, routesLine+10001), 128 << 20},
+		{"2M routes, 50 MB", routes(2_000_000, 1_000_000),
+			"1: file is ", 32 << 20},
+		{"inline tables 3000 deep", strings.Replace(base, "[graph]", "x = "+strings.Repeat("{a=", 3000)+"1"+strings.Repeat("}", 3000)+"\n[graph]", 1),
+			fmt.Sprintf("%d: nested more than 32 levels deep (MaxDepth)", strings.Count(base[:strings.Index(base, "[graph]")], "\n")+1), 32 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "h.toml")
+			if err := os.WriteFile(file, []byte(tc.src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				err   error
+				alloc uint64
+			}
+			done := make(chan result, 1)
+			start := time.Now()
+			go func() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				_, err := pipeline.Load(file)
+				runtime.ReadMemStats(&after)
+				done <- result{err, after.TotalAlloc - before.TotalAlloc}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(3 * time.Second):
+				t.Fatalf("Load of %d bytes still running after 3 s", len(tc.src))
+			}
+			t.Logf("%d bytes: %v, %d MB allocated", len(tc.src), time.Since(start).Round(time.Millisecond), r.alloc>>20)
+			if r.alloc > tc.alloc {
+				t.Errorf("allocated %d MB, want at most %d MB", r.alloc>>20, tc.alloc>>20)
+			}
+			if r.err == nil {
+				t.Fatal("loaded")
+			}
+			msg := r.err.Error()
+			if !strings.HasPrefix(msg, file+":"+tc.want) || strings.Contains(msg, "\n") || len(msg) > len(file)+300 {
+				t.Fatalf("error:\n%.1000s\nwant the only error: %s:%s...", msg, file, tc.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"reflect"
@@ -39,13 +40,13 @@ func (e *ConfigError) Error() string {
 	}
 	switch {
 	case e.Device != "":
-		fmt.Fprintf(&b, "device %q", e.Device)
+		fmt.Fprintf(&b, "device %s", quoteValue(e.Device))
 		if e.Type != "" {
 			fmt.Fprintf(&b, " (%s)", e.Type)
 		}
 		b.WriteString(": ")
 	case e.Element != "":
-		fmt.Fprintf(&b, "element %q", e.Element)
+		fmt.Fprintf(&b, "element %s", quoteValue(e.Element))
 		if e.Type != "" {
 			fmt.Fprintf(&b, " (%s)", e.Type)
 		}
@@ -55,11 +56,11 @@ func (e *ConfigError) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, "key %q: ", e.Key)
+		fmt.Fprintf(&b, "key %s: ", quoteValue(e.Key))
 	}
 	b.WriteString(e.Msg)
 	if e.Suggest != "" {
-		fmt.Fprintf(&b, ", did you mean %q?", e.Suggest)
+		fmt.Fprintf(&b, ", did you mean %s?", quoteValue(e.Suggest))
 	}
 	return b.String()
 }
@@ -85,11 +86,25 @@ func (l ErrorList) Unwrap() []error {
 	return out
 }
 
-// Load reads the graph file at path and parses it (see Parse).
+// Load reads the graph file at path and parses it (see Parse). It reads at
+// most MaxFileSize bytes and one more: a larger file (or an endless one,
+// such as /dev/zero) is refused without being read to its end.
 func Load(path string) (*Graph, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		msg := fmt.Sprintf("file larger than %d bytes (MaxFileSize)", MaxFileSize)
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			msg = fmt.Sprintf("file is %d bytes: at most %d (MaxFileSize)", fi.Size(), MaxFileSize)
+		}
+		return nil, ErrorList{{Pos: Pos{File: path, Line: 1}, Msg: msg}}
 	}
 	return Parse(path, data)
 }
@@ -102,6 +117,11 @@ func Parse(file string, data []byte) (*Graph, error) {
 	l.load(data)
 	if len(l.errs) > 0 {
 		sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Pos.Line < l.errs[j].Pos.Line })
+		if n := len(l.errs); n > MaxErrors {
+			more := &ConfigError{Pos: l.errs[MaxErrors].Pos,
+				Msg: fmt.Sprintf("and %d more errors from here on (at most %d are reported: MaxErrors)", n-MaxErrors, MaxErrors)}
+			l.errs = append(l.errs[:MaxErrors:MaxErrors], more)
+		}
 		return nil, l.errs
 	}
 	return l.g, nil
@@ -172,7 +192,47 @@ type linkDecl struct {
 
 func (l *loader) at(line int) Pos { return Pos{File: l.file, Line: line} }
 
-func (l *loader) add(e *ConfigError) { l.errs = append(l.errs, e) }
+// add records an error, its message cut to a readable size (a value it
+// quotes may be as long as MaxStringLen).
+func (l *loader) add(e *ConfigError) {
+	e.Msg = clipMessage(e.Msg)
+	l.errs = append(l.errs, e)
+}
+
+// entryLine returns the line of the array item that msg is about — an
+// element's "entry N ..." or the loader's own "item N: ..." — in the array
+// at path, or line if msg names no item or the array's items have no
+// known lines. An error about one route of thousands names that route's
+// line, not the line of "routes = [".
+func (l *loader) entryLine(line int, msg string, path ...string) int {
+	i, ok := entryIndex(msg)
+	if !ok {
+		return line
+	}
+	if ls := l.pos.items[pathKey(path...)]; i < len(ls) {
+		return ls[i]
+	}
+	return line
+}
+
+// entryIndex reads the 0-based index N-1 of a message starting "entry N"
+// or "item N".
+func entryIndex(msg string) (int, bool) {
+	for _, prefix := range []string{"entry ", "item "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		n, j := 0, 0
+		for ; j < len(rest) && j < 9 && rest[j] >= '0' && rest[j] <= '9'; j++ {
+			n = n*10 + int(rest[j]-'0')
+		}
+		if j > 0 && n >= 1 && (j == len(rest) || rest[j] == ' ' || rest[j] == ':') {
+			return n - 1, true
+		}
+	}
+	return 0, false
+}
 
 func (l *loader) errorf(line int, key, suggest, format string, args ...any) {
 	l.add(&ConfigError{Pos: l.at(line), Key: key, Msg: fmt.Sprintf(format, args...), Suggest: suggest})
@@ -216,6 +276,11 @@ func sortedKeys(m map[string]any) []string {
 }
 
 func (l *loader) load(data []byte) {
+	// The limits first: a depth bomb is slow in the TOML decoder itself.
+	if le := checkLimits(string(data)); le != nil {
+		l.errorf(le.line, "", "", "%s", le.msg)
+		return
+	}
 	var top map[string]any
 	if _, err := toml.Decode(string(data), &top); err != nil {
 		line, msg := 0, err.Error()
@@ -227,6 +292,10 @@ func (l *loader) load(data []byte) {
 		case errors.As(err, &ppe):
 			line, msg = ppe.Position.Line, ppe.Message
 		}
+		// The decoder gives line 0 for some errors at the end of the
+		// input; every error names a line of the file.
+		lines := strings.Count(string(data), "\n") + 1
+		line = min(max(line, 1), lines)
 		l.errorf(line, "", "", "TOML syntax: %s", msg)
 		return
 	}
@@ -372,7 +441,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		}
 		drv, ok := drivers.Lookup(s)
 		if !ok {
-			l.devErr(d, keyLine("driver"), "driver", suggest(s, driverNames), "unknown driver %q (drivers: %s)", s, strings.Join(driverNames, ", "))
+			l.devErr(d, keyLine("driver"), "driver", suggest(s, driverNames), "unknown driver %s (drivers: %s)", quoteValue(s), strings.Join(driverNames, ", "))
 			break
 		}
 		d.Driver = drv
@@ -398,13 +467,13 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		case "addresses":
 			var list []string
 			if err := setValue(reflect.ValueOf(&list).Elem(), v); err != nil {
-				l.devErr(d, line, k, "", "%v", err)
+				l.devErr(d, l.entryLine(line, err.Error(), "devices", d.Name, k), k, "", "%v", err)
 				continue
 			}
 			for i, s := range list {
 				p, err := netip.ParsePrefix(s)
 				if err != nil {
-					l.devErr(d, l.pos.item(i, "devices", d.Name, k), k, "", "bad address %q: want ADDRESS/LENGTH, e.g. \"10.1.0.1/24\"", s)
+					l.devErr(d, l.pos.item(i, "devices", d.Name, k), k, "", "bad address %s: want ADDRESS/LENGTH, e.g. \"10.1.0.1/24\"", quoteValue(s))
 					continue
 				}
 				d.Addresses = append(d.Addresses, p)
@@ -417,7 +486,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 			}
 			mac, ok := packet.ParseMAC(s)
 			if !ok {
-				l.devErr(d, line, k, "", "bad MAC %q: want aa:bb:cc:dd:ee:ff", s)
+				l.devErr(d, line, k, "", "bad MAC %s: want aa:bb:cc:dd:ee:ff", quoteValue(s))
 				continue
 			}
 			d.MAC = mac
@@ -432,7 +501,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 				continue
 			}
 			if err := setValue(fieldValue(cfgV, f), v); err != nil {
-				l.devErr(d, line, k, "", "%v", err)
+				l.devErr(d, l.entryLine(line, err.Error(), "devices", d.Name, k), k, "", "%v", err)
 			}
 		}
 	}
@@ -446,7 +515,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 			if errors.As(err, &ke) {
 				key, msg = ke.Key, ke.Err.Error()
 				if _, given := tbl[ke.Key]; given {
-					line = keyLine(ke.Key)
+					line = l.entryLine(keyLine(ke.Key), msg, "devices", d.Name, ke.Key)
 				}
 			}
 			l.devErr(d, line, key, "", "%s", msg)
@@ -553,7 +622,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 	t, ok := elements.Lookup(typ)
 	if !ok {
 		ei.bad = true
-		l.elemErr(ei, ei.line("type"), "type", suggest(typ, elements.Names()), "unknown element type %q", typ)
+		l.elemErr(ei, ei.line("type"), "type", suggest(typ, elements.Names()), "unknown element type %s", quoteValue(typ))
 		return
 	}
 	ei.Type = t
@@ -609,7 +678,7 @@ func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
 		}
 		ei.given[k] = true
 		if err := setValue(fieldValue(rv, f), tbl[k]); err != nil {
-			l.elemErr(ei, ei.line(k), k, "", "%v", err)
+			l.elemErr(ei, l.entryLine(ei.line(k), err.Error(), "elements", ei.Name, k), k, "", "%v", err)
 		}
 	}
 	l.finish(ei, ei.Pos.Line, len(l.errs) > n)
@@ -688,6 +757,7 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 				top, _, _ := strings.Cut(ke.Key, ".")
 				if ei.declared && ei.given[top] {
 					eline = ei.line(ke.Key)
+					eline = l.entryLine(eline, msg, append([]string{"elements", ei.Name}, strings.Split(ke.Key, ".")...)...)
 				}
 			}
 			l.elemErr(ei, eline, key, "", "%s", msg)

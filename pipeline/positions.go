@@ -39,10 +39,17 @@ func (p *positions) item(i int, parts ...string) int {
 	return p.line(parts...)
 }
 
+// set records line for path parts and for every prefix not yet known
+// ([elements.rt] also opens "elements"). The keys are built in one buffer:
+// the cost is the length of the path, not its square.
 func (p *positions) set(line int, parts []string) {
-	// Record every prefix too: [elements.rt] also opens "elements".
-	for n := 1; n <= len(parts); n++ {
-		k := pathKey(parts[:n]...)
+	var b strings.Builder
+	for n, part := range parts {
+		if n > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(part)
+		k := b.String()
 		if _, ok := p.keys[k]; !ok {
 			p.keys[k] = line
 		}
@@ -71,9 +78,18 @@ type tomlTok struct {
 }
 
 type tomlLexer struct {
-	src  string
-	i    int
-	line int
+	src     string
+	i       int
+	line    int
+	lastLen int // bytes of the last string or bare word as written
+}
+
+// peek returns the next byte, 0 at the end.
+func (lx *tomlLexer) peek() byte {
+	if lx.i < len(lx.src) {
+		return lx.src[lx.i]
+	}
+	return 0
 }
 
 func (lx *tomlLexer) next() tomlTok {
@@ -114,8 +130,10 @@ func (lx *tomlLexer) next() tomlTok {
 			lx.i++
 			t.kind = ttComma
 		case '"', '\'':
+			start := lx.i
 			t.kind = ttString
 			t.s = lx.str(c)
+			lx.lastLen = lx.i - start
 		default:
 			start := lx.i
 			for lx.i < len(lx.src) && !strings.ContainsRune(" \t\r\n[]{}=,#\"'", rune(lx.src[lx.i])) {
@@ -123,6 +141,7 @@ func (lx *tomlLexer) next() tomlTok {
 			}
 			t.kind = ttBare
 			t.s = lx.src[start:lx.i]
+			lx.lastLen = len(t.s)
 		}
 		return t
 	}

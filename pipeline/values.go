@@ -183,7 +183,7 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 		case string:
 			d, err := time.ParseDuration(x)
 			if err != nil {
-				return fmt.Errorf("bad duration %q (want e.g. \"1s\", \"250ms\")", x)
+				return fmt.Errorf("bad duration %s (want e.g. \"1s\", \"250ms\")", quoteValue(x))
 			}
 			dst.SetInt(int64(d))
 			return nil
@@ -205,7 +205,7 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			return mismatch(dst, v)
 		}
 		if err := tu.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("bad value %q: %v", s, err)
+			return fmt.Errorf("bad value %s: %v", quoteValue(s), err)
 		}
 		return nil
 	}
@@ -348,18 +348,18 @@ func setText(dst reflect.Value, s string) error {
 	if t == durationType {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("bad duration %q (want e.g. 1s, 250ms)", s)
+			return fmt.Errorf("bad duration %s (want e.g. 1s, 250ms)", quoteValue(s))
 		}
 		dst.SetInt(int64(d))
 		return nil
 	}
 	if tu, ok := textUnmarshaler(dst); ok {
 		if err := tu.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("bad value %q: %v", s, err)
+			return fmt.Errorf("bad value %s: %v", quoteValue(s), err)
 		}
 		return nil
 	}
-	bad := func() error { return fmt.Errorf("want %s, got %q", wantName(t), s) }
+	bad := func() error { return fmt.Errorf("want %s, got %s", wantName(t), quoteValue(s)) }
 	switch t.Kind() {
 	case reflect.String:
 		dst.SetString(s)

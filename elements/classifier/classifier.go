@@ -38,10 +38,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// maxRules keeps every port number, "no match" included, in the packet's
-// 16-bit Port annotation.
-const maxRules = 1<<16 - 1
-
 // compileRules parses rules (rule i feeds output i) into a program. The
 // error is a *ParseError for the first bad rule.
 func compileRules(rules []string) (*program, error) {
@@ -49,7 +45,7 @@ func compileRules(rules []string) (*program, error) {
 		return nil, errors.New("required: at least one rule (one per output port)")
 	}
 	if len(rules) > maxRules {
-		return nil, fmt.Errorf("%d rules: at most %d", len(rules), maxRules)
+		return nil, fmt.Errorf("%d rules: at most %d per Classifier", len(rules), maxRules)
 	}
 	trees := make([]*node, len(rules))
 	for i, r := range rules {

@@ -1,9 +1,9 @@
 package ip
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"slices"
@@ -204,11 +204,11 @@ func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) 
 		rs.lines = append(rs.lines, -int32(i+1))
 	}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		text, err := readRoutesFile(file)
 		if err != nil {
 			return nil, elements.Errorf("routes_file", "%v", err)
 		}
-		if err := rs.parseFile(data, limit); err != nil {
+		if err := rs.parseFile(text, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -221,14 +221,85 @@ func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) 
 	return rs, nil
 }
 
-func (rs *routeSet) parseFile(data []byte, limit int) error {
+// MaxRoutesFileSize bounds a routes_file: at about 50 bytes a line, room
+// for DefaultMaxRoutes routes with their next hops.
+const MaxRoutesFileSize = 256 << 20
+
+// readRoutesFile reads a routes file whole. Only a regular file of at most
+// MaxRoutesFileSize bytes is read: a device (/dev/zero), a FIFO (whose
+// open would wait for a writer) or a directory is refused before it is
+// opened, and a file that grows past the bound while it is read is
+// refused rather than read on.
+func readRoutesFile(file string) (string, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file but %s", file, fileKind(fi.Mode()))
+	}
+	if fi.Size() > MaxRoutesFileSize {
+		return "", fmt.Errorf("%s is %d bytes: at most %d (MaxRoutesFileSize)", file, fi.Size(), MaxRoutesFileSize)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file but %s", file, fileKind(fi.Mode()))
+	}
+	// Read into a Builder: its String is the text without a second copy.
+	var b strings.Builder
+	b.Grow(int(min(fi.Size(), MaxRoutesFileSize)) + 1)
+	if _, err := io.Copy(&b, io.LimitReader(f, MaxRoutesFileSize+1)); err != nil {
+		return "", err
+	}
+	if b.Len() > MaxRoutesFileSize {
+		return "", fmt.Errorf("%s grew past %d bytes while read (MaxRoutesFileSize)", file, MaxRoutesFileSize)
+	}
+	return b.String(), nil
+}
+
+// maxRouteLine bounds one line of a routes file: a route with a dozen
+// IPv6 next hops fits many times over, and no error message quotes more.
+const maxRouteLine = 1024
+
+// clipQuote quotes s for an error message, cut to 80 bytes.
+func clipQuote(s string) string {
+	if len(s) <= 80 {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:80], "")) + "..."
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeDir != 0:
+		return "a directory"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "of mode " + m.Type().String()
+}
+
+func (rs *routeSet) parseFile(text string, limit int) error {
 	// A rough count of lines sizes the slices once.
-	if n := bytes.Count(data, []byte{'\n'}) + 1; n < 1<<26 {
+	if n := strings.Count(text, "\n") + 1; n < 1<<26 {
 		rs.routes = slices.Grow(rs.routes, n)
 		rs.lines = slices.Grow(rs.lines, n)
 	}
 	line := int32(0)
-	text := string(data) // one copy; lines are substrings of it
 	for len(text) > 0 {
 		line++
 		var l string
@@ -243,6 +314,9 @@ func (rs *routeSet) parseFile(data []byte, limit int) error {
 		s := strings.TrimSpace(l)
 		if s == "" {
 			continue
+		}
+		if len(s) > maxRouteLine {
+			return elements.Errorf("routes_file", "%s:%d: %s: line of %d bytes, at most %d", rs.file, line, clipQuote(s), len(s), maxRouteLine)
 		}
 		r, err := ParseRoute(s)
 		if err != nil {
