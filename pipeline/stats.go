@@ -88,25 +88,56 @@ type DeviceCounter struct {
 	Value uint64 `json:"value"`
 }
 
-// Totals sum the snapshot. RX counts packets that entered the graph through
-// its sources; TX what the devices report sent (driver counters named "tx"
-// or "tx_packets"); Drops every element drop plus the devices' transmit
+// Totals sum the snapshot.
+//
+// RX counts the packets the sources took from their devices: what they
+// pushed into the graph, what they dropped before pushing it (their own
+// drop reasons: FromDevice's "spread full"), and what one worker's
+// FromDevice handed to another's that has not pushed it yet (InFlight).
+// TX is what the devices report sent (driver counters named "tx" or
+// "tx_packets"); Drops every element drop plus the devices' transmit
 // losses (counters whose name starts with "tx" and mentions "drop" or
-// "error": "tx_dropped", "tx_errors", "tx drops"). On a drained graph with
-// nothing held, RX + packets elements created == TX + Drops.
+// "error": "tx_dropped", "tx_errors", "tx drops").
+//
+// The invariant, at any instant up to the skew of reading counters one
+// after another, and exactly on a graph that has stopped:
+//
+//	RX + packets elements created = TX + Drops + InFlight + packets elements hold
+//
+// Elements create packets from the worker's pool (Tee's copies, ARP
+// requests) and hold some for a while (ARPQuerier's packets waiting for a
+// resolution); neither is in the totals, as no counter names them all. A
+// drained graph holds nothing and has nothing in flight.
 type Totals struct {
 	RX    uint64 `json:"rx_packets"`
 	TX    uint64 `json:"tx_packets"`
 	Drops uint64 `json:"drops"`
+	// InFlight is what sources have received and passed between workers
+	// but not yet pushed into the graph: FromDevice's handoff rings
+	// ("handed off" less "handed in"). A run that stops with packets in
+	// them frees them at close; they stay here.
+	InFlight uint64 `json:"in_flight_packets"`
 	// FastPath is what devices forwarded themselves, in the kernel
 	// (afxdp fastpath): packets the graph never saw, so not in RX or TX.
 	FastPath uint64 `json:"fastpath_packets"`
 }
 
+// The counters of a source element that move packets between workers
+// (FromDevice's spreading): a packet is handed off by the worker that
+// received it and handed in (pushed) by the one that owns its flow.
+const (
+	counterHandedOff = "handed off"
+	counterHandedIn  = "handed in"
+)
+
 // Snapshot reads every counter. It may be called at any time, from any
 // goroutine: workers only ever add to the counters it loads.
 func (r *Router) Snapshot() *Snapshot {
 	s := &Snapshot{}
+	// Handed-off packets are counted in RX from the start; handed-in ones
+	// were counted when handed off, not again when pushed. Signed: the
+	// counters are read one after another while workers run.
+	var handedOff, handedIn uint64
 	if !r.start.IsZero() {
 		s.Uptime = time.Since(r.start)
 	}
@@ -121,15 +152,23 @@ func (r *Router) Snapshot() *Snapshot {
 			if e.Type != nil {
 				es.Type = e.Type.Name
 			}
+			source := e.Type != nil && e.Type.Source
 			for _, c := range st.Counters() {
 				es.Counters = append(es.Counters, Counter{Name: c.Name, Drop: c.Drop, Value: c.Value})
-				if c.Drop {
+				switch {
+				case c.Drop:
 					es.Drops += c.Value
+				case source && c.Name == counterHandedOff:
+					handedOff += c.Value
+				case source && c.Name == counterHandedIn:
+					handedIn += c.Value
 				}
 			}
 			es.fill()
-			if e.Type != nil && e.Type.Source {
-				s.Totals.RX += es.Packets
+			if source {
+				// A source's drops are packets it received and never
+				// pushed ("spread full"): received all the same.
+				s.Totals.RX += es.Packets + es.Drops
 			}
 			s.Totals.Drops += es.Drops
 			s.Elements = append(s.Elements, es)
@@ -141,6 +180,12 @@ func (r *Router) Snapshot() *Snapshot {
 		ws.Busy = share(ws.BusyNanos, ws.IdleNanos)
 		s.Workers = append(s.Workers, ws)
 	}
+	// Pushed (in Packets) and handed in are one packet counted on two
+	// workers; read apart, in may briefly run ahead of off.
+	if handedOff > handedIn {
+		s.Totals.InFlight = handedOff - handedIn
+	}
+	s.Totals.RX = max(s.Totals.RX+handedOff, handedIn) - handedIn
 	for i, d := range r.devices {
 		if d == nil {
 			continue
@@ -296,7 +341,11 @@ func (s *Snapshot) WriteTable(w io.Writer) error {
 	if s.Totals.FastPath > 0 {
 		fmt.Fprintf(w, "fast path: %d packets forwarded by the devices in the kernel, never in the graph (not in the total below)\n", s.Totals.FastPath)
 	}
-	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops)
+	var inFlight string
+	if s.Totals.InFlight > 0 {
+		inFlight = fmt.Sprintf("  in flight %d", s.Totals.InFlight)
+	}
+	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d%s\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops, inFlight)
 	return err
 }
 

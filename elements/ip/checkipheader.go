@@ -1,6 +1,8 @@
 package ip
 
 import (
+	"encoding/binary"
+	"slices"
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -11,6 +13,12 @@ import (
 type CheckIPHeaderConfig struct {
 	BadSrc   []string `toml:"badsrc"`
 	Checksum bool     `toml:"checksum"`
+	// ForwardOnly: the packets are on their way to be forwarded, so
+	// destinations no router forwards fail (RFC 1812 5.3.7).
+	ForwardOnly bool `toml:"forward_only"`
+	// Devices name the router's own devices: packets to the directed
+	// broadcast address of one of their subnets fail.
+	Devices []string `toml:"devices"`
 
 	badsrc []prefix4
 }
@@ -47,6 +55,10 @@ const (
 	chkLenFrame
 	chkChecksum
 	chkMartian
+	chkLimitedBcast
+	chkMulticast
+	chkMartianDst
+	chkDirectedBcast
 	chkN
 )
 
@@ -59,17 +71,22 @@ var checkNames = [chkN]string{
 	chkLenFrame: "total length beyond frame",
 	chkChecksum: "bad checksum",
 	chkMartian:  "martian source",
+	// Destinations, checked only with forward_only.
+	chkLimitedBcast:  "limited broadcast",
+	chkMulticast:     "multicast destination",
+	chkMartianDst:    "martian destination",
+	chkDirectedBcast: "directed broadcast",
 }
 
 func init() {
 	elements.Register(elements.Type{
 		Name:      "CheckIPHeader",
-		NewConfig: func() any { return &CheckIPHeaderConfig{Checksum: true} },
+		NewConfig: func() any { return &CheckIPHeaderConfig{Checksum: true, ForwardOnly: true} },
 		New:       newCheckIPHeader,
 		In:        1, Out: 2,
 		Optional: []int{1},
 		Doc: elements.Doc{
-			Synopsis: "CheckIPHeader([badsrc], [checksum])",
+			Synopsis: "CheckIPHeader([badsrc], [checksum], [forward_only], [devices])",
 			Summary:  "checks IPv4 headers; bad packets go to output 1 or are dropped",
 			Ports: "input 0: frames with an IPv4 header at the L3 offset.\n" +
 				"output 0: packets that pass every check, trimmed to the IP total length.\n" +
@@ -77,11 +94,21 @@ func init() {
 			Keys: []elements.Key{
 				{Name: "badsrc", Type: "[]string", Doc: "extra source prefixes (CIDR) to treat as martian, besides RFC 1812's"},
 				{Name: "checksum", Type: "bool", Default: "true", Doc: "verify the header checksum; false trusts it (e.g. a NIC checked it)"},
+				{Name: "forward_only", Type: "bool", Default: "true", Doc: "the packets are to be forwarded: destinations a router never forwards " +
+					"fail (limited broadcast, multicast, 0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4, and the directed broadcasts of devices). " +
+					"false checks only the header and the source, for a CheckIPHeader in front of a path that delivers broadcast or " +
+					"multicast to the router itself (DHCP, a routing protocol)"},
+				{Name: "devices", Type: "device", Doc: "the router's devices: with forward_only, a packet to the directed broadcast " +
+					"address of one of their IPv4 subnets (their addresses key; not /31 or /32) fails. Name them all: the element " +
+					"sees only the devices named here"},
 			},
 			Stats: "One counter per failed check, counted whether the packet goes to output 1 or is dropped: " +
 				"\"too short\" (no 20 bytes at L3), \"bad version\" (not 4), \"bad ihl\" (IHL < 5), " +
 				"\"ihl beyond frame\", \"bad total length\" (total length < header length), " +
-				"\"total length beyond frame\", \"bad checksum\", \"martian source\". " +
+				"\"total length beyond frame\", \"bad checksum\", \"martian source\"; with forward_only, by destination: " +
+				"\"limited broadcast\" (255.255.255.255), \"multicast destination\" (224.0.0.0/4), " +
+				"\"martian destination\" (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4 but the limited broadcast), " +
+				"\"directed broadcast\" (the broadcast address of a subnet of devices). " +
 				"Drops are counted under \"unconnected output 1\" when output 1 is unconnected.",
 			Example: "[elements.chk]\ntype = \"CheckIPHeader\"\nbadsrc = [\"192.0.2.0/24\"]\n\n" +
 				"[graph]\nlinks = [\"cls[1] -> chk -> DecTTL -> rt\", \"chk[1] -> Print(bad) -> Discard\"]",
@@ -91,7 +118,14 @@ func init() {
 				"fits in the frame (Ethernet padding after it is fine, and is trimmed away); the header " +
 				"checksum verifies (unless checksum = false); the source is not martian (RFC 1812 5.3.7: " +
 				"0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 multicast, 240.0.0.0/4 reserved including " +
-				"255.255.255.255, plus the badsrc prefixes). Elements after CheckIPHeader may trust the " +
+				"255.255.255.255, plus the badsrc prefixes); with forward_only (the default), the destination " +
+				"is one a router may forward (RFC 1812 5.3.7, 4.2.2.11 and 5.3.5: not the limited broadcast " +
+				"255.255.255.255, which is for the router itself and never forwarded; not multicast, which a " +
+				"unicast router does not route; not 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4; and not the directed " +
+				"broadcast of a subnet of the devices named, whose forwarding RFC 2644 turns off by default). " +
+				"Put packets the router itself receives by broadcast or multicast (DHCP, RIP, OSPF) on their own " +
+				"path before the CheckIPHeader of the forwarding path, or give that path's CheckIPHeader " +
+				"forward_only = false. Elements after CheckIPHeader may trust the " +
 				"header's length fields. IP options are not interpreted.",
 		},
 	})
@@ -104,12 +138,39 @@ type CheckIPHeader struct {
 	counts     [chkN]*atomic.Uint64
 	checksum   bool
 	badsrc     []prefix4
+	fwdOnly    bool
+	// bcasts are the directed broadcast addresses of the devices'
+	// subnets; every one has the bits of bcastLow set, a quick filter
+	// that passes one destination in 2^(host bits of the smallest subnet).
+	bcasts   []uint32
+	bcastLow uint32
 }
 
 func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*CheckIPHeaderConfig)
 	e := &CheckIPHeader{out0: ctx.Outputs[0], out1: ctx.Outputs[1], bad: packet.NewBatch(ctx.Batch),
-		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...)}
+		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0)}
+	for _, name := range c.Devices {
+		if ctx.Devices == nil {
+			return nil, elements.Errorf("devices", "no device %q", name)
+		}
+		dev, _, ok := ctx.Devices.Device(name)
+		if !ok || dev == nil {
+			return nil, elements.Errorf("devices", "no device %q", name)
+		}
+		for _, p := range dev.Info().Addresses {
+			if !p.Addr().Is4() || p.Bits() > 30 {
+				continue // /31 and /32 have no broadcast address (RFC 3021)
+			}
+			host := uint32(1)<<(32-p.Bits()) - 1
+			a := p.Addr().As4()
+			b := binary.BigEndian.Uint32(a[:]) | host
+			if !slices.Contains(e.bcasts, b) {
+				e.bcasts = append(e.bcasts, b)
+			}
+			e.bcastLow &= host
+		}
+	}
 	// The reasons are plain counters, not drop reasons: a bad packet is
 	// dropped only if output 1 is unconnected, and then that output counts
 	// the drop itself; counting it here as a drop too would count it twice.
@@ -154,9 +215,38 @@ func (e *CheckIPHeader) check(p *packet.Packet) int {
 			return chkMartian
 		}
 	}
+	if e.fwdOnly {
+		if r := e.checkDst(h.DstU32()); r >= 0 {
+			return r
+		}
+	}
 	// Trim link-layer padding so that later elements see the IP packet's
 	// true end (as Click's CheckIPHeader does).
 	p.Data = p.Data[:int(p.L3)+tl]
+	return -1
+}
+
+// checkDst returns the failed destination check, or -1. A unicast
+// destination costs one compare on its first octet, plus one on its low
+// bits when devices are named.
+func (e *CheckIPHeader) checkDst(dst uint32) int {
+	if f := dst >> 24; f == 0 || f == 127 || f >= 224 {
+		switch {
+		case dst == 0xffffffff:
+			return chkLimitedBcast
+		case f < 240 && f >= 224:
+			return chkMulticast
+		default:
+			return chkMartianDst
+		}
+	}
+	if len(e.bcasts) > 0 && dst&e.bcastLow == e.bcastLow {
+		for _, b := range e.bcasts {
+			if dst == b {
+				return chkDirectedBcast
+			}
+		}
+	}
 	return -1
 }
 

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"net/netip"
+	"strings"
 	"testing"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/packet"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/elementtest"
@@ -15,6 +20,13 @@ func TestCheckIPHeader(t *testing.T) {
 	setSrc := func(a ...byte) func([]byte) []byte {
 		return func(f []byte) []byte { copy(f[26:30], a); return fixIPChecksum(f) }
 	}
+	setDst := func(a ...byte) func([]byte) []byte {
+		return func(f []byte) []byte { copy(f[30:34], a); return fixIPChecksum(f) }
+	}
+	// The devices of TestCheckIPHeaderDevices' world: lan 10.1.0.1/24 and
+	// wan 10.2.0.1/16, 198.51.100.1/31 and 192.0.2.1/32.
+	withDevs := &CheckIPHeaderConfig{Checksum: true, ForwardOnly: true, Devices: []string{"lan", "wan"}}
+	noFwdOnly := &CheckIPHeaderConfig{Checksum: true, ForwardOnly: false, Devices: []string{"lan", "wan"}}
 	tests := []struct {
 		name   string
 		cfg    *CheckIPHeaderConfig
@@ -59,6 +71,42 @@ func TestCheckIPHeader(t *testing.T) {
 			frame: good, out: 1, reason: "martian source"},
 		{name: "badsrc no match", cfg: &CheckIPHeaderConfig{Checksum: true, BadSrc: []string{"10.0.0.2/32", "11.0.0.0/8"}},
 			frame: good, out: 0},
+		// RFC 1812 5.3.7 and 4.2.2.11: destinations a router never forwards.
+		{name: "dst limited broadcast", frame: edit(good, setDst(255, 255, 255, 255)), out: 1, reason: "limited broadcast"},
+		{name: "dst multicast", frame: edit(good, setDst(239, 1, 1, 1)), out: 1, reason: "multicast destination"},
+		{name: "dst multicast first", frame: edit(good, setDst(224, 0, 0, 0)), out: 1, reason: "multicast destination"},
+		{name: "dst link-local multicast", frame: edit(good, setDst(224, 0, 0, 5)), out: 1, reason: "multicast destination"},
+		{name: "dst multicast last", frame: edit(good, setDst(239, 255, 255, 255)), out: 1, reason: "multicast destination"},
+		{name: "dst 0.0.0.0", frame: edit(good, setDst(0, 0, 0, 0)), out: 1, reason: "martian destination"},
+		{name: "dst 0.255.255.255", frame: edit(good, setDst(0, 255, 255, 255)), out: 1, reason: "martian destination"},
+		{name: "dst loopback", frame: edit(good, setDst(127, 0, 0, 1)), out: 1, reason: "martian destination"},
+		{name: "dst loopback last", frame: edit(good, setDst(127, 255, 255, 255)), out: 1, reason: "martian destination"},
+		{name: "dst class e", frame: edit(good, setDst(240, 0, 0, 1)), out: 1, reason: "martian destination"},
+		{name: "dst class e last but one", frame: edit(good, setDst(255, 255, 255, 254)), out: 1, reason: "martian destination"},
+		{name: "dst 1.0.0.0 ok", frame: edit(good, setDst(1, 0, 0, 0)), out: 0},
+		{name: "dst 126.255.255.255 ok", frame: edit(good, setDst(126, 255, 255, 255)), out: 0},
+		{name: "dst 128.0.0.0 ok", frame: edit(good, setDst(128, 0, 0, 0)), out: 0},
+		{name: "dst 223.255.255.255 ok", frame: edit(good, setDst(223, 255, 255, 255)), out: 0},
+		// A martian source is named before a bad destination.
+		{name: "src and dst martian", frame: edit(good, func(f []byte) []byte {
+			copy(f[26:34], []byte{127, 0, 0, 1, 255, 255, 255, 255})
+			return fixIPChecksum(f)
+		}), out: 1, reason: "martian source"},
+		{name: "forward_only off: limited broadcast passes", cfg: noFwdOnly, frame: edit(good, setDst(255, 255, 255, 255)), out: 0},
+		{name: "forward_only off: multicast passes", cfg: noFwdOnly, frame: edit(good, setDst(224, 0, 0, 9)), out: 0},
+		{name: "forward_only off: loopback passes", cfg: noFwdOnly, frame: edit(good, setDst(127, 0, 0, 1)), out: 0},
+		{name: "forward_only off: directed broadcast passes", cfg: noFwdOnly, frame: edit(good, setDst(10, 1, 0, 255)), out: 0},
+		// Directed broadcasts of the devices' subnets (RFC 2644: not
+		// forwarded by default).
+		{name: "directed broadcast lan", cfg: withDevs, frame: edit(good, setDst(10, 1, 0, 255)), out: 1, reason: "directed broadcast"},
+		{name: "directed broadcast wan /16", cfg: withDevs, frame: edit(good, setDst(10, 2, 255, 255)), out: 1, reason: "directed broadcast"},
+		{name: "wan /16 host .255 ok", cfg: withDevs, frame: edit(good, setDst(10, 2, 0, 255)), out: 0},
+		{name: "lan host ok", cfg: withDevs, frame: edit(good, setDst(10, 1, 0, 254)), out: 0},
+		{name: "router's own address ok", cfg: withDevs, frame: edit(good, setDst(10, 1, 0, 1)), out: 0},
+		{name: "other subnet's .255 ok", cfg: withDevs, frame: edit(good, setDst(10, 3, 0, 255)), out: 0},
+		{name: "/31 has no broadcast", cfg: withDevs, frame: edit(good, setDst(198, 51, 100, 1)), out: 0},
+		{name: "/32 has no broadcast", cfg: withDevs, frame: edit(good, setDst(192, 0, 2, 1)), out: 0},
+		{name: "no devices: no directed broadcast check", frame: edit(good, setDst(10, 1, 0, 255)), out: 0},
 		{name: "badsrc /0", cfg: &CheckIPHeaderConfig{Checksum: true, BadSrc: []string{"0.0.0.0/0"}},
 			frame: good, out: 1, reason: "martian source"},
 	}
@@ -68,7 +116,7 @@ func TestCheckIPHeader(t *testing.T) {
 			if tc.cfg != nil {
 				cfg = tc.cfg
 			}
-			h := elementtest.New(t, "CheckIPHeader", cfg, nil)
+			h := elementtest.New(t, "CheckIPHeader", cfg, &elementtest.Options{Devices: chkDevs})
 			h.Push(0, tc.frame)
 			other := 1 - tc.out
 			if len(h.Outs[tc.out].Pkts) != 1 || len(h.Outs[other].Pkts) != 0 {
@@ -97,6 +145,40 @@ func TestCheckIPHeader(t *testing.T) {
 			}
 			h.CheckNoLeak()
 		})
+	}
+}
+
+type chkDev struct {
+	drivers.Device
+	info drivers.Info
+}
+
+func (d chkDev) Info() drivers.Info { return d.info }
+
+type chkDevSet map[string]drivers.Device
+
+func (s chkDevSet) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
+func (s chkDevSet) Queues(string, int) []int                       { return nil }
+
+var chkDevs = chkDevSet{
+	"lan": chkDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24"), netip.MustParsePrefix("fd00::1/64")}}},
+	"wan": chkDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/16"),
+		netip.MustParsePrefix("198.51.100.0/31"), netip.MustParsePrefix("192.0.2.1/32")}}},
+}
+
+// A device that is not in the graph is a located error on key devices.
+func TestCheckIPHeaderUnknownDevice(t *testing.T) {
+	typ, _ := elements.Lookup("CheckIPHeader")
+	c := &CheckIPHeaderConfig{Checksum: true, ForwardOnly: true, Devices: []string{"lan", "dmz"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	st := &elements.Stats{}
+	ctx := elements.NewContext("chk", 0, 1, 64, []*elements.Output{{}, {}}, st, packet.NewPool(4), chkDevs, nil)
+	_, err := typ.New(c, ctx)
+	var ke *elements.KeyError
+	if err == nil || !errors.As(err, &ke) || ke.Key != "devices" || !strings.Contains(err.Error(), `"dmz"`) {
+		t.Fatalf("err = %v, want a devices key error naming dmz", err)
 	}
 }
 
@@ -179,10 +261,13 @@ func TestCheckIPHeaderConfig(t *testing.T) {
 }
 
 func TestCheckIPHeaderAllocs(t *testing.T) {
-	h := elementtest.New(t, "CheckIPHeader", nil, &elementtest.Options{Sink: true})
+	c := &CheckIPHeaderConfig{Checksum: true, ForwardOnly: true, Devices: []string{"lan", "wan"}}
+	h := elementtest.New(t, "CheckIPHeader", c, &elementtest.Options{Sink: true, Devices: chkDevs})
 	good := mkFrame(t, frameOpts{})
 	bad := edit(good, func(f []byte) []byte { f[24]++; return f })
-	if a := h.AllocsPerBatch(100, good, bad, good[:30]); a != 0 {
+	bcast := mkFrame(t, frameOpts{dst: "255.255.255.255"})
+	dbcast := mkFrame(t, frameOpts{dst: "10.1.0.255"})
+	if a := h.AllocsPerBatch(100, good, bad, good[:30], bcast, dbcast); a != 0 {
 		t.Errorf("allocs per batch = %v, want 0", a)
 	}
 }
@@ -190,6 +275,15 @@ func TestCheckIPHeaderAllocs(t *testing.T) {
 func BenchmarkCheckIPHeader(b *testing.B) {
 	h := elementtest.New(b, "CheckIPHeader", nil, &elementtest.Options{Sink: true})
 	h.Bench(b, mkFrame(b, frameOpts{payload: 18}))
+}
+
+// The destination checks' cost with devices named: good packets, a quarter
+// of them to a .255 host of another subnet (past the quick filter).
+func BenchmarkCheckIPHeaderDevices(b *testing.B) {
+	c := &CheckIPHeaderConfig{Checksum: true, ForwardOnly: true, Devices: []string{"lan", "wan"}}
+	h := elementtest.New(b, "CheckIPHeader", c, &elementtest.Options{Sink: true, Devices: chkDevs})
+	h.Bench(b, mkFrame(b, frameOpts{payload: 18}), mkFrame(b, frameOpts{payload: 18, dst: "10.3.0.255"}),
+		mkFrame(b, frameOpts{payload: 18, dst: "10.1.0.7"}), mkFrame(b, frameOpts{payload: 18, dst: "8.8.8.8"}))
 }
 
 // ipTrimmed cuts f after the IP total length (gopacket pads frames to 60).

@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// TestAccountingRealDevices: the contract router between real hosts, on
+// afxdp (with its in-kernel fast path, one and two queues per veth: with
+// one, FromDevice spreads in software between the 2 workers) and on
+// afpacket. After mixed traffic (pings to and through the router, TTL
+// expiry, 20,000 UDP packets on 256 flows, broadcast and multicast the
+// router must not forward) and once the counters have settled:
+//
+//	rx + created = tx + drops + consumed + in flight + held
+//
+// where created is what the graph made (ARP requests, the ARP Tees'
+// copies), consumed the ARP frames ARPQuerier learnt from (its input 1
+// ends them without a drop), and held what ARPQuerier still holds; rx
+// equals the devices' own rx_packets (what the fast path forwarded is
+// reported apart, in neither), and nothing is in flight.
+func TestAccountingRealDevices(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queues int
+		driver string // "afxdp" (the contract, fast path on), "afxdp-graph" (no fast path), "afpacket"
+	}{
+		{"afxdp fast path, 1 queue", 1, "afxdp"},
+		{"afxdp fast path, 2 queues", 2, "afxdp"},
+		{"afxdp graph only, 1 queue", 1, "afxdp-graph"},
+		{"afpacket", 1, "afpacket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := newTopo(t, tc.queues)
+			config := ""
+			switch tc.driver {
+			case "afpacket", "afxdp-graph":
+				config = noFastPathConfig(t, tp.config, strings.TrimSuffix(tc.driver, "-graph"))
+			default:
+				// The fast path redirects into a veth only if the peer
+				// runs NAPI (GRO on); see TestFastPath.
+				for _, ns := range []*netns.NS{tp.cli, tp.srv} {
+					ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
+				}
+			}
+			p := tp.start(t, config)
+			defer func() {
+				out := tp.stop(t, p)
+				if !strings.Contains(out, "total: rx ") {
+					t.Errorf("no total line on exit:\n%s", out)
+				}
+			}()
+			pingOK(t, tp.cli, "10.2.0.2")
+			pingOK(t, tp.srv, "10.1.0.2")
+			pingOK(t, tp.cli, "10.2.0.1")
+			tp.cli.Run("ping", "-c1", "-W1", "-t1", "10.2.0.2")       // time exceeded
+			tp.cli.Run("ping", "-b", "-c2", "-W1", "255.255.255.255") // limited broadcast
+			tp.cli.Run("ping", "-c2", "-W1", "239.1.1.1")             // multicast
+			udpFlood(t, tp.cli, 256, 80)
+
+			s := settled(t, tp)
+			tot := s.Totals
+			created := counter(s, "ARPQuerier", "requests") + typePackets(s, "Tee") // Tee(2): one copy each
+			held := counter(s, "ARPQuerier", "held") - counter(s, "ARPQuerier", "released") - counter(s, "ARPQuerier", "unresolved")
+			// ARPQuerier's input 0 is fed by rt alone (rt[0] and rt[1]):
+			// the rest of what it received came in on input 1, ARP
+			// frames it learnt from or dropped under an input-1 reason.
+			consumed := typePackets(s, "ARPQuerier") - (typePackets(s, "IPLookup") - typeDrops(s, "IPLookup")) -
+				counter(s, "ARPQuerier", "not arp") - counter(s, "ARPQuerier", "bad sender")
+			if in, out := tot.RX+created, tot.TX+tot.Drops+consumed+tot.InFlight+held; in != out {
+				var buf bytes.Buffer
+				s.WriteTable(&buf)
+				t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d + held %d = %d\n%s",
+					tot.RX, created, in, tot.TX, tot.Drops, consumed, tot.InFlight, held, out, buf.String())
+			}
+			var devRX uint64
+			for _, dev := range []string{"lan", "wan"} {
+				devRX += deviceCounter(s, dev, "rx_packets")
+			}
+			if devRX != tot.RX {
+				t.Errorf("rx %d, but the devices received %d", tot.RX, devRX)
+			}
+			if tot.InFlight != 0 {
+				t.Errorf("%d packets in flight between workers with no traffic", tot.InFlight)
+			}
+			// On a loaded machine a veth may lose some before the forwarder
+			// sees them (the kernel's loss, outside the invariant).
+			if tot.RX+tot.FastPath < 20000/2 {
+				t.Errorf("rx %d, fast path %d: most of the 20,000 UDP packets did not arrive", tot.RX, tot.FastPath)
+			}
+			if tc.queues == 1 && counter(s, "FromDevice", "handed off") == 0 {
+				t.Error("one queue, two workers: nothing was spread")
+			}
+			t.Logf("rx %d tx %d drops %d; fast path forwarded %d (reported apart)", tot.RX, tot.TX, tot.Drops, tot.FastPath)
+			if tc.driver != "afxdp" && tot.FastPath != 0 {
+				t.Errorf("fast path forwarded %d packets in a graph without one", tot.FastPath)
+			}
+			// RFC 1812: refused by CheckIPHeader, counted, never forwarded.
+			if n := counter(s, "CheckIPHeader", "limited broadcast"); n < 2 {
+				t.Errorf("CheckIPHeader counted %d limited broadcasts, want the 2 pings", n)
+			}
+			if n := counter(s, "CheckIPHeader", "multicast destination"); n < 2 {
+				t.Errorf("CheckIPHeader counted %d multicast destinations, want the 2 pings", n)
+			}
+		})
+	}
+}
+
+// typeDrops sums the drops of the elements of one type.
+func typeDrops(s *pipeline.Snapshot, typ string) uint64 {
+	var n uint64
+	for _, e := range s.Elements {
+		if e.Type == typ {
+			n += e.Drops
+		}
+	}
+	return n
+}
+
+// noFastPathConfig is the contract router without its fast path, on
+// driver (afxdp or afpacket, as TestAfpacket runs it).
+func noFastPathConfig(t *testing.T, contract, driver string) string {
+	data, err := os.ReadFile(contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), `driver    = "afxdp"`, `driver    = "`+driver+`"`)
+	cfg = strings.ReplaceAll(cfg, "fastpath  = true\n", "")
+	cfg = strings.ReplaceAll(cfg, "offload = [\"lan\", \"wan\"]\n", "")
+	if strings.Count(cfg, `driver    = "`+driver+`"`) != 2 || strings.Contains(cfg, "fastpath  = true") || strings.Contains(cfg, "offload =") {
+		t.Fatal("router-veth.toml: cannot turn it into a graph without fast path any more")
+	}
+	path := filepath.Join(t.TempDir(), "router-"+driver+".toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// udpFlood sends rounds × flows small UDP packets from ns to 10.2.0.2:9,
+// one flow per socket.
+func udpFlood(t *testing.T, ns *netns.NS, flows, rounds int) {
+	t.Helper()
+	if err := ns.Do(func() error {
+		var conns []*net.UDPConn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for range flows {
+			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 2, 0, 2), Port: 9})
+			if err != nil {
+				return err
+			}
+			conns = append(conns, c)
+		}
+		msg := make([]byte, 18)
+		for range rounds {
+			for _, c := range conns {
+				c.Write(msg)
+			}
+			time.Sleep(2 * time.Millisecond) // below the rings' size
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settled reads the stats until two readings 300 ms apart agree: no packet
+// is moving any more.
+func settled(t *testing.T, tp *topo) *pipeline.Snapshot {
+	t.Helper()
+	prev := tp.snapshot(t)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		s := tp.snapshot(t)
+		if s.Totals == prev.Totals {
+			return s
+		}
+		prev = s
+	}
+	t.Fatalf("the counters did not settle within 10 s: %+v", prev.Totals)
+	return nil
+}
