@@ -315,9 +315,16 @@ func TestSlow(t *testing.T) {
 	for _, s := range []string{"0.0.0.0", "0.1.2.3", "127.0.0.1", "127.255.0.9", "224.0.0.1", "239.1.1.1", "240.0.0.1", "255.255.255.255"} {
 		f.wantSlow("martian source "+s, mod(setSrc(s), true))
 	}
-	for _, d := range []string{"224.0.0.5", "239.255.255.250", "255.255.255.255", "0.0.0.0", "0.2.4.4"} {
+	for _, d := range []string{"224.0.0.5", "239.255.255.250", "255.255.255.255", "0.0.0.0", "0.2.4.4", "127.0.0.1", "127.9.8.7"} {
 		f.wantSlow("destination "+d, mod(setDst(d), true))
 	}
+	// The same destinations with a route that covers them (a default
+	// route leads everywhere): still never forwarded in the kernel.
+	f.route("0.0.0.0/0", Route{Ifindex: 7, Gateway: netip.MustParseAddr("10.9.0.1")})
+	for _, d := range []string{"224.0.0.5", "255.255.255.255", "0.2.4.4", "127.0.0.1", "127.9.8.7", "240.0.0.1"} {
+		f.wantSlow("destination "+d+" under a default route", mod(setDst(d), true))
+	}
+	f.wantForwarded("a unicast destination under the default route", frame("10.1.0.2", "198.51.100.7", 64, 26), gwMAC, outMAC7)
 	arp := ok()
 	arp[12], arp[13] = 0x08, 0x06
 	f.wantSlow("ARP", arp)

@@ -261,13 +261,15 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 		asm.JLE.Imm(asm.R2, 1, "slow"),
 
 		// 7. Martians (RFC 1812 5.3.7): source 0/8, 127/8, 224/3;
-		// destination 0/8 and 224/3 (multicast, broadcast).
+		// destination 0/8, 127/8 and 224/3 (multicast, broadcast): the
+		// graph's CheckIPHeader counts and drops them.
 		asm.LoadMem(asm.R2, asm.R7, offSrc, asm.Byte),
 		asm.JEq.Imm(asm.R2, 0, "slow"),
 		asm.JEq.Imm(asm.R2, 127, "slow"),
 		asm.JGE.Imm(asm.R2, 224, "slow"),
 		asm.LoadMem(asm.R2, asm.R7, offDst, asm.Byte),
 		asm.JEq.Imm(asm.R2, 0, "slow"),
+		asm.JEq.Imm(asm.R2, 127, "slow"),
 		asm.JGE.Imm(asm.R2, 224, "slow"),
 
 		// 8. Route: longest prefix match of the destination.
