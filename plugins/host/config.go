@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -71,16 +72,16 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return elements.Errorf("config", "%v", err)
 	}
-	p, err := launch(abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
+	p, err := launch(context.Background(), abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
 	if err != nil {
 		return err
 	}
 	defer p.kill()
-	ctx, cancel := ctxTimeout()
-	defer cancel()
+	ctx, cancel := callContext(context.Background())
 	d, err := p.rpc.Describe(ctx)
+	cancel()
 	if err != nil {
-		return elements.Errorf("path", "%s: describe: %v", c.Path, err)
+		return elements.Errorf("path", "%s: describe: %v", c.Path, callError(err))
 	}
 	var info *wire.ElementInfo
 	var names []string
@@ -97,9 +98,11 @@ func (c *Config) Validate() error {
 	if len(info.Reasons) > wire.MaxReasons {
 		return elements.Errorf("element", "%s declares %d drop reasons, at most %d", c.Element, len(info.Reasons), wire.MaxReasons)
 	}
+	ctx, cancel = callContext(context.Background())
 	v, err := p.rpc.Validate(ctx, &wire.ValidateRequest{Element: c.Element, Config: text})
+	cancel()
 	if err != nil {
-		return elements.Errorf("config", "plugin failed to validate it: %v", err)
+		return elements.Errorf("config", "plugin failed to validate it: %v", callError(err))
 	}
 	if err := keyErrors(v.Errors); err != nil {
 		return err

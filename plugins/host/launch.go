@@ -2,22 +2,22 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
-	"golang.org/x/sys/unix"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/plugins/internal/wire"
@@ -43,68 +43,32 @@ func logf(format string, args ...any) {
 	l.Printf(format, args...)
 }
 
-// StartTimeout bounds a plugin's start (exec to handshake).
-var StartTimeout = 10 * time.Second
+// Deadlines of a plugin's life outside the data path. Each is enforced by
+// the host, whatever the plugin or anything it forked does: on expiry the
+// plugin's whole process group is killed and its pipes are closed. Tests
+// shorten them.
+var (
+	// StartTimeout bounds a start: exec, the go-plugin handshake, and the
+	// connection to the plugin.
+	StartTimeout = 10 * time.Second
+	// CallTimeout bounds each control call: describe, validate, open.
+	CallTimeout = 10 * time.Second
+	// StopTimeout bounds a stop: after SIGKILL to the process group, how
+	// long the host waits for the process to exit and for go-plugin to
+	// release it before it gives up waiting (and logs so).
+	StopTimeout = 2 * time.Second
+)
 
-// resolvePath finds the executable and refuses one that others could have
-// replaced: a world-writable file, or a file in a world-writable directory
-// without the sticky bit.
-func resolvePath(p string) (string, error) {
-	if p == "" {
-		return "", errors.New("required: the plugin executable")
-	}
-	if !strings.ContainsRune(p, '/') {
-		lp, err := exec.LookPath(p)
-		if err != nil {
-			return "", fmt.Errorf("%q: not found in $PATH (write ./%s for a file in the current directory)", p, p)
-		}
-		p = lp
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%s: no such file (build the plugin first, e.g. go build -o %s ./path/to/plugin)", p, p)
-		}
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", p)
-	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("%s: not executable", p)
-	}
-	if fi.Mode().Perm()&0o002 != 0 {
-		return "", fmt.Errorf("%s: refused: the file is world-writable (mode %v): anyone could replace the code the forwarder runs", p, fi.Mode().Perm())
-	}
-	dir := filepath.Dir(abs)
-	if di, err := os.Stat(dir); err == nil && di.Mode().Perm()&0o002 != 0 && di.Mode()&os.ModeSticky == 0 {
-		return "", fmt.Errorf("%s: refused: its directory %s is world-writable (mode %v): anyone could replace the plugin", p, dir, di.Mode().Perm())
-	}
-	return abs, nil
-}
-
-// fileSHA256 hashes the executable (for the sha256 mismatch message).
-func fileSHA256(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "?"
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// drainGrace is how long a stop waits for what the plugin already wrote
+// (a panic's stack trace) before it closes the pipes.
+const drainGrace = 200 * time.Millisecond
 
 // proc is one running plugin process.
 type proc struct {
 	path   string
+	label  string
 	client *plugin.Client
+	r      *groupRunner
 	rpc    *wire.Client
 	pid    int
 	pidfd  int
@@ -112,104 +76,127 @@ type proc struct {
 	stderr *lineLogger
 }
 
-// launch starts the plugin at path (already resolved) and completes the
-// handshake. extra are handed to it as fds 3, 4, 5 (the region and the
+// errAborted: a start abandoned because its context ended (the element is
+// closing) rather than because of the plugin.
+var errAborted = errors.New("start abandoned: the element is closing")
+
+// launch checks the executable at path (permissions of the file and of
+// every directory above it, and the SHA-256 pin), starts it and completes
+// the handshake, all within StartTimeout; ending ctx abandons the start at
+// once. extra are handed to it as fds 3, 4, 5 (the region and the
 // doorbells) when it is started for traffic.
-func launch(path, sum, label string, extra []*os.File) (*proc, error) {
-	cmd := exec.Command(path)
-	cmd.ExtraFiles = extra
-	var sc *plugin.SecureConfig
-	if sum != "" {
-		want, _ := hex.DecodeString(sum)
-		sc = &plugin.SecureConfig{Checksum: want, Hash: sha256.New()}
+func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*proc, error) {
+	real, err := checkExecutable(path)
+	if err != nil {
+		return nil, elements.Errorf("path", "%v", err)
 	}
+	if sum != "" {
+		got, err := fileSHA256(real)
+		if err != nil {
+			return nil, elements.Errorf("path", "%v", err)
+		}
+		if got != sum {
+			return nil, elements.Errorf("sha256", "%s has SHA-256 %s, the graph pins %s: refusing to start it", path, got, sum)
+		}
+	}
+	r := newGroupRunner()
 	ll := &lineLogger{prefix: label + ": "}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		Plugins:          plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
-		Cmd:              cmd,
-		SecureConfig:     sc,
+		HandshakeConfig: wire.Handshake,
+		Plugins:         plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd := exec.Command(real)
+			cmd.Env = spec.Env // the host's plus go-plugin's (cookie, socket dir)
+			cmd.ExtraFiles = extra
+			r.cmd = cmd
+			return r, nil
+		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
 		Stderr:           ll,
 		StartTimeout:     StartTimeout,
 	})
+	p := &proc{path: path, label: label, client: client, r: r, exited: r.exited, stderr: ll, pidfd: -1}
+
+	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	watchdog := context.AfterFunc(hctx, r.abort)
+	var raw any
 	cp, err := client.Client()
-	if err != nil {
-		client.Kill()
-		return nil, handshakeError(err, path, sum)
+	if err == nil {
+		raw, err = cp.Dispense(wire.PluginName)
+		if err != nil {
+			err = elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
+		}
+	} else {
+		err = handshakeError(err, path)
 	}
-	raw, err := cp.Dispense(wire.PluginName)
-	if err != nil {
-		client.Kill()
-		return nil, elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
-	}
-	rpc, ok := raw.(*wire.Client)
-	if !ok {
-		client.Kill()
-		return nil, elements.Errorf("path", "%s: not a Junction element plugin", path)
-	}
-	p := &proc{path: path, client: client, rpc: rpc, exited: make(chan struct{}), stderr: ll, pidfd: -1}
-	if cmd.Process != nil {
-		p.pid = cmd.Process.Pid
-		if fd, err := unix.PidfdOpen(p.pid, 0); err == nil {
-			p.pidfd = fd
+	if !watchdog() {
+		// The watchdog fired: whatever go-plugin said, the cause is the
+		// deadline or the close.
+		if ctx.Err() != nil {
+			err = errAborted
+		} else {
+			err = elements.Errorf("path", "%s: no answer to the go-plugin handshake within %v: killed it and its process group", path, StartTimeout)
 		}
 	}
-	go p.watch()
+	if err == nil {
+		rpc, ok := raw.(*wire.Client)
+		if !ok {
+			err = elements.Errorf("path", "%s: not a Junction element plugin", path)
+		}
+		p.rpc = rpc
+	}
+	if err != nil {
+		p.kill()
+		return nil, err
+	}
+	p.pid, p.pidfd = r.pid, r.pidfd
 	return p, nil
 }
 
-// watch closes p.exited when the process exits.
-func (p *proc) watch() {
-	defer close(p.exited)
-	if p.pidfd < 0 {
-		for !p.client.Exited() {
-			time.Sleep(10 * time.Millisecond)
-		}
+// kill ends the process and everything in its process group at once
+// (SIGKILL: a plugin being replaced may be stuck in Process), closes its
+// pipes, and releases the go-plugin client, waiting at most StopTimeout
+// for each of the last two.
+func (p *proc) kill() {
+	p.r.abort()
+	if !p.r.waitExit(StopTimeout) {
+		logf("%s: pid %d still there %v after SIGKILL; not waiting for it", p.label, p.r.pid, StopTimeout)
 		return
 	}
-	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, -1)
-		if err == unix.EINTR {
-			continue
-		}
-		if n > 0 || err != nil {
-			return
-		}
+	released := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(released)
+	}()
+	t := time.NewTimer(StopTimeout)
+	defer t.Stop()
+	select {
+	case <-released:
+	case <-t.C:
+		logf("%s: go-plugin did not release the client within %v; not waiting for it", p.label, StopTimeout)
 	}
-}
-
-// kill ends the process at once (SIGKILL: a plugin being replaced may be
-// stuck in Process) and releases the client.
-func (p *proc) kill() {
-	if p.pid > 0 {
-		if p.pidfd >= 0 {
-			unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
-		} else {
-			unix.Kill(p.pid, unix.SIGKILL)
-		}
-	}
-	<-p.exited
-	p.client.Kill()
-	if p.pidfd >= 0 {
-		unix.Close(p.pidfd)
-		p.pidfd = -1
-	}
+	p.r.closePidfd()
 	p.stderr.flush()
 }
 
-func ctxTimeout() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), StartTimeout)
+func callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
+
+// callError names the deadline when a control call ran out of time.
+func callError(err error) error {
+	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %v", CallTimeout)
+	}
+	return err
 }
 
 // handshakeError turns go-plugin's start errors into what a user can act on.
-func handshakeError(err error, path, sum string) error {
+func handshakeError(err error, path string) error {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
-		return elements.Errorf("sha256", "%s has SHA-256 %s, the graph pins %s: refusing to start it", path, fileSHA256(path), sum)
 	case strings.Contains(msg, "incompatible API version"):
 		return elements.Errorf("path", "%s: wrong plugin protocol version (this forwarder speaks version %d): rebuild the plugin against this forwarder's plugins/sdk (%s)",
 			path, wire.ProtocolVersion, firstLine(msg))
