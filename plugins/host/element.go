@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,12 +86,13 @@ type Instance struct {
 	// what the last garbage was, for the supervisor's log line
 	badIdx, badPort, badLen, badCap int
 
-	state    atomic.Int32
-	pid      atomic.Int64 // the current plugin process
-	exited   atomic.Bool  // the supervisor saw the process exit
-	lastFail atomic.Int32
-	kick     chan struct{}
-	closing  chan struct{}
+	state     atomic.Int32
+	pid       atomic.Int64 // the current plugin process
+	exited    atomic.Bool  // the supervisor saw the process exit
+	lastFail  atomic.Int32
+	kick      chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
 	// ctx ends when the instance closes: it abandons a start under way.
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -511,11 +513,13 @@ func (x *Instance) supervise() {
 
 // Close stops the supervisor and the plugin and releases the region.
 func (x *Instance) Close() error {
-	x.state.Store(stateClosed)
-	close(x.closing)
-	x.cancel() // abandons a start under way: its process group is killed
-	<-x.supDone
-	x.release()
+	x.closeOnce.Do(func() {
+		x.state.Store(stateClosed)
+		close(x.closing)
+		x.cancel() // abandons a start under way: its process group is killed
+		<-x.supDone
+		x.release()
+	})
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -115,33 +117,53 @@ func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*pr
 		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
 		Stderr:           ll,
 		StartTimeout:     StartTimeout,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.DefaultConfig, MinConnectTimeout: StartTimeout,
+		})},
 	})
 	p := &proc{path: path, label: label, client: client, r: r, exited: r.exited, stderr: ll, pidfd: -1}
 
+	// go-plugin's Client holds a lock while it connects, and the
+	// goroutine that would notice the process's death needs that lock: a
+	// plugin whose socket accepts and never answers would hold the start
+	// for gRPC's connect timeout whatever is killed. So the handshake runs
+	// apart, and on the deadline it is abandoned (its process group killed,
+	// its pipes closed) and released in the background once go-plugin lets
+	// go, which the connect parameters below bound to StartTimeout.
+	type result struct {
+		raw any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		cp, err := client.Client()
+		if err != nil {
+			res.err = handshakeError(err, path)
+		} else if res.raw, err = cp.Dispense(wire.PluginName); err != nil {
+			res.err = elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
+		}
+		done <- res
+	}()
 	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	watchdog := context.AfterFunc(hctx, r.abort)
-	var raw any
-	cp, err := client.Client()
-	if err == nil {
-		raw, err = cp.Dispense(wire.PluginName)
-		if err != nil {
-			err = elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
-		}
-	} else {
-		err = handshakeError(err, path)
-	}
-	if !watchdog() {
-		// The watchdog fired: whatever go-plugin said, the cause is the
-		// deadline or the close.
+	var res result
+	select {
+	case res = <-done:
+	case <-hctx.Done():
+		r.abort()
+		go func() {
+			<-done
+			p.kill()
+		}()
 		if ctx.Err() != nil {
-			err = errAborted
-		} else {
-			err = elements.Errorf("path", "%s: no answer to the go-plugin handshake within %v: killed it and its process group", path, StartTimeout)
+			return nil, errAborted
 		}
+		return nil, elements.Errorf("path", "%s: no answer to the go-plugin handshake within %v: killed it and its process group", path, StartTimeout)
 	}
+	err = res.err
 	if err == nil {
-		rpc, ok := raw.(*wire.Client)
+		rpc, ok := res.raw.(*wire.Client)
 		if !ok {
 			err = elements.Errorf("path", "%s: not a Junction element plugin", path)
 		}
