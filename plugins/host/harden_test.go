@@ -179,9 +179,10 @@ func crashAndWait(t *testing.T, h *elementtest.Harness, x *host.Instance, limit 
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		x.Tick(0)
+		down := x.PID() == 0
 		t0 := time.Now()
 		h.Push(0, testFrames(2)...)
-		if d := time.Since(t0); d > 50*time.Millisecond {
+		if d := time.Since(t0); down && d > 50*time.Millisecond {
 			t.Fatalf("a push took %v while the plugin was down: the worker stalled", d)
 		}
 		if time.Now().After(deadline) {
