@@ -76,6 +76,9 @@ type proc struct {
 	pidfd  int
 	exited chan struct{} // closed when the process has exited
 	stderr *lineLogger
+	// stopTimeout is StopTimeout when the process was started (a stop may
+	// run in the background, after the variable has changed).
+	stopTimeout time.Duration
 }
 
 // errAborted: a start abandoned because its context ended (the element is
@@ -121,7 +124,7 @@ func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*pr
 			Backoff: backoff.DefaultConfig, MinConnectTimeout: StartTimeout,
 		})},
 	})
-	p := &proc{path: path, label: label, client: client, r: r, exited: r.exited, stderr: ll, pidfd: -1}
+	p := &proc{path: path, label: label, client: client, r: r, exited: r.exited, stderr: ll, pidfd: -1, stopTimeout: StopTimeout}
 
 	// go-plugin's Client holds a lock while it connects, and the
 	// goroutine that would notice the process's death needs that lock: a
@@ -183,8 +186,8 @@ func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*pr
 // for each of the last two.
 func (p *proc) kill() {
 	p.r.abort()
-	if !p.r.waitExit(StopTimeout) {
-		logf("%s: pid %d still there %v after SIGKILL; not waiting for it", p.label, p.r.pid, StopTimeout)
+	if !p.r.waitExit(p.stopTimeout) {
+		logf("%s: pid %d still there %v after SIGKILL; not waiting for it", p.label, p.r.pid, p.stopTimeout)
 		return
 	}
 	released := make(chan struct{})
@@ -192,12 +195,12 @@ func (p *proc) kill() {
 		p.client.Kill()
 		close(released)
 	}()
-	t := time.NewTimer(StopTimeout)
+	t := time.NewTimer(p.stopTimeout)
 	defer t.Stop()
 	select {
 	case <-released:
 	case <-t.C:
-		logf("%s: go-plugin did not release the client within %v; not waiting for it", p.label, StopTimeout)
+		logf("%s: go-plugin did not release the client within %v; not waiting for it", p.label, p.stopTimeout)
 	}
 	p.r.closePidfd()
 	p.stderr.flush()

@@ -178,7 +178,7 @@ func (r *groupRunner) closePipes() {
 
 // abort kills the group and, after at most drainGrace for what the plugin
 // already wrote (a crash's last lines), closes the pipes. It never waits
-// longer than drainGrace plus stopTimeout, and may be called at any time,
+// longer than drainGrace, and may be called at any time,
 // from any goroutine, any number of times.
 func (r *groupRunner) abort() {
 	r.mu.Lock()
