@@ -56,22 +56,25 @@ func writeExec(t *testing.T, dst string, data []byte) {
 
 // hangScript writes to dst a plugin that never completes a start: it
 // prints a fake handshake line (naming a socket nobody listens on) if
-// handshake is set, forks a sleeper that holds its standard output —
-// in its own session, out of reach of a process-group kill, if escape is
-// set — and waits. Every pid it starts is appended to pidFile.
+// handshake is set, after forking a sleeper that holds its standard
+// output — in its own session, out of reach of a process-group kill, if
+// escape is set — and waits. Every pid it starts is appended to pidFile.
 func hangScript(t *testing.T, dst, pidFile string, handshake, escape bool) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\necho $$ >> %s\n", pidFile)
-	if handshake {
-		fmt.Fprintf(&b, "echo '1|%d|unix|%s|grpc'\n", wire.ProtocolVersion, filepath.Join(filepath.Dir(pidFile), "nosocket"))
-	}
+	// The sleeper first: it must hold the pipe before the host can react
+	// to the handshake line.
 	if escape {
 		b.WriteString("setsid sleep 30 &\n")
 	} else {
 		b.WriteString("sleep 30 &\n")
 	}
-	fmt.Fprintf(&b, "echo $! >> %s\nwait\n", pidFile)
+	fmt.Fprintf(&b, "echo $! >> %s\n", pidFile)
+	if handshake {
+		fmt.Fprintf(&b, "echo '1|%d|unix|%s|grpc'\n", wire.ProtocolVersion, filepath.Join(filepath.Dir(pidFile), "nosocket"))
+	}
+	b.WriteString("wait\n")
 	writeExec(t, dst, []byte(b.String()))
 }
 
@@ -268,7 +271,6 @@ func TestPinRecheckedAtRestart(t *testing.T) {
 // and nothing of it survives in its process group.
 func TestHungPluginAtLoad(t *testing.T) {
 	shortDeadlines(t)
-	host.SetLog(&syncBuf{})
 	cases := []struct {
 		name                      string
 		handshake, escape, listen bool
@@ -288,6 +290,8 @@ func TestHungPluginAtLoad(t *testing.T) {
 			pf := filepath.Join(dir, "pf")
 			hangScript(t, pf, pidFile, c.handshake, c.escape)
 			killLater(t, pidFile)
+			logs := &syncBuf{}
+			host.SetLog(logs)
 			if c.listen {
 				l, err := net.Listen("unix", filepath.Join(dir, "nosocket"))
 				if err != nil {
@@ -315,6 +319,12 @@ func TestHungPluginAtLoad(t *testing.T) {
 				t.Fatalf("load took %v (limit %v)", d, limit)
 			}
 			t.Logf("refused after %v: %v", d, err)
+			// A stop that had to give up means something held the host
+			// (a pipe left open by an escaped child, say).
+			time.Sleep(host.StopTimeout + 100*time.Millisecond)
+			if strings.Contains(logs.String(), "not waiting for it") {
+				t.Fatalf("a stop gave up:\n%s", logs.String())
+			}
 			if !c.escape {
 				checkAllDead(t, pidFile)
 			}
