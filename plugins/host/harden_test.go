@@ -420,3 +420,35 @@ func TestScriptsNeedSh(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutesWhatWasChecked: a plugin swapped for another file between
+// the checks (and the SHA-256 comparison) and the exec does not run: the
+// file that was checked does. (A swap between the checks and the open is
+// refused: the opened file must be the one checked.)
+func TestExecutesWhatWasChecked(t *testing.T) {
+	shortDeadlines(t)
+	host.SetLog(&syncBuf{})
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pids")
+	pf := filepath.Join(dir, "pf")
+	install(t, pf)
+	killLater(t, pidFile)
+	swapped := false
+	host.SetAfterCheck(func(string) {
+		if !swapped {
+			swapped = true
+			hangScript(t, pf, pidFile, false, false)
+		}
+	})
+	t.Cleanup(func() { host.SetAfterCheck(nil) })
+	_, err := pipeline.Parse("test.toml", []byte(graph(pf, "Mangle", `sha256 = "`+fileSum(t, pluginPath("faulty"))+`"`)))
+	if !swapped {
+		t.Fatal("the hook did not run")
+	}
+	if err != nil {
+		t.Fatalf("the checked plugin did not run: %v", err)
+	}
+	if pids := readPids(t, pidFile); len(pids) != 0 {
+		t.Fatalf("the file swapped in after the checks ran (pids %v)", pids)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,14 @@ var (
 	StopTimeout = 2 * time.Second
 )
 
+// fdExecutable is the plugin's descriptor of its own executable, after
+// the region and the doorbells (wire.FDRegion, FDReqBell, FDRespBel).
+const fdExecutable = wire.FDRespBel + 1
+
+// afterCheck, if set (by tests), runs between the checks (and the hash)
+// and the exec.
+var afterCheck func(real string)
+
 // drainGrace is how long a stop waits for what the plugin already wrote
 // (a panic's stack trace) before it closes the pipes.
 const drainGrace = 200 * time.Millisecond
@@ -91,12 +100,18 @@ var errAborted = errors.New("start abandoned: the element is closing")
 // once. extra are handed to it as fds 3, 4, 5 (the region and the
 // doorbells) when it is started for traffic.
 func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*proc, error) {
-	real, err := checkExecutable(path)
+	real, checked, err := checkExecutable(path)
 	if err != nil {
 		return nil, elements.Errorf("path", "%v", err)
 	}
+	exe, err := openExecutable(real, checked)
+	if err != nil {
+		return nil, elements.Errorf("path", "%v", err)
+	}
+	// The child has its own copy once started; ours goes with launch.
+	defer exe.Close()
 	if sum != "" {
-		got, err := fileSHA256(real)
+		got, err := fileSHA256(exe)
 		if err != nil {
 			return nil, elements.Errorf("path", "%v", err)
 		}
@@ -104,15 +119,25 @@ func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*pr
 			return nil, elements.Errorf("sha256", "%s has SHA-256 %s, the graph pins %s: refusing to start it", path, got, sum)
 		}
 	}
+	if afterCheck != nil {
+		afterCheck(real)
+	}
+	// The plugin is executed through the descriptor opened and checked
+	// above, inherited as fdExecutable (a script's interpreter reopens it
+	// by that name too), so what runs is what was checked and hashed.
+	files := make([]*os.File, fdExecutable-3+1)
+	copy(files, extra)
+	files[fdExecutable-3] = exe
 	r := newGroupRunner()
 	ll := &lineLogger{prefix: label + ": "}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: wire.Handshake,
 		Plugins:         plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd := exec.Command(real)
+			cmd := exec.Command("/proc/self/fd/" + strconv.Itoa(fdExecutable))
+			cmd.Args[0] = real
 			cmd.Env = spec.Env // the host's plus go-plugin's (cookie, socket dir)
-			cmd.ExtraFiles = extra
+			cmd.ExtraFiles = files
 			r.cmd = cmd
 			return r, nil
 		},

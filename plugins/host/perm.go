@@ -32,7 +32,7 @@ func resolvePath(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := checkExecutable(abs); err != nil {
+	if _, _, err := checkExecutable(abs); err != nil {
 		return "", err
 	}
 	return abs, nil
@@ -45,33 +45,33 @@ func resolvePath(p string) (string, error) {
 // neither group nor others; a directory with the sticky bit (/tmp) may be
 // writable by others, since they cannot rename or remove what they do not
 // own there. Symbolic links are followed and both the link's directories
-// and the target's are checked. It returns the target's path: the file to
-// execute. It runs before every start, not only at load, so a plugin that
+// and the target's are checked. It returns the target's path and what it
+// found there: the file to execute. It runs before every start, not only at load, so a plugin that
 // becomes replaceable while the forwarder runs is not restarted.
-func checkExecutable(abs string) (string, error) {
+func checkExecutable(abs string) (string, os.FileInfo, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%s: no such file (build the plugin first, e.g. go build -o %s ./path/to/plugin)", abs, abs)
+			return "", nil, fmt.Errorf("%s: no such file (build the plugin first, e.g. go build -o %s ./path/to/plugin)", abs, abs)
 		}
-		return "", err
+		return "", nil, err
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", abs)
+		return "", nil, fmt.Errorf("%s: not a regular file", abs)
 	}
 	if fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("%s: not executable", abs)
+		return "", nil, fmt.Errorf("%s: not executable", abs)
 	}
 	uid := uint32(os.Geteuid())
 	if err := safeOwner(fi, uid); err != nil {
-		return "", fmt.Errorf("%s: refused: the file is %v: anyone who owns it could replace the code the forwarder runs", abs, err)
+		return "", nil, fmt.Errorf("%s: refused: the file is %v: anyone who owns it could replace the code the forwarder runs", abs, err)
 	}
 	if w := writableBy(fi.Mode()); w != "" {
-		return "", fmt.Errorf("%s: refused: the file is %s-writable (mode %v): anyone could replace the code the forwarder runs", abs, w, fi.Mode().Perm())
+		return "", nil, fmt.Errorf("%s: refused: the file is %s-writable (mode %v): anyone could replace the code the forwarder runs", abs, w, fi.Mode().Perm())
 	}
 	dirs := []string{filepath.Dir(real)}
 	if real != abs {
@@ -79,10 +79,10 @@ func checkExecutable(abs string) (string, error) {
 	}
 	for _, d := range dirs {
 		if err := checkDirs(abs, d, uid); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	return real, nil
+	return real, fi, nil
 }
 
 // checkDirs checks dir and each of its parents up to the root.
@@ -126,15 +126,45 @@ func writableBy(m os.FileMode) string {
 	return ""
 }
 
-// fileSHA256 hashes the executable.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+// openExecutable opens the file checkExecutable resolved and found
+// (checked), refusing another one put in its place since, and checks the
+// open file's owner and mode again: the open file, not the path, is what
+// is hashed and executed, so the file cannot be swapped between the checks
+// and the exec.
+func openExecutable(real string, checked os.FileInfo) (*os.File, error) {
+	fd, err := syscall.Open(real, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("%s: %w", real, err)
 	}
-	defer f.Close()
+	f := os.NewFile(uintptr(fd), real)
+	fi, err := f.Stat()
+	if err == nil {
+		switch {
+		case !os.SameFile(fi, checked):
+			err = fmt.Errorf("%s: replaced while it was being checked", real)
+		case !fi.Mode().IsRegular():
+			err = fmt.Errorf("%s: not a regular file", real)
+		case fi.Mode().Perm()&0o111 == 0:
+			err = fmt.Errorf("%s: not executable", real)
+		case writableBy(fi.Mode()) != "":
+			err = fmt.Errorf("%s: refused: the file is %s-writable (mode %v)", real, writableBy(fi.Mode()), fi.Mode().Perm())
+		default:
+			if e := safeOwner(fi, uint32(os.Geteuid())); e != nil {
+				err = fmt.Errorf("%s: refused: the file is %v", real, e)
+			}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileSHA256 hashes an open file from its start.
+func fileSHA256(f *os.File) (string, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
