@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -264,36 +265,65 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// maxLogLine bounds one logged line of a plugin's standard error: a
+// plugin writing without newlines cannot grow the host's memory, nor one
+// line the log.
+const maxLogLine = 1024
+
 // lineLogger logs a plugin's standard error line by line (a panic's stack
-// trace included), keeping the last lines for failure messages.
+// trace included), each line cut at maxLogLine bytes.
 type lineLogger struct {
 	mu     sync.Mutex
 	prefix string
 	buf    []byte
+	skip   bool // the rest of an overlong line is being discarded
 }
 
 func (l *lineLogger) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf = append(l.buf, b...)
-	for {
-		i := strings.IndexByte(string(l.buf), '\n')
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !l.skip {
+			room := maxLogLine - len(l.buf)
+			if len(part) > room {
+				l.buf = append(l.buf, part[:room]...)
+				l.emit(" [line cut]")
+				l.skip = true
+			} else {
+				l.buf = append(l.buf, part...)
+			}
+		}
 		if i < 0 {
 			break
 		}
-		if line := strings.TrimRight(string(l.buf[:i]), "\r"); line != "" {
-			logf("%s%s", l.prefix, line)
+		if !l.skip {
+			l.emit("")
 		}
-		l.buf = l.buf[i+1:]
+		l.skip = false
+		b = b[i+1:]
 	}
-	return len(b), nil
+	return n, nil
+}
+
+// emit logs the buffered line (with suffix) and empties the buffer.
+func (l *lineLogger) emit(suffix string) {
+	if line := strings.TrimRight(string(l.buf), "\r"); line != "" {
+		logf("%s%s%s", l.prefix, line, suffix)
+	}
+	l.buf = l.buf[:0]
 }
 
 func (l *lineLogger) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		logf("%s%s", l.prefix, l.buf)
-		l.buf = nil
+		l.emit("")
 	}
+	l.skip = false
 }
