@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -71,16 +72,16 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return elements.Errorf("config", "%v", err)
 	}
-	p, err := launch(abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
+	p, err := launch(context.Background(), abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
 	if err != nil {
 		return err
 	}
 	defer p.kill()
-	ctx, cancel := ctxTimeout()
-	defer cancel()
+	ctx, cancel := callContext(context.Background())
 	d, err := p.rpc.Describe(ctx)
+	cancel()
 	if err != nil {
-		return elements.Errorf("path", "%s: describe: %v", c.Path, err)
+		return elements.Errorf("path", "%s: describe: %v", c.Path, callError(err))
 	}
 	var info *wire.ElementInfo
 	var names []string
@@ -97,9 +98,11 @@ func (c *Config) Validate() error {
 	if len(info.Reasons) > wire.MaxReasons {
 		return elements.Errorf("element", "%s declares %d drop reasons, at most %d", c.Element, len(info.Reasons), wire.MaxReasons)
 	}
+	ctx, cancel = callContext(context.Background())
 	v, err := p.rpc.Validate(ctx, &wire.ValidateRequest{Element: c.Element, Config: text})
+	cancel()
 	if err != nil {
-		return elements.Errorf("config", "plugin failed to validate it: %v", err)
+		return elements.Errorf("config", "plugin failed to validate it: %v", callError(err))
 	}
 	if err := keyErrors(v.Errors); err != nil {
 		return err
@@ -175,13 +178,19 @@ func init() {
 			Text: "The plugin is an executable built with plugins/sdk (hashicorp/go-plugin over gRPC). " +
 				"At load the forwarder starts it, checks the handshake (magic cookie, protocol version, " +
 				"and the executable's SHA-256 if sha256 is set), asks it to validate config, and learns " +
-				"the element's outputs and drop reasons; a world-writable executable (or one in a " +
-				"world-writable directory without the sticky bit) is refused. At start each worker gets " +
+				"the element's outputs and drop reasons. Before every start, restarts included, the executable " +
+				"is checked as OpenSSH checks what it executes: the file and every directory above it must be " +
+				"owned by root or the forwarder's user and not group- or world-writable (a world-writable " +
+				"directory only with the sticky bit), and its SHA-256 must match sha256 if set. A start " +
+				"(exec to handshake) and each control call must finish within 10 s; on expiry, or when the " +
+				"router stops, the plugin's process group is killed and its pipes closed, so nothing it forks " +
+				"can delay loading, restarts or the exit. At start each worker gets " +
 				"its own plugin process and a shared-memory region; each batch is copied into the region, " +
 				"announced with one doorbell, processed in place by the plugin, and checked on return. " +
 				"If the plugin crashes, does not answer within timeout, or returns an output port out of " +
 				"range or a length beyond the buffer, the batch gets on_failure, the event is counted and " +
-				"logged, and the plugin is restarted with backoff (10 ms doubling to 2 s); while it is " +
+				"logged, and the plugin is restarted with backoff (10 ms doubling to 2 s); a failed " +
+				"restart is counted in start failures and retried, logged once per outage; while it is " +
 				"down, batches get on_failure at once. Relative paths are taken from the current " +
 				"directory; a bare name is looked up in $PATH.",
 			Ports: "input 0: any packets; outputs 0..N-1 as the plugin element declares (N from the plugin). " +
@@ -192,11 +201,12 @@ func init() {
 				{Name: "config", Type: "table", Default: "{}", Doc: "the element's own config, validated by the plugin at load"},
 				{Name: "on_failure", Type: "string", Default: "drop", Doc: `"bypass" (send the batch on unchanged) or "drop"`},
 				{Name: "timeout", Type: "duration", Default: DefaultTimeout.String(), Doc: "longest wait for one batch before the plugin is declared hung"},
-				{Name: "sha256", Type: "string", Default: "-", Doc: "pins the executable: it must have this SHA-256 (go-plugin SecureConfig)"},
+				{Name: "sha256", Type: "string", Default: "-", Doc: "pins the executable: it must have this SHA-256, checked before every start"},
 			},
 			Stats: `drop reasons: "plugin drop" (the plugin dropped it), the plugin's own reasons, ` +
 				`"plugin failure" (on_failure = "drop"); counters "bypassed" (packets sent on by a failure), ` +
-				`"crashes", "timeouts", "garbage" (bad ports or lengths returned), "restarts".`,
+				`"crashes", "timeouts", "garbage" (bad ports or lengths returned), "restarts", ` +
+				`"start failures" (restarts refused or failed: checks, handshake, open).`,
 			Example: "[elements.filter]\ntype = \"Plugin\"\npath = \"./bin/patternfilter\"\nelement = \"PatternFilter\"\n" +
 				"on_failure = \"bypass\"\nconfig = { patterns = [\"attack\"] }",
 			SeeAlso: "plugins/sdk, plugins/README.md",

@@ -1,8 +1,10 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,7 @@ type Instance struct {
 	timeouts   *atomic.Uint64
 	garbage    *atomic.Uint64
 	restarts   *atomic.Uint64
+	startFails *atomic.Uint64
 
 	region   *wire.Region
 	reqBell  *wire.Bell
@@ -83,15 +86,19 @@ type Instance struct {
 	// what the last garbage was, for the supervisor's log line
 	badIdx, badPort, badLen, badCap int
 
-	state    atomic.Int32
-	pid      atomic.Int64 // the current plugin process
-	exited   atomic.Bool  // the supervisor saw the process exit
-	lastFail atomic.Int32
-	kick     chan struct{}
-	closing  chan struct{}
-	supDone  chan struct{}
-	proc     *proc // owned by the supervisor (and New/Close)
-	started  time.Time
+	state     atomic.Int32
+	pid       atomic.Int64 // the current plugin process
+	exited    atomic.Bool  // the supervisor saw the process exit
+	lastFail  atomic.Int32
+	kick      chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
+	// ctx ends when the instance closes: it abandons a start under way.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	supDone chan struct{}
+	proc    *proc // owned by the supervisor (and New/Close)
+	started time.Time
 }
 
 func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
@@ -111,6 +118,7 @@ func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
 		kick: make(chan struct{}, 1), closing: make(chan struct{}), supDone: make(chan struct{}),
 		pidfd: -1,
 	}
+	x.ctx, x.cancel = context.WithCancel(context.Background())
 	if len(x.outs) < x.nout {
 		return nil, fmt.Errorf("plugin %s: %d outputs bound, want %d", cfg.Element, len(x.outs), x.nout)
 	}
@@ -132,6 +140,7 @@ func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
 	x.timeouts = x.st.Counter("timeouts")
 	x.garbage = x.st.Counter("garbage")
 	x.restarts = x.st.Counter("restarts")
+	x.startFails = x.st.Counter("start failures")
 
 	fd, region, err := wire.Create("junction-" + ctx.Name)
 	if err != nil {
@@ -163,14 +172,17 @@ func (x *Instance) start() error {
 	x.region.Reset()
 	clearBell(x.reqBell)
 	clearBell(x.respBell)
-	p, err := launch(x.cfg.abs, x.cfg.SHA256, x.label, x.files)
+	p, err := launch(x.ctx, x.cfg.abs, x.cfg.SHA256, x.label, x.files)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctxTimeout()
+	ctx, cancel := callContext(x.ctx)
 	defer cancel()
 	text, _ := x.cfg.configText()
 	r, err := p.rpc.Open(ctx, &wire.OpenRequest{Element: x.cfg.Element, Config: text, Batch: wire.MaxBatch})
+	if err != nil {
+		err = fmt.Errorf("open: %w", callError(err))
+	}
 	if err == nil {
 		err = keyErrors(r.Errors)
 	}
@@ -464,34 +476,55 @@ func (x *Instance) supervise() {
 			x.proc.kill()
 			x.proc = nil
 		}
+		// Restart until it works, backing off; a failed start is counted
+		// each time but logged once per outage (the first, and the
+		// recovery), so a plugin that stays broken cannot flood the log.
+		fails, down := 0, time.Now()
 		for {
+			t := time.NewTimer(backoff)
 			select {
 			case <-x.closing:
+				t.Stop()
 				return
-			case <-time.After(backoff):
+			case <-t.C:
 			}
 			err := x.start()
 			backoff = min(backoff*2, MaxBackoff)
 			if err == nil {
 				x.restarts.Add(1)
-				logf("%s: restarted (pid %d)", x.label, x.proc.pid)
+				if fails > 0 {
+					logf("%s: restarted (pid %d) after %d failed starts, %v down", x.label, x.proc.pid, fails, time.Since(down).Round(time.Millisecond))
+				} else {
+					logf("%s: restarted (pid %d)", x.label, x.proc.pid)
+				}
 				break
 			}
-			logf("%s: restart failed: %v; next try in %v", x.label, err, backoff)
+			if err == errAborted {
+				return
+			}
+			x.startFails.Add(1)
+			fails++
+			if fails == 1 {
+				logf("%s: restart failed: %v; retrying with backoff up to %v, counted in \"start failures\", logged again when it is back", x.label, err, MaxBackoff)
+			}
 		}
 	}
 }
 
 // Close stops the supervisor and the plugin and releases the region.
 func (x *Instance) Close() error {
-	x.state.Store(stateClosed)
-	close(x.closing)
-	<-x.supDone
-	x.release()
+	x.closeOnce.Do(func() {
+		x.state.Store(stateClosed)
+		close(x.closing)
+		x.cancel() // abandons a start under way: its process group is killed
+		<-x.supDone
+		x.release()
+	})
 	return nil
 }
 
 func (x *Instance) release() {
+	x.cancel()
 	if x.proc != nil {
 		x.proc.kill()
 		x.proc = nil

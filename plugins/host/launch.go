@@ -1,23 +1,27 @@
 package host
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	plugin "github.com/hashicorp/go-plugin"
-	"golang.org/x/sys/unix"
+	"github.com/hashicorp/go-plugin/runner"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/plugins/internal/wire"
@@ -43,173 +47,207 @@ func logf(format string, args ...any) {
 	l.Printf(format, args...)
 }
 
-// StartTimeout bounds a plugin's start (exec to handshake).
-var StartTimeout = 10 * time.Second
+// Deadlines of a plugin's life outside the data path. Each is enforced by
+// the host, whatever the plugin or anything it forked does: on expiry the
+// plugin's whole process group is killed and its pipes are closed. Tests
+// shorten them.
+var (
+	// StartTimeout bounds a start: exec, the go-plugin handshake, and the
+	// connection to the plugin.
+	StartTimeout = 10 * time.Second
+	// CallTimeout bounds each control call: describe, validate, open.
+	CallTimeout = 10 * time.Second
+	// StopTimeout bounds a stop: after SIGKILL to the process group, how
+	// long the host waits for the process to exit and for go-plugin to
+	// release it before it gives up waiting (and logs so).
+	StopTimeout = 2 * time.Second
+)
 
-// resolvePath finds the executable and refuses one that others could have
-// replaced: a world-writable file, or a file in a world-writable directory
-// without the sticky bit.
-func resolvePath(p string) (string, error) {
-	if p == "" {
-		return "", errors.New("required: the plugin executable")
-	}
-	if !strings.ContainsRune(p, '/') {
-		lp, err := exec.LookPath(p)
-		if err != nil {
-			return "", fmt.Errorf("%q: not found in $PATH (write ./%s for a file in the current directory)", p, p)
-		}
-		p = lp
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("%s: no such file (build the plugin first, e.g. go build -o %s ./path/to/plugin)", p, p)
-		}
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", p)
-	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("%s: not executable", p)
-	}
-	if fi.Mode().Perm()&0o002 != 0 {
-		return "", fmt.Errorf("%s: refused: the file is world-writable (mode %v): anyone could replace the code the forwarder runs", p, fi.Mode().Perm())
-	}
-	dir := filepath.Dir(abs)
-	if di, err := os.Stat(dir); err == nil && di.Mode().Perm()&0o002 != 0 && di.Mode()&os.ModeSticky == 0 {
-		return "", fmt.Errorf("%s: refused: its directory %s is world-writable (mode %v): anyone could replace the plugin", p, dir, di.Mode().Perm())
-	}
-	return abs, nil
-}
+// fdExecutable is the plugin's descriptor of its own executable, after
+// the region and the doorbells (wire.FDRegion, FDReqBell, FDRespBel).
+const fdExecutable = wire.FDRespBel + 1
 
-// fileSHA256 hashes the executable (for the sha256 mismatch message).
-func fileSHA256(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "?"
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "?"
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// afterCheck, if set (by tests), runs between the checks (and the hash)
+// and the exec.
+var afterCheck func(real string)
+
+// drainGrace is how long a stop waits for what the plugin already wrote
+// (a panic's stack trace) before it closes the pipes.
+const drainGrace = 200 * time.Millisecond
 
 // proc is one running plugin process.
 type proc struct {
 	path   string
+	label  string
 	client *plugin.Client
+	r      *groupRunner
 	rpc    *wire.Client
 	pid    int
 	pidfd  int
 	exited chan struct{} // closed when the process has exited
 	stderr *lineLogger
+	// stopTimeout is StopTimeout when the process was started (a stop may
+	// run in the background, after the variable has changed).
+	stopTimeout time.Duration
 }
 
-// launch starts the plugin at path (already resolved) and completes the
-// handshake. extra are handed to it as fds 3, 4, 5 (the region and the
+// errAborted: a start abandoned because its context ended (the element is
+// closing) rather than because of the plugin.
+var errAborted = errors.New("start abandoned: the element is closing")
+
+// launch checks the executable at path (permissions of the file and of
+// every directory above it, and the SHA-256 pin), starts it and completes
+// the handshake, all within StartTimeout; ending ctx abandons the start at
+// once. extra are handed to it as fds 3, 4, 5 (the region and the
 // doorbells) when it is started for traffic.
-func launch(path, sum, label string, extra []*os.File) (*proc, error) {
-	cmd := exec.Command(path)
-	cmd.ExtraFiles = extra
-	var sc *plugin.SecureConfig
-	if sum != "" {
-		want, _ := hex.DecodeString(sum)
-		sc = &plugin.SecureConfig{Checksum: want, Hash: sha256.New()}
+func launch(ctx context.Context, path, sum, label string, extra []*os.File) (*proc, error) {
+	real, checked, err := checkExecutable(path)
+	if err != nil {
+		return nil, elements.Errorf("path", "%v", err)
 	}
+	exe, err := openExecutable(real, checked)
+	if err != nil {
+		return nil, elements.Errorf("path", "%v", err)
+	}
+	// The child has its own copy once started; ours goes with launch.
+	defer exe.Close()
+	if sum != "" {
+		got, err := fileSHA256(exe)
+		if err != nil {
+			return nil, elements.Errorf("path", "%v", err)
+		}
+		if got != sum {
+			return nil, elements.Errorf("sha256", "%s has SHA-256 %s, the graph pins %s: refusing to start it", path, got, sum)
+		}
+	}
+	if afterCheck != nil {
+		afterCheck(real)
+	}
+	// The plugin is executed through the descriptor opened and checked
+	// above, inherited as fdExecutable (a script's interpreter reopens it
+	// by that name too), so what runs is what was checked and hashed.
+	files := make([]*os.File, fdExecutable-3+1)
+	copy(files, extra)
+	files[fdExecutable-3] = exe
+	r := newGroupRunner()
 	ll := &lineLogger{prefix: label + ": "}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		Plugins:          plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
-		Cmd:              cmd,
-		SecureConfig:     sc,
+		HandshakeConfig: wire.Handshake,
+		Plugins:         plugin.PluginSet{wire.PluginName: &wire.GRPCPlugin{}},
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd := exec.Command("/proc/self/fd/" + strconv.Itoa(fdExecutable))
+			cmd.Args[0] = real
+			cmd.Env = spec.Env // the host's plus go-plugin's (cookie, socket dir)
+			cmd.ExtraFiles = files
+			r.cmd = cmd
+			return r, nil
+		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
 		Stderr:           ll,
 		StartTimeout:     StartTimeout,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.DefaultConfig, MinConnectTimeout: StartTimeout,
+		})},
 	})
-	cp, err := client.Client()
-	if err != nil {
-		client.Kill()
-		return nil, handshakeError(err, path, sum)
+	p := &proc{path: path, label: label, client: client, r: r, exited: r.exited, stderr: ll, pidfd: -1, stopTimeout: StopTimeout}
+
+	// go-plugin's Client holds a lock while it connects, and the
+	// goroutine that would notice the process's death needs that lock: a
+	// plugin whose socket accepts and never answers would hold the start
+	// for gRPC's connect timeout whatever is killed. So the handshake runs
+	// apart, and on the deadline it is abandoned (its process group killed,
+	// its pipes closed) and released in the background once go-plugin lets
+	// go, which the connect parameters below bound to StartTimeout.
+	type result struct {
+		raw any
+		err error
 	}
-	raw, err := cp.Dispense(wire.PluginName)
-	if err != nil {
-		client.Kill()
-		return nil, elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
-	}
-	rpc, ok := raw.(*wire.Client)
-	if !ok {
-		client.Kill()
-		return nil, elements.Errorf("path", "%s: not a Junction element plugin", path)
-	}
-	p := &proc{path: path, client: client, rpc: rpc, exited: make(chan struct{}), stderr: ll, pidfd: -1}
-	if cmd.Process != nil {
-		p.pid = cmd.Process.Pid
-		if fd, err := unix.PidfdOpen(p.pid, 0); err == nil {
-			p.pidfd = fd
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		cp, err := client.Client()
+		if err != nil {
+			res.err = handshakeError(err, path)
+		} else if res.raw, err = cp.Dispense(wire.PluginName); err != nil {
+			res.err = elements.Errorf("path", "%s: not a Junction element plugin: %v", path, err)
 		}
+		done <- res
+	}()
+	hctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	var res result
+	select {
+	case res = <-done:
+	case <-hctx.Done():
+		r.abort()
+		go func() {
+			<-done
+			p.kill()
+		}()
+		if ctx.Err() != nil {
+			return nil, errAborted
+		}
+		return nil, elements.Errorf("path", "%s: no answer to the go-plugin handshake within %v: killed it and its process group", path, StartTimeout)
 	}
-	go p.watch()
+	err = res.err
+	if err == nil {
+		rpc, ok := res.raw.(*wire.Client)
+		if !ok {
+			err = elements.Errorf("path", "%s: not a Junction element plugin", path)
+		}
+		p.rpc = rpc
+	}
+	if err != nil {
+		p.kill()
+		return nil, err
+	}
+	p.pid, p.pidfd = r.pid, r.pidfd
 	return p, nil
 }
 
-// watch closes p.exited when the process exits.
-func (p *proc) watch() {
-	defer close(p.exited)
-	if p.pidfd < 0 {
-		for !p.client.Exited() {
-			time.Sleep(10 * time.Millisecond)
-		}
+// kill ends the process and everything in its process group at once
+// (SIGKILL: a plugin being replaced may be stuck in Process), closes its
+// pipes, and releases the go-plugin client, waiting at most StopTimeout
+// for each of the last two.
+func (p *proc) kill() {
+	p.r.abort()
+	if !p.r.waitExit(p.stopTimeout) {
+		logf("%s: pid %d still there %v after SIGKILL; not waiting for it", p.label, p.r.pid, p.stopTimeout)
 		return
 	}
-	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, -1)
-		if err == unix.EINTR {
-			continue
-		}
-		if n > 0 || err != nil {
-			return
-		}
+	released := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(released)
+	}()
+	t := time.NewTimer(p.stopTimeout)
+	defer t.Stop()
+	select {
+	case <-released:
+	case <-t.C:
+		logf("%s: go-plugin did not release the client within %v; not waiting for it", p.label, p.stopTimeout)
 	}
-}
-
-// kill ends the process at once (SIGKILL: a plugin being replaced may be
-// stuck in Process) and releases the client.
-func (p *proc) kill() {
-	if p.pid > 0 {
-		if p.pidfd >= 0 {
-			unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
-		} else {
-			unix.Kill(p.pid, unix.SIGKILL)
-		}
-	}
-	<-p.exited
-	p.client.Kill()
-	if p.pidfd >= 0 {
-		unix.Close(p.pidfd)
-		p.pidfd = -1
-	}
+	p.r.closePidfd()
 	p.stderr.flush()
 }
 
-func ctxTimeout() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), StartTimeout)
+func callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
+
+// callError names the deadline when a control call ran out of time.
+func callError(err error) error {
+	if status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %v", CallTimeout)
+	}
+	return err
 }
 
 // handshakeError turns go-plugin's start errors into what a user can act on.
-func handshakeError(err error, path, sum string) error {
+func handshakeError(err error, path string) error {
 	msg := err.Error()
 	switch {
-	case errors.Is(err, plugin.ErrChecksumsDoNotMatch):
-		return elements.Errorf("sha256", "%s has SHA-256 %s, the graph pins %s: refusing to start it", path, fileSHA256(path), sum)
 	case strings.Contains(msg, "incompatible API version"):
 		return elements.Errorf("path", "%s: wrong plugin protocol version (this forwarder speaks version %d): rebuild the plugin against this forwarder's plugins/sdk (%s)",
 			path, wire.ProtocolVersion, firstLine(msg))
@@ -227,36 +265,65 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// maxLogLine bounds one logged line of a plugin's standard error: a
+// plugin writing without newlines cannot grow the host's memory, nor one
+// line the log.
+const maxLogLine = 1024
+
 // lineLogger logs a plugin's standard error line by line (a panic's stack
-// trace included), keeping the last lines for failure messages.
+// trace included), each line cut at maxLogLine bytes.
 type lineLogger struct {
 	mu     sync.Mutex
 	prefix string
 	buf    []byte
+	skip   bool // the rest of an overlong line is being discarded
 }
 
 func (l *lineLogger) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.buf = append(l.buf, b...)
-	for {
-		i := strings.IndexByte(string(l.buf), '\n')
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !l.skip {
+			room := maxLogLine - len(l.buf)
+			if len(part) > room {
+				l.buf = append(l.buf, part[:room]...)
+				l.emit(" [line cut]")
+				l.skip = true
+			} else {
+				l.buf = append(l.buf, part...)
+			}
+		}
 		if i < 0 {
 			break
 		}
-		if line := strings.TrimRight(string(l.buf[:i]), "\r"); line != "" {
-			logf("%s%s", l.prefix, line)
+		if !l.skip {
+			l.emit("")
 		}
-		l.buf = l.buf[i+1:]
+		l.skip = false
+		b = b[i+1:]
 	}
-	return len(b), nil
+	return n, nil
+}
+
+// emit logs the buffered line (with suffix) and empties the buffer.
+func (l *lineLogger) emit(suffix string) {
+	if line := strings.TrimRight(string(l.buf), "\r"); line != "" {
+		logf("%s%s%s", l.prefix, line, suffix)
+	}
+	l.buf = l.buf[:0]
 }
 
 func (l *lineLogger) flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
-		logf("%s%s", l.prefix, l.buf)
-		l.buf = nil
+		l.emit("")
 	}
+	l.skip = false
 }

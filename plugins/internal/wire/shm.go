@@ -72,7 +72,9 @@ const (
 )
 
 // Fixed descriptor numbers of the region and doorbells in a plugin process
-// started for traffic (exec.Cmd.ExtraFiles 0, 1, 2).
+// started for traffic (exec.Cmd.ExtraFiles 0, 1, 2). Descriptor 6, in every
+// plugin process, is the plugin's own executable, read-only: the host
+// executes the file it checked through it (/proc/self/fd/6).
 const (
 	FDRegion  = 3
 	FDReqBell = 4

@@ -42,7 +42,8 @@ func (m *mangle) Process(b *sdk.Batch) {
 	}
 }
 
-// FaultyConfig: after `after` good batches, misbehave as mode says.
+// FaultyConfig: after `after` good batches, misbehave as mode says;
+// mode "hang-validate" never returns from validation.
 type FaultyConfig struct {
 	Mode  string `toml:"mode"`
 	After int    `toml:"after"`
@@ -52,6 +53,8 @@ func (c *FaultyConfig) Validate() error {
 	switch c.Mode {
 	case "ok", "panic", "exit", "sleep", "badport", "badlen", "growlen":
 		return nil
+	case "hang-validate":
+		time.Sleep(time.Hour)
 	}
 	return sdk.Errorf("mode", "%q: unknown mode", c.Mode)
 }
