@@ -41,14 +41,14 @@ type Housekeeping struct {
 //     new threads from its template thread, confined too). Where every CPU
 //     has a worker nothing is confined and Housekeeping.CPUs is empty.
 //
-// It waits (at most a second) for every worker to have pinned itself.
+// It waits (at most 5 seconds) for every worker to have pinned itself.
 func (r *Router) Housekeep() (Housekeeping, error) {
 	h := Housekeeping{}
 	if want := len(r.workers) + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
 	h.Procs = runtime.GOMAXPROCS(0)
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		h.WorkerCPUs = h.WorkerCPUs[:0]
 		pending := false

@@ -283,6 +283,7 @@ func TestHousekeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
+	runtime.GOMAXPROCS(1) // as if there were one CPU per worker
 	h, err := r.Housekeep()
 	if err != nil {
 		t.Fatal(err)
