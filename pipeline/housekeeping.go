@@ -19,9 +19,9 @@ type Housekeeping struct {
 	CPUs []int
 	// Threads is how many threads were confined.
 	Threads int
-	// Procs is GOMAXPROCS after Housekeep: one more than the workers, so
-	// that other goroutines have a scheduler slot (a P) of their own and
-	// never wait for, or take, a worker's.
+	// Procs is GOMAXPROCS after Housekeep: at least one per worker, and
+	// one more where CPUs are left for housekeeping, so that other
+	// goroutines have a scheduler slot (a P) of their own there.
 	Procs int
 }
 
@@ -29,11 +29,18 @@ type Housekeeping struct {
 // once, after Start, in a process that runs one router (it acts on the
 // whole process):
 //
-//   - GOMAXPROCS is raised to workers + 1 where it is lower. Each worker
-//     goroutine holds a P for as long as it runs; with as many Ps as
-//     workers, every other goroutine (each stats request) can only run
-//     by taking a worker's P when the runtime preempts it, and the worker
-//     then waits behind them in the run queue.
+//   - GOMAXPROCS is raised to the number of workers where it is lower
+//     (-cpus may put more workers than CPUs): each worker goroutine holds
+//     a P for as long as it runs. Where CPUs are left for housekeeping it
+//     is raised to workers + 1: with as many Ps as workers, every other
+//     goroutine (each stats request) can only run by taking a worker's P
+//     when the runtime preempts it, and the worker then waits behind them
+//     in the run queue. Where every CPU has a worker the extra P is not
+//     added: its thread would only compete for the workers' CPUs (on a
+//     2-CPU machine, measured in benchmarks/control-plane.md, it brought
+//     connection resets under load and no steadier rate); there other
+//     goroutines are kept cheap instead (the stats endpoint's cache and
+//     pacing).
 //   - Every thread of the process other than the pinned workers is
 //     confined, with sched_setaffinity, to the process's CPUs that no
 //     worker is pinned to; threads the runtime starts later inherit that
@@ -44,7 +51,9 @@ type Housekeeping struct {
 // It waits (at most 5 seconds) for every worker to have pinned itself.
 func (r *Router) Housekeep() (Housekeeping, error) {
 	h := Housekeeping{}
-	if want := len(r.workers) + 1; runtime.GOMAXPROCS(0) < want {
+	// Every worker needs a P of its own (-cpus may put more workers
+	// than CPUs).
+	if want := len(r.workers); runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
 	h.Procs = runtime.GOMAXPROCS(0)
@@ -77,6 +86,10 @@ func (r *Router) Housekeep() (Housekeeping, error) {
 	}
 	if len(h.CPUs) == 0 {
 		return h, nil
+	}
+	if want := len(r.workers) + 1; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+		h.Procs = want
 	}
 	n, err := confineThreads(h.CPUs, h.WorkerCPUs)
 	h.Threads = n

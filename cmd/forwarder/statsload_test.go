@@ -29,7 +29,8 @@ import (
 // and binary, so it runs only with JUNCTION_STATSLOAD=1
 // (JUNCTION_STATSLOAD_ROUNDS rounds, default 2; JUNCTION_STATSLOAD_BIN: a
 // comma-separated list of forwarder binaries to measure, interleaved,
-// instead of this tree's). With JUNCTION_STATSLOAD_MIN=0.9 it fails when
+// instead of this tree's; JUNCTION_STATSLOAD_ARGS: more `forwarder run`
+// arguments, such as -workers 1). With JUNCTION_STATSLOAD_MIN=0.9 it fails when
 // the median rate with clients is below 90% of the median without.
 //
 //	JUNCTION_STATSLOAD=1 go test ./cmd/forwarder -run TestStatsLoad -v
@@ -75,12 +76,13 @@ type loadResult struct {
 	quiet, loaded []float64 // Mpps of each measured second without and with clients
 	requests      uint64    // stats requests answered
 	errors        uint64    // requests that failed
+	peakRSS       uint64    // the forwarder's peak resident set after the last phase with clients, kB
 	preempted     string    // the workers' preempted time, from the final table
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("%.2f Mpps without clients, %.2f with; %d requests answered, %d failed; preempted: %s",
-		median(r.quiet), median(r.loaded), r.requests, r.errors, r.preempted)
+	return fmt.Sprintf("%.2f Mpps without clients, %.2f with; %d requests answered, %d failed; peak RSS %d MB; preempted: %s",
+		median(r.quiet), median(r.loaded), r.requests, r.errors, r.peakRSS>>10, r.preempted)
 }
 
 var (
@@ -94,11 +96,14 @@ const statsLoadPhase = 3 * time.Second
 
 // runUnderStatsLoad runs the default graph for phases × statsLoadPhase,
 // with clients goroutines fetching /stats in a loop over keep-alive
-// connections during the odd phases (the first, 0, is without).
+// connections during the odd phases but the last (the first, 0, is
+// without).
 func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult {
 	t.Helper()
 	d := time.Duration(phases) * statsLoadPhase
-	cmd := exec.Command(bin, "run", "-duration", d.String(), "-stats", "127.0.0.1:0")
+	args := []string{"run", "-duration", d.String(), "-stats", "127.0.0.1:0"}
+	args = append(args, strings.Fields(os.Getenv("JUNCTION_STATSLOAD_ARGS"))...)
+	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +113,7 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	var requests, failures atomic.Uint64
+	var requests, failures, rss atomic.Uint64
 	var wg sync.WaitGroup
 	var res loadResult
 	var preempted []string
@@ -149,7 +154,9 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 			url := m[1] + "/stats"
 			start := time.Now()
 			go func() {
-				for p := 1; p < phases; p += 2 {
+				// The last phase is without clients: the forwarder
+				// shuts its endpoint down at its end.
+				for p := 1; p < phases-1; p += 2 {
 					select {
 					case <-time.After(time.Until(start.Add(time.Duration(p) * statsLoadPhase))):
 					case <-stopAll:
@@ -158,6 +165,9 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 					ctx, cancel := context.WithTimeout(context.Background(), statsLoadPhase)
 					hammer(ctx, url)
 					cancel()
+					if kb := peakRSS(cmd.Process.Pid); kb > 0 {
+						rss.Store(kb)
+					}
 				}
 			}()
 		}
@@ -191,12 +201,27 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 	if len(res.quiet) == 0 || len(res.loaded) == 0 {
 		t.Fatalf("no rate lines in the phases: %+v", res)
 	}
-	res.requests, res.errors = requests.Load(), failures.Load()
+	res.requests, res.errors, res.peakRSS = requests.Load(), failures.Load(), rss.Load()
 	res.preempted = strings.Join(preempted, ", ")
 	if res.preempted == "" {
 		res.preempted = "none"
 	}
 	return res
+}
+
+// peakRSS reads a process's peak resident set (VmHWM), in kB.
+func peakRSS(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb
+		}
+	}
+	return 0
 }
 
 func median(v []float64) float64 {
