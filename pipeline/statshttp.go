@@ -276,7 +276,8 @@ func (r *Router) serveStats(addr string, o StatsOptions) (net.Addr, *statsCache,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connRequestsKey{}, new(atomic.Int64))
 		},
-		ErrorLog: log.New(io.Discard, "", 0), // accept errors under a flood are not the operator's concern
+		ConnState: limited.connState,
+		ErrorLog:  log.New(io.Discard, "", 0), // accept errors under a flood are not the operator's concern
 	}
 	go srv.Serve(limited)
 	r.onClose(func() error {
@@ -310,16 +311,25 @@ func checkLoopback(addr string) error {
 
 // limitListener accepts at most n connections at once: Accept waits for a
 // served connection to close, leaving the others in the kernel's accept
-// queue (what golang.org/x/net/netutil.LimitListener does).
+// queue (what golang.org/x/net/netutil.LimitListener does). A kept-alive
+// connection idle while every slot is taken is closed (as nginx drains
+// keep-alive connections when it runs out of them): idle clients do not
+// keep waiting ones out until their idle timeout.
 type limitListener struct {
 	net.Listener
 	slots     chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	mu        sync.Mutex
+	idle      map[net.Conn]struct{} // served connections between requests
+	// open counts the accepted connections not yet closed (a slot is
+	// also held by an Accept waiting for its connection).
+	open atomic.Int32
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{}),
+		idle: map[net.Conn]struct{}{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -333,11 +343,37 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.slots
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+	if l.open.Add(1) == int32(cap(l.slots)) {
+		l.closeIdle()
+	}
+	return &limitConn{Conn: c, release: func() { l.open.Add(-1); <-l.slots }}, nil
 }
 
-// full reports whether every slot is taken.
-func (l *limitListener) full() bool { return len(l.slots) == cap(l.slots) }
+// connState tracks the idle connections (http.Server.ConnState).
+func (l *limitListener) connState(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	if st == http.StateIdle {
+		l.idle[c] = struct{}{}
+	} else {
+		delete(l.idle, c)
+	}
+	l.mu.Unlock()
+	if st == http.StateIdle && l.full() {
+		c.Close()
+	}
+}
+
+func (l *limitListener) closeIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.idle {
+		c.Close()
+		delete(l.idle, c)
+	}
+}
+
+// full reports whether every slot is taken by an accepted connection.
+func (l *limitListener) full() bool { return int(l.open.Load()) >= cap(l.slots) }
 
 func (l *limitListener) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })

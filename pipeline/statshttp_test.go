@@ -119,6 +119,43 @@ func TestStatsConnLimit(t *testing.T) {
 	}
 }
 
+// TestStatsIdleDrained: a kept-alive connection idle when the last slot
+// is taken is closed at once, not after its idle timeout, so that idle
+// clients cannot keep others out.
+func TestStatsIdleDrained(t *testing.T) {
+	addr, _ := startStatsRouter(t, StatsOptions{MaxConns: 2, Rate: -1})
+	a, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	br := bufio.NewReader(a)
+	if resp := rawGet(t, a, br, "/stats"); resp.Close {
+		t.Fatal("the only connection was not kept alive")
+	}
+	time.Sleep(20 * time.Millisecond) // a is idle
+	b, err := net.Dial("tcp", addr)   // takes the last slot
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	a.SetReadDeadline(start.Add(3 * time.Second))
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle connection with every slot taken: %v after %v, want it closed", err, time.Since(start))
+	}
+	// The freed slot serves a third client.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if resp := rawGet(t, c, bufio.NewReader(c), "/stats"); resp.StatusCode != 200 {
+		t.Errorf("third client: %s", resp.Status)
+	}
+}
+
 // TestStatsKeepAliveLimit: a connection is closed after MaxRequests.
 func TestStatsKeepAliveLimit(t *testing.T) {
 	addr, _ := startStatsRouter(t, StatsOptions{MaxRequests: 3, Rate: -1})
