@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestStatsLoad runs the default graph as a separate process with 200
@@ -77,12 +79,18 @@ type loadResult struct {
 	requests      uint64    // stats requests answered
 	errors        uint64    // requests that failed
 	peakRSS       uint64    // the forwarder's peak resident set after the last phase with clients, kB
-	preempted     string    // the workers' preempted time, from the final table
+	// otherCPU is the CPU time of the forwarder's threads other than the
+	// pinned workers until the end of the last phase with clients, which
+	// lasted loadedTime in all.
+	otherCPU, loadedTime time.Duration
+	preempted            string // the workers' preempted time, from the final table
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("%.2f Mpps without clients, %.2f with; %d requests answered, %d failed; peak RSS %d MB; preempted: %s",
-		median(r.quiet), median(r.loaded), r.requests, r.errors, r.peakRSS>>10, r.preempted)
+	return fmt.Sprintf("%.2f Mpps without clients, %.2f with; %d requests answered, %d failed; peak RSS %d MB; "+
+		"non-worker threads' CPU %v over %v with clients (%.0f%% of a CPU); preempted: %s",
+		median(r.quiet), median(r.loaded), r.requests, r.errors, r.peakRSS>>10,
+		r.otherCPU, r.loadedTime, 100*r.otherCPU.Seconds()/r.loadedTime.Seconds(), r.preempted)
 }
 
 var (
@@ -114,6 +122,7 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 	}
 	defer cmd.Process.Kill()
 	var requests, failures, rss atomic.Uint64
+	var otherCPU atomic.Int64
 	var wg sync.WaitGroup
 	var res loadResult
 	var preempted []string
@@ -168,6 +177,7 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 					if kb := peakRSS(cmd.Process.Pid); kb > 0 {
 						rss.Store(kb)
 					}
+					otherCPU.Store(int64(otherThreadsCPU(cmd.Process.Pid)))
 				}
 			}()
 		}
@@ -202,11 +212,46 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 		t.Fatalf("no rate lines in the phases: %+v", res)
 	}
 	res.requests, res.errors, res.peakRSS = requests.Load(), failures.Load(), rss.Load()
+	res.otherCPU = time.Duration(otherCPU.Load())
+	res.loadedTime = time.Duration((phases-1)/2) * statsLoadPhase
 	res.preempted = strings.Join(preempted, ", ")
 	if res.preempted == "" {
 		res.preempted = "none"
 	}
 	return res
+}
+
+// otherThreadsCPU sums the CPU time (user and system) of a process's
+// threads other than those pinned to one CPU (the workers).
+func otherThreadsCPU(pid int) time.Duration {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var ticks uint64
+	for _, e := range tasks {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(tid, &set) != nil || set.Count() == 1 {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may hold spaces): state is
+		// field 3, utime 14, stime 15.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseUint(f[11], 10, 64)
+			s, _ := strconv.ParseUint(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // peakRSS reads a process's peak resident set (VmHWM), in kB.
