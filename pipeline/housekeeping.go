@@ -49,6 +49,8 @@ type Housekeeping struct {
 //     has a worker nothing is confined and Housekeeping.CPUs is empty.
 //
 // It waits (at most 5 seconds) for every worker to have pinned itself.
+// The confinement lasts until the router closes: then every thread gets
+// the process's CPUs back (GOMAXPROCS stays raised).
 func (r *Router) Housekeep() (Housekeeping, error) {
 	h := Housekeeping{}
 	// Every worker needs a P of its own (-cpus may put more workers
@@ -93,5 +95,12 @@ func (r *Router) Housekeep() (Housekeeping, error) {
 	}
 	n, err := confineThreads(h.CPUs, h.WorkerCPUs)
 	h.Threads = n
+	// When the router closes (its workers have exited), the process gets
+	// its CPUs back: a test process, or any that starts another router,
+	// must not stay confined.
+	r.onClose(func() error {
+		_, err := confineThreads(processCPUs, nil)
+		return err
+	})
 	return h, err
 }

@@ -343,6 +343,14 @@ func TestHousekeep(t *testing.T) {
 	if workers != 1 {
 		t.Errorf("%d threads pinned to the worker's CPU, want 1", workers)
 	}
+	// Closing the router gives every thread the process's CPUs back.
+	r.Stop()
+	waitRouter(t, r, 5*time.Second)
+	for tid, s := range threadAffinities(t) {
+		if s.Count() != len(processCPUs) {
+			t.Errorf("after close, thread %d may run on %d CPUs, want %d", tid, s.Count(), len(processCPUs))
+		}
+	}
 }
 
 // TestHousekeepEveryCPU: when every CPU has a worker nothing is confined.
