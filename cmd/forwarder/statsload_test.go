@@ -94,9 +94,10 @@ func (r loadResult) String() string {
 }
 
 var (
-	statsAtRE   = regexp.MustCompile(`stats at (http://\S+)/stats`)
-	rateLineRE  = regexp.MustCompile(`^(\d+)s\s+rx \S+ \S+\s+tx ([0-9.]+) (Mpps|kpps|pps)`)
-	preemptedRE = regexp.MustCompile(`preempted ([0-9.]+[µmn]?s)`)
+	statsAtRE    = regexp.MustCompile(`stats at (http://\S+)/stats`)
+	rateLineRE   = regexp.MustCompile(`^(\d+)s\s+rx \S+ \S+\s+tx ([0-9.]+) (Mpps|kpps|pps)`)
+	workerCPUsRE = regexp.MustCompile(`^workers on CPUs ([0-9,]+);`)
+	preemptedRE  = regexp.MustCompile(`preempted ([0-9.]+[µmn]?s)`)
 )
 
 // statsLoadPhase is how long the clients are on, then off.
@@ -156,9 +157,18 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 	}
 	stopAll := make(chan struct{})
 	defer close(stopAll)
+	var workerCPUs atomic.Pointer[[]int] // from run's "workers on CPUs" line, where it prints one
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		line := sc.Text()
+		if m := workerCPUsRE.FindStringSubmatch(line); m != nil {
+			var cpus []int
+			for _, c := range strings.Split(m[1], ",") {
+				n, _ := strconv.Atoi(c)
+				cpus = append(cpus, n)
+			}
+			workerCPUs.Store(&cpus)
+		}
 		if m := statsAtRE.FindStringSubmatch(line); m != nil {
 			url := m[1] + "/stats"
 			start := time.Now()
@@ -177,7 +187,11 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 					if kb := peakRSS(cmd.Process.Pid); kb > 0 {
 						rss.Store(kb)
 					}
-					otherCPU.Store(int64(otherThreadsCPU(cmd.Process.Pid)))
+					var cpus []int
+					if p := workerCPUs.Load(); p != nil {
+						cpus = *p
+					}
+					otherCPU.Store(int64(otherThreadsCPU(cmd.Process.Pid, cpus)))
 				}
 			}()
 		}
@@ -222,8 +236,9 @@ func runUnderStatsLoad(t *testing.T, bin string, clients, phases int) loadResult
 }
 
 // otherThreadsCPU sums the CPU time (user and system) of a process's
-// threads other than those pinned to one CPU (the workers).
-func otherThreadsCPU(pid int) time.Duration {
+// threads other than the workers: those pinned to one of workerCPUs (nil:
+// to any one CPU, for a forwarder that confines nothing else).
+func otherThreadsCPU(pid int, workerCPUs []int) time.Duration {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return 0
@@ -235,8 +250,11 @@ func otherThreadsCPU(pid int) time.Duration {
 			continue
 		}
 		var set unix.CPUSet
-		if unix.SchedGetaffinity(tid, &set) != nil || set.Count() == 1 {
+		if unix.SchedGetaffinity(tid, &set) != nil {
 			continue
+		}
+		if set.Count() == 1 && (workerCPUs == nil || slices.ContainsFunc(workerCPUs, set.IsSet)) {
+			continue // a worker
 		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 		if err != nil {
