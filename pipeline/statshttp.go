@@ -210,8 +210,8 @@ func (p *pacer) wait(ctx context.Context) bool {
 	}
 }
 
-// connRequests is the per-connection request count, in the request's
-// context (http.Server.ConnContext).
+// connRequestsKey holds a connection's request count (*atomic.Int64) in
+// its requests' context (http.Server.ConnContext).
 type connRequestsKey struct{}
 
 // limitListenerKey holds the server's *limitListener in a request's
@@ -221,9 +221,8 @@ type limitListenerKey struct{}
 // countRequest counts a request on its connection and, at the limit, asks
 // the server to close the connection after the response (like nginx's
 // keepalive_requests): a client cannot hold one of the limited connections
-// for ever while others wait.
-// While every connection slot is taken, each response closes its
-// connection, so that clients waiting in the accept queue are served in
+// for ever while others wait. While every connection slot is taken, each
+// response closes its connection, so that clients waiting in the accept queue are served in
 // turn instead of timing out behind kept-alive ones.
 func countRequest(w http.ResponseWriter, req *http.Request, max int) {
 	n, ok := req.Context().Value(connRequestsKey{}).(*atomic.Int64)
