@@ -1,6 +1,14 @@
 package pipeline
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
 
 // processCPUs is the affinity the process started with, read before any
 // worker thread narrowed its own.
@@ -30,4 +38,41 @@ func pinThread(cpu int) error {
 	set.Zero()
 	set.Set(cpu)
 	return unix.SchedSetaffinity(0, &set)
+}
+
+// confineThreads sets the affinity of every thread of the process to cpus,
+// except the threads pinned to exactly one of workerCPUs (the workers,
+// pinned before this runs). Threads that exit meanwhile are skipped.
+func confineThreads(cpus, workerCPUs []int) (int, error) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0, fmt.Errorf("housekeeping threads: %w", err)
+	}
+	var set unix.CPUSet
+	set.Zero()
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	n := 0
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		var cur unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &cur); err != nil {
+			continue // exited
+		}
+		if cur.Count() == 1 && slices.ContainsFunc(workerCPUs, cur.IsSet) {
+			continue // a worker
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				continue
+			}
+			return n, fmt.Errorf("housekeeping thread %d: %w", tid, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -19,6 +20,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C or every source is drained)")
 	workers := fs.Int("workers", 0, "workers, one per core (0: the graph's [forwarder] workers, else all cores)")
 	stats := fs.String("stats", "", `stats endpoint address ("off" disables; default: the graph's [forwarder] stats, else `+pipeline.DefaultStatsAddr+")")
+	statsPublic := fs.Bool("stats-public", false, "allow a stats address that is not loopback (\":7879\", \"0.0.0.0:7879\", a LAN address): without it such an address is refused")
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
 	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th (wrapping), e.g. 2,3 or 2-5 (default: every CPU the process may use)")
@@ -43,7 +45,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
 	return run(ctx, g, runOptions{
-		duration: *duration, workers: *workers, stats: *stats, quiet: *quiet, nopin: *nopin, cpus: cpus,
+		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
 	}, stdout, stderr)
 }
 
@@ -51,9 +53,11 @@ type runOptions struct {
 	duration time.Duration
 	workers  int
 	stats    string
-	quiet    bool
-	nopin    bool
-	cpus     []int
+	// statsPublic allows a non-loopback stats address.
+	statsPublic bool
+	quiet       bool
+	nopin       bool
+	cpus        []int
 	// every is the rate line interval (a second; tests shorten it).
 	every time.Duration
 }
@@ -68,6 +72,12 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	if err != nil {
 		return err
 	}
+	// The stats endpoint, timers and the Go runtime run off the workers'
+	// CPUs where some are free, with a scheduler slot of their own.
+	hk, err := r.Housekeep()
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: %v (other threads may share the workers' CPUs)\n", err)
+	}
 
 	// The stats endpoint: an address given explicitly must work; the
 	// default one is best effort (another forwarder may hold the port).
@@ -80,7 +90,10 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	}
 	statsAt := ""
 	if addr != "off" {
-		a, err := r.ServeStats(addr)
+		a, err := r.ServeStatsWith(addr, pipeline.StatsOptions{Public: o.statsPublic})
+		if errors.Is(err, pipeline.ErrStatsNotLoopback) {
+			err = fmt.Errorf("%w; give -stats-public to serve it there anyway", err)
+		}
 		switch {
 		case err == nil:
 			statsAt = "http://" + a.String() + "/stats"
@@ -100,6 +113,13 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 			fmt.Fprintf(stdout, "; stats at %s", statsAt)
 		}
 		fmt.Fprintln(stdout)
+		if len(hk.WorkerCPUs) > 0 {
+			if len(hk.CPUs) > 0 {
+				fmt.Fprintf(stdout, "workers on CPUs %s; other threads on CPUs %s\n", cpuList(hk.WorkerCPUs), cpuList(hk.CPUs))
+			} else {
+				fmt.Fprintf(stdout, "workers on CPUs %s; no CPU left for other threads: they share the workers' CPUs\n", cpuList(hk.WorkerCPUs))
+			}
+		}
 	}
 
 	tick := time.NewTicker(o.every)
@@ -172,4 +192,13 @@ func parseCPUList(s string) ([]int, error) {
 		}
 	}
 	return cpus, nil
+}
+
+// cpuList prints CPU numbers as a list: "0,1".
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
 }
