@@ -465,12 +465,14 @@ func (s *Snapshot) WritePrometheus(w io.Writer) error {
 			}
 		}
 	}
-	pw.family("junction_rx_packets_total", "counter", "Packets that entered the graph.")
+	pw.family("junction_rx_packets_total", "counter", "Packets the sources took from their devices.")
 	pw.sample("junction_rx_packets_total", s.Totals.RX)
 	pw.family("junction_tx_packets_total", "counter", "Packets the devices transmitted.")
 	pw.sample("junction_tx_packets_total", s.Totals.TX)
 	pw.family("junction_drops_total", "counter", "Packets dropped anywhere.")
 	pw.sample("junction_drops_total", s.Totals.Drops)
+	pw.family("junction_in_flight_packets", "gauge", "Packets handed between workers and not yet taken (rx = tx + drops + in flight).")
+	pw.sample("junction_in_flight_packets", s.Totals.InFlight)
 	pw.family("junction_uptime_seconds", "gauge", "Time since the workers started.")
 	pw.sampleFloat("junction_uptime_seconds", s.Uptime.Seconds())
 	return pw.err

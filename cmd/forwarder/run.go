@@ -38,12 +38,15 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-cpus: %w", err)
 	}
+	// Signals first: a SIGTERM while the graph loads (a plugin being
+	// validated) ends the run once loading returns, instead of killing
+	// the process and orphaning the plugin.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
 	g, err := loadGraph(path)
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stopSignals()
 	return run(ctx, g, runOptions{
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
 	}, stdout, stderr)
