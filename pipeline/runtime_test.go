@@ -508,6 +508,7 @@ func TestSnapshotOutputs(t *testing.T) {
 		`junction_worker_idle_seconds_total{worker="0"} `,
 		`junction_device_tx_drops_total{device="d0",driver="TestRtDrv"} 750`,
 		"junction_rx_packets_total 10000",
+		"junction_in_flight_packets 0",
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("metrics lack %q", want)
