@@ -37,12 +37,18 @@ func TestRouterRFC1812Destinations(t *testing.T) {
 		{"255.255.255.254", "martian destination"},
 		{"192.0.2.77", ""},
 		{"223.255.255.254", ""},
+		// Directed broadcast is off by default (RFC 2644): the
+		// broadcast addresses of the router's own subnets, but not a
+		// .255 host in a routed range.
+		{"10.2.0.255", "directed broadcast"},
+		{"10.1.0.255", "directed broadcast"},
+		{"10.20.0.255", ""},
 	}
 	checkRFC1812(t, "router.toml", nil, cases)
 }
 
 // TestRouterDirectedBroadcast: with the LAN's CheckIPHeader naming the
-// router's devices, a packet to the broadcast address of a connected subnet
+// router's devices explicitly, a packet to the broadcast address of a connected subnet
 // (here the WAN's 10.2.0.255) is not forwarded (RFC 2644); a host address
 // ending in .255 in a routed range is.
 func TestRouterDirectedBroadcast(t *testing.T) {

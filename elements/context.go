@@ -33,6 +33,13 @@ type DeviceSet interface {
 	Queues(name string, worker int) []int
 }
 
+// DeviceLister is a DeviceSet that can list its devices' names (the
+// pipeline's does; elements that want every device, such as
+// CheckIPHeader's directed broadcasts, use it when it is there).
+type DeviceLister interface {
+	DeviceNames() []string
+}
+
 // SharedSlot holds the one value shared by every worker's instance of one
 // graph element (e.g. a route table behind an atomic pointer).
 type SharedSlot struct {

@@ -248,6 +248,16 @@ func (s *deviceSet) Device(name string) (drivers.Device, int, bool) {
 	return s.devs[d.Index], d.Index, true
 }
 
+// DeviceNames lists the graph's devices in declaration order
+// (elements.DeviceLister).
+func (s *deviceSet) DeviceNames() []string {
+	names := make([]string, len(s.g.Devices))
+	for i, d := range s.g.Devices {
+		names[i] = d.Name
+	}
+	return names
+}
+
 // Queues returns the RX queues of the device that worker serves: queue q
 // belongs to worker q mod workers.
 func (s *deviceSet) Queues(name string, worker int) []int {

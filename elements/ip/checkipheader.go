@@ -99,8 +99,8 @@ func init() {
 					"false checks only the header and the source, for a CheckIPHeader in front of a path that delivers broadcast or " +
 					"multicast to the router itself (DHCP, a routing protocol)"},
 				{Name: "devices", Type: "device", Doc: "the router's devices: with forward_only, a packet to the directed broadcast " +
-					"address of one of their IPv4 subnets (their addresses key; not /31 or /32) fails. Name them all: the element " +
-					"sees only the devices named here"},
+					"address of one of their IPv4 subnets (their addresses key; not /31 or /32) fails. Default: every device of " +
+					"the graph (directed broadcast forwarding is off, RFC 2644); name some to check only theirs"},
 			},
 			Stats: "One counter per failed check, counted whether the packet goes to output 1 or is dropped: " +
 				"\"too short\" (no 20 bytes at L3), \"bad version\" (not 4), \"bad ihl\" (IHL < 5), " +
@@ -122,7 +122,7 @@ func init() {
 				"is one a router may forward (RFC 1812 5.3.7, 4.2.2.11 and 5.3.5: not the limited broadcast " +
 				"255.255.255.255, which is for the router itself and never forwarded; not multicast, which a " +
 				"unicast router does not route; not 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4; and not the directed " +
-				"broadcast of a subnet of the devices named, whose forwarding RFC 2644 turns off by default). " +
+				"broadcast of a subnet of the graph's devices (or of those named), whose forwarding RFC 2644 turns off by default). " +
 				"Put packets the router itself receives by broadcast or multicast (DHCP, RIP, OSPF) on their own " +
 				"path before the CheckIPHeader of the forwarding path, or give that path's CheckIPHeader " +
 				"forward_only = false. Elements after CheckIPHeader may trust the " +
@@ -150,7 +150,15 @@ func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) 
 	c := cfg.(*CheckIPHeaderConfig)
 	e := &CheckIPHeader{out0: ctx.Outputs[0], out1: ctx.Outputs[1], bad: packet.NewBatch(ctx.Batch),
 		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0)}
-	for _, name := range c.Devices {
+	names := c.Devices
+	if len(names) == 0 && c.ForwardOnly {
+		// Every device of the graph: directed broadcast is off by
+		// default (RFC 2644).
+		if l, ok := ctx.Devices.(elements.DeviceLister); ok {
+			names = l.DeviceNames()
+		}
+	}
+	for _, name := range names {
 		if ctx.Devices == nil {
 			return nil, elements.Errorf("devices", "no device %q", name)
 		}
