@@ -54,7 +54,7 @@ routes = ["10.0.0.0/9 via 10.2.0.2 out 0"]
 
 [graph]
 links = [
-  "FromDevice(in) -> cls :: Classifier(ip, -)",
+  "FromDevice(in, %s) -> cls :: Classifier(ip, -)",
   "cls[0] -> CheckIPHeader -> ttl :: DecTTL -> %s rt",
   "rt[0] -> EtherRewrite(02:00:00:00:02:01, 02:00:00:00:02:02) -> ToDevice(out)",
   "cls[1] -> Discard",
@@ -74,7 +74,14 @@ func (o acctL3Opts) config() string {
 	if o.tee {
 		tee, teeLink = "tee :: Tee(2) ->", `"tee[1] -> Discard",`
 	}
-	text := fmt.Sprintf(acctL3, o.workers, o.count, o.queues, o.splitFlows, tee, teeLink)
+	// The graph keeps no per-flow state, so auto would hand nothing off
+	// with a queue per worker: spreading is asked for where the cases
+	// test it.
+	spread := "auto"
+	if o.workers > 1 && !o.splitFlows {
+		spread = "on"
+	}
+	text := fmt.Sprintf(acctL3, o.workers, o.count, o.queues, o.splitFlows, spread, tee, teeLink)
 	return text
 }
 

@@ -23,6 +23,9 @@ type Context struct {
 	// Devices resolves a device name; Queues says which RX queues of a
 	// device this worker serves.
 	Devices DeviceSet
+	// FlowState reports that some element of the graph keeps per-flow
+	// state per worker (Type.FlowState).
+	FlowState bool
 
 	shared *SharedSlot
 }

@@ -27,6 +27,12 @@ type Type struct {
 	Optional []int
 	// Source marks elements that receive from a device (FromDevice).
 	Source bool
+	// FlowState marks elements whose instances keep per-flow state per
+	// worker (Conntrack's table, FastTrack's flows, a plugin's, for all
+	// Junction knows): in a graph with one, every packet of a flow must
+	// reach one worker, so FromDevice hands packets to their flow's owner
+	// (Context.FlowState).
+	FlowState bool
 	Doc    Doc
 }
 

@@ -290,6 +290,10 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		outs:  make([][]*elements.Output, len(g.Elements)),
 	}
 	wk.cpu.Store(-1)
+	flowState := false
+	for _, e := range g.Elements {
+		flowState = flowState || e.Type != nil && e.Type.FlowState
+	}
 	for i, e := range g.Elements {
 		wk.stats[i] = &elements.Stats{}
 		// Outputs track their targets' stats; sources and elements fed
@@ -318,6 +322,7 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		}
 		bind(i)
 		ctx := elements.NewContext(e.Name, w, n, r.batch, wk.outs[i], wk.stats[i], wk.pool, devs, shared[i])
+		ctx.FlowState = flowState
 		el, err := e.Type.New(e.Config, ctx)
 		if err != nil {
 			return wk, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err)

@@ -46,6 +46,7 @@ func (c *Config) Validate() error {
 func init() {
 	elements.Register(elements.Type{
 		Name:      "Conntrack",
+		FlowState: true,
 		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
 		New:       newConntrack,
 		In:        1, Out: 2,

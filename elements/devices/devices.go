@@ -64,9 +64,10 @@ func init() {
 				"robin, one batch per poll) or none (then the instance is drained from the start).",
 			Keys: append(deviceKey[:1:1], elements.Key{Name: "spread", Type: "string", Default: `"auto"`,
 				Doc: "auto | on | off: hand every packet to the worker that owns its flow, by a symmetric flow " +
-					"hash (both directions of a flow on one worker), whichever queue it arrived on. auto: unless " +
-					"the device promises that its queues already keep each flow on one worker (as many queues " +
-					"as workers and a driver that says so: gen with split_flows); on: always; off: never (a " +
+					"hash (both directions of a flow on one worker), whichever queue it arrived on. auto: when " +
+					"the device has fewer RX queues than there are workers, and when the graph keeps per-flow " +
+					"state per worker (Conntrack, FastTrack, Plugin) unless the device promises that its queues " +
+					"already keep each flow on one worker (gen with split_flows); on: always; off: never (a " +
 					"flow whose packets reach two workers then meets per-worker state that never saw it)"}),
 			Stats: "packets and batches received (per worker): what this worker pushed into the graph, " +
 				"its own queues' packets and those handed to it. Receive errors and ring drops are " +
@@ -148,7 +149,7 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 		batch: packet.NewBatch(batch), out: ctx.Outputs[0],
 	}
 	workers := max(ctx.Workers, 1)
-	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && !queuesOwnFlows(dev, workers)
+	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && !queuesOwnFlows(dev, workers, ctx.FlowState)
 	if spread && workers > 1 {
 		sp, err := newSpreader(ctx, c.Device, dev, workers, batch)
 		if err != nil {
@@ -159,15 +160,18 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 	return f, nil
 }
 
-// queuesOwnFlows reports whether the device's queues alone put every flow
-// on one worker: one queue per worker at least, and a device that promises
-// a flow never changes queue (drivers.Info.FlowAffine). Anything else (a
-// veth, whose queue is the sending host's TX queue and changes after a
-// retransmission timeout; a NIC whose RSS is asymmetric or blind to NAT)
-// is spread: a flow whose packets reached two workers would meet a
+// queuesOwnFlows reports whether the device's queues alone are enough:
+// one queue per worker at least, and either a graph that keeps no per-flow
+// state per worker (a plain router: nothing there cares which worker sees
+// a packet, and a handoff would only cost a copy and a second CPU) or a
+// device that promises a flow never changes queue
+// (drivers.Info.FlowAffine). Anything else (a veth, whose queue is the
+// sending host's TX queue and changes after a retransmission timeout; a
+// NIC whose RSS is asymmetric or blind to NAT) is spread when the graph
+// tracks flows: a flow whose packets reached two workers would meet a
 // Conntrack that never saw it.
-func queuesOwnFlows(dev drivers.Device, workers int) bool {
-	return workers <= 1 || dev.RxQueues() >= workers && dev.Info().FlowAffine
+func queuesOwnFlows(dev drivers.Device, workers int, flowState bool) bool {
+	return workers <= 1 || dev.RxQueues() >= workers && (!flowState || dev.Info().FlowAffine)
 }
 
 // Push is never called (FromDevice has no inputs); should it be, the

@@ -12,8 +12,9 @@ import (
 
 const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's workers). Per-worker ` +
 	`state (Conntrack, FastTrack, NAT bindings) is only right if every packet of a flow, in both ` +
-	`directions, is processed by one worker. Unless the device promises that its queues already ` +
-	`do that (see the spread key), the workers that own a queue hash every packet with the ` +
+	`directions, is processed by one worker. In a graph with such state (or with fewer queues ` +
+	`than workers), unless the device promises that its queues already do that (see the spread ` +
+	`key), the workers that own a queue hash every packet with the ` +
 	`symmetric flow hash (packet.FlowHash, with DNAT replies hashed as their original direction: ` +
 	`nat.SteeringHash) and keep the packets of their own flows; the others go to the worker the ` +
 	`hash names, over one lock-free single-producer single-consumer ring per (sender, receiver) ` +

@@ -406,32 +406,38 @@ type perWorker struct{ d drivers.Device }
 func (s perWorker) Device(string) (drivers.Device, int, bool) { return s.d, 0, true }
 func (s perWorker) Queues(_ string, w int) []int              { return []int{w} }
 
-// auto spreads whenever the queues alone cannot keep a flow on one worker:
-// as many queues as workers is not enough unless the driver promises it.
+// auto spreads when a worker would have no queue, and when the graph keeps
+// per-flow state unless the driver promises its queues keep flows apart;
+// as many queues as workers is not enough for a stateful graph.
 func TestSpreadAuto(t *testing.T) {
 	typ, _ := elements.Lookup("FromDevice")
 	for _, c := range []struct {
 		queues, workers int
-		affine          bool
+		affine, state   bool
 		spread          string
 		want            bool
 	}{
-		{2, 2, false, "auto", true},
-		{2, 2, true, "auto", false},
-		{1, 2, true, "auto", true},
-		{2, 1, false, "auto", false},
-		{2, 2, true, "on", true},
-		{2, 2, false, "off", false},
+		{2, 2, false, true, "auto", true},
+		{2, 2, true, true, "auto", false},
+		{2, 2, false, false, "auto", false},
+		{1, 2, true, false, "auto", true},
+		{1, 2, true, true, "auto", true},
+		{2, 1, false, true, "auto", false},
+		{2, 2, true, false, "on", true},
+		{2, 2, false, true, "off", false},
 	} {
 		dev := &affineDev{seqDev: seqDev{pool: packet.NewPool(8)}, queues: c.queues, affine: c.affine}
 		out := elements.NewOutput(&elements.Clock{})
 		ctx := elements.NewContext("in", 0, c.workers, 64, []*elements.Output{out}, &elements.Stats{}, packet.NewPool(8), perWorker{dev}, nil)
+		ctx.FlowState = c.state
 		el, err := typ.New(&FromConfig{Device: "lan", Spread: c.spread}, ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := el.(*FromDevice).sp != nil; got != c.want {
-			t.Errorf("%d queues, %d workers, affine %v, spread %s: spreading %v, want %v", c.queues, c.workers, c.affine, c.spread, got, c.want)
+			t.Errorf("%d queues, %d workers, affine %v, flow state %v, spread %s: spreading %v, want %v",
+				c.queues, c.workers, c.affine, c.state, c.spread, got, c.want)
 		}
 	}
 }
+

@@ -87,6 +87,7 @@ FastTrackLearn's port i and FastTrack's output i+1 lead to the same transmitter.
 func init() {
 	elements.Register(elements.Type{
 		Name:      "FastTrack",
+		FlowState: true,
 		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
 		New:       newFastTrack,
 		In:        1, Out: -1,
@@ -164,6 +165,7 @@ func init() {
 	})
 	elements.Register(elements.Type{
 		Name:      "FastTrackLearn",
+		FlowState: true,
 		NewConfig: func() any { return &LearnConfig{Outputs: 2} },
 		New:       newLearn,
 		In:        -1, Out: -1,

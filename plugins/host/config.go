@@ -168,6 +168,7 @@ var (
 func init() {
 	elements.Register(elements.Type{
 		Name:      "Plugin",
+		FlowState: true, // a plugin's state is its own business: assume per flow
 		NewConfig: NewConfig,
 		New:       newInstance,
 		In:        1,
