@@ -48,7 +48,8 @@ type Housekeeping struct {
 //     new threads from its template thread, confined too). Where every CPU
 //     has a worker nothing is confined and Housekeeping.CPUs is empty.
 //
-// It waits (at most 5 seconds) for every worker to have pinned itself.
+// It waits (at most 5 seconds) for every worker to have pinned itself (or
+// to have been left unpinned: -nopin, a failed pin).
 // The confinement lasts until the router closes: then every thread gets
 // the process's CPUs back (GOMAXPROCS stays raised).
 func (r *Router) Housekeep() (Housekeeping, error) {
@@ -67,8 +68,8 @@ func (r *Router) Housekeep() (Housekeeping, error) {
 			switch cpu := w.cpu.Load(); {
 			case cpu >= 0:
 				h.WorkerCPUs = append(h.WorkerCPUs, int(cpu))
-			case !w.exited.Load():
-				pending = true
+			case !w.placed.Load() && !w.exited.Load():
+				pending = true // not yet pinned (nor left unpinned)
 			}
 		}
 		if !pending || time.Now().After(deadline) {

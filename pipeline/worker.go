@@ -28,11 +28,14 @@ const (
 // worker is one pipeline: one instance of every graph element, the sources
 // it polls and the accounting of its time.
 type worker struct {
-	r     *Router
-	id    int
-	cpu   atomic.Int32 // the CPU it was pinned to, -1 when not pinned
-	clock *elements.Clock
-	pool  *packet.Pool
+	r   *Router
+	id  int
+	cpu atomic.Int32 // the CPU it was pinned to, -1 when not pinned
+	// placed is set once the worker has pinned itself, failed to, or
+	// was told not to (Housekeep waits for it).
+	placed atomic.Bool
+	clock  *elements.Clock
+	pool   *packet.Pool
 
 	inst  []elements.Element   // by graph element index
 	stats []*elements.Stats    // by graph element index
@@ -211,6 +214,7 @@ func (r *Router) run(o Options) {
 					w.cpu.Store(int32(cpu))
 				}
 			}
+			w.placed.Store(true)
 			w.loop()
 		}()
 	}
