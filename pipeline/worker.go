@@ -13,10 +13,12 @@ import (
 )
 
 // Backoff of an idle worker: after spinEmpty empty rounds in a row it yields
-// the processor, after yieldEmpty it sleeps between polls (idleSleep at
-// first, growing to maxIdleSleep), so that an idle forwarder does not burn a
-// core. The first packet after a long idle period waits at most
-// maxIdleSleep (plus the timer's slack).
+// the processor, after yieldEmpty it sleeps, so that an idle forwarder does
+// not burn a core. When every source can be waited on (sleep.go) it sleeps
+// in ppoll(2) until a packet arrives; otherwise between polls, on Go's
+// timer (idleSleep at first, growing to maxIdleSleep; a pinned worker's
+// timer oversleeps, about a millisecond here), and the first packet after a
+// long idle period waits that long.
 const (
 	spinEmpty    = 256
 	yieldEmpty   = 1024
@@ -43,6 +45,8 @@ type worker struct {
 
 	tickers  []elements.Ticker
 	lastTick int64
+
+	wait waiter // sleeping on the sources' descriptors (sleep.go)
 
 	// Published about every millisecond (and at exit), like the elements'
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
@@ -107,6 +111,7 @@ func (w *worker) loop() {
 	}
 	empty := 0
 	sleep := idleSleep
+	w.initWait()
 	w.clock.Round(last)
 	for !r.stop.Load() {
 		n := w.poll()
@@ -124,7 +129,7 @@ func (w *worker) loop() {
 				// discarded: leave its time out of what they add up to.
 				timedBusy += d - min(lost, d)
 			}
-			empty, sleep = 0, idleSleep
+			empty, sleep, w.wait.timeout = 0, idleSleep, pollSleep
 		} else {
 			idle += d
 			empty++
@@ -165,10 +170,7 @@ func (w *worker) loop() {
 			case empty < yieldEmpty:
 				runtime.Gosched()
 			default:
-				time.Sleep(sleep)
-				if sleep < maxIdleSleep {
-					sleep = min(2*sleep, maxIdleSleep)
-				}
+				w.idleWait(now, &sleep)
 			}
 			if empty >= spinEmpty {
 				// Time given away is idle, whatever the next round brings.
