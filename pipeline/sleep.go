@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -52,14 +54,16 @@ func (w *worker) initWait() {
 	wt.timeout = pollSleep
 }
 
-// idleWait gives the processor away after a run of empty rounds: in
-// ppoll(2) on the Sleepers' descriptors when they all allow it, at once
-// not at all when one has work pending, else on a timer (sleep, which it
-// grows).
-func (w *worker) idleWait(now int64, sleep *time.Duration) {
+// idleWait gives the processor away after a run of spinEmpty empty
+// rounds. When every source is a Sleeper it sleeps in ppoll(2) on their
+// descriptors if they all allow it, not at all if one has work pending,
+// and otherwise yields (early: fewer than yieldEmpty empty rounds) or
+// sleeps on Go's timer (sleep, which it grows). Without Sleepers it yields
+// or sleeps on the timer as before.
+func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	wt := &w.wait
 	if !wt.ok {
-		timedSleep(sleep)
+		yieldOrSleep(early, sleep)
 		return
 	}
 	fds := wt.fds[:0]
@@ -76,7 +80,7 @@ func (w *worker) idleWait(now int64, sleep *time.Duration) {
 	switch {
 	case mode == elements.SleepNot:
 	case mode == elements.SleepTimed || len(fds) == 0:
-		timedSleep(sleep)
+		yieldOrSleep(early, sleep)
 	default:
 		wt.pfds = wt.pfds[:0]
 		for _, fd := range fds {
@@ -87,14 +91,33 @@ func (w *worker) idleWait(now int64, sleep *time.Duration) {
 			d = max(untilTick, 0)
 		}
 		wt.ts = unix.NsecToTimespec(int64(d))
-		// EINTR (the runtime's preemption signal) is a wake-up like any.
-		unix.Ppoll(wt.pfds, &wt.ts, nil)
+		// A raw system call: the worker keeps its P while it sleeps, as
+		// it does while it polls. Through the runtime's syscall path
+		// (unix.Ppoll), a worker that never reschedules looks to sysmon
+		// like a goroutine running for over 10 ms, and sysmon took its P
+		// back in every sleep, handing it to a thread started for the
+		// purpose: an idle router made twice to four times the context
+		// switches of the timer sleep (benchmarks/drivers.md). Other
+		// goroutines still get the processor: sysmon preempts a worker
+		// that has not rescheduled for 10 ms (its signal ends the ppoll,
+		// EINTR), and a stop-the-world does the same.
+		unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&wt.pfds[0])), uintptr(len(wt.pfds)),
+			uintptr(unsafe.Pointer(&wt.ts)), 0, 0, 0)
 		wt.polled.Add(1)
 		wt.timeout = min(2*wt.timeout, maxPollSleep)
 	}
 	for _, s := range wt.sleepers {
 		s.Woke()
 	}
+}
+
+// yieldOrSleep yields the processor (early) or sleeps on Go's timer.
+func yieldOrSleep(early bool, sleep *time.Duration) {
+	if early {
+		runtime.Gosched()
+		return
+	}
+	timedSleep(sleep)
 }
 
 // timedSleep sleeps on Go's timer and grows the next sleep.

@@ -167,10 +167,10 @@ func TestIdleWaitAllocs(t *testing.T) {
 	w.initWait()
 	sleep := idleSleep
 	w.lastTick = elements.Nanotime()
-	w.idleWait(w.lastTick, &sleep) // grows the slices once
+	w.idleWait(w.lastTick, false, &sleep) // grows the slices once
 	allocs := testing.AllocsPerRun(100, func() {
 		w.wait.timeout = time.Microsecond
-		w.idleWait(elements.Nanotime(), &sleep)
+		w.idleWait(elements.Nanotime(), false, &sleep)
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations per idle wait", allocs)

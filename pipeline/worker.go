@@ -12,13 +12,13 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Backoff of an idle worker: after spinEmpty empty rounds in a row it yields
-// the processor, after yieldEmpty it sleeps, so that an idle forwarder does
-// not burn a core. When every source can be waited on (sleep.go) it sleeps
-// in ppoll(2) until a packet arrives; otherwise between polls, on Go's
-// timer (idleSleep at first, growing to maxIdleSleep; a pinned worker's
-// timer oversleeps, about a millisecond here), and the first packet after a
-// long idle period waits that long.
+// Backoff of an idle worker, so that an idle forwarder does not burn a
+// core: after spinEmpty empty rounds in a row, when every source can be
+// waited on (sleep.go), it sleeps in ppoll(2) until a packet arrives.
+// Otherwise it yields the processor until yieldEmpty empty rounds, then
+// sleeps between polls on Go's timer (idleSleep at first, growing to
+// maxIdleSleep; a pinned worker's timer oversleeps: about a millisecond
+// here), and the first packet after a long idle period waits that long.
 const (
 	spinEmpty    = 256
 	yieldEmpty   = 1024
@@ -165,12 +165,8 @@ func (w *worker) loop() {
 			if w.drained() {
 				break
 			}
-			switch {
-			case empty < spinEmpty:
-			case empty < yieldEmpty:
-				runtime.Gosched()
-			default:
-				w.idleWait(now, &sleep)
+			if empty >= spinEmpty {
+				w.idleWait(now, empty < yieldEmpty, &sleep)
 			}
 			if empty >= spinEmpty {
 				// Time given away is idle, whatever the next round brings.
