@@ -9,7 +9,8 @@
 # each round for each binary in turn (interleaved: the machine is noisy),
 # the forwarder is started and measured for:
 #   idle: its CPU time (utime+stime of /proc/PID/stat) over IDLE (10) s
-#         with no traffic at all;
+#         with no traffic at all, and its threads' context switches per
+#         second (/proc/PID/task/*/status);
 #   ping: `ping -c 50 -i 0.05` from cli to srv through it: the RTTs'
 #         median and p99 (ms), and its CPU time over the ping;
 #   tcp:  one iperf3 TCP stream cli -> srv, -t DURATION (3): Mbit/s
@@ -47,8 +48,11 @@ ip -n $SRV route add default via 10.2.0.1
 ip netns exec $SRV iperf3 -s -B 10.2.0.2 >"$TMP/iperf3-server.log" 2>&1 &
 PIDS+=($!)
 
-# cpu PID: the process's CPU time in milliseconds.
+# cpu PID: the process's CPU time in milliseconds; cs PID: its threads'
+# context switches (voluntary and not), the count of their sleeps and
+# wake-ups.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat"; }
+cs() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 
 : >"$TMP/res"
 for r in $(seq "$ROUNDS"); do
@@ -61,9 +65,9 @@ for r in $(seq "$ROUNDS"); do
 			sleep 0.2
 		done
 		sleep 1
-		c0=$(cpu $FWDPID)
+		c0=$(cpu $FWDPID) s0=$(cs $FWDPID)
 		sleep "$IDLE"
-		idle=$(($(cpu $FWDPID) - c0))
+		idle=$(($(cpu $FWDPID) - c0)) idlecs=$((($(cs $FWDPID) - s0) / IDLE))
 		c0=$(cpu $FWDPID)
 		ip netns exec $CLI ping -c 50 -i 0.05 10.2.0.2 >"$TMP/ping-$b-$r.txt" 2>&1 || true
 		pingcpu=$(($(cpu $FWDPID) - c0))
@@ -79,7 +83,7 @@ PY
 		kill -INT $FWDPID
 		wait $FWDPID || true
 		set -- $rtt
-		echo "$b idle_cpu_ms=$idle ping_cpu_ms=$pingcpu rtt_med_ms=$1 rtt_p99_ms=$2 replies=$3 tcp_mbps=$((bps / 1000000))" | tee -a "$TMP/res"
+		echo "$b idle_cpu_ms=$idle idle_cs_per_s=$idlecs ping_cpu_ms=$pingcpu rtt_med_ms=$1 rtt_p99_ms=$2 replies=$3 tcp_mbps=$((bps / 1000000))" | tee -a "$TMP/res"
 	done
 done
 python3 - "$TMP/res" "$IDLE" <<'PY'
@@ -88,7 +92,8 @@ rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 for b in ("before", "after"):
     rs = [dict(kv.split("=") for kv in r[1:]) for r in rows if r[0] == b]
     med = lambda k: st.median(float(r[k]) for r in rs)
-    print(f"{b:>6}: medians of {len(rs)} rounds: idle CPU {med('idle_cpu_ms'):.0f} ms per {sys.argv[2]} s, "
+    print(f"{b:>6}: medians of {len(rs)} rounds: idle CPU {med('idle_cpu_ms'):.0f} ms per {sys.argv[2]} s "
+          f"({med('idle_cs_per_s'):.0f} context switches/s), "
           f"ping CPU {med('ping_cpu_ms'):.0f} ms, RTT median {med('rtt_med_ms'):.3f} ms p99 {med('rtt_p99_ms'):.3f} ms, "
           f"TCP 1 stream {med('tcp_mbps'):.0f} Mbit/s")
 PY

@@ -80,7 +80,7 @@ func init() {
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
 			SeeAlso: "ToDevice",
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
-				"index and the queue it came from.\n\n" + spreadDoc,
+				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
 		},
 	})
 	elements.Register(elements.Type{
@@ -102,6 +102,15 @@ func init() {
 		},
 	})
 }
+
+const sleepDoc = `Idle workers. A worker that found nothing for a while sleeps until a ` +
+	`packet arrives when its device offers a descriptor per queue (afxdp: the queue's XDP ` +
+	`socket; afpacket: its packet socket): FromDevice gives the worker the descriptors of the ` +
+	`queues it serves and, with spreading, an eventfd that a worker handing it packets writes ` +
+	`while it sleeps. With gen and pcap devices the worker sleeps on a timer instead. ToDevice ` +
+	`on afxdp keeps a worker from sleeping on descriptors while frames it transmitted still ` +
+	`wait on the TX ring (copy mode sends them only when asked): the worker asks the kernel ` +
+	`again and sleeps on a timer meanwhile.`
 
 // FromDevice is one worker's receiver for one device. It implements
 // elements.Source.

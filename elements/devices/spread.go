@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
@@ -83,6 +84,8 @@ type spreader struct {
 	full                elements.Reason
 	offCount, inCount   uint64  // counted locally, added once per batch
 	efdBuf              [8]byte // an eventfd's counter, read and written
+	armed               bool    // asleep set by prepareSleep, not yet cleared by woke
+	due                 uint64  // wake-up writes owed by senders, not yet read
 }
 
 func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers, batch int) (*spreader, error) {
@@ -320,6 +323,7 @@ func (sp *spreader) prepareSleep(fds []int) ([]int, elements.SleepMode) {
 		return fds, elements.SleepOnFDs // nobody feeds this worker
 	}
 	sp.h.asleep[sp.me].Store(true)
+	sp.armed = true
 	for _, s := range sp.in {
 		if sp.h.data[s][sp.me].ready() > 0 {
 			return fds, elements.SleepNot
@@ -328,16 +332,27 @@ func (sp *spreader) prepareSleep(fds []int) ([]int, elements.SleepMode) {
 	return append(fds, fd), elements.SleepOnFDs
 }
 
-// woke disarms the wake-up and consumes the eventfd. A sender that took
-// the flag may write it only after this read: then the next sleep returns
-// at once, once, and this read consumes it.
+// woke disarms the wake-up and consumes the eventfd's writes, without a
+// system call when none is due. A sender that takes the flag writes 1,
+// once, perhaps only after this runs: due counts the writes owed (flags
+// taken) and not yet read, so that a late one is read at the next wake
+// instead of leaving the eventfd readable for good.
 func (sp *spreader) woke() {
 	fd := sp.h.wake[sp.me]
 	if fd < 0 {
 		return
 	}
-	sp.h.asleep[sp.me].Store(false)
-	unix.Read(fd, sp.efdBuf[:])
+	if sp.armed {
+		sp.armed = false
+		if !sp.h.asleep[sp.me].Swap(false) {
+			sp.due++ // a sender took it
+		}
+	}
+	if sp.due > 0 {
+		if n, _ := unix.Read(fd, sp.efdBuf[:]); n == 8 {
+			sp.due -= min(sp.due, binary.NativeEndian.Uint64(sp.efdBuf[:]))
+		}
+	}
 }
 
 // finish marks this worker's queues as drained: everything it will ever
