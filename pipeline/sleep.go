@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -91,18 +90,14 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 			d = max(untilTick, 0)
 		}
 		wt.ts = unix.NsecToTimespec(int64(d))
-		// A raw system call: the worker keeps its P while it sleeps, as
-		// it does while it polls. Through the runtime's syscall path
-		// (unix.Ppoll), a worker that never reschedules looks to sysmon
-		// like a goroutine running for over 10 ms, and sysmon took its P
-		// back in every sleep, handing it to a thread started for the
-		// purpose: an idle router made twice to four times the context
-		// switches of the timer sleep (benchmarks/drivers.md). Other
-		// goroutines still get the processor: sysmon preempts a worker
-		// that has not rescheduled for 10 ms (its signal ends the ppoll,
-		// EINTR), and a stop-the-world does the same.
-		unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&wt.pfds[0])), uintptr(len(wt.pfds)),
-			uintptr(unsafe.Pointer(&wt.ts)), 0, 0, 0)
+		// Through the runtime's system call path, so that the worker's
+		// P serves other goroutines (and the GC) while it sleeps. A raw
+		// ppoll, which keeps the P, halved the idle context switches but
+		// starved the rest of the process: with as many workers as Ps,
+		// TCP runs through the router stalled and iperf3's control
+		// connections were reset (benchmarks/drivers.md, "Idle workers").
+		// EINTR is a wake-up like any.
+		unix.Ppoll(wt.pfds, &wt.ts, nil)
 		wt.polled.Add(1)
 		wt.timeout = min(2*wt.timeout, maxPollSleep)
 	}
