@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -28,14 +27,13 @@ const (
 // waiter is a worker's state for sleeping on descriptors; it is reused
 // every time, so that sleeping allocates nothing.
 type waiter struct {
-	sleepers  []elements.Sleeper // every element of the pipeline that is one
-	ok        bool               // every source is a Sleeper
-	fds       []int
-	pfds      []unix.PollFd
-	ts        unix.Timespec
-	timeout   time.Duration // the next ppoll's
-	lastYield int64         // Nanotime of the last runtime.Gosched
-	polled    atomic.Uint64 // sleeps on descriptors (tests read it)
+	sleepers []elements.Sleeper // every element of the pipeline that is one
+	ok       bool               // every source is a Sleeper
+	fds      []int
+	pfds     []unix.PollFd
+	ts       unix.Timespec
+	timeout  time.Duration // the next ppoll's
+	polled   atomic.Uint64 // sleeps on descriptors (tests read it)
 }
 
 func (w *worker) initWait() {
@@ -92,24 +90,15 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 			d = max(untilTick, 0)
 		}
 		wt.ts = unix.NsecToTimespec(int64(d))
-		// A raw system call: the worker keeps its P while it sleeps, as
-		// it does while it polls. Through the runtime's syscall path
-		// (unix.Ppoll), sysmon saw a worker that never reschedules as a
-		// goroutine running for over 10 ms and took its P back in every
-		// sleep, handing it to a thread started for the purpose: the
-		// idle router's CPU time went up by three quarters. Keeping the P
-		// must not starve the rest of the process (timers, the stats,
-		// the GC; with as many workers as Ps, TCP through the router
-		// stalled and iperf3's control connections were reset), so the
-		// worker yields it once a millisecond, about as often as the
-		// timer sleep did. sysmon's preemption signal and a
-		// stop-the-world end the ppoll too (EINTR: a wake-up like any).
-		if now-wt.lastYield >= tickEvery {
-			wt.lastYield = now
-			runtime.Gosched()
-		}
-		unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&wt.pfds[0])), uintptr(len(wt.pfds)),
-			uintptr(unsafe.Pointer(&wt.ts)), 0, 0, 0)
+		// Through the runtime's system call path, so that the worker's
+		// P serves other goroutines (and the GC) while it sleeps. It has
+		// a cost: sysmon takes the P of a worker that has not
+		// rescheduled for 10 ms back in each sleep. A raw ppoll, which
+		// keeps the P, was cheaper idle but starved the rest of the
+		// process, and TCP through the router stalled, even when the
+		// worker yielded the P once a millisecond (benchmarks/drivers.md,
+		// "Idle workers"). EINTR is a wake-up like any.
+		unix.Ppoll(wt.pfds, &wt.ts, nil)
 		wt.polled.Add(1)
 		wt.timeout = min(2*wt.timeout, maxPollSleep)
 	}
