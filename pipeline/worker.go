@@ -13,10 +13,10 @@ import (
 )
 
 // Backoff of an idle worker, so that an idle forwarder does not burn a
-// core: after spinEmpty empty rounds in a row, when every source can be
-// waited on (sleep.go), it sleeps in ppoll(2) until a packet arrives.
-// Otherwise it yields the processor until yieldEmpty empty rounds, then
-// sleeps between polls on Go's timer (idleSleep at first, growing to
+// core: after spinEmpty empty rounds in a row it yields the processor,
+// after yieldEmpty it sleeps. When every source can be waited on
+// (sleep.go) it sleeps in ppoll(2) until a packet arrives; otherwise
+// between polls, on Go's timer (idleSleep at first, growing to
 // maxIdleSleep; a pinned worker's timer oversleeps: about a millisecond
 // here), and the first packet after a long idle period waits that long.
 const (
