@@ -97,12 +97,13 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		wt.ts = unix.NsecToTimespec(int64(d))
 		// Through the runtime's system call path, so that the worker's
 		// P serves other goroutines (and the GC) while it sleeps. It has
-		// a cost: sysmon takes the P of a worker that has not
-		// rescheduled for 10 ms back in each sleep. A raw ppoll, which
-		// keeps the P, was cheaper idle but starved the rest of the
-		// process, and TCP through the router stalled, even when the
-		// worker yielded the P once a millisecond (benchmarks/drivers.md,
-		// "Idle workers"). EINTR is a wake-up like any.
+		// a cost: sysmon takes back, in each sleep, the P of a worker
+		// that has not rescheduled for 10 ms, and an idle forwarder uses
+		// more CPU than with the timer sleep. A raw ppoll, which keeps
+		// the P, was cheaper idle but starved the rest of the process,
+		// and TCP through the router stalled, even when the worker
+		// yielded the P once a millisecond (benchmarks/drivers.md, "Idle
+		// workers"). EINTR is a wake-up like any.
 		unix.Ppoll(wt.pfds, &wt.ts, nil)
 		wt.polled.Add(1)
 		wt.timeout = min(2*wt.timeout, maxPollSleep)
