@@ -207,3 +207,23 @@ type FastFlow struct {
 	EthDst, EthSrc     packet.MAC
 	Gen                uint32 // the generation it was learnt under (conntrack.Generation)
 }
+
+// RxWaiter is implemented by a device whose RX queues a worker can wait on
+// with poll(2) instead of polling them (VPP's interrupt mode, DPDK's RX
+// interrupts): an idle worker sleeps until a packet arrives.
+type RxWaiter interface {
+	// RxFD returns a file descriptor that poll(2) reports readable
+	// (POLLIN) whenever RX queue q has packets to receive, or -1 when q
+	// cannot be waited on. The descriptor belongs to the device.
+	RxFD(q int) int
+}
+
+// TxWaiter is implemented by a device whose transmissions may wait for a
+// kick that only the worker's polling gives (afxdp in copy mode sends a
+// TX ring's frames only when asked, a few dozen per system call).
+type TxWaiter interface {
+	// TxIdle kicks what worker w left on its TX ring and reports whether
+	// nothing is left there: only then may w sleep without stranding
+	// frames it transmitted.
+	TxIdle(worker int) bool
+}

@@ -36,3 +36,40 @@ type Closer interface {
 type Ticker interface {
 	Tick(now int64)
 }
+
+// SleepMode is a Sleeper's answer to a worker about to sleep.
+type SleepMode uint8
+
+// The answers, in increasing order of precedence: a worker sleeps on the
+// descriptors only if every Sleeper says SleepOnFDs, and not at all if one
+// says SleepNot.
+const (
+	// SleepOnFDs: the descriptors appended (possibly none) become
+	// readable when this element has work.
+	SleepOnFDs SleepMode = iota
+	// SleepTimed: no descriptor tells when this element has work (a
+	// device without one, a transmission that only polling completes):
+	// the worker sleeps on a timer, a short while.
+	SleepTimed
+	// SleepNot: work is pending now; the worker polls again at once.
+	SleepNot
+)
+
+// Sleeper is an element that lets an idle worker sleep until it has work
+// instead of polling (VPP's interrupt mode, DPDK's RX interrupts). After a
+// run of empty rounds the worker calls PrepareSleep on every Sleeper of
+// its pipeline; if every one answers SleepOnFDs, every Source is a Sleeper
+// and some descriptor was given, it waits in poll(2) for one of them to
+// become readable (or for a timeout: Tickers keep their cadence). Then it
+// calls Woke on every Sleeper, whatever the answers were, before the
+// next round. Neither is called on the hot path.
+type Sleeper interface {
+	// PrepareSleep appends to fds the file descriptors whose readability
+	// means this element has work, and says whether the worker may sleep
+	// on them. It may arm a wake-up that another worker triggers (the
+	// element must then check, after arming, that nothing arrived
+	// before).
+	PrepareSleep(fds []int) ([]int, SleepMode)
+	// Woke disarms what PrepareSleep armed and consumes the wake-up.
+	Woke()
+}

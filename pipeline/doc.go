@@ -1,7 +1,8 @@
 // Package pipeline turns a graph file into running pipelines: it loads and
 // validates the TOML graph (config.go, links.go), compiles it into one
 // pipeline per worker (build.go), runs each worker's poll loop pinned to a
-// core (worker.go) and keeps the accounting of where time goes (stats.go).
+// core (worker.go; an idle worker sleeps until a packet arrives, sleep.go)
+// and keeps the accounting of where time goes (stats.go).
 //
 // pipeline imports the element and driver registries, never a concrete
 // element or driver.

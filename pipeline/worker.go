@@ -12,11 +12,13 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Backoff of an idle worker: after spinEmpty empty rounds in a row it yields
-// the processor, after yieldEmpty it sleeps between polls (idleSleep at
-// first, growing to maxIdleSleep), so that an idle forwarder does not burn a
-// core. The first packet after a long idle period waits at most
-// maxIdleSleep (plus the timer's slack).
+// Backoff of an idle worker, so that an idle forwarder does not burn a
+// core: after spinEmpty empty rounds in a row it yields the processor,
+// after yieldEmpty it sleeps. When every source can be waited on
+// (sleep.go) it sleeps in ppoll(2) until a packet arrives; otherwise
+// between polls, on Go's timer (idleSleep at first, growing to
+// maxIdleSleep; a pinned worker's timer oversleeps: about a millisecond
+// here), and the first packet after a long idle period waits that long.
 const (
 	spinEmpty    = 256
 	yieldEmpty   = 1024
@@ -46,6 +48,8 @@ type worker struct {
 
 	tickers  []elements.Ticker
 	lastTick int64
+
+	wait waiter // sleeping on the sources' descriptors (sleep.go)
 
 	// Published about every millisecond (and at exit), like the elements'
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
@@ -110,6 +114,7 @@ func (w *worker) loop() {
 	}
 	empty := 0
 	sleep := idleSleep
+	w.initWait()
 	w.clock.Round(last)
 	for !r.stop.Load() {
 		n := w.poll()
@@ -127,7 +132,7 @@ func (w *worker) loop() {
 				// discarded: leave its time out of what they add up to.
 				timedBusy += d - min(lost, d)
 			}
-			empty, sleep = 0, idleSleep
+			empty, sleep, w.wait.timeout = 0, idleSleep, pollSleep
 		} else {
 			idle += d
 			empty++
@@ -163,15 +168,8 @@ func (w *worker) loop() {
 			if w.drained() {
 				break
 			}
-			switch {
-			case empty < spinEmpty:
-			case empty < yieldEmpty:
-				runtime.Gosched()
-			default:
-				time.Sleep(sleep)
-				if sleep < maxIdleSleep {
-					sleep = min(2*sleep, maxIdleSleep)
-				}
+			if empty >= spinEmpty {
+				w.idleWait(now, empty < yieldEmpty, &sleep)
 			}
 			if empty >= spinEmpty {
 				// Time given away is idle, whatever the next round brings.

@@ -81,7 +81,7 @@ func init() {
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
 			SeeAlso: "ToDevice",
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
-				"index and the queue it came from.\n\n" + spreadDoc,
+				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
 		},
 	})
 	elements.Register(elements.Type{
@@ -104,6 +104,15 @@ func init() {
 	})
 }
 
+const sleepDoc = `Idle workers. A worker that found nothing for a while sleeps until a ` +
+	`packet arrives when its device offers a descriptor per queue (afxdp: the queue's XDP ` +
+	`socket; afpacket: its packet socket): FromDevice gives the worker the descriptors of the ` +
+	`queues it serves and, with spreading, an eventfd that a worker handing it packets writes ` +
+	`while it sleeps. With gen and pcap devices the worker sleeps on a timer instead. ToDevice ` +
+	`on afxdp keeps a worker from sleeping on descriptors while frames it transmitted still ` +
+	`wait on the TX ring (copy mode sends them only when asked): the worker asks the kernel ` +
+	`again and sleeps on a timer meanwhile.`
+
 // FromDevice is one worker's receiver for one device. It implements
 // elements.Source.
 type FromDevice struct {
@@ -119,11 +128,17 @@ type FromDevice struct {
 	out     *elements.Output
 
 	sp *spreader // nil: no spreading
+
+	// rxFDs[i] is what poll(2) waits on for queues[i] (-1: nothing, the
+	// worker sleeps on a timer); nil when the device has none.
+	rxFDs []int
 }
 
 var (
-	_ elements.Source = (*FromDevice)(nil)
-	_ elements.Closer = (*FromDevice)(nil)
+	_ elements.Source  = (*FromDevice)(nil)
+	_ elements.Closer  = (*FromDevice)(nil)
+	_ elements.Sleeper = (*FromDevice)(nil)
+	_ elements.Sleeper = (*ToDevice)(nil)
 )
 
 func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -147,6 +162,12 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 		dev: dev, index: uint16(index), queues: qs,
 		drained: make([]bool, len(qs)), live: len(qs),
 		batch: packet.NewBatch(batch), out: ctx.Outputs[0],
+	}
+	if rw, ok := dev.(drivers.RxWaiter); ok {
+		f.rxFDs = make([]int, len(qs))
+		for i, q := range qs {
+			f.rxFDs[i] = rw.RxFD(q)
+		}
 	}
 	workers := max(ctx.Workers, 1)
 	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && !queuesOwnFlows(dev, workers, ctx.FlowState)
@@ -251,6 +272,38 @@ func (f *FromDevice) Drained() bool {
 	return f.sp == nil || f.sp.drained()
 }
 
+// PrepareSleep implements elements.Sleeper: the descriptors of the live
+// queues it serves (a device without them, gen or pcap: SleepTimed) and,
+// with spreading, the eventfd other workers write when they hand it
+// packets while it sleeps (SleepNot when they already have).
+func (f *FromDevice) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
+	mode := elements.SleepOnFDs
+	if f.sp != nil {
+		fds, mode = f.sp.prepareSleep(fds)
+		if mode == elements.SleepNot {
+			return fds, mode
+		}
+	}
+	for i := range f.queues {
+		if f.drained[i] {
+			continue
+		}
+		if f.rxFDs == nil || f.rxFDs[i] < 0 {
+			mode = elements.SleepTimed
+			continue
+		}
+		fds = append(fds, f.rxFDs[i])
+	}
+	return fds, mode
+}
+
+// Woke implements elements.Sleeper.
+func (f *FromDevice) Woke() {
+	if f.sp != nil {
+		f.sp.woke()
+	}
+}
+
 // Close returns the spreading buffers (those handed to this worker and not
 // yet taken, and the empty ones it lent out) to this worker's pool. The
 // pipeline calls it after every worker has stopped.
@@ -264,6 +317,7 @@ func (f *FromDevice) Close() error {
 // ToDevice is one worker's transmitter for one device.
 type ToDevice struct {
 	dev      drivers.Device
+	tw       drivers.TxWaiter // nil: the driver leaves nothing on a ring
 	worker   int
 	st       *elements.Stats
 	notTaken elements.Reason
@@ -275,9 +329,24 @@ func newToDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if !ok || dev == nil {
 		return nil, elements.Errorf("device", "no device %q", c.Device)
 	}
-	return &ToDevice{dev: dev, worker: ctx.Worker, st: ctx.Stats,
+	tw, _ := dev.(drivers.TxWaiter)
+	return &ToDevice{dev: dev, tw: tw, worker: ctx.Worker, st: ctx.Stats,
 		notTaken: ctx.Stats.Reason("not transmitted")}, nil
 }
+
+// PrepareSleep implements elements.Sleeper: a worker must not sleep on
+// descriptors while frames it transmitted wait on a TX ring for a kick
+// (afxdp in copy mode); the driver kicks them, and if some are still
+// there the worker sleeps on a timer and tries again.
+func (t *ToDevice) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
+	if t.tw != nil && !t.tw.TxIdle(t.worker) {
+		return fds, elements.SleepTimed
+	}
+	return fds, elements.SleepOnFDs
+}
+
+// Woke implements elements.Sleeper.
+func (t *ToDevice) Woke() {}
 
 // Push hands the whole batch to the driver, which takes every packet.
 func (t *ToDevice) Push(in int, b *packet.Batch) {

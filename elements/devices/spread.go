@@ -1,8 +1,11 @@
 package devices
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
@@ -53,6 +56,15 @@ type hub struct {
 	data    [][]*ring     // data[s][r]: packets from sender s to receiver r
 	lend    [][]*ring     // lend[s][r]: empty buffers of r's pool lent to s
 	done    []atomic.Bool // sender s has drained its queues and published all
+
+	// Wake-ups of sleeping receivers: a worker about to sleep sets
+	// asleep[r], then checks its incoming rings; a sender publishes, then
+	// takes asleep[r] and, if it was set, writes wake[r] (an eventfd the
+	// receiver's poll(2) waits on; -1 for a worker nobody feeds). Go's
+	// atomics are sequentially consistent, so either the receiver sees
+	// the packets or the sender sees the flag: never neither.
+	asleep []atomic.Bool
+	wake   []int
 }
 
 // spreader is one worker's side of the hub.
@@ -71,12 +83,19 @@ type spreader struct {
 	handedOff, handedIn *atomic.Uint64
 	waits               *atomic.Uint64 // polls that left the own queues unread (congested)
 	full                elements.Reason
-	offCount, inCount   uint64 // counted locally, added once per batch
+	offCount, inCount   uint64  // counted locally, added once per batch
+	efdBuf              [8]byte // an eventfd's counter, read and written
+	armed               bool    // asleep set by prepareSleep, not yet cleared by woke
+	due                 uint64  // wake-up writes owed by senders, not yet read
 }
 
 func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers, batch int) (*spreader, error) {
 	v, err := ctx.Shared(func() (any, error) {
-		h := &hub{workers: workers, senders: make([]bool, workers), done: make([]atomic.Bool, workers)}
+		h := &hub{workers: workers, senders: make([]bool, workers), done: make([]atomic.Bool, workers),
+			asleep: make([]atomic.Bool, workers), wake: make([]int, workers)}
+		for w := range h.wake {
+			h.wake[w] = -1
+		}
 		nsend := 0
 		for w := 0; w < workers; w++ {
 			h.senders[w] = len(ctx.Devices.Queues(name, w)) > 0
@@ -123,6 +142,15 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 	// lend ring and in the data ring of each pair, plus what the graph
 	// holds of them (a few batches; ARP queues).
 	sp.pool = packet.NewPool(len(sp.in)*2*spreadRing + 4*batch)
+	if len(sp.in) > 0 {
+		// Built before any worker runs (the goroutines' start orders
+		// this store before every sender's read).
+		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return nil, fmt.Errorf("FromDevice(%s): eventfd: %v", name, err)
+		}
+		h.wake[me] = fd
+	}
 	for _, s := range sp.in {
 		sp.refill(s)
 	}
@@ -202,6 +230,11 @@ func (sp *spreader) handOff(b *packet.Batch) {
 			sp.touched[t] = false
 			sp.out[t].publish()
 			sp.lent[t].release()
+			// After the publish: a receiver that set asleep before
+			// this saw nothing, and waits for the eventfd.
+			if sp.h.asleep[t].Load() && sp.h.asleep[t].Swap(false) {
+				sp.wakeUp(t)
+			}
 		}
 	}
 	if sp.offCount > 0 {
@@ -272,6 +305,57 @@ func (sp *spreader) refill(s int) {
 	l.publish()
 }
 
+// wakeUp writes receiver t's eventfd (once per sleep: the flag was taken).
+func (sp *spreader) wakeUp(t int) {
+	fd := sp.h.wake[t]
+	if fd < 0 {
+		return
+	}
+	sp.efdBuf = [8]byte{1}
+	unix.Write(fd, sp.efdBuf[:]) // EAGAIN: the counter is already set
+}
+
+// prepareSleep arms this worker's wake-up, then checks that nothing was
+// handed to it before (or while) it armed it; the caller then waits for
+// the eventfd, which the next sender to publish writes.
+func (sp *spreader) prepareSleep(fds []int) ([]int, elements.SleepMode) {
+	fd := sp.h.wake[sp.me]
+	if fd < 0 {
+		return fds, elements.SleepOnFDs // nobody feeds this worker
+	}
+	sp.h.asleep[sp.me].Store(true)
+	sp.armed = true
+	for _, s := range sp.in {
+		if sp.h.data[s][sp.me].ready() > 0 {
+			return fds, elements.SleepNot
+		}
+	}
+	return append(fds, fd), elements.SleepOnFDs
+}
+
+// woke disarms the wake-up and consumes the eventfd's writes, without a
+// system call when none is due. A sender that takes the flag writes 1,
+// once, perhaps only after this runs: due counts the writes owed (flags
+// taken) and not yet read, so that a late one is read at the next wake
+// instead of leaving the eventfd readable for good.
+func (sp *spreader) woke() {
+	fd := sp.h.wake[sp.me]
+	if fd < 0 {
+		return
+	}
+	if sp.armed {
+		sp.armed = false
+		if !sp.h.asleep[sp.me].Swap(false) {
+			sp.due++ // a sender took it
+		}
+	}
+	if sp.due > 0 {
+		if n, _ := unix.Read(fd, sp.efdBuf[:]); n == 8 {
+			sp.due -= min(sp.due, binary.NativeEndian.Uint64(sp.efdBuf[:]))
+		}
+	}
+}
+
 // finish marks this worker's queues as drained: everything it will ever
 // hand off is published.
 func (sp *spreader) finish() { sp.h.done[sp.me].Store(true) }
@@ -290,6 +374,10 @@ func (sp *spreader) drained() bool {
 // close frees what is left in this worker's incoming rings and takes back
 // the buffers it lent (all workers have stopped: no concurrency left).
 func (sp *spreader) close() {
+	if fd := sp.h.wake[sp.me]; fd >= 0 {
+		unix.Close(fd)
+		sp.h.wake[sp.me] = -1
+	}
 	for _, s := range sp.in {
 		for _, r := range []*ring{sp.h.data[s][sp.me], sp.h.lend[s][sp.me]} {
 			// Consume everything published, whoever was the consumer.

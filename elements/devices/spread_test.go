@@ -33,12 +33,13 @@ type seqDev struct {
 	count  int
 	sent   int
 	pool   *packet.Pool
+	limit  int // > 0: nothing more for now once sent reaches it (not drained)
 }
 
 func (d *seqDev) RxQueues() int { return 1 }
 func (d *seqDev) Receive(q int, b *packet.Batch) int {
 	n := 0
-	for !b.Full() && d.sent < d.count {
+	for !b.Full() && d.sent < d.count && (d.limit == 0 || d.sent < d.limit) {
 		p := d.pool.Get()
 		if p == nil {
 			break

@@ -1,0 +1,131 @@
+package pipeline
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/elements"
+)
+
+// An idle worker whose every source can be waited on (elements.Sleeper
+// with descriptors: afxdp and afpacket queues, the spreading hub's
+// eventfds) sleeps in ppoll(2) until a packet arrives, like VPP's
+// interrupt mode: the wake-up is the kernel's, a few microseconds,
+// whatever the timeout. The timeout grows from pollSleep to maxPollSleep
+// and never passes the next tick, so that Tickers (ARP retries, conntrack
+// expiry) and the published counters keep their millisecond cadence.
+// Otherwise (gen, pcap, a TX ring that waits for a kick) it sleeps on Go's
+// timer as before.
+const (
+	pollSleep    = 20 * time.Microsecond
+	maxPollSleep = time.Millisecond
+)
+
+// waiter is a worker's state for sleeping on descriptors; it is reused
+// every time, so that sleeping allocates nothing.
+type waiter struct {
+	sleepers []elements.Sleeper // every element of the pipeline that is one
+	ok       bool               // every source is a Sleeper
+	fds      []int
+	pfds     []unix.PollFd
+	ts       unix.Timespec
+	timeout  time.Duration // the next ppoll's
+	polled   atomic.Uint64 // sleeps on descriptors (tests read it)
+}
+
+func (w *worker) initWait() {
+	wt := &w.wait
+	wt.sleepers = wt.sleepers[:0]
+	for _, el := range w.inst {
+		if s, ok := el.(elements.Sleeper); ok {
+			wt.sleepers = append(wt.sleepers, s)
+		}
+	}
+	wt.ok = len(w.sources) > 0
+	for _, s := range w.sources {
+		if _, ok := s.(elements.Sleeper); !ok {
+			wt.ok = false
+		}
+	}
+	wt.timeout = pollSleep
+}
+
+// idleWait gives the processor away after a run of spinEmpty empty
+// rounds. When every source is a Sleeper it sleeps in ppoll(2) on their
+// descriptors if they all allow it, not at all if one has work pending,
+// and otherwise yields (early: fewer than yieldEmpty empty rounds) or
+// sleeps on Go's timer (sleep, which it grows). Without Sleepers it yields
+// or sleeps on the timer as before.
+func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
+	wt := &w.wait
+	if !wt.ok || early {
+		// The yield rounds stay, descriptors or not: without them (ppoll
+		// right after the spin), go test ./cmd/forwarder/e2e -run
+		// TestTCPThroughput failed 2 runs of 4 with one-stream runs
+		// down to 142 Mbit/s, where the base passed 3 of 3
+		// (benchmarks/drivers.md, "Idle workers").
+		yieldOrSleep(early, sleep)
+		return
+	}
+	fds := wt.fds[:0]
+	mode := elements.SleepOnFDs
+	for _, s := range wt.sleepers {
+		var m elements.SleepMode
+		fds, m = s.PrepareSleep(fds)
+		mode = max(mode, m)
+		if mode == elements.SleepNot {
+			break
+		}
+	}
+	wt.fds = fds
+	switch {
+	case mode == elements.SleepNot:
+	case mode == elements.SleepTimed || len(fds) == 0:
+		yieldOrSleep(early, sleep)
+	default:
+		wt.pfds = wt.pfds[:0]
+		for _, fd := range fds {
+			wt.pfds = append(wt.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		}
+		d := wt.timeout
+		if untilTick := time.Duration(w.lastTick + tickEvery - now); d > untilTick {
+			d = max(untilTick, 0)
+		}
+		wt.ts = unix.NsecToTimespec(int64(d))
+		// Through the runtime's system call path, so that the worker's
+		// P serves other goroutines (and the GC) while it sleeps. It has
+		// a cost: sysmon takes back, in each sleep, the P of a worker
+		// that has not rescheduled for 10 ms, and an idle forwarder uses
+		// more CPU than with the timer sleep. A raw ppoll, which keeps
+		// the P, was cheaper idle but starved the rest of the process,
+		// and TCP through the router stalled, even when the worker
+		// yielded the P once a millisecond (benchmarks/drivers.md, "Idle
+		// workers"). EINTR is a wake-up like any.
+		unix.Ppoll(wt.pfds, &wt.ts, nil)
+		wt.polled.Add(1)
+		wt.timeout = min(2*wt.timeout, maxPollSleep)
+	}
+	for _, s := range wt.sleepers {
+		s.Woke()
+	}
+}
+
+// yieldOrSleep yields the processor (early) or sleeps on Go's timer.
+func yieldOrSleep(early bool, sleep *time.Duration) {
+	if early {
+		runtime.Gosched()
+		return
+	}
+	timedSleep(sleep)
+}
+
+// timedSleep sleeps on Go's timer and grows the next sleep.
+func timedSleep(sleep *time.Duration) {
+	time.Sleep(*sleep)
+	if *sleep < maxIdleSleep {
+		*sleep = min(2**sleep, maxIdleSleep)
+	}
+}

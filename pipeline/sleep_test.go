@@ -1,0 +1,181 @@
+package pipeline
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// fdSource is a Source and Sleeper backed by an eventfd: a write to the
+// eventfd is one packet, which Poll takes and timestamps.
+type fdSource struct {
+	fd       int
+	buf      [8]byte
+	seen     atomic.Int64 // elements.Nanotime when Poll took the last write
+	got      atomic.Uint64
+	prepared atomic.Uint64
+	woke     atomic.Uint64
+}
+
+func (s *fdSource) Push(int, *packet.Batch) {}
+func (s *fdSource) Drained() bool           { return false }
+
+func (s *fdSource) Poll() int {
+	if n, _ := unix.Read(s.fd, s.buf[:]); n != 8 {
+		return 0
+	}
+	s.seen.Store(elements.Nanotime())
+	s.got.Add(1)
+	return 1
+}
+
+func (s *fdSource) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
+	s.prepared.Add(1)
+	return append(fds, s.fd), elements.SleepOnFDs
+}
+
+func (s *fdSource) Woke() { s.woke.Add(1) }
+
+func (s *fdSource) signal(t *testing.T) {
+	t.Helper()
+	b := [8]byte{1}
+	if _, err := unix.Write(s.fd, b[:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startWithSource builds the one-worker test graph and replaces its source
+// by src (in the sources and among the instances, where the worker finds
+// its Sleepers).
+func startWithSource(t *testing.T, src elements.Source) *Router {
+	t.Helper()
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, failOn: -1}
+	r, err := build(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.workers[0]
+	for i, el := range w.inst {
+		if el == elements.Element(w.sources[0]) {
+			w.inst[i] = src
+		}
+	}
+	w.sources[0] = src
+	r.run(Options{})
+	return r
+}
+
+// TestIdleSleepsOnFDs: an idle worker whose source gives a descriptor
+// sleeps in ppoll: few rounds per second, ticks still about every
+// millisecond, and a write to the descriptor gets its packet polled well
+// within a millisecond (Go's timer sleep of a pinned worker takes about a
+// millisecond here, whatever it is asked for).
+func TestIdleSleepsOnFDs(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	src := &fdSource{fd: fd}
+	r := startWithSource(t, src)
+	w := r.workers[0]
+	defer func() {
+		r.Stop()
+		waitRouter(t, r, 5*time.Second)
+	}()
+
+	time.Sleep(50 * time.Millisecond)
+	s0, ticks0, t0 := r.Snapshot(), rtTicks.Load(), time.Now()
+	time.Sleep(200 * time.Millisecond)
+	s1, ticks1, el := r.Snapshot(), rtTicks.Load(), time.Since(t0)
+	if w.wait.polled.Load() == 0 {
+		t.Fatal("the worker never slept on the source's descriptor")
+	}
+	if src.prepared.Load() == 0 || src.woke.Load() == 0 {
+		t.Fatalf("PrepareSleep %d, Woke %d calls", src.prepared.Load(), src.woke.Load())
+	}
+	rounds := float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
+	ticks := float64(ticks1-ticks0) / el.Seconds()
+	t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
+	// Spinning is millions of rounds per second; sleeping up to the next
+	// tick is about a thousand.
+	if rounds > 5000 {
+		t.Errorf("idle worker made %.0f rounds/s: not sleeping", rounds)
+	}
+	if ticks < 500 {
+		t.Errorf("%.0f ticks/s while sleeping: ticks lost their millisecond cadence", ticks)
+	}
+	if ws := s1.Workers[0]; ws.BusyNanos > ws.IdleNanos/10 {
+		t.Errorf("idle worker: busy %v idle %v", time.Duration(ws.BusyNanos), time.Duration(ws.IdleNanos))
+	}
+
+	// Wake-up latency: a write while the worker sleeps (it has been idle
+	// for a while) until Poll takes it.
+	var lat []time.Duration
+	for i := 0; i < 40; i++ {
+		time.Sleep(5 * time.Millisecond) // back to sleep after the last packet
+		polled := w.wait.polled.Load()
+		for w.wait.polled.Load() == polled { // wait for the next ppoll
+			time.Sleep(50 * time.Microsecond)
+		}
+		got := src.got.Load()
+		start := elements.Nanotime()
+		src.signal(t)
+		deadline := time.Now().Add(time.Second)
+		for src.got.Load() == got {
+			if time.Now().After(deadline) {
+				t.Fatal("a write to the descriptor was not polled within 1s")
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		lat = append(lat, time.Duration(src.seen.Load()-start))
+	}
+	slices.Sort(lat)
+	med, p90 := lat[len(lat)/2], lat[len(lat)*9/10]
+	t.Logf("wake latency: min %v median %v p90 %v max %v", lat[0], med, p90, lat[len(lat)-1])
+	if med > 500*time.Microsecond {
+		t.Errorf("median wake-up latency %v: the worker does not wake on its descriptor", med)
+	}
+}
+
+// TestIdleWaitAllocs: preparing, sleeping on descriptors and waking
+// allocates nothing.
+func TestIdleWaitAllocs(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	resetRtCounters()
+	c := rtGraph{workers: 1, queues: 1, failOn: -1}
+	r, err := build(c.graph(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w := r.workers[0]
+	src := &fdSource{fd: fd}
+	w.sources[0] = src
+	w.inst = append(w.inst, src)
+	w.initWait()
+	sleep := idleSleep
+	w.lastTick = elements.Nanotime()
+	w.idleWait(w.lastTick, false, &sleep) // grows the slices once
+	allocs := testing.AllocsPerRun(100, func() {
+		w.wait.timeout = time.Microsecond
+		w.idleWait(elements.Nanotime(), false, &sleep)
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per idle wait", allocs)
+	}
+	if w.wait.polled.Load() == 0 {
+		t.Error("never slept on the descriptor")
+	}
+}
