@@ -96,7 +96,10 @@ func TestAccountingRealDevices(t *testing.T) {
 			if tot.RX+tot.FastPath < 20000/2 {
 				t.Errorf("rx %d, fast path %d: most of the 20,000 UDP packets did not arrive", tot.RX, tot.FastPath)
 			}
-			if tc.queues == 1 && counter(s, "FromDevice", "handed off") == 0 {
+			// One veth queue for two workers: afxdp has one RX queue and
+			// spreads; afpacket's fanout gives each worker a socket of its
+			// own, so a graph with no per-flow state does not hand off.
+			if tc.queues == 1 && tc.driver == "afxdp" && counter(s, "FromDevice", "handed off") == 0 {
 				t.Error("one queue, two workers: nothing was spread")
 			}
 			t.Logf("rx %d tx %d drops %d; fast path forwarded %d (reported apart)", tot.RX, tot.TX, tot.Drops, tot.FastPath)
