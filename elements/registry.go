@@ -33,7 +33,7 @@ type Type struct {
 	// reach one worker, so FromDevice hands packets to their flow's owner
 	// (Context.FlowState).
 	FlowState bool
-	Doc    Doc
+	Doc       Doc
 }
 
 // Doc is an element's manual page, in Click's sections.

@@ -441,4 +441,3 @@ func TestSpreadAuto(t *testing.T) {
 		}
 	}
 }
-
