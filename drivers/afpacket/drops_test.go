@@ -7,30 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 )
-
-func counters(d drivers.Device) map[string]uint64 {
-	m := map[string]uint64{}
-	for _, c := range d.Stats() {
-		m[c.Name] = c.Value
-	}
-	return m
-}
-
-// waitCounter polls d's counters until name reaches want (or 3 s pass).
-func waitCounter(d *Device, name string, want uint64) map[string]uint64 {
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		st := counters(d)
-		if st[name] >= want || time.Now().After(deadline) {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestKernelDropsCounted floods a two-frame RX ring that nobody polls,
 // twice, reading the stats in between: PACKET_STATISTICS resets on read,
@@ -57,12 +36,12 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 	const flood = 50
 	send(flood, 64)
-	st := waitCounter(d, "rx_kernel_dropped", flood-2)
+	st := drvtest.WaitCounter(d, "rx_kernel_dropped", flood-2)
 	if st["rx_kernel_dropped"] != flood-2 {
 		t.Fatalf("first flood of %d into a 2-frame ring: rx_kernel_dropped %d, want %d", flood, st["rx_kernel_dropped"], flood-2)
 	}
 	send(flood, 64)
-	st = waitCounter(d, "rx_kernel_dropped", 2*flood-2)
+	st = drvtest.WaitCounter(d, "rx_kernel_dropped", 2*flood-2)
 	if st["rx_kernel_dropped"] != 2*flood-2 {
 		t.Fatalf("second flood: rx_kernel_dropped %d, want %d (the readings added up)", st["rx_kernel_dropped"], 2*flood-2)
 	}
@@ -72,7 +51,7 @@ func TestKernelDropsCounted(t *testing.T) {
 
 	const long = 10
 	send(long, 1400)
-	st = waitCounter(d, linkstats.PeerTxDropped, long)
+	st = drvtest.WaitCounter(d, linkstats.PeerTxDropped, long)
 	if st[linkstats.PeerTxDropped] != long || st[linkstats.RxDropped] != long {
 		t.Fatalf("%d frames over the MTU: %s %d, %s %d, want %d each", long,
 			linkstats.PeerTxDropped, st[linkstats.PeerTxDropped], linkstats.RxDropped, st[linkstats.RxDropped], long)
@@ -84,7 +63,7 @@ func TestKernelDropsCounted(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := counters(d)["rx_kernel_dropped"]; got != 3*flood-2 {
+	if got := drvtest.Counters(d)["rx_kernel_dropped"]; got != 3*flood-2 {
 		t.Errorf("after Close: rx_kernel_dropped %d, want %d", got, 3*flood-2)
 	}
 }

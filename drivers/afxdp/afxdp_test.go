@@ -179,7 +179,7 @@ func TestRxTx(t *testing.T) {
 			if zc != 50 {
 				t.Errorf("peer got %d of 50 echoed frames", zc)
 			}
-			st := counters(d)
+			st := drvtest.Counters(d)
 			if st["rx_packets"] < n+50 || st["tx_packets"] != 250 || st["tx_dropped"] != 0 {
 				t.Errorf("stats %v", st)
 			}
@@ -199,12 +199,4 @@ func TestRxTx(t *testing.T) {
 			}
 		})
 	}
-}
-
-func counters(d drivers.Device) map[string]uint64 {
-	m := map[string]uint64{}
-	for _, c := range d.Stats() {
-		m[c.Name] = c.Value
-	}
-	return m
 }

@@ -3,27 +3,12 @@ package afxdp
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 )
-
-// waitCounter polls d's counters until name reaches want (or 3 s pass)
-// and returns them.
-func waitCounter(t *testing.T, d *Device, name string, want uint64) map[string]uint64 {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		st := counters(d)
-		if st[name] >= want || time.Now().After(deadline) {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestKernelDropsCounted makes the kernel drop frames on the device's veth
 // in the two ways a TCP sender meets, and checks that the device's
@@ -46,7 +31,7 @@ func TestKernelDropsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := counters(d)
+	st := drvtest.Counters(d)
 	for _, n := range linkstats.Names {
 		if v, ok := st[n]; !ok || v != 0 {
 			t.Fatalf("%s = %d (present %v) right after Open, want 0", n, v, ok)
@@ -62,7 +47,7 @@ func TestKernelDropsCounted(t *testing.T) {
 	}
 	// At most the 64 frames of the fill ring are received; the rest are
 	// the kernel's drops.
-	st = waitCounter(t, d, linkstats.RxDropped, flood-64)
+	st = drvtest.WaitCounter(d, linkstats.RxDropped, flood-64)
 	xsk := st["rx_ring_full"] + st["rx_kernel_dropped"]
 	if st[linkstats.RxDropped] < flood-64 || st[linkstats.RxDropped] != xsk {
 		t.Fatalf("after a flood of %d with nobody polling: %s %d, rx_ring_full %d + rx_kernel_dropped %d = %d; want ≥ %d and equal",
@@ -80,7 +65,7 @@ func TestKernelDropsCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st2 := waitCounter(t, d, linkstats.PeerTxDropped, long)
+	st2 := drvtest.WaitCounter(d, linkstats.PeerTxDropped, long)
 	if st2[linkstats.PeerTxDropped] != long {
 		t.Fatalf("%d frames over the MTU: %s = %d, want %d", long, linkstats.PeerTxDropped, st2[linkstats.PeerTxDropped], long)
 	}
@@ -91,7 +76,7 @@ func TestKernelDropsCounted(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := counters(d)
+	after := drvtest.Counters(d)
 	for _, n := range append([]string{"rx_ring_full", "rx_kernel_dropped", "rx_fill_empty"}, linkstats.Names...) {
 		if after[n] != st2[n] {
 			t.Errorf("after Close: %s = %d, want %d (the last reading)", n, after[n], st2[n])

@@ -284,3 +284,25 @@ func CheckRxFD(t *testing.T, pr *Pair, d RxWaiterDevice) {
 		t.Fatal("descriptor still readable after the frame was received")
 	}
 }
+
+// Counters returns d's driver counters by name.
+func Counters(d drivers.Device) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, c := range d.Stats() {
+		m[c.Name] = c.Value
+	}
+	return m
+}
+
+// WaitCounter polls d's counters until name reaches want (or 3 s pass)
+// and returns them.
+func WaitCounter(d drivers.Device, name string, want uint64) map[string]uint64 {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		st := Counters(d)
+		if st[name] >= want || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
