@@ -1,5 +1,5 @@
-// Package pipeline turns a graph file into running pipelines: it loads and
-// validates the TOML graph (config.go, links.go), compiles it into one
+// Package pipeline runs graphs: it compiles a validated graph (loaded by
+// pipeline/graphfile; Load and Parse here are shorthands for it) into one
 // pipeline per worker (build.go), runs each worker's poll loop pinned to a
 // core (worker.go; an idle worker sleeps until a packet arrives, sleep.go)
 // and keeps the accounting of where time goes (stats.go).

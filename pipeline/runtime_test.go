@@ -48,28 +48,28 @@ func (c rtGraph) graph(t testing.TB) *Graph {
 	g := &Graph{File: "rt.toml", Workers: c.workers, Batch: c.batch}
 	g.Devices = append(g.Devices, &Device{Name: "d0", Index: 0, Driver: drv,
 		Config: &rtDevConfig{Count: c.count, Queues: c.queues, TxDropEvery: c.txDropEvery, Fail: c.devFail && !c.secondDevice},
-		Pos:    Pos{"rt.toml", 3}})
+		Pos:    Pos{File: "rt.toml", Line: 3}})
 	if c.secondDevice {
 		g.Devices = append(g.Devices, &Device{Name: "d1", Index: 1, Driver: drv,
-			Config: &rtDevConfig{Queues: 1, Fail: c.devFail}, Pos: Pos{"rt.toml", 7}})
+			Config: &rtDevConfig{Queues: 1, Fail: c.devFail}, Pos: Pos{File: "rt.toml", Line: 7}})
 	}
 	g.Elements = []*Element{
-		{Name: "from", Type: typ("TestRtFrom"), Config: &rtDevKey{"d0"}, In: 0, Out: 1, Pos: Pos{"rt.toml", 10}},
-		{Name: "w", Type: typ("TestRtWork"), Config: &rtWorkConfig{CloneEvery: c.cloneEvery, FailOn: c.failOn}, In: 1, Out: 2, Pos: Pos{"rt.toml", 11}},
-		{Name: "to", Type: typ("TestRtTo"), Config: &rtDevKey{"d0"}, In: 1, Out: 0, Pos: Pos{"rt.toml", 12}},
+		{Name: "from", Type: typ("TestRtFrom"), Config: &rtDevKey{"d0"}, In: 0, Out: 1, Pos: Pos{File: "rt.toml", Line: 10}},
+		{Name: "w", Type: typ("TestRtWork"), Config: &rtWorkConfig{CloneEvery: c.cloneEvery, FailOn: c.failOn}, In: 1, Out: 2, Pos: Pos{File: "rt.toml", Line: 11}},
+		{Name: "to", Type: typ("TestRtTo"), Config: &rtDevKey{"d0"}, In: 1, Out: 0, Pos: Pos{File: "rt.toml", Line: 12}},
 	}
 	g.Links = []Link{
-		{From: "from", To: "w", Pos: Pos{"rt.toml", 20}},
-		{From: "w", To: "to", Pos: Pos{"rt.toml", 20}},
+		{From: "from", To: "w", Pos: Pos{File: "rt.toml", Line: 20}},
+		{From: "w", To: "to", Pos: Pos{File: "rt.toml", Line: 20}},
 	}
 	if c.hold {
-		g.Elements = append(g.Elements, &Element{Name: "hold", Type: typ("TestRtHold"), In: 1, Out: 1, Pos: Pos{"rt.toml", 14}})
-		g.Links[0] = Link{From: "from", To: "hold", Pos: Pos{"rt.toml", 20}}
-		g.Links = append(g.Links, Link{From: "hold", To: "w", Pos: Pos{"rt.toml", 22}})
+		g.Elements = append(g.Elements, &Element{Name: "hold", Type: typ("TestRtHold"), In: 1, Out: 1, Pos: Pos{File: "rt.toml", Line: 14}})
+		g.Links[0] = Link{From: "from", To: "hold", Pos: Pos{File: "rt.toml", Line: 20}}
+		g.Links = append(g.Links, Link{From: "hold", To: "w", Pos: Pos{File: "rt.toml", Line: 22}})
 	}
 	if !c.unconnected {
-		g.Elements = append(g.Elements, &Element{Name: "drop", Type: typ("TestRtDrop"), In: 1, Pos: Pos{"rt.toml", 13}})
-		g.Links = append(g.Links, Link{From: "w", FromPort: 1, To: "drop", Pos: Pos{"rt.toml", 21}})
+		g.Elements = append(g.Elements, &Element{Name: "drop", Type: typ("TestRtDrop"), In: 1, Pos: Pos{File: "rt.toml", Line: 13}})
+		g.Links = append(g.Links, Link{From: "w", FromPort: 1, To: "drop", Pos: Pos{File: "rt.toml", Line: 21}})
 	}
 	return g
 }

@@ -1,4 +1,4 @@
-package pipeline
+package graphfile
 
 import (
 	"strings"
@@ -317,7 +317,7 @@ links = [` + okLink + `]`,
 driver = "testl"
 [graph]
 links = [` + okLink + `]`,
-			[]string{`:3: device "d": key "driver": unknown driver "testl" (drivers: … testld… did you mean "testld"?`}},
+			[]string{`:3: device "d": key "driver": unknown driver "testl" (drivers: …testld… did you mean "testld"?`}},
 		{"missing driver", `
 [devices.d]
 interface = "eth0"

@@ -1,4 +1,4 @@
-package pipeline
+package graphfile
 
 import nearest "github.com/junction-dataplane/junction/internal/suggest"
 

@@ -1,0 +1,21 @@
+package pipeline
+
+import "github.com/junction-dataplane/junction/pipeline/graphfile"
+
+// The graph file's loader lives in pipeline/graphfile; these names let
+// callers that load and start a graph use one package.
+type (
+	Graph       = graphfile.Graph
+	Device      = graphfile.Device
+	Element     = graphfile.Element
+	Link        = graphfile.Link
+	Pos         = graphfile.Pos
+	ConfigError = graphfile.ConfigError
+	ErrorList   = graphfile.ErrorList
+)
+
+// Load reads and validates a graph file (graphfile.Load).
+func Load(path string) (*Graph, error) { return graphfile.Load(path) }
+
+// Parse validates a graph file's contents (graphfile.Parse).
+func Parse(file string, data []byte) (*Graph, error) { return graphfile.Parse(file, data) }
