@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -27,7 +28,7 @@ type CheckIPHeaderConfig struct {
 func (c *CheckIPHeaderConfig) Validate() error {
 	c.badsrc = c.badsrc[:0]
 	for i, s := range c.BadSrc {
-		p, err := parsePrefix(s)
+		p, err := route.ParsePrefix4(s)
 		if err != nil {
 			return elements.Errorf("badsrc", "entry %d: %v", i+1, err)
 		}

@@ -3,6 +3,7 @@ package ip
 import (
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -114,16 +115,10 @@ func newBenchHarness(b *testing.B, typ string, cfg any) *elementtest.Harness {
 	return elementtest.New(b, typ, cfg, &elementtest.Options{Sink: true})
 }
 
-// mustRoutes parses route strings or fails the test.
-func mustRoutes(t *testing.T, ss ...string) []Route {
-	t.Helper()
-	var rs []Route
-	for _, s := range ss {
-		r, err := ParseRoute(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs = append(rs, r)
-	}
-	return rs
+func u32(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
+
+func addrU32(v uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
 }

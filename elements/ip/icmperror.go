@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -54,7 +55,7 @@ func (c *ICMPErrorConfig) Validate() error {
 	if err != nil || !a.Is4() {
 		return elements.Errorf("src", "%q is not an IPv4 address", c.Src)
 	}
-	if !unicast4(a) {
+	if !route.Unicast4(a) {
 		return elements.Errorf("src", "%v is not a unicast address", a)
 	}
 	c.src = a.As4()

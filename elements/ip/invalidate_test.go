@@ -4,22 +4,23 @@ import (
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // TestRouteChangeInvalidatesFastPath: every published route change bumps
 // the fast-path generation, so FastTrack drops entries learned under the
 // old routes (a flow may now leave by another port or next hop).
 func TestRouteChangeInvalidatesFastPath(t *testing.T) {
-	r, err := ParseRoute("10.0.0.0/8 via 10.1.0.2 out 0")
+	r, err := route.ParseRoute("10.0.0.0/8 via 10.1.0.2 out 0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := NewTable([]Route{r})
+	tbl, err := route.NewTable([]route.Route{r})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := conntrack.Generation()
-	r2, err := ParseRoute("10.20.0.0/16 via 10.1.0.3 out 0")
+	r2, err := route.ParseRoute("10.20.0.0/16 via 10.1.0.3 out 0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestRouteChangeInvalidatesFastPath(t *testing.T) {
 		t.Error("inserting a route did not invalidate the fast path")
 	}
 	before = conntrack.Generation()
-	if err := tbl.Replace([]Route{r}); err != nil {
+	if err := tbl.Replace([]route.Route{r}); err != nil {
 		t.Fatal(err)
 	}
 	if conntrack.Generation() == before {

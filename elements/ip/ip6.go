@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -19,7 +20,7 @@ type CheckIP6HeaderConfig struct {
 func (c *CheckIP6HeaderConfig) Validate() error {
 	c.badsrc = c.badsrc[:0]
 	for i, s := range c.BadSrc {
-		p, err := parsePrefixAny(s)
+		p, err := route.ParsePrefix(s)
 		if err != nil || !p.Addr().Is6() {
 			return elements.Errorf("badsrc", "entry %d: bad prefix %q: want an IPv6 prefix such as 2001:db8::/32", i+1, s)
 		}

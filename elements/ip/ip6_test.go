@@ -9,6 +9,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // mkFrame6 serializes Ethernet/IPv6/UDP with gopacket (an independent
@@ -207,7 +208,7 @@ func TestIPLookupIPv6AndECMP(t *testing.T) {
 }
 
 func BenchmarkIPLookupV6(b *testing.B) {
-	rs := GenerateRoutes(GenOptions{Seed: 4, Routes6: 20000, Ports: 1, Default: true})
+	rs := route.GenerateRoutes(route.GenOptions{Seed: 4, Routes6: 20000, Ports: 1, Default: true})
 	var routes []string
 	for _, r := range rs {
 		routes = append(routes, r.String())

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -22,11 +23,11 @@ type IPLookupConfig struct {
 	MaxRoutes  int      `toml:"max_routes"`
 	Offload    []string `toml:"offload"`
 
-	routes  []Route // parsed by Validate
-	checked bool    // routes passed precheck
+	routes  []route.Route // parsed by Validate
+	checked bool          // routes passed precheck
 	outs    int
 	ktable  int
-	limits  Limits
+	limits  route.Limits
 	srcName string // "config" or "kernel"
 }
 
@@ -35,11 +36,11 @@ type IPLookupConfig struct {
 // limits before anything is built.
 func (c *IPLookupConfig) Validate() error {
 	if c.MaxRoutes < 0 {
-		return elements.Errorf("max_routes", "%d: want a positive number (0 = %d)", c.MaxRoutes, DefaultMaxRoutes)
+		return elements.Errorf("max_routes", "%d: want a positive number (0 = %d)", c.MaxRoutes, route.DefaultMaxRoutes)
 	}
-	c.limits = Limits{MaxRoutes: c.MaxRoutes}
-	if c.Miss < -1 || c.Miss > MaxPort {
-		return elements.Errorf("miss", "%d out of range: -1 (drop) or a port 0..%d", c.Miss, MaxPort)
+	c.limits = route.Limits{MaxRoutes: c.MaxRoutes}
+	if c.Miss < -1 || c.Miss > route.MaxPort {
+		return elements.Errorf("miss", "%d out of range: -1 (drop) or a port 0..%d", c.Miss, route.MaxPort)
 	}
 	switch c.Source {
 	case "", "config":
@@ -60,8 +61,8 @@ func (c *IPLookupConfig) Validate() error {
 		if len(c.Interfaces) == 0 {
 			return elements.Errorf("interfaces", "source = \"kernel\" needs interfaces: the kernel interface of each output port, in port order")
 		}
-		if len(c.Interfaces) > MaxPort+1 {
-			return elements.Errorf("interfaces", "%d interfaces: at most %d", len(c.Interfaces), MaxPort+1)
+		if len(c.Interfaces) > route.MaxPort+1 {
+			return elements.Errorf("interfaces", "%d interfaces: at most %d", len(c.Interfaces), route.MaxPort+1)
 		}
 		seen := map[string]int{}
 		for i, n := range c.Interfaces {
@@ -84,11 +85,11 @@ func (c *IPLookupConfig) Validate() error {
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
-	rs, err := parseRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	routes, err := route.ParseConfig(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
-	if len(rs.routes) == 0 {
+	if len(routes) == 0 {
 		if c.RoutesFile != "" {
 			return elements.Errorf("routes_file", "%s holds no routes", c.RoutesFile)
 		}
@@ -98,16 +99,16 @@ func (c *IPLookupConfig) Validate() error {
 	if c.RoutesFile != "" {
 		key = "routes_file"
 	}
-	if len(rs.routes) > (&Table{limits: c.limits}).maxRoutes() {
-		return elements.Errorf(key, "%d routes exceed max_routes %d", len(rs.routes), (&Table{limits: c.limits}).maxRoutes())
+	if len(routes) > c.limits.MaxRoutesOrDefault() {
+		return elements.Errorf(key, "%d routes exceed max_routes %d", len(routes), c.limits.MaxRoutesOrDefault())
 	}
-	if err := precheck(rs.routes); err != nil {
+	if err := route.Precheck(routes); err != nil {
 		return elements.Errorf(key, "%v", err)
 	}
-	c.routes = rs.routes
+	c.routes = routes
 	c.checked = true
 	c.outs = c.Miss + 1
-	for _, r := range rs.routes {
+	for _, r := range routes {
 		c.outs = max(c.outs, r.Out+1)
 		for _, h := range r.Also {
 			c.outs = max(c.outs, h.Out+1)
@@ -230,16 +231,16 @@ func init() {
 
 // sharedTable is what all workers' instances of one IPLookup share.
 type sharedTable struct {
-	table *Table
-	ksync *kernelSync
-	off   *offloadSync
+	table *route.Table
+	ksync *route.KernelSync
+	off   *route.OffloadSync
 	refs  atomic.Int32
 }
 
 // IPLookup is one worker's instance. The table is shared by every worker's
 // instance of the same graph element.
 type IPLookup struct {
-	table *Table
+	table *route.Table
 	sh    *sharedTable
 	outs  []*elements.Output
 	split []*packet.Batch
@@ -254,13 +255,13 @@ type IPLookup struct {
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
 	v, err := ctx.Shared(func() (any, error) {
-		t, err := newTable(c.routes, c.limits, c.checked)
+		t, err := route.NewTableChecked(c.routes, c.limits, c.checked)
 		if err != nil {
 			return nil, err
 		}
 		sh := &sharedTable{table: t}
 		if c.srcName == "kernel" {
-			ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, ctx.Stats)
+			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, NetNS: c.NetNS}, ctx.Stats)
 			if err != nil {
 				return nil, err
 			}
@@ -269,7 +270,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if len(c.Offload) > 0 {
 			ports, _, fp, err := ctx.FastPathDevices("offload", c.Offload)
 			if err == nil {
-				sh.off, err = startOffload(t, fp, ports, ctx.Stats)
+				sh.off, err = route.StartOffload(t, fp, ports, ctx.Stats)
 			}
 			if err != nil {
 				if sh.ksync != nil {
@@ -298,7 +299,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 
 // Table returns the route table this instance reads (shared by all
 // workers), for control-plane code that updates it.
-func (e *IPLookup) Table() *Table { return e.table }
+func (e *IPLookup) Table() *route.Table { return e.table }
 
 // Close stops the kernel route mirror and the fast-path mirror when the
 // last worker's instance closes.
@@ -336,7 +337,7 @@ const (
 // then all IPv4 lookups together (their cache misses overlap), then the
 // next hops.
 func (e *IPLookup) Push(_ int, b *packet.Batch) {
-	f := e.table.cur.Load() // one version for the whole batch
+	f := e.table.Current() // one version for the whole batch
 	n0 := len(b.Pkts)
 	if n0 > len(e.dst) {
 		e.dst = make([]uint32, n0) // only for batches larger than configured
@@ -369,16 +370,16 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 		kinds |= 1 << k
 	}
 	if kinds == 1<<kindV4 {
-		f.lookup4Batch(dst, val)
+		f.Lookup4Batch(dst, val)
 	} else {
 		for i := range val {
 			switch val[i] {
 			case kindV4:
-				val[i] = f.lookup4(dst[i])
+				val[i] = f.Lookup4(dst[i])
 			case kindV6:
 				p := b.Pkts[i]
 				a := packet.IPv6(p.Data[p.L3:]).Dst16()
-				val[i] = f.lookup6(&a)
+				val[i] = f.Lookup6(&a)
 			case kindShort:
 				e.st.Drop(b.Pkts[i], e.tooShort)
 				b.Pkts[i] = nil
@@ -388,7 +389,6 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 			}
 		}
 	}
-	nh := f.nh
 	n := 0
 	first, same := -1, true
 	for i, p := range b.Pkts {
@@ -397,15 +397,15 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 		}
 		var port int
 		if v := val[i]; v != 0 {
-			s := &nh[v-1]
-			h := &s.hops[0]
-			if len(s.hops) > 1 {
+			hops := f.Hops(v)
+			h := &hops[0]
+			if len(hops) > 1 {
 				fh := p.FlowHash
 				if fh == 0 {
 					fh = packet.FlowHash(p)
 					p.FlowHash = fh
 				}
-				h = &s.hops[pick(len(s.hops), fh)]
+				h = &hops[route.Pick(len(hops), fh)]
 			}
 			port = h.Out
 			if h.Via.IsValid() {
@@ -462,15 +462,15 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 // BuildTable builds the table an IPLookup with this (validated) config
 // would use, for tools such as `forwarder routes`; with source = "kernel" it
 // mirrors the kernel table until stop is called.
-func BuildTable(c *IPLookupConfig) (t *Table, stop func() error, err error) {
-	t, err = newTable(c.routes, c.limits, c.checked)
+func BuildTable(c *IPLookupConfig) (t *route.Table, stop func() error, err error) {
+	t, err = route.NewTableChecked(c.routes, c.limits, c.checked)
 	if err != nil {
 		return nil, nil, err
 	}
 	if c.srcName != "kernel" {
 		return t, func() error { return nil }, nil
 	}
-	ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, nil)
+	ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, NetNS: c.NetNS}, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // kernelNS makes a throw-away network namespace with two dummy interfaces
@@ -63,10 +64,10 @@ func TestKernelSource(t *testing.T) {
 	h := elementtest.New(t, "IPLookup", cfg, nil)
 	tb := h.Element.(*IPLookup).Table()
 
-	fwd := func(dst string) (Hop, bool) { return tb.Forward(netip.MustParseAddr(dst), 1) }
+	fwd := func(dst string) (route.Hop, bool) { return tb.Forward(netip.MustParseAddr(dst), 1) }
 	// waitFor polls the lock-free path until it gives want (Out -1: no
 	// route) and returns how long after the command that took.
-	waitFor := func(what, dst string, want Hop) time.Duration {
+	waitFor := func(what, dst string, want route.Hop) time.Duration {
 		t.Helper()
 		t0 := time.Now()
 		for {
@@ -80,12 +81,12 @@ func TestKernelSource(t *testing.T) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}
-	hop := func(via string, out int) Hop {
+	hop := func(via string, out int) route.Hop {
 		var a netip.Addr
 		if via != "" {
 			a = netip.MustParseAddr(via)
 		}
-		return Hop{Via: a, Out: out}
+		return route.Hop{Via: a, Out: out}
 	}
 	if h, ok := fwd("192.0.2.9"); !ok || h != hop("10.9.0.2", 0) {
 		t.Fatalf("initial dump: 192.0.2.9 -> %v %v", h, ok)
@@ -97,7 +98,7 @@ func TestKernelSource(t *testing.T) {
 		t.Fatalf("route on d2 (not an interface of the element) mirrored")
 	}
 	var worst time.Duration
-	step := func(what, dst string, want Hop, args ...string) {
+	step := func(what, dst string, want route.Hop, args ...string) {
 		t.Helper()
 		ip(args...)
 		d := waitFor(what, dst, want)
@@ -114,7 +115,7 @@ func TestKernelSource(t *testing.T) {
 	}
 	h.Reset()
 	step("replace", "198.51.100.7", hop("10.9.0.3", 0), "route", "replace", "198.51.100.0/24", "via", "10.9.0.3")
-	step("delete", "198.51.100.7", Hop{Out: -1}, "route", "del", "198.51.100.0/24")
+	step("delete", "198.51.100.7", route.Hop{Out: -1}, "route", "del", "198.51.100.0/24")
 	step("ipv6 add", "2001:db8:77::1", hop("2001:db8:9::2", 0), "-6", "route", "add", "2001:db8:77::/48", "via", "2001:db8:9::2")
 	step("ipv6 default", "2001:db8:78::1", hop("2001:db8:9::3", 0), "-6", "route", "add", "default", "via", "2001:db8:9::3")
 	step("metric 100", "203.0.113.1", hop("10.9.0.2", 0), "route", "add", "203.0.113.0/24", "via", "10.9.0.2", "metric", "100")

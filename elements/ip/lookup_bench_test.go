@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -20,18 +21,18 @@ var heapTable = flag.Bool("ip.heaptable", false, "build benchmark tables on the 
 
 var (
 	bigOnce  sync.Once
-	bigTable *Table
+	bigTable *route.Table
 	bigDsts  []uint32
 )
 
 // big1M is the benchmark table: 1M synthetic IPv4 prefixes (seed 1, 300
 // next hops) and a default route, built once per test binary.
-func big1M(b *testing.B) (*Table, []uint32) {
+func big1M(b *testing.B) (*route.Table, []uint32) {
 	bigOnce.Do(func() {
-		rs := GenerateRoutes(GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
-		slabsOff = *heapTable
-		t, err := NewTable(rs)
-		slabsOff = false
+		rs := route.GenerateRoutes(route.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
+		route.SetHeapOnly(*heapTable)
+		t, err := route.NewTable(rs)
+		route.SetHeapOnly(false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,19 +80,17 @@ func dstSets(random []uint32) []dstSet {
 // than throughput). huge-MiB is how much of the table is on huge pages.
 func BenchmarkLookup1M(b *testing.B) {
 	tb, dsts := big1M(b)
-	f := tb.cur.Load()
+	f := tb.Current()
 	m := tb.Mem()
 	// The part of the table the kernel backs with 2 MiB pages (slab.go;
 	// -1 MiB where it cannot tell).
-	tb.wmu.Lock()
-	huge := tb.w.slab.hugeBytes()
-	tb.wmu.Unlock()
+	huge := tb.HugeBytes()
 	for _, c := range dstSets(dsts) {
 		b.Run(c.name, func(b *testing.B) {
 			var sink uint16
 			i := 0
 			for b.Loop() {
-				sink += f.lookup4(c.d[i&(1<<20-1)])
+				sink += f.Lookup4(c.d[i&(1<<20-1)])
 				i++
 			}
 			_ = sink
@@ -104,7 +103,7 @@ func BenchmarkLookup1M(b *testing.B) {
 			var e uint16
 			i := 0
 			for b.Loop() {
-				e = f.lookup4(c.d[i&(1<<20-1)] ^ uint32(e&1))
+				e = f.Lookup4(c.d[i&(1<<20-1)] ^ uint32(e&1))
 				i++
 			}
 			_ = e
@@ -114,7 +113,7 @@ func BenchmarkLookup1M(b *testing.B) {
 			i := 0
 			n := 0
 			for b.Loop() {
-				f.lookup4Batch(c.d[i:i+64], out)
+				f.Lookup4Batch(c.d[i:i+64], out)
 				i = (i + 64) & (1<<20 - 1)
 				n += 64
 			}
@@ -126,13 +125,13 @@ func BenchmarkLookup1M(b *testing.B) {
 // BenchmarkLoadRoutesFile1M: parse and build a 1M-prefix routes file (one
 // op = one whole load), reporting the heap the table keeps.
 func BenchmarkLoadRoutesFile1M(b *testing.B) {
-	rs := GenerateRoutes(GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
+	rs := route.GenerateRoutes(route.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
 	file := filepath.Join(b.TempDir(), "full.routes")
 	fh, err := os.Create(file)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := WriteRoutes(fh, rs); err != nil {
+	if err := route.WriteRoutes(fh, rs); err != nil {
 		b.Fatal(err)
 	}
 	fh.Close()
@@ -146,7 +145,7 @@ func BenchmarkLoadRoutesFile1M(b *testing.B) {
 		if err := c.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		tb, err := newTable(c.routes, c.limits, c.checked) // as IPLookup builds it
+		tb, err := route.NewTableChecked(c.routes, c.limits, c.checked) // as IPLookup builds it
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // TestRoutesFileOnlyRegular: a routes_file that is not a regular file —
@@ -26,7 +28,7 @@ func TestRoutesFileOnlyRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Sparse: no disk space is used.
-	if err := f.Truncate(MaxRoutesFileSize + 1); err != nil {
+	if err := f.Truncate(route.MaxRoutesFileSize + 1); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -37,14 +38,14 @@ func flapPresent(i, s int) bool { return (i+s)%4 != 0 }
 
 func flapVia(s int) netip.Addr { return packet.AddrFromU32(0x0b000000 | uint32(s)) }
 
-func flapChanges(s int) []Change {
-	cs := make([]Change, flapK)
+func flapChanges(s int) []route.Change {
+	cs := make([]route.Change, flapK)
 	for i := range cs {
 		p, _ := flapPrefix(i)
 		if flapPresent(i, s) {
-			cs[i] = Change{Route: Route{Prefix: p, NextHop: flapVia(s), Out: s % 2}}
+			cs[i] = route.Change{Route: route.Route{Prefix: p, NextHop: flapVia(s), Out: s % 2}}
 		} else {
-			cs[i] = Change{Route: Route{Prefix: p}, Delete: true}
+			cs[i] = route.Change{Route: route.Route{Prefix: p}, Delete: true}
 		}
 	}
 	return cs
@@ -56,16 +57,16 @@ func flapChanges(s int) []Change {
 // published version — the one its packets reveal — and versions never go
 // backwards for a worker. The writer must sustain >= 100k changes/s.
 func TestUpdateUnderTraffic(t *testing.T) {
-	base := GenerateRoutes(GenOptions{Seed: 8, Routes: 50000, Ports: 1})
-	base = append(base, Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), NextHop: packet.AddrFromU32(staticVia), Out: 0})
-	var kept []Route
+	base := route.GenerateRoutes(route.GenOptions{Seed: 8, Routes: 50000, Ports: 1})
+	base = append(base, route.Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), NextHop: packet.AddrFromU32(staticVia), Out: 0})
+	var kept []route.Route
 	for _, r := range base {
 		// Keep the synthetic table out of the flapping range.
 		if !r.Prefix.Overlaps(netip.MustParsePrefix("100.64.0.0/10")) || r.Prefix.Bits() == 10 {
 			kept = append(kept, r)
 		}
 	}
-	tb, err := NewTable(kept)
+	tb, err := route.NewTable(kept)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ip
+package route
 
 import (
 	"net/netip"

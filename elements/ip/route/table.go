@@ -1,4 +1,4 @@
-package ip
+package route
 
 import (
 	"errors"
@@ -716,7 +716,7 @@ func checkVia(a netip.Addr, v4 bool) error {
 // 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or 240.0.0.0/4.
 func unicast4(a netip.Addr) bool {
 	b := a.As4()
-	return !martian(uint32(b[0]) << 24)
+	return !Martian(uint32(b[0]) << 24)
 }
 
 func sortRoutes(rs []Route) {

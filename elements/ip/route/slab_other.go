@@ -1,6 +1,6 @@
 //go:build !linux
 
-package ip
+package route
 
 // Outside Linux the slab is a plain heap object: no advice is given.
 

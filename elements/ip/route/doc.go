@@ -1,0 +1,11 @@
+// Package route is IPLookup's route table: a longest-prefix-match table for
+// IPv4 (DIR-24-8, fib.go) and IPv6 (a multibit trie), shared by every
+// worker and read without locks, updated by copy-on-write (table.go) with a
+// journal of the prefixes each version changed; its pages on huge-page
+// slabs (slab.go); the route syntax and routes files (routes.go); a mirror
+// of a kernel routing table (kernel.go) and one into a driver's in-kernel
+// fast path (offload.go); synthetic tables for benchmarks (routegen.go).
+//
+// The IPLookup element (elements/ip) builds a Table from its config and
+// looks a batch up in one published version (Table.Current).
+package route

@@ -1,0 +1,111 @@
+package route
+
+import (
+	"net/netip"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+)
+
+// What IPLookup (elements/ip) builds a table and its mirrors with.
+
+// ParsePrefix4 reads an IPv4 prefix or address (a /32), for IPv4-only keys.
+func ParsePrefix4(s string) (netip.Prefix, error) { return parsePrefix(s) }
+
+// ParsePrefix reads an IPv4 or IPv6 prefix, or an address (a host route).
+func ParsePrefix(s string) (netip.Prefix, error) { return parsePrefixAny(s) }
+
+// Unicast4 reports whether a is usable as an IPv4 host address.
+func Unicast4(a netip.Addr) bool { return unicast4(a) }
+
+// CheckRoute reports what is wrong with r as a table entry (nil: nothing).
+func CheckRoute(r Route) error { return checkRoute(r) }
+
+// ParseConfig parses the routes key's entries and the routes_file's lines
+// into one list, refusing more than limit routes (0: no limit) while
+// reading; errors name the key and the entry or file line.
+func ParseConfig(entries []string, file string, limit int) ([]Route, error) {
+	rs, err := parseRouteSet(entries, file, limit)
+	if err != nil {
+		return nil, err
+	}
+	return rs.routes, nil
+}
+
+// Precheck checks, without building anything, that routes fit a table's
+// fixed capacities (next-hop sets, IPv4 groups).
+func Precheck(routes []Route) error { return precheck(routes) }
+
+// MaxRoutesOrDefault is the route limit l sets (DefaultMaxRoutes when unset).
+func (l Limits) MaxRoutesOrDefault() int { return (&Table{limits: l}).maxRoutes() }
+
+// NewTableChecked is NewTableLimits for routes already checked by
+// CheckRoute when checked is true (the check is then skipped).
+func NewTableChecked(routes []Route, lim Limits, checked bool) (*Table, error) {
+	return newTable(routes, lim, checked)
+}
+
+// Pick chooses one of n equal-cost paths by flow hash.
+func Pick(n int, hash uint32) int { return pick(n, hash) }
+
+// KernelOptions choose what a kernel mirror copies: the kernel table, the
+// interfaces (their order gives the output ports) and the network
+// namespace ("": the process's).
+type KernelOptions struct {
+	Table      int
+	Interfaces []string
+	NetNS      string
+}
+
+// KernelSync mirrors a kernel routing table into a Table (kernel.go).
+type KernelSync = kernelSync
+
+// StartKernelSync loads the kernel table into t and keeps it in step.
+func StartKernelSync(t *Table, o KernelOptions, st *elements.Stats) (*KernelSync, error) {
+	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, netns: o.NetNS}, st)
+}
+
+// OffloadSync mirrors a Table's IPv4 routes into a driver's fast path
+// (offload.go).
+type OffloadSync = offloadSync
+
+// StartOffload copies t's IPv4 routes into fp, ports[i] being output port
+// i's device, and keeps it in step until Close.
+func StartOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*OffloadSync, error) {
+	return startOffload(t, fp, ports, st)
+}
+
+// FIB is one published version of a table: immutable, read by every worker
+// without locks. A lookup returns a next-hop value: 0 for no route, else
+// v for the paths Hops(v).
+type FIB = fib
+
+// Current is the version readers use now; load it once per batch.
+func (t *Table) Current() *FIB { return t.cur.Load() }
+
+// Lookup4Batch looks up every IPv4 destination of dst (host order) into
+// out, overlapping the cache misses.
+func (f *fib) Lookup4Batch(dst []uint32, out []uint16) { f.lookup4Batch(dst, out) }
+
+// Lookup4 looks up one IPv4 destination (host order).
+func (f *fib) Lookup4(dst uint32) uint16 { return f.lookup4(dst) }
+
+// Lookup6 looks up one IPv6 destination.
+func (f *fib) Lookup6(dst *[16]byte) uint16 { return f.lookup6(dst) }
+
+// Hops are the paths of next-hop value v (v != 0), the first one first.
+func (f *fib) Hops(v uint16) []Hop { return f.nh[v-1].hops }
+
+// SetHeapOnly makes tables built from now on keep every page on the plain
+// heap, without huge-page slabs (true), or use slabs again (false): a hook
+// for benchmarks comparing the two layouts in one binary. Not for use
+// while another goroutine builds a table.
+func SetHeapOnly(on bool) { slabsOff = on }
+
+// HugeBytes is how much of the table's IPv4 pages the kernel backs with
+// 2 MiB pages (slab.go; -1 where it cannot tell).
+func (t *Table) HugeBytes() int {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.w.slab.hugeBytes()
+}
