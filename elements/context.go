@@ -26,6 +26,10 @@ type Context struct {
 	// FlowState reports that some element of the graph keeps per-flow
 	// state per worker (Type.FlowState).
 	FlowState bool
+	// State holds what the elements of this graph share, graph-wide and
+	// per worker (GraphShared, WorkerShared); the pipeline sets it. Nil
+	// makes the context a graph of its own.
+	State *GraphState
 
 	shared *SharedSlot
 }

@@ -10,4 +10,13 @@
 // batch: for each packet it decides an output (Output.Push), a drop
 // (Stats.Drop with a registered reason) or holds it. No allocation, lock, fmt
 // or interface call per packet: one call per batch is the budget.
+//
+// State beyond one instance goes through the Context, never a package
+// variable: Context.Shared for what every worker's instance of one element
+// shares (IPLookup's route table), GraphValue/GraphShared for what the
+// elements of one graph share (the DNAT steering table, the fast-path
+// generation), WorkerValue/WorkerShared for what one worker's elements
+// share (its Conntrack flow table, read by FastTrack). The pipeline gives
+// each graph its own GraphState, so two graphs in one process, or a
+// reloaded graph beside the old one, never see each other's state.
 package elements

@@ -54,6 +54,9 @@ type Router struct {
 	log     io.Writer
 	start   time.Time
 	batch   int
+	// state is what the graph's elements share (elements.GraphState):
+	// one per Router, so two graphs never share it.
+	state *elements.GraphState
 
 	stop   atomic.Bool
 	done   chan struct{}
@@ -96,7 +99,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{})}
+	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{}), state: elements.NewGraphState()}
 	defer func() {
 		if err != nil {
 			r.closeAll()
@@ -323,6 +326,7 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		bind(i)
 		ctx := elements.NewContext(e.Name, w, n, r.batch, wk.outs[i], wk.stats[i], wk.pool, devs, shared[i])
 		ctx.FlowState = flowState
+		ctx.State = r.state
 		el, err := e.Type.New(e.Config, ctx)
 		if err != nil {
 			return wk, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err)

@@ -1,9 +1,6 @@
 package arp
 
-// SetClock replaces the querier's clock for a test and returns a function
-// restoring it.
-func SetClock(f func() int64) (restore func()) {
-	old := nanotime
-	nanotime = f
-	return func() { nanotime = old }
-}
+import "github.com/junction-dataplane/junction/elements"
+
+// SetClock replaces a querier's clock (e is an ARPQuerier instance).
+func SetClock(e elements.Element, now func() int64) { e.(*Querier).now = now }

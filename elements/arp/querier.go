@@ -9,6 +9,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -161,9 +162,6 @@ func init() {
 	})
 }
 
-// nanotime is the clock; tests replace it to move time.
-var nanotime = elements.Nanotime
-
 // held is one unresolved next hop's queue on one worker.
 type held struct {
 	ip    uint32 // 0: free
@@ -175,6 +173,7 @@ type held struct {
 
 // Querier is one worker's ARPQuerier.
 type Querier struct {
+	now    func() int64 // the monotonic clock (elements.Nanotime; tests move time by hand)
 	t      *table
 	out    *elements.Output
 	st     *elements.Stats
@@ -227,7 +226,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		fast = fp.FastPathTable()
 	}
 	v, err := ctx.Shared(func() (any, error) {
-		t := &table{}
+		t := &table{gen: conntrack.GenerationOf(ctx)}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, macWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
@@ -248,7 +247,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		batch = packet.DefaultBatch
 	}
 	st := ctx.Stats
-	q := &Querier{
+	q := &Querier{now: elements.Nanotime,
 		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, macW: macWord(info.MAC),
 		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
@@ -294,7 +293,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 
 // Push handles IP packets (in 0) and ARP frames (in 1).
 func (q *Querier) Push(in int, b *packet.Batch) {
-	now := nanotime()
+	now := q.now()
 	if in == 1 {
 		q.learnBatch(b, now)
 		q.flushOut()
@@ -506,7 +505,7 @@ func (q *Querier) flushOut() {
 // request sends an ARP request for ip: broadcast, or unicast to the MAC in
 // known (a re-probe) when it is valid. It is rate limited per worker.
 func (q *Querier) request(ip uint32, known uint64) {
-	now := nanotime()
+	now := q.now()
 	// Token bucket in units of 1/1e9 request: rate tokens per second.
 	el := now - q.lastTok
 	if el > int64(time.Second) || el < 0 {

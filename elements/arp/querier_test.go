@@ -32,11 +32,25 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func (c *fakeClock) now() int64          { return c.ns.Load() }
 func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// testClock is the clock useClock set for the running test: queriers
+// built by newQuerier and newOnWorker run on it.
+var testClock *fakeClock
+
 func useClock(t testing.TB) *fakeClock {
 	c := &fakeClock{}
 	c.ns.Store(int64(time.Hour))
-	t.Cleanup(arp.SetClock(c.now))
+	testClock = c
+	t.Cleanup(func() { testClock = nil })
 	return c
+}
+
+// withClock puts querier q on the test's clock, if it set one.
+func withClock(q elements.Element) elements.Element {
+	if testClock != nil {
+		arp.SetClock(q, testClock.now)
+	}
+	return q
 }
 func querierCfg(neigh ...string) *arp.QuerierConfig {
 	typ, _ := elements.Lookup("ARPQuerier")
@@ -53,7 +67,9 @@ func newQuerier(t testing.TB, c *arp.QuerierConfig, o *elementtest.Options) *ele
 	if o.Devices == nil {
 		o.Devices = devSet{"wan": wanDev}
 	}
-	return elementtest.New(t, "ARPQuerier", c, o)
+	h := elementtest.New(t, "ARPQuerier", c, o)
+	withClock(h.Element)
+	return h
 }
 
 // ipFrame is an Ethernet/IPv4/UDP frame to dst (its Ethernet header is
@@ -412,6 +428,7 @@ func TestARPQuerierSharedTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		withClock(q)
 		return inst{q, rec, pool}
 	}
 	w0, w1 := mk(0), mk(1)
@@ -470,6 +487,7 @@ func TestARPQuerierConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		withClock(q)
 		insts, pools = append(insts, q), append(pools, pool)
 	}
 	ipf := ipFrame(t, "10.1.0.5", "10.16.0.1")

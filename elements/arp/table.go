@@ -53,6 +53,9 @@ type slot struct {
 type table struct {
 	slots [tableSlots]slot
 	mu    sync.Mutex // writers only
+	// gen is the graph's fast-path generation, bumped when a known
+	// neighbour moves (nil: none to bump).
+	gen *conntrack.Generation
 }
 
 func hashIP(ip uint32) uint32 {
@@ -148,7 +151,9 @@ func (t *table) learn(ip uint32, mac uint64, now int64, create bool, deadBefore 
 		if m&macValid != 0 {
 			// A known neighbour moved: fast-path entries learned with
 			// its old MAC must not outlive it.
-			conntrack.Invalidate()
+			if t.gen != nil {
+				t.gen.Invalidate()
+			}
 		}
 	}
 	s.seen.Store(now)

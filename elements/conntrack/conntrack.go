@@ -3,7 +3,6 @@ package conntrack
 import (
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	_ "unsafe" // for go:linkname
 
@@ -114,7 +113,6 @@ var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragm
 // Conntrack is one worker's tracker.
 type Conntrack struct {
 	t      *Table
-	pool   *packet.Pool
 	out0   *elements.Output
 	out1   *elements.Output
 	inv    *packet.Batch
@@ -148,15 +146,15 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	t := Acquire(ctx.Pool)
+	t := Acquire(ctx)
 	if t.configured {
-		Release(ctx.Pool)
+		t.Release()
 		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
 	}
 	t.configure(c.Capacity, c.to, nil)
 	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	e := &Conntrack{t: t, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
@@ -174,7 +172,7 @@ func (e *Conntrack) Table() *Table { return e.t }
 func (e *Conntrack) Close() error {
 	if e.t != nil {
 		e.t.configured = false
-		Release(e.pool)
+		e.t.Release()
 		e.t = nil
 	}
 	return nil
@@ -462,42 +460,34 @@ func (t *Table) trackRelated(p *packet.Packet, icmp []byte, now int64) int {
 	return resOK
 }
 
-// The registry gives each worker's elements the worker's one table. It is
-// keyed by the worker's element pool (Context.Pool), which is unique to one
-// worker of one running graph, so that two graphs in one process (tests,
-// benchmarks) never share flows. It is used at construction only.
-var registry struct {
-	sync.Mutex
-	m map[*packet.Pool]*Table
+// tableSlot holds one worker's flow table in one graph: Conntrack and
+// FastTrack find it through their Context (WorkerShared), so that two
+// graphs in one process never share flows.
+type tableSlot struct{ t *Table }
+
+type tableKey struct{}
+
+// Acquire returns the flow table of ctx's worker in ctx's graph, creating
+// an empty one if needed; every Acquire is paired with a Release (in the
+// element's Close). Construction only: not safe for concurrent use within
+// one worker.
+func Acquire(ctx *elements.Context) *Table {
+	s := elements.WorkerValue(ctx, tableKey{}, func() *tableSlot { return &tableSlot{} })
+	if s.t == nil {
+		s.t = &Table{now: nanotime, timeouts: DefaultTimeouts(), gen: GenerationOf(ctx), slot: s}
+	}
+	s.t.refs++
+	return s.t
 }
 
-// Acquire returns the flow table of the worker whose element pool is pool,
-// creating an empty one if needed; every Acquire is paired with a Release
-// (in the element's Close).
-func Acquire(pool *packet.Pool) *Table {
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.m == nil {
-		registry.m = map[*packet.Pool]*Table{}
-	}
-	t := registry.m[pool]
-	if t == nil {
-		t = &Table{now: nanotime, timeouts: DefaultTimeouts()}
-		registry.m[pool] = t
-	}
-	t.refs++
-	return t
-}
-
-// Release drops a reference taken by Acquire.
-func Release(pool *packet.Pool) {
-	registry.Lock()
-	defer registry.Unlock()
-	if t := registry.m[pool]; t != nil {
-		t.refs--
-		if t.refs <= 0 {
-			delete(registry.m, pool)
-			t.release()
+// Release drops a reference taken by Acquire; the last one frees the
+// table's memory (a later Acquire gets a new table).
+func (t *Table) Release() {
+	t.refs--
+	if t.refs <= 0 {
+		if t.slot != nil && t.slot.t == t {
+			t.slot.t = nil
 		}
+		t.release()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -112,7 +113,9 @@ type Table struct {
 	evictProbes uint64
 
 	tag        uint32
-	refs       int  // registry references
+	refs       int        // Acquire references
+	slot       *tableSlot // where Acquire keeps it (nil: made by NewTable)
+	gen        *Generation
 	configured bool // a Conntrack element set the capacity
 	mem        [2]*mapping
 
@@ -585,17 +588,33 @@ func (t *Table) Collect(now int64) {
 }
 
 // Generation numbers the configuration FastTrack entries were learned
-// under: any change to routes or NAT rules bumps it, and a fast-path entry
-// learned under another generation is ignored (and relearned by the slow
-// path). Route tables bump it through RouteChanged; DNAT/SNAT rule changes
-// through NATChanged.
-var generation atomic.Uint32
+// under, one per graph (GenerationOf): any change to its routes, NAT rules
+// or neighbours bumps it, and a fast-path entry learned under another
+// generation is ignored (and relearned by the slow path). IPLookup's route
+// table bumps it on every new version; ARPQuerier when a neighbour moves.
+type Generation struct{ n atomic.Uint32 }
 
-// Generation returns the current generation.
-func Generation() uint32 { return generation.Load() }
+// Current returns the current generation.
+func (g *Generation) Current() uint32 { return g.n.Load() }
 
-// Invalidate makes every learned fast-path entry stale.
-func Invalidate() { generation.Add(1) }
+// Invalidate makes every fast-path entry learned so far stale.
+func (g *Generation) Invalidate() { g.n.Add(1) }
+
+type generationKey struct{}
+
+// GenerationOf returns the generation of ctx's graph.
+func GenerationOf(ctx *elements.Context) *Generation {
+	return elements.GraphValue(ctx, generationKey{}, func() *Generation { return &Generation{} })
+}
+
+// Generation returns the generation the table's fast-path entries are
+// learned under: its graph's (a table made by NewTable has its own).
+func (t *Table) Generation() *Generation {
+	if t.gen == nil {
+		t.gen = &Generation{}
+	}
+	return t.gen
+}
 
 // FlowOf returns the table and entry a packet was annotated with by
 // Conntrack, or nil if it carries none.

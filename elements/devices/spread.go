@@ -9,7 +9,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/nat"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -19,7 +19,7 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`than workers), unless the device promises that its queues already do that (see the spread ` +
 	`key), the workers that own a queue hash every packet with the ` +
 	`symmetric flow hash (packet.FlowHash, with DNAT replies hashed as their original direction: ` +
-	`nat.SteeringHash) and keep the packets of their own flows; the others go to the worker the ` +
+	`flowsteer.Table.Hash) and keep the packets of their own flows; the others go to the worker the ` +
 	`hash names, over one lock-free single-producer single-consumer ring per (sender, receiver) ` +
 	`pair. When the queue a packet arrived on already belongs to its owner, nothing is copied: ` +
 	`the only cost is the hash. Packet pools ` +
@@ -69,11 +69,12 @@ type hub struct {
 
 // spreader is one worker's side of the hub.
 type spreader struct {
-	h    *hub
-	me   int
-	n    uint64 // workers, for the hash → worker mapping
-	pool *packet.Pool
-	in   []int // senders that feed me
+	h     *hub
+	steer *flowsteer.Table // the graph's: replies from DNAT backends hash as their original direction
+	me    int
+	n     uint64 // workers, for the hash → worker mapping
+	pool  *packet.Pool
+	in    []int // senders that feed me
 	// out[r] / lent[r]: my rings towards r (nil for me and when I send
 	// nothing).
 	out, lent []*ring
@@ -128,7 +129,7 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 		return nil, fmt.Errorf("FromDevice(%s): spreading state of another shape", name)
 	}
 	me := ctx.Worker
-	sp := &spreader{h: h, me: me, n: uint64(workers), out: h.data[me], lent: h.lend[me],
+	sp := &spreader{h: h, steer: flowsteer.Of(ctx), me: me, n: uint64(workers), out: h.data[me], lent: h.lend[me],
 		touched: make([]bool, workers), st: ctx.Stats,
 		handedOff: ctx.Stats.Counter("handed off"), handedIn: ctx.Stats.Counter("handed in"),
 		waits: ctx.Stats.Counter("handoff waits"),
@@ -190,10 +191,10 @@ func (sp *spreader) congested(need int) bool {
 func (sp *spreader) handOff(b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {
-		// SteeringHash is packet.FlowHash, except that a reply from a DNAT
-		// backend hashes as if it came from the public address it serves,
-		// so that both directions of a DNAT'd flow land on one worker.
-		fh := nat.SteeringHash(p.Data, int(p.L3))
+		// The steering hash is packet.FlowHash, except that a reply from a
+		// DNAT backend hashes as if it came from the public address it
+		// serves, so that both directions of a DNAT'd flow land on one worker.
+		fh := sp.steer.Hash(p.Data, int(p.L3))
 		p.FlowHash = fh
 		t := sp.target(fh)
 		if t == sp.me {

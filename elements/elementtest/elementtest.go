@@ -59,6 +59,9 @@ type Harness struct {
 	Outputs []*elements.Output
 	Pool    *packet.Pool
 	Clock   *elements.Clock
+	// Context is what the element was built with; its State holds what
+	// the element shares with the graph (flowsteer.Of(h.Context), ...).
+	Context *elements.Context
 	batch   *packet.Batch
 }
 
@@ -74,6 +77,9 @@ type Options struct {
 	// Sink connects every output to a Sink (which frees and counts)
 	// instead of a Recorder: for benchmarks and allocation tests.
 	Sink bool
+	// State is the graph state the element shares with others built on
+	// the same one (nil: its own, a graph of one element).
+	State *elements.GraphState
 }
 
 // New builds typeName with cfg (a pointer to the type's config struct, or
@@ -134,6 +140,8 @@ func New(t testing.TB, typeName string, cfg any, o *Options) *Harness {
 		devs = noDevices{}
 	}
 	ctx := elements.NewContext(typeName, o.Worker, o.Workers, o.Batch, h.Outputs, h.Stats, h.Pool, devs, nil)
+	ctx.State = o.State
+	h.Context = ctx
 	el, err := typ.New(cfg, ctx)
 	if err != nil {
 		t.Fatalf("%s: New: %v", typeName, err)

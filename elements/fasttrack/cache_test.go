@@ -50,8 +50,8 @@ func newRig(t *testing.T, capacity int, noCache bool, mid func(pool *packet.Pool
 	var ctk elements.Element
 	ctk, r.cst, _ = build(t, r.pool, "Conntrack", &conntrack.Config{Capacity: capacity}, next)
 	r.ft, r.fst, _ = build(t, r.pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1, NoCache: noCache}, ctk, r.fast)
-	r.tb = conntrack.Acquire(r.pool)
-	t.Cleanup(func() { conntrack.Release(r.pool) })
+	r.tb = conntrack.Acquire(ctxOf(r.pool))
+	t.Cleanup(r.tb.Release)
 	r.tb.SetClock(func() int64 { return r.now })
 	return r
 }
@@ -163,7 +163,7 @@ func TestCacheCoherence(t *testing.T) {
 
 	// Generation change: the cached rewrite is stale.
 	r.push(fa, 4)
-	conntrack.Invalidate()
+	r.tb.Generation().Invalidate()
 	if got := r.push(fa, 1); got != 0 {
 		t.Fatal("a cached entry was used after Invalidate")
 	}
@@ -298,7 +298,8 @@ func TestCacheTransparent(t *testing.T) {
 			a.tb.Collect(a.now)
 			b.tb.Collect(b.now)
 		default:
-			conntrack.Invalidate()
+			a.tb.Generation().Invalidate()
+			b.tb.Generation().Invalidate()
 		}
 		if step%500 != 499 {
 			continue

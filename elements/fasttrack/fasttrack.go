@@ -91,7 +91,7 @@ func init() {
 		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
 		New:       newFastTrack,
 		In:        1, Out: -1,
-		Doc:       fastTrackManual(),
+		Doc: fastTrackManual(),
 	})
 	elements.Register(elements.Type{
 		Name:      "FastTrackLearn",
@@ -116,7 +116,7 @@ func init() {
 // FastTrack is one worker's fast path.
 type FastTrack struct {
 	t     *conntrack.Table
-	pool  *packet.Pool
+	gen   *conntrack.Generation // the graph's
 	idle  int64
 	outs  []*elements.Output
 	split []*packet.Batch
@@ -154,7 +154,7 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	e := &FastTrack{t: conntrack.Acquire(ctx.Pool), pool: ctx.Pool, idle: c.idle,
+	e := &FastTrack{t: conntrack.Acquire(ctx), gen: conntrack.GenerationOf(ctx), idle: c.idle,
 		policy: conntrack.FastPolicy{After: uint32(c.After), Both: c.both, Idle: c.idle},
 		outs:   ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
@@ -199,7 +199,7 @@ func (e *FastTrack) Close() error {
 		if e.useCache {
 			e.t.RemoveFastPolicy()
 		}
-		conntrack.Release(e.pool)
+		e.t.Release()
 		e.t = nil
 	}
 	return nil
@@ -224,7 +224,7 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		e.outs[0].Push(b)
 		return
 	}
-	gen := conntrack.Generation()
+	gen := e.gen.Current()
 	now := t.Now()
 	if complete && t.PendingN() != 0 {
 		e.compilePending(t, gen, now)
@@ -655,17 +655,18 @@ func rewrite(h, l4 []byte, k, o *conntrack.Tuple, ttlDec uint8) {
 
 // Learn is one worker's FastTrackLearn.
 type Learn struct {
+	gen                  *conntrack.Generation // the graph's
 	outs                 []*elements.Output
 	learned, unlearnable *atomic.Uint64
 }
 
 func newLearn(cfg any, ctx *elements.Context) (elements.Element, error) {
-	return &Learn{outs: ctx.Outputs, learned: ctx.Stats.Counter("learned"), unlearnable: ctx.Stats.Counter("not learnable")}, nil
+	return &Learn{gen: conntrack.GenerationOf(ctx), outs: ctx.Outputs, learned: ctx.Stats.Counter("learned"), unlearnable: ctx.Stats.Counter("not learnable")}, nil
 }
 
 // Push learns from every tracked packet and passes the batch on.
 func (e *Learn) Push(in int, b *packet.Batch) {
-	gen := conntrack.Generation()
+	gen := e.gen.Current()
 	var learned, bad uint64
 	for _, p := range b.Pkts {
 		_, c := conntrack.FlowOf(p)

@@ -2,6 +2,7 @@ package fasttrack_test
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -47,7 +48,7 @@ func buildWith(t testing.TB, pool *packet.Pool, devs elements.DeviceSet, typ str
 		}
 		os = append(os, o)
 	}
-	ctx := elements.NewContext(typ, 0, 1, 64, os, st, pool, devs, nil)
+	ctx := elements.NewContext(typ, 0, 1, 64, os, st, pool, devs, nil).WithState(stateOf(pool))
 	el, err := ty.New(cfg, ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestEngagesAndEquivalent(t *testing.T) {
 		}
 	}
 	// A generation change sends the flows back to the slow path once.
-	conntrack.Invalidate()
+	genOf(pool).Invalidate()
 	n := len(fastOut.Pkts)
 	b.Reset()
 	p := pool.Get()
@@ -124,3 +125,20 @@ func TestEngagesAndEquivalent(t *testing.T) {
 		t.Error("a stale fast path was used after Invalidate")
 	}
 }
+
+// graphs gives each test graph its state: the elements built on one pool
+// (one worker of one graph, as the pipeline would build them) share one.
+var graphs sync.Map // *packet.Pool -> *elements.GraphState
+
+func stateOf(pool *packet.Pool) *elements.GraphState {
+	v, _ := graphs.LoadOrStore(pool, elements.NewGraphState())
+	return v.(*elements.GraphState)
+}
+
+// ctxOf is a bare context in pool's graph.
+func ctxOf(pool *packet.Pool) *elements.Context {
+	return elements.NewContext("test", 0, 1, 64, nil, &elements.Stats{}, pool, nil, nil).WithState(stateOf(pool))
+}
+
+// genOf is the fast-path generation of pool's graph.
+func genOf(pool *packet.Pool) *conntrack.Generation { return conntrack.GenerationOf(ctxOf(pool)) }

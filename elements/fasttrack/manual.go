@@ -36,7 +36,7 @@ func fastTrackManual() elements.Doc {
 		SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
 		Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
 			"fragmentation, whose flow is live in the worker's Conntrack table, has been seen `after` packets, and has a " +
-			"fast path learned for this direction under the current generation (conntrack.Generation: a route or NAT " +
+			"fast path learned for this direction under the current generation (the graph's conntrack.Generation: a route or NAT " +
 			"change invalidates every entry), and a TTL above what the slow path subtracts. FastTrack then applies the " +
 			"destination rewrite (DNAT, or un-SNAT), the TTL decrement, the source rewrite (SNAT, or un-DNAT) and the " +
 			"Ethernet addresses in one step, each checksum patched once with the sum of all its changed words (RFC 1624; " +

@@ -36,14 +36,14 @@ func TestAfterExact(t *testing.T) {
 					learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slow)
 					ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 64}, learn)
 					ft, _, _ := build(t, pool, "FastTrack", &fasttrack.Config{After: after, Policy: policy, Outputs: 1, NoCache: noCache}, ctk, fast)
-					tb := conntrack.Acquire(pool)
+					tb := conntrack.Acquire(ctxOf(pool))
 					var learned [2]bool
 					count, seenReply, orig := 0, false, 0
 					b := packet.NewBatch(1)
 					n := 30
 					for i := range n {
 						if i == n/2 {
-							conntrack.Invalidate()
+							tb.Generation().Invalidate()
 							learned = [2]bool{}
 						}
 						d := 0
@@ -62,7 +62,7 @@ func TestAfterExact(t *testing.T) {
 						ft.Push(0, b)
 						got := len(fast.Pkts) > f0
 						if got != want {
-							conntrack.Release(pool)
+							tb.Release()
 							t.Fatalf("%s seq %d packet %d (dir %d, %d counted before): fast %v, want %v", name, seq, i+1, d, count, got, want)
 						}
 						if i == 0 {
@@ -84,7 +84,7 @@ func TestAfterExact(t *testing.T) {
 					if c := tb.Conn(idx); int(c.Packets[0]+c.Packets[1]) != n {
 						t.Fatalf("%s seq %d: flow counted %d+%d packets, sent %d", name, seq, c.Packets[0], c.Packets[1], n)
 					}
-					conntrack.Release(pool)
+					tb.Release()
 				}
 			}
 		}
@@ -123,8 +123,8 @@ func TestMissPassesWhole(t *testing.T) {
 	for off := 0; off < 3*(1<<13); off += 64 {
 		pushArena(ctk, pool, b, arena, size, off%(1<<13))
 	}
-	tb := conntrack.Acquire(pool)
-	defer conntrack.Release(pool)
+	tb := conntrack.Acquire(ctxOf(pool))
+	defer tb.Release()
 	check := func(what string) {
 		t.Helper()
 		off := 0
@@ -178,8 +178,8 @@ func TestMixedPolicies(t *testing.T) {
 	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 64}, learn)
 	ft5, _, _ := build(t, pool, "FastTrack", &fasttrack.Config{After: 5, Policy: "either-direction", Outputs: 1}, ctk, fast5)
 	ft2, _, _ := build(t, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, fast2)
-	tb := conntrack.Acquire(pool)
-	defer conntrack.Release(pool)
+	tb := conntrack.Acquire(ctxOf(pool))
+	defer tb.Release()
 	if tb.CacheComplete() {
 		t.Fatal("cache complete with two policies")
 	}

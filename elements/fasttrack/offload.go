@@ -86,7 +86,7 @@ func newOffload(names []string, ctx *elements.Context) (*offload, error) {
 			o.ins[uint8(idx[i])] = d
 		}
 	}
-	o.gen = conntrack.Generation()
+	o.gen = conntrack.GenerationOf(ctx).Current()
 	if err := o.fp.SetFlowGeneration(o.gen); err != nil {
 		return nil, elements.Errorf("offload", "setting the fast path's flow generation: %v", err)
 	}
@@ -151,7 +151,7 @@ func (o *offload) flowFor(c *conntrack.Conn, dir uint8) (drivers.FastFlow, bool)
 // installed ones (fold).
 func (e *FastTrack) tick(now int64) {
 	o, t := e.off, e.t
-	gen := conntrack.Generation()
+	gen := e.gen.Current()
 	if gen != o.gen {
 		if err := o.fp.SetFlowGeneration(gen); err != nil {
 			// The kernel may go on applying old entries: take them
@@ -228,7 +228,7 @@ func (e *FastTrack) install(x *offloaded, gen uint32) {
 // deletesPerTick, the directions that are no longer live.
 func (e *FastTrack) fold(now int64, visits int) {
 	o, t := e.off, e.t
-	gen := conntrack.Generation()
+	gen := e.gen.Current()
 	var hits, bytes uint64
 	deletes := 0
 	for v := 0; v < visits && len(o.done) > 0; v++ {

@@ -156,10 +156,10 @@ func TestOffload(t *testing.T) {
 	// A generation change reaches the kernel at the next tick (every
 	// entry stops applying at once); the entries are deleted as the
 	// rounds visit them (all of them in one foldEvery).
-	conntrack.Invalidate()
+	genOf(pool).Invalidate()
 	tk.Tick(now + int64(time.Second) + 1)
-	if ff.gen != conntrack.Generation() {
-		t.Errorf("kernel flow generation %d, want %d", ff.gen, conntrack.Generation())
+	if ff.gen != genOf(pool).Current() {
+		t.Errorf("kernel flow generation %d, want %d", ff.gen, genOf(pool).Current())
 	}
 	if len(ff.flows) != 7 {
 		t.Errorf("a tick 1 ns after the last visited %d entries, want 1 (of 8)", 8-len(ff.flows))

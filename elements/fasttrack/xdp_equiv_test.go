@@ -9,7 +9,6 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
 	"github.com/junction-dataplane/junction/internal/netns"
@@ -127,7 +126,8 @@ func TestRandomEquivalenceXDP(t *testing.T) {
 		if round == 60 {
 			// A route or NAT change: every installed entry must stop
 			// applying at the next tick, before any is deleted.
-			conntrack.Invalidate()
+			genOf(fastPool).Invalidate()
+			genOf(refPool).Invalidate()
 		}
 		tk.Tick(int64(round+1) * 1e6)
 		refOut.Reset()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -259,6 +260,8 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Every new version makes the graph's fast-path entries stale.
+		t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
 		sh := &sharedTable{table: t}
 		if c.srcName == "kernel" {
 			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, NetNS: c.NetNS}, ctx.Stats)

@@ -30,9 +30,11 @@ var (
 func big1M(b *testing.B) (*route.Table, []uint32) {
 	bigOnce.Do(func() {
 		rs := route.GenerateRoutes(route.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Default: true})
-		route.SetHeapOnly(*heapTable)
-		t, err := route.NewTable(rs)
-		route.SetHeapOnly(false)
+		newTable := route.NewTable
+		if *heapTable {
+			newTable = route.NewTableHeap
+		}
+		t, err := newTable(rs)
 		if err != nil {
 			b.Fatal(err)
 		}

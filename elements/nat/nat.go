@@ -11,6 +11,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -232,6 +233,7 @@ type DNAT struct {
 	st         *elements.Stats
 	inUse      elements.Reason
 	translated *atomic.Uint64
+	steer      *flowsteer.Table // the graph's, where the rules' reverses are published
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -243,13 +245,14 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	e := &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
 		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
-	registerSteering(e, e.rules)
+	e.steer = flowsteer.Of(ctx)
+	e.steer.Set(e, reverses(e.rules))
 	return e, nil
 }
 
-// Close withdraws the element's rules from SteeringHash.
+// Close withdraws the element's rules from the graph's steering table.
 func (e *DNAT) Close() error {
-	registerSteering(e, nil)
+	e.steer.Set(e, nil)
 	return nil
 }
 

@@ -3,9 +3,11 @@ package nat_test
 import (
 	"testing"
 
+	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/elements/nat"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -20,29 +22,35 @@ func TestSteeringHash(t *testing.T) {
 	ureq := ct.Frame(ct.F{Proto: "udp", Src: client, Dst: pub, Sport: 999, Dport: 5003})
 	urep := ct.Frame(ct.F{Proto: "udp", Src: "192.168.1.20", Dst: client, Sport: 6003, Dport: 999})
 	other := ct.Frame(ct.F{Proto: "tcp", Src: inside, Dst: client, Sport: 81, Dport: 40001, Flags: ct.ACK})
-	if nat.SteeringHash(req, 14) == nat.SteeringHash(rep, 14) {
+	state := elements.NewGraphState()
+	steer := flowsteer.Of(elements.NewContext("x", 0, 1, 64, nil, &elements.Stats{}, nil, nil, nil).WithState(state))
+	if steer.Hash(req, 14) == steer.Hash(rep, 14) {
 		t.Fatal("no DNAT rules yet, but the reply hashes like the request (test is void)")
 	}
 	h := elementtest.New(t, "DNAT", &nat.DNATConfig{Rules: []string{
 		"tcp 203.0.113.1:8080 -> 192.168.1.10:80",
 		"udp 203.0.113.1:5000-5010 -> 192.168.1.20:6000",
-	}}, nil)
-	if a, b := nat.SteeringHash(req, 14), nat.SteeringHash(rep, 14); a != b {
+	}}, &elementtest.Options{State: state})
+	if a, b := steer.Hash(req, 14), steer.Hash(rep, 14); a != b {
 		t.Errorf("tcp: request hashes %08x, reply from the backend %08x", a, b)
 	}
-	if a, b := nat.SteeringHash(ureq, 14), nat.SteeringHash(urep, 14); a != b {
+	if a, b := steer.Hash(ureq, 14), steer.Hash(urep, 14); a != b {
 		t.Errorf("udp range: request hashes %08x, reply %08x", a, b)
 	}
 	for _, f := range [][]byte{req, other, ureq, {1, 2, 3}} {
-		if a, b := nat.SteeringHash(f, 14), packet.FlowHashFrame(f, 14); a != b {
+		if a, b := steer.Hash(f, 14), packet.FlowHashFrame(f, 14); a != b {
 			t.Errorf("not from a backend: %08x, FlowHashFrame %08x", a, b)
 		}
 	}
-	if a := testing.AllocsPerRun(100, func() { nat.SteeringHash(rep, 14) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { steer.Hash(rep, 14) }); a != 0 {
 		t.Errorf("%v allocations", a)
 	}
+	// Another graph's steering does not see these rules.
+	if other := flowsteer.Of(elements.NewContext("x", 0, 1, 64, nil, &elements.Stats{}, nil, nil, nil)); other.Hash(rep, 14) != packet.FlowHashFrame(rep, 14) {
+		t.Error("a graph without DNAT steers by another graph's rules")
+	}
 	h.Element.(interface{ Close() error }).Close()
-	if nat.SteeringHash(rep, 14) != packet.FlowHashFrame(rep, 14) {
+	if steer.Hash(rep, 14) != packet.FlowHashFrame(rep, 14) {
 		t.Error("rules still applied after Close")
 	}
 }

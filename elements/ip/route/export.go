@@ -96,11 +96,11 @@ func (f *fib) Lookup6(dst *[16]byte) uint16 { return f.lookup6(dst) }
 // Hops are the paths of next-hop value v (v != 0), the first one first.
 func (f *fib) Hops(v uint16) []Hop { return f.nh[v-1].hops }
 
-// SetHeapOnly makes tables built from now on keep every page on the plain
-// heap, without huge-page slabs (true), or use slabs again (false): a hook
-// for benchmarks comparing the two layouts in one binary. Not for use
-// while another goroutine builds a table.
-func SetHeapOnly(on bool) { slabsOff = on }
+// NewTableHeap is NewTable with every page on the plain heap, without
+// huge-page slabs: for benchmarks comparing the two layouts in one binary.
+func NewTableHeap(routes []Route) (*Table, error) {
+	return newTableLayout(routes, Limits{}, false, pageLayout{heapOnly: true})
+}
 
 // HugeBytes is how much of the table's IPv4 pages the kernel backs with
 // 2 MiB pages (slab.go; -1 where it cannot tell).

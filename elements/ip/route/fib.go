@@ -195,6 +195,7 @@ type writerState struct {
 
 	nh       []nhSet
 	nhRefs   []int32
+	layout   pageLayout // the table's (Table.layout)
 	nhIndex  map[string]uint16
 	nhIndex1 map[Hop]uint16 // single-path sets, also in nhIndex
 	nhFree   []uint16

@@ -50,14 +50,6 @@ const (
 	slabMinPages = 512
 )
 
-// Test hooks: hugeAdvice false gives slabs no huge-page advice (the
-// fallback where the kernel refuses it); slabsOff keeps every page on the
-// ordinary heap, as before slabs existed.
-var (
-	hugeAdvice = true
-	slabsOff   = false
-)
-
 // pageSlab is a run of pages handed out in order.
 type pageSlab struct {
 	pages   []page4 // usable pages, 2 MiB aligned when possible
@@ -68,7 +60,7 @@ type pageSlab struct {
 
 // newPageSlab returns a slab with room for at least n pages, rounded up to
 // whole huge pages. The memory is zero.
-func newPageSlab(n int) *pageSlab {
+func newPageSlab(n int, advise bool) *pageSlab {
 	n = (n + pagesPerHuge - 1) / pagesPerHuge * pagesPerHuge
 	// The heap gives large objects 8 KiB-aligned memory: up to
 	// pagesPerHuge-1 leading pages are skipped to reach a 2 MiB boundary.
@@ -78,7 +70,7 @@ func newPageSlab(n int) *pageSlab {
 		skip = (hugePageSize - r) / page4Bytes
 	}
 	s := &pageSlab{pages: raw[skip : skip+n : skip+n]}
-	if hugeAdvice {
+	if advise {
 		s.advised = adviseHuge(s.bytes(n))
 	}
 	return s
@@ -189,7 +181,7 @@ func (w *writerState) ownPage(p *page4) bool {
 // maybeRepack runs before each publish. It is O(1) unless enough pages
 // came from the heap since the last look.
 func (w *writerState) maybeRepack() {
-	if slabsOff || w.heapNew < w.repackAt {
+	if w.layout.heapOnly || w.heapNew < w.repackAt {
 		w.slab.seal()
 		return
 	}
@@ -216,7 +208,7 @@ func (w *writerState) maybeRepack() {
 // Published versions keep the pages they had; the copies belong to the
 // version under construction.
 func (w *writerState) repack(own int) {
-	s := newPageSlab(own)
+	s := newPageSlab(own, !w.layout.noAdvice)
 	for i, p := range w.pages {
 		if w.ownPage(p) {
 			q := s.take()

@@ -63,9 +63,7 @@ func bigRoutes(n int) []Route {
 // newTableHeap builds a table the way it was built before slabs.
 func newTableHeap(t *testing.T, rs []Route) *Table {
 	t.Helper()
-	slabsOff = true
-	defer func() { slabsOff = false }()
-	tb, err := NewTable(rs)
+	tb, err := NewTableHeap(rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +168,7 @@ func TestSlabMatchesHeap(t *testing.T) {
 	if err := ts.Replace(rs[:100_000]); err != nil {
 		t.Fatal(err)
 	}
-	slabsOff = true
-	err = th.Replace(rs[:100_000])
-	slabsOff = false
+	err = th.Replace(rs[:100_000]) // th keeps its heap layout
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +192,7 @@ func equalU16(a, b []uint16) bool {
 // is the same.
 func TestSlabWithoutAdvice(t *testing.T) {
 	rs := bigRoutes(60_000)
-	hugeAdvice = false
-	ts, err := NewTable(rs)
-	hugeAdvice = true
+	ts, err := newTableLayout(rs, Limits{}, false, pageLayout{noAdvice: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +232,7 @@ func TestSlabAlignedAndZero(t *testing.T) {
 		}
 		junk = nil
 		runtime.GC()
-		s := newPageSlab(300)
+		s := newPageSlab(300, true)
 		if len(s.pages) != 2*pagesPerHuge {
 			t.Fatalf("slab of %d pages, want %d", len(s.pages), 2*pagesPerHuge)
 		}

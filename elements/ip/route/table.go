@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -87,11 +86,14 @@ const DefaultMaxRoutes = 4_000_000
 // path for live updates (the kernel source, a routing daemon). Replace,
 // Publish and Update rebuild or diff the whole table.
 type Table struct {
-	cur    atomic.Pointer[fib]
-	wmu    sync.Mutex // serialises writers only
-	w      *writerState
-	limits Limits
-	ver    uint64 // the last version published (under wmu, or before the table is shared)
+	cur atomic.Pointer[fib]
+	// onChange runs after each publish (OnChange).
+	onChange atomic.Pointer[func()]
+	wmu      sync.Mutex // serialises writers only
+	w        *writerState
+	limits   Limits
+	layout   pageLayout // where builds put their pages
+	ver      uint64     // the last version published (under wmu, or before the table is shared)
 
 	// journal records which prefixes each version since jBase changed
 	// (Apply's changes), so that a mirror of the table (the fast-path
@@ -123,7 +125,18 @@ func NewTableLimits(routes []Route, lim Limits) (*Table, error) {
 }
 
 func newTable(routes []Route, lim Limits, checked bool) (*Table, error) {
-	t := &Table{limits: lim}
+	return newTableLayout(routes, lim, checked, pageLayout{})
+}
+
+// pageLayout chooses where a table's IPv4 pages live; the zero value is
+// the production choice (slab.go). Tests and benchmarks compare the others.
+type pageLayout struct {
+	heapOnly bool // every page on the ordinary heap, as before slabs existed
+	noAdvice bool // slabs without huge-page advice (where the kernel refuses it)
+}
+
+func newTableLayout(routes []Route, lim Limits, checked bool, layout pageLayout) (*Table, error) {
+	t := &Table{limits: lim, layout: layout}
 	w, err := t.buildChecked(routes, checked)
 	if err != nil {
 		return nil, err
@@ -159,9 +172,10 @@ func (t *Table) buildChecked(routes []Route, checked bool) (*writerState, error)
 		}
 	}
 	w := newWriterState()
-	if n := estimatePages4(routes); n >= slabMinPages && !slabsOff {
+	w.layout = t.layout
+	if n := estimatePages4(routes); n >= slabMinPages && !t.layout.heapOnly {
 		// A large build: its pages go to one slab on huge pages.
-		w.slab = newPageSlab(n)
+		w.slab = newPageSlab(n, !t.layout.noAdvice)
 	}
 	var perLen [33]int
 	for i := range routes {
@@ -546,14 +560,27 @@ func (t *Table) Builder() *Builder {
 	return b
 }
 
-// swap makes f the version readers see. Every new version also bumps the
-// fast-path generation: a flow FastTrack learned under the old routes may
-// now leave by another port or next hop, so its entry must be relearned.
+// swap makes f the version readers see. Every new version also calls the
+// OnChange hook: IPLookup bumps its graph's fast-path generation with it,
+// since a flow FastTrack learned under the old routes may now leave by
+// another port or next hop, so its entry must be relearned.
 func (t *Table) swap(f *fib) {
 	t.ver++
 	f.ver = t.ver
 	t.cur.Store(f)
-	conntrack.Invalidate()
+	if h := t.onChange.Load(); h != nil {
+		(*h)()
+	}
+}
+
+// OnChange makes f run after every new version is published (from the
+// writer's goroutine: f must be safe for concurrent use); nil removes it.
+func (t *Table) OnChange(f func()) {
+	if f == nil {
+		t.onChange.Store(nil)
+		return
+	}
+	t.onChange.Store(&f)
 }
 
 // Publish makes b's routes the table's, as one new version. The change is

@@ -1,0 +1,125 @@
+// Package flowsteer chooses the worker a packet belongs to: its symmetric
+// flow hash, with replies from DNAT backends hashed as their original
+// direction. The DNAT elements of a graph fill its Table; FromDevice reads
+// it. Both find the graph's one Table through their Context (Of), so two
+// graphs in one process never steer by each other's rules, and FromDevice
+// needs nothing from the NAT elements.
+package flowsteer
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Steering. Workers own flows: both directions of a flow must reach the
+// worker holding its Conntrack entry. Software spreading (and RSS with a
+// symmetric key) sends a packet to the worker its symmetric flow hash
+// names. SNAT keeps that true by choosing ports whose reply tuple hashes to
+// the owning worker (Target). DNAT cannot choose anything: the original
+// direction hashes (client, public address:port) and the reply (backend,
+// client), two different tuples. Table.Hash closes that gap statelessly:
+// it hashes a packet whose source is a DNAT backend as if the source were
+// the public address and port the backend serves, so the reply of a DNAT'd
+// flow hashes exactly like its original direction.
+
+// Reverse maps a DNAT backend endpoint back to its public one.
+type Reverse struct {
+	Proto    uint8
+	Backend  uint32 // address
+	Lo, Hi   uint16 // backend source ports covered (0, 0: any)
+	Public   uint32
+	PubLo    uint16 // public port of backend port Lo (0: keep the port)
+	KeepPort bool
+}
+
+// Table is one graph's steering table: the union of the Reverses its DNAT
+// elements set.
+type Table struct {
+	mu    sync.Mutex
+	sets  map[any][]Reverse
+	table atomic.Pointer[[]Reverse] // nil or empty: no DNAT rules
+}
+
+type tableKey struct{}
+
+// Of returns the steering table of ctx's graph.
+func Of(ctx *elements.Context) *Table {
+	return elements.GraphValue(ctx, tableKey{}, func() *Table { return &Table{} })
+}
+
+// Set replaces owner's reverses (nil withdraws them) and publishes the
+// union of every owner's. Every worker's instance of a DNAT sets the same
+// rules; duplicates are published once. Not for the hot path.
+func (t *Table) Set(owner any, rs []Reverse) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sets == nil {
+		t.sets = map[any][]Reverse{}
+	}
+	if rs == nil {
+		delete(t.sets, owner)
+	} else {
+		t.sets[owner] = rs
+	}
+	var all []Reverse
+	seen := map[Reverse]bool{}
+	for _, rs := range t.sets {
+		for _, r := range rs {
+			if !seen[r] {
+				seen[r] = true
+				all = append(all, r)
+			}
+		}
+	}
+	t.table.Store(&all)
+}
+
+// Hash is packet.FlowHashFrame for choosing a packet's worker: for a TCP or
+// UDP packet from a DNAT backend endpoint (of any DNAT element of the
+// graph) the source is first mapped back to the public address and port it
+// serves, so that both directions of a DNAT'd flow hash alike. Other
+// packets get FlowHashFrame's hash. It takes no lock and allocates nothing;
+// with no DNAT rules it costs one atomic load more than FlowHashFrame.
+func (t *Table) Hash(frame []byte, l3 int) uint32 {
+	if src, dst, sport, dport, proto, ok := t.Tuple(frame, l3); ok {
+		return packet.FlowHashV4(src, dst, sport, dport, proto)
+	}
+	return packet.FlowHashFrame(frame, l3)
+}
+
+// Tuple returns the tuple Hash hashes for a packet from a DNAT backend
+// (ok == false: the packet is not one, hash it as it is).
+func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint16, proto uint8, ok bool) {
+	tp := t.table.Load()
+	if tp == nil || len(*tp) == 0 || l3 < packet.EthernetLen || l3+packet.IPv4MinLen+4 > len(frame) ||
+		binary.BigEndian.Uint16(frame[l3-2:]) != packet.EtherTypeIPv4 {
+		return
+	}
+	h := frame[l3:]
+	proto = h[9]
+	ihl := int(h[0]&0x0f) * 4
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP || h[0]>>4 != 4 || ihl < packet.IPv4MinLen ||
+		len(h) < ihl+4 || binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		return
+	}
+	src = binary.BigEndian.Uint32(h[12:])
+	dst = binary.BigEndian.Uint32(h[16:])
+	sport = binary.BigEndian.Uint16(h[ihl:])
+	dport = binary.BigEndian.Uint16(h[ihl+2:])
+	for i := range *tp {
+		r := &(*tp)[i]
+		if r.Proto != proto || r.Backend != src || r.Lo != 0 && (sport < r.Lo || sport > r.Hi) {
+			continue
+		}
+		src = r.Public
+		if !r.KeepPort {
+			sport = r.PubLo + (sport - r.Lo)
+		}
+		return src, dst, sport, dport, proto, true
+	}
+	return
+}

@@ -1,0 +1,89 @@
+package elements
+
+import "sync"
+
+// GraphState holds the values the elements of one graph share: one set for
+// the whole graph and one per worker. The pipeline makes one per graph it
+// builds, so two graphs in one process (tests, a reloaded graph beside the
+// old one) never see each other's values; elements reach it through their
+// Context (GraphValue, WorkerValue), never through package variables.
+//
+// Values are made at construction, which is not on the hot path: the
+// lock guards the maps only. What a value does at run time is its own
+// business (read-mostly state behind an atomic pointer, or per-worker
+// state touched by that worker alone).
+type GraphState struct {
+	mu      sync.Mutex
+	graph   map[any]any
+	workers map[int]map[any]any
+}
+
+// NewGraphState returns an empty state for one graph.
+func NewGraphState() *GraphState { return &GraphState{} }
+
+func (s *GraphState) get(worker int, key any, mk func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m map[any]any
+	if worker < 0 {
+		if s.graph == nil {
+			s.graph = map[any]any{}
+		}
+		m = s.graph
+	} else {
+		if s.workers == nil {
+			s.workers = map[int]map[any]any{}
+		}
+		if m = s.workers[worker]; m == nil {
+			m = map[any]any{}
+			s.workers[worker] = m
+		}
+	}
+	v, ok := m[key]
+	if !ok {
+		v = mk()
+		m[key] = v
+	}
+	return v
+}
+
+// state is the context's graph state; a context made without one (a test
+// building a lone element) gets its own, a graph of one.
+func (c *Context) state() *GraphState {
+	if c.State == nil {
+		c.State = NewGraphState()
+	}
+	return c.State
+}
+
+// GraphShared returns the value under key shared by every element of every
+// worker of this graph, making it with mk on first use. Keys should be
+// values of an unexported type of the package that owns the value, so
+// that packages cannot collide.
+func (c *Context) GraphShared(key any, mk func() any) any {
+	return c.state().get(-1, key, mk)
+}
+
+// WorkerShared returns the value under key shared by the elements of this
+// context's worker in this graph (e.g. the worker's flow table, shared by
+// its Conntrack and FastTrack), making it with mk on first use.
+func (c *Context) WorkerShared(key any, mk func() any) any {
+	return c.state().get(c.Worker, key, mk)
+}
+
+// GraphValue is GraphShared for a value of type *T.
+func GraphValue[T any](c *Context, key any, mk func() *T) *T {
+	return c.GraphShared(key, func() any { return mk() }).(*T)
+}
+
+// WorkerValue is WorkerShared for a value of type *T.
+func WorkerValue[T any](c *Context, key any, mk func() *T) *T {
+	return c.WorkerShared(key, func() any { return mk() }).(*T)
+}
+
+// WithState sets the context's graph state and returns the context (for
+// tests that build elements of one graph by hand).
+func (c *Context) WithState(s *GraphState) *Context {
+	c.State = s
+	return c
+}
