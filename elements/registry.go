@@ -1,9 +1,10 @@
 package elements
 
 import (
-	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/junction-dataplane/junction/conf"
 )
 
 // Type describes one element type: how to make its config, how to build an
@@ -36,29 +37,11 @@ type Type struct {
 	Doc       Doc
 }
 
-// Doc is an element's manual page, in Click's sections.
-type Doc struct {
-	Synopsis string // e.g. "DecTTL" or "Classifier(RULE, ...)"
-	Summary  string // one line
-	Ports    string // what each input and output does
-	Keys     []Key  // in positional order
-	Stats    string // counters and drop reasons
-	Example  string // a graph snippet
-	SeeAlso  string
-	Text     string // longer description, optional
-}
+// Doc is an element's manual page, in Click's sections (conf.Doc).
+type Doc = conf.Doc
 
-// Key documents one config key.
-type Key struct {
-	Name     string
-	Type     string // "string", "int", "bool", "[]string", "address", ...
-	Default  string // "" when required or none
-	Required bool
-	// Variadic marks the last positional key of list type: every remaining
-	// inline argument goes into it.
-	Variadic bool
-	Doc      string
-}
+// Key documents one config key (conf.Key).
+type Key = conf.Key
 
 // PortCounter is implemented by configs whose port counts depend on the
 // config (Classifier's one output per rule, Tee(n), IPLookup's out ports).
@@ -67,26 +50,15 @@ type PortCounter interface {
 }
 
 // Validator is implemented by configs that check themselves after decoding
-// (ranges, parsing of rule strings). The error should name the key:
-// use KeyError.
-type Validator interface {
-	Validate() error
-}
+// (conf.Validator). The error should name the key: use KeyError.
+type Validator = conf.Validator
 
 // KeyError is a config error attached to one key, so that the loader can
-// report it with the key's line.
-type KeyError struct {
-	Key string
-	Err error
-}
+// report it with the key's line (conf.KeyError).
+type KeyError = conf.KeyError
 
-func (e *KeyError) Error() string { return fmt.Sprintf("key %q: %v", e.Key, e.Err) }
-func (e *KeyError) Unwrap() error { return e.Err }
-
-// Errorf makes a KeyError.
-func Errorf(key, format string, args ...any) error {
-	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
-}
+// Errorf makes a KeyError (conf.Errorf).
+func Errorf(key, format string, args ...any) error { return conf.Errorf(key, format, args...) }
 
 var (
 	regMu sync.RWMutex

@@ -9,10 +9,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -95,22 +95,22 @@ func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 // Validate checks the keys without touching the system.
 func (c *Config) Validate() error {
 	if c.Interface == "" {
-		return elements.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
+		return conf.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
 	}
 	if len(c.Interface) > 15 {
-		return elements.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
+		return conf.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
 	}
 	if c.Queues < 0 || c.Queues > maxQueues {
-		return elements.Errorf("queues", "%d out of range 0..%d (0 = one per worker)", c.Queues, maxQueues)
+		return conf.Errorf("queues", "%d out of range 0..%d (0 = one per worker)", c.Queues, maxQueues)
 	}
 	if !pow2(c.BlockSize) || c.BlockSize < 4096 || c.BlockSize > 1<<26 {
-		return elements.Errorf("block_size", "%d: must be a power of two in 4096..67108864", c.BlockSize)
+		return conf.Errorf("block_size", "%d: must be a power of two in 4096..67108864", c.BlockSize)
 	}
 	if !pow2(c.Frames) || c.Frames > 1<<20 {
-		return elements.Errorf("frames", "%d: must be a power of two up to 1048576", c.Frames)
+		return conf.Errorf("frames", "%d: must be a power of two up to 1048576", c.Frames)
 	}
 	if c.Frames*frameSize < c.BlockSize {
-		return elements.Errorf("frames", "%d frames of %d bytes do not fill one block of %d bytes", c.Frames, frameSize, c.BlockSize)
+		return conf.Errorf("frames", "%d frames of %d bytes do not fill one block of %d bytes", c.Frames, frameSize, c.BlockSize)
 	}
 	return nil
 }
@@ -160,14 +160,14 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	fd, serr := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	switch {
 	case errors.Is(serr, unix.EPERM) || errors.Is(serr, unix.EACCES):
-		return nil, elements.Errorf("interface", "%s: cannot open an AF_PACKET socket: permission denied (run as root or with CAP_NET_RAW)", c.Interface)
+		return nil, conf.Errorf("interface", "%s: cannot open an AF_PACKET socket: permission denied (run as root or with CAP_NET_RAW)", c.Interface)
 	case serr != nil:
-		return nil, elements.Errorf("interface", "%s: AF_PACKET socket: %v", c.Interface, serr)
+		return nil, conf.Errorf("interface", "%s: AF_PACKET socket: %v", c.Interface, serr)
 	}
 	unix.Close(fd)
 	ifi, err := net.InterfaceByName(c.Interface)
 	if err != nil {
-		return nil, elements.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
+		return nil, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
 	}
 	d.ifindex = ifi.Index
 	if nl, err := nlink.Open(); err == nil {
@@ -187,19 +187,19 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	for q := 0; q < nq; q++ {
 		r, err := newRxQueue(d.ifindex, q, c)
 		if err != nil {
-			return nil, elements.Errorf("interface", "%s: RX queue %d: %v", c.Interface, q, err)
+			return nil, conf.Errorf("interface", "%s: RX queue %d: %v", c.Interface, q, err)
 		}
 		d.rx = append(d.rx, r)
 		if nq > 1 {
 			if group, err = r.joinFanout(group); err != nil {
-				return nil, elements.Errorf("queues", "%s: PACKET_FANOUT: %v", c.Interface, err)
+				return nil, conf.Errorf("queues", "%s: PACKET_FANOUT: %v", c.Interface, err)
 			}
 		}
 	}
 	for w := 0; w < workers; w++ {
 		t, err := newTxSocket(d.ifindex)
 		if err != nil {
-			return nil, elements.Errorf("interface", "%s: TX socket: %v", c.Interface, err)
+			return nil, conf.Errorf("interface", "%s: TX socket: %v", c.Interface, err)
 		}
 		d.tx = append(d.tx, t)
 	}

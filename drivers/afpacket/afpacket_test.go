@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 		c := cfg("eth0")
 		tc.mod(c)
 		err := c.Validate()
-		var ke *elements.KeyError
+		var ke *conf.KeyError
 		switch {
 		case tc.key == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -64,7 +64,7 @@ func TestMissingInterface(t *testing.T) {
 	netns.RequireRoot(t)
 	ns := netns.New(t).NS("perr")
 	_, err := openIn(t, ns, cfg("nosuch0"), 1)
-	var ke *elements.KeyError
+	var ke *conf.KeyError
 	if !errors.As(err, &ke) || ke.Key != "interface" || !strings.Contains(err.Error(), `"nosuch0"`) {
 		t.Errorf("missing interface: %v", err)
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/asavie/xdp"
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -206,23 +206,23 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	fd, serr := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	switch {
 	case errors.Is(serr, unix.EPERM) || errors.Is(serr, unix.EACCES):
-		return nil, elements.Errorf("interface", "%s: cannot open an AF_XDP socket: permission denied (run as root, or with CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)", c.Interface)
+		return nil, conf.Errorf("interface", "%s: cannot open an AF_XDP socket: permission denied (run as root, or with CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF)", c.Interface)
 	case errors.Is(serr, unix.EAFNOSUPPORT):
-		return nil, elements.Errorf("interface", "%s: this kernel has no AF_XDP sockets (use driver = \"afpacket\")", c.Interface)
+		return nil, conf.Errorf("interface", "%s: this kernel has no AF_XDP sockets (use driver = \"afpacket\")", c.Interface)
 	case serr != nil:
-		return nil, elements.Errorf("interface", "%s: AF_XDP socket: %v", c.Interface, serr)
+		return nil, conf.Errorf("interface", "%s: AF_XDP socket: %v", c.Interface, serr)
 	}
 	unix.Close(fd)
 
 	if d.nl, err = nlink.Open(); err != nil {
-		return nil, elements.Errorf("interface", "%s: %v", c.Interface, err)
+		return nil, conf.Errorf("interface", "%s: %v", c.Interface, err)
 	}
 	link, err := d.nl.LinkByName(c.Interface)
 	if errors.Is(err, nlink.ErrNoLink) {
-		return nil, elements.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
+		return nil, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
 	}
 	if err != nil {
-		return nil, elements.Errorf("interface", "%v", err)
+		return nil, conf.Errorf("interface", "%v", err)
 	}
 	d.ifindex = link.Index
 	if lnl, err := nlink.Open(); err == nil {
@@ -237,7 +237,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		}
 	}
 	if nq > link.RxQueues {
-		return nil, elements.Errorf("queues", "%d queues, but interface %q has %d RX queues", nq, c.Interface, link.RxQueues)
+		return nil, conf.Errorf("queues", "%d queues, but interface %q has %d RX queues", nq, c.Interface, link.RxQueues)
 	}
 
 	mac := ctx.MAC
@@ -247,14 +247,14 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses}
 
 	if err := d.removeStale(link); err != nil {
-		return nil, elements.Errorf("interface", "%v", err)
+		return nil, conf.Errorf("interface", "%v", err)
 	}
 	if c.FastPath {
 		if err := d.openFastPath(link.RxQueues); err != nil {
-			return nil, elements.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
+			return nil, conf.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
 		}
 	} else if d.prog, err = newProgram(link.RxQueues); err != nil {
-		return nil, elements.Errorf("interface", "%s: loading the XDP program: %v", c.Interface, err)
+		return nil, conf.Errorf("interface", "%s: loading the XDP program: %v", c.Interface, err)
 	}
 	if err := d.attach(c.Mode); err != nil {
 		return nil, err
@@ -343,12 +343,12 @@ func (d *Device) attach(mode string) error {
 	switch mode {
 	case "native":
 		if err := try(unix.XDP_FLAGS_DRV_MODE); err != nil {
-			return elements.Errorf("mode", "%s: native XDP not available: %v (use mode = \"generic\" or \"auto\")", d.ifname, err)
+			return conf.Errorf("mode", "%s: native XDP not available: %v (use mode = \"generic\" or \"auto\")", d.ifname, err)
 		}
 		d.Mode = "native"
 	case "generic":
 		if err := try(unix.XDP_FLAGS_SKB_MODE); err != nil {
-			return elements.Errorf("mode", "%s: generic XDP: %v", d.ifname, err)
+			return conf.Errorf("mode", "%s: generic XDP: %v", d.ifname, err)
 		}
 		d.Mode = "generic"
 	default:
@@ -357,7 +357,7 @@ func (d *Device) attach(mode string) error {
 			return nil
 		}
 		if err := try(unix.XDP_FLAGS_SKB_MODE); err != nil {
-			return elements.Errorf("interface", "%s: attaching the XDP program: %v", d.ifname, err)
+			return conf.Errorf("interface", "%s: attaching the XDP program: %v", d.ifname, err)
 		}
 		d.Mode = "generic"
 	}
@@ -397,17 +397,17 @@ func (d *Device) openQueues(c *Config, nq, workers int) error {
 			xsk, err = newSocket(d.ifindex, q, &opts, false)
 		}
 		if err != nil {
-			return elements.Errorf("interface", "%s: AF_XDP socket on queue %d: %v", d.ifname, q, err)
+			return conf.Errorf("interface", "%s: AF_XDP socket on queue %d: %v", d.ifname, q, err)
 		}
 		d.ZeroCopy = zc
 		qu, err := newQueue(q, xsk, c.Frames, c.Ring)
 		if err != nil {
 			xsk.Close()
-			return elements.Errorf("interface", "%s: queue %d: %v", d.ifname, q, err)
+			return conf.Errorf("interface", "%s: queue %d: %v", d.ifname, q, err)
 		}
 		d.queues = append(d.queues, qu)
 		if err := d.prog.Register(q, xsk.FD()); err != nil {
-			return elements.Errorf("interface", "%s: registering queue %d: %v", d.ifname, q, err)
+			return conf.Errorf("interface", "%s: registering queue %d: %v", d.ifname, q, err)
 		}
 		qu.refill()
 	}

@@ -3,7 +3,7 @@ package afxdp
 import (
 	"math/bits"
 
-	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/conf"
 )
 
 // Config is the afxdp driver's keys (see Doc).
@@ -35,27 +35,27 @@ func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 // Validate checks the keys without touching the system.
 func (c *Config) Validate() error {
 	if c.Interface == "" {
-		return elements.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
+		return conf.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
 	}
 	if len(c.Interface) > 15 {
-		return elements.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
+		return conf.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
 	}
 	if c.Queues < 0 || c.Queues > maxQueues {
-		return elements.Errorf("queues", "%d out of range 0..%d (0 = the interface's RX queue count)", c.Queues, maxQueues)
+		return conf.Errorf("queues", "%d out of range 0..%d (0 = the interface's RX queue count)", c.Queues, maxQueues)
 	}
 	if !pow2(c.Ring) || c.Ring < 64 || c.Ring > 16384 {
-		return elements.Errorf("ring", "%d: must be a power of two in 64..16384", c.Ring)
+		return conf.Errorf("ring", "%d: must be a power of two in 64..16384", c.Ring)
 	}
 	if !pow2(c.Frames) || c.Frames > 1<<20 {
-		return elements.Errorf("frames", "%d: must be a power of two up to 1048576", c.Frames)
+		return conf.Errorf("frames", "%d: must be a power of two up to 1048576", c.Frames)
 	}
 	if c.Frames < 2*c.Ring {
-		return elements.Errorf("frames", "%d: must be at least twice ring (%d): ring frames are kept for transmit copies, the rest feed the fill ring and the graph", c.Frames, c.Ring)
+		return conf.Errorf("frames", "%d: must be at least twice ring (%d): ring frames are kept for transmit copies, the rest feed the fill ring and the graph", c.Frames, c.Ring)
 	}
 	switch c.Mode {
 	case "auto", "native", "generic":
 	default:
-		return elements.Errorf("mode", "%q: must be \"auto\", \"native\" or \"generic\"", c.Mode)
+		return conf.Errorf("mode", "%q: must be \"auto\", \"native\" or \"generic\"", c.Mode)
 	}
 	return nil
 }

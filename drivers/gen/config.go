@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -73,7 +73,7 @@ type addrRange struct {
 func parseRange(key, s string) (addrRange, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return addrRange{}, elements.Errorf(key, "empty address")
+		return addrRange{}, conf.Errorf(key, "empty address")
 	}
 	if lo, hi, ok := strings.Cut(s, "-"); ok {
 		// An inclusive range FIRST-LAST, e.g. 10.0.0.0-10.18.255.255
@@ -81,26 +81,26 @@ func parseRange(key, s string) (addrRange, error) {
 		a, err1 := netip.ParseAddr(strings.TrimSpace(lo))
 		z, err2 := netip.ParseAddr(strings.TrimSpace(hi))
 		if err1 != nil || err2 != nil || !a.Is4() || !z.Is4() || u32(z) < u32(a) {
-			return addrRange{}, elements.Errorf(key, "bad range %q: want FIRST-LAST, two IPv4 addresses in order", s)
+			return addrRange{}, conf.Errorf(key, "bad range %q: want FIRST-LAST, two IPv4 addresses in order", s)
 		}
 		return addrRange{first: u32(a), n: uint64(u32(z)-u32(a)) + 1}, nil
 	}
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return addrRange{}, elements.Errorf(key, "bad address %q", s)
+			return addrRange{}, conf.Errorf(key, "bad address %q", s)
 		}
 		if !a.Is4() {
-			return addrRange{}, elements.Errorf(key, "%q is not an IPv4 address", s)
+			return addrRange{}, conf.Errorf(key, "%q is not an IPv4 address", s)
 		}
 		return addrRange{first: u32(a), n: 1}, nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return addrRange{}, elements.Errorf(key, "bad CIDR %q", s)
+		return addrRange{}, conf.Errorf(key, "bad CIDR %q", s)
 	}
 	if !p.Addr().Is4() {
-		return addrRange{}, elements.Errorf(key, "%q is not an IPv4 prefix", s)
+		return addrRange{}, conf.Errorf(key, "%q is not an IPv4 prefix", s)
 	}
 	p = p.Masked()
 	hostBits := 32 - p.Bits()
@@ -143,11 +143,11 @@ func minSize(proto uint8) int {
 func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	var s settings
 	if c.Count < 0 {
-		return s, elements.Errorf("count", "must be ≥ 0 (0 = endless), got %d", c.Count)
+		return s, conf.Errorf("count", "must be ≥ 0 (0 = endless), got %d", c.Count)
 	}
 	s.count = c.Count
 	if c.Rate < 0 || math.IsNaN(c.Rate) || c.Rate > MaxRate {
-		return s, elements.Errorf("rate", "must be between 0 (as fast as possible) and %g packets/s, got %g", float64(MaxRate), c.Rate)
+		return s, conf.Errorf("rate", "must be between 0 (as fast as possible) and %g packets/s, got %g", float64(MaxRate), c.Rate)
 	}
 	s.rate = c.Rate
 	switch strings.ToLower(c.Proto) {
@@ -156,10 +156,10 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	case "tcp":
 		s.proto = packet.ProtoTCP
 	default:
-		return s, elements.Errorf("proto", "%q: want \"udp\" or \"tcp\"", c.Proto)
+		return s, conf.Errorf("proto", "%q: want \"udp\" or \"tcp\"", c.Proto)
 	}
 	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
-		return s, elements.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
+		return s, conf.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
 	}
 	s.size = c.Size
 	var err error
@@ -170,17 +170,17 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 		return s, err
 	}
 	if c.Flows < 1 {
-		return s, elements.Errorf("flows", "must be ≥ 1, got %d", c.Flows)
+		return s, conf.Errorf("flows", "must be ≥ 1, got %d", c.Flows)
 	}
 	// Per-packet flow choice multiplies 32 random bits by flows, and each
 	// flow needs its own (source address, source port) pair.
 	maxFlows := min(s.src.n*srcPorts, math.MaxUint32)
 	if uint64(c.Flows) > maxFlows {
-		return s, elements.Errorf("flows", "%d flows exceed the %d distinct (source address, source port) pairs src %q offers", c.Flows, maxFlows, c.Src)
+		return s, conf.Errorf("flows", "%d flows exceed the %d distinct (source address, source port) pairs src %q offers", c.Flows, maxFlows, c.Src)
 	}
 	s.flows = uint64(c.Flows)
 	if c.Queues < 0 || c.Queues > MaxQueues {
-		return s, elements.Errorf("queues", "must be between 0 (one per worker) and %d, got %d", MaxQueues, c.Queues)
+		return s, conf.Errorf("queues", "must be between 0 (one per worker) and %d, got %d", MaxQueues, c.Queues)
 	}
 	s.queues = c.Queues
 	if s.queues == 0 {
@@ -188,17 +188,17 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	}
 	s.split = c.SplitFlows
 	if s.split && s.flows < uint64(s.queues) {
-		return s, elements.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
+		return s, conf.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
 	}
 	s.seed = uint64(c.Seed)
 	var ok bool
 	if s.srcMAC, ok = packet.ParseMAC(c.SrcMAC); !ok {
-		return s, elements.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)
+		return s, conf.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)
 	}
 	switch {
 	case c.DstMAC != "":
 		if s.dstMAC, ok = packet.ParseMAC(c.DstMAC); !ok {
-			return s, elements.Errorf("dst_mac", "bad MAC address %q", c.DstMAC)
+			return s, conf.Errorf("dst_mac", "bad MAC address %q", c.DstMAC)
 		}
 	case devMAC != packet.MAC{}:
 		s.dstMAC = devMAC

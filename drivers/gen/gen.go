@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/internal/monotime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -336,7 +336,7 @@ func (d *Device) Receive(q int, b *packet.Batch) int {
 		}
 	}
 	if qs.perNs > 0 && n > 0 {
-		n = qs.admit(n, elements.Nanotime())
+		n = qs.admit(n, monotime.Now())
 	}
 	if n <= 0 {
 		return 0

@@ -13,8 +13,8 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -662,7 +662,7 @@ func TestBadKeys(t *testing.T) {
 		cfg := drv.NewConfig().(*Config)
 		tt.edit(cfg)
 		_, err := drv.Open(cfg, drivers.OpenContext{Name: "g", Workers: 1})
-		var ke *elements.KeyError
+		var ke *conf.KeyError
 		if !errors.As(err, &ke) || ke.Key != tt.key {
 			t.Errorf("%+v: error %v, want one for key %q", cfg, err, tt.key)
 			continue

@@ -17,8 +17,8 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -158,7 +158,7 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 		return nil, errors.New(`a pcap device needs "read", "write" or both`)
 	}
 	if c.Loop && c.Read == "" {
-		return nil, elements.Errorf("loop", "loop needs a read file")
+		return nil, conf.Errorf("loop", "loop needs a read file")
 	}
 	d := &Device{
 		info:  drivers.Info{Name: ctx.Name, Driver: "pcap", MAC: ctx.MAC, Addresses: ctx.Addresses},
@@ -168,14 +168,14 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 	if c.Read != "" {
 		d.readPath = resolve(ctx.BaseDir, c.Read)
 		if err := d.openRead(); err != nil {
-			return nil, elements.Errorf("read", "%v", err)
+			return nil, conf.Errorf("read", "%v", err)
 		}
 	}
 	if c.Write != "" {
 		d.writePath = resolve(ctx.BaseDir, c.Write)
 		if err := d.openWrite(); err != nil {
 			d.Close()
-			return nil, elements.Errorf("write", "%v", err)
+			return nil, conf.Errorf("write", "%v", err)
 		}
 	}
 	return d, nil

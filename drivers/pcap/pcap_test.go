@@ -19,8 +19,8 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -465,7 +465,7 @@ func TestOpenErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			var ke *elements.KeyError
+			var ke *conf.KeyError
 			if tt.key != "" && (!errors.As(err, &ke) || ke.Key != tt.key || !strings.Contains(err.Error(), `key "`+tt.key+`"`)) {
 				t.Fatalf("error %q does not name key %q", err, tt.key)
 			}

@@ -11,5 +11,4 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/ip"
 	_ "github.com/junction-dataplane/junction/elements/nat"
 	_ "github.com/junction-dataplane/junction/elements/standard"
-	_ "github.com/junction-dataplane/junction/plugins/host"
 )

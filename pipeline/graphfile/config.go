@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -321,7 +322,7 @@ func (l *loader) load(data []byte) {
 			}
 			l.errorf(line, "", suggest(k, topTables), "unknown table [%s] (tables are %s)", k, tableList())
 		case !isTable:
-			l.errorf(line, k, "", "want a table [%s], got %s", k, gotName(v))
+			l.errorf(line, k, "", "want a table [%s], got %s", k, conf.TypeName(v))
 			if k == "graph" {
 				l.graphSeen, l.graphLine, l.linksLine, l.linkErrors = true, line, line, true
 			}
@@ -363,7 +364,7 @@ func (l *loader) forwarder(m map[string]any) {
 		switch k {
 		case "workers":
 			var n int
-			if err := setValue(reflect.ValueOf(&n).Elem(), v); err != nil {
+			if err := conf.SetValue(reflect.ValueOf(&n).Elem(), v); err != nil {
 				l.errorf(line, key, "", "%v", err)
 			} else if n < 0 || n > maxWorkers {
 				l.errorf(line, key, "", "must be 0..%d (0 = one worker per CPU), got %d", maxWorkers, n)
@@ -372,7 +373,7 @@ func (l *loader) forwarder(m map[string]any) {
 			}
 		case "batch":
 			var n int
-			if err := setValue(reflect.ValueOf(&n).Elem(), v); err != nil {
+			if err := conf.SetValue(reflect.ValueOf(&n).Elem(), v); err != nil {
 				l.errorf(line, key, "", "%v", err)
 			} else if n < 1 || n > packet.MaxBatch {
 				l.errorf(line, key, "", "must be 1..%d, got %d", packet.MaxBatch, n)
@@ -381,7 +382,7 @@ func (l *loader) forwarder(m map[string]any) {
 			}
 		case "stats":
 			var s string
-			if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+			if err := conf.SetValue(reflect.ValueOf(&s).Elem(), v); err != nil {
 				l.errorf(line, key, "", "%v", err)
 			} else {
 				l.g.Stats = s
@@ -408,7 +409,7 @@ func (l *loader) devices(m map[string]any) {
 		}
 		tbl, ok := m[name].(map[string]any)
 		if !ok {
-			l.devErr(d, line, "", "", "want a table [devices.%s], got %s", name, gotName(m[name]))
+			l.devErr(d, line, "", "", "want a table [devices.%s], got %s", name, conf.TypeName(m[name]))
 			l.badDevices[name] = true
 			continue
 		}
@@ -435,7 +436,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		l.devErr(d, d.Pos.Line, "driver", "", "required (one of: %s)", strings.Join(driverNames, ", "))
 	default:
 		var s string
-		if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+		if err := conf.SetValue(reflect.ValueOf(&s).Elem(), v); err != nil {
 			l.devErr(d, keyLine("driver"), "driver", "", "%v", err)
 			break
 		}
@@ -447,7 +448,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		d.Driver = drv
 	}
 	var cfgV reflect.Value
-	var fields []field
+	var fields []conf.Field
 	if d.Driver != nil && d.Driver.NewConfig != nil {
 		cfg, err := safeConfig(d.Driver.NewConfig)
 		if err != nil {
@@ -457,7 +458,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		d.Config = cfg
 		if cfg != nil {
 			cfgV = reflect.ValueOf(cfg).Elem()
-			fields = structFields(cfgV.Type())
+			fields = conf.Fields(cfgV.Type())
 		}
 	}
 	for _, k := range l.keysByLine(tbl, "devices", d.Name) {
@@ -466,7 +467,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 		case "driver":
 		case "addresses":
 			var list []string
-			if err := setValue(reflect.ValueOf(&list).Elem(), v); err != nil {
+			if err := conf.SetValue(reflect.ValueOf(&list).Elem(), v); err != nil {
 				l.devErr(d, l.entryLine(line, err.Error(), "devices", d.Name, k), k, "", "%v", err)
 				continue
 			}
@@ -480,7 +481,7 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 			}
 		case "mac":
 			var s string
-			if err := setValue(reflect.ValueOf(&s).Elem(), v); err != nil {
+			if err := conf.SetValue(reflect.ValueOf(&s).Elem(), v); err != nil {
 				l.devErr(d, line, k, "", "%v", err)
 				continue
 			}
@@ -494,13 +495,13 @@ func (l *loader) device(d *Device, tbl map[string]any) bool {
 			if d.Driver == nil {
 				continue // the driver is unknown, so are its keys
 			}
-			f, ok := findField(fields, k)
+			f, ok := conf.FindField(fields, k)
 			if !ok {
-				cands := append(append([]string(nil), deviceKeys...), fieldNames(fields)...)
+				cands := append(append([]string(nil), deviceKeys...), conf.FieldNames(fields)...)
 				l.devErr(d, line, k, suggest(k, cands), "unknown (keys: %s)", strings.Join(cands, ", "))
 				continue
 			}
-			if err := setValue(fieldValue(cfgV, f), v); err != nil {
+			if err := conf.SetValue(conf.FieldValue(cfgV, f), v); err != nil {
 				l.devErr(d, l.entryLine(line, err.Error(), "devices", d.Name, k), k, "", "%v", err)
 			}
 		}
@@ -591,7 +592,7 @@ func (l *loader) declaredElements(m map[string]any) {
 		tbl, ok := m[name].(map[string]any)
 		if !ok {
 			ei.bad = true
-			l.elemErr(ei, line, "", "", "want a table [elements.%s], got %s", name, gotName(m[name]))
+			l.elemErr(ei, line, "", "", "want a table [elements.%s], got %s", name, conf.TypeName(m[name]))
 			continue
 		}
 		l.elementType(ei, tbl)
@@ -614,7 +615,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 		return
 	}
 	var typ string
-	if err := setValue(reflect.ValueOf(&typ).Elem(), tv); err != nil {
+	if err := conf.SetValue(reflect.ValueOf(&typ).Elem(), tv); err != nil {
 		ei.bad = true
 		l.elemErr(ei, ei.line("type"), "type", "", "%v", err)
 		return
@@ -630,7 +631,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 }
 
 // newConfig makes ei's config and returns its struct value and keys.
-func (l *loader) newConfig(ei *elemInfo, line int) (reflect.Value, []field, bool) {
+func (l *loader) newConfig(ei *elemInfo, line int) (reflect.Value, []conf.Field, bool) {
 	if ei.Type.NewConfig == nil {
 		return reflect.Value{}, nil, true
 	}
@@ -644,7 +645,7 @@ func (l *loader) newConfig(ei *elemInfo, line int) (reflect.Value, []field, bool
 		return reflect.Value{}, nil, true
 	}
 	rv := reflect.ValueOf(cfg).Elem()
-	return rv, structFields(rv.Type()), true
+	return rv, conf.Fields(rv.Type()), true
 }
 
 // decodeTable decodes an [elements.NAME] table into ei's config.
@@ -659,9 +660,9 @@ func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
 		if k == "type" {
 			continue
 		}
-		f, ok := findField(fields, k)
+		f, ok := conf.FindField(fields, k)
 		if !ok {
-			cands := append([]string{"type"}, fieldNames(fields)...)
+			cands := append([]string{"type"}, conf.FieldNames(fields)...)
 			msg := "unknown"
 			if len(fields) == 0 {
 				msg = "unknown (" + ei.Type.Name + " has no keys)"
@@ -677,7 +678,7 @@ func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
 			continue
 		}
 		ei.given[k] = true
-		if err := setValue(fieldValue(rv, f), tbl[k]); err != nil {
+		if err := conf.SetValue(conf.FieldValue(rv, f), tbl[k]); err != nil {
 			l.elemErr(ei, l.entryLine(ei.line(k), err.Error(), "elements", ei.Name, k), k, "", "%v", err)
 		}
 	}
@@ -703,24 +704,24 @@ func (l *loader) decodeArgs(ei *elemInfo, args []string, line int) {
 		if ai >= len(args) {
 			break
 		}
-		f, ok := findField(fields, k.Name)
+		f, ok := conf.FindField(fields, k.Name)
 		if !ok {
 			l.elemErr(ei, line, k.Name, "", "internal error: %s documents key %q but its config has no such field", ei.Type.Name, k.Name)
 			ei.bad = true
 			return
 		}
-		dst := fieldValue(rv, f)
+		dst := conf.FieldValue(rv, f)
 		ei.given[k.Name] = true
 		if k.Variadic && dst.Kind() == reflect.Slice {
 			dst.Set(reflect.MakeSlice(dst.Type(), 0, len(args)-ai))
 			for ; ai < len(args); ai++ {
-				if err := appendText(dst, args[ai]); err != nil {
+				if err := conf.AppendText(dst, args[ai]); err != nil {
 					l.elemErr(ei, line, k.Name, "", "argument %d: %v", ai+1, err)
 				}
 			}
 			break
 		}
-		if err := setText(dst, args[ai]); err != nil {
+		if err := conf.SetText(dst, args[ai]); err != nil {
 			l.elemErr(ei, line, k.Name, "", "argument %d: %v", ai+1, err)
 		}
 		ai++
@@ -791,7 +792,7 @@ func (l *loader) graphTable(m map[string]any, line int) {
 		l.linksLine = kline
 		items, ok := m[k].([]any)
 		if !ok {
-			l.errorf(kline, "graph.links", "", "want an array of strings, got %s", gotName(m[k]))
+			l.errorf(kline, "graph.links", "", "want an array of strings, got %s", conf.TypeName(m[k]))
 			l.linkErrors = true
 			continue
 		}
@@ -799,7 +800,7 @@ func (l *loader) graphTable(m map[string]any, line int) {
 			iline := l.pos.item(i, "graph", "links")
 			s, ok := it.(string)
 			if !ok {
-				l.errorf(iline, "graph.links", "", "item %d: want a link string, got %s", i+1, gotName(it))
+				l.errorf(iline, "graph.links", "", "item %d: want a link string, got %s", i+1, conf.TypeName(it))
 				l.linkErrors = true
 				continue
 			}

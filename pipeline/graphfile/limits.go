@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/junction-dataplane/junction/conf"
 )
 
 // Limits on graph files
@@ -39,7 +41,7 @@ const (
 	MaxArrayLen  = 1 << 16
 	MaxValues    = 1 << 17
 	MaxErrors    = 100
-	MaxQuoted    = 80
+	MaxQuoted    = conf.MaxQuoted
 )
 
 // limitError is a bound the graph file exceeds, at a line.
@@ -228,18 +230,8 @@ func keyPartCount(tok tomlTok) int {
 	return n
 }
 
-// quoteValue quotes s for an error message, cut to MaxQuoted bytes (on a
-// character boundary) with its full length said.
-func quoteValue(s string) string {
-	if len(s) <= MaxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
-}
+// quoteValue quotes s for an error message (conf.Quote).
+func quoteValue(s string) string { return conf.Quote(s) }
 
 // maxMsg bounds one error message: a message built by an element may quote
 // a long value without cutting it.

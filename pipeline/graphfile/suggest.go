@@ -1,9 +1,9 @@
 package graphfile
 
-import nearest "github.com/junction-dataplane/junction/internal/suggest"
+import "github.com/junction-dataplane/junction/conf"
 
 // suggest returns the candidate nearest to name, or "" when none is near
-// enough to be a plausible typo (see internal/suggest).
+// enough to be a plausible typo (see conf.Nearest).
 func suggest(name string, candidates []string) string {
-	return nearest.Nearest(name, candidates)
+	return conf.Nearest(name, candidates)
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/elements"
 )
 
@@ -355,17 +356,17 @@ func deviceRefs(e *Element) []deviceRef {
 		return nil
 	}
 	rv = rv.Elem()
-	fields := structFields(rv.Type())
+	fields := conf.Fields(rv.Type())
 	var out []deviceRef
 	for _, k := range e.Type.Doc.Keys {
 		if k.Type != "device" {
 			continue
 		}
-		f, ok := findField(fields, k.Name)
+		f, ok := conf.FindField(fields, k.Name)
 		if !ok {
 			continue
 		}
-		switch v := fieldValue(rv, f); {
+		switch v := conf.FieldValue(rv, f); {
 		case v.Kind() == reflect.String:
 			if v.String() != "" {
 				out = append(out, deviceRef{k.Name, v.String()})

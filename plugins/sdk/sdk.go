@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/plugins/internal/wire"
 )
 
 // Doc is an element's manual page (the same sections as a built-in's).
-type Doc = elements.Doc
+type Doc = conf.Doc
 
 // Key documents one config key.
-type Key = elements.Key
+type Key = conf.Key
 
 // Errorf makes a config error attached to key, which the forwarder reports
 // with the file, line and element of the plugin's config table.
-func Errorf(key, format string, args ...any) error { return elements.Errorf(key, format, args...) }
+func Errorf(key, format string, args ...any) error { return conf.Errorf(key, format, args...) }
 
 // Processor processes batches; it is the plugin-side elements.Element.
 // Process is called on one goroutine (locked to its thread) for one batch at

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"unsafe"
@@ -14,6 +16,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/plugins/internal/wire"
 )
 
@@ -75,12 +78,8 @@ func (s *server) Describe(context.Context) (*wire.DescribeResponse, error) {
 func (s *server) element(name string) (*Element, []wire.KeyErr) {
 	e, ok := s.byName[name]
 	if !ok {
-		names := make(map[string]int, len(s.byName))
-		for n := range s.byName {
-			names[n] = 0
-		}
 		msg := fmt.Sprintf("no element %q in this plugin", name)
-		if n := nearest(name, names); n != "" {
+		if n := conf.Nearest(name, slices.Sorted(maps.Keys(s.byName))); n != "" {
 			msg += fmt.Sprintf(", did you mean %q?", n)
 		}
 		return nil, []wire.KeyErr{{Key: "element", Msg: msg}}

@@ -6,10 +6,9 @@ import (
 	"errors"
 
 	plugin "github.com/hashicorp/go-plugin"
+	"github.com/junction-dataplane/junction/conf"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/junction-dataplane/junction/elements"
 )
 
 // ProtocolVersion is the version of this contract (handshake, control
@@ -32,7 +31,7 @@ const PluginName = "elements"
 // ElementInfo describes one element a plugin serves.
 type ElementInfo struct {
 	Name     string
-	Doc      elements.Doc
+	Doc      conf.Doc
 	Outputs  int
 	Reasons  []string // drop reasons, index = port & ReasonMask
 	ReadOnly bool     // never changes frame bytes or lengths

@@ -1,4 +1,4 @@
-package graphfile
+package conf
 
 import (
 	"reflect"
@@ -29,7 +29,7 @@ type valConfig struct {
 }
 
 func TestStructFields(t *testing.T) {
-	got := fieldNames(structFields(reflect.TypeFor[valConfig]()))
+	got := FieldNames(Fields(reflect.TypeFor[valConfig]()))
 	want := "inner Untagged f32 arr m p any when tables ch omit nested"
 	if strings.Join(got, " ") != want {
 		t.Errorf("fields %q, want %q", got, want)
@@ -58,20 +58,20 @@ func TestSetValue(t *testing.T) {
 		{"when", "yesterday", `bad value "yesterday"`},
 		{"tables", []map[string]any{{"inner": "a"}, {"inner": "b"}}, ""},
 		{"tables", []map[string]any{{"inner": "a"}, {"iner": "b"}}, `item 2: unknown key "iner", did you mean "inner"?`},
-		{"ch", int64(1), "unsupported config field type chan int"},
+		{"ch", int64(1), "unsupported config Field type chan int"},
 		{"omit", "o", ""},
 		{"nested", map[string]any{"k": []any{true, "no"}}, `key "k": item 2: want boolean, got string "no"`},
 		{"inner", strings.Repeat("a", 50), ""},
 		{"Untagged", strings.Repeat("a", 50), `want integer, got string "` + strings.Repeat("a", 40) + `..."`},
 	}
-	fields := structFields(reflect.TypeFor[valConfig]())
+	fields := Fields(reflect.TypeFor[valConfig]())
 	for _, tt := range tests {
 		var c valConfig
-		f, ok := findField(fields, tt.key)
+		f, ok := FindField(fields, tt.key)
 		if !ok {
-			t.Fatalf("no field %q", tt.key)
+			t.Fatalf("no Field %q", tt.key)
 		}
-		err := setValue(fieldValue(reflect.ValueOf(&c).Elem(), f), tt.v)
+		err := SetValue(FieldValue(reflect.ValueOf(&c).Elem(), f), tt.v)
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("%s = %v: error %v, want %q", tt.key, tt.v, err, tt.err)
 		}

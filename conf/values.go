@@ -1,4 +1,4 @@
-package graphfile
+package conf
 
 import (
 	"encoding"
@@ -22,17 +22,17 @@ var (
 	textUnmarshalType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// field is one config key of a config struct.
-type field struct {
-	name  string
+// Field is one config key of a config struct.
+type Field struct {
+	Name  string
 	index []int
 }
 
-// structFields lists the keys of struct type t: exported fields named by
-// their toml tag (or the field name), embedded untagged structs flattened,
+// Fields lists the keys of struct type t: exported fields named by
+// their toml tag (or the Field name), embedded untagged structs flattened,
 // `toml:"-"` skipped.
-func structFields(t reflect.Type) []field {
-	var out []field
+func Fields(t reflect.Type) []Field {
+	var out []Field
 	var walk func(t reflect.Type, index []int, depth int)
 	walk = func(t reflect.Type, index []int, depth int) {
 		for i := 0; i < t.NumField(); i++ {
@@ -59,33 +59,33 @@ func structFields(t reflect.Type) []field {
 			if name == "" {
 				name = f.Name
 			}
-			out = append(out, field{name: name, index: idx})
+			out = append(out, Field{Name: name, index: idx})
 		}
 	}
 	walk(t, nil, 0)
 	return out
 }
 
-func findField(fields []field, name string) (field, bool) {
+func FindField(fields []Field, name string) (Field, bool) {
 	for _, f := range fields {
-		if f.name == name {
+		if f.Name == name {
 			return f, true
 		}
 	}
-	return field{}, false
+	return Field{}, false
 }
 
-func fieldNames(fields []field) []string {
+func FieldNames(fields []Field) []string {
 	out := make([]string, len(fields))
 	for i, f := range fields {
-		out[i] = f.name
+		out[i] = f.Name
 	}
 	return out
 }
 
-// fieldValue returns the settable value of f in struct value sv, allocating
+// FieldValue returns the settable value of f in struct value sv, allocating
 // nil embedded pointers on the way.
-func fieldValue(sv reflect.Value, f field) reflect.Value {
+func FieldValue(sv reflect.Value, f Field) reflect.Value {
 	v := sv
 	for i, x := range f.index {
 		if i > 0 && v.Kind() == reflect.Pointer {
@@ -139,8 +139,8 @@ func wantName(t reflect.Type) string {
 	return t.String()
 }
 
-// gotName describes a decoded TOML value for error messages.
-func gotName(v any) string {
+// TypeName describes a decoded TOML value for error messages.
+func TypeName(v any) string {
 	switch x := v.(type) {
 	case string:
 		if len(x) > 40 {
@@ -164,12 +164,12 @@ func gotName(v any) string {
 }
 
 func mismatch(dst reflect.Value, v any) error {
-	return fmt.Errorf("want %s, got %s", wantName(dst.Type()), gotName(v))
+	return fmt.Errorf("want %s, got %s", wantName(dst.Type()), TypeName(v))
 }
 
-// setValue stores the decoded TOML value v (string, int64, float64, bool,
+// SetValue stores the decoded TOML value v (string, int64, float64, bool,
 // time.Time, []any, []map[string]any or map[string]any) into dst, strictly.
-func setValue(dst reflect.Value, v any) error {
+func SetValue(dst reflect.Value, v any) error {
 	return setValueDepth(dst, v, 0)
 }
 
@@ -183,7 +183,7 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 		case string:
 			d, err := time.ParseDuration(x)
 			if err != nil {
-				return fmt.Errorf("bad duration %s (want e.g. \"1s\", \"250ms\")", quoteValue(x))
+				return fmt.Errorf("bad duration %s (want e.g. \"1s\", \"250ms\")", Quote(x))
 			}
 			dst.SetInt(int64(d))
 			return nil
@@ -205,7 +205,7 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			return mismatch(dst, v)
 		}
 		if err := tu.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("bad value %s: %v", quoteValue(s), err)
+			return fmt.Errorf("bad value %s: %v", Quote(s), err)
 		}
 		return nil
 	}
@@ -285,17 +285,17 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 		if !ok {
 			break
 		}
-		fields := structFields(t)
+		fields := Fields(t)
 		for _, k := range sortedKeys(m) {
-			f, ok := findField(fields, k)
+			f, ok := FindField(fields, k)
 			if !ok {
 				msg := fmt.Sprintf("unknown key %q", k)
-				if s := suggest(k, fieldNames(fields)); s != "" {
+				if s := Nearest(k, FieldNames(fields)); s != "" {
 					msg += fmt.Sprintf(", did you mean %q?", s)
 				}
 				return fmt.Errorf("%s", msg)
 			}
-			if err := setValueDepth(fieldValue(dst, f), m[k], depth+1); err != nil {
+			if err := setValueDepth(FieldValue(dst, f), m[k], depth+1); err != nil {
 				return fmt.Errorf("key %q: %w", k, err)
 			}
 		}
@@ -312,9 +312,9 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			dst.Set(reflect.ValueOf(v))
 			return nil
 		}
-		return fmt.Errorf("unsupported config field type %s", t)
+		return fmt.Errorf("unsupported config Field type %s", t)
 	default:
-		return fmt.Errorf("unsupported config field type %s", t)
+		return fmt.Errorf("unsupported config Field type %s", t)
 	}
 	return mismatch(dst, v)
 }
@@ -333,10 +333,10 @@ func arrayItems(v any) ([]any, bool) {
 	return nil, false
 }
 
-// setText converts one inline argument s into dst by dst's kind, as the
+// SetText converts one inline argument s into dst by dst's kind, as the
 // TOML value of the same key would be. A double-quoted argument is
 // unquoted first.
-func setText(dst reflect.Value, s string) error {
+func SetText(dst reflect.Value, s string) error {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		u, err := strconv.Unquote(s)
 		if err != nil {
@@ -348,18 +348,18 @@ func setText(dst reflect.Value, s string) error {
 	if t == durationType {
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("bad duration %s (want e.g. 1s, 250ms)", quoteValue(s))
+			return fmt.Errorf("bad duration %s (want e.g. 1s, 250ms)", Quote(s))
 		}
 		dst.SetInt(int64(d))
 		return nil
 	}
 	if tu, ok := textUnmarshaler(dst); ok {
 		if err := tu.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("bad value %s: %v", quoteValue(s), err)
+			return fmt.Errorf("bad value %s: %v", Quote(s), err)
 		}
 		return nil
 	}
-	bad := func() error { return fmt.Errorf("want %s, got %s", wantName(t), quoteValue(s)) }
+	bad := func() error { return fmt.Errorf("want %s, got %s", wantName(t), Quote(s)) }
 	switch t.Kind() {
 	case reflect.String:
 		dst.SetString(s)
@@ -402,13 +402,13 @@ func setText(dst reflect.Value, s string) error {
 	case reflect.Slice:
 		// One argument for a list key is a list of one.
 		ev := reflect.New(t.Elem()).Elem()
-		if err := setText(ev, s); err != nil {
+		if err := SetText(ev, s); err != nil {
 			return err
 		}
 		dst.Set(reflect.Append(reflect.MakeSlice(t, 0, 1), ev))
 	case reflect.Pointer:
 		nv := reflect.New(t.Elem())
-		if err := setText(nv.Elem(), s); err != nil {
+		if err := SetText(nv.Elem(), s); err != nil {
 			return err
 		}
 		dst.Set(nv)
@@ -418,11 +418,11 @@ func setText(dst reflect.Value, s string) error {
 	return nil
 }
 
-// appendText appends inline argument s to the slice dst (for a variadic
+// AppendText appends inline argument s to the slice dst (for a variadic
 // key).
-func appendText(dst reflect.Value, s string) error {
+func AppendText(dst reflect.Value, s string) error {
 	ev := reflect.New(dst.Type().Elem()).Elem()
-	if err := setText(ev, s); err != nil {
+	if err := SetText(ev, s); err != nil {
 		return err
 	}
 	dst.Set(reflect.Append(dst, ev))
