@@ -285,3 +285,24 @@ func TestIPv6Payload(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHost4(t *testing.T) {
+	for _, c := range []struct {
+		in, want string // want "" for an error
+	}{
+		{"10.1.0.1", "10.1.0.1"}, {"10.1.0.1/24", "10.1.0.1"}, {"192.0.2.255", "192.0.2.255"},
+		{"0.0.0.0", ""}, {"255.255.255.255", ""}, {"224.0.0.1", ""}, {"127.0.0.1", ""},
+		{"2001:db8::1", ""}, {"10.1.0.1/33", ""}, {"ten", ""},
+	} {
+		got, err := ParseHost4(c.in)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%q: %v, want an error", c.in, got)
+			}
+			continue
+		}
+		if err != nil || got.String() != c.want {
+			t.Errorf("%q: %v %v, want %s", c.in, got, err, c.want)
+		}
+	}
+}

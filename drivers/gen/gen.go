@@ -440,8 +440,8 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		binary.BigEndian.PutUint16(f[l4Off:], uint16(sport))
 
 		addr := src>>16 + src&0xffff + dst>>16 + dst&0xffff
-		ipcs := ^fold(ipBase + addr)
-		l4cs := ^fold(l4Base + addr + sport)
+		ipcs := ^packet.FoldDelta(ipBase + addr)
+		l4cs := ^packet.FoldDelta(l4Base + addr + sport)
 		if udp && l4cs == 0 {
 			l4cs = 0xffff // RFC 768: a computed 0 is sent as all ones
 		}
@@ -485,13 +485,6 @@ func divMagic(d uint32) uint64 { return ^uint64(0)/uint64(d) + 1 }
 func fastDiv(n uint32, m uint64) uint32 {
 	hi, _ := bits.Mul64(m, uint64(n))
 	return uint32(hi)
-}
-
-// fold reduces a one's-complement sum of fewer than 2^16 words to 16 bits.
-func fold(s uint32) uint16 {
-	s = s>>16 + s&0xffff
-	s = s>>16 + s&0xffff
-	return uint16(s)
 }
 
 // complementSum is Σ ~m over the 16-bit words of two addresses.

@@ -242,10 +242,6 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := ctx.Batch
-	if batch <= 0 {
-		batch = packet.DefaultBatch
-	}
 	st := ctx.Stats
 	q := &Querier{now: elements.Nanotime,
 		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
@@ -254,7 +250,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
 		// Released packets and requests of one call: at most every held
 		// packet plus one request per held hop plus one per input packet.
-		outB: packet.NewBatch(batch),
+		outB: ctx.SideBatch(),
 
 		requests:    st.Counter("requests"),
 		learned:     st.Counter("learned"),

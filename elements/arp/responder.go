@@ -66,29 +66,9 @@ func (c *ResponderConfig) Validate() error {
 	return nil
 }
 
-// parseHost accepts "10.1.0.1" or "10.1.0.1/24" (the host address of an
-// interface-style prefix).
-func parseHost(s string) (netip.Addr, error) {
-	var ip netip.Addr
-	var err error
-	if strings.Contains(s, "/") {
-		var p netip.Prefix
-		p, err = netip.ParsePrefix(s)
-		ip = p.Addr()
-	} else {
-		ip, err = netip.ParseAddr(s)
-	}
-	if err != nil {
-		return ip, err
-	}
-	if !ip.Is4() {
-		return ip, errString("not an IPv4 address (ARP is IPv4 only)")
-	}
-	if ip.IsUnspecified() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return ip, errString("not a unicast address")
-	}
-	return ip, nil
-}
+// parseHost reads an address of the addresses and neighbors keys
+// (packet.ParseHost4; ARP is IPv4 only).
+func parseHost(s string) (netip.Addr, error) { return packet.ParseHost4(s) }
 
 type errString string
 

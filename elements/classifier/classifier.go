@@ -152,11 +152,11 @@ Errors name the rule (numbered from 0, like the outputs) and the column:
 
 // classifier is one worker's instance.
 type classifier struct {
-	prog    *program
-	outs    []*elements.Output
-	batches []*packet.Batch // one per output, reused for every split batch
-	st      *elements.Stats
-	noMatch elements.Reason
+	prog     *program
+	outs     []*elements.Output
+	dispatch *elements.Dispatch // sends a mixed batch to its ports
+	st       *elements.Stats
+	noMatch  elements.Reason
 }
 
 func newClassifier(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -166,19 +166,12 @@ func newClassifier(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	n := ctx.Batch
-	if n <= 0 {
-		n = packet.DefaultBatch
-	}
 	e := &classifier{prog: c.prog, outs: ctx.Outputs, st: ctx.Stats,
 		noMatch: ctx.Stats.Reason("no match")}
 	if len(e.outs) != c.prog.nports {
 		return nil, elements.Errorf("rules", "%d rules but %d outputs", c.prog.nports, len(e.outs))
 	}
-	e.batches = make([]*packet.Batch, len(e.outs))
-	for i := range e.batches {
-		e.batches[i] = packet.NewBatch(n)
-	}
+	e.dispatch = elements.NewDispatch(ctx, e.noMatch) // port nports: no rule matched
 	return e, nil
 }
 
@@ -210,22 +203,5 @@ func (e *classifier) Push(in int, b *packet.Batch) {
 		}
 		return
 	}
-	for _, p := range pkts {
-		port := int(p.Port)
-		if port == nports {
-			e.st.Drop(p, e.noMatch)
-			continue
-		}
-		ob := e.batches[port]
-		if ob.Full() { // only when b is larger than ctx.Batch
-			e.outs[port].Push(ob)
-		}
-		ob.Add(p)
-	}
-	b.Reset()
-	for i, ob := range e.batches {
-		if len(ob.Pkts) > 0 {
-			e.outs[i].Push(ob)
-		}
-	}
+	e.dispatch.Split(b)
 }

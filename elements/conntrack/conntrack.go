@@ -154,7 +154,7 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	t.configure(c.Capacity, c.to, nil)
 	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	e := &Conntrack{t: t, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: ctx.SideBatch(),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),

@@ -119,7 +119,7 @@ type FastTrack struct {
 	gen   *conntrack.Generation // the graph's
 	idle  int64
 	outs  []*elements.Output
-	split []*packet.Batch
+	split *elements.Dispatch // output 0: misses; 1..N: hits by output
 
 	// Per chunk of up to 64 packets (see Push): with the flow cache,
 	// raw keys and their cache hashes; without, tuples and buckets.
@@ -158,10 +158,7 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		policy: conntrack.FastPolicy{After: uint32(c.After), Both: c.both, Idle: c.idle},
 		outs:   ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
-	e.split = make([]*packet.Batch, len(ctx.Outputs))
-	for i := range e.split {
-		e.split[i] = packet.NewBatch(max(ctx.Batch, 1))
-	}
+	e.split = elements.NewDispatch(ctx, 0) // every port has an output
 	if len(c.Offload) == 0 && !c.NoCache {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
@@ -229,7 +226,6 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	if complete && t.PendingN() != 0 {
 		e.compilePending(t, gen, now)
 	}
-	miss := e.split[0]
 	var hits, bytes uint64
 	if cached && len(pkts) <= chunk {
 		// One chunk, the common case (a batch of 64): when every packet
@@ -273,12 +269,12 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 				out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
 			}
 			if out == 0 {
-				miss.Add(p)
+				e.split.Add(0, p)
 				continue
 			}
 			hits++
 			bytes += uint64(n)
-			e.split[out].Add(p)
+			e.split.Add(out, p)
 		}
 	}
 	e.flush(b, hits, bytes)
@@ -287,13 +283,9 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 // flush pushes the split batches on, b having been sorted into them, and
 // counts.
 func (e *FastTrack) flush(b *packet.Batch, hits, bytes uint64) {
-	misses := uint64(len(e.split[0].Pkts))
+	misses := uint64(e.split.Pending(0))
 	b.Reset()
-	for i, sb := range e.split {
-		if len(sb.Pkts) > 0 {
-			e.outs[i].Push(sb)
-		}
-	}
+	e.split.Flush()
 	e.countBatch(hits, bytes, misses)
 }
 
@@ -617,14 +609,13 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	// below).
 	for i, p := range ps {
 		if o := outOf[i&(chunk-1)]; o != 0 {
-			split[o].Add(p)
+			split.Add(int(o), p)
 		}
 	}
 	// The packets the cache did not take, in their order: the flow table
 	// decides, or they miss. (A flow's packets are either all here or,
 	// but for those that miss anyway, all cache hits: what is not in the
 	// cache now is compiled only by this loop.)
-	miss := e.split[0]
 	for _, i := range later[:nl] {
 		p := ps[i]
 		if raws[i].B != 0 && (!complete || hinted && t.CacheHinted(e.hx[i])) {
@@ -633,11 +624,11 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
 				hits++
 				bytes += uint64(n)
-				split[out].Add(p)
+				split.Add(out, p)
 				continue
 			}
 		}
-		miss.Add(p)
+		split.Add(0, p)
 	}
 	return hits, bytes, -1
 }

@@ -64,29 +64,16 @@ func looksLikeName(s string) bool {
 	return s != "" && !strings.ContainsAny(s, ".:/ \t")
 }
 
+// parseHost reads an address of the addresses key (packet.ParseHost4) as
+// a big-endian word.
 func parseHost(s string) (uint32, error) {
-	var ip netip.Addr
-	var err error
-	if strings.Contains(s, "/") {
-		var p netip.Prefix
-		p, err = netip.ParsePrefix(s)
-		ip = p.Addr()
-	} else {
-		ip, err = netip.ParseAddr(s)
-	}
+	ip, err := packet.ParseHost4(s)
 	if err != nil {
 		return 0, err
-	}
-	if !ip.Is4() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return 0, errString("not a unicast IPv4 address")
 	}
 	a := ip.As4()
 	return binary.BigEndian.Uint32(a[:]), nil
 }
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
 
 func init() {
 	elements.Register(elements.Type{
@@ -163,15 +150,11 @@ func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, elements.Errorf("devices", "device %q has no IPv4 address (its addresses key)", name)
 		}
 	}
-	batch := ctx.Batch
-	if batch <= 0 {
-		batch = packet.DefaultBatch
-	}
 	st := ctx.Stats
 	return &Responder{
 		addrs: addrs, ttl: uint8(c.TTL), out: ctx.Outputs[0], other: ctx.Outputs[1], st: st,
 		replies:     st.Counter("replies"),
-		otherB:      packet.NewBatch(batch),
+		otherB:      ctx.SideBatch(),
 		truncated:   st.Reason("truncated"),
 		notForUs:    st.Reason("not for us"),
 		fragment:    st.Reason("fragment"),

@@ -3,7 +3,6 @@ package ip
 import (
 	"encoding/binary"
 	"slices"
-	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
@@ -134,12 +133,10 @@ func init() {
 
 // CheckIPHeader is one worker's instance.
 type CheckIPHeader struct {
-	out0, out1 *elements.Output
-	bad        *packet.Batch
-	counts     [chkN]*atomic.Uint64
-	checksum   bool
-	badsrc     []prefix4
-	fwdOnly    bool
+	filter   // verdict: keep, or the failed check (a counter, output 1)
+	checksum bool
+	badsrc   []prefix4
+	fwdOnly  bool
 	// bcasts are the directed broadcast addresses of the devices'
 	// subnets; every one has the bits of bcastLow set, a quick filter
 	// that passes one destination in 2^(host bits of the smallest subnet).
@@ -149,7 +146,10 @@ type CheckIPHeader struct {
 
 func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*CheckIPHeaderConfig)
-	e := &CheckIPHeader{out0: ctx.Outputs[0], out1: ctx.Outputs[1], bad: packet.NewBatch(ctx.Batch),
+	// The reasons are plain counters, not drop reasons: a bad packet is
+	// dropped only if output 1 is unconnected, and then that output counts
+	// the drop itself; counting it here as a drop too would count it twice.
+	e := &CheckIPHeader{filter: newFilter(ctx, checkNames[:]),
 		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0)}
 	names := c.Devices
 	if len(names) == 0 && c.ForwardOnly {
@@ -179,12 +179,6 @@ func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) 
 			}
 			e.bcastLow &= host
 		}
-	}
-	// The reasons are plain counters, not drop reasons: a bad packet is
-	// dropped only if output 1 is unconnected, and then that output counts
-	// the drop itself; counting it here as a drop too would count it twice.
-	for i, n := range checkNames {
-		e.counts[i] = ctx.Stats.Counter(n)
 	}
 	return e, nil
 }
@@ -260,25 +254,11 @@ func (e *CheckIPHeader) checkDst(dst uint32) int {
 }
 
 // Push checks every packet; good ones stay in b (compacted in place), bad
-// ones go to a preallocated batch for output 1.
+// ones go to output 1.
 func (e *CheckIPHeader) Push(_ int, b *packet.Batch) {
-	bad := e.bad
-	n0 := len(b.Pkts)
-	n := 0
-	for _, p := range b.Pkts {
-		if r := e.check(p); r >= 0 {
-			e.counts[r].Add(1)
-			bad.Add(p)
-			continue
-		}
-		b.Pkts[n] = p
-		n++
+	v := e.verdicts(b)
+	for i, p := range b.Pkts {
+		v[i] = int8(e.check(p))
 	}
-	if n == n0 {
-		e.out0.Push(b) // home run: the whole batch is good
-		return
-	}
-	b.Truncate(n)
-	e.out0.Push(b)
-	e.out1.Push(bad)
+	e.push(b, v)
 }

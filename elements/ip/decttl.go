@@ -1,8 +1,6 @@
 package ip
 
 import (
-	"sync/atomic"
-
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -35,49 +33,36 @@ func init() {
 
 // DecTTL is one worker's instance.
 type DecTTL struct {
-	out0, out1        *elements.Output
-	expired           *packet.Batch
-	st                *elements.Stats
-	expiredN          *atomic.Uint64
-	tooShort, notIPv4 elements.Reason
+	filter // verdict: keep (decremented), expired (output 1), or a drop
 }
 
 func newDecTTL(_ any, ctx *elements.Context) (elements.Element, error) {
-	return &DecTTL{out0: ctx.Outputs[0], out1: ctx.Outputs[1], expired: packet.NewBatch(ctx.Batch),
-		st: ctx.Stats, expiredN: ctx.Stats.Counter("ttl expired"),
-		tooShort: ctx.Stats.Reason("too short"), notIPv4: ctx.Stats.Reason("not ipv4")}, nil
+	return &DecTTL{newFilter(ctx, []string{"ttl expired"}, "too short", "not ipv4")}, nil
 }
 
 // Push decrements the TTL of every live packet in place and compacts them;
 // expired ones go to output 1, broken ones are dropped.
 func (e *DecTTL) Push(_ int, b *packet.Batch) {
-	ex := e.expired
-	n0 := len(b.Pkts)
-	n := 0
-	for _, p := range b.Pkts {
-		h, ok := ipv4At(p)
-		if !ok {
-			e.st.Drop(p, e.tooShort)
-			continue
-		}
-		if h[0]>>4 != 4 {
-			e.st.Drop(p, e.notIPv4)
-			continue
-		}
-		if h.TTL() <= 1 {
-			ex.Add(p)
-			continue
-		}
-		h.DecTTL()
-		b.Pkts[n] = p
-		n++
+	v := e.verdicts(b)
+	for i, p := range b.Pkts {
+		v[i] = decTTL(p)
 	}
-	if n != n0 {
-		b.Truncate(n)
+	e.push(b, v)
+}
+
+// decTTL decrements p's TTL (RFC 1624 checksum update), or says why not:
+// expired (0, a counter), too short or not IPv4 (drops).
+func decTTL(p *packet.Packet) int8 {
+	h, ok := ipv4At(p)
+	if !ok {
+		return dropBase
 	}
-	e.out0.Push(b)
-	if len(ex.Pkts) > 0 {
-		e.expiredN.Add(uint64(len(ex.Pkts)))
-		e.out1.Push(ex)
+	if h[0]>>4 != 4 {
+		return dropBase + 1
 	}
+	if h.TTL() <= 1 {
+		return 0
+	}
+	h.DecTTL()
+	return keep
 }

@@ -2,7 +2,6 @@ package ip
 
 import (
 	"net/netip"
-	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
@@ -99,19 +98,14 @@ func init() {
 
 // CheckIP6Header is one worker's instance.
 type CheckIP6Header struct {
-	out0, out1 *elements.Output
-	bad        *packet.Batch
-	counts     [chk6N]*atomic.Uint64
-	badsrc     []netip.Prefix
+	filter // verdict: keep, or the failed check (a counter, output 1)
+	badsrc []netip.Prefix
 }
 
 func newCheckIP6Header(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*CheckIP6HeaderConfig)
-	e := &CheckIP6Header{out0: ctx.Outputs[0], out1: ctx.Outputs[1], bad: packet.NewBatch(max(ctx.Batch, packet.DefaultBatch)),
+	e := &CheckIP6Header{filter: newFilter(ctx, check6Names[:]),
 		badsrc: append([]netip.Prefix(nil), c.badsrc...)}
-	for i, n := range check6Names {
-		e.counts[i] = ctx.Stats.Counter(n)
-	}
 	return e, nil
 }
 
@@ -179,73 +173,46 @@ func (e *CheckIP6Header) check(p *packet.Packet) int {
 
 // Push checks every packet; good ones stay in b, bad ones go to output 1.
 func (e *CheckIP6Header) Push(_ int, b *packet.Batch) {
-	bad := e.bad
-	n0 := len(b.Pkts)
-	n := 0
-	for _, p := range b.Pkts {
-		if r := e.check(p); r >= 0 {
-			e.counts[r].Add(1)
-			bad.Add(p)
-			continue
-		}
-		b.Pkts[n] = p
-		n++
+	v := e.verdicts(b)
+	for i, p := range b.Pkts {
+		v[i] = int8(e.check(p))
 	}
-	if n == n0 {
-		e.out0.Push(b)
-		return
-	}
-	b.Truncate(n)
-	e.out0.Push(b)
-	e.out1.Push(bad)
+	e.push(b, v)
 }
 
 // DecHopLimit is one worker's instance.
 type DecHopLimit struct {
-	out0, out1        *elements.Output
-	expired           *packet.Batch
-	st                *elements.Stats
-	expiredN          *atomic.Uint64
-	tooShort, notIPv6 elements.Reason
+	filter // verdict: keep (decremented), expired (output 1), or a drop
 }
 
 func newDecHopLimit(_ any, ctx *elements.Context) (elements.Element, error) {
-	return &DecHopLimit{out0: ctx.Outputs[0], out1: ctx.Outputs[1], expired: packet.NewBatch(max(ctx.Batch, packet.DefaultBatch)),
-		st: ctx.Stats, expiredN: ctx.Stats.Counter("hop limit expired"),
-		tooShort: ctx.Stats.Reason("too short"), notIPv6: ctx.Stats.Reason("not ipv6")}, nil
+	return &DecHopLimit{newFilter(ctx, []string{"hop limit expired"}, "too short", "not ipv6")}, nil
 }
 
 // Push decrements the hop limit of every live packet in place.
 func (e *DecHopLimit) Push(_ int, b *packet.Batch) {
-	ex := e.expired
-	n0 := len(b.Pkts)
-	n := 0
-	for _, p := range b.Pkts {
-		l3 := int(p.L3)
-		if l3 > len(p.Data) || len(p.Data)-l3 < packet.IPv6Len {
-			e.st.Drop(p, e.tooShort)
-			continue
-		}
-		h := packet.IPv6(p.Data[l3:])
-		if h.Version() != 6 {
-			e.st.Drop(p, e.notIPv6)
-			continue
-		}
-		if hl := h.HopLimit(); hl <= 1 {
-			ex.Add(p)
-			continue
-		} else {
-			h.SetHopLimit(hl - 1)
-		}
-		b.Pkts[n] = p
-		n++
+	v := e.verdicts(b)
+	for i, p := range b.Pkts {
+		v[i] = decHopLimit(p)
 	}
-	if n != n0 {
-		b.Truncate(n)
+	e.push(b, v)
+}
+
+// decHopLimit decrements p's hop limit, or says why not: expired (0, a
+// counter), too short or not IPv6 (drops).
+func decHopLimit(p *packet.Packet) int8 {
+	l3 := int(p.L3)
+	if l3 > len(p.Data) || len(p.Data)-l3 < packet.IPv6Len {
+		return dropBase
 	}
-	e.out0.Push(b)
-	if len(ex.Pkts) > 0 {
-		e.expiredN.Add(uint64(len(ex.Pkts)))
-		e.out1.Push(ex)
+	h := packet.IPv6(p.Data[l3:])
+	if h.Version() != 6 {
+		return dropBase + 1
 	}
+	hl := h.HopLimit()
+	if hl <= 1 {
+		return 0
+	}
+	h.SetHopLimit(hl - 1)
+	return keep
 }

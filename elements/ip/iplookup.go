@@ -244,7 +244,7 @@ type IPLookup struct {
 	table *route.Table
 	sh    *sharedTable
 	outs  []*elements.Output
-	split []*packet.Batch
+	split *elements.Dispatch // a batch bound for several ports
 	miss  int
 	st    *elements.Stats
 	dst   []uint32
@@ -293,10 +293,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		noRoute: ctx.Stats.Reason("no route"), tooShort: ctx.Stats.Reason("too short"),
 		notIP: ctx.Stats.Reason("not ip"), noPort: ctx.Stats.Reason("no such port"),
 		dst: make([]uint32, max(ctx.Batch, packet.DefaultBatch)), val: make([]uint16, max(ctx.Batch, packet.DefaultBatch))}
-	e.split = make([]*packet.Batch, len(ctx.Outputs))
-	for i := range e.split {
-		e.split[i] = packet.NewBatch(max(ctx.Batch, packet.DefaultBatch))
-	}
+	e.split = elements.NewDispatch(ctx, e.noPort)
 	return e, nil
 }
 
@@ -451,15 +448,7 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 		e.outs[first].Push(b) // home run
 		return
 	}
-	for _, p := range b.Pkts {
-		e.split[p.Port].Add(p)
-	}
-	b.Reset()
-	for i, sb := range e.split {
-		if len(sb.Pkts) > 0 {
-			e.outs[i].Push(sb)
-		}
-	}
+	e.split.Split(b)
 }
 
 // BuildTable builds the table an IPLookup with this (validated) config

@@ -227,13 +227,10 @@ func init() {
 
 // DNAT is one worker's instance.
 type DNAT struct {
-	nf         newFlows
-	rules      []Rule
-	out        *elements.Output
-	st         *elements.Stats
-	inUse      elements.Reason
-	translated *atomic.Uint64
-	steer      *flowsteer.Table // the graph's, where the rules' reverses are published
+	translator
+	nf    newFlows
+	rules []Rule
+	steer *flowsteer.Table // the graph's, where the rules' reverses are published
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -243,8 +240,10 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	e := &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
-		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
+	e := &DNAT{rules: c.rules}
+	e.translator = translator{manip: manipDst, done: conntrack.FlagDNATDone, active: len(c.rules) > 0,
+		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
+		fail: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
 	e.steer = flowsteer.Of(ctx)
 	e.steer.Set(e, reverses(e.rules))
 	return e, nil
@@ -258,45 +257,20 @@ func (e *DNAT) Close() error {
 
 // Push decides new flows and rewrites destinations.
 func (e *DNAT) Push(_ int, b *packet.Batch) {
-	n := 0
-	var made uint64
-	if len(e.rules) > 0 {
+	if e.active {
 		e.prepare(b)
 	}
-	for _, p := range b.Pkts {
-		t, c := conntrack.FlowOf(p)
-		if c == nil {
-			b.Pkts[n] = p
-			n++
-			continue
-		}
-		h := p.Data[p.L3:]
-		dir := p.Ct.Dir
-		if p.Ct.State == packet.CtRelated {
-			applyICMPError(h, c, dir, manipDst)
-			b.Pkts[n] = p
-			n++
-			continue
-		}
-		if dir == 0 && c.Flags&(conntrack.FlagDNATDone|conntrack.FlagSeenReply) == 0 && len(e.rules) > 0 {
-			c.Flags |= conntrack.FlagDNATDone
-			if !e.bind(t, c, p.Ct.Flow) {
-				e.st.Drop(p, e.inUse)
-				continue
-			}
-			if c.Flags&conntrack.FlagDNAT != 0 {
-				made++
-			}
-		}
-		ApplyDst(h, c, dir)
-		b.Pkts[n] = p
-		n++
+	e.push(b)
+}
+
+// bindNew decides a new flow: its Done flag is set first, so that a flow
+// whose reply tuple was taken is not tried again.
+func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, made bool) {
+	c.Flags |= conntrack.FlagDNATDone
+	if !e.bind(t, c, idx) {
+		return false, false
 	}
-	b.Truncate(n)
-	if made != 0 {
-		e.translated.Add(made)
-	}
-	e.out.Push(b)
+	return true, c.Flags&conntrack.FlagDNAT != 0
 }
 
 // bind looks the flow's original tuple up in the rules and, on a match,
@@ -398,14 +372,11 @@ func undecided(p *packet.Packet, done uint8) (*conntrack.Table, *conntrack.Conn)
 
 // SNAT is one worker's instance.
 type SNAT struct {
+	translator
 	nf              newFlows
 	to              []uint32
 	lo, hi          uint16
 	worker, workers int
-	out             *elements.Output
-	st              *elements.Stats
-	exhausted       elements.Reason
-	translated      *atomic.Uint64
 	probes          *atomic.Uint64 // conntrack lookups made choosing ports
 	lookups         uint64         // this batch's, published once per batch
 	seed            [2]uint64      // destHash's key
@@ -419,55 +390,34 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
-		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
-		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes"),
-		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}, nil
+	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
+		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}
+	e.translator = translator{manip: manipSrc, done: conntrack.FlagSNATDone, active: len(c.to) > 0,
+		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
+		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}
+	e.probes = ctx.Stats.Counter("port probes")
+	return e, nil
 }
 
 // Push decides new flows and rewrites sources.
 func (e *SNAT) Push(_ int, b *packet.Batch) {
-	n := 0
-	var made uint64
-	if len(e.to) > 0 {
+	if e.active {
 		e.prepare(b)
 	}
-	for _, p := range b.Pkts {
-		t, c := conntrack.FlowOf(p)
-		if c == nil {
-			b.Pkts[n] = p
-			n++
-			continue
-		}
-		h := p.Data[p.L3:]
-		dir := p.Ct.Dir
-		if p.Ct.State == packet.CtRelated {
-			applyICMPError(h, c, dir, manipSrc)
-			b.Pkts[n] = p
-			n++
-			continue
-		}
-		if dir == 0 && c.Flags&(conntrack.FlagSNATDone|conntrack.FlagSeenReply) == 0 && len(e.to) > 0 {
-			if !e.bind(t, c, p.Ct.Flow) {
-				e.st.Drop(p, e.exhausted)
-				continue
-			}
-			c.Flags |= conntrack.FlagSNATDone
-			made++
-		}
-		ApplySrc(h, c, dir)
-		b.Pkts[n] = p
-		n++
-	}
-	b.Truncate(n)
-	if made != 0 {
-		e.translated.Add(made)
-	}
+	e.push(b)
 	if e.lookups != 0 {
 		e.probes.Add(e.lookups)
 		e.lookups = 0
 	}
-	e.out.Push(b)
+}
+
+// bindNew decides a new flow; only a bound one is marked done.
+func (e *SNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, made bool) {
+	if !e.bind(t, c, idx) {
+		return false, false
+	}
+	c.Flags |= conntrack.FlagSNATDone
+	return true, true
 }
 
 // Target is the worker a symmetric flow hash is steered to among workers:

@@ -61,13 +61,12 @@ type Tee struct {
 
 func newTee(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*TeeConfig)
-	batch := max(ctx.Batch, packet.DefaultBatch)
 	// Register "no buffer" as a drop reason first; Counter then finds
 	// that same slot, so these counts add to the element's drops.
 	ctx.Stats.Reason("no buffer")
 	t := &Tee{outs: ctx.Outputs[:c.N], pool: ctx.Pool, noBuffer: ctx.Stats.Counter("no buffer")}
 	for i := 1; i < c.N; i++ {
-		t.copies = append(t.copies, packet.NewBatch(batch))
+		t.copies = append(t.copies, ctx.SideBatch())
 	}
 	return t, nil
 }
