@@ -185,7 +185,7 @@ func TestFiniteRun(t *testing.T) {
 }
 
 // TestElementTimeAddsUpToBusy: the per-element self times on a worker add
-// up to its busy time within 10% (DESIGN.md, "Honest accounting"): exactly
+// up to its busy time within 10% (docs/architecture.md, "Accounting"): exactly
 // in the timed rounds, and (when every round is timed) over the whole run.
 //
 // On a shared machine a worker thread preempted for a millisecond outside

@@ -35,7 +35,7 @@ func writeFile(t *testing.T, name, text string) string {
 	return p
 }
 
-// The contract element names (DESIGN.md).
+// The contract element names (docs/elements.md).
 var contractElements = []string{"FromDevice", "ToDevice", "Classifier", "CheckIPHeader", "DecTTL", "ICMPError",
 	"IPLookup", "ARPResponder", "EtherRewrite", "Counter", "Discard", "Tee", "Print"}
 

@@ -386,9 +386,8 @@ func (qs *queue) admit(n int, now int64) int {
 // the L4 one covers the port.
 //
 // The loop is the generator's whole cost in every graph benchmark, paid
-// alike by the paths they compare, so it is kept lean
-// (BenchmarkReceiveTransmit/udp64: 13.5 → 9.5 ns a packet with these, see
-// benchmarks/nat.md): the packets are taken from the pool in one slice
+// alike by the paths they compare, so it is kept lean (what each choice
+// saved: benchmarks/nat.md, BenchmarkReceiveTransmit): the packets are taken from the pool in one slice
 // copy (Pool.GetRawN), the first 64 bytes of the template (every header;
 // the whole of a minimum-size frame) are copied as four 16-byte moves
 // rather than by a memmove call (the rest of a longer frame is copied by a

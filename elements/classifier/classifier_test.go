@@ -477,7 +477,7 @@ func TestConfigAndDoc(t *testing.T) {
 	}
 }
 
-// The programs of DESIGN.md's router graph and a 10-rule set, kept small:
+// The programs of the router graph (docs/graph-file.md) and a 10-rule set, kept small:
 // one test per primitive and forward jumps only.
 func TestProgramShape(t *testing.T) {
 	for _, rules := range [][]string{{"arp", "ip", "-"}, tenRules} {

@@ -188,7 +188,7 @@ func renderPrim(r *rand.Rand, p rprim) string {
 	return randCase(r, s)
 }
 
-// refEval is the language's meaning, written from DESIGN.md and the doc,
+// refEval is the language's meaning, written from the manual (docs/elements.md),
 // over what the frame shows.
 func refEval(n *rnode, t truth) bool {
 	switch n.op {

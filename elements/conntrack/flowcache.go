@@ -380,8 +380,8 @@ func (t *Table) cacheHash(r *RawKey) uint64 {
 // 1M flows in 4M slots about one in eight lives there (an estimate: the
 // first slot's mean occupancy while the table filled), and a packet costs
 // ~1.1 memory lines instead of the 2 that prefetching both slots took
-// (NATGraph 1M fast path, ten interleaved pairs: 74.8 → 67.4 ns/pkt,
-// medians; 10k unchanged). Keys with B == 0 (not eligible) are skipped.
+// (the measurement: benchmarks/nat.md, "two-stage prefetch"). Keys with
+// B == 0 (not eligible) are skipped.
 //
 // The slots stay right while the caller only updates the counters of
 // entries that matched: anything that moves or replaces an entry

@@ -490,9 +490,8 @@ func compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, idle 
 // batches.
 //
 // The cache hit is written out in the loop rather than called: as a
-// function it was too large to inline, and the call cost ≈ 1 ns a packet
-// (FastTrack's self time in the forwarder's exit table, 19.0 → 17.8
-// ns/pkt; benchmarks/nat.md). For the same reason the loop calls nothing
+// function it was too large to inline, and the call cost about a
+// nanosecond a packet (benchmarks/nat.md). For the same reason the loop calls nothing
 // at all: a call anywhere in it, even on a path never taken, makes the
 // compiler keep the loop's values on the stack. So the packets the cache
 // does not take, and the rare fold, wait for a second loop.
@@ -500,8 +499,8 @@ func compile(t *conntrack.Table, idx uint32, dir uint8, c *conntrack.Conn, idle 
 // The rewrite is packet.ApplyFlow's stores at fixed frame offsets
 // (fastRaws checked the frame's length and that the IPv4 header has no
 // options), with the new addresses and ports stored as the entry keeps
-// them, in frame byte order: calling ApplyFlow cost ≈ 3 ns a packet
-// (NATGraph, eight interleaved pairs, 38.0 vs 41.2 ns/pkt).
+// them, in frame byte order: calling ApplyFlow cost a few nanoseconds a
+// packet (benchmarks/nat.md).
 // TestCacheTransparent and TestRandomEquivalence check the bytes against
 // the slow path, which uses ApplyFlow.
 func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint32, now int64, whole, complete bool) (hits, bytes uint64, one int) {
