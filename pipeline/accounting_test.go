@@ -77,7 +77,7 @@ func TestAccountingInvariant(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.stop {
-				time.Sleep(30 * time.Millisecond)
+				receiving(t, r, 1000) // the lossy source has dropped some by then
 				r.Stop()
 			}
 			waitRouter(t, r, 20*time.Second)

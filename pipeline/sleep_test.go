@@ -91,19 +91,30 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 		waitRouter(t, r, 5*time.Second)
 	}()
 
-	time.Sleep(50 * time.Millisecond)
-	s0, ticks0, t0 := r.Snapshot(), rtTicks.Load(), time.Now()
-	time.Sleep(200 * time.Millisecond)
-	s1, ticks1, el := r.Snapshot(), rtTicks.Load(), time.Since(t0)
+	waitUntil(t, "the worker sleeps on the descriptor", 10*time.Second, func() bool { return w.wait.polled.Load() > 0 })
+	// The cadence is measured over windows of 200 ms, up to three: on a
+	// loaded machine one window may find the worker's CPU taken.
+	var s1 *Snapshot
+	var rounds, ticks float64
+	for try := 0; try < 3; try++ {
+		s0, ticks0, t0 := r.Snapshot(), rtTicks.Load(), time.Now()
+		time.Sleep(200 * time.Millisecond)
+		var ticks1 int64
+		var el time.Duration
+		s1, ticks1, el = r.Snapshot(), rtTicks.Load(), time.Since(t0)
+		rounds = float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
+		ticks = float64(ticks1-ticks0) / el.Seconds()
+		t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
+		if rounds <= 5000 && ticks >= 500 {
+			break
+		}
+	}
 	if w.wait.polled.Load() == 0 {
 		t.Fatal("the worker never slept on the source's descriptor")
 	}
 	if src.prepared.Load() == 0 || src.woke.Load() == 0 {
 		t.Fatalf("PrepareSleep %d, Woke %d calls", src.prepared.Load(), src.woke.Load())
 	}
-	rounds := float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
-	ticks := float64(ticks1-ticks0) / el.Seconds()
-	t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
 	// Spinning is millions of rounds per second; sleeping up to the next
 	// tick is about a thousand.
 	if rounds > 5000 {
@@ -117,7 +128,24 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 	}
 
 	// Wake-up latency: a write while the worker sleeps (it has been idle
-	// for a while) until Poll takes it.
+	// for a while) until Poll takes it; 40 samples, taken again (up to
+	// three times) when a loaded machine delays the worker's wake-ups.
+	var med time.Duration
+	for try := 0; try < 3; try++ {
+		med = wakeLatency(t, w, src)
+		if med <= 500*time.Microsecond {
+			break
+		}
+	}
+	if med > 500*time.Microsecond {
+		t.Errorf("median wake-up latency %v: the worker does not wake on its descriptor", med)
+	}
+}
+
+// wakeLatency measures 40 wake-ups of the sleeping worker w by a write to
+// src's descriptor and returns their median.
+func wakeLatency(t *testing.T, w *worker, src *fdSource) time.Duration {
+	t.Helper()
 	var lat []time.Duration
 	for i := 0; i < 40; i++ {
 		time.Sleep(5 * time.Millisecond) // back to sleep after the last packet
@@ -140,9 +168,7 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 	slices.Sort(lat)
 	med, p90 := lat[len(lat)/2], lat[len(lat)*9/10]
 	t.Logf("wake latency: min %v median %v p90 %v max %v", lat[0], med, p90, lat[len(lat)-1])
-	if med > 500*time.Microsecond {
-		t.Errorf("median wake-up latency %v: the worker does not wake on its descriptor", med)
-	}
+	return med
 }
 
 // TestIdleWaitAllocs: preparing, sleeping on descriptors and waking

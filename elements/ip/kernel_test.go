@@ -12,6 +12,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/internal/netns"
 )
 
 // kernelNS makes a throw-away network namespace with two dummy interfaces
@@ -19,6 +20,7 @@ import (
 // that the element does not forward on. It is deleted in cleanup.
 func kernelNS(t *testing.T) (name string, ip func(args ...string)) {
 	t.Helper()
+	netns.SkipShort(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (network namespaces)")
 	}

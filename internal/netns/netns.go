@@ -22,9 +22,11 @@ import (
 )
 
 // RequireRoot skips the test unless it runs as root on Linux with the ip
-// tool (iproute2) installed.
+// tool (iproute2) installed, and without -short: namespace tests take
+// seconds, and -short is the quick run, even as root.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	SkipShort(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("netns: needs Linux")
 	}
@@ -67,6 +69,7 @@ type Env struct {
 // test ends (t.Cleanup), whether it passed or not. Call RequireRoot first.
 func New(t testing.TB) *Env {
 	t.Helper()
+	SkipShort(t)
 	e := &Env{t: t}
 	t.Cleanup(e.Cleanup)
 	return e
@@ -405,4 +408,13 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// SkipShort skips a test that needs network namespaces when -short is
+// given.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("netns: needs network namespaces (skipped with -short)")
+	}
 }
