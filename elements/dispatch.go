@@ -50,6 +50,12 @@ func (d *Dispatch) Add(port int, p *packet.Packet) {
 	sb.Add(p)
 }
 
+// Queues are the side batches by port, for a caller that fills them itself
+// and then calls Flush: each holds a whole batch of the graph, so a caller
+// that sorts one incoming batch between Flushes needs no check, and a loop
+// that must not call anything (Add is not inlined) adds to them directly.
+func (d *Dispatch) Queues() []*packet.Batch { return d.side }
+
 // Pending is the number of packets queued for port.
 func (d *Dispatch) Pending(port int) int { return len(d.side[port].Pkts) }
 
@@ -73,7 +79,11 @@ func (d *Dispatch) Split(b *packet.Batch) {
 			d.st.Drop(p, d.noOut)
 			continue
 		}
-		d.Add(port, p)
+		sb := d.side[port] // Add, written out: it is not inlined
+		if sb.Full() {
+			d.outs[port].Push(sb)
+		}
+		sb.Add(p)
 	}
 	b.Reset()
 	d.Flush()

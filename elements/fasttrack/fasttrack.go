@@ -226,6 +226,8 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	if complete && t.PendingN() != 0 {
 		e.compilePending(t, gen, now)
 	}
+	split := e.split.Queues() // a batch of the graph fits in each
+	miss := split[0]          // the slow path's
 	var hits, bytes uint64
 	if cached && len(pkts) <= chunk {
 		// One chunk, the common case (a batch of 64): when every packet
@@ -269,12 +271,12 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 				out, n = e.hit(t, p, &keys[i], e.hs[i], gen, now)
 			}
 			if out == 0 {
-				e.split.Add(0, p)
+				miss.Add(p)
 				continue
 			}
 			hits++
 			bytes += uint64(n)
-			e.split.Add(out, p)
+			split[out].Add(p)
 		}
 	}
 	e.flush(b, hits, bytes)
@@ -508,7 +510,7 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	fastRaws(ps, raws)
 	t.WarmCache(raws, e.hx[:], e.slots[:])
 	slots := e.slots[:len(ps)]
-	split := e.split
+	split := e.split.Queues()
 	// Not append, whose growth path is a call.
 	later, folds, outOf := &e.later, &e.folds, &e.outOf
 	nl, nf := 0, 0
@@ -608,13 +610,14 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 	// below).
 	for i, p := range ps {
 		if o := outOf[i&(chunk-1)]; o != 0 {
-			split.Add(int(o), p)
+			split[o].Add(p)
 		}
 	}
 	// The packets the cache did not take, in their order: the flow table
 	// decides, or they miss. (A flow's packets are either all here or,
 	// but for those that miss anyway, all cache hits: what is not in the
 	// cache now is compiled only by this loop.)
+	miss := split[0]
 	for _, i := range later[:nl] {
 		p := ps[i]
 		if raws[i].B != 0 && (!complete || hinted && t.CacheHinted(e.hx[i])) {
@@ -623,11 +626,11 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 			if out, n := e.hit(t, p, k, t.Bucket(k), gen, now); out != 0 {
 				hits++
 				bytes += uint64(n)
-				split.Add(out, p)
+				split[out].Add(p)
 				continue
 			}
 		}
-		split.Add(0, p)
+		miss.Add(p)
 	}
 	return hits, bytes, -1
 }
