@@ -275,6 +275,9 @@ const longRunWarmup = 3 * time.Second
 // with a small table, so that the benchmarks cannot silently measure a
 // broken graph.
 func TestRoutingGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 20,000-route graphs and runs them: seconds")
+	}
 	for _, naive := range []bool{false, true} {
 		src := routingGraph(t, spreadDst, 20000, naive)
 		g, err := pipeline.Parse("bench-routing.toml", src)

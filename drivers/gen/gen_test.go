@@ -482,8 +482,16 @@ func TestRate(t *testing.T) {
 		d.Receive(q, b) // make the pools (slow under -race) before the clock starts
 	}
 	start := time.Now()
+	last := start
 	total := 0
+	// reachable is the time the bucket could pay out for: the gaps between
+	// polls, each counted up to the 10 ms a stalled poller catches up on.
+	// On a loaded machine the poller may not run for longer than that.
+	var reachable time.Duration
 	for time.Since(start) < 250*time.Millisecond {
+		now := time.Now()
+		reachable += min(now.Sub(last), 10*time.Millisecond)
+		last = now
 		for q := range 2 {
 			total += d.Receive(q, b)
 			b.FreeAll()
@@ -491,11 +499,9 @@ func TestRate(t *testing.T) {
 		time.Sleep(200 * time.Microsecond)
 	}
 	el := time.Since(start).Seconds()
-	want := rate * el
-	// The lower bound is loose: on a loaded machine a poller that sleeps
-	// may not run for longer than the bucket's 10 ms of catch-up.
-	if float64(total) < want*0.3 || float64(total) > want*1.3+128 {
-		t.Errorf("%d packets in %.3fs at rate %g: expected about %.0f", total, el, rate, want)
+	want, floor := rate*el, rate*reachable.Seconds()
+	if float64(total) < floor*0.5 || float64(total) > want*1.3+128 {
+		t.Errorf("%d packets in %.3fs at rate %g: expected about %.0f (at least half of %.0f, what the polls could reach)", total, el, rate, want, floor)
 	}
 	checkNoLeak(t, d)
 }

@@ -23,6 +23,9 @@ import (
 // TestEndToEnd: pcap in → configs/plugins/pattern-filter.toml (the filter
 // as a plugin) → out.pcap and matched.pcap, decoded with gopacket.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin and runs graphs through it: seconds")
+	}
 	dir := t.TempDir()
 	bin := builds.Get(t, pluginPkg)
 	var frames [][]byte

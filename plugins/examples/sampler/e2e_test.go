@@ -20,6 +20,9 @@ import (
 // every frame unchanged; sample.pcap, written by the plugin, has exactly
 // the packets of the flows the hash picks (both directions), in order.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin and runs graphs through it: seconds")
+	}
 	dir := t.TempDir()
 	bin := extest.Build(t, dir, "plugins/examples/sampler/cmd/sampler")
 	var frames [][]byte
