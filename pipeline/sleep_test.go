@@ -92,11 +92,18 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 	}()
 
 	waitUntil(t, "the worker sleeps on the descriptor", 10*time.Second, func() bool { return w.wait.polled.Load() > 0 })
-	// The cadence is measured over windows of 200 ms, up to three: on a
-	// loaded machine one window may find the worker's CPU taken.
+	// The cadence is measured over windows of 200 ms, up to ten: on a
+	// loaded machine a window may find the worker's CPU taken. A sleeping
+	// worker wakes at least for every tick, so a window with fewer than
+	// 500 rounds/s is one in which it was not scheduled (under a load
+	// average of 17 it woke 5-185 times a second, each time ticking: its
+	// ppoll returned but it waited for a CPU). Such windows say nothing
+	// about the cadence; if every window is like that, the test cannot
+	// judge and says so. A worker that runs but does not tick fails.
 	var s1 *Snapshot
 	var rounds, ticks float64
-	for try := 0; try < 3; try++ {
+	starved := true
+	for try := 0; try < 10; try++ {
 		s0, ticks0, t0 := r.Snapshot(), rtTicks.Load(), time.Now()
 		time.Sleep(200 * time.Millisecond)
 		var ticks1 int64
@@ -105,6 +112,9 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 		rounds = float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
 		ticks = float64(ticks1-ticks0) / el.Seconds()
 		t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
+		if rounds >= 500 {
+			starved = false
+		}
 		if rounds <= 5000 && ticks >= 500 {
 			break
 		}
@@ -120,7 +130,7 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 	if rounds > 5000 {
 		t.Errorf("idle worker made %.0f rounds/s: not sleeping", rounds)
 	}
-	if ticks < 500 {
+	if ticks < 500 && !starved {
 		t.Errorf("%.0f ticks/s while sleeping: ticks lost their millisecond cadence", ticks)
 	}
 	if ws := s1.Workers[0]; ws.BusyNanos > ws.IdleNanos/10 {
@@ -139,6 +149,9 @@ func TestIdleSleepsOnFDs(t *testing.T) {
 	}
 	if med > 500*time.Microsecond {
 		t.Errorf("median wake-up latency %v: the worker does not wake on its descriptor", med)
+	}
+	if starved {
+		t.Skipf("the worker woke under 500 times a second in every window (last %.0f rounds/s): this machine gave it too little CPU to judge the tick cadence", rounds)
 	}
 }
 
