@@ -67,6 +67,10 @@ type Packet struct {
 	NextHop netip.Addr
 	// FlowHash is a symmetric flow hash, 0 when not computed.
 	FlowHash uint32
+	// Trace is non-zero on a packet being traced (forwarder trace): the
+	// trace record's id. Only the accounting code (elements.Output,
+	// Stats.Drop) reads it; elements leave it alone.
+	Trace uint32
 	// Scratch is free for elements; its meaning is documented by the element
 	// that writes it.
 	Scratch [ScratchSize]byte
@@ -100,7 +104,7 @@ func (p *Packet) SetLen(n int) bool {
 func (p *Packet) Reset() {
 	p.Data = p.buf[Headroom:Headroom]
 	p.InDevice, p.InQueue, p.L3, p.Port = 0, 0, 14, 0
-	p.NextHop, p.FlowHash, p.Ct = netip.Addr{}, 0, Ct{}
+	p.NextHop, p.FlowHash, p.Ct, p.Trace = netip.Addr{}, 0, Ct{}, 0
 	p.Scratch = [ScratchSize]byte{}
 }
 

@@ -176,6 +176,7 @@ type held struct {
 // Querier is one worker's ARPQuerier.
 type Querier struct {
 	t      *table
+	device string
 	out    *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
@@ -249,7 +250,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	st := ctx.Stats
 	q := &Querier{
-		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, macW: macWord(info.MAC),
 		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),

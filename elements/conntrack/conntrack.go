@@ -114,6 +114,7 @@ var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragm
 // Conntrack is one worker's tracker.
 type Conntrack struct {
 	t      *Table
+	worker int
 	pool   *packet.Pool
 	out0   *elements.Output
 	out1   *elements.Output
@@ -156,7 +157,7 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	t.configure(c.Capacity, c.to, nil)
 	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	e := &Conntrack{t: t, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),

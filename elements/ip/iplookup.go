@@ -234,6 +234,8 @@ type sharedTable struct {
 	ksync *kernelSync
 	off   *offloadSync
 	refs  atomic.Int32
+	live  liveRoutes // what the control socket changed (live.go)
+	cfg   *IPLookupConfig
 }
 
 // IPLookup is one worker's instance. The table is shared by every worker's
@@ -258,7 +260,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if err != nil {
 			return nil, err
 		}
-		sh := &sharedTable{table: t}
+		sh := &sharedTable{table: t, cfg: c}
 		if c.srcName == "kernel" {
 			ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, ctx.Stats)
 			if err != nil {
