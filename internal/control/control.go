@@ -272,11 +272,14 @@ func Call(ctx context.Context, path, cmd string, args []string) (json.RawMessage
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	if err := json.NewEncoder(c).Encode(Request{Cmd: cmd, Args: args}); err != nil {
-		return nil, fmt.Errorf("control socket %s: %w", path, err)
-	}
+	// A server that refuses the peer answers before reading the request:
+	// a failed write is followed by reading that answer.
+	werr := json.NewEncoder(c).Encode(Request{Cmd: cmd, Args: args})
 	var resp Response
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
+		if werr != nil {
+			return nil, fmt.Errorf("control socket %s: %w", path, werr)
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
