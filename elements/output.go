@@ -138,7 +138,7 @@ func (o *Output) Push(b *packet.Batch) {
 		return
 	}
 	c := o.clock
-	if c.sess != nil || len(c.active) > 0 {
+	if c.sess != nil { // a trace or capture is armed (trace.go)
 		o.trace(b)
 	}
 	if o.target == nil {
@@ -213,7 +213,12 @@ func (c *Clock) Round(now int64) {
 	}
 	c.timed = c.round%c.every == 0
 	if c.tracer != nil {
-		c.traceRound()
+		// Records open at the end of a round are finished: hand them
+		// over, then load the session for the next round.
+		if len(c.active) > 0 {
+			c.flushTraces()
+		}
+		c.sess = c.tracer.armed.Load()
 	}
 	if now-c.lastPub > 1e6 {
 		c.lastPub = now

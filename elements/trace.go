@@ -117,15 +117,6 @@ func (t *Tracer) Disarm(s *TraceSession) { t.armed.CompareAndSwap(s, nil) }
 // SetTracer connects the clock of worker to tr.
 func (c *Clock) SetTracer(tr *Tracer, worker int) { c.tracer, c.worker = tr, worker }
 
-// traceRound is Round's part: hand over the last round's records and load
-// the session for the next.
-func (c *Clock) traceRound() {
-	if len(c.active) > 0 {
-		c.flushTraces()
-	}
-	c.sess = c.tracer.armed.Load()
-}
-
 func (c *Clock) flushTraces() {
 	for i, r := range c.active {
 		r.Worker = c.worker
@@ -156,8 +147,10 @@ func (o *Output) SetFrom(owner *Stats, port int, source bool) {
 	o.from, o.fromPort, o.source = owner, port, source
 }
 
-// trace is Output.Push's part while a session is armed or records are
-// open: mark, capture, and record the hop of every marked packet.
+// trace is Output.Push's part while a session is armed: mark, capture,
+// and record the hop of every marked packet. (Records are only open in a
+// round that started armed: Round flushes them before loading the next
+// round's session.)
 func (o *Output) trace(b *packet.Batch) {
 	c := o.clock
 	s := c.sess
