@@ -69,7 +69,9 @@ type Packet struct {
 	FlowHash uint32
 	// Trace is non-zero on a packet being traced (forwarder trace): the
 	// trace record's id. Only the accounting code (elements.Output,
-	// Stats.Drop) reads it; elements leave it alone.
+	// Stats.Drop) reads it; elements leave it alone. It is cleared when
+	// the packet goes back to its pool (not in Reset: drivers that take
+	// packets with GetRaw skip Reset, and Get must stay inlinable).
 	Trace uint32
 	// Scratch is free for elements; its meaning is documented by the element
 	// that writes it.
@@ -104,7 +106,7 @@ func (p *Packet) SetLen(n int) bool {
 func (p *Packet) Reset() {
 	p.Data = p.buf[Headroom:Headroom]
 	p.InDevice, p.InQueue, p.L3, p.Port = 0, 0, 14, 0
-	p.NextHop, p.FlowHash, p.Ct, p.Trace = netip.Addr{}, 0, Ct{}, 0
+	p.NextHop, p.FlowHash, p.Ct = netip.Addr{}, 0, Ct{}
 	p.Scratch = [ScratchSize]byte{}
 }
 
