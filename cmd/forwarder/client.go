@@ -99,6 +99,16 @@ func defaultSocket(config string) string {
 	return control.DefaultPath("")
 }
 
+// socketsHint names the sockets in the default directory, for a client
+// that found none at the path it tried.
+func socketsHint() string {
+	m, _ := filepath.Glob(filepath.Join(control.DefaultDir, "*.sock"))
+	if len(m) == 0 {
+		return ""
+	}
+	return " (sockets in " + control.DefaultDir + ": " + strings.Join(m, ", ") + "; give -control PATH or -config FILE)"
+}
+
 // usage reports a malformed command line: exit status 2.
 func (cl *ctlClient) usage(msg string) error {
 	fmt.Fprintf(cl.stderr, "forwarder %s: %s\nusage: forwarder %s\n", cl.name, msg, subUsage[cl.name])
@@ -113,6 +123,9 @@ func (cl *ctlClient) call(cmd string, args []string) (json.RawMessage, error) {
 	if err != nil && control.IsUsage(err) {
 		fmt.Fprintf(cl.stderr, "forwarder %s: %v\n", cl.name, err)
 		return nil, errUsage
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "no forwarder at") {
+		err = fmt.Errorf("%w%s", err, socketsHint())
 	}
 	return data, err
 }

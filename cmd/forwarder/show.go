@@ -27,6 +27,7 @@ type flowsResult struct {
 	Matched int             `json:"matched"` // flows matching the filter
 	Total   int             `json:"total"`   // live flows
 	Limited bool            `json:"limited,omitempty"`
+	Count   bool            `json:"count_only,omitempty"` // -count: no flows listed
 }
 
 type routesResult struct {
@@ -177,7 +178,7 @@ func (cs *ctlServer) showFlows(args []string) (any, error) {
 		}
 	}
 	if *count {
-		res.Flows = nil
+		res.Flows, res.Count = nil, true
 	}
 	return res, nil
 }
@@ -699,7 +700,7 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return err
 		}
-		return printFlows(stdout, &r, slices.Contains(rest, "-count") || slices.Contains(rest, "--count"))
+		return printFlows(stdout, &r, r.Count)
 	case "routes", "route", "fib":
 		var r routesResult
 		if err := json.Unmarshal(data, &r); err != nil {
@@ -924,6 +925,6 @@ func printErrors(w io.Writer, r *errorsResult) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Value, e.Element, workerCol(e.Worker), reason)
 	}
 	tw.Flush()
-	_, err := fmt.Fprintf(w, "total drops %d, counted over %s\n", r.Drops, r.Since.Round(time.Millisecond))
+	_, err := fmt.Fprintf(w, "total element drops %d, counted over %s\n", r.Drops, r.Since.Round(time.Millisecond))
 	return err
 }
