@@ -144,7 +144,7 @@ func init() {
 				`the device's fast path refused).`,
 			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
 				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
-			SeeAlso: "ARPResponder, IPLookup, EtherRewrite",
+			SeeAlso: "ARPResponder, IPLookup, EtherRewrite, forwarder show neighbors (the running table)",
 			Text: "The neighbour table is shared by all workers (lock-free reads: one atomic load per " +
 				"packet); held packets belong to the worker that holds them and are sent by it as " +
 				"soon as it sees the entry resolved (on its next batch or tick, within a millisecond). " +

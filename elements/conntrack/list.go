@@ -19,6 +19,8 @@ var _ elements.FlowLister = (*Conntrack)(nil)
 // Counters and the timeout of a flow the worker updates during the copy
 // may be a few packets behind.
 func (e *Conntrack) Flows(yield func(elements.Flow) bool) {
+	e.listMu.Lock()
+	defer e.listMu.Unlock()
 	t := e.t
 	if t == nil || len(t.conns) == 0 {
 		return

@@ -64,7 +64,7 @@ func (t *Table) Exact(p netip.Prefix) (Route, bool) {
 
 func (e *IPLookup) live(r Route) elements.LiveRoute {
 	lr := elements.LiveRoute{Prefix: r.Prefix, Source: e.RouteSource()}
-	if e.sh != nil && e.sh.live.has(r.Prefix) {
+	if e.ctl.live.has(r.Prefix) {
 		lr.Source = "live"
 	}
 	for _, h := range r.Hops() {
@@ -76,7 +76,7 @@ func (e *IPLookup) live(r Route) elements.LiveRoute {
 // RouteSource is "kernel" for a table mirroring a kernel table, else
 // "config".
 func (e *IPLookup) RouteSource() string {
-	if e.sh != nil && e.sh.cfg != nil && e.sh.cfg.srcName == "kernel" {
+	if e.ctl.cfg != nil && e.ctl.cfg.srcName == "kernel" {
 		return "kernel"
 	}
 	return "config"
@@ -141,7 +141,7 @@ func (e *IPLookup) SetRoute(text string, replace bool) (elements.LiveRoute, erro
 	if err := e.table.Insert(r); err != nil {
 		return elements.LiveRoute{}, err
 	}
-	e.sh.live.mark(r.Prefix, true)
+	e.ctl.live.mark(r.Prefix, true)
 	return e.live(r), nil
 }
 
@@ -157,7 +157,7 @@ func (e *IPLookup) DeleteRoute(p netip.Prefix) error {
 	if n == 0 {
 		return fmt.Errorf("%v: no such route", p)
 	}
-	e.sh.live.mark(p, false)
+	e.ctl.live.mark(p, false)
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (e *IPLookup) ReloadRoutes() (int, error) {
 	if err := e.checkWritable(); err != nil {
 		return 0, err
 	}
-	c := e.sh.cfg
+	c := e.ctl.cfg
 	rs, err := parseRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return 0, err
@@ -186,14 +186,14 @@ func (e *IPLookup) ReloadRoutes() (int, error) {
 	if err := e.table.Replace(rs.routes); err != nil {
 		return 0, err
 	}
-	e.sh.live.reset()
+	e.ctl.live.reset()
 	return len(rs.routes), nil
 }
 
 // RoutesFile is the configured routes_file ("" if none).
 func (e *IPLookup) RoutesFile() string {
-	if e.sh == nil || e.sh.cfg == nil {
+	if e.ctl.cfg == nil {
 		return ""
 	}
-	return e.sh.cfg.RoutesFile
+	return e.ctl.cfg.RoutesFile
 }
