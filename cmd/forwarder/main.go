@@ -33,7 +33,7 @@ func main() {
 const usage = `forwarder — Junction, a Click-style modular software router
 
 Usage:
-  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST]
+  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST] [-control PATH]
   forwarder check    [-config FILE]
   forwarder graph    [-config FILE]
   forwarder elements [TYPE]
