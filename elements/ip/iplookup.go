@@ -245,7 +245,7 @@ type IPLookup struct {
 	sh    *sharedTable
 	// ctl is sh for the control plane (live.go): Close clears sh, and a
 	// control command may still run while the router stops.
-	ctl *sharedTable
+	ctl   *sharedTable
 	outs  []*elements.Output
 	split []*packet.Batch
 	miss  int
