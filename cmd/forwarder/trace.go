@@ -293,7 +293,9 @@ func (cs *ctlServer) capture(ctx context.Context, args []string) (any, error) {
 		}
 		return nil, control.Usagef("%s", msg)
 	}
-	if e := cs.g.Elements[i]; *port >= e.Out || *port < -1 {
+	if e := cs.g.Elements[i]; e.Out == 0 {
+		return nil, control.Usagef("capture: -element %s: it has no output ports (a sink): capture the element that feeds it", *el)
+	} else if *port >= e.Out || *port < -1 {
 		return nil, control.Usagef("capture: -port %d: %s has output ports 0..%d", *port, e.Name, e.Out-1)
 	}
 	s := elements.NewTraceSession(n)
