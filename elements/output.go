@@ -213,12 +213,16 @@ func (c *Clock) Round(now int64) {
 	}
 	c.timed = c.round%c.every == 0
 	if c.tracer != nil {
-		// Records open at the end of a round are finished: hand them
-		// over, then load the session for the next round.
+		// Records open at the end of a round are finished (but those
+		// of held packets): hand them over, then load the session for
+		// the next round.
 		if len(c.active) > 0 {
-			c.flushTraces()
+			c.flushTraces(now)
 		}
 		c.sess = c.tracer.armed.Load()
+		if c.sess == nil && len(c.active) > 0 {
+			c.sess = &follow
+		}
 	}
 	if now-c.lastPub > 1e6 {
 		c.lastPub = now

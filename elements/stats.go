@@ -33,6 +33,9 @@ type Stats struct {
 	// which traces report; clock is the worker's clock (Clock.Track).
 	Element int
 	clock   *Clock
+	// holdPorts: input ports on which the element may hold packets
+	// (SetHoldPorts), for traces.
+	holdPorts uint64
 
 	n      int
 	names  [MaxCounters]string

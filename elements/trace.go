@@ -26,6 +26,26 @@ import (
 // Everything a session costs is paid by the rounds it is armed in; the
 // decoding and printing happen in the control server, off the workers.
 
+// PacketHolder is an element that may keep a packet past the round that
+// brought it (ARPQuerier's queue of packets waiting for a resolution). A
+// traced packet last seen entering such an input port stays open for up
+// to HoldTraceFor, so that its path after release is recorded too.
+type PacketHolder interface {
+	HoldsPackets(inPort int) bool
+}
+
+// HoldTraceFor bounds how long a trace record waits for a held packet.
+const HoldTraceFor = 4 * int64(1e9)
+
+// SetHoldPorts marks the input ports (bit i: port i) on which the element
+// may hold packets (the pipeline sets it from PacketHolder).
+func (s *Stats) SetHoldPorts(mask uint64) { s.holdPorts = mask }
+
+// follow is the session a clock uses between sessions while records of
+// held packets are open: it marks and captures nothing, so that only
+// their hops are recorded.
+var follow = TraceSession{CaptureElement: -1, CapturePort: -1}
+
 // TraceHop is one step of a traced packet: it left element From (graph
 // element index) by output port Port, into element To's input port InPort
 // (To = -1: the port is unconnected).
@@ -56,6 +76,10 @@ type TraceRecord struct {
 	Drop        *TraceDrop
 	// Capture marks a capture record (Frame only).
 	Capture bool
+	// Held: the packet was last seen entering an element that holds
+	// packets (PacketHolder) and was handed over when HoldTraceFor
+	// passed, or the session's collector stopped waiting.
+	Held bool
 	// CaptureElement, CapturePort: where a capture record was taken.
 	CaptureElement, CapturePort int
 
@@ -117,17 +141,25 @@ func (t *Tracer) Disarm(s *TraceSession) { t.armed.CompareAndSwap(s, nil) }
 // SetTracer connects the clock of worker to tr.
 func (c *Clock) SetTracer(tr *Tracer, worker int) { c.tracer, c.worker = tr, worker }
 
-func (c *Clock) flushTraces() {
-	for i, r := range c.active {
+// flushTraces hands over the records of the round that ended at now,
+// keeping those of packets an element holds (for at most HoldTraceFor).
+func (c *Clock) flushTraces(now int64) {
+	k := 0
+	for _, r := range c.active {
+		if r.Held && r.Drop == nil && now-r.Time < HoldTraceFor {
+			c.active[k] = r
+			k++
+			continue
+		}
 		r.Worker = c.worker
 		select {
 		case r.sess.Out <- r:
 		default:
 			r.sess.Lost.Add(1)
 		}
-		c.active[i] = nil
 	}
-	c.active = c.active[:0]
+	clear(c.active[k:])
+	c.active = c.active[:k]
 }
 
 func (c *Clock) record(id uint32) *TraceRecord {
@@ -147,10 +179,9 @@ func (o *Output) SetFrom(owner *Stats, port int, source bool) {
 	o.from, o.fromPort, o.source = owner, port, source
 }
 
-// trace is Output.Push's part while a session is armed: mark, capture,
-// and record the hop of every marked packet. (Records are only open in a
-// round that started armed: Round flushes them before loading the next
-// round's session.)
+// trace is Output.Push's part while a session is armed (or records of
+// held packets are open: the follow session): mark, capture, and record
+// the hop of every marked packet.
 func (o *Output) trace(b *packet.Batch) {
 	c := o.clock
 	s := c.sess
@@ -197,6 +228,7 @@ func (o *Output) trace(b *packet.Batch) {
 		if r := c.record(p.Trace); r != nil {
 			r.Hops = append(r.Hops, TraceHop{From: o.from.Element, Port: o.fromPort, To: to, InPort: in})
 			r.Last = append(r.Last[:0], p.Data...)
+			r.Held = o.target != nil && o.stats.holdPorts&(1<<uint(in&63)) != 0
 		}
 	}
 }

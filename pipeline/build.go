@@ -352,6 +352,15 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		if t, ok := el.(elements.Ticker); ok {
 			wk.tickers = append(wk.tickers, t)
 		}
+		if h, ok := el.(elements.PacketHolder); ok {
+			var mask uint64
+			for port := 0; port < e.In && port < 64; port++ {
+				if h.HoldsPackets(port) {
+					mask |= 1 << port
+				}
+			}
+			wk.stats[i].SetHoldPorts(mask)
+		}
 	}
 	return wk, nil
 }

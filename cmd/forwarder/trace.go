@@ -184,14 +184,19 @@ loop:
 	}
 	tr.Disarm(s)
 	// Packets marked in rounds still running arrive at their round's end.
+	// Packets marked in rounds still running arrive at their round's
+	// end; a packet an element holds (ARPQuerier) arrives when it leaves
+	// it, or after elements.HoldTraceFor.
 	armed := n - int(s.Left())
-	drain := time.NewTimer(traceDrainTimeout)
+	drain := time.NewTimer(traceDrainTimeout + time.Duration(elements.HoldTraceFor))
 	defer drain.Stop()
 	for len(recs) < armed {
 		select {
 		case r := <-s.Out:
 			recs = append(recs, r)
 		case <-drain.C:
+			return recs, timedOut, nil
+		case <-ctx.Done():
 			return recs, timedOut, nil
 		}
 	}
@@ -255,9 +260,9 @@ func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket
 			if d := deviceOf(e); d != "" {
 				tp.At = "device " + d
 			}
-		case e.Type != nil && e.Type.Name == "ARPQuerier":
+		case r.Held:
 			tp.Result = "held"
-			tp.Reason = "waiting for the next hop's ARP resolution"
+			tp.Reason = fmt.Sprintf("still held after %v (ARPQuerier: waiting for the next hop's resolution)", time.Duration(elements.HoldTraceFor))
 		default:
 			tp.Result = "consumed"
 		}

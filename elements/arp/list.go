@@ -8,7 +8,14 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-var _ elements.NeighborLister = (*Querier)(nil)
+var (
+	_ elements.NeighborLister = (*Querier)(nil)
+	_ elements.PacketHolder   = (*Querier)(nil)
+)
+
+// HoldsPackets: packets to an unresolved next hop (input 0) wait in the
+// querier until the neighbour answers or the wait gives up.
+func (q *Querier) HoldsPackets(inPort int) bool { return inPort == 0 }
 
 // Neighbors lists the neighbour table (shared by every worker's instance)
 // for the control socket. Slots are atomic words: the read is the one

@@ -312,3 +312,71 @@ func TestControlNATFlows(t *testing.T) {
 		t.Errorf("bad filter: %d %q", code, out)
 	}
 }
+
+// traceJSON runs `forwarder trace` in the background, runs fire once the
+// trace is armed, and returns the decoded result.
+func traceJSON(t *testing.T, bin, sock string, fire func(), args ...string) traceOut {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"trace", "-control", sock, "-format", "json"}, args...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // armed before the traffic
+	fire()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("trace: %v: %s", err, out.String())
+	}
+	var tr traceOut
+	if err := json.Unmarshal([]byte(out.String()), &tr); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	return tr
+}
+
+type traceOut struct {
+	Packets []struct {
+		Device string `json:"device"`
+		Path   []struct {
+			Element string `json:"element"`
+			Port    int    `json:"port"`
+			To      string `json:"to"`
+		} `json:"path"`
+		Result string `json:"result"`
+		At     string `json:"at"`
+		Reason string `json:"reason"`
+	} `json:"packets"`
+	TimedOut bool `json:"timed_out"`
+}
+
+// TestControlTraceForwarded traces a forwarded ping through the router
+// without its fast path: the first echo request waits in ARPQuerier for
+// the server's address to resolve, and its trace follows it out of the
+// queue to the WAN device.
+func TestControlTraceForwarded(t *testing.T) {
+	tp := newTopo(t, 1)
+	p, sock := startCtl(t, tp.fwd, tp.bin, noFastPathConfig(t, tp.config, "afxdp"), tp.cli, "10.1.0.1")
+	defer func() {
+		out := tp.stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+	}()
+	ping := func() { tp.cli.Run("ping", "-c1", "-W2", "10.2.0.2") }
+	for i, what := range []string{"unresolved next hop", "resolved next hop"} {
+		tr := traceJSON(t, tp.bin, sock, ping, "-n", "1", "-timeout", "20s", "icmp and dst host 10.2.0.2")
+		if len(tr.Packets) != 1 {
+			t.Fatalf("%s: %+v", what, tr)
+		}
+		pk := tr.Packets[0]
+		var steps []string
+		for _, s := range pk.Path {
+			steps = append(steps, s.Element)
+		}
+		path := strings.Join(steps, " ")
+		if !strings.HasPrefix(path, "FromDevice(lan)") || !strings.Contains(path, " rt waq") || pk.Result != "sent" || pk.At != "device wan" {
+			t.Errorf("%s (trace %d): path %q, %s at %s (%s)", what, i+1, path, pk.Result, pk.At, pk.Reason)
+		}
+	}
+}
