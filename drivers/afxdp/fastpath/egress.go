@@ -69,9 +69,13 @@ func (t *Tables) newEgressMaps() error {
 	if t.egressErrs, err = newMap(&ebpf.MapSpec{Name: "fp_egress_errs", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: maxEgress}); err != nil {
 		return fmt.Errorf("fastpath: creating the egress error map: %w", err)
 	}
-	id, err := t.devmap.ID()
+	info, err := t.devmap.Info()
 	if err != nil {
 		return fmt.Errorf("fastpath: the device map's id: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return errors.New("fastpath: the kernel does not report the device map's id")
 	}
 	t.devmapID = uint32(id)
 	return nil
@@ -114,7 +118,7 @@ func (t *Tables) watchProgram() asm.Instructions {
 		asm.JEq.Imm(asm.R0, 0, "out"),
 		asm.Mov.Imm(asm.R1, 1),
 		xadd(asm.R0, 0, asm.R1),
-		asm.Mov.Imm(asm.R0, 0).Sym("out"),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	}
 }

@@ -152,11 +152,9 @@ func (p *Program) Counters() (Counters, error) {
 	// The kernel times programs only while BPF statistics are on
 	// (sysctl kernel.bpf_stats_enabled=1, which costs two clock reads
 	// per run); otherwise both stay 0.
-	if info, err := p.prog.Info(); err == nil {
-		c.Runs, _ = info.RunCount()
-		if d, ok := info.Runtime(); ok {
-			c.RunNanos = uint64(d)
-		}
+	if st, err := p.prog.Stats(); err == nil {
+		c.Runs = st.RunCount
+		c.RunNanos = uint64(st.Runtime)
 	}
 	return c, nil
 }
@@ -221,7 +219,7 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 
 	insns = append(insns,
 		// 4. 20 <= total length and the whole datagram in the frame.
-		asm.LoadMem(asm.R2, asm.R7, offTotLen, asm.Half).Sym("route"),
+		asm.LoadMem(asm.R2, asm.R7, offTotLen, asm.Half).WithSymbol("route"),
 		asm.HostTo(asm.BE, asm.R2, asm.Half),
 		asm.And.Imm(asm.R2, 0xffff), // bounds the value for the verifier
 		asm.JLT.Imm(asm.R2, 20, "slow"),
@@ -296,7 +294,7 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 		asm.LoadMem(asm.R3, asm.R0, routeOffGateway, asm.Word),
 		asm.JNE.Imm(asm.R3, 0, "nexthop"),
 		asm.LoadMem(asm.R3, asm.R10, stRouteKey+4, asm.Word),
-		asm.StoreMem(asm.R10, stNeighKey+4, asm.R3, asm.Word).Sym("nexthop"),
+		asm.StoreMem(asm.R10, stNeighKey+4, asm.R3, asm.Word).WithSymbol("nexthop"),
 		asm.LoadMapPtr(asm.R1, t.neighbors.FD()),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, stNeighKey),
@@ -341,13 +339,13 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 	// the output ifindex at stNeighKey.
 	if haveBuffLen {
 		insns = append(insns,
-			asm.Mov.Reg(asm.R1, asm.R6).Sym("fwdcount"),
+			asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("fwdcount"),
 			fnXdpGetBuffLen.Call(),
 			asm.Mov.Reg(asm.R9, asm.R0),
 		)
 	} else {
 		insns = append(insns,
-			asm.Mov.Reg(asm.R9, asm.R8).Sym("fwdcount"),
+			asm.Mov.Reg(asm.R9, asm.R8).WithSymbol("fwdcount"),
 			asm.Sub.Reg(asm.R9, asm.R7),
 		)
 	}
@@ -361,7 +359,7 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 		// watcher tells it from other programs' (egress.go). The key
 		// is the ifindex; a missing entry (a device being removed)
 		// returns the flags' action, XDP_DROP.
-		asm.LoadMapPtr(asm.R1, t.devmap.FD()).Sym("redirect"),
+		asm.LoadMapPtr(asm.R1, t.devmap.FD()).WithSymbol("redirect"),
 		asm.LoadMem(asm.R2, asm.R10, stNeighKey, asm.Word),
 		asm.Mov.Imm(asm.R3, xdpDrop),
 		asm.FnRedirectMap.Call(),
@@ -370,11 +368,11 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) asm.Instructi
 		// Slow path: count, then what the AF_XDP default program does,
 		// with XDP_PASS as the fallback so a queue without a socket
 		// hands its frames to the kernel instead of dropping them.
-		asm.StoreImm(asm.R10, stCountKey, 0, asm.Word).Sym("slow"),
+		asm.StoreImm(asm.R10, stCountKey, 0, asm.Word).WithSymbol("slow"),
 	)
 	insns = append(insns, count(p.counters, stCountKey, counterOffSlow, noBytes, 0, false, "toxsk")...)
 	insns = append(insns,
-		asm.LoadMapPtr(asm.R1, p.xsks.FD()).Sym("toxsk"),
+		asm.LoadMapPtr(asm.R1, p.xsks.FD()).WithSymbol("toxsk"),
 		asm.LoadMem(asm.R2, asm.R6, ctxQueue, asm.Word),
 		asm.Mov.Imm(asm.R3, xdpPass),
 		asm.FnRedirectMap.Call(),
@@ -557,7 +555,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.LoadMem(asm.R2, asm.R7, offL4, asm.Byte),
 		asm.JEq.Imm(asm.R2, icmpEchoRequest, "flow_echo"),
 		asm.JNE.Imm(asm.R2, icmpEchoReply, "route"),
-		asm.LoadMem(asm.R2, asm.R7, offICMPID, asm.Half).Sym("flow_echo"),
+		asm.LoadMem(asm.R2, asm.R7, offICMPID, asm.Half).WithSymbol("flow_echo"),
 		asm.StoreMem(asm.R10, stFlowKey+flowKeyOffSport, asm.R2, asm.Half),
 		asm.StoreMem(asm.R10, stFlowKey+flowKeyOffDport, asm.R2, asm.Half),
 		asm.StoreImm(asm.R10, stFlowKey+flowKeyOffProto, protoICMP, asm.Word),
@@ -580,7 +578,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.Ja.Label("flow_ip"),
 
 		// TCP: the whole header present, ACK without SYN, FIN or RST.
-		asm.JLT.Imm(asm.R9, tcpMin, "route").Sym("flow_tcp"),
+		asm.JLT.Imm(asm.R9, tcpMin, "route").WithSymbol("flow_tcp"),
 		asm.Mov.Reg(asm.R3, asm.R7),
 		asm.Add.Imm(asm.R3, ethLen+tcpMin),
 		asm.JGT.Reg(asm.R3, asm.R8, "route"),
@@ -603,7 +601,7 @@ func flowPath(t *Tables) asm.Instructions {
 		asm.Ja.Label("flow_ip"),
 
 		// UDP.
-		asm.LoadMem(asm.R2, asm.R7, offL4, asm.Word).Sym("flow_udp"), // both ports
+		asm.LoadMem(asm.R2, asm.R7, offL4, asm.Word).WithSymbol("flow_udp"), // both ports
 		asm.StoreMem(asm.R10, stFlowKey+flowKeyOffSport, asm.R2, asm.Word),
 		asm.StoreImm(asm.R10, stFlowKey+flowKeyOffProto, protoUDP, asm.Word),
 	)
@@ -620,10 +618,10 @@ func flowPath(t *Tables) asm.Instructions {
 	insns = append(insns,
 		asm.JNE.Imm(asm.R2, 0, "flow_udp_store"),
 		asm.Mov.Imm(asm.R2, 0xffff),
-		asm.StoreMem(asm.R7, offUDPCsum, asm.R2, asm.Half).Sym("flow_udp_store"),
+		asm.StoreMem(asm.R7, offUDPCsum, asm.R2, asm.Half).WithSymbol("flow_udp_store"),
 
 		// Every protocol: TTL, addresses, IPv4 header checksum.
-		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte).Sym("flow_ip"),
+		asm.LoadMem(asm.R2, asm.R7, offTTL, asm.Byte).WithSymbol("flow_ip"),
 		asm.LoadMem(asm.R3, asm.R0, flowOffTTLDec, asm.Byte),
 		asm.Sub.Reg(asm.R2, asm.R3),
 		asm.StoreMem(asm.R7, offTTL, asm.R2, asm.Byte),
