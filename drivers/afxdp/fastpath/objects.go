@@ -69,10 +69,10 @@ func newObjectSpec(name, kernelName string, consts map[string]any, maps map[stri
 	return objectSpec{coll: coll, maps: maps}
 }
 
-// loadObject loads s's program. Only the maps it uses are taken (each a new
+// load loads s's program. Only the maps it uses are taken (each a new
 // reference to ours, which the program keeps); the constants map is
 // created, frozen, and referenced only by the program.
-func loadObject(s objectSpec) (*ebpf.Program, error) {
+func load(s objectSpec) (*ebpf.Program, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
