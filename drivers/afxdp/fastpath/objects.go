@@ -10,7 +10,11 @@ import (
 
 // The programs are C (bpf/fastpath.c), compiled by bpf2go into
 // fastpath_bpfel.o, which fastpath_bpfel.go embeds; see doc.go.
+// The second line records the compiler, which TestObjectsUpToDate needs:
+// another clang version makes other bytes.
+//
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror" -target bpfel -no-global-types -go-package fastpath fastpath bpf/fastpath.c
+//go:generate sh -c "clang --version | sed -n 1p > bpf/clang-version"
 
 // objectSpec is one program of the compiled object, ready for load: its
 // constants set, and every map it may use replaced by one of ours
