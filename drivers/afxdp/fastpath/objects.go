@@ -13,7 +13,7 @@ import (
 // The second line records the compiler, which TestObjectsUpToDate needs:
 // another clang version makes other bytes.
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror" -target bpfel -no-global-types -go-package fastpath fastpath bpf/fastpath.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -go-package fastpath fastpath bpf/fastpath.c
 //go:generate sh -c "clang --version | sed -n 1p > bpf/clang-version"
 
 // objectSpec is one program of the compiled object, ready for load: its

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 )
 
@@ -157,9 +159,7 @@ func TestLayouts(t *testing.T) {
 			t.Errorf("%s %s (struct %s): %d bytes in C, %d in Go", c.m, what, s.Name, s.Size, c.size)
 		}
 		offs := map[string]int{}
-		for _, mb := range s.Members {
-			offs[mb.Name] = int(mb.Offset.Bytes())
-		}
+		memberOffsets(s.Members, 0, offs)
 		for _, f := range c.fields {
 			if off, ok := offs[f.name]; !ok {
 				t.Errorf("%s %s (struct %s): no field %s", c.m, what, s.Name, f.name)
@@ -171,5 +171,88 @@ func TestLayouts(t *testing.T) {
 	// The neighbour's MACs: destination then source, 12 bytes.
 	if neighOffSrc != neighOffDst+6 || flowOffEth+12 != flowOffSrc {
 		t.Errorf("Go MAC offsets: neighbour dst %d src %d, flow eth %d src %d", neighOffDst, neighOffSrc, flowOffEth, flowOffSrc)
+	}
+}
+
+// memberOffsets records the byte offset of every named member, those of
+// anonymous struct and union members included, as C sees them.
+func memberOffsets(members []btf.Member, base int, offs map[string]int) {
+	for _, mb := range members {
+		off := base + int(mb.Offset.Bytes())
+		switch t := btf.UnderlyingType(mb.Type).(type) {
+		case *btf.Struct:
+			if mb.Name == "" {
+				memberOffsets(t.Members, off, offs)
+				continue
+			}
+		case *btf.Union:
+			if mb.Name == "" {
+				memberOffsets(t.Members, off, offs)
+				continue
+			}
+		}
+		offs[mb.Name] = off
+	}
+}
+
+// TestOneMapPerCallSite: every helper call that takes a map (lookup,
+// update, redirect) must see one map only, loaded into R1 in the same
+// straight line of code. The verifier then specialises the call
+// (inlines array and hash lookups, calls the map type's redirect
+// directly); a call site that two maps reach, which clang's tail merging
+// makes of two "return bpf_redirect_map(...)", falls back to the generic
+// helper and its indirect call: 20 ns more per frame. objects.go's
+// go:generate line therefore passes -mllvm -enable-tail-merge=false;
+// this test catches a build without it (checked: it fails then).
+func TestOneMapPerCallSite(t *testing.T) {
+	spec, err := loadFastpath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ps := range spec.Programs {
+		type at struct {
+			off asm.RawInstructionOffset
+			ins *asm.Instruction
+		}
+		var insns []at
+		targets := map[asm.RawInstructionOffset]bool{}
+		for iter := ps.Instructions.Iterate(); iter.Next(); {
+			insns = append(insns, at{iter.Offset, iter.Ins})
+			op := iter.Ins.OpCode
+			if op.Class().IsJump() && op.JumpOp() != asm.Call && op.JumpOp() != asm.Exit {
+				targets[iter.Offset+1+asm.RawInstructionOffset(iter.Ins.Offset)] = true
+			}
+		}
+		calls := map[asm.BuiltinFunc]int{}
+		for i, c := range insns {
+			if !c.ins.IsBuiltinCall() {
+				continue
+			}
+			fn := asm.BuiltinFunc(c.ins.Constant)
+			if fn != asm.FnMapLookupElem && fn != asm.FnMapUpdateElem && fn != asm.FnRedirectMap {
+				continue
+			}
+			calls[fn]++
+			ok := false
+			for j := i - 1; j >= 0; j-- {
+				if targets[insns[j+1].off] {
+					break // reachable from elsewhere: R1 may hold another map
+				}
+				ins := insns[j].ins
+				if ins.IsLoadFromMap() && ins.Dst == asm.R1 {
+					ok = true
+					break
+				}
+				if cls := ins.OpCode.Class(); ins.Dst == asm.R1 && (cls.IsALU() || cls.IsLoad()) || ins.IsFunctionCall() || ins.IsBuiltinCall() {
+					break
+				}
+			}
+			if !ok {
+				t.Errorf("%s: the %v at instruction %d is reached with more than one map, or none, in R1", name, fn, c.off)
+			}
+		}
+		if ps.Type == ebpf.XDP && calls[asm.FnRedirectMap] != 2 {
+			t.Errorf("%s: %d bpf_redirect_map call sites, want 2 (fp_devmap, xsks_map)", name, calls[asm.FnRedirectMap])
+		}
 	}
 }

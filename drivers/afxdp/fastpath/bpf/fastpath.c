@@ -228,32 +228,28 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 			return FLOW_MISS;
 		if ((ld8(data + OFF_L4 + 13) & 0x17) != 0x10)
 			return FLOW_MISS;
-		key.sport = ld16(data + OFF_L4);
-		key.dport = ld16(data + OFF_L4 + 2);
+		key.ports = ld32(data + OFF_L4);
 		key.proto = PROTO_TCP;
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
 		if (!flow_usable(f, data))
 			return FLOW_SLOW;
-		st16(data + OFF_L4, f->sport);
-		st16(data + OFF_L4 + 2, f->dport);
+		st32(data + OFF_L4, f->ports);
 		st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
 		break;
 
 	case PROTO_UDP: {
 		__u16 c;
 
-		key.sport = ld16(data + OFF_L4);
-		key.dport = ld16(data + OFF_L4 + 2);
+		key.ports = ld32(data + OFF_L4);
 		key.proto = PROTO_UDP;
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
 		if (!flow_usable(f, data))
 			return FLOW_SLOW;
-		st16(data + OFF_L4, f->sport);
-		st16(data + OFF_L4 + 2, f->dport);
+		st32(data + OFF_L4, f->ports);
 		/* No checksum (0) stays so; a computed 0 is sent as 0xffff. */
 		c = ld16(data + OFF_L4 + 6);
 		if (c != 0) {
@@ -271,8 +267,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		if (type != ICMP_ECHO_REQUEST && type != ICMP_ECHO_REPLY)
 			return FLOW_MISS;
 		id = ld16(data + OFF_L4 + 4);
-		key.sport = id;
-		key.dport = id;
+		key.ports = (__u32)id << 16 | id; /* one store: see flow_key */
 		key.proto = PROTO_ICMP;
 		f = flow_lookup(&key, fg);
 		if (!f)
