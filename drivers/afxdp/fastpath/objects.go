@@ -10,8 +10,11 @@ import (
 
 // The programs are C (bpf/fastpath.c), compiled by bpf2go into
 // fastpath_bpfel.o, which fastpath_bpfel.go embeds; see doc.go.
-// The second line records the compiler, which TestObjectsUpToDate needs:
-// another clang version makes other bytes.
+// -mcpu=v3: 32-bit jumps and ALU (Linux 5.1; DEVMAP_HASH needs 5.4
+// anyway). -mllvm -enable-tail-merge=false: one call site per map
+// helper and map, see TestOneMapPerCallSite. The second line records the
+// compiler, which TestObjectsUpToDate needs: another clang version makes
+// other bytes.
 //
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -go-package fastpath fastpath bpf/fastpath.c
 //go:generate sh -c "clang --version | sed -n 1p > bpf/clang-version"

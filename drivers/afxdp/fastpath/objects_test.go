@@ -256,3 +256,23 @@ func TestOneMapPerCallSite(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramsKeepTheirMACs: each Program's constants are its own (every
+// load sets them on a copy of the parsed object), so two devices'
+// programs in one process each forward only frames to their own MAC.
+func TestProgramsKeepTheirMACs(t *testing.T) {
+	f := newFixture(t)
+	otherMAC := [6]byte{0x02, 0x00, 0x00, 0x00, 0x00, 0x02}
+	p2, err := NewProgram(f.t, 4, otherMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	f2 := &fixture{tb: t, t: f.t, p: p2}
+	in := frame("10.1.0.2", "10.2.4.4", 64, 26) // to ourMAC
+	f2.wantSlow("ourMAC on the second program", in)
+	f.wantForwarded("ourMAC on the first program", in, gwMAC, outMAC7)
+	copy(in, otherMAC[:])
+	f.wantSlow("otherMAC on the first program", in)
+	f2.wantForwarded("otherMAC on the second program", in, gwMAC, outMAC7)
+}
