@@ -80,7 +80,11 @@ func (l *loader) resolveLinks() []*ilink {
 				// connectivity checks would only repeat this error.
 				l.linkErrors = true
 				cands := append(l.elementNames(), elements.Names()...)
-				l.errorf(ls.line, "", suggest(ep.Name, cands), "unknown element or type %q", ep.Name)
+				s := suggest(ep.Name, cands)
+				if s == "" {
+					s = elements.SuggestType(ep.Name)
+				}
+				l.errorf(ls.line, "", s, "unknown element or type %q", ep.Name)
 			}
 		}
 	}
@@ -166,7 +170,7 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 	l.order = append(l.order, ei)
 	if !ok {
 		ei.bad = true
-		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: suggest(typ, elements.Names())}
+		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: elements.SuggestType(typ)}
 		if !anon {
 			e.Element = name
 		}

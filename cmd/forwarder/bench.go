@@ -176,7 +176,7 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 	t, ok := elements.Lookup(tname)
 	if !ok {
 		msg := fmt.Sprintf("unknown element type %q", typ)
-		if s := nearest(typ, elements.Names()); s != "" {
+		if s := elements.SuggestType(typ); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		return 0, errors.New(msg + " (forwarder elements lists them; -plugin PATH for a plugin's element)")

@@ -199,7 +199,7 @@ func elementsCmd(args []string, stdout io.Writer) error {
 		t, ok := elements.Lookup(args[0])
 		if !ok {
 			msg := fmt.Sprintf("unknown element type %q", args[0])
-			if s := nearest(args[0], elements.Names()); s != "" {
+			if s := elements.SuggestType(args[0]); s != "" {
 				msg += fmt.Sprintf(", did you mean %q?", s)
 			}
 			return errors.New(msg + " (forwarder elements lists them)")
