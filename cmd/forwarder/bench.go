@@ -104,11 +104,25 @@ func tomlValue(v string) string {
 	return strconv.Quote(v)
 }
 
+// tomlMessage is a TOML library error in Junction's words: without the
+// "toml: " prefix and the library's line numbers of a one-line document.
+func tomlMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "toml: ")
+	if _, rest, ok := strings.Cut(msg, "): "); ok && strings.HasPrefix(msg, "line ") {
+		msg = rest
+	}
+	return msg
+}
+
 func keyValue(kv string) (string, string, error) {
 	k, v, ok := strings.Cut(kv, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
 		return "", "", fmt.Errorf("%q: want key=value", kv)
+	}
+	if strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return "", "", fmt.Errorf("%q: a key is letters, digits, _ and -", k)
 	}
 	return k, tomlValue(strings.TrimSpace(v)), nil
 }
@@ -187,24 +201,15 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 	if t.Out >= 0 {
 		return t.Out, nil
 	}
-	cfg := t.NewConfig()
 	var doc map[string]map[string]map[string]any
 	if _, err := toml.Decode(table, &doc); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("-set: %s", tomlMessage(err))
 	}
 	tbl := doc["elements"]["bench"]
 	delete(tbl, "type")
-	var buf strings.Builder
-	if err := toml.NewEncoder(&buf).Encode(tbl); err != nil {
-		return 0, err
-	}
-	if _, err := toml.Decode(buf.String(), cfg); err != nil {
-		return 0, fmt.Errorf("-set: %v", err)
-	}
-	if v, ok := cfg.(elements.Validator); ok {
-		if err := v.Validate(); err != nil {
-			return 0, err
-		}
+	cfg, err := pipeline.DecodeConfig(t, tbl)
+	if err != nil {
+		return 0, fmt.Errorf("-set: %s: %w", typ, err)
 	}
 	_, out := t.Ports(cfg)
 	return out, nil
