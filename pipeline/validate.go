@@ -179,6 +179,13 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 	}
 	ei.Type = t
 	l.decodeArgs(ei, ep.Args, line)
+	if anon {
+		// An anonymous element that names one device says which in its
+		// name: "ToDevice(wan)@3" in tables, stats and messages.
+		if refs := deviceRefs(ei.Element); len(refs) == 1 {
+			ei.Name = fmt.Sprintf("%s(%s)@%d", typ, refs[0].dev, l.anonCount[typ])
+		}
+	}
 	return ei
 }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-const benchUsage = `forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
-forwarder bench -plugin PATH -element NAME [-set key=value ...] [...]
-forwarder bench -config FILE [-duration D]
+const benchUsage = `usage: forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
+       forwarder bench -plugin PATH -element NAME [-set key=value ...] [...]
+       forwarder bench -config FILE [-duration D]
 
 Runs one element (built-in, in-process custom, or a plugin's) on synthetic
 traffic from the gen driver, on one worker, and prints ns/packet, Mpps,

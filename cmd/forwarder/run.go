@@ -23,7 +23,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	statsPublic := fs.Bool("stats-public", false, "allow a stats address that is not loopback (\":7879\", \"0.0.0.0:7879\", a LAN address): without it such an address is refused")
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
-	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th (wrapping), e.g. 2,3 or 2-5 (default: every CPU the process may use)")
+	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th, e.g. 2,3 or 2-5 (default: every CPU the process may use)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -32,11 +32,14 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *workers < 0 {
-		return fmt.Errorf("-workers must be ≥ 0, got %d", *workers)
+		return usageErrorf("-workers must be ≥ 0, got %d", *workers)
 	}
 	cpus, err := parseCPUList(*cpuList)
 	if err != nil {
-		return fmt.Errorf("-cpus: %w", err)
+		return usageErrorf("-cpus: %v", err)
+	}
+	if err := checkCPUFlags(cpus, *nopin, onlineCPUs()); err != nil {
+		return err
 	}
 	// Signals first: a SIGTERM while the graph loads (a plugin being
 	// validated) ends the run once loading returns, instead of killing
@@ -45,6 +48,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	defer stopSignals()
 	g, err := loadGraph(path)
 	if err != nil {
+		return err
+	}
+	if err := checkWorkers(*workers, g.Workers, *nopin, cpus, pipeline.ProcessCPUs()); err != nil {
 		return err
 	}
 	return run(ctx, g, runOptions{

@@ -1,0 +1,26 @@
+package classifier
+
+import (
+	"strconv"
+
+	"github.com/junction-dataplane/junction/elements"
+)
+
+var _ elements.Upstream = (*Config)(nil)
+
+// NeedsUpstream: a "ct" rule reads the state Conntrack annotates; without
+// a Conntrack before it every packet is untracked.
+func (c *Config) NeedsUpstream() (string, string) {
+	for i, r := range c.Rules {
+		toks, err := lex(r)
+		if err != nil {
+			continue
+		}
+		for _, t := range toks {
+			if t.kind == tWord && t.low == "ct" {
+				return "Conntrack", "rule " + strconv.Itoa(i) + " tests the connection-tracking state (ct), which Conntrack annotates: without it every packet is untracked"
+			}
+		}
+	}
+	return "", ""
+}
