@@ -229,6 +229,7 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer) e
 	for t0 := time.Now(); time.Since(t0) < d/10; {
 		r.Round(0)
 	}
+	r.Publish()
 	before := r.Snapshot()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -254,6 +255,10 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer) e
 	if pkts == 0 {
 		return errors.New("no packets received: do the graph's sources produce traffic?")
 	}
+	// What the measured interval did, without the warm-up: the table's
+	// counts and the packet count below are the same packets.
+	interval := after.Since(before)
+	interval.Uptime = elapsed
 	ns := float64(elapsed.Nanoseconds()) / float64(pkts)
 	fmt.Fprintf(w, "%d packets in %v on 1 worker, batch %d\n", pkts, elapsed.Round(time.Millisecond), g.Batch)
 	fmt.Fprintf(w, "  %.1f ns/packet  %.2f Mpps  %.4f allocs/packet  (whole graph: generator, elements, sinks)\n",
@@ -273,7 +278,8 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer) e
 		return a, b
 	}
 	if focus == "" {
-		return after.WriteTable(w)
+		fmt.Fprintf(w, "  (one worker, its rounds driven by bench: no busy or idle time to report)\n")
+		return interval.Render(w, pipeline.TableOptions{NoWorkers: true})
 	}
 	a, b := delta(focus)
 	tp := b.TimedPackets - a.TimedPackets

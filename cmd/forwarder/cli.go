@@ -25,7 +25,7 @@ type cmdDoc struct {
 // cmdDocs documents the subcommands; README.md's usage block and the
 // global usage are checked against their flag sets (cli_test.go).
 var cmdDocs = map[string]cmdDoc{
-	"run": {[]string{"run [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST] [-stats ADDR] [-stats-public] [-quiet]"},
+	"run": {[]string{"run [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST] [-stats ADDR] [-stats-public] [-quiet] [-per-worker]"},
 		`Runs the graph (without -config, or a FILE argument: the embedded default
 graph, a router between two synthetic gen devices); prints a rate line every
 second and, on exit, the per-element table. Stops on Ctrl-C/SIGTERM, after
@@ -40,7 +40,7 @@ with status 1.`},
 	"graph":    {[]string{"graph [-config FILE]"}, "Prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg)."},
 	"elements": {[]string{"elements [TYPE]"}, "Lists the element types, or prints one type's manual."},
 	"drivers":  {[]string{"drivers [NAME]"}, "Lists the drivers, or prints one driver's keys."},
-	"stats":    {[]string{"stats [-addr ADDR] [-format table|json|prom]"}, "Reads a running forwarder's stats endpoint."},
+	"stats":    {[]string{"stats [-addr ADDR] [-format table|json|prom] [-per-worker]"}, "Reads a running forwarder's stats endpoint."},
 	"bench": {[]string{
 		"bench -element TYPE [-plugin PATH] [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]",
 		"bench -config FILE [-duration D]"},

@@ -34,12 +34,12 @@ const usage = `forwarder — Junction, a Click-style modular software router
 
 Usage:
   forwarder run      [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST]
-                     [-stats ADDR] [-stats-public] [-quiet]
+                     [-stats ADDR] [-stats-public] [-quiet] [-per-worker]
   forwarder check    [-config FILE] [-strict]
   forwarder graph    [-config FILE]
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
-  forwarder stats    [-addr ADDR] [-format table|json|prom]
+  forwarder stats    [-addr ADDR] [-format table|json|prom] [-per-worker]
   forwarder bench    -element TYPE [-plugin PATH] [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
   forwarder bench    -config FILE [-duration D]
   forwarder routes   [-config FILE] [-element NAME] [ADDR ...]

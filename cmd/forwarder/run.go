@@ -23,6 +23,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	statsPublic := fs.Bool("stats-public", false, "allow a stats address that is not loopback (\":7879\", \"0.0.0.0:7879\", a LAN address): without it such an address is refused")
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
+	perWorker := fs.Bool("per-worker", false, "the exit table also lists each worker's rows under each element's totals")
 	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th, e.g. 2,3 or 2-5 (default: every CPU the process may use)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -55,6 +56,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return run(ctx, g, runOptions{
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
+		perWorker: *perWorker,
 	}, stdout, stderr)
 }
 
@@ -67,6 +69,8 @@ type runOptions struct {
 	quiet       bool
 	nopin       bool
 	cpus        []int
+	// perWorker adds each worker's rows to the exit table.
+	perWorker bool
 	// every is the rate line interval (a second; tests shorten it).
 	every time.Duration
 }
@@ -163,7 +167,7 @@ loop:
 	}
 	final := r.Snapshot()
 	fmt.Fprintf(stdout, "\nstopped after %s (%s)\n", final.Uptime.Round(time.Millisecond), why)
-	if err := final.WriteTable(stdout); err != nil {
+	if err := final.Render(stdout, pipeline.TableOptions{PerWorker: o.perWorker}); err != nil {
 		return err
 	}
 	if closeErr != nil {
