@@ -131,3 +131,26 @@ func TestCheckEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckKernelNetns: IPLookup's kernel sync from a namespace that does
+// not exist is refused by check as by run.
+func TestCheckKernelNetns(t *testing.T) {
+	src := `[devices.d]
+driver = "gen"
+[elements.rt]
+type = "IPLookup"
+source = "kernel"
+netns = "junction-no-such-ns"
+interfaces = ["lo"]
+[graph]
+links = ["FromDevice(d) -> rt -> Discard"]
+`
+	path := writeFile(t, "ns.toml", src)
+	want := `ns.toml:3: element "rt" (IPLookup): source = "kernel": netns "junction-no-such-ns": `
+	for _, args := range [][]string{{"check", path}, {"run", "-config", path, "-stats", "off", "-workers", "1", "-duration", "10ms"}} {
+		code, _, errs := forwarder(t, args...)
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", args[0], code, errs, want)
+		}
+	}
+}
