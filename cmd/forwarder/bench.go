@@ -61,14 +61,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if *duration <= 0 {
-		return errors.New("-duration must be positive")
+		return usageErrorf("-duration must be positive")
 	}
 	if *config != "" {
 		if *element != "" || *pluginPath != "" || len(sets) > 0 || *traffic != "" {
-			return errors.New("-config benchmarks a whole graph: -element, -plugin, -set and -traffic do not apply")
+			return usageErrorf("-config benchmarks a whole graph: -element, -plugin, -set and -traffic do not apply")
 		}
 		g, err := pipeline.Load(*config)
 		if err != nil {
@@ -81,7 +81,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	if *batch < 1 || *batch > packet.MaxBatch {
-		return fmt.Errorf("-batch %d: want 1..%d", *batch, packet.MaxBatch)
+		return usageErrorf("-batch %d: want 1..%d", *batch, packet.MaxBatch)
 	}
 	src, err := benchGraphText(*element, *pluginPath, sets, *traffic, *batch)
 	if err != nil {

@@ -56,6 +56,12 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "-workers", "4096", "-stats", "off"}, 2, "more workers than"},
 		{[]string{"run", "-workers", "-1", "-stats", "off"}, 2, "-workers must be"},
 		{[]string{"version", "extra"}, 2, "takes no arguments"},
+		{[]string{"bench", "-element", "DecTTL", "-duration", "0s"}, 2, "-duration must be positive"},
+		{[]string{"bench", "-element", "DecTTL", "-batch", "0"}, 2, "-batch 0"},
+		{[]string{"bench", "-config", "x.toml", "-element", "DecTTL"}, 2, "do not apply"},
+		{[]string{"stats", "-format", "xml"}, 2, "-format must be"},
+		{[]string{"routes", "not-an-address"}, 2, "is not an IPv4 or IPv6 address"},
+		{[]string{"bench", "-element", "NoSuchElement"}, 1, "unknown element type"},
 		{[]string{"version"}, 0, ""},
 	} {
 		code, _, errs := forwarder(t, c.args...)

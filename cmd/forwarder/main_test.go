@@ -399,7 +399,7 @@ func TestStatsCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `junction_element_packets_total{element="rt",type="IPLookup",worker="0"}`) {
 		t.Errorf("prom: exit %d\n%s", code, out)
 	}
-	if code, _, _ := forwarder(t, "stats", "-addr", addr, "-format", "xml"); code != 1 {
+	if code, _, _ := forwarder(t, "stats", "-addr", addr, "-format", "xml"); code != 2 { // a usage error
 		t.Errorf("bad format: exit %d", code)
 	}
 	r.Stop()

@@ -17,7 +17,7 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return usageErrorf("unexpected arguments: %v", fs.Args())
 	}
 	switch *format {
 	case "table":
@@ -39,6 +39,6 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(body)
 		return err
 	default:
-		return fmt.Errorf("-format must be table, json or prom, got %q", *format)
+		return usageErrorf("-format must be table, json or prom, got %q", *format)
 	}
 }
