@@ -25,3 +25,10 @@ type EnvChecker interface {
 type Upstream interface {
 	NeedsUpstream() (typ, why string)
 }
+
+// Warner is implemented by configs that are valid but cannot do all they
+// say (a Classifier rule after a catch-all never matches). forwarder
+// check prints each warning, located at the element.
+type Warner interface {
+	Warnings() []string
+}

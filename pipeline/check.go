@@ -98,18 +98,26 @@ func Warnings(g *Graph) []Warning {
 	ws = append(ws, a.sharedSourceWarnings()...)
 	ws = append(ws, a.unrewrittenWarnings()...)
 	ws = append(ws, a.querierDeviceWarnings()...)
+	ws = append(ws, a.configWarnings()...)
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Pos.Line < ws[j].Pos.Line })
 	return ws
 }
 
 type analysis struct {
-	g    *Graph
-	idx  map[string]int
-	next [][]int // element → elements its outputs feed
+	g   *Graph
+	idx map[string]int
+	out [][]edge // element → its links
 }
 
+// edge is a link from output port of one element to input in of to.
+type edge struct{ port, to, in int }
+
+// at is a packet's place on its way: an element and the input it came in
+// by (0 for a source).
+type at struct{ el, in int }
+
 func newAnalysis(g *Graph) *analysis {
-	a := &analysis{g: g, idx: map[string]int{}, next: make([][]int, len(g.Elements))}
+	a := &analysis{g: g, idx: map[string]int{}, out: make([][]edge, len(g.Elements))}
 	for i, e := range g.Elements {
 		a.idx[e.Name] = i
 	}
@@ -117,10 +125,26 @@ func newAnalysis(g *Graph) *analysis {
 		f, ok1 := a.idx[l.From]
 		t, ok2 := a.idx[l.To]
 		if ok1 && ok2 {
-			a.next[f] = append(a.next[f], t)
+			a.out[f] = append(a.out[f], edge{l.FromPort, t, l.ToPort})
 		}
 	}
 	return a
+}
+
+// next lists where packets that came into p.el by input p.in may go. An
+// element with as many outputs as inputs, several of each, keeps its
+// paths apart (FastTrackLearn: input i leaves by output i); any other
+// element may send what came in by any input to any output.
+func (a *analysis) next(p at) []at {
+	e := a.g.Elements[p.el]
+	var out []at
+	for _, ed := range a.out[p.el] {
+		if e.In > 1 && e.In == e.Out && ed.port != p.in {
+			continue
+		}
+		out = append(out, at{ed.to, ed.in})
+	}
+	return out
 }
 
 func (a *analysis) typeName(i int) string {
@@ -148,24 +172,33 @@ func (a *analysis) sources() []int {
 // reach returns the elements reachable from start without entering an
 // element of type avoid (start itself included).
 func (a *analysis) reach(start int, avoid string) []bool {
+	return a.reachFrom(at{start, 0}, avoid)
+}
+
+func (a *analysis) reachFrom(start at, avoid string) []bool {
 	seen := make([]bool, len(a.g.Elements))
-	seen[start] = true
-	queue := []int{start}
+	seen[start.el] = true
+	visited := map[at]bool{start: true}
+	queue := []at{start}
 	for len(queue) > 0 {
-		i := queue[0]
+		p := queue[0]
 		queue = queue[1:]
-		for _, j := range a.next[i] {
-			if !seen[j] && (avoid == "" || a.typeName(j) != avoid) {
-				seen[j] = true
-				queue = append(queue, j)
+		for _, q := range a.next(p) {
+			if visited[q] || avoid != "" && a.typeName(q.el) == avoid {
+				continue
 			}
+			visited[q] = true
+			seen[q.el] = true
+			queue = append(queue, q)
 		}
 	}
 	return seen
 }
 
 // upstreamWarnings: an element that needs another type upstream
-// (elements.Upstream) is reachable from a source without passing one.
+// (elements.Upstream) has none before it on any path. (Some paths
+// around it may be meant: nat-gateway.toml routes the router's own ping
+// replies through SNAT untracked.)
 func (a *analysis) upstreamWarnings() []Warning {
 	var ws []Warning
 	for i, e := range a.g.Elements {
@@ -177,9 +210,19 @@ func (a *analysis) upstreamWarnings() []Warning {
 		if typ == "" {
 			continue
 		}
+		covered := false
+		for j := range a.g.Elements {
+			if j != i && a.typeName(j) == typ && a.reach(j, "")[i] {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
 		for _, s := range a.sources() {
-			if a.reach(s, typ)[i] {
-				ws = append(ws, a.warn(i, "packets from %s reach it without passing a %s: %s", a.g.Elements[s].Name, typ, why))
+			if a.reach(s, "")[i] {
+				ws = append(ws, a.warn(i, "packets from %s reach it, and no %s is before it: %s", a.g.Elements[s].Name, typ, why))
 				break
 			}
 		}
@@ -210,29 +253,32 @@ func (a *analysis) sharedSourceWarnings() []Warning {
 // addresses: it would leave with the ones it arrived with, addressed to
 // the router itself.
 func (a *analysis) unrewrittenWarnings() []Warning {
-	type state struct{ el, router int } // router: the routing element the packet passed last, -1: none since a rewrite
+	type state struct {
+		p      at
+		router int // the routing element the packet passed last, -1: none since a rewrite
+	}
 	var ws []Warning
 	warned := map[int]bool{}
 	seen := map[state]bool{}
 	var queue []state
 	for _, s := range a.sources() {
-		st := state{s, -1}
+		st := state{at{s, 0}, -1}
 		seen[st] = true
 		queue = append(queue, st)
 	}
 	for len(queue) > 0 {
 		st := queue[0]
 		queue = queue[1:]
-		for _, j := range a.next[st.el] {
-			ns := state{j, st.router}
-			switch t := a.typeName(j); {
+		for _, q := range a.next(st.p) {
+			ns := state{q, st.router}
+			switch t := a.typeName(q.el); {
 			case rewritingTypes[t]:
 				ns.router = -1
 			case routingTypes[t]:
-				ns.router = j
-			case t == "ToDevice" && st.router >= 0 && !warned[j]:
-				warned[j] = true
-				ws = append(ws, a.warn(j, "packets routed by %s (%s) reach it with the Ethernet addresses they arrived with: put an EtherRewrite or an ARPQuerier before it",
+				ns.router = q.el
+			case t == "ToDevice" && st.router >= 0 && !warned[q.el]:
+				warned[q.el] = true
+				ws = append(ws, a.warn(q.el, "packets routed by %s (%s) reach it with the Ethernet addresses they arrived with: put an EtherRewrite or an ARPQuerier before it",
 					a.g.Elements[st.router].Name, a.typeName(st.router)))
 			}
 			if !seen[ns] {
@@ -259,7 +305,7 @@ func (a *analysis) querierDeviceWarnings() []Warning {
 		}
 		dev := refs[0].dev
 		var other []string
-		r := a.reach(i, "ARPQuerier")
+		r := a.reachFrom(at{i, 0}, "ARPQuerier")
 		for j, ok := range r {
 			if !ok || a.typeName(j) != "ToDevice" {
 				continue
@@ -273,6 +319,22 @@ func (a *analysis) querierDeviceWarnings() []Warning {
 		if len(other) > 0 {
 			ws = append(ws, a.warn(i, "resolves next hops on device %q but its packets leave by %s: they would carry %q's MAC on another link",
 				dev, strings.Join(other, ", "), dev))
+		}
+	}
+	return ws
+}
+
+// configWarnings: what the configs themselves say they cannot do
+// (elements.Warner).
+func (a *analysis) configWarnings() []Warning {
+	var ws []Warning
+	for i, e := range a.g.Elements {
+		w, ok := e.Config.(elements.Warner)
+		if !ok {
+			continue
+		}
+		for _, msg := range w.Warnings() {
+			ws = append(ws, a.warn(i, "%s", msg))
 		}
 	}
 	return ws

@@ -1,7 +1,9 @@
 package classifier
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/junction-dataplane/junction/elements"
 )
@@ -23,4 +25,17 @@ func (c *Config) NeedsUpstream() (string, string) {
 		}
 	}
 	return "", ""
+}
+
+var _ elements.Warner = (*Config)(nil)
+
+// Warnings: rules after a "-" (every packet) never match, so their
+// outputs receive nothing.
+func (c *Config) Warnings() []string {
+	for i, r := range c.Rules {
+		if strings.TrimSpace(r) == "-" && i < len(c.Rules)-1 {
+			return []string{fmt.Sprintf("rule %d is \"-\" (every packet): the rules after it never match, outputs %d..%d receive nothing", i, i+1, len(c.Rules)-1)}
+		}
+	}
+	return nil
 }
