@@ -43,8 +43,13 @@ func check(cfg any, ctx drivers.OpenContext) (drivers.Info, error) {
 		if w == readPath {
 			return info, elements.Errorf("write", "%s is also the read file", w)
 		}
-		if st, err := os.Stat(w); err == nil && st.IsDir() {
-			return info, elements.Errorf("write", "%s is a directory", w)
+		if st, err := os.Stat(w); err == nil {
+			if st.IsDir() {
+				return info, elements.Errorf("write", "%s is a directory", w)
+			}
+			if unix.Access(w, unix.W_OK) != nil {
+				return info, elements.Errorf("write", "%s is not writable", w)
+			}
 		}
 		dir := filepath.Dir(w)
 		st, err := os.Stat(dir)
