@@ -19,4 +19,10 @@
 // share (its Conntrack flow table, read by FastTrack). The pipeline gives
 // each graph its own GraphState, so two graphs in one process, or a
 // reloaded graph beside the old one, never see each other's state.
+//
+// A config may also say what it needs from the graph around it, for
+// forwarder check: EnvChecker (what it needs of its devices, checked before
+// any is opened: ARPQuerier's MAC) and Upstream (a type that must come
+// before it on every path: Conntrack before SNAT). SuggestType turns
+// another tool's element name into Junction's ("Drop" → "Discard").
 package elements

@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/junction-dataplane/junction/pipeline/graphfile"
+import (
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/pipeline/graphfile"
+)
 
 // The graph file's loader lives in pipeline/graphfile; these names let
 // callers that load and start a graph use one package.
@@ -19,3 +22,18 @@ func Load(path string) (*Graph, error) { return graphfile.Load(path) }
 
 // Parse validates a graph file's contents (graphfile.Parse).
 func Parse(file string, data []byte) (*Graph, error) { return graphfile.Parse(file, data) }
+
+// Warning is graphfile.Warning: something forwarder check points out in a
+// valid graph.
+type Warning = graphfile.Warning
+
+// CheckEnv is graphfile.CheckEnv.
+func CheckEnv(g *Graph, workers int) error { return graphfile.CheckEnv(g, workers) }
+
+// Warnings is graphfile.Warnings.
+func Warnings(g *Graph) []Warning { return graphfile.Warnings(g) }
+
+// DecodeConfig is graphfile.DecodeConfig.
+func DecodeConfig(t *elements.Type, values map[string]any) (any, error) {
+	return graphfile.DecodeConfig(t, values)
+}
