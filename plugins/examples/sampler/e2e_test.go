@@ -45,7 +45,9 @@ func TestEndToEnd(t *testing.T) {
 	extest.WritePcap(t, filepath.Join(dir, "in.pcap"), frames)
 	sample := filepath.Join(dir, "sample.pcap")
 	graph := extest.Graph(t, dir, "flow-sampler.toml",
-		`path       = "./bin/sampler"`, `path = "`+bin+`"`,
+		// A generous per-batch timeout: the test is about what is sampled,
+		// and a loaded machine must not turn a slow batch into a bypass.
+		`path       = "./bin/sampler"`, `path = "`+bin+`"`+"\ntimeout = \"5s\"",
 		`file = "sample.pcap"`, `file = "`+sample+`"`)
 	g, err := pipeline.Load(graph)
 	if err != nil {
