@@ -1,0 +1,246 @@
+package ndp
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ResponderConfig is NDPResponder's config.
+type ResponderConfig struct {
+	// Device supplies the MAC and the IPv6 addresses answered for.
+	Device string `toml:"device"`
+	// Announce is how many unsolicited advertisements of each address
+	// are sent at start, a second apart (RFC 4861 7.2.6: at most 3).
+	Announce int `toml:"announce"`
+}
+
+// Validate checks the keys.
+func (c *ResponderConfig) Validate() error {
+	if c.Device == "" {
+		return elements.Errorf("device", "required: the device whose addresses are answered for")
+	}
+	if c.Announce < 0 || c.Announce > 3 {
+		return elements.Errorf("announce", "must be 0..3 (RFC 4861 MAX_NEIGHBOR_ADVERTISEMENT), got %d", c.Announce)
+	}
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "NDPResponder",
+		NewConfig: func() any { return &ResponderConfig{Announce: 3} },
+		New:       newResponder,
+		In:        1,
+		Out:       2,
+		Optional:  []int{1},
+		Doc: elements.Doc{
+			Synopsis: "NDPResponder(DEVICE, [announce])",
+			Summary:  "answers IPv6 neighbour solicitations for the router's addresses (RFC 4861) and announces them",
+			Ports: "input 0: frames received on DEVICE that may be neighbour discovery (normally NDPQuerier's " +
+				"output 1). output 0: the advertisements: answers built in place in the solicitation's buffer, " +
+				"and the unsolicited ones sent at start; connect it to ToDevice(DEVICE). output 1 (optional): " +
+				"every frame that is not a neighbour solicitation (echo requests, other ICMPv6, " +
+				"advertisements), unchanged; unconnected, they are dropped and counted.",
+			Keys: []elements.Key{
+				{Name: "device", Type: "device", Required: true,
+					Doc: "the device: its MAC answers, for its IPv6 addresses (its addresses key) and its " +
+						"link-local address (fe80::/64 with the EUI-64 of its MAC, unless one is configured)"},
+				{Name: "announce", Type: "int", Default: "3",
+					Doc: "unsolicited advertisements of each address at start, one a second, to all nodes (0..3)"},
+			},
+			Stats: `counters "advertisements" (answers), "announcements" (unsolicited), "dad defended" ` +
+				`(duplicate address detection probes for our addresses, answered to all nodes), ` +
+				`"address conflict" (another node advertises one of our addresses), "no buffer". Drop ` +
+				`reasons (solicitations only): "not for us" (target not ours), "truncated", "hop limit not ` +
+				`255", "bad checksum", "bad code", "multicast target", "malformed option" (zero length, ` +
+				`beyond the message, a link-layer option not 8 bytes, more than 16), "bad dad probe" ` +
+				`(unspecified source with a link-layer option or not to the solicited-node group), "bad ` +
+				`sender" (a group or own source MAC), and "unconnected output 1".`,
+			Example: `"nq[1] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[1] -> ICMP6PingResponder(lan, wan) -> rt"`,
+			SeeAlso: "NDPQuerier, ARPResponder, ICMP6PingResponder",
+			Text: "An answer (RFC 4861 7.2.4) has the router and override flags set and the solicited flag set " +
+				"unless the solicitation was a DAD probe (source ::), which is answered to all nodes (ff02::1) " +
+				"as a defence of the address; other answers go to the solicitation's source, at the MAC of its " +
+				"source link-layer option (else the frame's source). The answer carries a target link-layer " +
+				"option, hop limit 255, and the ICMPv6 checksum over the pseudo-header. At start, worker 0 " +
+				"announces every address to all nodes (override set, not solicited) so that neighbours with " +
+				"a stale entry learn the MAC.",
+		},
+	})
+}
+
+// Responder is one worker's NDPResponder.
+type Responder struct {
+	out, other *elements.Output
+	st         *elements.Stats
+	pool       *packet.Pool
+	mac        packet.MAC
+	ours       ourAddrs
+	otherB     *packet.Batch
+	outB       *packet.Batch
+
+	announceLeft int
+	nextAnnounce int64
+
+	advertisements, announcements, defended, conflict, noBuffer *atomic.Uint64
+	reasons                                                     [len(errNames)]elements.Reason
+	notForUs, badSender                                         elements.Reason
+}
+
+var _ elements.Ticker = (*Responder)(nil)
+
+func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*ResponderConfig)
+	dev, _, ok := ctx.Devices.Device(c.Device)
+	if !ok || dev == nil {
+		return nil, elements.Errorf("device", "no device %q", c.Device)
+	}
+	info := dev.Info()
+	if info.MAC == (packet.MAC{}) {
+		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	}
+	batch := max(ctx.Batch, packet.DefaultBatch)
+	st := ctx.Stats
+	r := &Responder{
+		out: ctx.Outputs[0], other: ctx.Outputs[1], st: st, pool: ctx.Pool,
+		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
+		otherB: packet.NewBatch(batch), outB: packet.NewBatch(batch),
+
+		advertisements: st.Counter("advertisements"),
+		announcements:  st.Counter("announcements"),
+		defended:       st.Counter("dad defended"),
+		conflict:       st.Counter("address conflict"),
+		noBuffer:       st.Counter("no buffer"),
+		notForUs:       st.Reason("not for us"),
+		badSender:      st.Reason("bad sender"),
+	}
+	for i, n := range errNames {
+		if n != "" && i != errNotND {
+			r.reasons[i] = st.Reason(n)
+		}
+	}
+	if ctx.Worker == 0 {
+		r.announceLeft = c.Announce
+	}
+	return r, nil
+}
+
+// Addresses returns the IPv6 addresses answered for (tests, show).
+func (r *Responder) Addresses() []netip.Addr {
+	var a []netip.Addr
+	for _, x := range r.ours.addrs {
+		a = append(a, netip.AddrFrom16(x))
+	}
+	return a
+}
+
+// Push answers the solicitations for our addresses and passes the rest.
+func (r *Responder) Push(_ int, b *packet.Batch) {
+	k := 0
+	var m msg
+	for _, p := range b.Pkts {
+		res := parse(p.Data, int(p.L3), &m)
+		if res == errNotND || (res == okND && m.typ != TypeNeighborSolicitation) {
+			if res == okND && r.ours.has(m.target) && m.hasLLA && m.lla != r.mac {
+				r.conflict.Add(1) // someone else advertises our address
+			}
+			r.otherB.Add(p)
+			continue
+		}
+		if res != okND {
+			if m.typ == TypeNeighborAdvertisement && res != errTruncated {
+				r.otherB.Add(p) // not a solicitation: not ours to judge
+				continue
+			}
+			r.st.Drop(p, r.reasons[res])
+			continue
+		}
+		if !r.ours.has(m.target) {
+			r.st.Drop(p, r.notForUs)
+			continue
+		}
+		if !r.answer(p, &m) {
+			r.st.Drop(p, r.badSender)
+			continue
+		}
+		b.Pkts[k] = p
+		k++
+	}
+	b.Truncate(k)
+	if k > 0 {
+		r.advertisements.Add(uint64(k))
+		r.out.Push(b)
+	}
+	if r.otherB.Len() > 0 {
+		r.other.Push(r.otherB)
+	}
+}
+
+// answer rewrites the solicitation in p into the advertisement.
+func (r *Responder) answer(p *packet.Packet, m *msg) bool {
+	f := p.Data
+	ethSrc := packet.MAC(f[6:12])
+	dad := m.src == [16]byte{}
+	var ethDst packet.MAC
+	var dst [16]byte
+	flags := uint8(FlagRouter | FlagOverride)
+	switch {
+	case dad:
+		// A defence (RFC 4862 5.4.3 via 4861 7.2.4): to all nodes.
+		dst, ethDst = allNodes, multicastMAC(allNodes)
+		r.defended.Add(1)
+	default:
+		dst, flags = m.src, flags|FlagSolicited
+		ethDst = ethSrc
+		if m.hasLLA {
+			ethDst = m.lla
+		}
+		if ethDst[0]&1 != 0 || ethDst == (packet.MAC{}) || ethDst == r.mac {
+			return false
+		}
+	}
+	// The answer is built from the frame's start with L3 at 14 (it fits:
+	// a buffer holds far more than the 86 bytes).
+	l3 := int(p.L3)
+	start := l3 - packet.EthernetLen
+	buf := p.Data[start:]
+	if cap(buf) < frameLen {
+		return false
+	}
+	n := build(buf[:frameLen], ethDst, r.mac, m.target, dst, TypeNeighborAdvertisement, flags, m.target, r.mac, true)
+	p.Data = buf[:n]
+	p.L3 = packet.EthernetLen
+	return true
+}
+
+// Tick sends the start-up announcements (worker 0).
+func (r *Responder) Tick(now int64) {
+	if r.announceLeft == 0 || now < r.nextAnnounce {
+		return
+	}
+	r.announceLeft--
+	r.nextAnnounce = now + int64(time.Second)
+	for _, a := range r.ours.addrs {
+		p := r.pool.Get()
+		if p == nil {
+			r.noBuffer.Add(1)
+			continue
+		}
+		f := p.Data[:frameLen]
+		n := build(f, multicastMAC(allNodes), r.mac, a, allNodes, TypeNeighborAdvertisement,
+			FlagRouter|FlagOverride, a, r.mac, true)
+		p.Data, p.L3 = f[:n], packet.EthernetLen
+		r.outB.Add(p)
+		r.announcements.Add(1)
+		if r.outB.Full() {
+			r.out.Push(r.outB)
+		}
+	}
+	if r.outB.Len() > 0 {
+		r.out.Push(r.outB)
+	}
+}
