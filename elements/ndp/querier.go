@@ -80,23 +80,19 @@ func init() {
 		NewConfig: func() any {
 			return &QuerierConfig{Timeout: time.Duration(DefaultTimers.Reachable), Hold: defaultHold, Rate: defaultRate}
 		},
-		New:      newQuerier,
-		In:       2,
-		Out:      2,
-		Optional: []int{1},
+		New: newQuerier,
+		In:  2,
+		Out: 1,
 		Doc: elements.Doc{
 			Synopsis: `NDPQuerier(DEVICE, ["IPv6 MAC", ...])`,
 			Summary:  "resolves the IPv6 next-hop annotation to a MAC with neighbour discovery (RFC 4861) and writes the Ethernet header",
 			Ports: "input 0: IPv6 packets to send on DEVICE (normally from IPLookup, which sets the next-hop " +
 				"annotation; without one the IPv6 destination is the next hop). " +
-				"input 1: frames received on DEVICE that may be neighbour discovery (normally ICMPv6 to " +
-				"multicast, link-local or the router's addresses): valid solicitations and advertisements " +
-				"teach the cache; every frame leaves unchanged by output 1. " +
+				"input 1: neighbour solicitations and advertisements received on DEVICE (NDPResponder's " +
+				"output 2): valid ones teach the cache; they are consumed. " +
 				"output 0: the packets of input 0 with their Ethernet header written (destination = the " +
 				"neighbour, source = DEVICE's MAC, type 0x86dd), and the solicitations it sends: connect " +
-				"it to ToDevice(DEVICE). " +
-				"output 1 (optional): input 1's frames, for NDPResponder; unconnected, they are dropped " +
-				"and counted.",
+				"it to ToDevice(DEVICE).",
 			Keys: []elements.Key{
 				{Name: "device", Type: "device", Required: true,
 					Doc: "the device the packets leave by: its MAC is the source, its IPv6 addresses (and " +
@@ -116,10 +112,10 @@ func init() {
 				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
 				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
 				`of a neighbour that did not answer 3 solicitations, and those freed at stop). ` +
-				`Input 1: counter "nd invalid" (solicitations and advertisements that teach nothing: ` +
-				`malformed, hop limit not 255, bad checksum, or a group or own link-layer address; ` +
-				`NDPResponder counts each reason); the frames still go on by output 1.`,
-			Example: `"nd[0] -> [1]nq :: NDPQuerier(lan)", "nq[1] -> NDPResponder(lan) -> ToDevice(lan)",` + "\n" +
+				`Input 1: "nd invalid" (not a valid solicitation or advertisement: not ND, malformed, ` +
+				`hop limit not 255, bad checksum, or a group or own link-layer address; NDPResponder ` +
+				`counts each reason before).`,
+			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
 				`"rt[2] -> nq -> ToDevice(lan)"`,
 			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error",
 			Text: "The neighbour cache follows RFC 4861 7.3: a packet to an unknown neighbour makes an " +
@@ -154,7 +150,6 @@ type held struct {
 type Querier struct {
 	t      *table
 	out    *elements.Output
-	pass   *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
 	mac    packet.MAC
@@ -170,9 +165,9 @@ type Querier struct {
 	lastTok int64
 
 	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
-	ndInvalid                                                      *atomic.Uint64
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
+	ndInvalid                                                                 elements.Reason
 }
 
 var (
@@ -206,7 +201,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	batch := max(ctx.Batch, packet.DefaultBatch)
 	st := ctx.Stats
 	q := &Querier{
-		t: v.(*table), out: ctx.Outputs[0], pass: ctx.Outputs[1], st: st, pool: ctx.Pool,
+		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
 		hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
@@ -218,7 +213,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		released:      st.Counter("released"),
 		noBuffer:      st.Counter("no buffer"),
 		rateLimited:   st.Counter("rate limited"),
-		ndInvalid:     st.Counter("nd invalid"),
+		ndInvalid:     st.Reason("nd invalid"),
 		truncated:     st.Reason("truncated"),
 		notIPv6:       st.Reason("not ipv6"),
 		noHeadroom:    st.Reason("no headroom"),
@@ -239,7 +234,6 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 	now := nanotime()
 	if in == 1 {
 		q.learnBatch(b, now)
-		q.pass.Push(b)
 		return
 	}
 	if q.active > 0 {
@@ -465,18 +459,14 @@ func (q *Querier) solicit(target [16]byte, known uint64, unicast bool) {
 	q.emit(p)
 }
 
-// learnBatch learns from the valid solicitations and advertisements in b,
-// leaving b unchanged.
+// learnBatch learns from the valid solicitations and advertisements in b
+// and frees them.
 func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 	learnedAny := false
 	var m msg
 	for _, p := range b.Pkts {
-		r := parse(p.Data, int(p.L3), &m)
-		if r == errNotND {
-			continue
-		}
-		if r != okND {
-			q.ndInvalid.Add(1)
+		if parse(p.Data, int(p.L3), &m) != okND {
+			q.st.Drop(p, q.ndInvalid)
 			continue
 		}
 		if !m.hasLLA {
@@ -484,10 +474,11 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 				q.learned.Add(1)
 				learnedAny = true
 			}
+			p.Free()
 			continue
 		}
 		if m.lla[0]&1 != 0 || m.lla == (packet.MAC{}) || m.lla == q.mac {
-			q.ndInvalid.Add(1)
+			q.st.Drop(p, q.ndInvalid)
 			continue
 		}
 		mw := macWord(m.lla)
@@ -503,7 +494,9 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			q.learned.Add(1)
 			learnedAny = true
 		}
+		p.Free()
 	}
+	b.Reset()
 	if learnedAny && q.active > 0 {
 		q.releaseResolved(now)
 		q.flushOut()

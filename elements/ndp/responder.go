@@ -35,16 +35,18 @@ func init() {
 		NewConfig: func() any { return &ResponderConfig{Announce: 3} },
 		New:       newResponder,
 		In:        1,
-		Out:       2,
-		Optional:  []int{1},
+		Out:       3,
+		Optional:  []int{1, 2},
 		Doc: elements.Doc{
 			Synopsis: "NDPResponder(DEVICE, [announce])",
 			Summary:  "answers IPv6 neighbour solicitations for the router's addresses (RFC 4861) and announces them",
-			Ports: "input 0: frames received on DEVICE that may be neighbour discovery (normally NDPQuerier's " +
-				"output 1). output 0: the advertisements: answers built in place in the solicitation's buffer, " +
-				"and the unsolicited ones sent at start; connect it to ToDevice(DEVICE). output 1 (optional): " +
-				"every frame that is not a neighbour solicitation (echo requests, other ICMPv6, " +
-				"advertisements), unchanged; unconnected, they are dropped and counted.",
+			Ports: "input 0: frames received on DEVICE that may be neighbour discovery (normally a Classifier's " +
+				"icmp6 to multicast, link-local or our addresses). output 0: the advertisements: answers built " +
+				"in place in the solicitation's buffer, and the unsolicited ones sent at start; connect it to " +
+				"ToDevice(DEVICE). output 1 (optional): every frame that is not neighbour solicitation or " +
+				"advertisement (echo requests, other ICMPv6), unchanged. output 2 (optional): what " +
+				"NDPQuerier learns from: a copy of every valid solicitation answered, and the valid " +
+				"advertisements; connect it to NDPQuerier(DEVICE)'s input 1. Unconnected outputs drop and count.",
 			Keys: []elements.Key{
 				{Name: "device", Type: "device", Required: true,
 					Doc: "the device: its MAC answers, for its IPv6 addresses (its addresses key) and its " +
@@ -58,9 +60,11 @@ func init() {
 				`reasons (solicitations only): "not for us" (target not ours), "truncated", "hop limit not ` +
 				`255", "bad checksum", "bad code", "multicast target", "malformed option" (zero length, ` +
 				`beyond the message, a link-layer option not 8 bytes, more than 16), "bad dad probe" ` +
-				`(unspecified source with a link-layer option or not to the solicited-node group), "bad ` +
-				`sender" (a group or own source MAC), and "unconnected output 1".`,
-			Example: `"nq[1] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[1] -> ICMP6PingResponder(lan, wan) -> rt"`,
+				`(unspecified source with a link-layer option or not to the solicited-node group; a ` +
+				`solicited advertisement to a group), "bad sender" (a group or own source MAC), and ` +
+				`"unconnected output 1"/"2".`,
+			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[1] -> ICMP6PingResponder(lan, wan) -> rt",` + "\n" +
+				`"nr[2] -> [1]NDPQuerier(lan)"`,
 			SeeAlso: "NDPQuerier, ARPResponder, ICMP6PingResponder",
 			Text: "An answer (RFC 4861 7.2.4) has the router and override flags set and the solicited flag set " +
 				"unless the solicitation was a DAD probe (source ::), which is answered to all nodes (ff02::1) " +
@@ -75,13 +79,13 @@ func init() {
 
 // Responder is one worker's NDPResponder.
 type Responder struct {
-	out, other *elements.Output
-	st         *elements.Stats
-	pool       *packet.Pool
-	mac        packet.MAC
-	ours       ourAddrs
-	otherB     *packet.Batch
-	outB       *packet.Batch
+	out, other, learn *elements.Output
+	st                *elements.Stats
+	pool              *packet.Pool
+	mac               packet.MAC
+	ours              ourAddrs
+	otherB, learnB    *packet.Batch
+	outB              *packet.Batch
 
 	announceLeft int
 	nextAnnounce int64
@@ -106,9 +110,9 @@ func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 	batch := max(ctx.Batch, packet.DefaultBatch)
 	st := ctx.Stats
 	r := &Responder{
-		out: ctx.Outputs[0], other: ctx.Outputs[1], st: st, pool: ctx.Pool,
+		out: ctx.Outputs[0], other: ctx.Outputs[1], learn: ctx.Outputs[2], st: st, pool: ctx.Pool,
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
-		otherB: packet.NewBatch(batch), outB: packet.NewBatch(batch),
+		otherB: packet.NewBatch(batch), learnB: packet.NewBatch(batch), outB: packet.NewBatch(batch),
 
 		advertisements: st.Counter("advertisements"),
 		announcements:  st.Counter("announcements"),
@@ -144,24 +148,31 @@ func (r *Responder) Push(_ int, b *packet.Batch) {
 	var m msg
 	for _, p := range b.Pkts {
 		res := parse(p.Data, int(p.L3), &m)
-		if res == errNotND || (res == okND && m.typ != TypeNeighborSolicitation) {
-			if res == okND && r.ours.has(m.target) && m.hasLLA && m.lla != r.mac {
-				r.conflict.Add(1) // someone else advertises our address
-			}
+		if res == errNotND {
 			r.otherB.Add(p)
 			continue
 		}
 		if res != okND {
-			if m.typ == TypeNeighborAdvertisement && res != errTruncated {
-				r.otherB.Add(p) // not a solicitation: not ours to judge
-				continue
-			}
 			r.st.Drop(p, r.reasons[res])
+			continue
+		}
+		if m.typ == TypeNeighborAdvertisement {
+			if r.ours.has(m.target) && m.hasLLA && m.lla != r.mac {
+				r.conflict.Add(1) // someone else advertises our address
+			}
+			r.learnB.Add(p)
 			continue
 		}
 		if !r.ours.has(m.target) {
 			r.st.Drop(p, r.notForUs)
 			continue
+		}
+		if m.hasLLA && r.learn.Connected() {
+			if c := p.Clone(r.pool); c != nil {
+				r.learnB.Add(c)
+			} else {
+				r.noBuffer.Add(1)
+			}
 		}
 		if !r.answer(p, &m) {
 			r.st.Drop(p, r.badSender)
@@ -177,6 +188,9 @@ func (r *Responder) Push(_ int, b *packet.Batch) {
 	}
 	if r.otherB.Len() > 0 {
 		r.other.Push(r.otherB)
+	}
+	if r.learnB.Len() > 0 {
+		r.learn.Push(r.learnB)
 	}
 }
 
