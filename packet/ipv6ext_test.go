@@ -48,3 +48,35 @@ func FuzzIPv6Upper(f *testing.F) {
 		}
 	})
 }
+
+// TestFlowHashICMPv6Error: an ICMPv6 error hashes as the flow it quotes,
+// so that it reaches the worker tracking that flow.
+func TestFlowHashICMPv6Error(t *testing.T) {
+	src := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 15: 0x10}
+	dst := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 0x02}
+	router := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 0x09}
+	udp := make([]byte, 14+48)
+	udp[12], udp[13] = 0x86, 0xdd
+	h := udp[14:]
+	h[0], h[6] = 0x60, 17
+	copy(h[8:], src[:])
+	copy(h[24:], dst[:])
+	h[40], h[41], h[42], h[43] = 0x9c, 0x40, 0, 53
+	flow := FlowHashFrame(udp, 14)
+	// The error travels dst -> src (from a router beyond) and quotes udp.
+	e := make([]byte, 14+48)
+	e[12], e[13] = 0x86, 0xdd
+	eh := e[14:]
+	eh[0], eh[6] = 0x60, 58
+	copy(eh[8:], router[:])
+	copy(eh[24:], src[:])
+	eh[40] = 1 // destination unreachable
+	e = append(e, h...)
+	if got := FlowHashFrame(e, 14); got != flow {
+		t.Fatalf("error hashes %#x, its flow %#x", got, flow)
+	}
+	e[14+40] = 128 // an echo request is its own flow
+	if FlowHashFrame(e, 14) == flow {
+		t.Fatalf("an echo request hashed as the quoted flow")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,9 +27,12 @@ import (
 // IPv6 disabled, so that it neither sends its own neighbour discovery nor
 // claims the router's link-local addresses).
 
-// addr6 adds an IPv6 address and a default route to a host's eth0.
+// addr6 adds an IPv6 address and a default route to a host's eth0, and
+// lifts the host's ICMPv6 error rate limit (1 a second per peer), which
+// would otherwise answer only one of traceroute's probes.
 func addr6(t *testing.T, ns *netns.NS, cidr, gw string) {
 	t.Helper()
+	ns.Sysctl("net.ipv6.icmp.ratelimit", "0")
 	ns.MustRun("ip", "-6", "addr", "add", cidr, "dev", "eth0", "nodad")
 	if gw != "" {
 		ns.MustRun("ip", "-6", "route", "add", "default", "via", gw)
@@ -153,14 +157,14 @@ func TestIPv6Router(t *testing.T) {
 		if _, err := exec.LookPath("traceroute"); err != nil {
 			t.Skip("no traceroute")
 		}
-		out, err := tp.cli.Run("traceroute", "-6", "-n", "-q1", "-w1", "-m4", "2001:db8:2::2")
+		out, err := tp.cli.Run("traceroute", "-6", "-n", "-N1", "-q1", "-w1", "-m4", "2001:db8:2::2")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if err != nil || len(lines) != 3 || !strings.Contains(lines[1], "2001:db8:1::1") || !strings.Contains(lines[2], "2001:db8:2::2") {
 			t.Errorf("traceroute -6: %v\n%s", err, out)
 		}
 		// To the router itself: port unreachable (from the address of
 		// the side it came in by) ends it at hop 1.
-		out, err = tp.cli.Run("traceroute", "-6", "-n", "-q1", "-w1", "-m4", "2001:db8:2::1")
+		out, err = tp.cli.Run("traceroute", "-6", "-n", "-N1", "-q1", "-w1", "-m4", "2001:db8:2::1")
 		lines = strings.Split(strings.TrimSpace(out), "\n")
 		if err != nil || len(lines) != 2 || !strings.Contains(lines[1], "2001:db8:1::1") {
 			t.Errorf("traceroute -6 to the router: %v\n%s", err, out)
@@ -199,4 +203,70 @@ func TestIPv6Router(t *testing.T) {
 	// IPv4 still works beside it.
 	pingOK(t, tp.cli, "10.2.0.2")
 	tp.stop(t, p)
+}
+
+// TestIPv6NATGateway: the dual-stack nat-gateway.toml. IPv6 is routed with
+// RFC 6092 simple security: the inside host reaches the outside (ping,
+// curl, iperf3), the outside cannot open a connection to the inside.
+func TestIPv6NATGateway(t *testing.T) {
+	tp := newNATTopo(t)
+	noKernelIPv6(tp.fwd)
+	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
+	addr6(t, tp.ot, "2001:db8:2::2/64", "")
+	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
+	p := tp.start(t)
+	const body = "outside over ipv6\n"
+	httpServer6(t, tp.ot, "2001:db8:2::2", 8080, body)
+	httpServer6(t, tp.in, "2001:db8:1::10", 8081, "inside\n")
+
+	t.Run("ping", func(t *testing.T) {
+		ping6OK(t, tp.in, "2001:db8:1::1")
+		ping6OK(t, tp.in, "2001:db8:2::1")
+		ping6OK(t, tp.in, "2001:db8:2::2")
+		ping6OK(t, tp.ot, "2001:db8:2::1")
+	})
+	t.Run("traceroute", func(t *testing.T) {
+		if _, err := exec.LookPath("traceroute"); err != nil {
+			t.Skip("no traceroute")
+		}
+		out, err := tp.in.Run("traceroute", "-6", "-n", "-N1", "-q1", "-w1", "-m4", "2001:db8:2::2")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if err != nil || len(lines) != 3 || !strings.Contains(lines[1], "2001:db8:1::1") || !strings.Contains(lines[2], "2001:db8:2::2") {
+			t.Errorf("traceroute -6: %v\n%s", err, out)
+		}
+	})
+	t.Run("curl out", func(t *testing.T) {
+		out, err := tp.in.Run("curl", "-6", "-sf", "--max-time", "5", "http://[2001:db8:2::2]:8080/")
+		if err != nil || out != body {
+			t.Errorf("curl -6 from the inside: %v: %q", err, out)
+		}
+	})
+	t.Run("iperf3 out", func(t *testing.T) { iperf6(t, tp.in, tp.ot, "2001:db8:2::2") })
+	t.Run("inbound refused", func(t *testing.T) {
+		snap := func() uint64 {
+			return counter((&topo{fwd: tp.fwd}).snapshot(t), "Conntrack", "new")
+		}
+		before := snap()
+		out, err := tp.ot.Run("curl", "-6", "-sf", "--max-time", "2", "http://[2001:db8:1::10]:8081/")
+		if err == nil {
+			t.Errorf("an outside host opened a connection to the inside: %q", out)
+		}
+		if out, err := tp.ot.Run("ping", "-6", "-c2", "-i0.2", "-W1", "2001:db8:1::10"); err == nil {
+			t.Errorf("an outside host pinged the inside:\n%s", out)
+		}
+		// They reached the gateway and were tracked as new flows (then
+		// dropped by fw6): the refusal is the gateway's, not a broken path.
+		if d := snap() - before; d < 2 {
+			t.Errorf("only %d new flows tracked during the inbound attempts", d)
+		}
+		// The inside host can still reach out after that.
+		if out, err := tp.in.Run("curl", "-6", "-sf", "--max-time", "5", "http://[2001:db8:2::2]:8080/"); err != nil || out != body {
+			t.Errorf("curl -6 from the inside after: %v: %q", err, out)
+		}
+	})
+	t.Run("ipv4 unchanged", func(t *testing.T) { pingOK(t, tp.in, natOutside) })
+	p.Signal(syscall.SIGINT)
+	if err := p.Wait(10 * time.Second); err != nil {
+		t.Errorf("forwarder exit: %v\n%s", err, p.Output())
+	}
 }
