@@ -214,6 +214,18 @@ func TestIPv6NATGateway(t *testing.T) {
 	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
 	addr6(t, tp.ot, "2001:db8:2::2/64", "")
 	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
+	// Beyond the outside host, far on a link whose near end has a
+	// 1400-byte MTU (as in TestIPv6Router): the outside host's packet too
+	// big must pass the gateway's simple security as related.
+	far := tp.env.NS("far")
+	tp.env.Veth(tp.ot, "eth1", far, "eth0", 1)
+	tp.ot.MustRun("ip", "link", "set", "dev", "eth1", "mtu", "1400")
+	tp.ot.MustRun("ethtool", "-K", "eth1", "tx", "off")
+	far.MustRun("ethtool", "-K", "eth0", "tx", "off")
+	tp.ot.MustRun("ip", "-6", "addr", "add", "2001:db8:16::1/64", "dev", "eth1", "nodad")
+	far.MustRun("ip", "-6", "addr", "add", "2001:db8:16::2/64", "dev", "eth0", "nodad")
+	far.MustRun("ip", "-6", "route", "add", "default", "via", "2001:db8:16::1")
+	tp.ot.Sysctl("net.ipv6.conf.all.forwarding", "1")
 	p := tp.start(t)
 	const body = "outside over ipv6\n"
 	httpServer6(t, tp.ot, "2001:db8:2::2", 8080, body)
@@ -242,6 +254,13 @@ func TestIPv6NATGateway(t *testing.T) {
 		}
 	})
 	t.Run("iperf3 out", func(t *testing.T) { iperf6(t, tp.in, tp.ot, "2001:db8:2::2") })
+	t.Run("pmtud", func(t *testing.T) {
+		iperf6(t, tp.in, far, "2001:db8:16::2", "-n", "4M")
+		out := tp.in.MustRun("ip", "-6", "route", "get", "2001:db8:16::2")
+		if !strings.Contains(out, "mtu 1400") {
+			t.Errorf("the inside host learnt no path MTU for far: %s", out)
+		}
+	})
 	t.Run("inbound refused", func(t *testing.T) {
 		snap := func() uint64 {
 			return counter((&topo{fwd: tp.fwd}).snapshot(t), "Conntrack", "new")
