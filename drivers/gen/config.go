@@ -130,6 +130,10 @@ type settings struct {
 	seed     uint64
 	srcMAC   packet.MAC
 	dstMAC   packet.MAC
+	// v6: IPv6 traffic (gen6.go); src6 and dst6 are the addresses whose
+	// low 32 bits src and dst range over.
+	v6         bool
+	src6, dst6 [16]byte
 }
 
 // minSize is the size of the headers alone.
@@ -158,16 +162,34 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	default:
 		return s, elements.Errorf("proto", "%q: want \"udp\" or \"tcp\"", c.Proto)
 	}
-	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
+	s.v6 = c.isV6()
+	lo := minSize(s.proto)
+	if s.v6 {
+		lo += packet.IPv6Len - packet.IPv4MinLen
+	}
+	if c.Size < lo || c.Size > MaxSize {
 		return s, elements.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
 	}
 	s.size = c.Size
 	var err error
-	if s.src, err = parseRange("src", c.Src); err != nil {
-		return s, err
-	}
-	if s.dst, err = parseRange("dst", c.Dst); err != nil {
-		return s, err
+	if s.v6 {
+		src := c.Src
+		if src == DefaultSrc {
+			src = DefaultSrc6
+		}
+		if s.src6, s.src, err = parseRange6("src", src); err != nil {
+			return s, err
+		}
+		if s.dst6, s.dst, err = parseRange6("dst", c.Dst); err != nil {
+			return s, err
+		}
+	} else {
+		if s.src, err = parseRange("src", c.Src); err != nil {
+			return s, err
+		}
+		if s.dst, err = parseRange("dst", c.Dst); err != nil {
+			return s, err
+		}
 	}
 	if c.Flows < 1 {
 		return s, elements.Errorf("flows", "must be ≥ 1, got %d", c.Flows)

@@ -107,7 +107,8 @@ func init() {
 					Doc: "most solicitations per second per worker, all neighbours together"},
 			},
 			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
-				`"held", "released", "no buffer", "rate limited". Drop reasons, input 0: "truncated", ` +
+				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
+				`all are consumed, those that teach nothing as the drop "nd invalid"). Drop reasons, input 0: "truncated", ` +
 				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
 				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
 				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
@@ -165,6 +166,7 @@ type Querier struct {
 	lastTok int64
 
 	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
+	ndFrames                                                       *atomic.Uint64
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
@@ -213,6 +215,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		released:      st.Counter("released"),
 		noBuffer:      st.Counter("no buffer"),
 		rateLimited:   st.Counter("rate limited"),
+		ndFrames:      st.Counter("nd frames"),
 		ndInvalid:     st.Reason("nd invalid"),
 		truncated:     st.Reason("truncated"),
 		notIPv6:       st.Reason("not ipv6"),
@@ -464,6 +467,7 @@ func (q *Querier) solicit(target [16]byte, known uint64, unicast bool) {
 func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 	learnedAny := false
 	var m msg
+	q.ndFrames.Add(uint64(len(b.Pkts)))
 	for _, p := range b.Pkts {
 		if parse(p.Data, int(p.L3), &m) != okND {
 			q.st.Drop(p, q.ndInvalid)

@@ -41,12 +41,12 @@ func init() {
 			Synopsis: "NDPResponder(DEVICE, [announce])",
 			Summary:  "answers IPv6 neighbour solicitations for the router's addresses (RFC 4861) and announces them",
 			Ports: "input 0: frames received on DEVICE that may be neighbour discovery (normally a Classifier's " +
-				"icmp6 to multicast, link-local or our addresses). output 0: the advertisements: answers built " +
-				"in place in the solicitation's buffer, and the unsolicited ones sent at start; connect it to " +
-				"ToDevice(DEVICE). output 1 (optional): every frame that is not neighbour solicitation or " +
-				"advertisement (echo requests, other ICMPv6), unchanged. output 2 (optional): what " +
-				"NDPQuerier learns from: a copy of every valid solicitation answered, and the valid " +
-				"advertisements; connect it to NDPQuerier(DEVICE)'s input 1. Unconnected outputs drop and count.",
+				"icmp6 to multicast, link-local or our addresses). output 0: the advertisements it creates: " +
+				"answers, and the unsolicited ones sent at start; connect it to ToDevice(DEVICE). output 1 " +
+				"(optional): every frame that is not neighbour solicitation or advertisement (echo requests, " +
+				"other ICMPv6), unchanged. output 2 (optional): what NDPQuerier learns from: the valid " +
+				"solicitations answered and the valid advertisements, unchanged; connect it to " +
+				"NDPQuerier(DEVICE)'s input 1. Unconnected outputs drop and count.",
 			Keys: []elements.Key{
 				{Name: "device", Type: "device", Required: true,
 					Doc: "the device: its MAC answers, for its IPv6 addresses (its addresses key) and its " +
@@ -54,7 +54,7 @@ func init() {
 				{Name: "announce", Type: "int", Default: "3",
 					Doc: "unsolicited advertisements of each address at start, one a second, to all nodes (0..3)"},
 			},
-			Stats: `counters "advertisements" (answers), "announcements" (unsolicited), "dad defended" ` +
+			Stats: `counters "advertisements" (answers) and "announcements" (unsolicited): the packets it creates; "dad defended" ` +
 				`(duplicate address detection probes for our addresses, answered to all nodes), ` +
 				`"address conflict" (another node advertises one of our addresses), "no buffer". Drop ` +
 				`reasons (solicitations only): "not for us" (target not ours), "truncated", "hop limit not ` +
@@ -143,8 +143,9 @@ func (r *Responder) Addresses() []netip.Addr {
 }
 
 // Push answers the solicitations for our addresses and passes the rest.
+// An answer is a new packet; the solicitation itself goes on to the
+// querier (output 2), which learns the sender from it.
 func (r *Responder) Push(_ int, b *packet.Batch) {
-	k := 0
 	var m msg
 	for _, p := range b.Pkts {
 		res := parse(p.Data, int(p.L3), &m)
@@ -167,24 +168,16 @@ func (r *Responder) Push(_ int, b *packet.Batch) {
 			r.st.Drop(p, r.notForUs)
 			continue
 		}
-		if m.hasLLA && r.learn.Connected() {
-			if c := p.Clone(r.pool); c != nil {
-				r.learnB.Add(c)
-			} else {
-				r.noBuffer.Add(1)
-			}
-		}
 		if !r.answer(p, &m) {
 			r.st.Drop(p, r.badSender)
 			continue
 		}
-		b.Pkts[k] = p
-		k++
+		r.learnB.Add(p)
 	}
-	b.Truncate(k)
-	if k > 0 {
-		r.advertisements.Add(uint64(k))
-		r.out.Push(b)
+	b.Reset()
+	if r.outB.Len() > 0 {
+		r.advertisements.Add(uint64(r.outB.Len()))
+		r.out.Push(r.outB)
 	}
 	if r.otherB.Len() > 0 {
 		r.other.Push(r.otherB)
@@ -194,7 +187,9 @@ func (r *Responder) Push(_ int, b *packet.Batch) {
 	}
 }
 
-// answer rewrites the solicitation in p into the advertisement.
+// answer builds the advertisement answering the solicitation in p, in a
+// new packet added to outB. It reports false for a sender that cannot be
+// answered; a pool with no packet left is counted ("no buffer").
 func (r *Responder) answer(p *packet.Packet, m *msg) bool {
 	f := p.Data
 	ethSrc := packet.MAC(f[6:12])
@@ -206,7 +201,6 @@ func (r *Responder) answer(p *packet.Packet, m *msg) bool {
 	case dad:
 		// A defence (RFC 4862 5.4.3 via 4861 7.2.4): to all nodes.
 		dst, ethDst = allNodes, multicastMAC(allNodes)
-		r.defended.Add(1)
 	default:
 		dst, flags = m.src, flags|FlagSolicited
 		ethDst = ethSrc
@@ -217,17 +211,22 @@ func (r *Responder) answer(p *packet.Packet, m *msg) bool {
 			return false
 		}
 	}
-	// The answer is built from the frame's start with L3 at 14 (it fits:
-	// a buffer holds far more than the 86 bytes).
-	l3 := int(p.L3)
-	start := l3 - packet.EthernetLen
-	buf := p.Data[start:]
-	if cap(buf) < frameLen {
-		return false
+	q := r.pool.Get()
+	if q == nil {
+		r.noBuffer.Add(1)
+		return true
 	}
-	n := build(buf[:frameLen], ethDst, r.mac, m.target, dst, TypeNeighborAdvertisement, flags, m.target, r.mac, true)
-	p.Data = buf[:n]
-	p.L3 = packet.EthernetLen
+	if dad {
+		r.defended.Add(1)
+	}
+	buf := q.Data[:frameLen]
+	n := build(buf, ethDst, r.mac, m.target, dst, TypeNeighborAdvertisement, flags, m.target, r.mac, true)
+	q.Data, q.L3, q.InDevice = buf[:n], packet.EthernetLen, p.InDevice
+	if r.outB.Full() {
+		r.advertisements.Add(uint64(r.outB.Len()))
+		r.out.Push(r.outB)
+	}
+	r.outB.Add(q)
 	return true
 }
 
