@@ -391,6 +391,8 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 	}
 	if kinds == 1<<kindV4 {
 		f.lookup4Batch(dst, val)
+	} else if kinds == 1<<kindV6 {
+		f.lookup6Batch(b.Pkts, val)
 	} else {
 		for i := range val {
 			switch val[i] {
