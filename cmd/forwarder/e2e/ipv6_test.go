@@ -283,6 +283,32 @@ func TestIPv6NATGateway(t *testing.T) {
 			t.Errorf("curl -6 from the inside after: %v: %q", err, out)
 		}
 	})
+	t.Run("slaac", func(t *testing.T) {
+		// The gateway's router advertisements give the inside host an
+		// address of its own in 2001:db8:1::/64 and a default route via
+		// the gateway's link-local address; traffic from it goes out.
+		var addr, out string
+		for i := 0; i < 50 && addr == ""; i++ {
+			out = tp.in.MustRun("ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "global", "dynamic")
+			for _, f := range strings.Fields(out) {
+				if strings.HasPrefix(f, "2001:db8:1:0:") && !strings.Contains(out, "tentative") {
+					addr = strings.Split(f, "/")[0]
+				}
+			}
+			if addr == "" {
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if addr == "" {
+			t.Fatalf("no address from the router advertisements: %s", out)
+		}
+		if r := tp.in.MustRun("ip", "-6", "route", "show", "default"); !strings.Contains(r, "proto ra") || !strings.Contains(r, "via fe80::") {
+			t.Errorf("no default route from the advertisements: %s", r)
+		}
+		if out, err := tp.in.Run("ping", "-6", "-c2", "-i0.2", "-W2", "-I", addr, "2001:db8:2::2"); err != nil {
+			t.Errorf("ping -6 from the SLAAC address %s: %v\n%s", addr, err, out)
+		}
+	})
 	t.Run("ipv4 unchanged", func(t *testing.T) { pingOK(t, tp.in, natOutside) })
 	p.Signal(syscall.SIGINT)
 	if err := p.Wait(10 * time.Second); err != nil {
