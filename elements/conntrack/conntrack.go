@@ -160,7 +160,8 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	t.configure(c.Capacity, c.to, nil)
 	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, t6: NewTable6(capacity6(c.Capacity), c.to), pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	t.t6 = NewTable6(capacity6(c.Capacity), c.to)
+	e := &Conntrack{t: t, t6: t.t6, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
@@ -178,6 +179,7 @@ func (e *Conntrack) Table() *Table { return e.t }
 func (e *Conntrack) Close() error {
 	if e.t != nil {
 		e.t.configured = false
+		e.t.t6 = nil
 		Release(e.pool)
 		e.t = nil
 	}

@@ -42,6 +42,10 @@ type Conn6 struct {
 	Tag     uint32
 	prev    uint32
 	nxt     uint32
+	// Fast is each direction's fast path, learned by FastTrackLearn and
+	// applied by FastTrack, as Conn.Fast (Offload unused: IPv6 is not
+	// offloaded).
+	Fast [2]Fast
 }
 
 // Table6 is one worker's IPv6 flow table.
@@ -56,6 +60,7 @@ type Table6 struct {
 	timeouts Timeouts
 	tag      uint32
 	gc       uint32
+	learned  bool // some direction has a fast path (MarkLearned)
 
 	Created, Evicted, Expired, relatedN uint64
 }
@@ -389,4 +394,81 @@ func (t *Table6) trackRelated(p *packet.Packet, h, icmp []byte, now int64) int {
 	t.relatedN++
 	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: h[7]}
 	return resOK
+}
+
+// Table6 returns the worker's IPv6 flow table (nil until a Conntrack is
+// built on the worker): FastTrack looks IPv6 flows up in it.
+func (t *Table) Table6() *Table6 { return t.t6 }
+
+// MarkLearned records that some IPv6 flow direction has a fast path
+// (FastTrackLearn): until then FastTrack does not look at IPv6 packets.
+func (t *Table6) MarkLearned() { t.learned = true }
+
+// Learned reports whether MarkLearned was called.
+func (t *Table6) Learned() bool { return t != nil && t.learned }
+
+// Now is the table's clock.
+func (t *Table6) Now() int64 { return nanotime() }
+
+// TimeoutOf is the idle timeout of flow c in its current state.
+func (t *Table6) TimeoutOf(c *Conn6) int64 { return t.timeout(c) }
+
+// FlowOf6 returns the IPv6 table and entry a packet was annotated with by
+// Conntrack, or nils (not an IPv6 flow, or the entry since reused).
+func FlowOf6(p *packet.Packet) (*Table6, *Conn6) {
+	t, _ := p.Ct.Table.(*Table6)
+	if t == nil || p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
+		return nil, nil
+	}
+	c := &t.conns[p.Ct.Flow]
+	if c.Tag != p.Ct.Tag || c.Flags&flagLive == 0 {
+		return nil, nil
+	}
+	return t, c
+}
+
+// FastLookup finds the flow of an IPv6 packet that may take FastTrack's
+// path: untagged, no extension headers, TCP with ACK and no SYN, FIN or
+// RST, UDP, or ICMPv6 echo, within its payload length. ok is false for
+// any other packet or an unknown flow.
+func (t *Table6) FastLookup(p *packet.Packet, now int64) (idx uint32, dir uint8, c *Conn6, ok bool) {
+	d := p.Data
+	if p.L3 != packet.EthernetLen || len(d) < packet.EthernetLen+packet.IPv6Len+8 ||
+		binary.BigEndian.Uint16(d[12:]) != packet.EtherTypeIPv6 || d[14]>>4 != 6 {
+		return 0, 0, nil, false
+	}
+	h := d[packet.EthernetLen:]
+	if packet.IPv6Len+int(binary.BigEndian.Uint16(h[4:])) > len(h) {
+		return 0, 0, nil, false
+	}
+	var k Tuple6
+	k.Proto = h[6]
+	l4 := h[packet.IPv6Len:]
+	switch k.Proto {
+	case packet.ProtoTCP:
+		if len(l4) < packet.TCPMinLen {
+			return 0, 0, nil, false
+		}
+		if fl := l4[13]; fl&(packet.TCPSyn|packet.TCPFin|packet.TCPRst) != 0 || fl&packet.TCPAck == 0 {
+			return 0, 0, nil, false
+		}
+		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case packet.ProtoUDP:
+		k.Sport, k.Dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+	case protoICMPv6:
+		if l4[0] != icmp6EchoRequest && l4[0] != icmp6EchoReply {
+			return 0, 0, nil, false
+		}
+		id := binary.BigEndian.Uint16(l4[4:])
+		k.Sport, k.Dport = id, id
+	default:
+		return 0, 0, nil, false
+	}
+	copy(k.Src[:], h[8:24])
+	copy(k.Dst[:], h[24:40])
+	idx, dir, ok = t.find(&k, now)
+	if !ok {
+		return 0, 0, nil, false
+	}
+	return idx, dir, &t.conns[idx], true
 }

@@ -253,7 +253,15 @@ func TestIPv6NATGateway(t *testing.T) {
 			t.Errorf("curl -6 from the inside: %v: %q", err, out)
 		}
 	})
-	t.Run("iperf3 out", func(t *testing.T) { iperf6(t, tp.in, tp.ot, "2001:db8:2::2") })
+	t.Run("iperf3 out", func(t *testing.T) {
+		fast := func() uint64 { return counter((&topo{fwd: tp.fwd}).snapshot(t), "FastTrack", "fasttracked packets") }
+		before := fast()
+		iperf6(t, tp.in, tp.ot, "2001:db8:2::2")
+		// The IPv6 TCP flow was fast-tracked (IPv4 is idle meanwhile).
+		if n := fast() - before; n < 1000 {
+			t.Errorf("FastTrack forwarded %d packets of the IPv6 transfer", n)
+		}
+	})
 	t.Run("pmtud", func(t *testing.T) {
 		iperf6(t, tp.in, far, "2001:db8:16::2", "-n", "4M")
 		out := tp.in.MustRun("ip", "-6", "route", "get", "2001:db8:16::2")
