@@ -288,8 +288,25 @@ func TestResponderDropsAndPasses(t *testing.T) {
 func TestResponderAnnounces(t *testing.T) {
 	h := newResponder(t)
 	r := h.Element.(elements.Ticker)
+	// First duplicate address detection: a probe per address (global and
+	// link-local) from ::, to its solicited-node group, no option.
 	r.Tick(int64(time.Hour))
-	r.Tick(int64(time.Hour) + int64(time.Millisecond)) // too soon for the second round
+	r.Tick(int64(time.Hour) + int64(time.Millisecond)) // too soon for anything else
+	ns, ips, eths := solicitations(t, h.Outs[0].Frames())
+	if len(ns) != 2 || len(h.Outs[0].Frames()) != 2 {
+		t.Fatalf("%d DAD probes of %d frames, want 2", len(ns), len(h.Outs[0].Frames()))
+	}
+	for i := range ns {
+		sn := net.ParseIP("ff02::1:ff00:0")
+		copy(sn[13:], ns[i].TargetAddress[13:])
+		if ips[i].SrcIP.String() != "::" || !ips[i].DstIP.Equal(sn) || len(ns[i].Options) != 0 ||
+			eths[i].DstMAC.String() != (net.HardwareAddr{0x33, 0x33, sn[12], sn[13], sn[14], sn[15]}).String() {
+			t.Errorf("DAD probe %v -> %v (%v) target %v options %v", ips[i].SrcIP, ips[i].DstIP, eths[i].DstMAC, ns[i].TargetAddress, ns[i].Options)
+		}
+	}
+	h.Reset()
+	// A second later, the announcements.
+	r.Tick(int64(time.Hour) + int64(time.Second))
 	out := h.Outs[0].Frames()
 	if len(out) != 2 { // global + link-local
 		t.Fatalf("%d announcements, want 2", len(out))
@@ -302,10 +319,15 @@ func TestResponderAnnounces(t *testing.T) {
 		}
 	}
 	for i := 0; i < 5; i++ {
-		r.Tick(int64(time.Hour) + int64(i+1)*int64(time.Second))
+		r.Tick(int64(time.Hour) + int64(i+2)*int64(time.Second))
 	}
-	if n := h.Counter("announcements"); n != 6 {
-		t.Errorf("%d announcements after 5 s, want 3 rounds of 2", n)
+	if n := h.Counter("announcements"); n != 2+6 {
+		t.Errorf("%d packets at start, want 2 DAD probes and 3 rounds of 2 announcements", n)
+	}
+	// Another node advertising one of our addresses is a conflict.
+	h.Push(0, ndFrame{typ: 136, src: "fe80::9", dst: "ff02::1", target: ourIP.String(), flags: 0x20, lla: peerMAC}.bytes(t))
+	if h.Counter("address conflict") != 1 {
+		t.Errorf("counters %v", h.Stats.Counters())
 	}
 }
 

@@ -54,7 +54,8 @@ func init() {
 				{Name: "announce", Type: "int", Default: "3",
 					Doc: "unsolicited advertisements of each address at start, one a second, to all nodes (0..3)"},
 			},
-			Stats: `counters "advertisements" (answers) and "announcements" (unsolicited): the packets it creates; "dad defended" ` +
+			Stats: `counters "advertisements" (answers) and "announcements" (the start-up DAD probes and unsolicited ` +
+				`advertisements): the packets it creates; "dad defended" ` +
 				`(duplicate address detection probes for our addresses, answered to all nodes), ` +
 				`"address conflict" (another node advertises one of our addresses), "no buffer". Drop ` +
 				`reasons (solicitations only): "not for us" (target not ours), "truncated", "hop limit not ` +
@@ -71,8 +72,10 @@ func init() {
 				"as a defence of the address; other answers go to the solicitation's source, at the MAC of its " +
 				"source link-layer option (else the frame's source). The answer carries a target link-layer " +
 				"option, hop limit 255, and the ICMPv6 checksum over the pseudo-header. At start, worker 0 " +
-				"announces every address to all nodes (override set, not solicited) so that neighbours with " +
-				"a stale entry learn the MAC.",
+				"probes every address for duplicates (RFC 4862 5.4: a solicitation from :: to its solicited-node " +
+				"group; an advertisement of it by another node counts as an address conflict), then a second " +
+				"later announces every address to all nodes (override set, not solicited) so that neighbours " +
+				"with a stale entry learn the MAC.",
 		},
 	})
 }
@@ -89,6 +92,7 @@ type Responder struct {
 
 	announceLeft int
 	nextAnnounce int64
+	dadPending   bool // worker 0: the start-up DAD probes are still to send
 
 	advertisements, announcements, defended, conflict, noBuffer *atomic.Uint64
 	reasons                                                     [len(errNames)]elements.Reason
@@ -129,6 +133,7 @@ func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	if ctx.Worker == 0 {
 		r.announceLeft = c.Announce
+		r.dadPending = true
 	}
 	return r, nil
 }
@@ -232,27 +237,50 @@ func (r *Responder) answer(p *packet.Packet, m *msg) bool {
 
 // Tick sends the start-up announcements (worker 0).
 func (r *Responder) Tick(now int64) {
+	if r.dadPending {
+		// Duplicate address detection (RFC 4862 5.4): a solicitation
+		// for each address from ::, to its solicited-node group; an
+		// advertisement of one by another node is counted ("address
+		// conflict"). The announcements follow a retransmission timer
+		// later.
+		r.dadPending = false
+		for _, a := range r.ours.addrs {
+			sn := solicitedNode(a)
+			r.emit(multicastMAC(sn), [16]byte{}, sn, TypeNeighborSolicitation, 0, a, false)
+		}
+		r.nextAnnounce = now + int64(time.Second)
+		r.flush()
+		return
+	}
 	if r.announceLeft == 0 || now < r.nextAnnounce {
 		return
 	}
 	r.announceLeft--
 	r.nextAnnounce = now + int64(time.Second)
 	for _, a := range r.ours.addrs {
-		p := r.pool.Get()
-		if p == nil {
-			r.noBuffer.Add(1)
-			continue
-		}
-		f := p.Data[:frameLen]
-		n := build(f, multicastMAC(allNodes), r.mac, a, allNodes, TypeNeighborAdvertisement,
-			FlagRouter|FlagOverride, a, r.mac, true)
-		p.Data, p.L3 = f[:n], packet.EthernetLen
-		r.outB.Add(p)
-		r.announcements.Add(1)
-		if r.outB.Full() {
-			r.out.Push(r.outB)
-		}
+		r.emit(multicastMAC(allNodes), a, allNodes, TypeNeighborAdvertisement, FlagRouter|FlagOverride, a, true)
 	}
+	r.flush()
+}
+
+// emit builds one start-up packet (counted as an announcement) into outB.
+func (r *Responder) emit(ethDst packet.MAC, src, dst [16]byte, typ, flags uint8, target [16]byte, withLLA bool) {
+	p := r.pool.Get()
+	if p == nil {
+		r.noBuffer.Add(1)
+		return
+	}
+	f := p.Data[:frameLen]
+	n := build(f, ethDst, r.mac, src, dst, typ, flags, target, r.mac, withLLA)
+	p.Data, p.L3 = f[:n], packet.EthernetLen
+	if r.outB.Full() {
+		r.out.Push(r.outB)
+	}
+	r.outB.Add(p)
+	r.announcements.Add(1)
+}
+
+func (r *Responder) flush() {
 	if r.outB.Len() > 0 {
 		r.out.Push(r.outB)
 	}
