@@ -98,13 +98,19 @@ func (t *Table6) hash(k *Tuple6) uint32 {
 	return uint32(h>>32) & t.mask
 }
 
+// eq6 compares two tuples field by field: 16-byte arrays compare as two
+// words inline, where == on the padded struct calls memequal.
+func eq6(a, b *Tuple6) bool {
+	return a.Src == b.Src && a.Dst == b.Dst && a.Sport == b.Sport && a.Dport == b.Dport && a.Proto == b.Proto
+}
+
 // find returns the flow and direction of k; an expired flow is removed
 // and not found.
 func (t *Table6) find(k *Tuple6, now int64) (uint32, uint8, bool) {
 	for n := t.buckets[t.hash(k)]; n != 0; {
 		idx, dir := n>>1, uint8(n&1)
 		c := &t.conns[idx]
-		if c.T[dir] == *k {
+		if eq6(&c.T[dir], k) {
 			if c.Expires <= now {
 				t.delete(idx)
 				t.Expired++

@@ -124,3 +124,35 @@ func TestIPv6FastTrackAllocs(t *testing.T) {
 		t.Fatal("never engaged")
 	}
 }
+
+// BenchmarkIPv6FastTrack: FastTrack's IPv6 hits over 1024 learned flows.
+func BenchmarkIPv6FastTrack(b *testing.B) {
+	pool := packet.NewPool(1024)
+	learn, _, _ := build(b, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, &elementtest.Sink{})
+	hl, _, _ := build(b, pool, "DecHopLimit", nil, learn)
+	ctk, _, _ := build(b, pool, "Conntrack", &conntrack.Config{Capacity: 4096}, hl)
+	ft, _, _ := build(b, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, &elementtest.Sink{})
+	var frames [][]byte
+	for i := range 1024 {
+		frames = append(frames, udp6(b, "2001:db8:1::10", "2001:db8:2::2", uint16(10000+i), 53, 64))
+	}
+	bt := packet.NewBatch(64)
+	push := func(off int) {
+		bt.Reset()
+		for i := range 64 {
+			p := pool.Get()
+			p.SetFrame(frames[(off+i*17)%len(frames)])
+			bt.Add(p)
+		}
+		ft.Push(0, bt)
+	}
+	for r := range 3 * len(frames) / 64 {
+		push(r * 64)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		push(i * 64)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/pkt")
+}
