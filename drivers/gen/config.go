@@ -163,6 +163,10 @@ type settings struct {
 	seed           uint64
 	srcMAC         packet.MAC
 	dstMAC         packet.MAC
+	// v6: IPv6 traffic (gen6.go); src6 and dst6 are the addresses whose
+	// low 32 bits src and dst range over.
+	v6         bool
+	src6, dst6 [16]byte
 }
 
 // minSize is the size of the headers alone.
@@ -220,15 +224,44 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 			return s, err
 		}
 	}
-	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
+	s.v6 = c.isV6()
+	if s.v6 {
+		// gen6.go's frames keep the default ports and carry UDP or TCP.
+		switch {
+		case s.proto == packet.ProtoICMP:
+			return s, elements.Errorf("proto", "icmp is ICMPv4 echo: not available with IPv6 src/dst")
+		case c.Sport != "" && c.Sport != DefaultSport:
+			return s, elements.Errorf("sport", "port ranges are not available with IPv6 src/dst")
+		case c.Dport != "":
+			return s, elements.Errorf("dport", "port ranges are not available with IPv6 src/dst")
+		}
+	}
+	lo := minSize(s.proto)
+	if s.v6 {
+		lo += packet.IPv6Len - packet.IPv4MinLen
+	}
+	if c.Size < lo || c.Size > MaxSize {
 		return s, elements.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
 	}
 	s.size = c.Size
-	if s.src, err = parseRange("src", c.Src); err != nil {
-		return s, err
-	}
-	if s.dst, err = parseRange("dst", c.Dst); err != nil {
-		return s, err
+	if s.v6 {
+		src := c.Src
+		if src == DefaultSrc {
+			src = DefaultSrc6
+		}
+		if s.src6, s.src, err = parseRange6("src", src); err != nil {
+			return s, err
+		}
+		if s.dst6, s.dst, err = parseRange6("dst", c.Dst); err != nil {
+			return s, err
+		}
+	} else {
+		if s.src, err = parseRange("src", c.Src); err != nil {
+			return s, err
+		}
+		if s.dst, err = parseRange("dst", c.Dst); err != nil {
+			return s, err
+		}
 	}
 	if c.Flows < 1 {
 		return s, elements.Errorf("flows", "must be ≥ 1, got %d", c.Flows)

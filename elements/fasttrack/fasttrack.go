@@ -120,7 +120,13 @@ func init() {
 				"worker's FastTrack installed the same direction: a flow that reached two workers; the kernel counts it there), \"offload errors\".",
 			Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
 			SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
-			Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
+			Text: "IPv6 flows (fast6.go) take a plainer path, looked at only among the misses and only once FastTrackLearn has " +
+				"learned some IPv6 direction: an untagged IPv6 TCP (ESTABLISHED, ACK without SYN/FIN/RST), UDP or ICMPv6 echo " +
+				"packet without extension headers, whose flow is in the worker's IPv6 table (Conntrack) under the same after, " +
+				"policy and generation rules, gets the learned hop-limit decrement and Ethernet header (IPv6 is not translated, " +
+				"so no checksum changes), is counted against its flow and goes to its learned output; no flow cache and no " +
+				"offload for IPv6.\n\n" +
+				"A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
 				"fragmentation, whose flow is live in the worker's Conntrack table, has been seen `after` packets, and has a " +
 				"fast path learned for this direction under the current generation (conntrack.Generation: a route or NAT " +
 				"change invalidates every entry), and a TTL above what the slow path subtracts. FastTrack then applies the " +
@@ -289,9 +295,14 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	complete := cached && t.CacheComplete()
 	pkts := b.Pkts
 	if complete && t.PendingN() == 0 && t.CacheEmpty() {
-		// Nothing fast-tracked at all: every packet misses.
-		e.countBatch(0, 0, uint64(len(pkts)))
+		// Nothing fast-tracked at all: every packet misses, unless it
+		// is IPv6 (fast6.go).
+		hits, bytes := e.misses6(b)
+		e.countBatch(hits, bytes, uint64(len(b.Pkts)))
 		e.outs[0].Push(b)
+		if hits != 0 {
+			e.pushSplit6()
+		}
 		return
 	}
 	gen := conntrack.Generation()
@@ -307,12 +318,16 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		// missed, the batch itself goes on.
 		hits, bytes, one := e.pushCached(t, pkts, gen, now, true, complete)
 		if one >= 0 {
-			var misses uint64
+			var misses, h6, n6 uint64
 			if one == 0 {
-				misses = uint64(len(pkts))
+				h6, n6 = e.misses6(b)
+				misses = uint64(len(b.Pkts))
 			}
-			e.countBatch(hits, bytes, misses)
+			e.countBatch(hits+h6, bytes+n6, misses)
 			e.outs[one].Push(b)
+			if h6 != 0 {
+				e.pushSplit6()
+			}
 			return
 		}
 		e.flush(b, hits, bytes)
@@ -357,6 +372,8 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 // flush pushes the split batches on, b having been sorted into them, and
 // counts.
 func (e *FastTrack) flush(b *packet.Batch, hits, bytes uint64) {
+	h6, n6 := e.misses6(e.split[0])
+	hits, bytes = hits+h6, bytes+n6
 	misses := uint64(len(e.split[0].Pkts))
 	b.Reset()
 	for i, sb := range e.split {
@@ -739,7 +756,15 @@ func (e *Learn) Push(in int, b *packet.Batch) {
 	var learned, bad uint64
 	for _, p := range b.Pkts {
 		_, c := conntrack.FlowOf(p)
-		if c == nil || p.Ct.State == packet.CtRelated || p.Ct.State == packet.CtInvalid {
+		if c == nil {
+			if l, nl := learn6(p, uint8(in+1), gen); l {
+				learned++
+			} else if nl {
+				bad++
+			}
+			continue
+		}
+		if p.Ct.State == packet.CtRelated || p.Ct.State == packet.CtInvalid {
 			continue
 		}
 		dir := p.Ct.Dir
