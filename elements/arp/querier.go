@@ -176,6 +176,7 @@ type held struct {
 // Querier is one worker's ARPQuerier.
 type Querier struct {
 	t      *table
+	device string // its name in the graph (a reload compares it)
 	out    *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
@@ -226,7 +227,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if fp, ok := dev.(drivers.FastPath); ok {
 		fast = fp.FastPathTable()
 	}
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepNeighbours(ctx, c, func() (any, error) {
 		t := &table{}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, macWord(e.mac)) {
@@ -239,7 +240,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return t, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +250,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	st := ctx.Stats
 	q := &Querier{
-		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool, device: c.Device,
 		mac: info.MAC, macW: macWord(info.MAC),
 		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),

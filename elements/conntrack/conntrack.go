@@ -45,8 +45,9 @@ func (c *Config) Validate() error {
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "Conntrack",
-		FlowState: true,
+		Name:       "Conntrack",
+		FlowState:  true,
+		TakesState: true,
 		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
 		New:       newConntrack,
 		In:        1, Out: 2,
@@ -66,7 +67,7 @@ func init() {
 						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
 			},
-			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
+			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
 				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\", \"invalid: fragment\" (fragments are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
@@ -134,6 +135,12 @@ type Conntrack struct {
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
 	displaced, refused                                  *atomic.Uint64 // the flow cache's (FastTrack)
 	invalid                                             [resCount]*atomic.Uint64
+
+	// A reload (reload.go): the config TakeState applies to the running
+	// table (nil: this instance configured the table itself), and the
+	// flows it could not keep.
+	pending       *Config
+	reloadDropped *atomic.Uint64
 }
 
 var (
@@ -149,12 +156,22 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		}
 	}
 	t := Acquire(ctx.Pool)
-	if t.configured {
+	_, carried := ctx.Previous().Element.(*Conntrack)
+	switch {
+	case carried:
+		// A reload: the running Conntrack of this name still uses the
+		// table; TakeState applies the new config between rounds
+		// (reload.go).
+	case t.configured && ctx.Reloading():
+		Release(ctx.Pool)
+		return nil, fmt.Errorf("the running graph's Conntrack has another name or type: a reload keeps a worker's flow table only for a Conntrack of the same name")
+	case t.configured:
 		Release(ctx.Pool)
 		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
+	default:
+		t.configure(c.Capacity, c.to, nil)
+		t.configured = true
 	}
-	t.configure(c.Capacity, c.to, nil)
-	t.configured = true
 	st := ctx.Stats
 	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
@@ -164,6 +181,10 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	for r := resMalformed; r < resCount; r++ {
 		e.invalid[r] = st.Counter(invalidNames[r])
 	}
+	e.reloadDropped = st.Counter("reload: capacity shrunk")
+	if carried {
+		e.pending = c
+	}
 	return e, nil
 }
 
@@ -172,6 +193,14 @@ func (e *Conntrack) Table() *Table { return e.t }
 
 // Close releases the table.
 func (e *Conntrack) Close() error {
+	if e.pending != nil {
+		// Built for a reload that never ran: the table is the running
+		// instance's.
+		e.pending = nil
+		Release(e.pool)
+		e.t = nil
+		return nil
+	}
 	if e.t != nil {
 		e.t.configured = false
 		Release(e.pool)

@@ -88,6 +88,7 @@ func init() {
 	elements.Register(elements.Type{
 		Name:      "FastTrack",
 		FlowState: true,
+		TakesState: true,
 		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
 		New:       newFastTrack,
 		In:        1, Out: -1,
@@ -212,6 +213,10 @@ type FastTrack struct {
 	policy                    conntrack.FastPolicy
 
 	off *offload // nil without the offload key
+
+	// deferCache: built for a reload, the cache and policy are set up by
+	// TakeState (reload.go).
+	deferCache bool
 }
 
 var (
@@ -236,10 +241,16 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
 		e.useCache = true
-		e.t.EnableCache()
-		// FastTrackLearn compiles the directions this policy makes
-		// fast-trackable (conntrack.Table.CompilePolicy).
-		e.t.AddFastPolicy(e.policy)
+		if ctx.Reloading() {
+			// The running graph uses the table: TakeState, between
+			// rounds, does this (reload.go).
+			e.deferCache = true
+		} else {
+			e.t.EnableCache()
+			// FastTrackLearn compiles the directions this policy
+			// makes fast-trackable (conntrack.Table.CompilePolicy).
+			e.t.AddFastPolicy(e.policy)
+		}
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -266,7 +277,7 @@ func (e *FastTrack) Close() error {
 		e.removeAll()
 	}
 	if e.t != nil {
-		if e.useCache {
+		if e.useCache && !e.deferCache {
 			e.t.RemoveFastPolicy()
 		}
 		conntrack.Release(e.pool)

@@ -253,7 +253,7 @@ type IPLookup struct {
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepTable(ctx, func() (any, error) {
 		t, err := newTable(c.routes, c.limits, c.checked)
 		if err != nil {
 			return nil, err
@@ -279,7 +279,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return sh, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -159,7 +159,8 @@ func (c *SNATConfig) Validate() error {
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "DNAT",
+		Name:       "DNAT",
+		TakesState: true,
 		NewConfig: func() any { return &DNATConfig{} },
 		New:       newDNAT,
 		In:        1, Out: 1,
@@ -173,7 +174,9 @@ func init() {
 					"e.g. \"tcp 203.0.113.10:80 -> 10.0.0.10:8080\", \"udp 203.0.113.10:5000-5100 -> 10.0.0.20\" (ports kept), " +
 					"\"tcp 203.0.113.10:443 -> 10.0.0.11 10.0.0.12\" (one backend per flow, by flow hash). The first matching rule wins. " +
 					"No rules: DNAT only applies the destination rewrites of existing flows (un-SNAT of replies)."}},
-			Stats: "counters: \"translated\" (flows given a DNAT binding); drop \"reply tuple in use\" (another flow " +
+			Stats: "counters: \"translated\" (flows given a DNAT binding); \"reload: rule removed\" (flows a reload removed " +
+				"because no rule of the new configuration gives them the backend they were bound to; established flows of " +
+				"unchanged rules keep their bindings); drop \"reply tuple in use\" (another flow " +
 				"already owns the translated reply tuple: the new flow is refused).",
 			Example: `"ct :: Conntrack -> DNAT(tcp 203.0.113.1:8080 -> 192.168.1.10:80, udp 203.0.113.1:5000 -> 192.168.1.10) -> rt"`,
 			SeeAlso: "Conntrack, SNAT, FastTrack",
@@ -232,6 +235,9 @@ type DNAT struct {
 	st         *elements.Stats
 	inUse      elements.Reason
 	translated *atomic.Uint64
+
+	pool     *packet.Pool   // the worker's, to find its flow table on a reload
+	ruleGone *atomic.Uint64 // flows a reload removed (reload.go)
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -242,7 +248,8 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 		}
 	}
 	e := &DNAT{rules: c.rules, out: ctx.Outputs[0], st: ctx.Stats,
-		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
+		inUse: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated"),
+		pool: ctx.Pool, ruleGone: ctx.Stats.Counter("reload: rule removed")}
 	registerSteering(e, e.rules)
 	return e, nil
 }

@@ -167,8 +167,9 @@ var (
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "Plugin",
-		FlowState: true, // a plugin's state is its own business: assume per flow
+		Name:       "Plugin",
+		FlowState:  true, // a plugin's state is its own business: assume per flow
+		TakesState: true, // an unchanged Plugin keeps its process across a reload
 		NewConfig: NewConfig,
 		New:       newInstance,
 		In:        1,
