@@ -22,6 +22,8 @@ type Config struct {
 	Proto      string `toml:"proto"`
 	Queues     int    `toml:"queues"`
 	Seed       int64  `toml:"seed"`
+	// Sequence numbers the frames (see Doc).
+	Sequence bool `toml:"sequence"`
 	SrcMAC     string `toml:"src_mac"`
 	DstMAC     string `toml:"dst_mac"`
 }
@@ -130,7 +132,12 @@ type settings struct {
 	seed     uint64
 	srcMAC   packet.MAC
 	dstMAC   packet.MAC
+	sequence bool
 }
+
+// SeqOffset is where, with the sequence key, a frame's queue (2 bytes) and
+// sequence number on that queue (8 bytes) start: the UDP payload.
+const SeqOffset = l4Off + 8
 
 // minSize is the size of the headers alone.
 func minSize(proto uint8) int {
@@ -191,6 +198,10 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 		return s, elements.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
 	}
 	s.seed = uint64(c.Seed)
+	if c.Sequence && (s.proto != packet.ProtoUDP || s.size < SeqOffset+10) {
+		return s, elements.Errorf("sequence", "needs proto \"udp\" and size ≥ %d (the queue and sequence number are the payload's first 10 bytes)", SeqOffset+10)
+	}
+	s.sequence = c.Sequence
 	var ok bool
 	if s.srcMAC, ok = packet.ParseMAC(c.SrcMAC); !ok {
 		return s, elements.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)
