@@ -42,6 +42,7 @@ Usage:
   forwarder bench    -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
   forwarder bench    -config FILE
   forwarder routes   -config FILE [ADDR]
+  forwarder reload   -config FILE -dry-run -running FILE
   forwarder help
 
 run       runs the graph (without -config: the embedded default graph, a router
@@ -58,6 +59,11 @@ bench     runs one element (built-in, compiled-in custom, or -plugin PATH) or a
           whole graph on synthetic traffic: ns/packet, Mpps, packets per port,
           allocations per packet.
 routes    prints a graph's route tables: size, memory, and the route for ADDR.
+reload    validates a new graph file and prints what reloading it would change
+          (elements added/removed/replaced/kept with state, devices opened and
+          closed, links). A running forwarder reloads the file it was started
+          with on SIGHUP (kill -HUP PID); this build answers -dry-run offline,
+          against the -running file.
 `
 
 // Main runs the forwarder command line and returns the exit status.
@@ -85,12 +91,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = routesCmd(rest, stdout, stderr)
 	case "stats":
 		err = statsCmd(rest, stdout, stderr)
+	case "reload":
+		err = reloadCmd(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		msg := fmt.Sprintf("forwarder: unknown command %q", cmd)
-		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "help"}); s != "" {
+		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "reload", "help"}); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

@@ -48,11 +48,14 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return run(ctx, g, runOptions{
+		file:     path,
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
 	}, stdout, stderr)
 }
 
 type runOptions struct {
+	// file is the graph file SIGHUP re-reads ("": the embedded graph).
+	file     string
 	duration time.Duration
 	workers  int
 	stats    string
@@ -110,7 +113,7 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	}
 
 	if !o.quiet {
-		fmt.Fprintf(stdout, "junction: %s: %s, %s, %s", g.File, count(r.Workers(), "worker"),
+		fmt.Fprintf(stdout, "junction: %s (generation 1): %s, %s, %s", g.File, count(r.Workers(), "worker"),
 			count(len(g.Elements), "element"), count(len(g.Devices), "device"))
 		if statsAt != "" {
 			fmt.Fprintf(stdout, "; stats at %s", statsAt)
@@ -124,6 +127,10 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 			}
 		}
 	}
+
+	// SIGHUP reloads the file (pipeline.Router.Reload): the workers
+	// switch graphs between two batches, flows and neighbours stay.
+	reloadOnHUP(ctx, r, o.file, stdout, stderr)
 
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
@@ -157,6 +164,9 @@ loop:
 	}
 	final := r.Snapshot()
 	fmt.Fprintf(stdout, "\nstopped after %s (%s)\n", final.Uptime.Round(time.Millisecond), why)
+	if gr := final.Graph; gr.Generation > 1 {
+		fmt.Fprintf(stdout, "graph generation %d (%s, loaded %s)\n", gr.Generation, gr.File, gr.LoadedAt.Format(time.RFC3339))
+	}
 	if err := final.WriteTable(stdout); err != nil {
 		return err
 	}
