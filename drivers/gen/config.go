@@ -23,9 +23,9 @@ type Config struct {
 	Queues     int    `toml:"queues"`
 	Seed       int64  `toml:"seed"`
 	// Sequence numbers the frames (see Doc).
-	Sequence bool `toml:"sequence"`
-	SrcMAC     string `toml:"src_mac"`
-	DstMAC     string `toml:"dst_mac"`
+	Sequence bool   `toml:"sequence"`
+	SrcMAC   string `toml:"src_mac"`
+	DstMAC   string `toml:"dst_mac"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544

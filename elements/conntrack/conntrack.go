@@ -48,9 +48,9 @@ func init() {
 		Name:       "Conntrack",
 		FlowState:  true,
 		TakesState: true,
-		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
-		New:       newConntrack,
-		In:        1, Out: 2,
+		NewConfig:  func() any { return &Config{Capacity: DefaultCapacity} },
+		New:        newConntrack,
+		In:         1, Out: 2,
 		Optional: []int{1},
 		Doc: elements.Doc{
 			Synopsis: "Conntrack([capacity], [timeouts...])",

@@ -50,12 +50,12 @@ var deviceKey = []elements.Key{{
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "FromDevice",
-		NewConfig: func() any { return &FromConfig{Spread: "auto"} },
-		New:       newFromDevice,
-		In:        0,
-		Out:       1,
-		Source:    true,
+		Name:       "FromDevice",
+		NewConfig:  func() any { return &FromConfig{Spread: "auto"} },
+		New:        newFromDevice,
+		In:         0,
+		Out:        1,
+		Source:     true,
 		TakesState: true,
 		Doc: elements.Doc{
 			Synopsis: "FromDevice(DEVICE [, SPREAD])",

@@ -86,12 +86,12 @@ FastTrackLearn's port i and FastTrack's output i+1 lead to the same transmitter.
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "FastTrack",
-		FlowState: true,
+		Name:       "FastTrack",
+		FlowState:  true,
 		TakesState: true,
-		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
-		New:       newFastTrack,
-		In:        1, Out: -1,
+		NewConfig:  func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
+		New:        newFastTrack,
+		In:         1, Out: -1,
 		Doc: elements.Doc{
 			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs], [offload], [no_cache])",
 			Summary:  "sends packets of fast-tracked flows straight to their learned output with the slow path's rewrite applied in one step",

@@ -161,9 +161,9 @@ func init() {
 	elements.Register(elements.Type{
 		Name:       "DNAT",
 		TakesState: true,
-		NewConfig: func() any { return &DNATConfig{} },
-		New:       newDNAT,
-		In:        1, Out: 1,
+		NewConfig:  func() any { return &DNATConfig{} },
+		New:        newDNAT,
+		In:         1, Out: 1,
 		Doc: elements.Doc{
 			Synopsis: "DNAT(RULE, ...)",
 			Summary:  "destination NAT of tracked flows (port forwarding, load spreading over backends); rewrites destinations of every translated flow",

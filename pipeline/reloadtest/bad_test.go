@@ -15,7 +15,6 @@ import (
 // slowGate holds TestSlowNew's constructor until the test lets it go.
 var slowGate = make(chan struct{})
 
-
 func init() {
 	elements.Register(elements.Type{
 		Name: "TestSlowNew", In: 1, Out: 1,

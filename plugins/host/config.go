@@ -170,10 +170,10 @@ func init() {
 		Name:       "Plugin",
 		FlowState:  true, // a plugin's state is its own business: assume per flow
 		TakesState: true, // an unchanged Plugin keeps its process across a reload
-		NewConfig: NewConfig,
-		New:       newInstance,
-		In:        1,
-		Out:       -1,
+		NewConfig:  NewConfig,
+		New:        newInstance,
+		In:         1,
+		Out:        -1,
 		Doc: elements.Doc{
 			Synopsis: "Plugin(PATH, ELEMENT, [config], [on_failure], [timeout], [sha256])",
 			Summary:  "runs an element from a plugin executable in its own process, batches through shared memory",
