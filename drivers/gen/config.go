@@ -22,10 +22,11 @@ type Config struct {
 	Proto      string `toml:"proto"`
 	Queues     int    `toml:"queues"`
 	Seed       int64  `toml:"seed"`
+	SrcMAC     string `toml:"src_mac"`
+	DstMAC     string `toml:"dst_mac"`
+
 	// Sequence numbers the frames (see Doc).
-	Sequence bool   `toml:"sequence"`
-	SrcMAC   string `toml:"src_mac"`
-	DstMAC   string `toml:"dst_mac"`
+	Sequence bool `toml:"sequence"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544

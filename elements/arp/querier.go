@@ -158,6 +158,7 @@ func init() {
 				"timeout old (one system call per neighbour per quarter timeout, not per frame). When it " +
 				"lapses, the packets come back through this element, which resolves the neighbour again.",
 		},
+		TakesState: true, // a reload keeps its shared state (reload.go)
 	})
 }
 

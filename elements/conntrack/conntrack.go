@@ -45,12 +45,11 @@ func (c *Config) Validate() error {
 
 func init() {
 	elements.Register(elements.Type{
-		Name:       "Conntrack",
-		FlowState:  true,
-		TakesState: true,
-		NewConfig:  func() any { return &Config{Capacity: DefaultCapacity} },
-		New:        newConntrack,
-		In:         1, Out: 2,
+		Name:      "Conntrack",
+		FlowState: true,
+		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
+		New:       newConntrack,
+		In:        1, Out: 2,
 		Optional: []int{1},
 		Doc: elements.Doc{
 			Synopsis: "Conntrack([capacity], [timeouts...])",
@@ -93,6 +92,7 @@ func init() {
 				"fast-trackable under FastTrack's after and policy (it keeps the packet count after is compared with), so " +
 				"that FastTrack recognises a flow that is not fast-tracked from its cache alone.",
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 }
 

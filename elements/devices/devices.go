@@ -50,13 +50,12 @@ var deviceKey = []elements.Key{{
 
 func init() {
 	elements.Register(elements.Type{
-		Name:       "FromDevice",
-		NewConfig:  func() any { return &FromConfig{Spread: "auto"} },
-		New:        newFromDevice,
-		In:         0,
-		Out:        1,
-		Source:     true,
-		TakesState: true,
+		Name:      "FromDevice",
+		NewConfig: func() any { return &FromConfig{Spread: "auto"} },
+		New:       newFromDevice,
+		In:        0,
+		Out:       1,
+		Source:    true,
 		Doc: elements.Doc{
 			Synopsis: "FromDevice(DEVICE [, SPREAD])",
 			Summary:  "receives batches from the RX queues of DEVICE that this worker serves",
@@ -84,6 +83,7 @@ func init() {
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
 				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "ToDevice",

@@ -86,12 +86,11 @@ FastTrackLearn's port i and FastTrack's output i+1 lead to the same transmitter.
 
 func init() {
 	elements.Register(elements.Type{
-		Name:       "FastTrack",
-		FlowState:  true,
-		TakesState: true,
-		NewConfig:  func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
-		New:        newFastTrack,
-		In:         1, Out: -1,
+		Name:      "FastTrack",
+		FlowState: true,
+		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
+		New:       newFastTrack,
+		In:        1, Out: -1,
 		Doc: elements.Doc{
 			Synopsis: "FastTrack([after], [policy], [idle_timeout], [outputs], [offload], [no_cache])",
 			Summary:  "sends packets of fast-tracked flows straight to their learned output with the slow path's rewrite applied in one step",
@@ -163,6 +162,7 @@ func init() {
 				"instead of stalling the worker; meanwhile FastTrack itself fast-tracks them. TCP handshakes and closes, fragments, packets " +
 				"whose TTL would expire and ICMP errors still take the graph, as with FastTrack itself.\n\n" + graphDoc,
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "FastTrackLearn",

@@ -159,11 +159,10 @@ func (c *SNATConfig) Validate() error {
 
 func init() {
 	elements.Register(elements.Type{
-		Name:       "DNAT",
-		TakesState: true,
-		NewConfig:  func() any { return &DNATConfig{} },
-		New:        newDNAT,
-		In:         1, Out: 1,
+		Name:      "DNAT",
+		NewConfig: func() any { return &DNATConfig{} },
+		New:       newDNAT,
+		In:        1, Out: 1,
 		Doc: elements.Doc{
 			Synopsis: "DNAT(RULE, ...)",
 			Summary:  "destination NAT of tracked flows (port forwarding, load spreading over backends); rewrites destinations of every translated flow",
@@ -186,6 +185,7 @@ func init() {
 				"SNAT'd ones; ICMP errors about such flows get the outer destination and the quoted source " +
 				"translated. L3 and L4 checksums are patched incrementally (a UDP checksum of 0 stays 0).",
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "SNAT",

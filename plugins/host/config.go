@@ -167,13 +167,12 @@ var (
 
 func init() {
 	elements.Register(elements.Type{
-		Name:       "Plugin",
-		FlowState:  true, // a plugin's state is its own business: assume per flow
-		TakesState: true, // an unchanged Plugin keeps its process across a reload
-		NewConfig:  NewConfig,
-		New:        newInstance,
-		In:         1,
-		Out:        -1,
+		Name:      "Plugin",
+		FlowState: true, // a plugin's state is its own business: assume per flow
+		NewConfig: NewConfig,
+		New:       newInstance,
+		In:        1,
+		Out:       -1,
 		Doc: elements.Doc{
 			Synopsis: "Plugin(PATH, ELEMENT, [config], [on_failure], [timeout], [sha256])",
 			Summary:  "runs an element from a plugin executable in its own process, batches through shared memory",
@@ -213,5 +212,6 @@ func init() {
 				"on_failure = \"bypass\"\nconfig = { patterns = [\"attack\"] }",
 			SeeAlso: "plugins/sdk, plugins/README.md",
 		},
+		TakesState: true, // an unchanged Plugin keeps its process across a reload
 	})
 }
