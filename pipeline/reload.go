@@ -73,8 +73,10 @@ type ReloadReport struct {
 	LinksRemoved  []string `json:"links_removed,omitempty"`
 
 	// Prepare is the time to load, validate, open and build; Swap from
-	// the first worker told to the last one running the new graph; Total
-	// from the call to the old graph closed.
+	// the first worker told to the last one running the new graph (as
+	// the workers' clocks say: a worker switches between two rounds, so
+	// this is about one round, or the rest of an idle worker's sleep);
+	// Total from the call to the old graph closed.
 	Prepare time.Duration `json:"prepare_ns"`
 	Swap    time.Duration `json:"swap_ns"`
 	Total   time.Duration `json:"total_ns"`
@@ -257,7 +259,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	rep.Prepare = time.Since(t0)
 
 	// Swap.
-	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n)}
+	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n), adoptedAt: make([]int64, n)}
 	for w := range built {
 		ng.workers = append(ng.workers, built[w])
 		var takes []take
@@ -277,12 +279,12 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	for w, wk := range r.workers {
 		old[w] = wk.inst
 	}
-	ts := time.Now()
+	handed := elements.Nanotime()
 	for _, wk := range r.workers {
 		wk.next.Store(ng)
 	}
 	r.awaitSwap(ng)
-	rep.Swap = time.Since(ts)
+	rep.Swap = time.Duration(slices.Max(ng.adoptedAt) - handed)
 
 	// Publish.
 	r.genMu.Lock()
@@ -383,6 +385,9 @@ type nextGen struct {
 	takes   [][]take
 	errs    [][]string // by worker, written by that worker before its ack
 	ack     chan int
+	// adoptedAt is when each worker started running the new pipeline
+	// (elements.Nanotime), written before its ack.
+	adoptedAt []int64
 }
 
 type take struct {
@@ -405,7 +410,9 @@ func (w *worker) adopt(ng *nextGen) {
 	w.sources, w.srcStats, w.tickers = nw.sources, nw.srcStats, nw.tickers
 	w.clock = nw.clock
 	w.initWait()
-	w.clock.Round(elements.Nanotime())
+	now := elements.Nanotime()
+	w.clock.Round(now)
+	ng.adoptedAt[w.id] = now
 	ng.ack <- w.id
 }
 

@@ -84,7 +84,7 @@ func (c *IPLookupConfig) Validate() error {
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
-	rs, err := parseRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	rs, rsKey, hit, err := cachedRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
@@ -101,11 +101,16 @@ func (c *IPLookupConfig) Validate() error {
 	if len(rs.routes) > (&Table{limits: c.limits}).maxRoutes() {
 		return elements.Errorf(key, "%d routes exceed max_routes %d", len(rs.routes), (&Table{limits: c.limits}).maxRoutes())
 	}
-	if err := precheck(rs.routes); err != nil {
-		return elements.Errorf(key, "%v", err)
+	if !hit {
+		if err := precheck(rs.routes); err != nil {
+			return elements.Errorf(key, "%v", err)
+		}
 	}
 	c.routes = rs.routes
 	c.checked = true
+	if !hit {
+		rememberRouteSet(rsKey, rs)
+	}
 	c.outs = c.Miss + 1
 	for _, r := range rs.routes {
 		c.outs = max(c.outs, r.Out+1)

@@ -1,6 +1,11 @@
 package ip
 
-import "github.com/junction-dataplane/junction/elements"
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/junction-dataplane/junction/elements"
+)
 
 // A reload that keeps IPLookup (same name) with the same configuration
 // keeps its route table as it is: shared by the old and the new graph's
@@ -19,4 +24,92 @@ func keepTable(ctx *elements.Context, mk func() (any, error)) func() (any, error
 		return func() (any, error) { return sh, nil }
 	}
 	return mk
+}
+
+// Validated route sets are remembered by what they were made from (the
+// routes entries, the routes_file's name and a hash of its contents, the
+// limit), so that loading a graph again, as a reload does, does not parse
+// and check a million routes again when the file has not changed: the
+// contents are read and hashed (milliseconds), and the remembered set,
+// immutable once validated, is the new config's. Two configs then share
+// one routes slice, which is also what lets the reload see at once that
+// the configuration is unchanged (reflect.DeepEqual stops at a slice
+// compared with itself). A few sets are kept: a graph has few route tables.
+var routeSets struct {
+	sync.Mutex
+	seed maphash.Seed
+	m    map[routeSetKey]*routeSet
+}
+
+const maxRememberedRouteSets = 8
+
+type routeSetKey struct {
+	entries uint64 // hash of the routes entries
+	n       int
+	file    string
+	sum     uint64 // hash of the file's contents
+	size    int
+	limit   int
+}
+
+// routeSetKeyOf hashes what a set is made of: the entries and the file's
+// contents, text.
+func routeSetKeyOf(entries []string, file, text string, limit int) routeSetKey {
+	routeSets.Lock()
+	if routeSets.m == nil {
+		routeSets.seed = maphash.MakeSeed()
+		routeSets.m = map[routeSetKey]*routeSet{}
+	}
+	seed := routeSets.seed
+	routeSets.Unlock()
+	k := routeSetKey{n: len(entries), file: file, limit: limit, size: len(text)}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for _, e := range entries {
+		h.WriteString(e)
+		h.WriteByte(0)
+	}
+	k.entries = h.Sum64()
+	k.sum = maphash.String(seed, text)
+	return k
+}
+
+// cachedRouteSet returns the remembered set for these inputs (hit), or
+// parses them; key is what rememberRouteSet files a validated set under
+// (zero without a file: small sets are not remembered).
+func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key routeSetKey, hit bool, err error) {
+	if file == "" {
+		rs, err = parseRouteSet(entries, file, limit)
+		return rs, key, false, err
+	}
+	// Read once: what is hashed is what is parsed.
+	text, err := readRoutesFile(file)
+	if err != nil {
+		return nil, key, false, elements.Errorf("routes_file", "%v", err)
+	}
+	key = routeSetKeyOf(entries, file, text, limit)
+	routeSets.Lock()
+	rs = routeSets.m[key]
+	routeSets.Unlock()
+	if rs != nil {
+		return rs, key, true, nil
+	}
+	rs, err = parseRouteSetText(entries, file, text, limit)
+	return rs, key, false, err
+}
+
+// rememberRouteSet keeps a validated set made from a routes_file.
+func rememberRouteSet(key routeSetKey, rs *routeSet) {
+	if key.file == "" {
+		return
+	}
+	routeSets.Lock()
+	defer routeSets.Unlock()
+	if len(routeSets.m) >= maxRememberedRouteSets {
+		for old := range routeSets.m {
+			delete(routeSets.m, old)
+			break
+		}
+	}
+	routeSets.m[key] = rs
 }

@@ -194,6 +194,18 @@ func parseRoutes(entries []string, file string) ([]Route, error) {
 // parseRouteSet is parseRoutes with a limit on the number of routes (0:
 // none), checked while reading so that a huge file is refused early.
 func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) {
+	text := ""
+	if file != "" {
+		var err error
+		if text, err = readRoutesFile(file); err != nil {
+			return nil, elements.Errorf("routes_file", "%v", err)
+		}
+	}
+	return parseRouteSetText(entries, file, text, limit)
+}
+
+// parseRouteSetText is parseRouteSet with the file's contents already read.
+func parseRouteSetText(entries []string, file, text string, limit int) (*routeSet, error) {
 	rs := &routeSet{file: file}
 	for i, s := range entries {
 		r, err := ParseRoute(s)
@@ -204,10 +216,6 @@ func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) 
 		rs.lines = append(rs.lines, -int32(i+1))
 	}
 	if file != "" {
-		text, err := readRoutesFile(file)
-		if err != nil {
-			return nil, elements.Errorf("routes_file", "%v", err)
-		}
 		if err := rs.parseFile(text, limit); err != nil {
 			return nil, err
 		}
