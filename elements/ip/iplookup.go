@@ -108,15 +108,9 @@ func (c *IPLookupConfig) Validate() error {
 	}
 	c.routes = rs.routes
 	c.checked = true
+	c.outs = max(c.Miss+1, rs.ports())
 	if !hit {
 		rememberRouteSet(rsKey, rs)
-	}
-	c.outs = c.Miss + 1
-	for _, r := range rs.routes {
-		c.outs = max(c.outs, r.Out+1)
-		for _, h := range r.Also {
-			c.outs = max(c.outs, h.Out+1)
-		}
 	}
 	return c.checkOffload()
 }

@@ -37,8 +37,17 @@ func keepTable(ctx *elements.Context, mk func() (any, error)) func() (any, error
 // compared with itself). A few sets are kept: a graph has few route tables.
 var routeSets struct {
 	sync.Mutex
-	seed maphash.Seed
-	m    map[routeSetKey]*routeSet
+	seed   maphash.Seed
+	m      map[routeSetKey]*routeSet
+	byStat map[fileID]routeSetKey // a file as stat saw it when hashed
+}
+
+// fileID is a file as stat sees it, with the rest of a set's inputs.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+	key          routeSetKey // entries, limit, file name (sum and size zero)
 }
 
 const maxRememberedRouteSets = 8
@@ -59,6 +68,7 @@ func routeSetKeyOf(entries []string, file, text string, limit int) routeSetKey {
 	if routeSets.m == nil {
 		routeSets.seed = maphash.MakeSeed()
 		routeSets.m = map[routeSetKey]*routeSet{}
+		routeSets.byStat = map[fileID]routeSetKey{}
 	}
 	seed := routeSets.seed
 	routeSets.Unlock()
@@ -82,6 +92,20 @@ func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key
 		rs, err = parseRouteSet(entries, file, limit)
 		return rs, key, false, err
 	}
+	// A file whose identity, size and change times are those it had when
+	// it was hashed is not read again (ctime moves with every write and
+	// cannot be set back).
+	id, statOK := fileIdentity(file)
+	id.key = routeSetKeyOf(entries, file, "", limit)
+	if statOK {
+		routeSets.Lock()
+		k, ok := routeSets.byStat[id]
+		rs = routeSets.m[k]
+		routeSets.Unlock()
+		if ok && rs != nil {
+			return rs, k, true, nil
+		}
+	}
 	// Read once: what is hashed is what is parsed.
 	text, err := readRoutesFile(file)
 	if err != nil {
@@ -90,6 +114,12 @@ func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key
 	key = routeSetKeyOf(entries, file, text, limit)
 	routeSets.Lock()
 	rs = routeSets.m[key]
+	if statOK {
+		if len(routeSets.byStat) >= maxRememberedRouteSets {
+			clear(routeSets.byStat)
+		}
+		routeSets.byStat[id] = key
+	}
 	routeSets.Unlock()
 	if rs != nil {
 		return rs, key, true, nil

@@ -178,6 +178,25 @@ type routeSet struct {
 	routes []Route
 	lines  []int32
 	file   string
+	// outs is the output ports the routes use (0: not counted yet).
+	outs int
+}
+
+// ports is the number of output ports the routes use (the highest Out of
+// any path, plus one), counted once: a remembered set is validated again
+// at every reload.
+func (rs *routeSet) ports() int {
+	if rs.outs == 0 {
+		n := 1
+		for _, r := range rs.routes {
+			n = max(n, r.Out+1)
+			for _, h := range r.Also {
+				n = max(n, h.Out+1)
+			}
+		}
+		rs.outs = n
+	}
+	return rs.outs
 }
 
 // parseRoutes parses the routes key's entries and the routes_file's lines
