@@ -512,11 +512,13 @@ func sameType(a, b *Element) bool {
 }
 
 // sameDevice reports whether a device of the new graph is the running one
-// unchanged: same driver, keys, addresses, MAC and position (the position
-// is the InDevice annotation its packets carry).
+// unchanged: same driver, keys, addresses and MAC. Its position among the
+// [devices] tables may change (a device before it removed): the InDevice
+// annotation of its packets is the graph's index, which FromDevice of the
+// new graph sets (whatever index the driver was opened with).
 func sameDevice(a, b *Device) bool {
 	return a.Driver != nil && b.Driver != nil && a.Driver.Name == b.Driver.Name &&
-		a.Index == b.Index && a.MAC == b.MAC && slices.Equal(a.Addresses, b.Addresses) &&
+		a.MAC == b.MAC && slices.Equal(a.Addresses, b.Addresses) &&
 		reflect.DeepEqual(a.Config, b.Config)
 }
 
