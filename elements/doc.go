@@ -10,4 +10,10 @@
 // batch: for each packet it decides an output (Output.Push), a drop
 // (Stats.Drop with a registered reason) or holds it. No allocation, lock, fmt
 // or interface call per packet: one call per batch is the budget.
+//
+// Reloads: an element whose state should survive a reload of the graph
+// (same name and type in the new graph) implements StateTaker and sets
+// Type.TakesState; carry.go states the contract (what a constructor may
+// touch while the old graph runs, when TakeState is called, what it must
+// leave to the old instance's Close).
 package elements
