@@ -46,6 +46,28 @@ type StateTaker interface {
 	TakeState(old Element) error
 }
 
+// Retirer is an element whose instances hold packets of the worker's
+// pools between batches (ARPQuerier's packets waiting for a neighbour).
+// When a reload switches a worker to the new graph, Retire is called on
+// that worker, between rounds, on every old instance the new graph does
+// not run (after the TakeState calls): it frees what it holds, counting
+// each packet under a drop reason (a packet is never half-processed by one
+// graph and finished by the other), and returns how many it dropped, which
+// the reload reports as lost. Close runs later, on the reloading
+// goroutine, while the worker runs the new graph with the same pools: it
+// must then find nothing to free.
+type Retirer interface {
+	Retire() (dropped uint64)
+}
+
+// Stranded is an element that can say, once the old graph runs on no
+// worker, how many packets it still holds in flight between workers (a
+// replaced FromDevice's handoff rings): the reload reports them as lost
+// before Close frees them.
+type Stranded interface {
+	Stranded() uint64
+}
+
 // Previous describes, during a reload, the running graph's element that the
 // one being built replaces on this worker: same name and same type. At
 // start, and for an element that is added or whose type changed, it is the

@@ -80,6 +80,13 @@ type ReloadReport struct {
 	Prepare time.Duration `json:"prepare_ns"`
 	Swap    time.Duration `json:"swap_ns"`
 	Total   time.Duration `json:"total_ns"`
+	// Lost is the packets the switch dropped, each counted under a drop
+	// reason of the element that held it: what retired instances held
+	// (elements.Retirer: ARPQuerier's packets waiting for a neighbour)
+	// and what was in flight between workers in the rings of a FromDevice
+	// that was replaced rather than kept (elements.Stranded). A kept
+	// FromDevice takes its rings over: nothing in flight is lost.
+	Lost uint64 `json:"lost_packets"`
 	// StateErrors are TakeState failures (the element then started
 	// empty), by element and worker.
 	StateErrors []string `json:"state_errors,omitempty"`
@@ -109,7 +116,9 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 	list("element replaced", rep.Replaced)
 	list("element reconfigured", rep.Reconfigured)
 	list("kept with state", rep.KeptWithState)
-	list("kept", rep.Kept)
+	if len(rep.Kept) > 0 {
+		fmt.Fprintf(&b, "  %-22s %d elements without state\n", "kept", len(rep.Kept))
+	}
 	list("device opened", rep.DevicesOpened)
 	list("device closed", rep.DevicesClosed)
 	list("device kept open", rep.DevicesKept)
@@ -120,8 +129,8 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 		b.WriteString("  no change\n")
 	}
 	if !rep.DryRun {
-		fmt.Fprintf(&b, "  prepared in %s, swapped on every worker in %s, %s in all\n",
-			rep.Prepare.Round(time.Microsecond), rep.Swap.Round(time.Microsecond), rep.Total.Round(time.Microsecond))
+		fmt.Fprintf(&b, "  prepared in %s, swapped on every worker in %s, %s in all; %d packets lost in the switch\n",
+			rep.Prepare.Round(time.Microsecond), rep.Swap.Round(time.Microsecond), rep.Total.Round(time.Microsecond), rep.Lost)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -259,7 +268,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	rep.Prepare = time.Since(t0)
 
 	// Swap.
-	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n), adoptedAt: make([]int64, n)}
+	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n), adoptedAt: make([]int64, n), lost: make([]uint64, n)}
 	for w := range built {
 		ng.workers = append(ng.workers, built[w])
 		var takes []take
@@ -294,6 +303,14 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	}
 	r.gen = GraphGeneration{Generation: gen + 1, File: g2.File, LoadedAt: time.Now()}
 	r.genMu.Unlock()
+	for w := range ng.lost {
+		rep.Lost += ng.lost[w]
+		for _, el := range old[w] {
+			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, built[w].inst) {
+				rep.Lost += st.Stranded()
+			}
+		}
+	}
 	for w, es := range ng.errs {
 		for _, e := range es {
 			rep.StateErrors = append(rep.StateErrors, fmt.Sprintf("worker %d: %s", w, e))
@@ -386,8 +403,10 @@ type nextGen struct {
 	errs    [][]string // by worker, written by that worker before its ack
 	ack     chan int
 	// adoptedAt is when each worker started running the new pipeline
-	// (elements.Nanotime), written before its ack.
+	// (elements.Nanotime), written before its ack; lost what its retired
+	// instances dropped (elements.Retirer).
 	adoptedAt []int64
+	lost      []uint64
 }
 
 type take struct {
@@ -406,6 +425,13 @@ func (w *worker) adopt(ng *nextGen) {
 		}
 	}
 	nw := ng.workers[w.id]
+	// Old instances the new graph does not run let go, here, of what
+	// they hold of this worker's pools.
+	for _, el := range w.inst {
+		if rt, ok := el.(elements.Retirer); ok && !reusedIn(el, nw.inst) {
+			ng.lost[w.id] += rt.Retire()
+		}
+	}
 	w.inst, w.outs = nw.inst, nw.outs
 	w.sources, w.srcStats, w.tickers = nw.sources, nw.srcStats, nw.tickers
 	w.clock = nw.clock

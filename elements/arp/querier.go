@@ -206,6 +206,7 @@ type Querier struct {
 	fastErrs *atomic.Uint64
 
 	truncated, notIPv4, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
+	retired                                                                   elements.Reason // held when a reload retired the instance
 	notARP, badSender                                                         elements.Reason
 }
 
@@ -272,6 +273,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		tooMany:     st.Reason("too many unresolved"),
 		tableFull:   st.Reason("table full"),
 		unresolved:  st.Reason("unresolved"),
+		retired:     st.Reason("reload: held"),
 		notARP:      st.Reason("not arp"),
 		badSender:   st.Reason("bad sender"),
 	}
@@ -635,17 +637,25 @@ func (q *Querier) Tick(now int64) {
 
 // Close frees the held packets.
 func (q *Querier) Close() error {
+	q.dropHeld(q.unresolved)
+	return nil
+}
+
+// dropHeld frees every held packet under reason r and returns how many.
+func (q *Querier) dropHeld(r elements.Reason) uint64 {
+	var n uint64
 	for i := range q.holds {
 		h := &q.holds[i]
 		for j := 0; j < h.n; j++ {
-			q.st.Drop(h.pkts[j], q.unresolved)
+			q.st.Drop(h.pkts[j], r)
 			h.pkts[j] = nil
+			n++
 		}
 		if h.ip != 0 {
 			q.freeHold(h)
 		}
 	}
-	return nil
+	return n
 }
 
 // staticLifetime is how long the fast path trusts a static neighbour:

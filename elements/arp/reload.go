@@ -47,3 +47,11 @@ func keepNeighbours(ctx *elements.Context, c *QuerierConfig, mk func() (any, err
 		return t, nil
 	}
 }
+
+var _ elements.Retirer = (*Querier)(nil)
+
+// Retire implements elements.Retirer: the packets the old instance held
+// for unresolved next hops are dropped on the worker whose pools they
+// belong to, under "reload: held" (the new instance resolves the next hop
+// again for the packets that follow).
+func (q *Querier) Retire() uint64 { return q.dropHeld(q.retired) }

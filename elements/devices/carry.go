@@ -49,3 +49,21 @@ func (f *FromDevice) TakeState(old elements.Element) error {
 	}
 	return nil
 }
+
+var _ elements.Stranded = (*FromDevice)(nil)
+
+// Stranded implements elements.Stranded: the packets other workers handed
+// this instance that it never took (a FromDevice replaced rather than
+// kept: its rings are not carried over). Called once no worker runs the
+// old graph; Close then frees them.
+func (f *FromDevice) Stranded() uint64 {
+	if f.sp == nil {
+		return 0
+	}
+	var n uint64
+	for _, s := range f.sp.in {
+		r := f.sp.h.data[s][f.sp.me]
+		n += r.tail.Load() - r.head.Load()
+	}
+	return n
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers/gen"
 	"github.com/junction-dataplane/junction/elements"
 	_ "github.com/junction-dataplane/junction/elements/all"
+	"github.com/junction-dataplane/junction/elements/devices"
 	"github.com/junction-dataplane/junction/packet"
 	"github.com/junction-dataplane/junction/pipeline"
 )
@@ -182,6 +183,9 @@ func TestSwapUnderLoad(t *testing.T) {
 			}
 			reloads++
 			worst = max(worst, rep.Swap)
+			if rep.Lost != 0 {
+				t.Errorf("reload %d: %d packets lost in the switch", i, rep.Lost)
+			}
 			time.Sleep(2 * time.Millisecond)
 			continue
 		}
@@ -246,5 +250,48 @@ func TestSwapAllocs(t *testing.T) {
 	}
 	if gen, _, _ := r.Generation(); gen != 2 {
 		t.Fatalf("generation %d, want 2", gen)
+	}
+}
+
+// TestReplacedSourceCountsLoss: a reload that replaces FromDevice's
+// handoff (spread on → off) cannot carry the packets in its rings over:
+// it reports them as lost, and exactly those are missing.
+func TestReplacedSourceCountsLoss(t *testing.T) {
+	const perQueue = 1_000_000
+	l := newSeqLog(2, perQueue)
+	r, err := pipeline.Start(seqGraph(t, 2*perQueue, 0, ""), pipeline.Options{NoPin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	gOff := seqGraph(t, 2*perQueue, 0, "")
+	for _, e := range gOff.Elements {
+		if e.Type.Name == "FromDevice" {
+			c := *(e.Config.(*devices.FromConfig))
+			c.Spread = "off"
+			e.Config = &c
+		}
+	}
+	rep, err := r.ReloadGraph(gOff, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	missing := uint64(0)
+	for q := range l.seen {
+		for s := 0; s < perQueue; s++ {
+			if l.seen[q][s].Load() == 0 {
+				missing++
+			}
+		}
+	}
+	t.Logf("replacing the handoff: %d reported lost, %d missing", rep.Lost, missing)
+	if missing != rep.Lost {
+		t.Errorf("%d packets missing, the reload reported %d lost", missing, rep.Lost)
+	}
+	if l.misorder.Load() != 0 {
+		t.Errorf("%d packets out of order", l.misorder.Load())
 	}
 }
