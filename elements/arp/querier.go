@@ -138,7 +138,9 @@ func init() {
 				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
 				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
 				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
-				`packets of a next hop that did not answer within 3 s, and those freed at stop). ` +
+				`packets of a next hop that did not answer within 3 s, and those freed at stop), ` +
+				`"reload: held" (packets held when a reload switched the worker to a new graph: ` +
+				`the neighbours are kept, the packets waiting for one are not carried into the new graph). ` +
 				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
 				`our own MAC; unusable IP). With a fast-path device: "fastpath errors" (neighbours ` +
 				`the device's fast path refused).`,
