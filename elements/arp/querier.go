@@ -138,9 +138,9 @@ func init() {
 				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
 				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
 				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
-				`packets of a next hop that did not answer within 3 s, and those freed at stop), ` +
-				`"reload: held" (packets held when a reload switched the worker to a new graph: ` +
-				`the neighbours are kept, the packets waiting for one are not carried into the new graph). ` +
+				`packets of a next hop that did not answer within 3 s, those freed at stop, and those ` +
+				`held when a reload switched the worker to a new graph: the neighbours are kept, the ` +
+				`packets waiting for one are not carried into the new graph). ` +
 				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
 				`our own MAC; unusable IP). With a fast-path device: "fastpath errors" (neighbours ` +
 				`the device's fast path refused).`,
@@ -208,7 +208,6 @@ type Querier struct {
 	fastErrs *atomic.Uint64
 
 	truncated, notIPv4, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
-	retired                                                                   elements.Reason // held when a reload retired the instance
 	notARP, badSender                                                         elements.Reason
 }
 
@@ -275,7 +274,6 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		tooMany:     st.Reason("too many unresolved"),
 		tableFull:   st.Reason("table full"),
 		unresolved:  st.Reason("unresolved"),
-		retired:     st.Reason("reload: held"),
 		notARP:      st.Reason("not arp"),
 		badSender:   st.Reason("bad sender"),
 	}

@@ -12,7 +12,7 @@ import "github.com/junction-dataplane/junction/elements"
 // configuration makes static keeps the configured MAC. With another device
 // nothing is carried: the neighbours were those of another link. Packets
 // the old instance held for an unresolved next hop are freed when it
-// closes (counted there as "unresolved").
+// is retired, on its worker (counted as "unresolved": Retire).
 
 // keepNeighbours wraps mk, which makes the neighbour table from the config.
 func keepNeighbours(ctx *elements.Context, c *QuerierConfig, mk func() (any, error)) func() (any, error) {
@@ -52,6 +52,7 @@ var _ elements.Retirer = (*Querier)(nil)
 
 // Retire implements elements.Retirer: the packets the old instance held
 // for unresolved next hops are dropped on the worker whose pools they
-// belong to, under "reload: held" (the new instance resolves the next hop
-// again for the packets that follow).
-func (q *Querier) Retire() uint64 { return q.dropHeld(q.retired) }
+// belong to, as "unresolved" (the new instance resolves the next hop again
+// for the packets that follow; the element has no counter left for a
+// reason of its own).
+func (q *Querier) Retire() uint64 { return q.dropHeld(q.unresolved) }
