@@ -167,6 +167,9 @@ func (r *Router) TryReload(path string, dryRun bool) (*ReloadReport, error) {
 }
 
 // ReloadGraph is Reload with a graph already loaded (tests, benchmarks).
+// On a router from Build (whose workers the caller drives), the caller
+// must keep calling Round for every worker until it returns: each worker
+// switches in its Round.
 func (r *Router) ReloadGraph(g *Graph, dryRun bool) (*ReloadReport, error) {
 	r.reloadMu.Lock()
 	defer r.reloadMu.Unlock()
@@ -504,9 +507,18 @@ func (c *carry) prevOf(w, i int) elements.Previous {
 	return c.prev[w][i]
 }
 
-// carryFor matches g2's elements to g1's by name and type.
+// carryFor matches g2's elements to g1's by name and type. An element
+// whose configuration names a device that the reload reopens (same name,
+// another configuration) is not SameConfig: what it shares may hold the
+// old device (a fast-path mirror).
 func (r *Router) carryFor(g1, g2 *Graph) *carry {
 	c := &carry{}
+	reopened := map[string]bool{}
+	for _, d := range g2.Devices {
+		if od := g1.Device(d.Name); od != nil && !sameDevice(od, d) {
+			reopened[d.Name] = true
+		}
+	}
 	oldIdx := make(map[string]int, len(g1.Elements))
 	for i, e := range g1.Elements {
 		oldIdx[e.Name] = i
@@ -524,13 +536,43 @@ func (r *Router) carryFor(g1, g2 *Graph) *carry {
 			pv[i] = elements.Previous{
 				Element:    wk.inst[j],
 				Shared:     r.shared[j].SharedValue(),
-				SameConfig: reflect.DeepEqual(g1.Elements[j].Config, e.Config),
+				SameConfig: reflect.DeepEqual(g1.Elements[j].Config, e.Config) && !mentions(reflect.ValueOf(e.Config), reopened, 0),
 			}
 		}
 		c.stats = append(c.stats, st)
 		c.prev = append(c.prev, pv)
 	}
 	return c
+}
+
+// mentions reports whether a config holds one of names as a string (a key
+// naming a device), looking through pointers, structs, slices and arrays.
+func mentions(v reflect.Value, names map[string]bool, depth int) bool {
+	if len(names) == 0 || depth > 8 {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return names[v.String()]
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && mentions(v.Elem(), names, depth+1)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if mentions(v.Field(i), names, depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() != reflect.String && v.Type().Elem().Kind() != reflect.Struct {
+			return false // route tables and the like: no device names
+		}
+		for i := 0; i < v.Len() && i < 1024; i++ {
+			if mentions(v.Index(i), names, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sameType(a, b *Element) bool {
