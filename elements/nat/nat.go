@@ -204,7 +204,9 @@ func init() {
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
 				"\"translated\" means a destination's ports are filling up); drop \"ports exhausted\" (no free port " +
-				"found for a new flow within the search bound; existing flows keep theirs).",
+				"found for a new flow within the search bound; existing flows keep theirs); \"reload: address removed\" " +
+				"(flows a reload removed because the new configuration no longer has the outside address they were " +
+				"bound to).",
 			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "Conntrack, DNAT, FastTrack",
 			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
@@ -224,6 +226,7 @@ func init() {
 				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
 				"(their source goes back to the public address) and translates ICMP errors about its flows.",
 		},
+		TakesState: true, // a reload keeps its bindings (reload.go)
 	})
 }
 
@@ -414,6 +417,9 @@ type SNAT struct {
 	lookups         uint64         // this batch's, published once per batch
 	seed            [2]uint64      // destHash's key
 	cursors         [cursorSlots]uint16
+
+	pool     *packet.Pool   // the worker's, to find its flow table on a reload
+	addrGone *atomic.Uint64 // flows a reload removed (reload.go)
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -426,7 +432,8 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	return &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		out: ctx.Outputs[0], st: ctx.Stats, exhausted: ctx.Stats.Reason("ports exhausted"),
 		translated: ctx.Stats.Counter("translated"), probes: ctx.Stats.Counter("port probes"),
-		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}, nil
+		seed: [2]uint64{rand.Uint64(), rand.Uint64()},
+		pool: ctx.Pool, addrGone: ctx.Stats.Counter("reload: address removed")}, nil
 }
 
 // Push decides new flows and rewrites sources.

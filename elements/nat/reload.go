@@ -52,3 +52,43 @@ func (e *DNAT) TakeState(old elements.Element) error {
 	}
 	return nil
 }
+
+// A reload that keeps SNAT (same name) keeps its bindings the same way:
+// they are the flows' reply tuples. A flow bound to an outside address the
+// new configuration no longer has is removed and counted ("reload: address
+// removed"): its replies would come to an address the gateway no longer
+// answers for. Flows bound to addresses that stay keep their ports, even
+// outside a new ports range (as Linux keeps a masqueraded flow's port).
+
+var _ elements.StateTaker = (*SNAT)(nil)
+
+// TakeState implements elements.StateTaker.
+func (e *SNAT) TakeState(old elements.Element) error {
+	if old == nil {
+		return nil // new in the reload
+	}
+	o, ok := old.(*SNAT)
+	if !ok {
+		return fmt.Errorf("SNAT: state of a %T", old)
+	}
+	if reflect.DeepEqual(o.to, e.to) {
+		return nil
+	}
+	keep := make(map[uint32]bool, len(e.to))
+	for _, a := range e.to {
+		keep[a] = true
+	}
+	t := conntrack.Acquire(e.pool)
+	defer conntrack.Release(e.pool)
+	var gone uint64
+	t.ForEach(func(idx uint32, c *conntrack.Conn) {
+		if c.Flags&conntrack.FlagSNAT != 0 && !keep[c.T[1].Dst] {
+			t.Delete(idx)
+			gone++
+		}
+	})
+	if gone > 0 {
+		e.addrGone.Add(gone)
+	}
+	return nil
+}

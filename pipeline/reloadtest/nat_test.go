@@ -168,3 +168,67 @@ func TestNATStateSurvivesReload(t *testing.T) {
 	}
 	_ = rep
 }
+
+func snatGraph(t testing.TB, to string) *pipeline.Graph {
+	t.Helper()
+	g, err := pipeline.Parse("snat.toml", []byte(`[forwarder]
+workers = 1
+
+[devices.g1]
+driver = "gen"
+src    = "192.168.1.10"
+dst    = "198.51.100.1"
+flows  = 100
+
+[elements.ct]
+type = "Conntrack"
+
+[elements.sn]
+type = "SNAT"
+to   = "`+to+`"
+
+[graph]
+links = ["FromDevice(g1) -> ct -> sn -> Discard"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestSNATAddressRemoved: a reload that keeps SNAT's outside address keeps
+// every binding; one that changes it removes the flows bound to the old
+// address and counts them.
+func TestSNATAddressRemoved(t *testing.T) {
+	r, err := pipeline.Build(snatGraph(t, "203.0.113.1"), pipeline.Options{NoPin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := 0; counter(r.Snapshot(), "ct", "entries") < 100; i++ {
+		if i > 10000 {
+			t.Fatal("100 flows never tracked")
+		}
+		r.Round(0)
+	}
+	reloadBuilt(t, r, snatGraph(t, "203.0.113.1, 203.0.113.2"))
+	if n := counter(r.Snapshot(), "sn", "reload: address removed"); n != 0 {
+		t.Errorf("an address added: %d flows removed", n)
+	}
+	s0 := r.Snapshot()
+	reloadBuilt(t, r, snatGraph(t, "203.0.113.2"))
+	if n := counter(r.Snapshot(), "sn", "reload: address removed"); n != 100 {
+		t.Errorf("the address removed: %d flows removed, want 100", n)
+	}
+	// Their next packets start them over, bound to the new address.
+	for i := 0; i < 2000; i++ {
+		r.Round(0)
+	}
+	s := r.Snapshot()
+	if a, b := counter(s0, "ct", "new"), counter(s, "ct", "new"); b-a != 100 {
+		t.Errorf("%d flows started over, want 100", b-a)
+	}
+	if a, b := counter(s0, "sn", "translated"), counter(s, "sn", "translated"); b-a != 100 {
+		t.Errorf("%d flows bound again, want 100", b-a)
+	}
+}
