@@ -29,7 +29,10 @@ type Stats struct {
 	// Live values, written only by the owning worker.
 	batches, packets, nanos, timedPackets uint64
 
-	n      int
+	// n counts the registered names; atomic because a reload registers
+	// on the Stats of a kept element while readers list its counters
+	// (names[i] is written before n passes i).
+	n      atomic.Int32
 	names  [MaxCounters]string
 	isDrop [MaxCounters]bool
 	vals   [MaxCounters]atomic.Uint64
@@ -69,17 +72,18 @@ func (s *Stats) Counter(name string) *atomic.Uint64 {
 }
 
 func (s *Stats) register(name string, drop bool) int {
-	for i := 0; i < s.n; i++ {
+	n := int(s.n.Load())
+	for i := 0; i < n; i++ {
 		if s.names[i] == name {
 			return i
 		}
 	}
-	if s.n == MaxCounters {
+	if n == MaxCounters {
 		panic("elements: too many counters for one element")
 	}
-	s.names[s.n], s.isDrop[s.n] = name, drop
-	s.n++
-	return s.n - 1
+	s.names[n], s.isDrop[n] = name, drop
+	s.n.Store(int32(n + 1))
+	return n
 }
 
 // Drop frees p and counts it under reason r.
@@ -104,7 +108,7 @@ type CounterValue struct {
 // Counters returns the named counters (drops and others) in registration
 // order.
 func (s *Stats) Counters() []CounterValue {
-	out := make([]CounterValue, s.n)
+	out := make([]CounterValue, s.n.Load())
 	for i := range out {
 		out[i] = CounterValue{s.names[i], s.isDrop[i], s.vals[i].Load()}
 	}
@@ -114,7 +118,7 @@ func (s *Stats) Counters() []CounterValue {
 // Drops is the sum of all drop counters.
 func (s *Stats) Drops() uint64 {
 	var t uint64
-	for i := 0; i < s.n; i++ {
+	for i := 0; i < int(s.n.Load()); i++ {
 		if s.isDrop[i] {
 			t += s.vals[i].Load()
 		}

@@ -157,11 +157,27 @@ func TestSwapUnderLoad(t *testing.T) {
 	const perQueue = 1_000_000
 	l := newSeqLog(2, perQueue)
 	gA := seqGraph(t, 2*perQueue, 0, "")
+	// B puts a counter before the checker (two links change).
 	gB := seqGraph(t, 2*perQueue, 0, "Counter ->")
 	r, err := pipeline.Start(gA, pipeline.Options{NoPin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The stats endpoint reads while graphs switch.
+	stopReading := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stopReading:
+				return
+			default:
+				r.Snapshot()
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+	}()
 	reloads := 0
 	var worst time.Duration
 	for i := 0; ; i++ {
@@ -191,6 +207,8 @@ func TestSwapUnderLoad(t *testing.T) {
 		}
 		break
 	}
+	close(stopReading)
+	<-readerDone
 	if err := r.Wait(); err != nil {
 		t.Fatal(err)
 	}
