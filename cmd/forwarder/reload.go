@@ -56,11 +56,16 @@ func reloadCmd(args []string, stdout, stderr io.Writer) error {
 // reloadOnHUP reloads the file r was started from whenever the process
 // gets SIGHUP, until ctx ends, and logs the report or the located error.
 // The embedded default graph has no file to re-read.
-func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, stdout, stderr io.Writer) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan os.Signal, stdout, stderr io.Writer) {
+	own := hup == nil
+	if own {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	go func() {
-		defer signal.Stop(hup)
+		if own {
+			defer signal.Stop(hup)
+		}
 		for {
 			select {
 			case <-ctx.Done():

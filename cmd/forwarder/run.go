@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -43,19 +44,27 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// the process and orphaning the plugin.
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
+	// SIGHUP too: one that arrives while the graph loads is a reload
+	// once it runs, not the end of the process (its default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	g, err := loadGraph(path)
 	if err != nil {
 		return err
 	}
 	return run(ctx, g, runOptions{
 		file:     path,
+		hup:      hup,
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
 	}, stdout, stderr)
 }
 
 type runOptions struct {
-	// file is the graph file SIGHUP re-reads ("": the embedded graph).
+	// file is the graph file SIGHUP re-reads ("": the embedded graph);
+	// hup delivers SIGHUP (nil: run registers it itself).
 	file     string
+	hup      chan os.Signal
 	duration time.Duration
 	workers  int
 	stats    string
@@ -130,7 +139,7 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 
 	// SIGHUP reloads the file (pipeline.Router.Reload): the workers
 	// switch graphs between two batches, flows and neighbours stay.
-	reloadOnHUP(ctx, r, o.file, stdout, stderr)
+	reloadOnHUP(ctx, r, o.file, o.hup, stdout, stderr)
 
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
