@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReloadDryRunOffline: forwarder reload -dry-run compares the new file
@@ -75,5 +78,62 @@ links = ["FromDevice(a) -> ct -> n -> c", "FromDevice(c) -> Discard"]
 	errb.Reset()
 	if code := Main([]string{"reload", "-config", nw}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "SIGHUP") {
 		t.Errorf("live reload without a control socket: exit %d, %q", code, errb.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while run writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunReloadsOnSIGHUP: forwarder run re-reads its file on SIGHUP and
+// prints what changed; a file with an error is reported with its line and
+// changes nothing; the final output names the generation that ran.
+func TestRunReloadsOnSIGHUP(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.toml")
+	graphOf := func(extra string) string {
+		return "[devices.a]\ndriver = \"gen\"\nrate = 10000\n\n[graph]\nlinks = [\"FromDevice(a) -> " + extra + "Discard\"]\n"
+	}
+	os.WriteFile(path, []byte(graphOf("")), 0o644)
+	var out, errb lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main([]string{"run", "-config", path, "-duration", "4s", "-workers", "1", "-stats", "off", "-nopin"}, &out, &errb)
+	}()
+	waitFor := func(b *lockedBuffer, s string) {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Second); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in:\n%s\n%s", s, out.String(), errb.String())
+			}
+		}
+	}
+	waitFor(&out, "junction: "+path)
+	os.WriteFile(path, []byte(graphOf("c :: Counter -> ")), 0o644)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(&out, "reloaded "+path+": generation 2")
+	waitFor(&out, "element added          c (Counter)")
+	os.WriteFile(path, []byte(graphOf("c :: Counter(")), 0o644)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(&errb, "reload failed, the running graph is unchanged")
+	waitFor(&errb, path+":")
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	if !strings.Contains(out.String(), "graph generation 2") {
+		t.Errorf("the final output does not name generation 2:\n%s", out.String())
 	}
 }
