@@ -161,3 +161,30 @@ func TestReloadOneAtATime(t *testing.T) {
 		t.Fatalf("generation %d, want 2", gen)
 	}
 }
+
+// TestReloadDryRunAndStopped: a dry run of a running router validates the
+// file and says what would change without changing anything; a router that
+// has stopped refuses a reload.
+func TestReloadDryRunAndStopped(t *testing.T) {
+	r, path := running(t)
+	other := filepath.Join(filepath.Dir(path), "other.toml")
+	os.WriteFile(other, []byte(strings.Replace(goodGraph, "-> ct ->", "-> ct -> n :: Counter ->", 1)), 0o644)
+	rep, err := r.Reload(other, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.DryRun || strings.Join(rep.Added, ",") != "n (Counter)" || len(rep.LinksAdded) != 2 || rep.Generation != 2 {
+		t.Errorf("dry run report: %+v", rep)
+	}
+	stillRunning(t, r)
+	for _, e := range r.Snapshot().Elements {
+		if e.Element == "n" {
+			t.Fatal("a dry run built the new element")
+		}
+	}
+	r.Stop()
+	r.Wait()
+	if _, err := r.Reload(other, false); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("reload of a stopped router: %v", err)
+	}
+}
