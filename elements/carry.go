@@ -105,3 +105,14 @@ func (s *SharedSlot) SharedValue() any {
 	}
 	return s.v
 }
+
+// Adopt makes c the clock of every Stats in st and sets each one's element
+// index to its position in st: a reload's worker calls it between rounds
+// when it switches to the pipeline c belongs to (kept elements' Stats
+// carry over from the old pipeline, whose clock they had until then).
+func (c *Clock) Adopt(st []*Stats) {
+	for i, s := range st {
+		s.clock = c
+		s.Element = i
+	}
+}

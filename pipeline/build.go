@@ -64,6 +64,8 @@ type Router struct {
 	mu     sync.Mutex     // guards closed and isClosed
 	// isClosed: closeAll has run; what registers later is closed at once.
 	isClosed bool
+	// tracer arms traces and captures (inspect.go).
+	tracer elements.Tracer
 
 	// Reloads (reload.go). reloadMu admits one reload at a time, and the
 	// final close waits for a reload in progress. genMu guards g, devices
@@ -170,6 +172,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	for w := 0; w < n; w++ {
 		wk, err := newWorker(r, g, w, n, plan, shared, devs, timing, nil)
 		if wk != nil {
+			wk.pubInst = wk.inst
 			r.workers = append(r.workers, wk)
 		}
 		if err != nil {
@@ -327,10 +330,11 @@ func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.Shared
 	for _, e := range g.Elements {
 		flowState = flowState || e.Type != nil && e.Type.FlowState
 	}
+	wk.clock.SetTracer(&r.tracer, w)
 	for i, e := range g.Elements {
 		wk.stats[i] = cy.statsOf(w, i)
 		if wk.stats[i] == nil {
-			wk.stats[i] = &elements.Stats{}
+			wk.stats[i] = &elements.Stats{Element: i}
 		}
 		// Outputs track their targets' stats; sources and elements fed
 		// by nothing would otherwise never be published.
@@ -338,6 +342,7 @@ func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.Shared
 		wk.outs[i] = make([]*elements.Output, e.Out)
 		for j := range wk.outs[i] {
 			wk.outs[i][j] = elements.NewOutput(wk.clock)
+			wk.outs[i][j].SetFrom(wk.stats[i], j, e.Type != nil && e.Type.Source)
 			if p.outs[i][j].el < 0 {
 				st := wk.stats[i]
 				wk.outs[i][j].SetUnconnected(st, st.Reason(elements.UnconnectedReason(j)))
@@ -387,6 +392,15 @@ func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.Shared
 		}
 		if t, ok := el.(elements.Ticker); ok {
 			wk.tickers = append(wk.tickers, t)
+		}
+		if h, ok := el.(elements.PacketHolder); ok {
+			var mask uint64
+			for port := 0; port < e.In && port < 64; port++ {
+				if h.HoldsPackets(port) {
+					mask |= 1 << port
+				}
+			}
+			wk.stats[i].SetHoldPorts(mask)
 		}
 	}
 	return wk, nil

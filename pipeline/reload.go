@@ -302,7 +302,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	r.genMu.Lock()
 	r.g, r.devices, r.shared = g2, devs, shared
 	for w, wk := range r.workers {
-		wk.stats = built[w].stats
+		wk.stats, wk.pubInst = built[w].stats, built[w].inst
 	}
 	r.gen = GraphGeneration{Generation: gen + 1, File: g2.File, LoadedAt: time.Now()}
 	r.genMu.Unlock()
@@ -438,6 +438,7 @@ func (w *worker) adopt(ng *nextGen) {
 	w.inst, w.outs = nw.inst, nw.outs
 	w.sources, w.srcStats, w.tickers = nw.sources, nw.srcStats, nw.tickers
 	w.clock = nw.clock
+	w.clock.Adopt(nw.stats)
 	w.initWait()
 	now := elements.Nanotime()
 	w.clock.Round(now)

@@ -54,6 +54,10 @@ type worker struct {
 	// next is a new generation of the graph handed over by a reload,
 	// adopted between two rounds (reload.go).
 	next atomic.Pointer[nextGen]
+	// pubInst is inst as the control plane sees it (Router.Instances):
+	// set at build and, by a reload, under genMu once every worker runs
+	// the new generation.
+	pubInst []elements.Element
 
 	// Published about every millisecond (and at exit), like the elements'
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,34 +75,18 @@ links = ["FromDevice(a) -> ct -> n -> c", "FromDevice(c) -> Discard"]
 		t.Errorf("bad file: %q does not locate the error", errb.String())
 	}
 	errb.Reset()
-	if code := Main([]string{"reload", "-config", nw}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "SIGHUP") {
-		t.Errorf("live reload without a control socket: exit %d, %q", code, errb.String())
+	if code := Main([]string{"reload", "-control", filepath.Join(dir, "none.sock"), "-config", nw}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no forwarder") {
+		t.Errorf("live reload without a running forwarder: exit %d, %q", code, errb.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while run writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestRunReloadsOnSIGHUP: forwarder run re-reads its file on SIGHUP and
 // prints what changed; a file with an error is reported with its line and
 // changes nothing; the final output names the generation that ran.
 func TestRunReloadsOnSIGHUP(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g.toml")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.toml")
+	sock := filepath.Join(dir, "g.sock")
 	graphOf := func(extra string) string {
 		return "[devices.a]\ndriver = \"gen\"\nrate = 10000\n\n[graph]\nlinks = [\"FromDevice(a) -> " + extra + "Discard\"]\n"
 	}
@@ -111,7 +94,7 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	var out, errb lockedBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- Main([]string{"run", "-config", path, "-duration", "4s", "-workers", "1", "-stats", "off", "-nopin"}, &out, &errb)
+		code <- Main([]string{"run", "-config", path, "-duration", "4s", "-workers", "1", "-stats", "off", "-nopin", "-control", sock}, &out, &errb)
 	}()
 	waitFor := func(b *lockedBuffer, s string) {
 		t.Helper()
@@ -130,10 +113,25 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	waitFor(&errb, "reload failed, the running graph is unchanged")
 	waitFor(&errb, path+":")
+
+	// Over the control socket: a dry run of another file, then the reload.
+	other := filepath.Join(dir, "other.toml")
+	os.WriteFile(other, []byte(graphOf("c :: Counter -> d :: Counter -> ")), 0o644)
+	var o, e bytes.Buffer
+	if c := Main([]string{"reload", "-control", sock, "-config", other, "-dry-run"}, &o, &e); c != 0 || !strings.Contains(o.String(), "would reload "+other+": generation 3") || !strings.Contains(o.String(), "element added          d (Counter)") {
+		t.Errorf("live dry run: exit %d\n%s%s", c, o.String(), e.String())
+	}
+	o.Reset()
+	if c := Main([]string{"reload", "-control", sock, "-config", path}, &o, &e); c != 1 || !strings.Contains(e.String(), path+":") {
+		t.Errorf("live reload of the bad file: exit %d, %q", c, e.String())
+	}
+	if c := Main([]string{"reload", "-control", sock, "-config", other}, &o, &e); c != 0 || !strings.Contains(o.String(), "reloaded "+other+": generation 3") {
+		t.Errorf("live reload: exit %d\n%s%s", c, o.String(), e.String())
+	}
 	if c := <-code; c != 0 {
 		t.Fatalf("exit %d: %s", c, errb.String())
 	}
-	if !strings.Contains(out.String(), "graph generation 2") {
-		t.Errorf("the final output does not name generation 2:\n%s", out.String())
+	if !strings.Contains(out.String(), "graph generation 3 ("+other) {
+		t.Errorf("the final output does not name generation 3:\n%s", out.String())
 	}
 }

@@ -29,6 +29,13 @@ func (e *Conntrack) TakeState(old elements.Element) error {
 		return fmt.Errorf("Conntrack: no running table to take")
 	}
 	e.pending = nil
+	// The control socket may be listing flows through either instance
+	// (Flows holds its listMu): a resize moves the entries and unmaps the
+	// old memory, and the old instance lets go of the table.
+	o.listMu.Lock()
+	defer o.listMu.Unlock()
+	e.listMu.Lock()
+	defer e.listMu.Unlock()
 	if o.t != e.t {
 		return fmt.Errorf("Conntrack: the running instance's table is not this worker's")
 	}
