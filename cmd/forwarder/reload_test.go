@@ -128,6 +128,10 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 	if c := Main([]string{"reload", "-control", sock, "-config", other}, &o, &e); c != 0 || !strings.Contains(o.String(), "reloaded "+other+": generation 3") {
 		t.Errorf("live reload: exit %d\n%s%s", c, o.String(), e.String())
 	}
+	o.Reset()
+	if c := Main([]string{"show", "runtime", "-control", sock}, &o, &e); c != 0 || !strings.Contains(o.String(), "graph "+other+", generation 3, loaded ") {
+		t.Errorf("show runtime does not name the generation: exit %d\n%s%s", c, o.String(), e.String())
+	}
 	if c := <-code; c != 0 {
 		t.Fatalf("exit %d: %s", c, errb.String())
 	}

@@ -87,11 +87,12 @@ type runtimeRow struct {
 }
 
 type runtimeResult struct {
-	Uptime   time.Duration          `json:"uptime_ns"`
-	Since    time.Duration          `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
-	Elements []runtimeRow           `json:"elements"`
-	Workers  []pipeline.WorkerStats `json:"workers"`
-	Totals   pipeline.Totals        `json:"totals"`
+	Uptime   time.Duration            `json:"uptime_ns"`
+	Since    time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
+	Graph    pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
+	Elements []runtimeRow             `json:"elements"`
+	Workers  []pipeline.WorkerStats   `json:"workers"`
+	Totals   pipeline.Totals          `json:"totals"`
 }
 
 type errorRow struct {
@@ -420,7 +421,7 @@ func (cs *ctlServer) showRuntime(args []string) (any, error) {
 		return nil, control.Usagef("show runtime: unexpected arguments %q", strings.Join(pos, " "))
 	}
 	s, since := cs.current()
-	res := &runtimeResult{Uptime: s.Uptime, Since: since, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
+	res := &runtimeResult{Uptime: s.Uptime, Since: since, Graph: s.Graph, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
 	for _, i := range graphOrder(cs.graph()) {
 		e := cs.graph().Elements[i]
 		tot := runtimeRow{Element: displayName(e), Worker: -1}
@@ -900,6 +901,9 @@ func workerCol(w int) string {
 
 func printRuntime(w io.Writer, r *runtimeResult) error {
 	fmt.Fprintf(w, "uptime %s, counted over %s\n", r.Uptime.Round(time.Millisecond), r.Since.Round(time.Millisecond))
+	if g := r.Graph; g.Generation > 0 {
+		fmt.Fprintf(w, "graph %s, generation %d, loaded %s\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "ELEMENT\tTYPE\tWORKER\tPACKETS\tBATCHES\tPKT/BATCH\tNS/PKT\tDROPS\t")
 	for _, e := range r.Elements {
