@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,15 @@ import (
 
 // ctlServer is a running router's control state.
 type ctlServer struct {
+	*ctlState
+	// g is the graph one call works on: each call pins the one running
+	// when it starts, so that a reload during the call (which replaces
+	// the graph) never mixes two graphs' element indexes.
+	g *pipeline.Graph
+}
+
+// ctlState is what the calls share.
+type ctlState struct {
 	r *pipeline.Router
 
 	// baseline is what `clear counters` recorded: shown counters are the
@@ -36,14 +46,19 @@ type ctlServer struct {
 
 // startControl serves the control socket at path for r.
 func startControl(r *pipeline.Router, path string) (*control.Server, *ctlServer, error) {
-	cs := &ctlServer{r: r}
+	cs := &ctlServer{ctlState: &ctlState{r: r}}
 	srv := control.NewServer()
-	srv.Handle("show", cs.show)
-	srv.Handle("clear", cs.clear)
-	srv.Handle("route", cs.route)
-	srv.Handle("trace", cs.trace)
-	srv.Handle("capture", cs.capture)
-	srv.Handle("reload", cs.reload)
+	pin := func(f func(*ctlServer, context.Context, []string) (any, error)) control.HandlerFunc {
+		return func(ctx context.Context, args []string) (any, error) {
+			return f(&ctlServer{ctlState: cs.ctlState, g: r.Graph()}, ctx, args)
+		}
+	}
+	srv.Handle("show", pin((*ctlServer).show))
+	srv.Handle("clear", pin((*ctlServer).clear))
+	srv.Handle("route", pin((*ctlServer).route))
+	srv.Handle("trace", pin((*ctlServer).trace))
+	srv.Handle("capture", pin((*ctlServer).capture))
+	srv.Handle("reload", pin((*ctlServer).reload))
 	if err := srv.Listen(path); err != nil {
 		return nil, nil, err
 	}
@@ -267,5 +282,10 @@ func runControl(r *pipeline.Router, g *pipeline.Graph, path string, stderr io.Wr
 	return rc, path, nil
 }
 
-// graph is the graph the router runs now (a reload replaces it).
-func (cs *ctlServer) graph() *pipeline.Graph { return cs.r.Graph() }
+// graph is the graph this call works on: the one running when it started.
+func (cs *ctlServer) graph() *pipeline.Graph {
+	if cs.g != nil {
+		return cs.g
+	}
+	return cs.r.Graph()
+}
