@@ -28,6 +28,9 @@ type Context struct {
 	FlowState bool
 
 	shared *SharedSlot
+	// prev and reloading: what a reload replaces (carry.go).
+	prev      Previous
+	reloading bool
 }
 
 // DeviceSet gives elements access to the graph's devices.

@@ -28,6 +28,9 @@ type Config struct {
 	Seed   int64  `toml:"seed"`
 	SrcMAC string `toml:"src_mac"`
 	DstMAC string `toml:"dst_mac"`
+
+	// Sequence numbers the frames (see Doc).
+	Sequence bool `toml:"sequence"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544
@@ -167,7 +170,12 @@ type settings struct {
 	// low 32 bits src and dst range over.
 	v6         bool
 	src6, dst6 [16]byte
+	sequence   bool
 }
+
+// SeqOffset is where, with the sequence key, a frame's queue (2 bytes) and
+// sequence number on that queue (8 bytes) start: the UDP payload.
+const SeqOffset = l4Off + 8
 
 // minSize is the size of the headers alone.
 func minSize(proto uint8) int {
@@ -285,6 +293,10 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 		return s, elements.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
 	}
 	s.seed = uint64(c.Seed)
+	if c.Sequence && (s.proto != packet.ProtoUDP || s.size < SeqOffset+10) {
+		return s, elements.Errorf("sequence", "needs proto \"udp\" and size ≥ %d (the queue and sequence number are the payload's first 10 bytes)", SeqOffset+10)
+	}
+	s.sequence = c.Sequence
 	var ok bool
 	if s.srcMAC, ok = packet.ParseMAC(c.SrcMAC); !ok {
 		return s, elements.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)

@@ -102,6 +102,14 @@ Keys (besides driver, addresses, mac):
                                packet's drawn uniformly from it like its
                                destination address. Not for icmp.
   queues   = workers           RX queues (0 = one per worker).
+  sequence = false             true (udp only): the first 10 bytes of
+                               each frame's UDP payload number it: the
+                               queue (2 bytes) and the packet's sequence
+                               number on that queue (8 bytes, from 0),
+                               big endian, so that a test can check loss,
+                               duplication and order; the UDP checksum is
+                               then 0 (none, as IPv4 allows).
+                               SeqOffset is where it starts.
   seed     = 1                 PRNG seed; the same seed gives the same
                                packets on each queue.
   src_mac  = "02:00:00:00:00:01"  source MAC of the generated frames.
@@ -148,6 +156,7 @@ type queue struct {
 	flow0     uint32 // the queue's flows are flow0 + i*stride, i < nflows
 	stride    uint32
 	nflows    uint64
+	seq       uint64 // the next sequence number (the sequence key)
 	finite    bool
 	quota     int64
 	rxPkts    atomic.Uint64
@@ -524,6 +533,16 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		for _, p := range b.Pkts[start : start+made] {
 			copy(p.Data[headLen:], tmpl[headLen:])
 		}
+	}
+	if d.s.sequence {
+		seq := qs.seq
+		for _, p := range b.Pkts[start : start+made] {
+			binary.BigEndian.PutUint16(p.Data[SeqOffset:], q)
+			binary.BigEndian.PutUint64(p.Data[SeqOffset+2:], seq)
+			binary.BigEndian.PutUint16(p.Data[udpCsum:], 0)
+			seq++
+		}
+		qs.seq = seq
 	}
 	qs.rng = rng
 	return made

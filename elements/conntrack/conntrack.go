@@ -66,7 +66,7 @@ func init() {
 						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
 			},
-			Stats: "counters: \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
+			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
 				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
@@ -95,6 +95,7 @@ func init() {
 				"fast-trackable under FastTrack's after and policy (it keeps the packet count after is compared with), so " +
 				"that FastTrack recognises a flow that is not fast-tracked from its cache alone.",
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 }
 
@@ -140,6 +141,12 @@ type Conntrack struct {
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
 	displaced, refused                                  *atomic.Uint64 // the flow cache's (FastTrack)
 	invalid                                             [resCount]*atomic.Uint64
+
+	// A reload (reload.go): the config TakeState applies to the running
+	// table (nil: this instance configured the table itself), and the
+	// flows it could not keep.
+	pending       *Config
+	reloadDropped *atomic.Uint64
 }
 
 var (
@@ -155,14 +162,27 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		}
 	}
 	t := Acquire(ctx.Pool)
-	if t.configured {
+	_, carried := ctx.Previous().Element.(*Conntrack)
+	switch {
+	case carried:
+		// A reload: the running Conntrack of this name still uses the
+		// table; TakeState applies the new config between rounds
+		// (reload.go).
+	case t.configured && ctx.Reloading():
+		Release(ctx.Pool)
+		return nil, fmt.Errorf("the running graph's Conntrack has another name or type: a reload keeps a worker's flow table only for a Conntrack of the same name")
+	case t.configured:
 		Release(ctx.Pool)
 		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
+	default:
+		t.configure(c.Capacity, c.to, nil)
+		t.configured = true
 	}
-	t.configure(c.Capacity, c.to, nil)
-	t.configured = true
 	st := ctx.Stats
-	t.t6 = NewTable6(capacity6(c.Capacity), c.to)
+	if !carried {
+		// A carried table keeps its IPv6 flows too (reload.go).
+		t.t6 = NewTable6(capacity6(c.Capacity), c.to)
+	}
 	e := &Conntrack{t: t, t6: t.t6, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
@@ -170,6 +190,10 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		displaced: st.Counter("flow cache displaced"), refused: st.Counter("flow cache refused")}
 	for r := resMalformed; r < resCount; r++ {
 		e.invalid[r] = st.Counter(invalidNames[r])
+	}
+	e.reloadDropped = st.Counter("reload: capacity shrunk")
+	if carried {
+		e.pending = c
 	}
 	return e, nil
 }
@@ -183,6 +207,14 @@ func (e *Conntrack) Close() error {
 	// its memory is unmapped by Release.
 	e.listMu.Lock()
 	defer e.listMu.Unlock()
+	if e.pending != nil {
+		// Built for a reload that never ran: the table is the running
+		// instance's.
+		e.pending = nil
+		Release(e.pool)
+		e.t = nil
+		return nil
+	}
 	if e.t != nil {
 		e.t.configured = false
 		e.t.t6 = nil

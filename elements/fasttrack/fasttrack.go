@@ -168,6 +168,7 @@ func init() {
 				"instead of stalling the worker; meanwhile FastTrack itself fast-tracks them. TCP handshakes and closes, fragments, packets " +
 				"whose TTL would expire and ICMP errors still take the graph, as with FastTrack itself.\n\n" + graphDoc,
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "FastTrackLearn",
@@ -218,6 +219,10 @@ type FastTrack struct {
 	policy                    conntrack.FastPolicy
 
 	off *offload // nil without the offload key
+
+	// deferCache: built for a reload, the cache and policy are set up by
+	// TakeState (reload.go).
+	deferCache bool
 }
 
 var (
@@ -242,10 +247,16 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
 		e.useCache = true
-		e.t.EnableCache()
-		// FastTrackLearn compiles the directions this policy makes
-		// fast-trackable (conntrack.Table.CompilePolicy).
-		e.t.AddFastPolicy(e.policy)
+		if ctx.Reloading() {
+			// The running graph uses the table: TakeState, between
+			// rounds, does this (reload.go).
+			e.deferCache = true
+		} else {
+			e.t.EnableCache()
+			// FastTrackLearn compiles the directions this policy
+			// makes fast-trackable (conntrack.Table.CompilePolicy).
+			e.t.AddFastPolicy(e.policy)
+		}
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -272,7 +283,7 @@ func (e *FastTrack) Close() error {
 		e.removeAll()
 	}
 	if e.t != nil {
-		if e.useCache {
+		if e.useCache && !e.deferCache {
 			e.t.RemoveFastPolicy()
 		}
 		conntrack.Release(e.pool)

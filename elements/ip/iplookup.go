@@ -100,7 +100,7 @@ func (c *IPLookupConfig) Validate() error {
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
-	rs, err := parseRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	rs, rsKey, hit, err := cachedRouteSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
@@ -117,17 +117,16 @@ func (c *IPLookupConfig) Validate() error {
 	if len(rs.routes) > (&Table{limits: c.limits}).maxRoutes() {
 		return elements.Errorf(key, "%d routes exceed max_routes %d", len(rs.routes), (&Table{limits: c.limits}).maxRoutes())
 	}
-	if err := precheck(rs.routes); err != nil {
-		return elements.Errorf(key, "%v", err)
+	if !hit {
+		if err := precheck(rs.routes); err != nil {
+			return elements.Errorf(key, "%v", err)
+		}
 	}
 	c.routes = rs.routes
 	c.checked = true
-	c.outs = c.Miss + 1
-	for _, r := range rs.routes {
-		c.outs = max(c.outs, r.Out+1)
-		for _, h := range r.Also {
-			c.outs = max(c.outs, h.Out+1)
-		}
+	c.outs = max(c.Miss+1, rs.ports())
+	if !hit {
+		rememberRouteSet(rsKey, rs)
 	}
 	return c.checkOffload()
 }
@@ -246,6 +245,7 @@ func init() {
 				"atomically (read-copy-update); each batch is looked up in one version. `forwarder routes -config " +
 				"FILE [ADDR]` prints the table size, its memory and the route chosen for an address.",
 		},
+		TakesState: true, // a reload keeps its shared state (reload.go)
 	})
 }
 
@@ -279,7 +279,7 @@ type IPLookup struct {
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepTable(ctx, func() (any, error) {
 		t, err := newTable(c.routes, c.limits, c.checked)
 		if err != nil {
 			return nil, err
@@ -305,7 +305,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return sh, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
