@@ -32,6 +32,9 @@ type Context struct {
 	State *GraphState
 
 	shared *SharedSlot
+	// prev and reloading: what a reload replaces (carry.go).
+	prev      Previous
+	reloading bool
 }
 
 // DeviceSet gives elements access to the graph's devices.

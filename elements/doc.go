@@ -25,4 +25,10 @@
 // any is opened: ARPQuerier's MAC) and Upstream (a type that must come
 // before it on every path: Conntrack before SNAT). SuggestType turns
 // another tool's element name into Junction's ("Drop" → "Discard").
+//
+// Reloads: an element whose state should survive a reload of the graph
+// (same name and type in the new graph) implements StateTaker and sets
+// Type.TakesState; carry.go states the contract (what a constructor may
+// touch while the old graph runs, when TakeState is called, what it must
+// leave to the old instance's Close).
 package elements

@@ -80,7 +80,11 @@ func (c *Clock) Track(s *Stats) {
 		}
 	}
 	c.tracked = append(c.tracked, s)
-	s.clock = c
+	if s.clock == nil {
+		// A kept element's Stats (a reload) stay with the clock of the
+		// worker running them until Adopt, on that worker.
+		s.clock = c
+	}
 }
 
 // Publish copies every tracked element's counters to its atomic fields,

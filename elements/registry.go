@@ -34,7 +34,11 @@ type Type struct {
 	// reach one worker, so FromDevice hands packets to their flow's owner
 	// (Context.FlowState).
 	FlowState bool
-	Doc       Doc
+	// TakesState marks types whose instances implement StateTaker: a
+	// reload that keeps the element (same name and type) carries its
+	// state over (carry.go). Dry runs report it.
+	TakesState bool
+	Doc        Doc
 }
 
 // Doc is an element's manual page, in Click's sections (conf.Doc).

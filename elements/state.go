@@ -3,10 +3,12 @@ package elements
 import "sync"
 
 // GraphState holds the values the elements of one graph share: one set for
-// the whole graph and one per worker. The pipeline makes one per graph it
-// builds, so two graphs in one process (tests, a reloaded graph beside the
-// old one) never see each other's values; elements reach it through their
-// Context (GraphValue, WorkerValue), never through package variables.
+// the whole graph and one per worker. The pipeline makes one per Router,
+// so two graphs in one process (tests, benchmarks) never see each other's
+// values; a reload keeps it with the Router and its workers, so that the
+// new graph's elements find what the old one's left (a worker's flow
+// table). Elements reach it through their Context (GraphValue,
+// WorkerValue), never through package variables.
 //
 // Values are made at construction, which is not on the hot path: the
 // lock guards the maps only. What a value does at run time is its own

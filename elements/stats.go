@@ -37,7 +37,10 @@ type Stats struct {
 	// (SetHoldPorts), for traces.
 	holdPorts uint64
 
-	n      int
+	// n counts the registered names; atomic because a reload registers
+	// on the Stats of a kept element while readers list its counters
+	// (names[i] is written before n passes i).
+	n      atomic.Int32
 	names  [MaxCounters]string
 	isDrop [MaxCounters]bool
 	vals   [MaxCounters]atomic.Uint64
@@ -77,17 +80,18 @@ func (s *Stats) Counter(name string) *atomic.Uint64 {
 }
 
 func (s *Stats) register(name string, drop bool) int {
-	for i := 0; i < s.n; i++ {
+	n := int(s.n.Load())
+	for i := 0; i < n; i++ {
 		if s.names[i] == name {
 			return i
 		}
 	}
-	if s.n == MaxCounters {
+	if n == MaxCounters {
 		panic("elements: too many counters for one element")
 	}
-	s.names[s.n], s.isDrop[s.n] = name, drop
-	s.n++
-	return s.n - 1
+	s.names[n], s.isDrop[n] = name, drop
+	s.n.Store(int32(n + 1))
+	return n
 }
 
 // Drop frees p and counts it under reason r.
@@ -122,7 +126,7 @@ type CounterValue struct {
 // Counters returns the named counters (drops and others) in registration
 // order.
 func (s *Stats) Counters() []CounterValue {
-	out := make([]CounterValue, s.n)
+	out := make([]CounterValue, s.n.Load())
 	for i := range out {
 		out[i] = CounterValue{s.names[i], s.isDrop[i], s.vals[i].Load()}
 	}
@@ -132,7 +136,7 @@ func (s *Stats) Counters() []CounterValue {
 // Drops is the sum of all drop counters.
 func (s *Stats) Drops() uint64 {
 	var t uint64
-	for i := 0; i < s.n; i++ {
+	for i := 0; i < int(s.n.Load()); i++ {
 		if s.isDrop[i] {
 			t += s.vals[i].Load()
 		}

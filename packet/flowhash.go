@@ -127,6 +127,14 @@ func flowHashIPv4(h []byte) uint32 {
 func flowHashIPv6(h []byte) uint32 {
 	_ = h[IPv6Len-1]
 	proto := h[ipv6Next]
+	// An ICMPv6 error (type < 128) hashes as the packet it quotes, which
+	// went the other way in the flow it is about: the symmetric hash
+	// sends it to the worker that tracks that flow (its quote is the
+	// packet as the error's sender got it).
+	if proto == 58 && len(h) >= IPv6Len+8+IPv6Len && h[IPv6Len] < 128 && h[IPv6Len+8]>>4 == 6 {
+		h = h[IPv6Len+8:]
+		proto = h[ipv6Next]
+	}
 	var sport, dport uint16
 	if (proto == ProtoTCP || proto == ProtoUDP) && len(h) >= IPv6Len+4 {
 		sport = binary.BigEndian.Uint16(h[IPv6Len:])

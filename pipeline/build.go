@@ -55,7 +55,9 @@ type Router struct {
 	start   time.Time
 	batch   int
 	// state is what the graph's elements share (elements.GraphState):
-	// one per Router, so two graphs never share it.
+	// one per Router, kept by a reload (the new graph's elements find
+	// what the old one's left per worker: the flow tables), so two
+	// Routers never share it.
 	state *elements.GraphState
 
 	stop   atomic.Bool
@@ -69,6 +71,41 @@ type Router struct {
 	isClosed bool
 	// tracer arms traces and captures (inspect.go).
 	tracer elements.Tracer
+
+	// Reloads (reload.go). reloadMu admits one reload at a time, and the
+	// final close waits for a reload in progress. genMu guards g, devices
+	// and the workers' stats slices, which a reload replaces while
+	// Snapshot reads them. shared holds the running graph's shared slots
+	// by element index; timing the TimingEvery the workers were built with.
+	reloadMu sync.Mutex
+	genMu    sync.RWMutex
+	gen      GraphGeneration
+	shared   []*elements.SharedSlot
+	timing   int
+	// optWorkers is Options.Workers (a reload resolves its graph's
+	// workers the same way).
+	optWorkers int
+}
+
+// resolveWorkers is the number of workers for g: the override, else the
+// graph's, else one per CPU.
+func resolveWorkers(override int, g *Graph) int {
+	n := override
+	if n <= 0 {
+		n = g.Workers
+	}
+	if n <= 0 {
+		n = runtime.NumCPU()
+	}
+	return n
+}
+
+// resolveBatch is g's batch size (its default when unset).
+func resolveBatch(g *Graph) int {
+	if g.Batch <= 0 {
+		return packet.DefaultBatch
+	}
+	return g.Batch
 }
 
 // Start opens the graph's devices, builds one pipeline per worker and starts
@@ -86,26 +123,18 @@ func Start(g *Graph, o Options) (*Router, error) {
 // build opens devices and instantiates the pipelines without starting any
 // goroutine (tests drive workers by hand).
 func build(g *Graph, o Options) (_ *Router, err error) {
-	n := o.Workers
-	if n <= 0 {
-		n = g.Workers
-	}
-	if n <= 0 {
-		n = runtime.NumCPU()
-	}
+	n := resolveWorkers(o.Workers, g)
 	// What forwarder check checks, before anything is opened.
 	if err := CheckEnv(g, n); err != nil {
 		return nil, err
 	}
-	batch := g.Batch
-	if batch <= 0 {
-		batch = packet.DefaultBatch
-	}
+	batch := resolveBatch(g)
 	log := o.Log
 	if log == nil {
 		log = io.Discard
 	}
-	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{}), state: elements.NewGraphState()}
+	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{}), state: elements.NewGraphState(),
+		gen: GraphGeneration{Generation: 1, File: g.File, LoadedAt: time.Now()}}
 	defer func() {
 		if err != nil {
 			r.closeAll()
@@ -148,9 +177,11 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	if timing <= 0 {
 		timing = elements.DefaultTimingEvery
 	}
+	r.shared, r.timing, r.optWorkers = shared, timing, o.Workers
 	for w := 0; w < n; w++ {
-		wk, err := newWorker(r, w, n, plan, shared, devs, timing)
+		wk, err := newWorker(r, g, w, n, plan, shared, devs, timing, nil)
 		if wk != nil {
+			wk.pubInst = wk.inst
 			r.workers = append(r.workers, wk)
 		}
 		if err != nil {
@@ -285,15 +316,20 @@ func (s *deviceSet) Queues(name string, worker int) []int {
 
 var _ elements.DeviceSet = (*deviceSet)(nil)
 
-// newWorker instantiates the graph for worker w. On error it returns the
-// partly built worker so that the caller closes what was built.
-func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs elements.DeviceSet, timingEvery int) (*worker, error) {
-	g := r.g
+// newWorker instantiates graph g for worker w. On error it returns the
+// partly built worker so that the caller closes what was built. cy is nil
+// at start; in a reload it gives the running worker's pool, the Stats of
+// kept elements and what each element replaces (reload.go).
+func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.SharedSlot, devs elements.DeviceSet, timingEvery int, cy *carry) (*worker, error) {
+	pool := cy.poolOf(w)
+	if pool == nil {
+		pool = packet.NewPool(ElementPoolSize)
+	}
 	wk := &worker{
 		r:     r,
 		id:    w,
 		clock: elements.NewClock(timingEvery),
-		pool:  packet.NewPool(ElementPoolSize),
+		pool:  pool,
 		inst:  make([]elements.Element, len(g.Elements)),
 		stats: make([]*elements.Stats, len(g.Elements)),
 		outs:  make([][]*elements.Output, len(g.Elements)),
@@ -305,7 +341,10 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 	}
 	wk.clock.SetTracer(&r.tracer, w)
 	for i, e := range g.Elements {
-		wk.stats[i] = &elements.Stats{Element: i}
+		wk.stats[i] = cy.statsOf(w, i)
+		if wk.stats[i] == nil {
+			wk.stats[i] = &elements.Stats{Element: i}
+		}
 		// Outputs track their targets' stats; sources and elements fed
 		// by nothing would otherwise never be published.
 		wk.clock.Track(wk.stats[i])
@@ -334,7 +373,14 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		bind(i)
 		ctx := elements.NewContext(e.Name, w, n, r.batch, wk.outs[i], wk.stats[i], wk.pool, devs, shared[i])
 		ctx.FlowState = flowState
+		// Every graph the Router runs, reloads included, shares its
+		// state: a reload keeps the workers, and a kept element's
+		// per-worker state (the flow table) carries over by worker.
 		ctx.State = r.state
+		if cy != nil {
+			ctx.SetReloading(true)
+			ctx.SetPrevious(cy.prevOf(w, i))
+		}
 		el, err := e.Type.New(e.Config, ctx)
 		if err != nil {
 			return wk, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err)
@@ -435,7 +481,11 @@ func (r *Router) Wait() error {
 func (r *Router) Workers() int { return len(r.workers) }
 
 // Graph is the graph the router runs.
-func (r *Router) Graph() *Graph { return r.g }
+func (r *Router) Graph() *Graph {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
+	return r.g
+}
 
 // onClose registers f to run when the router closes (after the devices).
 func (r *Router) onClose(f func() error) {
@@ -467,6 +517,7 @@ func Build(g *Graph, o Options) (*Router, error) {
 // received.
 func (r *Router) Round(w int) int {
 	wk := r.workers[w]
+	wk.checkNext()
 	now := elements.Nanotime()
 	wk.clock.Round(now)
 	n := wk.poll()

@@ -8,8 +8,11 @@ import (
 
 // maxPublishWait bounds how long a snapshot waits for the workers to
 // publish: a running worker publishes about every millisecond, asleep or
-// not (an idle worker wakes on the millisecond tick).
-const maxPublishWait = 5 * time.Millisecond
+// not (an idle worker wakes on the millisecond tick), so the wait is
+// about a millisecond; the bound is generous because a worker whose CPU is
+// shared with other threads can go several scheduler slices (4-10 ms)
+// without running, and a snapshot taken then would show tx above rx.
+const maxPublishWait = 50 * time.Millisecond
 
 // awaitPublish waits until every running worker has published its
 // counters after t0 (elements.Nanotime), or maxPublishWait has passed.

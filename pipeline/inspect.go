@@ -13,10 +13,14 @@ import (
 // Callers only use the read-only, concurrency-safe methods the instances
 // document (a FlowLister, a RouteTabler, a NeighborLister).
 func (r *Router) Instances(i int) []elements.Element {
+	// The running generation's, as published (a reload replaces them
+	// under genMu; w.inst is the worker's own, switched between rounds).
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
 	out := make([]elements.Element, 0, len(r.workers))
 	for _, w := range r.workers {
-		if i >= 0 && i < len(w.inst) {
-			out = append(out, w.inst[i])
+		if i >= 0 && i < len(w.pubInst) {
+			out = append(out, w.pubInst[i])
 		}
 	}
 	return out
@@ -24,6 +28,8 @@ func (r *Router) Instances(i int) []elements.Element {
 
 // ElementIndex returns the index of the element called name, or -1.
 func (r *Router) ElementIndex(name string) int {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
 	for i, e := range r.g.Elements {
 		if e.Name == name {
 			return i
@@ -38,6 +44,8 @@ func (r *Router) Tracer() *elements.Tracer { return &r.tracer }
 // WorkerQueues lists, per worker, the RX queues it polls of device dev
 // (graph device index).
 func (r *Router) WorkerQueues(dev int) [][]int {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
 	if dev < 0 || dev >= len(r.g.Devices) {
 		return nil
 	}

@@ -17,11 +17,14 @@ import (
 // JSON.
 type Snapshot struct {
 	// Uptime is the time since the workers started.
-	Uptime   time.Duration  `json:"uptime_ns"`
-	Elements []ElementStats `json:"elements"`
-	Workers  []WorkerStats  `json:"workers"`
-	Devices  []DeviceStats  `json:"devices"`
-	Totals   Totals         `json:"totals"`
+	Uptime time.Duration `json:"uptime_ns"`
+	// Graph is the running graph: its generation (1 at start, one more
+	// per reload), file and when it was loaded.
+	Graph    GraphGeneration `json:"graph"`
+	Elements []ElementStats  `json:"elements"`
+	Workers  []WorkerStats   `json:"workers"`
+	Devices  []DeviceStats   `json:"devices"`
+	Totals   Totals          `json:"totals"`
 }
 
 // ElementStats are one element instance's counters on one worker.
@@ -134,6 +137,10 @@ const (
 // goroutine: workers only ever add to the counters it loads.
 func (r *Router) Snapshot() *Snapshot {
 	s := &Snapshot{}
+	// A reload replaces the graph, devices and stats slices under genMu.
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
+	s.Graph = GraphGeneration(r.gen)
 	// Handed-off packets are counted in RX from the start; handed-in ones
 	// were counted when handed off, not again when pushed. Signed: the
 	// counters are read one after another while workers run.

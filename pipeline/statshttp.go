@@ -475,6 +475,10 @@ func (s *Snapshot) WritePrometheus(w io.Writer) error {
 	pw.sample("junction_in_flight_packets", s.Totals.InFlight)
 	pw.family("junction_uptime_seconds", "gauge", "Time since the workers started.")
 	pw.sampleFloat("junction_uptime_seconds", s.Uptime.Seconds())
+	pw.family("junction_graph_generation", "gauge", "Generation of the running graph: 1 at start, one more per reload.")
+	pw.sampleFloat("junction_graph_generation", float64(s.Graph.Generation))
+	pw.family("junction_graph_loaded_timestamp_seconds", "gauge", "When the running graph was loaded (Unix time).")
+	pw.sampleFloat("junction_graph_loaded_timestamp_seconds", float64(s.Graph.LoadedAt.UnixNano())/1e9)
 	return pw.err
 }
 

@@ -51,6 +51,14 @@ type worker struct {
 
 	wait waiter // sleeping on the sources' descriptors (sleep.go)
 
+	// next is a new generation of the graph handed over by a reload,
+	// adopted between two rounds (reload.go).
+	next atomic.Pointer[nextGen]
+	// pubInst is inst as the control plane sees it (Router.Instances):
+	// set at build and, by a reload, under genMu once every worker runs
+	// the new generation.
+	pubInst []elements.Element
+
 	// Published about every millisecond (and at exit), like the elements'
 	// counters: nanoseconds busy and idle, busy nanoseconds of the rounds
 	// whose elements were timed, rounds.
@@ -124,6 +132,12 @@ func (w *worker) loop() {
 	w.initWait()
 	w.clock.Round(last)
 	for !r.stop.Load() {
+		if w.checkNext() {
+			// The new pipeline's clock starts now; the old one's
+			// round ended with its last poll.
+			last = elements.Nanotime()
+			empty, sleep = 0, idleSleep
+		}
 		n := w.poll()
 		timed := w.clock.Timed()
 		now := elements.Nanotime()
@@ -231,7 +245,11 @@ func (r *Router) run(o Options) {
 		if r.timer != nil {
 			r.timer.Stop()
 		}
+		// A reload in progress adopts the new generation for the
+		// exited workers first, so that what is closed is what runs.
+		r.reloadMu.Lock()
 		r.closeAll()
+		r.reloadMu.Unlock()
 		close(r.done)
 	}()
 }

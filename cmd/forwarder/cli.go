@@ -54,7 +54,7 @@ with status 1.`},
 }
 
 // commandNames lists the subcommands in the order the usage shows them.
-var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "version", "help"}
+var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "reload", "version", "help"}
 
 // writeCmdUsage prints "usage: forwarder SYNOPSIS" and the command's text.
 func writeCmdUsage(w io.Writer, name string) {

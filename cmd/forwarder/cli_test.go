@@ -122,7 +122,7 @@ func TestVersionText(t *testing.T) {
 // requiredFlags are the flags a usage line may write without brackets: each
 // is what selects one form of its command.
 var requiredFlags = map[string][]string{
-	"bench":  {"element", "config"},
+	"bench":   {"element", "config"},
 	"routes":  {"generate"},
 	"capture": {"element", "w"},
 }

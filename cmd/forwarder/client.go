@@ -86,6 +86,7 @@ var subUsage = map[string]string{
 	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
 	"trace":   "trace [CONTROL] [-n N] [-timeout D] [FILTER]",
 	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]",
+	"reload":  "reload [CONTROL] [-dry-run] | reload -dry-run -running FILE -config FILE",
 }
 
 // subFlags lists each client command's own flags for its -h, in the
@@ -102,6 +103,9 @@ var subFlags = map[string]string{
 `,
 	"trace": `  -n N              packets to trace (default 10)
   -timeout D        give up after this long
+`,
+	"reload": `  -dry-run          print what would change, change nothing
+  -running FILE     with -dry-run: compare FILE (what runs) with -config offline, no forwarder needed
 `,
 	"capture": `  -element NAME     the element whose output to capture (required)
   -port P           only this output port (default: every port)

@@ -1,16 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/control"
@@ -25,8 +23,16 @@ import (
 
 // ctlServer is a running router's control state.
 type ctlServer struct {
-	r *pipeline.Router
+	*ctlState
+	// g is the graph one call works on: each call pins the one running
+	// when it starts, so that a reload during the call (which replaces
+	// the graph) never mixes two graphs' element indexes.
 	g *pipeline.Graph
+}
+
+// ctlState is what the calls share.
+type ctlState struct {
+	r *pipeline.Router
 
 	// baseline is what `clear counters` recorded: shown counters are the
 	// difference from it (counters themselves are never written by
@@ -39,13 +45,19 @@ type ctlServer struct {
 
 // startControl serves the control socket at path for r.
 func startControl(r *pipeline.Router, path string) (*control.Server, *ctlServer, error) {
-	cs := &ctlServer{r: r, g: r.Graph()}
+	cs := &ctlServer{ctlState: &ctlState{r: r}}
 	srv := control.NewServer()
-	srv.Handle("show", cs.show)
-	srv.Handle("clear", cs.clear)
-	srv.Handle("route", cs.route)
-	srv.Handle("trace", cs.trace)
-	srv.Handle("capture", cs.capture)
+	pin := func(f func(*ctlServer, context.Context, []string) (any, error)) control.HandlerFunc {
+		return func(ctx context.Context, args []string) (any, error) {
+			return f(&ctlServer{ctlState: cs.ctlState, g: r.Graph()}, ctx, args)
+		}
+	}
+	srv.Handle("show", pin((*ctlServer).show))
+	srv.Handle("clear", pin((*ctlServer).clear))
+	srv.Handle("route", pin((*ctlServer).route))
+	srv.Handle("trace", pin((*ctlServer).trace))
+	srv.Handle("capture", pin((*ctlServer).capture))
+	srv.Handle("reload", pin((*ctlServer).reload))
 	if err := srv.Listen(path); err != nil {
 		return nil, nil, err
 	}
@@ -108,10 +120,10 @@ func elementsOf[T any](r *pipeline.Router, g *pipeline.Graph) []int {
 // messages) named by name, or the only one.
 func pickElement[T any](cs *ctlServer, what, name string) (int, T, error) {
 	var zero T
-	idx := elementsOf[T](cs.r, cs.g)
+	idx := elementsOf[T](cs.r, cs.graph())
 	names := make([]string, len(idx))
 	for i, j := range idx {
-		names[i] = cs.g.Elements[j].Name
+		names[i] = cs.graph().Elements[j].Name
 	}
 	if name == "" {
 		switch len(idx) {
@@ -124,7 +136,7 @@ func pickElement[T any](cs *ctlServer, what, name string) (int, T, error) {
 		}
 	}
 	for _, j := range idx {
-		if cs.g.Elements[j].Name == name {
+		if cs.graph().Elements[j].Name == name {
 			return j, cs.r.Instances(j)[0].(T), nil
 		}
 	}
@@ -216,18 +228,15 @@ func closeControl(srv *control.Server) {
 	}
 }
 
-// runningControl is what run keeps of the control socket: the server and
-// the SIGHUP handler.
+// runningControl is what run keeps of the control socket.
 type runningControl struct {
 	srv   *control.Server
-	hup   chan os.Signal
-	done  chan struct{}
 	close func()
 }
 
 // runControl starts the control socket of a run: at path (explicit: it
 // must work), at the default path (best effort: a warning), or not at all
-// ("off"). With routes files in the graph, SIGHUP re-reads them.
+// ("off").
 func runControl(r *pipeline.Router, g *pipeline.Graph, path string, stderr io.Writer) (*runningControl, string, error) {
 	rc := &runningControl{close: func() {}}
 	if path == "off" {
@@ -249,33 +258,16 @@ func runControl(r *pipeline.Router, g *pipeline.Graph, path string, stderr io.Wr
 		return rc, "", nil
 	}
 	rc.srv = srv
-	if len(routesFileElements(g)) > 0 {
-		rc.hup = make(chan os.Signal, 1)
-		rc.done = make(chan struct{})
-		signal.Notify(rc.hup, syscall.SIGHUP)
-		go func() {
-			for {
-				select {
-				case <-rc.done:
-					return
-				case <-rc.hup:
-					msg, err := ReloadRoutesFiles(r)
-					if msg != "" {
-						fmt.Fprintln(stderr, "SIGHUP: "+strings.ReplaceAll(msg, "\n", "; "))
-					}
-					if err != nil {
-						fmt.Fprintln(stderr, "SIGHUP: "+strings.ReplaceAll(err.Error(), "\n", "; "))
-					}
-				}
-			}
-		}()
-	}
-	rc.close = func() {
-		if rc.hup != nil {
-			signal.Stop(rc.hup)
-			close(rc.done)
-		}
-		closeControl(srv)
-	}
+	// SIGHUP reloads the whole graph file, routes files included (run.go,
+	// reload.go), as `forwarder reload` does over this socket.
+	rc.close = func() { closeControl(srv) }
 	return rc, path, nil
+}
+
+// graph is the graph this call works on: the one running when it started.
+func (cs *ctlServer) graph() *pipeline.Graph {
+	if cs.g != nil {
+		return cs.g
+	}
+	return cs.r.Graph()
 }

@@ -19,7 +19,8 @@
 //	forwarder clear counters                        show counts from now (a baseline; the workers' counters are untouched)
 //	forwarder route add|replace PREFIX [via NH]... out PORT... [-element NAME]
 //	forwarder route del PREFIX [-element NAME]
-//	forwarder route reload [-element NAME]          re-read routes_file (SIGHUP does it for every IPLookup with one)
+//	forwarder route reload [-element NAME]          re-read routes_file
+//	forwarder reload [-config FILE] [-dry-run]      reload the whole graph (SIGHUP reloads the file run was given)
 //	forwarder trace [-n N] [-timeout D] [FILTER]    the next N matching packets: headers, element path, ports, drop reason
 //	forwarder capture -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
 //

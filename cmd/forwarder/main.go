@@ -50,6 +50,7 @@ Usage:
   forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX | reload
   forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
   forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
+  forwarder reload   [CONTROL] [-dry-run] [-running FILE]
   forwarder version
   forwarder help     [COMMAND]
 
@@ -72,10 +73,16 @@ show      reads a running forwarder's state over its control socket: tracked
           with rates, the per-element runtime and error counters.
 clear     clear counters: show runtime, errors and interfaces count from now.
 route     adds, replaces or deletes a route of a running IPLookup, or re-reads
-          its routes_file (SIGHUP does too).
+          its routes_file.
 trace     follows the next N packets matching FILTER through the running graph:
           headers, elements passed, output ports, drop reasons.
 capture   writes N packets leaving an element (or one of its ports) to a pcap.
+reload    validates a graph file and switches the running forwarder to it
+          without stopping (state of unchanged elements kept), or with -dry-run
+          prints what would change (elements added/removed/replaced/kept with
+          state, devices opened and closed, links). Without -config: the file
+          it runs. SIGHUP does the same. -dry-run -running FILE compares two
+          files offline, without a running forwarder.
 version   prints the module version, VCS revision and Go version.
 
 CONTROL stands for [-control PATH] [-config FILE] [-format table|json].
@@ -108,6 +115,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = routesCmd(rest, stdout, stderr)
 	case "stats":
 		err = statsCmd(rest, stdout, stderr)
+	case "reload":
+		err = reloadCmd(rest, stdout, stderr)
 	case "show":
 		err = showCmd(rest, stdout, stderr)
 	case "clear":

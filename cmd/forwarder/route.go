@@ -53,7 +53,7 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 		if verb != "add" {
 			action = "replaced"
 		}
-		return &routeResult{Element: cs.g.Elements[i].Name, Action: action, Route: &r}, nil
+		return &routeResult{Element: cs.graph().Elements[i].Name, Action: action, Route: &r}, nil
 	case "del", "delete":
 		if len(pos) != 1 {
 			return nil, control.Usagef("route del: want one PREFIX, got %q", strings.Join(pos, " "))
@@ -72,7 +72,7 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 		if err := rt.DeleteRoute(p); err != nil {
 			return nil, fmt.Errorf("route del: %w", err)
 		}
-		return &routeResult{Element: cs.g.Elements[i].Name, Action: "deleted", Prefix: p.String()}, nil
+		return &routeResult{Element: cs.graph().Elements[i].Name, Action: "deleted", Prefix: p.String()}, nil
 	case "reload":
 		if len(pos) > 0 {
 			return nil, control.Usagef("route reload: unexpected arguments %q", strings.Join(pos, " "))
@@ -85,7 +85,7 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route reload: %w", err)
 		}
-		return &routeResult{Element: cs.g.Elements[i].Name, Action: "reloaded", Routes: n}, nil
+		return &routeResult{Element: cs.graph().Elements[i].Name, Action: "reloaded", Routes: n}, nil
 	}
 	msg := fmt.Sprintf("route %q: want add, del, replace or reload", verb)
 	if s := nearest(verb, []string{"add", "del", "replace", "reload"}); s != "" {

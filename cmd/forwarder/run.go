@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -48,6 +49,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// the process and orphaning the plugin.
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stopSignals()
+	// SIGHUP too: one that arrives while the graph loads is a reload
+	// once it runs, not the end of the process (its default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	g, err := loadGraph(path)
 	if err != nil {
 		return err
@@ -56,12 +62,18 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return run(ctx, g, runOptions{
+		file:     path,
+		hup:      hup,
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
 		control: *ctlPath, perWorker: *perWorker,
 	}, stdout, stderr)
 }
 
 type runOptions struct {
+	// file is the graph file SIGHUP re-reads ("": the embedded graph);
+	// hup delivers SIGHUP (nil: run registers it itself).
+	file     string
+	hup      chan os.Signal
 	duration time.Duration
 	workers  int
 	stats    string
@@ -131,7 +143,7 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	defer ctl.close()
 
 	if !o.quiet {
-		fmt.Fprintf(stdout, "junction: %s: %s, %s, %s", g.File, count(r.Workers(), "worker"),
+		fmt.Fprintf(stdout, "junction: %s (generation 1): %s, %s, %s", g.File, count(r.Workers(), "worker"),
 			count(len(g.Elements), "element"), count(len(g.Devices), "device"))
 		if statsAt != "" {
 			fmt.Fprintf(stdout, "; stats at %s", statsAt)
@@ -148,6 +160,10 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 			}
 		}
 	}
+
+	// SIGHUP reloads the file (pipeline.Router.Reload): the workers
+	// switch graphs between two batches, flows and neighbours stay.
+	reloadOnHUP(ctx, r, o.file, o.hup, stdout, stderr)
 
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
@@ -181,6 +197,9 @@ loop:
 	}
 	final := r.Snapshot()
 	fmt.Fprintf(stdout, "\nstopped after %s (%s)\n", final.Uptime.Round(time.Millisecond), why)
+	if gr := final.Graph; gr.Generation > 1 {
+		fmt.Fprintf(stdout, "graph generation %d (%s, loaded %s)\n", gr.Generation, gr.File, gr.LoadedAt.Format(time.RFC3339))
+	}
 	if err := final.Render(stdout, pipeline.TableOptions{PerWorker: o.perWorker}); err != nil {
 		return err
 	}

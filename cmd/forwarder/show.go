@@ -87,11 +87,12 @@ type runtimeRow struct {
 }
 
 type runtimeResult struct {
-	Uptime   time.Duration          `json:"uptime_ns"`
-	Since    time.Duration          `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
-	Elements []runtimeRow           `json:"elements"`
-	Workers  []pipeline.WorkerStats `json:"workers"`
-	Totals   pipeline.Totals        `json:"totals"`
+	Uptime   time.Duration            `json:"uptime_ns"`
+	Since    time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
+	Graph    pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
+	Elements []runtimeRow             `json:"elements"`
+	Workers  []pipeline.WorkerStats   `json:"workers"`
+	Totals   pipeline.Totals          `json:"totals"`
 }
 
 type errorRow struct {
@@ -152,7 +153,7 @@ func (cs *ctlServer) showFlows(args []string) (any, error) {
 	if err != nil {
 		return nil, control.Usagef("show flows: %v", err)
 	}
-	idx := elementsOf[elements.FlowLister](cs.r, cs.g)
+	idx := elementsOf[elements.FlowLister](cs.r, cs.graph())
 	if len(idx) == 0 {
 		return nil, control.Usagef("show flows: this graph has no Conntrack")
 	}
@@ -197,7 +198,7 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &routesResult{Element: cs.g.Elements[i].Name, Source: rt.RouteSource(), Routes: []elements.LiveRoute{}}
+	res := &routesResult{Element: cs.graph().Elements[i].Name, Source: rt.RouteSource(), Routes: []elements.LiveRoute{}}
 	if len(pos) == 0 {
 		res.Routes = rt.RouteList()
 		res.Found = len(res.Routes) > 0
@@ -230,7 +231,7 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	if len(pos) > 0 {
 		return nil, control.Usagef("show neighbors: unexpected arguments %q", strings.Join(pos, " "))
 	}
-	idx := elementsOf[elements.NeighborLister](cs.r, cs.g)
+	idx := elementsOf[elements.NeighborLister](cs.r, cs.graph())
 	if *el != "" {
 		j, _, err := pickElement[elements.NeighborLister](cs, "ARPQuerier", *el)
 		if err != nil {
@@ -242,7 +243,7 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	for _, i := range idx {
 		// The table is shared by the element's instances: one suffices.
 		for _, n := range cs.r.Instances(i)[0].(elements.NeighborLister).Neighbors() {
-			rows = append(rows, neighborRow{Element: cs.g.Elements[i].Name, Neighbor: n})
+			rows = append(rows, neighborRow{Element: cs.graph().Elements[i].Name, Neighbor: n})
 		}
 	}
 	slices.SortFunc(rows, func(a, b neighborRow) int {
@@ -420,9 +421,9 @@ func (cs *ctlServer) showRuntime(args []string) (any, error) {
 		return nil, control.Usagef("show runtime: unexpected arguments %q", strings.Join(pos, " "))
 	}
 	s, since := cs.current()
-	res := &runtimeResult{Uptime: s.Uptime, Since: since, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
-	for _, i := range graphOrder(cs.g) {
-		e := cs.g.Elements[i]
+	res := &runtimeResult{Uptime: s.Uptime, Since: since, Graph: s.Graph, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
+	for _, i := range graphOrder(cs.graph()) {
+		e := cs.graph().Elements[i]
 		tot := runtimeRow{Element: displayName(e), Worker: -1}
 		if e.Type != nil {
 			tot.Type = e.Type.Name
@@ -468,8 +469,8 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 	}
 	s, since := cs.current()
 	res := &errorsResult{Since: since, Rows: []errorRow{}}
-	for _, i := range graphOrder(cs.g) {
-		e := cs.g.Elements[i]
+	for _, i := range graphOrder(cs.graph()) {
+		e := cs.graph().Elements[i]
 		typ := ""
 		if e.Type != nil {
 			typ = e.Type.Name
@@ -581,9 +582,9 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		return nil, err
 	}
 	for _, p := range pos {
-		if cs.g.Device(p) == nil {
+		if cs.graph().Device(p) == nil {
 			var names []string
-			for _, d := range cs.g.Devices {
+			for _, d := range cs.graph().Devices {
 				names = append(names, d.Name)
 			}
 			return nil, control.Usagef("show interfaces: no device %q (this graph has: %s)", p, strings.Join(names, ", "))
@@ -612,7 +613,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		return r
 	}
 	out := []ifaceStat{}
-	for di, gd := range cs.g.Devices {
+	for di, gd := range cs.graph().Devices {
 		if len(pos) > 0 && !slices.Contains(pos, gd.Name) {
 			continue
 		}
@@ -637,12 +638,12 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		// Per queue: the FromDevice instances reading this device, one
 		// per worker, with the queues each polls.
 		queues := cs.r.WorkerQueues(di)
-		for i, e := range cs.g.Elements {
+		for i, e := range cs.graph().Elements {
 			if e.Type == nil || e.Type.Name != "FromDevice" || deviceOf(e) != gd.Name {
 				continue
 			}
 			for w := range queues {
-				q := queueStat{Element: displayName(cs.g.Elements[i]), Worker: w, Queues: queues[w]}
+				q := queueStat{Element: displayName(cs.graph().Elements[i]), Worker: w, Queues: queues[w]}
 				if q.Queues == nil {
 					q.Queues = []int{}
 				}
@@ -894,6 +895,9 @@ func workerCol(w int) string {
 
 func printRuntime(w io.Writer, r *runtimeResult) error {
 	fmt.Fprintf(w, "uptime %s, counted over %s\n", r.Uptime.Round(time.Millisecond), r.Since.Round(time.Millisecond))
+	if g := r.Graph; g.Generation > 0 {
+		fmt.Fprintf(w, "graph %s, generation %d, loaded %s\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "ELEMENT\tTYPE\tWORKER\tPACKETS\tBATCHES\tPKT/BATCH\tNS/PKT\tDROPS\t")
 	for _, e := range r.Elements {

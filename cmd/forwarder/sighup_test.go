@@ -114,14 +114,14 @@ func TestSIGHUPReloadsRoutes(t *testing.T) {
 	write("10.1.0.0/24 out 0\n10.0.0.0/16 via 10.2.0.2 out 1\n0.0.0.0/0 via 10.2.0.3 out 1\n")
 	cmd.Process.Signal(syscall.SIGHUP)
 	waitFor("0.0.0.0/0 via 10.2.0.3 out 1; 10.0.0.0/16 via 10.2.0.2 out 1; 10.1.0.0/24 connected out 0")
-	if !strings.Contains(out.String(), "SIGHUP: rt: 3 routes reloaded") {
+	if !strings.Contains(out.String(), "reloaded "+config+": generation 2") || !strings.Contains(out.String(), "element reconfigured   rt (IPLookup)") {
 		t.Errorf("no reload message in %q", out.String())
 	}
 
 	write("10.1.0.0/24 out 0\n10.9.0.0/33 out 1\n")
 	cmd.Process.Signal(syscall.SIGHUP)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "the table is unchanged") {
+	for !strings.Contains(out.String(), "reload failed, the running graph is unchanged") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no error for a bad routes file: %q", out.String())
 		}

@@ -226,16 +226,16 @@ func (cs *ctlServer) trace(ctx context.Context, args []string) (any, error) {
 }
 
 func (cs *ctlServer) elementName(i int) string {
-	if i < 0 || i >= len(cs.g.Elements) {
+	if i < 0 || i >= len(cs.graph().Elements) {
 		return "?"
 	}
-	return displayName(cs.g.Elements[i])
+	return displayName(cs.graph().Elements[i])
 }
 
 func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket {
 	tp := tracedPacket{Worker: r.Worker, Queue: r.InQueue, AgeNanos: r.Time - start, Headers: decodeFrame(r.Frame), Frame: r.Frame, Path: []traceStep{}}
-	if r.InDevice < len(cs.g.Devices) {
-		tp.Device = cs.g.Devices[r.InDevice].Name
+	if r.InDevice < len(cs.graph().Devices) {
+		tp.Device = cs.graph().Devices[r.InDevice].Name
 	}
 	for _, h := range r.Hops {
 		st := traceStep{Element: cs.elementName(h.From), Port: h.Port, InPort: h.InPort}
@@ -252,7 +252,7 @@ func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket
 	default:
 		last := r.Hops[len(r.Hops)-1]
 		tp.At = cs.elementName(last.To)
-		switch e := cs.g.Elements[max(last.To, 0)]; {
+		switch e := cs.graph().Elements[max(last.To, 0)]; {
 		case last.To < 0:
 			tp.Result = "dropped"
 		case e.Type != nil && e.Type.Name == "ToDevice":
@@ -289,7 +289,7 @@ func (cs *ctlServer) capture(ctx context.Context, args []string) (any, error) {
 	i := cs.r.ElementIndex(*el)
 	if i < 0 {
 		var names []string
-		for _, e := range cs.g.Elements {
+		for _, e := range cs.graph().Elements {
 			names = append(names, e.Name)
 		}
 		msg := fmt.Sprintf("capture: -element %s: no such element", *el)
@@ -298,7 +298,7 @@ func (cs *ctlServer) capture(ctx context.Context, args []string) (any, error) {
 		}
 		return nil, control.Usagef("%s", msg)
 	}
-	if e := cs.g.Elements[i]; e.Out == 0 {
+	if e := cs.graph().Elements[i]; e.Out == 0 {
 		return nil, control.Usagef("capture: -element %s: it has no output ports (a sink): capture the element that feeds it", *el)
 	} else if *port >= e.Out || *port < -1 {
 		return nil, control.Usagef("capture: -port %d: %s has output ports 0..%d", *port, e.Name, e.Out-1)

@@ -28,6 +28,9 @@ type Config struct {
 	Seed   int64  `toml:"seed"`
 	SrcMAC string `toml:"src_mac"`
 	DstMAC string `toml:"dst_mac"`
+
+	// Sequence numbers the frames (see Doc).
+	Sequence bool `toml:"sequence"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544
@@ -163,7 +166,16 @@ type settings struct {
 	seed           uint64
 	srcMAC         packet.MAC
 	dstMAC         packet.MAC
+	// v6: IPv6 traffic (gen6.go); src6 and dst6 are the addresses whose
+	// low 32 bits src and dst range over.
+	v6         bool
+	src6, dst6 [16]byte
+	sequence   bool
 }
+
+// SeqOffset is where, with the sequence key, a frame's queue (2 bytes) and
+// sequence number on that queue (8 bytes) start: the UDP payload.
+const SeqOffset = l4Off + 8
 
 // minSize is the size of the headers alone.
 func minSize(proto uint8) int {
@@ -220,15 +232,44 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 			return s, err
 		}
 	}
-	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
+	s.v6 = c.isV6()
+	if s.v6 {
+		// gen6.go's frames keep the default ports and carry UDP or TCP.
+		switch {
+		case s.proto == packet.ProtoICMP:
+			return s, conf.Errorf("proto", "icmp is ICMPv4 echo: not available with IPv6 src/dst")
+		case c.Sport != "" && c.Sport != DefaultSport:
+			return s, conf.Errorf("sport", "port ranges are not available with IPv6 src/dst")
+		case c.Dport != "":
+			return s, conf.Errorf("dport", "port ranges are not available with IPv6 src/dst")
+		}
+	}
+	lo := minSize(s.proto)
+	if s.v6 {
+		lo += packet.IPv6Len - packet.IPv4MinLen
+	}
+	if c.Size < lo || c.Size > MaxSize {
 		return s, conf.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
 	}
 	s.size = c.Size
-	if s.src, err = parseRange("src", c.Src); err != nil {
-		return s, err
-	}
-	if s.dst, err = parseRange("dst", c.Dst); err != nil {
-		return s, err
+	if s.v6 {
+		src := c.Src
+		if src == DefaultSrc {
+			src = DefaultSrc6
+		}
+		if s.src6, s.src, err = parseRange6("src", src); err != nil {
+			return s, err
+		}
+		if s.dst6, s.dst, err = parseRange6("dst", c.Dst); err != nil {
+			return s, err
+		}
+	} else {
+		if s.src, err = parseRange("src", c.Src); err != nil {
+			return s, err
+		}
+		if s.dst, err = parseRange("dst", c.Dst); err != nil {
+			return s, err
+		}
 	}
 	if c.Flows < 1 {
 		return s, conf.Errorf("flows", "must be ≥ 1, got %d", c.Flows)
@@ -252,6 +293,10 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 		return s, conf.Errorf("split_flows", "%d flows cannot be split over %d queues: want flows ≥ queues", s.flows, s.queues)
 	}
 	s.seed = uint64(c.Seed)
+	if c.Sequence && (s.proto != packet.ProtoUDP || s.size < SeqOffset+10) {
+		return s, conf.Errorf("sequence", "needs proto \"udp\" and size ≥ %d (the queue and sequence number are the payload's first 10 bytes)", SeqOffset+10)
+	}
+	s.sequence = c.Sequence
 	var ok bool
 	if s.srcMAC, ok = packet.ParseMAC(c.SrcMAC); !ok {
 		return s, conf.Errorf("src_mac", "bad MAC address %q", c.SrcMAC)

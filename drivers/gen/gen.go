@@ -42,7 +42,7 @@ func init() {
 }
 
 // Doc is the driver's manual page.
-const Doc = `gen — synthetic IPv4 traffic without a kernel, and a counting sink
+const Doc = `gen — synthetic IPv4 or IPv6 traffic without a kernel, and a counting sink
 
 RX: each queue builds Ethernet/IPv4/UDP (or TCP, or ICMP echo) frames from
 one template built at open (valid IPv4 and L4 checksums), rewriting per
@@ -102,6 +102,14 @@ Keys (besides driver, addresses, mac):
                                packet's drawn uniformly from it like its
                                destination address. Not for icmp.
   queues   = workers           RX queues (0 = one per worker).
+  sequence = false             true (udp only): the first 10 bytes of
+                               each frame's UDP payload number it: the
+                               queue (2 bytes) and the packet's sequence
+                               number on that queue (8 bytes, from 0),
+                               big endian, so that a test can check loss,
+                               duplication and order; the UDP checksum is
+                               then 0 (none, as IPv4 allows).
+                               SeqOffset is where it starts.
   seed     = 1                 PRNG seed; the same seed gives the same
                                packets on each queue.
   src_mac  = "02:00:00:00:00:01"  source MAC of the generated frames.
@@ -111,6 +119,12 @@ Keys (besides driver, addresses, mac):
 
 Address ranges: a /30 or shorter prefix means its hosts (network and
 broadcast addresses left out); /31 and /32 mean every address.
+
+IPv6: when src or dst is an IPv6 address or prefix (both must then be
+IPv6; src defaults to 2001:2::1, RFC 5180's benchmarking range), the
+frames are Ethernet/IPv6/UDP (or TCP): size 62..1514 for udp, 74..1514
+for tcp. Addresses vary in their low 32 bits only (a prefix shorter than
+/96 gives its first 2^32 addresses; the all-zeros host is left out).
 
 Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, rx_pool_empty (batches
 cut short because the queue's pool of 8192 packets was empty: the graph
@@ -142,6 +156,7 @@ type queue struct {
 	flow0     uint32 // the queue's flows are flow0 + i*stride, i < nflows
 	stride    uint32
 	nflows    uint64
+	seq       uint64 // the next sequence number (the sequence key)
 	finite    bool
 	quota     int64
 	rxPkts    atomic.Uint64
@@ -219,7 +234,11 @@ func newDevice(s settings, ctx drivers.OpenContext) *Device {
 		queues: make([]queue, s.queues),
 		tx:     make([]txCounter, max(ctx.Workers, 1)),
 	}
-	d.buildTemplate()
+	if s.v6 {
+		d.buildTemplate6()
+	} else {
+		d.buildTemplate()
+	}
 	batch := ctx.Batch
 	if batch <= 0 {
 		batch = packet.DefaultBatch
@@ -381,7 +400,12 @@ func (d *Device) Receive(q int, b *packet.Batch) int {
 	if n <= 0 {
 		return 0
 	}
-	made := d.fill(qs, uint16(q), b, n)
+	var made int
+	if d.s.v6 {
+		made = d.fill6(qs, uint16(q), b, n)
+	} else {
+		made = d.fill(qs, uint16(q), b, n)
+	}
 	if made < n {
 		qs.poolEmpty.Add(1)
 		qs.credit += float64(n - made) // unused tokens stay in the bucket
@@ -508,6 +532,16 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		for _, p := range b.Pkts[start : start+made] {
 			copy(p.Data[headLen:], tmpl[headLen:])
 		}
+	}
+	if d.s.sequence {
+		seq := qs.seq
+		for _, p := range b.Pkts[start : start+made] {
+			binary.BigEndian.PutUint16(p.Data[SeqOffset:], q)
+			binary.BigEndian.PutUint64(p.Data[SeqOffset+2:], seq)
+			binary.BigEndian.PutUint16(p.Data[udpCsum:], 0)
+			seq++
+		}
+		qs.seq = seq
 	}
 	qs.rng = rng
 	return made

@@ -660,9 +660,10 @@ func TestBadKeys(t *testing.T) {
 		{"size", func(c *Config) { c.Size = 1515 }, "1515"},
 		{"dst", func(c *Config) { c.Dst = "10.0.0/8" }, `bad CIDR "10.0.0/8"`},
 		{"dst", func(c *Config) { c.Dst = "10.0.0.256" }, `bad address "10.0.0.256"`},
-		{"dst", func(c *Config) { c.Dst = "2001:db8::1" }, "not an IPv4"},
+		{"src", func(c *Config) { c.Src = "10.0.0.1"; c.Dst = "2001:db8::1" }, "must both be IPv4 or both IPv6"},
 		{"dst", func(c *Config) { c.Dst = "" }, "empty"},
-		{"src", func(c *Config) { c.Src = "2001:db8::/64" }, "not an IPv4"},
+		{"dst", func(c *Config) { c.Src = "2001:db8::/64" }, "must both be IPv4 or both IPv6"},
+		{"size", func(c *Config) { c.Dst = "2001:db8::1"; c.Size = 61 }, "[62, 1514]"},
 		{"src", func(c *Config) { c.Src = "x" }, `bad address "x"`},
 		{"flows", func(c *Config) { c.Flows = 0 }, "≥ 1"},
 		{"flows", func(c *Config) { c.Flows = 64513 }, "64512"},
@@ -786,6 +787,26 @@ func TestFastDiv(t *testing.T) {
 			if got := fastDiv(n, m); got != n/d {
 				t.Fatalf("fastDiv(%d, divMagic(%d)) = %d, want %d", n, d, got, n/d)
 			}
+		}
+	}
+}
+
+// TestIPv6RefusesPortsAndICMP: IPv6 frames keep the default ports and
+// carry UDP or TCP; asking for more is refused, not ignored.
+func TestIPv6RefusesPortsAndICMP(t *testing.T) {
+	for _, c := range []struct{ key, val string }{{"proto", "icmp"}, {"sport", "2000-3000"}, {"dport", "23"}} {
+		cfg := *newConfig().(*Config)
+		cfg.Size, cfg.Src, cfg.Dst = 80, "2001:2::1", "2001:db8::1"
+		switch c.key {
+		case "proto":
+			cfg.Proto = c.val
+		case "sport":
+			cfg.Sport = Ports(c.val)
+		case "dport":
+			cfg.Dport = Ports(c.val)
+		}
+		if _, err := cfg.validate(1, packet.MAC{}); err == nil || !strings.Contains(err.Error(), "IPv6") {
+			t.Errorf("%s = %q with IPv6: %v", c.key, c.val, err)
 		}
 	}
 }

@@ -10,5 +10,6 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/icmp"
 	_ "github.com/junction-dataplane/junction/elements/ip"
 	_ "github.com/junction-dataplane/junction/elements/nat"
+	_ "github.com/junction-dataplane/junction/elements/ndp"
 	_ "github.com/junction-dataplane/junction/elements/standard"
 )

@@ -139,7 +139,9 @@ func init() {
 				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
 				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
 				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
-				`packets of a next hop that did not answer within 3 s, and those freed at stop). ` +
+				`packets of a next hop that did not answer within 3 s, those freed at stop, and those ` +
+				`held when a reload switched the worker to a new graph: the neighbours are kept, the ` +
+				`packets waiting for one are not carried into the new graph). ` +
 				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
 				`our own MAC; unusable IP). With a fast-path device: "fastpath errors" (neighbours ` +
 				`the device's fast path refused).`,
@@ -159,6 +161,7 @@ func init() {
 				"timeout old (one system call per neighbour per quarter timeout, not per frame). When it " +
 				"lapses, the packets come back through this element, which resolves the neighbour again.",
 		},
+		TakesState: true, // a reload keeps its shared state (reload.go)
 	})
 }
 
@@ -226,7 +229,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if fp, ok := dev.(drivers.FastPath); ok {
 		fast = fp.FastPathTable()
 	}
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepNeighbours(ctx, c, func() (any, error) {
 		t := &table{gen: conntrack.GenerationOf(ctx)}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, macWord(e.mac)) {
@@ -239,7 +242,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return t, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -629,17 +632,25 @@ func (q *Querier) Tick(now int64) {
 
 // Close frees the held packets.
 func (q *Querier) Close() error {
+	q.dropHeld(q.unresolved)
+	return nil
+}
+
+// dropHeld frees every held packet under reason r and returns how many.
+func (q *Querier) dropHeld(r elements.Reason) uint64 {
+	var n uint64
 	for i := range q.holds {
 		h := &q.holds[i]
 		for j := 0; j < h.n; j++ {
-			q.st.Drop(h.pkts[j], q.unresolved)
+			q.st.Drop(h.pkts[j], r)
 			h.pkts[j] = nil
+			n++
 		}
 		if h.ip != 0 {
 			q.freeHold(h)
 		}
 	}
-	return nil
+	return n
 }
 
 // staticLifetime is how long the fast path trusts a static neighbour:

@@ -53,22 +53,22 @@ func init() {
 		Optional: []int{1},
 		Doc: elements.Doc{
 			Synopsis: "Conntrack([capacity], [timeouts...])",
-			Summary:  "tracks IPv4 flows per worker: TCP state machine, UDP and ICMP echo timeouts, bounded table; annotates each packet with its flow and state",
+			Summary:  "tracks IPv4 and IPv6 flows per worker: TCP state machine, UDP and ICMP echo timeouts, bounded table; annotates each packet with its flow and state",
 			Ports: "input 0: Ethernet frames with the network header at the L3 annotation (normally after CheckIPHeader).\n" +
 				"output 0: tracked packets (ct state new, established or related) and packets Conntrack does not track " +
-				"(not IPv4: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
+				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
 						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
 			},
-			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
-				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
-				"\"expired\"; invalid packets by cause: \"invalid: malformed\", \"invalid: fragment\" (fragments are not " +
+			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
+				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
+				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
 				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
@@ -84,7 +84,10 @@ func init() {
 				"changes the reply tuple. The input device of each direction is recorded in the entry. TCP follows " +
 				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
-				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. Idle flows are " +
+				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
+				"echo, other protocols by address pair; ICMPv6 errors as related, their quote walked like the packet) are " +
+				"tracked the same way in a table of their own, which NAT and FastTrack do not use: a packet's ct state is all " +
+				"the rest of the graph sees of an IPv6 flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +
 				"eviction and the sweep fold the cache's hits into a flow (packets, bytes, timeout) before they look at it, " +
@@ -92,6 +95,7 @@ func init() {
 				"fast-trackable under FastTrack's after and policy (it keeps the packet count after is compared with), so " +
 				"that FastTrack recognises a flow that is not fast-tracked from its cache alone.",
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 }
 
@@ -114,6 +118,7 @@ var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragm
 // Conntrack is one worker's tracker.
 type Conntrack struct {
 	t      *Table
+	t6     *Table6 // IPv6 flows (table6.go)
 	worker int
 	listMu sync.Mutex // Flows against Close; never taken by the worker
 	pool   *packet.Pool
@@ -136,6 +141,12 @@ type Conntrack struct {
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
 	displaced, refused                                  *atomic.Uint64 // the flow cache's (FastTrack)
 	invalid                                             [resCount]*atomic.Uint64
+
+	// A reload (reload.go): the config TakeState applies to the running
+	// table (nil: this instance configured the table itself), and the
+	// flows it could not keep.
+	pending       *Config
+	reloadDropped *atomic.Uint64
 }
 
 var (
@@ -151,20 +162,38 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		}
 	}
 	t := Acquire(ctx)
-	if t.configured {
+	_, carried := ctx.Previous().Element.(*Conntrack)
+	switch {
+	case carried:
+		// A reload: the running Conntrack of this name still uses the
+		// table; TakeState applies the new config between rounds
+		// (reload.go).
+	case t.configured && ctx.Reloading():
+		t.Release()
+		return nil, fmt.Errorf("the running graph's Conntrack has another name or type: a reload keeps a worker's flow table only for a Conntrack of the same name")
+	case t.configured:
 		t.Release()
 		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
+	default:
+		t.configure(c.Capacity, c.to, nil)
+		t.configured = true
 	}
-	t.configure(c.Capacity, c.to, nil)
-	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: ctx.SideBatch(),
+	if !carried {
+		// A carried table keeps its IPv6 flows too (reload.go).
+		t.t6 = NewTable6(capacity6(c.Capacity), c.to)
+	}
+	e := &Conntrack{t: t, t6: t.t6, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: ctx.SideBatch(),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
 		displaced: st.Counter("flow cache displaced"), refused: st.Counter("flow cache refused")}
 	for r := resMalformed; r < resCount; r++ {
 		e.invalid[r] = st.Counter(invalidNames[r])
+	}
+	e.reloadDropped = st.Counter("reload: capacity shrunk")
+	if carried {
+		e.pending = c
 	}
 	return e, nil
 }
@@ -178,8 +207,17 @@ func (e *Conntrack) Close() error {
 	// its memory is unmapped by Release.
 	e.listMu.Lock()
 	defer e.listMu.Unlock()
+	if e.pending != nil {
+		// Built for a reload that never ran: the table is the running
+		// instance's.
+		e.pending = nil
+		e.t.Release()
+		e.t = nil
+		return nil
+	}
 	if e.t != nil {
 		e.t.configured = false
+		e.t.t6 = nil
 		e.t.Release()
 		e.t = nil
 	}
@@ -193,13 +231,22 @@ func (e *Conntrack) Tick(int64) {
 	if t == nil {
 		return
 	}
-	t.Collect(t.now())
+	now := t.now()
+	t.Collect(now)
+	e.t6.Collect(now)
 	e.publish()
 }
 
 func (e *Conntrack) publish() {
 	t := e.t
-	e.entries.Store(uint64(t.live))
+	e.entries.Store(uint64(t.live + e.t6.live))
+	if t6 := e.t6; t6.Created|t6.Evicted|t6.Expired|t6.relatedN != 0 {
+		e.newN.Add(t6.Created)
+		e.evicted.Add(t6.Evicted)
+		e.expired.Add(t6.Expired)
+		e.related.Add(t6.relatedN)
+		t6.Created, t6.Evicted, t6.Expired, t6.relatedN = 0, 0, 0, 0
+	}
 	if t.Created != 0 {
 		e.newN.Add(t.Created)
 		t.Created = 0
@@ -244,6 +291,8 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
 				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], e.found[i], now)
+			} else if r == resUntracked && isIPv6(p) {
+				r = e.t6.Track(p, now)
 			} else {
 				p.Ct = packet.Ct{}
 			}
@@ -351,6 +400,15 @@ func parsePacket(p *packet.Packet) (Tuple, []byte, int) {
 		return Tuple{}, nil, resUntracked
 	}
 	return parseTuple(d[l3:])
+}
+
+// capacity6 is the size of the IPv6 table for a capacity key: a quarter
+// of the IPv4 one (its entries are larger), at least 1024.
+func capacity6(capacity int) int { return max(capacity/4, min(capacity, 1024)) }
+
+func isIPv6(p *packet.Packet) bool {
+	l3 := int(p.L3)
+	return l3 >= packet.EthernetLen && l3 <= len(p.Data) && binary.BigEndian.Uint16(p.Data[l3-2:]) == packet.EtherTypeIPv6
 }
 
 // track tracks one packet whose tuple k (in bucket hb) and L4 header
@@ -486,6 +544,31 @@ func Acquire(ctx *elements.Context) *Table {
 	}
 	s.t.refs++
 	return s.t
+}
+
+// TableRef names one worker's flow table in one graph, for code that must
+// find it after construction, where it has no Context (a reload's
+// TakeState, on the worker): what Acquire needs of the context.
+type TableRef struct {
+	state  *elements.GraphState
+	worker int
+}
+
+// RefOf returns the reference to the flow table of ctx's worker in ctx's
+// graph.
+func RefOf(ctx *elements.Context) TableRef {
+	if ctx.State == nil {
+		// A context without a graph is a graph of its own (Context.State):
+		// the reference must name the state the context's Acquire uses.
+		ctx.WithState(elements.NewGraphState())
+	}
+	return TableRef{state: ctx.State, worker: ctx.Worker}
+}
+
+// Acquire is Acquire of the context the reference was taken from; pair it
+// with the table's Release.
+func (r TableRef) Acquire() *Table {
+	return Acquire(&elements.Context{State: r.state, Worker: r.worker})
 }
 
 // Release drops a reference taken by Acquire; the last one frees the

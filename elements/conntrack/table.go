@@ -122,6 +122,8 @@ type Table struct {
 	fc          flowCache    // FastTrack's compiled flow directions (flowcache.go)
 	pf          [128]uintptr // addresses a batch pass prefetches with one call (prefetchAll)
 	cacheWanted bool
+
+	t6 *Table6 // the worker's IPv6 flows (table6.go), set by Conntrack
 }
 
 // NewTable returns a table for capacity flows with the given timeouts and

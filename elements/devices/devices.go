@@ -83,6 +83,7 @@ func init() {
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
 				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "ToDevice",
@@ -128,6 +129,8 @@ type FromDevice struct {
 	out     *elements.Output
 
 	sp *spreader // nil: no spreading
+	// takeSp: TakeState takes the running instance's spreader.
+	takeSp bool
 
 	// rxFDs[i] is what poll(2) waits on for queues[i] (-1: nothing, the
 	// worker sleeps on a timer); nil when the device has none.
@@ -171,7 +174,10 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	workers := max(ctx.Workers, 1)
 	spread := c.Spread == "on" || (c.Spread == "auto" || c.Spread == "") && !queuesOwnFlows(dev, workers, ctx.FlowState)
-	if spread && workers > 1 {
+	if spread && workers > 1 && canTakeSpreader(ctx, f) {
+		// A reload keeps the running instance's rings (carry.go).
+		f.takeSp = true
+	} else if spread && workers > 1 {
 		sp, err := newSpreader(ctx, c.Device, dev, workers, batch)
 		if err != nil {
 			return nil, err

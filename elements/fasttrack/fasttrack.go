@@ -91,7 +91,8 @@ func init() {
 		NewConfig: func() any { return &Config{After: 2, Policy: "either-direction", Outputs: 2} },
 		New:       newFastTrack,
 		In:        1, Out: -1,
-		Doc: fastTrackManual(),
+		Doc:        fastTrackManual(),
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "FastTrackLearn",
@@ -142,6 +143,10 @@ type FastTrack struct {
 	policy                    conntrack.FastPolicy
 
 	off *offload // nil without the offload key
+
+	// deferCache: built for a reload, the cache and policy are set up by
+	// TakeState (reload.go).
+	deferCache bool
 }
 
 var (
@@ -163,10 +168,16 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
 		e.useCache = true
-		e.t.EnableCache()
-		// FastTrackLearn compiles the directions this policy makes
-		// fast-trackable (conntrack.Table.CompilePolicy).
-		e.t.AddFastPolicy(e.policy)
+		if ctx.Reloading() {
+			// The running graph uses the table: TakeState, between
+			// rounds, does this (reload.go).
+			e.deferCache = true
+		} else {
+			e.t.EnableCache()
+			// FastTrackLearn compiles the directions this policy
+			// makes fast-trackable (conntrack.Table.CompilePolicy).
+			e.t.AddFastPolicy(e.policy)
+		}
 	}
 	if len(c.Offload) > 0 {
 		var err error
@@ -193,7 +204,7 @@ func (e *FastTrack) Close() error {
 		e.removeAll()
 	}
 	if e.t != nil {
-		if e.useCache {
+		if e.useCache && !e.deferCache {
 			e.t.RemoveFastPolicy()
 		}
 		e.t.Release()
@@ -216,9 +227,14 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 	complete := cached && t.CacheComplete()
 	pkts := b.Pkts
 	if complete && t.PendingN() == 0 && t.CacheEmpty() {
-		// Nothing fast-tracked at all: every packet misses.
-		e.countBatch(0, 0, uint64(len(pkts)))
+		// Nothing fast-tracked at all: every packet misses, unless it
+		// is IPv6 (fast6.go).
+		hits, bytes := e.misses6(b)
+		e.countBatch(hits, bytes, uint64(len(b.Pkts)))
 		e.outs[0].Push(b)
+		if hits != 0 {
+			e.pushSplit6()
+		}
 		return
 	}
 	gen := e.gen.Current()
@@ -235,12 +251,16 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 		// missed, the batch itself goes on.
 		hits, bytes, one := e.pushCached(t, pkts, gen, now, true, complete)
 		if one >= 0 {
-			var misses uint64
+			var misses, h6, n6 uint64
 			if one == 0 {
-				misses = uint64(len(pkts))
+				h6, n6 = e.misses6(b)
+				misses = uint64(len(b.Pkts))
 			}
-			e.countBatch(hits, bytes, misses)
+			e.countBatch(hits+h6, bytes+n6, misses)
 			e.outs[one].Push(b)
+			if h6 != 0 {
+				e.pushSplit6()
+			}
 			return
 		}
 		e.flush(b, hits, bytes)
@@ -285,6 +305,8 @@ func (e *FastTrack) Push(_ int, b *packet.Batch) {
 // flush pushes the split batches on, b having been sorted into them, and
 // counts.
 func (e *FastTrack) flush(b *packet.Batch, hits, bytes uint64) {
+	h6, n6 := e.misses6(e.split.Queues()[0])
+	hits, bytes = hits+h6, bytes+n6
 	misses := uint64(e.split.Pending(0))
 	b.Reset()
 	e.split.Flush()
@@ -663,7 +685,15 @@ func (e *Learn) Push(in int, b *packet.Batch) {
 	var learned, bad uint64
 	for _, p := range b.Pkts {
 		_, c := conntrack.FlowOf(p)
-		if c == nil || p.Ct.State == packet.CtRelated || p.Ct.State == packet.CtInvalid {
+		if c == nil {
+			if l, nl := learn6(p, uint8(in+1), gen); l {
+				learned++
+			} else if nl {
+				bad++
+			}
+			continue
+		}
+		if p.Ct.State == packet.CtRelated || p.Ct.State == packet.CtInvalid {
 			continue
 		}
 		dir := p.Ct.Dir

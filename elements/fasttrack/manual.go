@@ -34,7 +34,13 @@ func fastTrackManual() elements.Doc {
 			"worker's FastTrack installed the same direction: a flow that reached two workers; the kernel counts it there), \"offload errors\".",
 		Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
 		SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
-		Text: "A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
+		Text: "IPv6 flows (fast6.go) take a plainer path, looked at only among the misses and only once FastTrackLearn has " +
+			"learned some IPv6 direction: an untagged IPv6 TCP (ESTABLISHED, ACK without SYN/FIN/RST), UDP or ICMPv6 echo " +
+			"packet without extension headers, whose flow is in the worker's IPv6 table (Conntrack) under the same after, " +
+			"policy and generation rules, gets the learned hop-limit decrement and Ethernet header (IPv6 is not translated, " +
+			"so no checksum changes), is counted against its flow and goes to its learned output; no flow cache and no " +
+			"offload for IPv6.\n\n" +
+			"A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
 			"fragmentation, whose flow is live in the worker's Conntrack table, has been seen `after` packets, and has a " +
 			"fast path learned for this direction under the current generation (the graph's conntrack.Generation: a route or NAT " +
 			"change invalidates every entry), and a TTL above what the slow path subtracts. FastTrack then applies the " +

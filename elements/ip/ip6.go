@@ -1,6 +1,7 @@
 package ip
 
 import (
+	"encoding/binary"
 	"net/netip"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -109,33 +110,31 @@ func newCheckIP6Header(cfg any, ctx *elements.Context) (elements.Element, error)
 	return e, nil
 }
 
-// badSrc6 reports a source a router must not forward from (first two bytes
-// and the whole address as two words, to stay allocation-free).
+// badSrc6 reports a source a router must not forward from. The address
+// is read as two big-endian words: comparing 16-byte arrays (or 10 and 15
+// byte prefixes) costs calls and byte loops on the per-packet path.
 func badSrc6(a *[16]byte) bool {
+	hi := binary.BigEndian.Uint64(a[0:8])
+	lo := binary.BigEndian.Uint64(a[8:16])
 	switch {
-	case a[0] == 0xff: // multicast
+	case hi>>56 == 0xff: // multicast
 		return true
-	case a[0] == 0xfe && a[1]&0xc0 == 0x80: // fe80::/10 link-local
+	case hi>>54 == 0xfe80>>6: // fe80::/10 link-local
 		return true
-	}
-	var z [10]byte
-	if [10]byte(a[:10]) == z {
-		switch {
-		case a[10] == 0xff && a[11] == 0xff: // ::ffff:0:0/96 IPv4-mapped
-			return true
-		case a[10] == 0 && a[11] == 0 && a[12] == 0 && a[13] == 0 && a[14] == 0 && a[15] <= 1: // :: and ::1
-			return true
-		}
+	case hi == 0 && lo>>32 == 0xffff: // ::ffff:0:0/96 IPv4-mapped
+		return true
+	case hi == 0 && lo <= 1: // :: and ::1
+		return true
 	}
 	return false
 }
 
 func badDst6(a *[16]byte) bool {
-	if a[0] == 0xfe && a[1]&0xc0 == 0x80 {
+	hi := binary.BigEndian.Uint64(a[0:8])
+	if hi>>54 == 0xfe80>>6 {
 		return true
 	}
-	var z [15]byte
-	return [15]byte(a[:15]) == z && a[15] <= 1
+	return hi == 0 && binary.BigEndian.Uint64(a[8:16]) <= 1
 }
 
 func (e *CheckIP6Header) check(p *packet.Packet) int {
@@ -151,20 +150,19 @@ func (e *CheckIP6Header) check(p *packet.Packet) int {
 	if n > len(h) {
 		return chk6LenFrame
 	}
-	src := h.Src16()
-	if badSrc6(&src) {
+	src := (*[16]byte)(h[8:24])
+	if badSrc6(src) {
 		return chk6Src
 	}
 	if len(e.badsrc) > 0 {
-		a := netip.AddrFrom16(src)
+		a := netip.AddrFrom16(*src)
 		for _, bp := range e.badsrc {
 			if bp.Contains(a) {
 				return chk6Src
 			}
 		}
 	}
-	dst := h.Dst16()
-	if badDst6(&dst) {
+	if badDst6((*[16]byte)(h[24:40])) {
 		return chk6Dst
 	}
 	p.Data = p.Data[:l3+n] // trim link-layer padding

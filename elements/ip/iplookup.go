@@ -20,9 +20,13 @@ type IPLookupConfig struct {
 	Source     string   `toml:"source"`
 	KTable     string   `toml:"table"`
 	Interfaces []string `toml:"interfaces"`
-	NetNS      string   `toml:"netns"`
-	MaxRoutes  int      `toml:"max_routes"`
-	Offload    []string `toml:"offload"`
+	// Interfaces6, with source = "kernel", gives IPv6 routes ports of
+	// their own (after interfaces' ports), for dual-stack graphs whose
+	// IPv4 and IPv6 packets leave through different elements.
+	Interfaces6 []string `toml:"interfaces6"`
+	NetNS       string   `toml:"netns"`
+	MaxRoutes   int      `toml:"max_routes"`
+	Offload     []string `toml:"offload"`
 
 	routes  []route.Route // parsed by Validate
 	checked bool          // routes passed precheck
@@ -54,6 +58,9 @@ func (c *IPLookupConfig) Validate() error {
 		if len(c.Interfaces) > 0 {
 			return elements.Errorf("interfaces", "only with source = \"kernel\"")
 		}
+		if len(c.Interfaces6) > 0 {
+			return elements.Errorf("interfaces6", "only with source = \"kernel\"")
+		}
 	case "kernel":
 		c.srcName = "kernel"
 		if len(c.Routes) > 0 || c.RoutesFile != "" {
@@ -65,15 +72,24 @@ func (c *IPLookupConfig) Validate() error {
 		if len(c.Interfaces) > route.MaxPort+1 {
 			return elements.Errorf("interfaces", "%d interfaces: at most %d", len(c.Interfaces), route.MaxPort+1)
 		}
-		seen := map[string]int{}
-		for i, n := range c.Interfaces {
-			if n == "" {
-				return elements.Errorf("interfaces", "entry %d is empty", i+1)
+		if len(c.Interfaces)+len(c.Interfaces6) > route.MaxPort+1 {
+			return elements.Errorf("interfaces6", "%d interfaces and %d interfaces6: at most %d ports", len(c.Interfaces), len(c.Interfaces6), route.MaxPort+1)
+		}
+		for _, key := range []string{"interfaces", "interfaces6"} {
+			list, base := c.Interfaces, 0
+			if key == "interfaces6" {
+				list, base = c.Interfaces6, len(c.Interfaces)
 			}
-			if j, dup := seen[n]; dup {
-				return elements.Errorf("interfaces", "%q is both port %d and port %d", n, j, i)
+			seen := map[string]int{}
+			for i, n := range list {
+				if n == "" {
+					return elements.Errorf(key, "entry %d is empty", i+1)
+				}
+				if j, dup := seen[n]; dup {
+					return elements.Errorf(key, "%q is both port %d and port %d", n, j, base+i)
+				}
+				seen[n] = base + i
 			}
-			seen[n] = i
 		}
 		t, err := parseKernelTable(c.KTable)
 		if err != nil {
@@ -81,15 +97,16 @@ func (c *IPLookupConfig) Validate() error {
 		}
 		c.ktable = t
 		c.routes = nil
-		c.outs = max(c.Miss+1, len(c.Interfaces))
+		c.outs = max(c.Miss+1, len(c.Interfaces)+len(c.Interfaces6))
 		return c.checkOffload()
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
-	routes, err := route.ParseConfig(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	set, err := route.LoadSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
+	routes := set.Routes()
 	if len(routes) == 0 {
 		if c.RoutesFile != "" {
 			return elements.Errorf("routes_file", "%s holds no routes", c.RoutesFile)
@@ -103,17 +120,16 @@ func (c *IPLookupConfig) Validate() error {
 	if len(routes) > c.limits.MaxRoutesOrDefault() {
 		return elements.Errorf(key, "%d routes exceed max_routes %d", len(routes), c.limits.MaxRoutesOrDefault())
 	}
-	if err := route.Precheck(routes); err != nil {
-		return elements.Errorf(key, "%v", err)
+	if !set.Hit {
+		if err := route.Precheck(routes); err != nil {
+			return elements.Errorf(key, "%v", err)
+		}
 	}
 	c.routes = routes
 	c.checked = true
-	c.outs = c.Miss + 1
-	for _, r := range routes {
-		c.outs = max(c.outs, r.Out+1)
-		for _, h := range r.Also {
-			c.outs = max(c.outs, h.Out+1)
-		}
+	c.outs = max(c.Miss+1, set.Ports())
+	if !set.Hit {
+		set.Remember()
 	}
 	return c.checkOffload()
 }
@@ -168,7 +184,7 @@ func init() {
 		New:       newIPLookup,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes], [offload])",
+			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes], [offload], [interfaces6])",
 			Summary:  "longest-prefix-match IPv4 and IPv6 routing with ECMP: sets the next-hop annotation and picks the output",
 			Ports: "input 0: IPv4 or IPv6 packets (header at the L3 offset; the version nibble decides).\n" +
 				"outputs 0..N-1: N is one more than the highest port a route's out or miss names " +
@@ -203,6 +219,11 @@ func init() {
 					Doc: "the most routes the table may hold; a routes file or a change that would exceed it (or the " +
 						"structure's fixed capacity: 32767 /24s holding a longer prefix, 32767 distinct next-hop sets) " +
 						"is refused before anything is replaced"},
+				{Name: "interfaces6", Type: "[]string",
+					Doc: "with source = \"kernel\": the kernel interface behind each IPv6 output port, numbered after " +
+						"interfaces' ports (interfaces = [\"lan0\", \"wan0\"], interfaces6 = [\"lan0\", \"wan0\"]: IPv6 routes leave " +
+						"on ports 2 and 3), for dual-stack graphs that resolve IPv4 and IPv6 next hops with different " +
+						"elements (ARPQuerier, NDPQuerier); without it IPv6 routes leave on interfaces' ports"},
 			},
 			Stats: "drops: \"no route\" (no prefix matches and miss is -1), \"too short\" (no IPv4 or IPv6 header at L3), " +
 				"\"not ip\" (version is neither 4 nor 6), \"no such port\" (a route installed at run time names a port this element " +
@@ -227,6 +248,7 @@ func init() {
 				"atomically (read-copy-update); each batch is looked up in one version. `forwarder routes -config " +
 				"FILE [ADDR]` prints the table size, its memory and the route chosen for an address.",
 		},
+		TakesState: true, // a reload keeps its shared state (reload.go)
 	})
 }
 
@@ -260,7 +282,7 @@ type IPLookup struct {
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepTable(ctx, func() (any, error) {
 		t, err := route.NewTableChecked(c.routes, c.limits, c.checked)
 		if err != nil {
 			return nil, err
@@ -269,7 +291,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
 		sh := &sharedTable{table: t, cfg: c}
 		if c.srcName == "kernel" {
-			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, NetNS: c.NetNS}, ctx.Stats)
+			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS}, ctx.Stats)
 			if err != nil {
 				return nil, err
 			}
@@ -288,7 +310,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return sh, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +398,8 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 	}
 	if kinds == 1<<kindV4 {
 		f.Lookup4Batch(dst, val)
+	} else if kinds == 1<<kindV6 {
+		f.Lookup6Batch(b.Pkts, val)
 	} else {
 		for i := range val {
 			switch val[i] {
@@ -467,7 +491,7 @@ func BuildTable(c *IPLookupConfig) (t *route.Table, stop func() error, err error
 	if c.srcName != "kernel" {
 		return t, func() error { return nil }, nil
 	}
-	ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, NetNS: c.NetNS}, nil)
+	ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS}, nil)
 	if err != nil {
 		return nil, nil, err
 	}

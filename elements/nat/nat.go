@@ -174,7 +174,9 @@ func init() {
 					"e.g. \"tcp 203.0.113.10:80 -> 10.0.0.10:8080\", \"udp 203.0.113.10:5000-5100 -> 10.0.0.20\" (ports kept), " +
 					"\"tcp 203.0.113.10:443 -> 10.0.0.11 10.0.0.12\" (one backend per flow, by flow hash). The first matching rule wins. " +
 					"No rules: DNAT only applies the destination rewrites of existing flows (un-SNAT of replies)."}},
-			Stats: "counters: \"translated\" (flows given a DNAT binding); drop \"reply tuple in use\" (another flow " +
+			Stats: "counters: \"translated\" (flows given a DNAT binding); \"reload: rule removed\" (flows a reload removed " +
+				"because no rule of the new configuration gives them the backend they were bound to; established flows of " +
+				"unchanged rules keep their bindings); drop \"reply tuple in use\" (another flow " +
 				"already owns the translated reply tuple: the new flow is refused).",
 			Example: `"ct :: Conntrack -> DNAT(tcp 203.0.113.1:8080 -> 192.168.1.10:80, udp 203.0.113.1:5000 -> 192.168.1.10) -> rt"`,
 			SeeAlso: "Conntrack, SNAT, FastTrack",
@@ -184,6 +186,7 @@ func init() {
 				"SNAT'd ones; ICMP errors about such flows get the outer destination and the quoted source " +
 				"translated. L3 and L4 checksums are patched incrementally (a UDP checksum of 0 stays 0).",
 		},
+		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "SNAT",
@@ -202,7 +205,9 @@ func init() {
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
 				"\"translated\" means a destination's ports are filling up); drop \"ports exhausted\" (no free port " +
-				"found for a new flow within the search bound; existing flows keep theirs).",
+				"found for a new flow within the search bound; existing flows keep theirs); \"reload: address removed\" " +
+				"(flows a reload removed because the new configuration no longer has the outside address they were " +
+				"bound to).",
 			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "Conntrack, DNAT, FastTrack",
 			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
@@ -222,6 +227,7 @@ func init() {
 				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
 				"(their source goes back to the public address) and translates ICMP errors about its flows.",
 		},
+		TakesState: true, // a reload keeps its bindings (reload.go)
 	})
 }
 
@@ -231,6 +237,9 @@ type DNAT struct {
 	nf    newFlows
 	rules []Rule
 	steer *flowsteer.Table // the graph's, where the rules' reverses are published
+
+	flows    conntrack.TableRef // the worker's flow table, for a reload
+	ruleGone *atomic.Uint64     // flows a reload removed (reload.go)
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -240,7 +249,7 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	e := &DNAT{rules: c.rules}
+	e := &DNAT{rules: c.rules, flows: conntrack.RefOf(ctx), ruleGone: ctx.Stats.Counter("reload: rule removed")}
 	e.translator = translator{manip: manipDst, done: conntrack.FlagDNATDone, active: len(c.rules) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
@@ -381,6 +390,9 @@ type SNAT struct {
 	lookups         uint64         // this batch's, published once per batch
 	seed            [2]uint64      // destHash's key
 	cursors         [cursorSlots]uint16
+
+	flows    conntrack.TableRef // the worker's flow table, for a reload
+	addrGone *atomic.Uint64     // flows a reload removed (reload.go)
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -391,7 +403,8 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 		}
 	}
 	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
-		seed: [2]uint64{rand.Uint64(), rand.Uint64()}}
+		seed:  [2]uint64{rand.Uint64(), rand.Uint64()},
+		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed")}
 	e.translator = translator{manip: manipSrc, done: conntrack.FlagSNATDone, active: len(c.to) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}

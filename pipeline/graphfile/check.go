@@ -85,7 +85,8 @@ func (w Warning) String() string {
 var (
 	routingTypes   = map[string]bool{"IPLookup": true, "DecTTL": true, "DecHopLimit": true}
 	rewritingTypes = map[string]bool{"EtherRewrite": true, "ARPQuerier": true, "ARPResponder": true,
-		"ICMPPingResponder": true, "FastTrack": true, "Plugin": true}
+		"ICMPPingResponder": true, "FastTrack": true, "Plugin": true,
+		"NDPQuerier": true, "NDPResponder": true, "ICMP6PingResponder": true, "RouterAdvertiser": true}
 )
 
 // Warnings analyses a loaded graph for what cannot work as written. The

@@ -212,5 +212,6 @@ func init() {
 				"on_failure = \"bypass\"\nconfig = { patterns = [\"attack\"] }",
 			SeeAlso: "plugins/sdk, plugins/README.md",
 		},
+		TakesState: true, // an unchanged Plugin keeps its process across a reload
 	})
 }

@@ -99,6 +99,11 @@ type Instance struct {
 	supDone chan struct{}
 	proc    *proc // owned by the supervisor (and New/Close)
 	started time.Time
+
+	// nextOuts are the outputs of the graph a reload is switching to
+	// (reload.go): written by the reload, taken by TakeState on the
+	// worker.
+	nextOuts []*elements.Output
 }
 
 func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
@@ -109,6 +114,9 @@ func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if x := keepInstance(ctx); x != nil {
+		return x, nil // a reload keeps the running process (reload.go)
 	}
 	x := &Instance{
 		name: ctx.Name, cfg: cfg, nout: cfg.outputs, bypass: cfg.OnFailure == "bypass",

@@ -69,12 +69,17 @@ func TestAccountingRealDevices(t *testing.T) {
 			s := settled(t, tp)
 			tot := s.Totals
 			created := counter(s, "ARPQuerier", "requests") + typePackets(s, "Tee") // Tee(2): one copy each
+			// Neighbour discovery creates solicitations, answers and the
+			// start-up announcements, and consumes what it learns from.
+			created += counter(s, "NDPQuerier", "solicitations") + counter(s, "NDPResponder", "advertisements") +
+				counter(s, "NDPResponder", "announcements")
 			held := counter(s, "ARPQuerier", "held") - counter(s, "ARPQuerier", "released") - counter(s, "ARPQuerier", "unresolved")
 			// ARPQuerier's input 0 is fed by rt alone (rt[0] and rt[1]):
 			// the rest of what it received came in on input 1, ARP
 			// frames it learnt from or dropped under an input-1 reason.
 			consumed := typePackets(s, "ARPQuerier") - (typePackets(s, "IPLookup") - typeDrops(s, "IPLookup")) -
 				counter(s, "ARPQuerier", "not arp") - counter(s, "ARPQuerier", "bad sender")
+			consumed += counter(s, "NDPQuerier", "nd frames") - counter(s, "NDPQuerier", "nd invalid")
 			if in, out := tot.RX+created, tot.TX+tot.Drops+consumed+tot.InFlight+held; in != out {
 				var buf bytes.Buffer
 				s.WriteTable(&buf)

@@ -209,7 +209,7 @@ func TestFastPathKernelRoutes(t *testing.T) {
 	if i < 0 || j < 0 {
 		t.Fatal("router-veth.toml: no [elements.rt] block ending in a routes list")
 	}
-	s = s[:i] + "[elements.rt]\ntype       = \"IPLookup\"\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
+	s = s[:i] + "[elements.rt]\ntype       = \"IPLookup\"\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\ninterfaces6 = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
 	if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}

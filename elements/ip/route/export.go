@@ -5,6 +5,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // What IPLookup (elements/ip) builds a table and its mirrors with.
@@ -49,12 +50,14 @@ func NewTableChecked(routes []Route, lim Limits, checked bool) (*Table, error) {
 func Pick(n int, hash uint32) int { return pick(n, hash) }
 
 // KernelOptions choose what a kernel mirror copies: the kernel table, the
-// interfaces (their order gives the output ports) and the network
+// interfaces (their order gives the output ports; Interfaces6, if any,
+// give IPv6 routes ports of their own, after Interfaces') and the network
 // namespace ("": the process's).
 type KernelOptions struct {
-	Table      int
-	Interfaces []string
-	NetNS      string
+	Table       int
+	Interfaces  []string
+	Interfaces6 []string
+	NetNS       string
 }
 
 // KernelSync mirrors a kernel routing table into a Table (kernel.go).
@@ -62,7 +65,7 @@ type KernelSync = kernelSync
 
 // StartKernelSync loads the kernel table into t and keeps it in step.
 func StartKernelSync(t *Table, o KernelOptions, st *elements.Stats) (*KernelSync, error) {
-	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, netns: o.NetNS}, st)
+	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, interfaces6: o.Interfaces6, netns: o.NetNS}, st)
 }
 
 // OffloadSync mirrors a Table's IPv4 routes into a driver's fast path
@@ -92,6 +95,11 @@ func (f *fib) Lookup4(dst uint32) uint16 { return f.lookup4(dst) }
 
 // Lookup6 looks up one IPv6 destination.
 func (f *fib) Lookup6(dst *[16]byte) uint16 { return f.lookup6(dst) }
+
+// Lookup6Batch looks up the IPv6 destination of every packet of pkts (each
+// with a whole IPv6 header at its L3 offset) into out, the walks
+// interleaved (fib6batch.go).
+func (f *fib) Lookup6Batch(pkts []*packet.Packet, out []uint16) { f.lookup6Batch(pkts, out) }
 
 // Hops are the paths of next-hop value v (v != 0), the first one first.
 func (f *fib) Hops(v uint16) []Hop { return f.nh[v-1].hops }

@@ -27,9 +27,10 @@ import (
 // resubscribes and reloads the whole table, which is swapped in atomically.
 
 type kernelOptions struct {
-	table      int
-	interfaces []string
-	netns      string
+	table       int
+	interfaces  []string
+	interfaces6 []string // IPv6 routes' ports, after interfaces' (none: the same as IPv4's)
+	netns       string
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
@@ -48,6 +49,7 @@ type kernelSync struct {
 	wg   sync.WaitGroup
 
 	ports  map[int]int // ifindex -> output port
+	ports6 map[int]int // ifindex -> output port of IPv6 routes (nil: ports)
 	routes map[netip.Prefix][]kernelRoute
 
 	applied, skipped, resyncs *atomic.Uint64
@@ -235,9 +237,16 @@ func (k *kernelSync) refreshPorts() error {
 		return fmt.Errorf("source = \"kernel\": listing interfaces: %v", err)
 	}
 	k.ports = map[int]int{}
+	k.ports6 = nil
+	if len(k.opt.interfaces6) > 0 {
+		k.ports6 = map[int]int{}
+	}
 	for _, l := range links {
 		if i := slices.Index(k.opt.interfaces, l.Attrs().Name); i >= 0 {
 			k.ports[l.Attrs().Index] = i
+		}
+		if i := slices.Index(k.opt.interfaces6, l.Attrs().Name); i >= 0 {
+			k.ports6[l.Attrs().Index] = len(k.opt.interfaces) + i
 		}
 	}
 	return nil
@@ -301,7 +310,11 @@ func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
 	return p, p.IsValid()
 }
 
-func (k *kernelSync) port(ifindex int) (int, bool) {
+func (k *kernelSync) port(ifindex int, v4 bool) (int, bool) {
+	if !v4 && k.ports6 != nil {
+		p, ok := k.ports6[ifindex]
+		return p, ok
+	}
 	p, ok := k.ports[ifindex]
 	return p, ok
 }
@@ -323,7 +336,7 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 	}
 	var hops []Hop
 	if len(r.MultiPath) == 0 {
-		port, ok := k.port(r.LinkIndex)
+		port, ok := k.port(r.LinkIndex, v4)
 		if !ok {
 			return nil, false
 		}
@@ -334,7 +347,7 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 		return []Hop{{Via: a, Out: port}}, true
 	}
 	for _, nh := range r.MultiPath {
-		port, ok := k.port(nh.LinkIndex)
+		port, ok := k.port(nh.LinkIndex, v4)
 		if !ok {
 			continue // a path through an interface we do not forward on
 		}
@@ -362,7 +375,7 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 		if add && !refreshed && u.Table == k.opt.table {
 			// A route through an interface we have not seen may mean the
 			// interface is new: look the interfaces up again, once.
-			if _, ok := k.port(u.LinkIndex); !ok && len(u.MultiPath) == 0 {
+			if _, ok := k.port(u.LinkIndex, u.Family == netlink.FAMILY_V4); !ok && len(u.MultiPath) == 0 {
 				refreshed = true
 				k.refreshPorts()
 			}

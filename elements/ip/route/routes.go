@@ -178,6 +178,25 @@ type routeSet struct {
 	routes []Route
 	lines  []int32
 	file   string
+	// outs is the output ports the routes use (0: not counted yet).
+	outs int
+}
+
+// ports is the number of output ports the routes use (the highest Out of
+// any path, plus one), counted once: a remembered set is validated again
+// at every reload.
+func (rs *routeSet) ports() int {
+	if rs.outs == 0 {
+		n := 1
+		for _, r := range rs.routes {
+			n = max(n, r.Out+1)
+			for _, h := range r.Also {
+				n = max(n, h.Out+1)
+			}
+		}
+		rs.outs = n
+	}
+	return rs.outs
 }
 
 // parseRoutes parses the routes key's entries and the routes_file's lines
@@ -194,6 +213,18 @@ func parseRoutes(entries []string, file string) ([]Route, error) {
 // parseRouteSet is parseRoutes with a limit on the number of routes (0:
 // none), checked while reading so that a huge file is refused early.
 func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) {
+	text := ""
+	if file != "" {
+		var err error
+		if text, err = readRoutesFile(file); err != nil {
+			return nil, elements.Errorf("routes_file", "%v", err)
+		}
+	}
+	return parseRouteSetText(entries, file, text, limit)
+}
+
+// parseRouteSetText is parseRouteSet with the file's contents already read.
+func parseRouteSetText(entries []string, file, text string, limit int) (*routeSet, error) {
 	rs := &routeSet{file: file}
 	for i, s := range entries {
 		r, err := ParseRoute(s)
@@ -204,10 +235,6 @@ func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) 
 		rs.lines = append(rs.lines, -int32(i+1))
 	}
 	if file != "" {
-		text, err := readRoutesFile(file)
-		if err != nil {
-			return nil, elements.Errorf("routes_file", "%v", err)
-		}
 		if err := rs.parseFile(text, limit); err != nil {
 			return nil, err
 		}

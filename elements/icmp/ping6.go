@@ -1,0 +1,235 @@
+package icmp
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Config6 is ICMP6PingResponder's config.
+type Config6 struct {
+	// Addresses are the router's IPv6 addresses ("2001:db8:1::1" or
+	// "2001:db8:1::1/64"); words that are not addresses are device names.
+	Addresses []string `toml:"addresses"`
+	// Devices supply addresses from their addresses keys (IPv6 ones).
+	Devices []string `toml:"devices"`
+	// HopLimit of the replies.
+	HopLimit int `toml:"hoplimit"`
+
+	addrs [][16]byte
+}
+
+// Validate parses the addresses.
+func (c *Config6) Validate() error {
+	c.addrs = c.addrs[:0]
+	var rest []string
+	for _, a := range c.Addresses {
+		s := strings.TrimSpace(a)
+		ip, err := parseHost6(s)
+		if err != nil {
+			if s != "" && !strings.ContainsAny(s, ".:/ \t") {
+				c.Devices = append(c.Devices, s)
+				continue
+			}
+			return elements.Errorf("addresses", "%q: %v", a, err)
+		}
+		rest = append(rest, s)
+		c.addrs = append(c.addrs, ip)
+	}
+	c.Addresses = rest
+	if len(c.addrs) == 0 && len(c.Devices) == 0 {
+		return elements.Errorf("addresses", `required (e.g. "2001:db8:1::1"), unless key "devices" names devices`)
+	}
+	if c.HopLimit < 1 || c.HopLimit > 255 {
+		return elements.Errorf("hoplimit", "must be 1..255, got %d", c.HopLimit)
+	}
+	return nil
+}
+
+func parseHost6(s string) ([16]byte, error) {
+	var ip netip.Addr
+	var err error
+	if strings.Contains(s, "/") {
+		var p netip.Prefix
+		p, err = netip.ParsePrefix(s)
+		ip = p.Addr()
+	} else {
+		ip, err = netip.ParseAddr(s)
+	}
+	if err != nil {
+		return [16]byte{}, err
+	}
+	if !ip.Is6() || ip.Is4In6() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() || ip.Zone() != "" {
+		return [16]byte{}, errors.New("not a unicast IPv6 address")
+	}
+	return ip.As16(), nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "ICMP6PingResponder",
+		NewConfig: func() any { return &Config6{HopLimit: 64} },
+		New:       newResponder6,
+		In:        1,
+		Out:       2,
+		Optional:  []int{1},
+		Doc: elements.Doc{
+			Synopsis: "ICMP6PingResponder(ADDRESS or DEVICE, ...)",
+			Summary:  "answers ICMPv6 echo requests addressed to the router's own IPv6 addresses, in place",
+			Ports: "input 0: IPv6 packets addressed to the router (L3 annotation at the IPv6 header). " +
+				"output 0: the echo replies (RFC 4443 4.2), built in the request's buffer (addresses " +
+				"swapped, type 129, hop limit reset, checksum updated incrementally), next-hop annotation " +
+				"cleared: route them. output 1 (optional): packets for one of our addresses that are not " +
+				"echo requests (UDP, TCP, other ICMPv6), e.g. for an ICMP6Error(unreachable, port); " +
+				"unconnected, they are dropped and counted.",
+			Keys: []elements.Key{
+				{Name: "addresses", Type: "[]string", Variadic: true,
+					Doc: `the router's IPv6 addresses; an inline word that is not an address is a device name`},
+				{Name: "devices", Type: "device", Doc: "devices whose IPv6 addresses (their addresses key) are answered for"},
+				{Name: "hoplimit", Type: "int", Default: "64", Doc: "hop limit of the replies"},
+			},
+			Stats: `counter "replies"; drop reasons: "truncated" (no full IPv6+ICMPv6 header, or payload ` +
+				`length beyond the frame), "not for us", "bad source" (unspecified, multicast, loopback or ` +
+				`our own), "bad checksum", "extension headers" (echo requests behind extension headers ` +
+				`are not answered), and "unconnected output 1".`,
+			Example: `"loc6[0] -> ICMP6PingResponder(lan, wan) -> rt"`,
+			SeeAlso: "ICMPPingResponder, ICMP6Error, NDPResponder",
+			Text: "Identifier, sequence and data are returned unchanged. Swapping the addresses leaves the " +
+				"pseudo-header sum unchanged, so the checksum is verified once and updated for the type " +
+				"change only (RFC 1624).",
+		},
+	})
+}
+
+// Responder6 is one worker's ICMP6PingResponder.
+type Responder6 struct {
+	addrs   [][16]byte
+	hop     uint8
+	out     *elements.Output
+	other   *elements.Output
+	st      *elements.Stats
+	replies *atomic.Uint64
+	otherB  *packet.Batch
+
+	truncated, notForUs, badSource, badChecksum, extHdrs elements.Reason
+}
+
+func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*Config6)
+	addrs := append([][16]byte(nil), c.addrs...)
+	for _, name := range c.Devices {
+		dev, _, ok := ctx.Devices.Device(name)
+		if !ok || dev == nil {
+			return nil, elements.Errorf("devices", "no device %q", name)
+		}
+		n := 0
+		for _, p := range dev.Info().Addresses {
+			if p.Addr().Is6() && !p.Addr().Is4In6() {
+				addrs = append(addrs, p.Addr().As16())
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, elements.Errorf("devices", "device %q has no IPv6 address (its addresses key)", name)
+		}
+	}
+	st := ctx.Stats
+	return &Responder6{
+		addrs: addrs, hop: uint8(c.HopLimit), out: ctx.Outputs[0], other: ctx.Outputs[1], st: st,
+		replies:     st.Counter("replies"),
+		otherB:      ctx.SideBatch(),
+		truncated:   st.Reason("truncated"),
+		notForUs:    st.Reason("not for us"),
+		badSource:   st.Reason("bad source"),
+		badChecksum: st.Reason("bad checksum"),
+		extHdrs:     st.Reason("extension headers"),
+	}, nil
+}
+
+func (r *Responder6) ours(a []byte) bool {
+	for i := range r.addrs {
+		if string(r.addrs[i][:]) == string(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Push answers the echo requests of b; other packets for us go to output 1.
+func (r *Responder6) Push(_ int, b *packet.Batch) {
+	k := 0
+	for _, p := range b.Pkts {
+		switch r.answer(p) {
+		case verdictReply:
+			b.Pkts[k] = p
+			k++
+		case verdictOther:
+			r.otherB.Add(p)
+		}
+	}
+	b.Truncate(k)
+	if k > 0 {
+		r.replies.Add(uint64(k))
+		r.out.Push(b)
+	}
+	if r.otherB.Len() > 0 {
+		r.other.Push(r.otherB)
+	}
+}
+
+func (r *Responder6) answer(p *packet.Packet) verdict {
+	l3 := int(p.L3)
+	f := p.Data
+	if l3 > len(f) || len(f)-l3 < packet.IPv6Len || f[l3]>>4 != 6 {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	h := packet.IPv6(f[l3:])
+	pl := h.PayloadLen()
+	if packet.IPv6Len+pl > len(h) {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	if !r.ours(h[24:40]) {
+		r.st.Drop(p, r.notForUs)
+		return verdictDropped
+	}
+	if s := h[8:24]; s[0] == 0xff || r.ours(s) || // multicast, our own; ::, ::1 (the first 15 bytes zero)
+		string(s[:15]) == "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" {
+		r.st.Drop(p, r.badSource)
+		return verdictDropped
+	}
+	if h.NextHeader() != 58 {
+		if up := packet.IPv6Upper(h); up.OK && up.Proto == 58 && up.End-up.Off >= 4 && h[up.Off] == 128 {
+			r.st.Drop(p, r.extHdrs)
+			return verdictDropped
+		}
+		return verdictOther
+	}
+	if pl < 8 {
+		r.st.Drop(p, r.truncated)
+		return verdictDropped
+	}
+	ic := h[packet.IPv6Len : packet.IPv6Len+pl]
+	if ic[0] != 128 || ic[1] != 0 {
+		return verdictOther
+	}
+	src, dst := h.Src16(), h.Dst16()
+	if ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(src, dst, 58, len(ic)))) != 0 {
+		r.st.Drop(p, r.badChecksum)
+		return verdictDropped
+	}
+	copy(h[8:24], dst[:])
+	copy(h[24:40], src[:])
+	h.SetHopLimit(r.hop)
+	ic[0] = 129
+	ck := binary.BigEndian.Uint16(ic[2:])
+	binary.BigEndian.PutUint16(ic[2:], packet.UpdateChecksum16(ck, 128<<8, 129<<8))
+	p.NextHop = netip.Addr{}
+	return verdictReply
+}

@@ -1,0 +1,78 @@
+package icmp_test
+
+import (
+	"net"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+
+	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/icmp"
+)
+
+func echo6(t testing.TB, src, dst string, typ uint8, udp bool) []byte {
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 60, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP(src), DstIP: net.ParseIP(dst)}
+	var ls []gopacket.SerializableLayer
+	if udp {
+		ip.NextHeader = layers.IPProtocolUDP
+		u := &layers.UDP{SrcPort: 1, DstPort: 33434}
+		u.SetNetworkLayerForChecksum(ip)
+		ls = []gopacket.SerializableLayer{eth, ip, u, gopacket.Payload("x")}
+	} else {
+		ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, 0)}
+		ic.SetNetworkLayerForChecksum(ip)
+		ls = []gopacket.SerializableLayer{eth, ip, ic, &layers.ICMPv6Echo{Identifier: 7, SeqNumber: 9}, gopacket.Payload("ping data")}
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), buf.Bytes()...)
+}
+
+func TestPing6(t *testing.T) {
+	h := elementtest.New(t, "ICMP6PingResponder", &icmp.Config6{Addresses: []string{"v6"}, HopLimit: 64},
+		&elementtest.Options{Devices: devs})
+	req := echo6(t, "2001:db8::5", "2001:db8::1", 128, false)
+	h.Push(0, req)
+	out := h.Outs[0].Frames()
+	if len(out) != 1 {
+		t.Fatalf("counters %v", h.Stats.Counters())
+	}
+	pk := gopacket.NewPacket(out[0], layers.LayerTypeEthernet, gopacket.Default)
+	ip := pk.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	ic := pk.Layer(layers.LayerTypeICMPv6).(*layers.ICMPv6)
+	e := pk.Layer(layers.LayerTypeICMPv6Echo).(*layers.ICMPv6Echo)
+	if ip.SrcIP.String() != "2001:db8::1" || ip.DstIP.String() != "2001:db8::5" || ip.HopLimit != 64 ||
+		ic.TypeCode.Type() != 129 || e.Identifier != 7 || e.SeqNumber != 9 || string(out[0][len(out[0])-9:]) != "ping data" {
+		t.Fatalf("reply %v -> %v hop %d %v id %d seq %d", ip.SrcIP, ip.DstIP, ip.HopLimit, ic.TypeCode, e.Identifier, e.SeqNumber)
+	}
+	// The checksum, recomputed independently.
+	c := layers.ICMPv6{TypeCode: ic.TypeCode}
+	c.SetNetworkLayerForChecksum(ip)
+	buf := gopacket.NewSerializeBuffer()
+	gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, &c, gopacket.Payload(ic.Payload))
+	if got, want := ic.Checksum, uint16(buf.Bytes()[2])<<8|uint16(buf.Bytes()[3]); got != want {
+		t.Errorf("checksum %#04x, want %#04x", got, want)
+	}
+	h.Reset()
+	bad := echo6(t, "2001:db8::5", "2001:db8::1", 128, false)
+	bad[len(bad)-1] ^= 1
+	h.Push(0, bad, echo6(t, "2001:db8::5", "2001:db8::9", 128, false), echo6(t, "ff02::1", "2001:db8::1", 128, false),
+		echo6(t, "2001:db8::5", "2001:db8::1", 0, true), echo6(t, "2001:db8::5", "2001:db8::1", 129, false))
+	if h.Counter("bad checksum") != 1 || h.Counter("not for us") != 1 || h.Counter("bad source") != 1 || len(h.Outs[1].Frames()) != 2 {
+		t.Fatalf("counters %v, %d others", h.Stats.Counters(), len(h.Outs[1].Frames()))
+	}
+}
+
+func TestPing6Allocs(t *testing.T) {
+	h := elementtest.New(t, "ICMP6PingResponder", &icmp.Config6{Addresses: []string{"2001:db8::1"}, HopLimit: 64},
+		&elementtest.Options{Sink: true})
+	req := echo6(t, "2001:db8::5", "2001:db8::1", 128, false)
+	if a := testing.AllocsPerRun(100, func() { h.Push(0, req, req) }); a != 0 {
+		t.Fatalf("%v allocations", a)
+	}
+}

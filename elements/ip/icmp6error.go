@@ -1,0 +1,327 @@
+package ip
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ICMPv6 error types (RFC 4443 section 3).
+const (
+	icmp6Unreachable  = 1
+	icmp6TooBig       = 2
+	icmp6TimeExceeded = 3
+	icmp6ParamProblem = 4
+	icmp6Redirect     = 137
+	// ipv6MinMTU is the IPv6 minimum link MTU: an error message never
+	// exceeds it (RFC 4443 2.4 (c)).
+	ipv6MinMTU = 1280
+)
+
+// ICMP6ErrorConfig is ICMP6Error's configuration.
+type ICMP6ErrorConfig struct {
+	Src      string       `toml:"src"`
+	ICMPType NumberOrName `toml:"icmp_type"`
+	ICMPCode NumberOrName `toml:"icmp_code"`
+	HopLimit int          `toml:"hoplimit"`
+	MTU      int          `toml:"mtu"`
+	Pointer  int          `toml:"pointer"`
+	Rate     int          `toml:"rate"`
+	Burst    int          `toml:"burst"`
+
+	src       [16]byte
+	typ, code uint8
+}
+
+var icmp6Types = map[string]int{
+	"unreachable": icmp6Unreachable, "destunreachable": icmp6Unreachable, "destinationunreachable": icmp6Unreachable,
+	"toobig": icmp6TooBig, "packettoobig": icmp6TooBig,
+	"timeexceeded":     icmp6TimeExceeded,
+	"parameterproblem": icmp6ParamProblem, "paramproblem": icmp6ParamProblem,
+}
+
+var icmp6Codes = map[int]map[string]int{
+	icmp6Unreachable: {"noroute": 0, "adminprohibited": 1, "prohibited": 1, "beyondscope": 2, "address": 3,
+		"addressunreachable": 3, "port": 4, "policy": 5, "reject": 6, "rejectroute": 6},
+	icmp6TooBig:       {"0": 0},
+	icmp6TimeExceeded: {"hoplimit": 0, "transit": 0, "reassembly": 1},
+	icmp6ParamProblem: {"header": 0, "nextheader": 1, "option": 2},
+}
+
+// Validate resolves names and checks ranges.
+func (c *ICMP6ErrorConfig) Validate() error {
+	if c.Src == "" {
+		return elements.Errorf("src", "missing: the router's IPv6 address to send ICMPv6 errors from")
+	}
+	a, err := netip.ParseAddr(c.Src)
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		return elements.Errorf("src", "%q is not an IPv6 address", c.Src)
+	}
+	if a.IsMulticast() || a.IsUnspecified() || a.IsLoopback() {
+		return elements.Errorf("src", "%v is not a unicast address", a)
+	}
+	c.src = a.As16()
+	t := c.ICMPType.Num
+	if c.ICMPType.Name != "" {
+		v, ok := icmp6Types[normName(c.ICMPType.Name)]
+		if !ok {
+			return elements.Errorf("icmp_type", "unknown type %q: want unreachable, toobig, timeexceeded, parameterproblem or 1..4", c.ICMPType.Name)
+		}
+		t = v
+	}
+	if t < icmp6Unreachable || t > icmp6ParamProblem {
+		return elements.Errorf("icmp_type", "type %d is not an ICMPv6 error type: want 1 (unreachable), 2 (toobig), 3 (timeexceeded) or 4 (parameterproblem)", t)
+	}
+	code := c.ICMPCode.Num
+	if c.ICMPCode.Name != "" {
+		v, ok := icmp6Codes[t][normName(c.ICMPCode.Name)]
+		if !ok {
+			return elements.Errorf("icmp_code", "unknown code %q for type %d", c.ICMPCode.Name, t)
+		}
+		code = v
+	}
+	if code < 0 || code > 255 {
+		return elements.Errorf("icmp_code", "code %d out of range 0..255", code)
+	}
+	c.typ, c.code = uint8(t), uint8(code)
+	switch {
+	case t == icmp6TooBig && (c.MTU < ipv6MinMTU || c.MTU > 65535):
+		return elements.Errorf("mtu", "toobig needs the next-hop mtu, 1280..65535 (got %d)", c.MTU)
+	case t != icmp6TooBig && c.MTU != 0:
+		return elements.Errorf("mtu", "mtu is only used with toobig")
+	case t != icmp6ParamProblem && c.Pointer != 0:
+		return elements.Errorf("pointer", "pointer is only used with parameterproblem")
+	case c.Pointer < 0:
+		return elements.Errorf("pointer", "%d is negative", c.Pointer)
+	}
+	if c.HopLimit < 1 || c.HopLimit > 255 {
+		return elements.Errorf("hoplimit", "%d out of range 1..255", c.HopLimit)
+	}
+	if c.Rate < 0 || c.Rate > 1e9 {
+		return elements.Errorf("rate", "%d out of range 0..1000000000 (0 = unlimited)", c.Rate)
+	}
+	if c.Burst < 1 || c.Burst > 1e6 {
+		return elements.Errorf("burst", "%d out of range 1..1000000", c.Burst)
+	}
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name: "ICMP6Error",
+		NewConfig: func() any {
+			return &ICMP6ErrorConfig{ICMPType: NumberOrName{Num: -1}, HopLimit: 64, Rate: 100, Burst: 10}
+		},
+		New: newICMP6Error,
+		In:  1, Out: 1,
+		Doc: elements.Doc{
+			Synopsis: "ICMP6Error(src, icmp_type, [icmp_code], [hoplimit], [mtu], [pointer], [rate], [burst])",
+			Summary:  "turns each IPv6 packet into the ICMPv6 error about it (RFC 4443), rate limited",
+			Ports: "input 0: IPv6 packets that caused an error (DecHopLimit's output 1, CheckMTU's output 1, " +
+				"packets for the router nobody listens to).\n" +
+				"output 0: the ICMPv6 error messages to each packet's source, in an Ethernet frame (MACs " +
+				"swapped; L3 = 14; next-hop annotation cleared): route them.",
+			Keys: []elements.Key{
+				{Name: "src", Type: "address", Required: true, Doc: "the router's IPv6 address the errors come from"},
+				{Name: "icmp_type", Type: "int or name", Required: true,
+					Doc: "1 or unreachable, 2 or toobig, 3 or timeexceeded, 4 or parameterproblem"},
+				{Name: "icmp_code", Type: "int or name", Default: "0",
+					Doc: "a number, or a name: unreachable: noroute, adminprohibited, beyondscope, address, port, " +
+						"policy, reject; timeexceeded: hoplimit (transit), reassembly; parameterproblem: header, " +
+						"nextheader, option"},
+				{Name: "hoplimit", Type: "int", Default: "64", Doc: "hop limit of the error messages"},
+				{Name: "mtu", Type: "int", Default: "0", Doc: "the next-hop MTU of toobig (1280..65535), required there and only there"},
+				{Name: "pointer", Type: "int", Default: "0", Doc: "parameterproblem's pointer: the offset of the faulty field"},
+				{Name: "rate", Type: "int", Default: "100", Doc: "errors per second per worker (token bucket); 0 = unlimited"},
+				{Name: "burst", Type: "int", Default: "10", Doc: "token bucket depth"},
+			},
+			Stats: "drops: \"bad ip6 header\" (no IPv6 header to quote), \"about icmp6 error\" (the packet is an " +
+				"ICMPv6 error or a redirect), \"truncated icmp6\" (ICMPv6 without its 4-byte header), " +
+				"\"multicast destination\" (IPv6 or link-layer multicast, except for toobig and parameterproblem " +
+				"code 2), \"bad source\" (unspecified, multicast, loopback, link-local or IPv4-mapped), " +
+				"\"rate limited\".",
+			Example: `"hl[1] -> ICMP6Error(2001:db8:1::1, timeexceeded) -> rt"` + "\n" +
+				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"`,
+			SeeAlso: "ICMPError, DecHopLimit, CheckMTU, IPLookup",
+			Text: "The message is a new IPv6 header (src from the key, dst = the original source, hop limit " +
+				"from the key, next header 58), the ICMPv6 header (type, code, checksum over the " +
+				"pseudo-header and the whole message; toobig's MTU or parameterproblem's pointer), and as " +
+				"much of the original packet as keeps the message within the minimum MTU of 1280 bytes " +
+				"(RFC 4443 2.4 (c)). It is built in the packet's own buffer, without allocation. Per RFC " +
+				"4443 2.4 (e) no error is sent about an ICMPv6 error or a redirect (found after walking up " +
+				"to 8 extension headers), about a packet sent to a multicast address (IPv6 or link-layer) " +
+				"unless it is a toobig or a parameterproblem code 2, or about a packet whose source does " +
+				"not identify one host. Each worker has its own token bucket (2.4 (f)).",
+		},
+	})
+}
+
+// ICMP6Error is one worker's instance.
+type ICMP6Error struct {
+	out *elements.Output
+	st  *elements.Stats
+
+	src       [16]byte
+	typ, code uint8
+	hop       uint8
+	rest      uint32
+
+	rate, max, tokens int64
+	last              int64
+	started           bool
+	now               func() int64
+
+	badHdr, aboutICMP, truncICMP, mcastDst, badSrc, limited elements.Reason
+}
+
+func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*ICMP6ErrorConfig)
+	if c.typ == 0 {
+		return nil, fmt.Errorf("ICMP6Error: config not validated")
+	}
+	st := ctx.Stats
+	e := &ICMP6Error{out: ctx.Outputs[0], st: st, src: c.src, typ: c.typ, code: c.code, hop: uint8(c.HopLimit),
+		rate: int64(c.Rate), max: int64(c.Burst) * nanoPerToken, tokens: int64(c.Burst) * nanoPerToken,
+		now:       elements.Nanotime,
+		badHdr:    st.Reason("bad ip6 header"),
+		aboutICMP: st.Reason("about icmp6 error"),
+		truncICMP: st.Reason("truncated icmp6"),
+		mcastDst:  st.Reason("multicast destination"),
+		badSrc:    st.Reason("bad source"),
+		limited:   st.Reason("rate limited"),
+	}
+	switch c.typ {
+	case icmp6TooBig:
+		e.rest = uint32(c.MTU)
+	case icmp6ParamProblem:
+		e.rest = uint32(c.Pointer)
+	}
+	return e, nil
+}
+
+func (e *ICMP6Error) refill(now int64) {
+	if !e.started {
+		e.started, e.last = true, now
+		return
+	}
+	d := now - e.last
+	e.last = now
+	if d <= 0 {
+		return
+	}
+	if d >= e.max/e.rate+1 {
+		e.tokens = e.max
+		return
+	}
+	e.tokens += d * e.rate
+	if e.tokens > e.max {
+		e.tokens = e.max
+	}
+}
+
+// Push turns every packet it may answer into an ICMPv6 error in place.
+func (e *ICMP6Error) Push(_ int, b *packet.Batch) {
+	if e.rate > 0 {
+		e.refill(e.now())
+	}
+	n := 0
+	for _, p := range b.Pkts {
+		if r, ok := e.build(p); !ok {
+			e.st.Drop(p, r)
+			continue
+		}
+		b.Pkts[n] = p
+		n++
+	}
+	b.Truncate(n)
+	e.out.Push(b)
+}
+
+const (
+	err6IP    = packet.EthernetLen
+	err6ICMP  = err6IP + packet.IPv6Len
+	err6Quote = err6ICMP + 8 // 62
+	maxQuote6 = ipv6MinMTU - packet.IPv6Len - 8
+)
+
+// badSrc6Err reports a source an error cannot go to: one that does not
+// identify a single host reachable through a route.
+func badSrc6Err(a []byte) bool {
+	var s [16]byte
+	copy(s[:], a)
+	return badSrc6(&s)
+}
+
+func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
+	l3 := int(p.L3)
+	if l3 > len(p.Data) || len(p.Data)-l3 < packet.IPv6Len || p.Data[l3]>>4 != 6 {
+		return e.badHdr, false
+	}
+	h := p.Data[l3:]
+	up := packet.IPv6Upper(h)
+	avail := up.End
+	if up.OK && up.Proto == 58 && up.FragOff == 0 {
+		if up.End-up.Off < 4 {
+			return e.truncICMP, false
+		}
+		if t := h[up.Off]; t < 128 || t == icmp6Redirect {
+			return e.aboutICMP, false
+		}
+	}
+	mcastOK := e.typ == icmp6TooBig || (e.typ == icmp6ParamProblem && e.code == 2)
+	if h[24] == 0xff && !mcastOK {
+		return e.mcastDst, false
+	}
+	var osrc, odst [6]byte
+	if l3 >= packet.EthernetLen {
+		copy(odst[:], p.Data[l3-14:l3-8])
+		copy(osrc[:], p.Data[l3-8:l3-2])
+		if odst[0]&1 != 0 && !mcastOK {
+			return e.mcastDst, false
+		}
+	}
+	if badSrc6Err(h[8:24]) {
+		return e.badSrc, false
+	}
+	if e.rate > 0 {
+		if e.tokens < nanoPerToken {
+			return e.limited, false
+		}
+		e.tokens -= nanoPerToken
+	}
+	q := min(avail, maxQuote6)
+	var origSrc [16]byte
+	copy(origSrc[:], h[8:24])
+
+	buf := p.Buffer()
+	qsrc := p.Headroom() + l3
+	start := qsrc - err6Quote
+	if start < 0 {
+		start = 0
+		copy(buf[err6Quote:err6Quote+q], buf[qsrc:qsrc+q])
+	}
+	f := buf[start : start+err6Quote+q]
+	copy(f[0:6], osrc[:])
+	copy(f[6:12], odst[:])
+	binary.BigEndian.PutUint16(f[12:], packet.EtherTypeIPv6)
+	ip := packet.IPv6(f[err6IP:])
+	ip.Init()
+	ip.SetPayloadLen(8 + q)
+	ip.SetNextHeader(58)
+	ip.SetHopLimit(e.hop)
+	copy(ip[8:24], e.src[:])
+	copy(ip[24:40], origSrc[:])
+	ic := f[err6ICMP:]
+	ic[0], ic[1], ic[2], ic[3] = e.typ, e.code, 0, 0
+	binary.BigEndian.PutUint32(ic[4:], e.rest)
+	ck := ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(e.src, origSrc, 58, len(ic))))
+	binary.BigEndian.PutUint16(ic[2:], ck)
+
+	p.Data = f
+	p.L3 = err6IP
+	p.NextHop = netip.Addr{}
+	return 0, true
+}

@@ -1,0 +1,556 @@
+package ndp
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// QuerierConfig is NDPQuerier's config.
+type QuerierConfig struct {
+	// Device is the device the packets leave by.
+	Device string `toml:"device"`
+	// Neighbors are static "IPv6 MAC" entries.
+	Neighbors []string `toml:"neighbors"`
+	// Timeout is the reachable time: how long a confirmation is trusted.
+	Timeout time.Duration `toml:"timeout"`
+	// Hold is the number of packets kept per unresolved neighbour.
+	Hold int `toml:"hold"`
+	// Rate is the most solicitations per second one worker sends.
+	Rate int `toml:"rate"`
+
+	static []staticEntry
+}
+
+type staticEntry struct {
+	ip  [16]byte
+	mac packet.MAC
+}
+
+const (
+	defaultHold = 8
+	defaultRate = 100
+	maxHold     = 64
+	// maxHeldHops is the number of distinct unresolved neighbours one
+	// worker holds packets for at once.
+	maxHeldHops = 64
+)
+
+// Validate checks the keys.
+func (c *QuerierConfig) Validate() error {
+	if c.Device == "" {
+		return elements.Errorf("device", "required: the device the packets leave by")
+	}
+	if c.Timeout <= 0 {
+		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
+	}
+	if c.Hold < 1 || c.Hold > maxHold {
+		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
+	}
+	if c.Rate < 1 {
+		return elements.Errorf("rate", "must be at least 1 solicitation per second, got %d", c.Rate)
+	}
+	c.static = c.static[:0]
+	for _, s := range c.Neighbors {
+		f := strings.Fields(s)
+		if len(f) != 2 {
+			return elements.Errorf("neighbors", `%q: want "IPv6 MAC", e.g. "2001:db8:2::2 02:00:00:00:02:02"`, s)
+		}
+		ip, err := netip.ParseAddr(f[0])
+		if err != nil || !ip.Is6() || ip.Is4In6() || ip.IsMulticast() || ip.IsUnspecified() || ip.Zone() != "" {
+			return elements.Errorf("neighbors", "%q: %q is not a unicast IPv6 address", s, f[0])
+		}
+		mac, ok := packet.ParseMAC(f[1])
+		if !ok || mac[0]&1 != 0 || mac == (packet.MAC{}) {
+			return elements.Errorf("neighbors", "%q: bad MAC %q (want a unicast aa:bb:cc:dd:ee:ff)", s, f[1])
+		}
+		c.static = append(c.static, staticEntry{ip.As16(), mac})
+	}
+	return nil
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name: "NDPQuerier",
+		NewConfig: func() any {
+			return &QuerierConfig{Timeout: time.Duration(DefaultTimers.Reachable), Hold: defaultHold, Rate: defaultRate}
+		},
+		New: newQuerier,
+		In:  2,
+		Out: 1,
+		Doc: elements.Doc{
+			Synopsis: `NDPQuerier(DEVICE, ["IPv6 MAC", ...])`,
+			Summary:  "resolves the IPv6 next-hop annotation to a MAC with neighbour discovery (RFC 4861) and writes the Ethernet header",
+			Ports: "input 0: IPv6 packets to send on DEVICE (normally from IPLookup, which sets the next-hop " +
+				"annotation; without one the IPv6 destination is the next hop). " +
+				"input 1: neighbour solicitations and advertisements received on DEVICE (NDPResponder's " +
+				"output 2): valid ones teach the cache; they are consumed. " +
+				"output 0: the packets of input 0 with their Ethernet header written (destination = the " +
+				"neighbour, source = DEVICE's MAC, type 0x86dd), and the solicitations it sends: connect " +
+				"it to ToDevice(DEVICE).",
+			Keys: []elements.Key{
+				{Name: "device", Type: "device", Required: true,
+					Doc: "the device the packets leave by: its MAC is the source, its IPv6 addresses (and " +
+						"its link-local address, derived from the MAC) the source of solicitations"},
+				{Name: "neighbors", Type: "[]string", Variadic: true,
+					Doc: `static entries "IPv6 MAC", always REACHABLE, never replaced`},
+				{Name: "timeout", Type: "duration", Default: `"30s"`,
+					Doc: "reachable time: an entry is REACHABLE this long after a confirmation, then STALE"},
+				{Name: "hold", Type: "int", Default: "8",
+					Doc: "packets kept per unresolved neighbour (1..64) while it is INCOMPLETE"},
+				{Name: "rate", Type: "int", Default: "100",
+					Doc: "most solicitations per second per worker, all neighbours together"},
+			},
+			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
+				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
+				`all are consumed, those that teach nothing as the drop "nd invalid"). Drop reasons, input 0: "truncated", ` +
+				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
+				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
+				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
+				`of a neighbour that did not answer 3 solicitations, and those freed at stop). ` +
+				`Input 1: "nd invalid" (not a valid solicitation or advertisement: not ND, malformed, ` +
+				`hop limit not 255, bad checksum, or a group or own link-layer address; NDPResponder ` +
+				`counts each reason before).`,
+			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
+				`"rt[2] -> nq -> ToDevice(lan)"`,
+			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error",
+			Text: "The neighbour cache follows RFC 4861 7.3: a packet to an unknown neighbour makes an " +
+				"INCOMPLETE entry and multicasts a solicitation to its solicited-node group, once a second, " +
+				"three times; the packets wait (hold per neighbour) and are dropped if none is answered. A " +
+				"solicited advertisement makes it REACHABLE for timeout; then STALE; the first packet sent " +
+				"to a STALE entry moves it to DELAY, and 5 s later, unconfirmed, to PROBE: unicast " +
+				"solicitations once a second, three times, the MAC still in use; unanswered, it is resolved " +
+				"afresh. Solicitations for the router's addresses make or update the sender's entry " +
+				"(STALE), advertisements only update existing ones (with the override rules of 7.2.5). " +
+				"Multicast next hops map to 33:33:xx:xx:xx:xx (RFC 2464) without a cache entry. The cache " +
+				"is shared by all workers (lock-free reads); held packets belong to the worker that holds " +
+				"them. A flood of solicitations from random sources cannot evict the neighbours in use: only " +
+				"failed entries and STALE ones no packet was sent to within timeout are recycled. IPv6 " +
+				"neighbours are not copied into an in-kernel fast path.",
+		},
+	})
+}
+
+type held struct {
+	ip    [16]byte
+	inUse bool
+	n     int
+	nb    *neigh
+	pkts  []*packet.Packet
+}
+
+// Querier is one worker's NDPQuerier.
+type Querier struct {
+	now    func() int64 // the clock (SetClock in tests)
+	t      *table
+	out    *elements.Output
+	st     *elements.Stats
+	pool   *packet.Pool
+	mac    packet.MAC
+	ours   ourAddrs
+	hold   int
+	active int
+
+	holds   [maxHeldHops]held
+	slab    []*packet.Packet
+	outB    *packet.Batch
+	tokens  int64
+	rate    int64
+	lastTok int64
+
+	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
+	ndFrames                                                       *atomic.Uint64
+
+	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
+	ndInvalid                                                                 elements.Reason
+}
+
+var (
+	_ elements.Ticker = (*Querier)(nil)
+	_ elements.Closer = (*Querier)(nil)
+)
+
+func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*QuerierConfig)
+	dev, _, ok := ctx.Devices.Device(c.Device)
+	if !ok || dev == nil {
+		return nil, elements.Errorf("device", "no device %q", c.Device)
+	}
+	info := dev.Info()
+	if info.MAC == (packet.MAC{}) {
+		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	}
+	v, err := ctx.Shared(func() (any, error) {
+		t := &table{tm: DefaultTimers, gen: conntrack.GenerationOf(ctx)}
+		t.tm.Reachable = int64(c.Timeout)
+		for _, e := range c.static {
+			if !t.setStatic(e.ip, macWord(e.mac)) {
+				return nil, elements.Errorf("neighbors", "too many static neighbours")
+			}
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := ctx.Stats
+	q := &Querier{now: elements.Nanotime,
+		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
+		hold: c.Hold, rate: int64(c.Rate),
+		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
+		outB: ctx.SideBatch(),
+
+		solicitations: st.Counter("solicitations"),
+		learned:       st.Counter("learned"),
+		heldC:         st.Counter("held"),
+		released:      st.Counter("released"),
+		noBuffer:      st.Counter("no buffer"),
+		rateLimited:   st.Counter("rate limited"),
+		ndFrames:      st.Counter("nd frames"),
+		ndInvalid:     st.Reason("nd invalid"),
+		truncated:     st.Reason("truncated"),
+		notIPv6:       st.Reason("not ipv6"),
+		noHeadroom:    st.Reason("no headroom"),
+		queueFull:     st.Reason("queue full"),
+		tooMany:       st.Reason("too many unresolved"),
+		tableFull:     st.Reason("table full"),
+		unresolved:    st.Reason("unresolved"),
+	}
+	q.tokens = q.rate * 1e9
+	for i := range q.holds {
+		q.holds[i].pkts = q.slab[i*c.Hold : (i+1)*c.Hold : (i+1)*c.Hold]
+	}
+	return q, nil
+}
+
+// Push handles IPv6 packets (in 0) and frames to learn from (in 1).
+func (q *Querier) Push(in int, b *packet.Batch) {
+	now := q.now()
+	if in == 1 {
+		q.learnBatch(b, now)
+		return
+	}
+	if q.active > 0 {
+		q.releaseResolved(now)
+		q.flushOut()
+	}
+	k := 0
+	for _, p := range b.Pkts {
+		if q.resolve(p, now) {
+			b.Pkts[k] = p
+			k++
+		}
+	}
+	b.Truncate(k)
+	if k > 0 {
+		q.out.Push(b)
+	}
+	q.flushOut()
+}
+
+func (q *Querier) resolve(p *packet.Packet, now int64) bool {
+	l3 := int(p.L3)
+	var ip [16]byte
+	if nh := p.NextHop; nh.IsValid() {
+		if !nh.Is6() || nh.Is4In6() {
+			q.st.Drop(p, q.notIPv6)
+			return false
+		}
+		ip = nh.As16()
+	} else {
+		if l3 > len(p.Data) || len(p.Data)-l3 < packet.IPv6Len {
+			q.st.Drop(p, q.truncated)
+			return false
+		}
+		if p.Data[l3]>>4 != 6 {
+			q.st.Drop(p, q.notIPv6)
+			return false
+		}
+		ip = [16]byte(p.Data[l3+24 : l3+40])
+	}
+	if l3 > len(p.Data) {
+		q.st.Drop(p, q.truncated)
+		return false
+	}
+	if ip[0] == 0xff {
+		if !q.frame(p) {
+			q.st.Drop(p, q.noHeadroom)
+			return false
+		}
+		m := multicastMAC(ip)
+		copy(p.Data[0:6], m[:])
+		return true
+	}
+	n, mac, usable, sol := q.t.output(&ip, now)
+	if n == nil {
+		q.st.Drop(p, q.tableFull)
+		return false
+	}
+	if sol != solNone {
+		q.solicit(ip, mac, sol == solUnicast)
+	}
+	if usable {
+		if !q.frame(p) {
+			q.st.Drop(p, q.noHeadroom)
+			return false
+		}
+		putMAC(p.Data[0:6], mac)
+		return true
+	}
+	q.holdPacket(p, ip, n)
+	return false
+}
+
+// frame makes p.Data start with a 14-byte Ethernet header in front of L3
+// and fills in everything but the destination.
+func (q *Querier) frame(p *packet.Packet) bool {
+	start := int(p.L3) - packet.EthernetLen
+	if start >= 0 {
+		p.Data = p.Data[start:]
+	} else {
+		h := p.Headroom()
+		if h < -start {
+			return false
+		}
+		buf := p.Buffer()
+		p.Data = buf[h+start : h+len(p.Data)]
+	}
+	p.L3 = packet.EthernetLen
+	copy(p.Data[6:12], q.mac[:])
+	binary.BigEndian.PutUint16(p.Data[12:], packet.EtherTypeIPv6)
+	return true
+}
+
+func (q *Querier) holdPacket(p *packet.Packet, ip [16]byte, n *neigh) {
+	var h, free *held
+	for i := range q.holds {
+		x := &q.holds[i]
+		if x.inUse && x.ip == ip {
+			h = x
+			break
+		}
+		if free == nil && !x.inUse {
+			free = x
+		}
+		if q.active == 0 {
+			break
+		}
+	}
+	if h == nil {
+		if free == nil {
+			q.st.Drop(p, q.tooMany)
+			return
+		}
+		h = free
+		h.ip, h.inUse, h.n, h.nb = ip, true, 0, n
+		q.active++
+	}
+	if h.n == len(h.pkts) {
+		q.st.Drop(p, q.queueFull)
+		return
+	}
+	h.pkts[h.n] = p
+	h.n++
+	q.heldC.Add(1)
+}
+
+// releaseResolved sends the held packets of neighbours now usable, drives
+// the solicitations of the others and gives up on failed ones.
+func (q *Querier) releaseResolved(now int64) {
+	for i := range q.holds {
+		h := &q.holds[i]
+		if !h.inUse {
+			continue
+		}
+		if cur := q.t.find(&h.ip); cur != h.nb && cur != nil {
+			h.nb = cur // recycled and remade meanwhile
+		}
+		st := h.nb.State()
+		if st >= Reachable {
+			m := h.nb.mac.Load()
+			for j := 0; j < h.n; j++ {
+				p := h.pkts[j]
+				h.pkts[j] = nil
+				if !q.frame(p) {
+					q.st.Drop(p, q.noHeadroom)
+					continue
+				}
+				putMAC(p.Data[0:6], m)
+				q.emit(p)
+				q.released.Add(1)
+			}
+			q.freeHold(h)
+			continue
+		}
+		sol, failed := q.t.retry(h.nb, now)
+		if failed {
+			for j := 0; j < h.n; j++ {
+				q.st.Drop(h.pkts[j], q.unresolved)
+				h.pkts[j] = nil
+			}
+			q.freeHold(h)
+			continue
+		}
+		if sol {
+			q.solicit(h.ip, 0, false)
+		}
+	}
+}
+
+func (q *Querier) freeHold(h *held) {
+	h.inUse, h.n, h.nb = false, 0, nil
+	q.active--
+}
+
+func (q *Querier) emit(p *packet.Packet) {
+	if q.outB.Full() {
+		q.out.Push(q.outB)
+	}
+	q.outB.Add(p)
+}
+
+func (q *Querier) flushOut() {
+	if q.outB.Len() > 0 {
+		q.out.Push(q.outB)
+	}
+}
+
+// solicit sends a neighbour solicitation for target: multicast to its
+// solicited-node group, or unicast to the MAC in known (a probe). It is
+// rate limited per worker.
+func (q *Querier) solicit(target [16]byte, known uint64, unicast bool) {
+	now := q.now()
+	el := now - q.lastTok
+	if el > int64(time.Second) || el < 0 {
+		el = int64(time.Second)
+	}
+	q.tokens += el * q.rate
+	q.lastTok = now
+	if maxT := q.rate * 1e9; q.tokens > maxT {
+		q.tokens = maxT
+	}
+	if q.tokens < 1e9 {
+		q.rateLimited.Add(1)
+		return
+	}
+	p := q.pool.Get()
+	if p == nil {
+		q.noBuffer.Add(1)
+		return
+	}
+	q.tokens -= 1e9
+	dst := solicitedNode(target)
+	ethDst := multicastMAC(dst)
+	if unicast {
+		dst = target
+		putMAC(ethDst[:], known)
+	}
+	f := p.Data[:frameLen]
+	n := build(f, ethDst, q.mac, q.ours.sourceFor(target), dst, TypeNeighborSolicitation, 0, target, q.mac, true)
+	p.Data = f[:n]
+	p.L3 = packet.EthernetLen
+	q.solicitations.Add(1)
+	q.emit(p)
+}
+
+// learnBatch learns from the valid solicitations and advertisements in b
+// and frees them.
+func (q *Querier) learnBatch(b *packet.Batch, now int64) {
+	learnedAny := false
+	var m msg
+	q.ndFrames.Add(uint64(len(b.Pkts)))
+	for _, p := range b.Pkts {
+		if parse(p.Data, int(p.L3), &m) != okND {
+			q.st.Drop(p, q.ndInvalid)
+			continue
+		}
+		if !m.hasLLA {
+			if m.typ == TypeNeighborAdvertisement && q.t.learnNA(&m.target, 0, false, m.flags, now) {
+				q.learned.Add(1)
+				learnedAny = true
+			}
+			p.Free()
+			continue
+		}
+		if m.lla[0]&1 != 0 || m.lla == (packet.MAC{}) || m.lla == q.mac {
+			q.st.Drop(p, q.ndInvalid)
+			continue
+		}
+		mw := macWord(m.lla)
+		var ok bool
+		if m.typ == TypeNeighborSolicitation {
+			// Only solicitations for our addresses make entries (a
+			// host resolving us will be answered and talked to).
+			ok = q.t.learnNS(&m.src, mw, now, q.ours.has(m.target))
+		} else {
+			ok = q.t.learnNA(&m.target, mw, true, m.flags, now)
+		}
+		if ok {
+			q.learned.Add(1)
+			learnedAny = true
+		}
+		p.Free()
+	}
+	b.Reset()
+	if learnedAny && q.active > 0 {
+		q.releaseResolved(now)
+		q.flushOut()
+	}
+}
+
+// Tick releases packets resolved by other workers and retries solicitations.
+func (q *Querier) Tick(now int64) {
+	if q.active == 0 {
+		return
+	}
+	q.releaseResolved(now)
+	q.flushOut()
+}
+
+// Close frees the held packets.
+func (q *Querier) Close() error {
+	for i := range q.holds {
+		h := &q.holds[i]
+		for j := 0; j < h.n; j++ {
+			q.st.Drop(h.pkts[j], q.unresolved)
+			h.pkts[j] = nil
+		}
+		if h.inUse {
+			q.freeHold(h)
+		}
+	}
+	return nil
+}
+
+func macWord(m packet.MAC) uint64 {
+	return uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
+}
+
+func putMAC(b []byte, w uint64) {
+	_ = b[5]
+	b[0], b[1], b[2] = byte(w>>40), byte(w>>32), byte(w>>24)
+	b[3], b[4], b[5] = byte(w>>16), byte(w>>8), byte(w)
+}
+
+// Neighbor returns the cache's state and MAC for a (Free when none): for
+// tests and for inspection.
+func (q *Querier) Neighbor(a netip.Addr) (State, packet.MAC) {
+	b := a.As16()
+	n := q.t.find(&b)
+	if n == nil {
+		return Free, packet.MAC{}
+	}
+	var m packet.MAC
+	putMAC(m[:], n.mac.Load())
+	return n.State(), m
+}
+
+// Entries returns the number of cache slots in use.
+func (q *Querier) Entries() int { return int(q.t.n.Load()) }

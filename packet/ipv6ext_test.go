@@ -1,0 +1,82 @@
+package packet
+
+import "testing"
+
+func TestIPv6Upper(t *testing.T) {
+	hdr := func(next uint8, ext ...byte) []byte {
+		h := make([]byte, 40, 200)
+		h[0] = 0x60
+		h[6] = next
+		h = append(h, ext...)
+		h[4], h[5] = byte((len(h)-40)>>8), byte(len(h)-40)
+		return h
+	}
+	// hop-by-hop (8 bytes) -> fragment (offset 0, M) -> UDP.
+	h := hdr(0, 44, 0, 1, 4, 0, 0, 0, 0, 17, 0, 0, 1, 0, 0, 0, 1, 0x12, 0x34, 0x56, 0x78, 0, 8, 0, 0)
+	r := IPv6Upper(h)
+	if !r.OK || r.Proto != 17 || r.Off != 56 || !r.Frag || r.FragOff != 0 || !r.FragMore {
+		t.Fatalf("%+v", r)
+	}
+	// A non-first fragment.
+	h = hdr(44, 17, 0, 0x01, 0x00, 0, 0, 0, 1, 1, 2, 3, 4)
+	if r := IPv6Upper(h); !r.OK || r.FragOff != 0x100 {
+		t.Fatalf("%+v", r)
+	}
+	// A chain of destination options that never ends within the packet,
+	// and one longer than the bound.
+	if r := IPv6Upper(hdr(60, 60, 200, 0, 0, 0, 0, 0, 0)); r.OK {
+		t.Fatalf("truncated chain: %+v", r)
+	}
+	var long []byte
+	for i := 0; i < MaxIPv6ExtHeaders+1; i++ {
+		long = append(long, 60, 0, 0, 0, 0, 0, 0, 0)
+	}
+	if r := IPv6Upper(hdr(60, long...)); r.OK {
+		t.Fatalf("endless chain: %+v", r)
+	}
+	if r := IPv6Upper(hdr(58, 128, 0, 0, 0)); !r.OK || r.Proto != 58 || r.Off != 40 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func FuzzIPv6Upper(f *testing.F) {
+	f.Add([]byte{0x60, 0, 0, 0, 0, 16, 0, 64, 39: 0, 44, 0, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := IPv6Upper(b)
+		if r.OK && (r.Off > r.End || r.End > len(b)) {
+			t.Fatalf("%+v beyond %d", r, len(b))
+		}
+	})
+}
+
+// TestFlowHashICMPv6Error: an ICMPv6 error hashes as the flow it quotes,
+// so that it reaches the worker tracking that flow.
+func TestFlowHashICMPv6Error(t *testing.T) {
+	src := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 15: 0x10}
+	dst := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 0x02}
+	router := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 15: 0x09}
+	udp := make([]byte, 14+48)
+	udp[12], udp[13] = 0x86, 0xdd
+	h := udp[14:]
+	h[0], h[6] = 0x60, 17
+	copy(h[8:], src[:])
+	copy(h[24:], dst[:])
+	h[40], h[41], h[42], h[43] = 0x9c, 0x40, 0, 53
+	flow := FlowHashFrame(udp, 14)
+	// The error travels dst -> src (from a router beyond) and quotes udp.
+	e := make([]byte, 14+48)
+	e[12], e[13] = 0x86, 0xdd
+	eh := e[14:]
+	eh[0], eh[6] = 0x60, 58
+	copy(eh[8:], router[:])
+	copy(eh[24:], src[:])
+	eh[40] = 1 // destination unreachable
+	e = append(e, h...)
+	if got := FlowHashFrame(e, 14); got != flow {
+		t.Fatalf("error hashes %#x, its flow %#x", got, flow)
+	}
+	e[14+40] = 128 // an echo request is its own flow
+	if FlowHashFrame(e, 14) == flow {
+		t.Fatalf("an echo request hashed as the quoted flow")
+	}
+}

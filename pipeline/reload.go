@@ -1,0 +1,681 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// Hot reload: a running router replaces its graph without stopping, like
+// nft -f (atomic: all or nothing) and Click's hotswap (state of elements
+// whose name and type are unchanged carries over; elements.StateTaker).
+//
+//  1. Prepare, on the caller's goroutine, while the old graph runs: load
+//     and validate the file completely (everything check does), open the
+//     devices it adds or changes, build every worker's new pipeline
+//     (constructors may reuse shared state of the elements they replace:
+//     elements.Context.Previous). Any error closes what was opened and
+//     built and returns the located error: nothing has changed.
+//  2. Swap: each worker is handed its new pipeline and adopts it between
+//     two rounds: the round it is in finishes on the old graph, the next
+//     starts on the new one, so no batch is seen by both. Before its
+//     first round on the new graph it calls TakeState on every kept
+//     element (old instance → new). Packets between workers (FromDevice's
+//     handoff rings) stay in the rings: a kept FromDevice takes the rings
+//     over, so nothing in flight is lost or reordered.
+//  3. Publish the new graph to the stats readers, then close the old
+//     instances and the devices the new graph no longer has.
+
+// GraphGeneration says which graph is running: the generation (1 at start,
+// one more at every reload), its file and when it was loaded.
+type GraphGeneration struct {
+	Generation uint64    `json:"generation"`
+	File       string    `json:"file"`
+	LoadedAt   time.Time `json:"loaded_at"`
+}
+
+// ReloadReport says what a reload changed (or, dry, would change) and how
+// long it took.
+type ReloadReport struct {
+	File   string `json:"file"`
+	DryRun bool   `json:"dry_run"`
+	// Generation is the generation running after the reload (dry run:
+	// the one the reload would start).
+	Generation uint64 `json:"generation"`
+	Workers    int    `json:"workers"`
+
+	// Elements by name: added, removed, replaced (same name, another
+	// type), kept with state (same name and type, the type takes state:
+	// elements.Type.TakesState), kept (same name and type, no state).
+	// Reconfigured lists the kept ones (with state or not) whose
+	// configuration changed.
+	Added         []string `json:"added,omitempty"`
+	Removed       []string `json:"removed,omitempty"`
+	Replaced      []string `json:"replaced,omitempty"`
+	KeptWithState []string `json:"kept_with_state,omitempty"`
+	Kept          []string `json:"kept,omitempty"`
+	Reconfigured  []string `json:"reconfigured,omitempty"`
+
+	DevicesOpened []string `json:"devices_opened,omitempty"`
+	DevicesClosed []string `json:"devices_closed,omitempty"`
+	DevicesKept   []string `json:"devices_kept,omitempty"`
+	LinksAdded    []string `json:"links_added,omitempty"`
+	LinksRemoved  []string `json:"links_removed,omitempty"`
+
+	// Prepare is the time to load, validate, open and build; Swap from
+	// the first worker told to the last one running the new graph (as
+	// the workers' clocks say: a worker switches between two rounds, so
+	// this is about one round, or the rest of an idle worker's sleep);
+	// Total from the call to the old graph closed.
+	Prepare time.Duration `json:"prepare_ns"`
+	Swap    time.Duration `json:"swap_ns"`
+	Total   time.Duration `json:"total_ns"`
+	// Lost is the packets the switch dropped, each counted under a drop
+	// reason of the element that held it: what retired instances held
+	// (elements.Retirer: ARPQuerier's packets waiting for a neighbour)
+	// and what was in flight between workers in the rings of a FromDevice
+	// that was replaced rather than kept (elements.Stranded). A kept
+	// FromDevice takes its rings over: nothing in flight is lost.
+	Lost uint64 `json:"lost_packets"`
+	// StateErrors are TakeState failures (the element then started
+	// empty), by element and worker.
+	StateErrors []string `json:"state_errors,omitempty"`
+}
+
+// Changed reports whether the new graph differs from the running one.
+func (rep *ReloadReport) Changed() bool {
+	return len(rep.Added)+len(rep.Removed)+len(rep.Replaced)+len(rep.Reconfigured)+
+		len(rep.DevicesOpened)+len(rep.DevicesClosed)+len(rep.LinksAdded)+len(rep.LinksRemoved) > 0
+}
+
+// WriteText prints the report for an operator, one change per line.
+func (rep *ReloadReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	verb := "reloaded"
+	if rep.DryRun {
+		verb = "would reload"
+	}
+	fmt.Fprintf(&b, "%s %s: generation %d, %d workers\n", verb, rep.File, rep.Generation, rep.Workers)
+	list := func(what string, names []string) {
+		for _, n := range names {
+			fmt.Fprintf(&b, "  %-22s %s\n", what, n)
+		}
+	}
+	list("element added", rep.Added)
+	list("element removed", rep.Removed)
+	list("element replaced", rep.Replaced)
+	list("element reconfigured", rep.Reconfigured)
+	list("kept with state", rep.KeptWithState)
+	if len(rep.Kept) > 0 {
+		fmt.Fprintf(&b, "  %-22s %d elements without state\n", "kept", len(rep.Kept))
+	}
+	list("device opened", rep.DevicesOpened)
+	list("device closed", rep.DevicesClosed)
+	list("device kept open", rep.DevicesKept)
+	list("link added", rep.LinksAdded)
+	list("link removed", rep.LinksRemoved)
+	list("state not carried", rep.StateErrors)
+	if !rep.Changed() {
+		b.WriteString("  no change\n")
+	}
+	if !rep.DryRun {
+		fmt.Fprintf(&b, "  prepared in %s, swapped on every worker in %s, %s in all; %d packets lost in the switch\n",
+			rep.Prepare.Round(time.Microsecond), rep.Swap.Round(time.Microsecond), rep.Total.Round(time.Microsecond), rep.Lost)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ErrReloadBusy is returned by TryReload while another reload runs.
+var ErrReloadBusy = errors.New("another reload is in progress")
+
+// Generation is the running graph's generation, file and load time.
+func (r *Router) Generation() (gen uint64, file string, loadedAt time.Time) {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
+	return r.gen.Generation, r.gen.File, r.gen.LoadedAt
+}
+
+// Reload loads the graph file at path, validates it completely and, unless
+// dryRun, swaps it in for the running graph (see the comment at the top of
+// reload.go). A second reload waits for the first. On any error the
+// running graph is untouched and the error names the file and line.
+func (r *Router) Reload(path string, dryRun bool) (*ReloadReport, error) {
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
+	return r.reload(path, nil, dryRun)
+}
+
+// TryReload is Reload, except that it returns ErrReloadBusy at once when
+// another reload is in progress instead of waiting for it.
+func (r *Router) TryReload(path string, dryRun bool) (*ReloadReport, error) {
+	if !r.reloadMu.TryLock() {
+		return nil, ErrReloadBusy
+	}
+	defer r.reloadMu.Unlock()
+	return r.reload(path, nil, dryRun)
+}
+
+// ReloadGraph is Reload with a graph already loaded (tests, benchmarks).
+// On a router from Build (whose workers the caller drives), the caller
+// must keep calling Round for every worker until it returns: each worker
+// switches in its Round.
+func (r *Router) ReloadGraph(g *Graph, dryRun bool) (*ReloadReport, error) {
+	r.reloadMu.Lock()
+	defer r.reloadMu.Unlock()
+	return r.reload("", g, dryRun)
+}
+
+func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport, err error) {
+	t0 := time.Now()
+	if r.closing() {
+		return nil, errors.New("reload: the router has stopped")
+	}
+	if g2 == nil {
+		if g2, err = Load(path); err != nil {
+			return nil, err
+		}
+	}
+	g1 := r.g
+	n := len(r.workers)
+	if want := resolveWorkers(r.optWorkers, g2); want != n {
+		return nil, fmt.Errorf("%s: workers = %d: the running router has %d workers; a reload cannot change the number of workers yet (restart the forwarder)", g2.File, want, n)
+	}
+	if b := resolveBatch(g2); b != r.batch {
+		return nil, fmt.Errorf("%s: batch = %d: the running router's batch is %d; a reload cannot change it (restart the forwarder)", g2.File, b, r.batch)
+	}
+	rep = diffGraphs(g1, g2)
+	rep.File, rep.DryRun, rep.Workers = g2.File, dryRun, n
+	gen, _, _ := r.Generation()
+	rep.Generation = gen + 1
+	if dryRun {
+		rep.Total = time.Since(t0)
+		return rep, nil
+	}
+
+	// Devices: kept ones stay open; the others are opened now.
+	keptDev := make([]bool, len(g1.Devices))
+	devs := make([]drivers.Device, len(g2.Devices))
+	var opened []int
+	closeOpened := func() {
+		for _, i := range opened {
+			devs[i].Close()
+		}
+	}
+	base := "."
+	if g2.File != "" {
+		base = filepath.Dir(g2.File)
+	}
+	for i, d := range g2.Devices {
+		if od := g1.Device(d.Name); od != nil && sameDevice(od, d) {
+			devs[i] = r.devices[od.Index]
+			keptDev[od.Index] = true
+			continue
+		}
+		if d.Driver == nil || d.Driver.Open == nil {
+			closeOpened()
+			return nil, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
+		}
+		dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
+			Name: d.Name, Index: i, Workers: n, Batch: r.batch, BaseDir: base,
+			Addresses: d.Addresses, MAC: d.MAC,
+		})
+		if err == nil && dev == nil {
+			err = errors.New("Open returned no device")
+		}
+		if err != nil {
+			closeOpened()
+			return nil, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
+		}
+		devs[i] = dev
+		opened = append(opened, i)
+	}
+
+	// Pipelines: built with the running workers' pools, the Stats of kept
+	// elements and what each element replaces.
+	plan, err := planGraph(g2)
+	if err != nil {
+		closeOpened()
+		return nil, err
+	}
+	cy := r.carryFor(g1, g2)
+	shared := make([]*elements.SharedSlot, len(g2.Elements))
+	for i := range shared {
+		shared[i] = &elements.SharedSlot{}
+	}
+	ds := &deviceSet{g: g2, devs: devs, workers: n}
+	built := make([]*worker, 0, n)
+	for w := 0; w < n; w++ {
+		wk, err := newWorker(r, g2, w, n, plan, shared, ds, r.timing, cy)
+		if wk != nil {
+			built = append(built, wk)
+		}
+		if err != nil {
+			for _, b := range built {
+				closeInstances(b.inst, r.workers[b.id].inst)
+			}
+			closeOpened()
+			return nil, err
+		}
+	}
+	rep.Prepare = time.Since(t0)
+
+	// Swap.
+	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n), adoptedAt: make([]int64, n), lost: make([]uint64, n)}
+	for w := range built {
+		ng.workers = append(ng.workers, built[w])
+		var takes []take
+		for i, e := range g2.Elements {
+			st, ok := built[w].inst[i].(elements.StateTaker)
+			if !ok {
+				continue
+			}
+			// Old is nil for an element new in the reload: it
+			// learns, between rounds, that it now runs.
+			takes = append(takes, take{st, cy.prevOf(w, i).Element, e.Name})
+		}
+		ng.takes = append(ng.takes, takes)
+	}
+	oldDevs := r.devices
+	old := make([][]elements.Element, n)
+	for w, wk := range r.workers {
+		old[w] = wk.inst
+	}
+	handed := elements.Nanotime()
+	for _, wk := range r.workers {
+		wk.next.Store(ng)
+	}
+	r.awaitSwap(ng)
+	rep.Swap = time.Duration(slices.Max(ng.adoptedAt) - handed)
+
+	// Publish.
+	r.genMu.Lock()
+	r.g, r.devices, r.shared = g2, devs, shared
+	for w, wk := range r.workers {
+		wk.stats, wk.pubInst = built[w].stats, built[w].inst
+	}
+	r.gen = GraphGeneration{Generation: gen + 1, File: g2.File, LoadedAt: time.Now()}
+	r.genMu.Unlock()
+	for w := range ng.lost {
+		rep.Lost += ng.lost[w]
+		for _, el := range old[w] {
+			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, built[w].inst) {
+				rep.Lost += st.Stranded()
+			}
+		}
+	}
+	for w, es := range ng.errs {
+		for _, e := range es {
+			rep.StateErrors = append(rep.StateErrors, fmt.Sprintf("worker %d: %s", w, e))
+		}
+	}
+
+	// Close the old graph: every old instance (a kept one's TakeState
+	// left it nothing to release), then the devices no longer used.
+	var errs []error
+	for w := range old {
+		for i, el := range old[w] {
+			if reusedIn(el, built[w].inst) {
+				continue // the new graph runs this very instance
+			}
+			if c, ok := el.(elements.Closer); ok {
+				if err := c.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("element %q worker %d: close: %w", g1.Elements[i].Name, w, err))
+				}
+			}
+		}
+	}
+	for i, d := range oldDevs {
+		if d == nil || keptDev[i] {
+			continue
+		}
+		name := g1.Devices[i].Name
+		if err := d.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("device %q: flush: %w", name, err))
+		}
+		if err := d.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("device %q: close: %w", name, err))
+		}
+	}
+	rep.Total = time.Since(t0)
+	if len(errs) > 0 {
+		// The new graph runs; what the old one reported on closing is
+		// told, not fatal.
+		fmt.Fprintf(r.log, "reload: closing the previous graph: %v\n", errors.Join(errs...))
+	}
+	return rep, nil
+}
+
+// closing reports whether the workers have been told to stop or have
+// all exited (a reload would then have no one to swap).
+func (r *Router) closing() bool {
+	if r.stop.Load() {
+		return true
+	}
+	select {
+	case <-r.done:
+		return true
+	default:
+	}
+	return false
+}
+
+// closeInstances closes the elements of a pipeline that was built and
+// never run (a reload that failed), except those that are running ones
+// (a constructor may return the running instance to keep it).
+func closeInstances(inst, running []elements.Element) {
+	for _, el := range inst {
+		if reusedIn(el, running) {
+			continue
+		}
+		if c, ok := el.(elements.Closer); ok {
+			c.Close()
+		}
+	}
+}
+
+// reusedIn reports whether instance el is one of insts (the same pointer).
+func reusedIn(el elements.Element, insts []elements.Element) bool {
+	if el == nil || reflect.TypeOf(el).Kind() != reflect.Pointer {
+		return false
+	}
+	for _, x := range insts {
+		if x != nil && reflect.TypeOf(x) == reflect.TypeOf(el) && x == el {
+			return true
+		}
+	}
+	return false
+}
+
+// nextGen is a prepared generation handed to the workers: each adopts
+// workers[id] and runs takes[id] between two rounds, then sends its id on
+// ack.
+type nextGen struct {
+	workers []*worker
+	takes   [][]take
+	errs    [][]string // by worker, written by that worker before its ack
+	ack     chan int
+	// adoptedAt is when each worker started running the new pipeline
+	// (elements.Nanotime), written before its ack; lost what its retired
+	// instances dropped (elements.Retirer).
+	adoptedAt []int64
+	lost      []uint64
+}
+
+type take struct {
+	to   elements.StateTaker
+	from elements.Element
+	name string
+}
+
+// adopt switches worker w to its pipeline of ng: called by the worker
+// between rounds (or, for a worker that has exited, by the reload).
+func (w *worker) adopt(ng *nextGen) {
+	w.clock.Publish() // the old instances' last counts
+	for _, t := range ng.takes[w.id] {
+		if err := t.to.TakeState(t.from); err != nil {
+			ng.errs[w.id] = append(ng.errs[w.id], fmt.Sprintf("element %q: %v", t.name, err))
+		}
+	}
+	nw := ng.workers[w.id]
+	// Old instances the new graph does not run let go, here, of what
+	// they hold of this worker's pools.
+	for _, el := range w.inst {
+		if rt, ok := el.(elements.Retirer); ok && !reusedIn(el, nw.inst) {
+			ng.lost[w.id] += rt.Retire()
+		}
+	}
+	w.inst, w.outs = nw.inst, nw.outs
+	w.sources, w.srcStats, w.tickers = nw.sources, nw.srcStats, nw.tickers
+	w.clock = nw.clock
+	w.clock.Adopt(nw.stats)
+	w.initWait()
+	now := elements.Nanotime()
+	w.clock.Round(now)
+	ng.adoptedAt[w.id] = now
+	ng.ack <- w.id
+}
+
+// checkNext adopts a generation handed to the worker, if any. It is the
+// whole cost of reloads in the poll loop: one atomic load per round.
+func (w *worker) checkNext() bool {
+	ng := w.next.Load()
+	if ng == nil || !w.next.CompareAndSwap(ng, nil) {
+		return false
+	}
+	w.adopt(ng)
+	return true
+}
+
+// awaitSwap waits until every worker runs the new generation. A worker
+// that has exited (its sources drained, or stopped) adopts nothing by
+// itself: the reload adopts for it, so that the router's final close
+// closes the new pipeline (the final close waits for reloadMu).
+func (r *Router) awaitSwap(ng *nextGen) {
+	left := len(r.workers)
+	tick := time.NewTicker(200 * time.Microsecond)
+	defer tick.Stop()
+	for left > 0 {
+		select {
+		case <-ng.ack:
+			left--
+		case <-tick.C:
+			for _, wk := range r.workers {
+				if wk.exited.Load() {
+					wk.checkNext() // sends its ack
+				}
+			}
+		}
+	}
+}
+
+// carry is what a reload's pipelines take from the running ones, per
+// worker and new element index.
+type carry struct {
+	pools []*packet.Pool
+	stats [][]*elements.Stats
+	prev  [][]elements.Previous
+}
+
+func (c *carry) poolOf(w int) *packet.Pool {
+	if c == nil {
+		return nil
+	}
+	return c.pools[w]
+}
+
+func (c *carry) statsOf(w, i int) *elements.Stats {
+	if c == nil {
+		return nil
+	}
+	return c.stats[w][i]
+}
+
+func (c *carry) prevOf(w, i int) elements.Previous {
+	if c == nil {
+		return elements.Previous{}
+	}
+	return c.prev[w][i]
+}
+
+// carryFor matches g2's elements to g1's by name and type. An element
+// whose configuration names a device that the reload reopens (same name,
+// another configuration) is not SameConfig: what it shares may hold the
+// old device (a fast-path mirror).
+func (r *Router) carryFor(g1, g2 *Graph) *carry {
+	c := &carry{}
+	reopened := map[string]bool{}
+	for _, d := range g2.Devices {
+		if od := g1.Device(d.Name); od != nil && !sameDevice(od, d) {
+			reopened[d.Name] = true
+		}
+	}
+	oldIdx := make(map[string]int, len(g1.Elements))
+	for i, e := range g1.Elements {
+		oldIdx[e.Name] = i
+	}
+	for _, wk := range r.workers {
+		c.pools = append(c.pools, wk.pool)
+		st := make([]*elements.Stats, len(g2.Elements))
+		pv := make([]elements.Previous, len(g2.Elements))
+		for i, e := range g2.Elements {
+			j, ok := oldIdx[e.Name]
+			if !ok || !sameType(g1.Elements[j], e) {
+				continue
+			}
+			st[i] = wk.stats[j]
+			pv[i] = elements.Previous{
+				Element:    wk.inst[j],
+				Shared:     r.shared[j].SharedValue(),
+				SameConfig: reflect.DeepEqual(g1.Elements[j].Config, e.Config) && !mentions(reflect.ValueOf(e.Config), reopened, 0),
+			}
+		}
+		c.stats = append(c.stats, st)
+		c.prev = append(c.prev, pv)
+	}
+	return c
+}
+
+// mentions reports whether a config holds one of names as a string (a key
+// naming a device), looking through pointers, structs, slices and arrays.
+func mentions(v reflect.Value, names map[string]bool, depth int) bool {
+	if len(names) == 0 || depth > 8 {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return names[v.String()]
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && mentions(v.Elem(), names, depth+1)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if mentions(v.Field(i), names, depth+1) {
+				return true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() != reflect.String && v.Type().Elem().Kind() != reflect.Struct {
+			return false // route tables and the like: no device names
+		}
+		for i := 0; i < v.Len() && i < 1024; i++ {
+			if mentions(v.Index(i), names, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sameType(a, b *Element) bool {
+	return a.Type != nil && b.Type != nil && a.Type.Name == b.Type.Name
+}
+
+// sameDevice reports whether a device of the new graph is the running one
+// unchanged: same driver, keys, addresses and MAC. Its position among the
+// [devices] tables may change (a device before it removed): the InDevice
+// annotation of its packets is the graph's index, which FromDevice of the
+// new graph sets (whatever index the driver was opened with).
+func sameDevice(a, b *Device) bool {
+	return a.Driver != nil && b.Driver != nil && a.Driver.Name == b.Driver.Name &&
+		a.MAC == b.MAC && slices.Equal(a.Addresses, b.Addresses) &&
+		reflect.DeepEqual(a.Config, b.Config)
+}
+
+// diffGraphs lists what changes from g1 to g2.
+func diffGraphs(g1, g2 *Graph) *ReloadReport {
+	rep := &ReloadReport{}
+	for _, e := range g2.Elements {
+		o := g1.Element(e.Name)
+		switch {
+		case o == nil:
+			rep.Added = append(rep.Added, e.Name+" ("+typeName(e)+")")
+		case !sameType(o, e):
+			rep.Replaced = append(rep.Replaced, e.Name+" ("+typeName(o)+" → "+typeName(e)+")")
+		default:
+			if e.Type.TakesState {
+				rep.KeptWithState = append(rep.KeptWithState, e.Name+" ("+typeName(e)+")")
+			} else {
+				rep.Kept = append(rep.Kept, e.Name+" ("+typeName(e)+")")
+			}
+			if !reflect.DeepEqual(o.Config, e.Config) {
+				rep.Reconfigured = append(rep.Reconfigured, e.Name+" ("+typeName(e)+")")
+			}
+		}
+	}
+	for _, e := range g1.Elements {
+		if g2.Element(e.Name) == nil {
+			rep.Removed = append(rep.Removed, e.Name+" ("+typeName(e)+")")
+		}
+	}
+	for _, d := range g2.Devices {
+		o := g1.Device(d.Name)
+		switch {
+		case o == nil:
+			rep.DevicesOpened = append(rep.DevicesOpened, d.Name+" ("+driverName(d)+")")
+		case !sameDevice(o, d):
+			rep.DevicesClosed = append(rep.DevicesClosed, o.Name+" ("+driverName(o)+", changed)")
+			rep.DevicesOpened = append(rep.DevicesOpened, d.Name+" ("+driverName(d)+", changed)")
+		default:
+			rep.DevicesKept = append(rep.DevicesKept, d.Name+" ("+driverName(d)+")")
+		}
+	}
+	for _, d := range g1.Devices {
+		if g2.Device(d.Name) == nil {
+			rep.DevicesClosed = append(rep.DevicesClosed, d.Name+" ("+driverName(d)+")")
+		}
+	}
+	l1, l2 := linkSet(g1), linkSet(g2)
+	for l := range l2 {
+		if !l1[l] {
+			rep.LinksAdded = append(rep.LinksAdded, l)
+		}
+	}
+	for l := range l1 {
+		if !l2[l] {
+			rep.LinksRemoved = append(rep.LinksRemoved, l)
+		}
+	}
+	sort.Strings(rep.LinksAdded)
+	sort.Strings(rep.LinksRemoved)
+	return rep
+}
+
+// DiffGraphs says what reloading a router running g1 with g2 would change
+// (a dry run without a running router: forwarder reload -dry-run offline).
+func DiffGraphs(g1, g2 *Graph) *ReloadReport {
+	rep := diffGraphs(g1, g2)
+	rep.File, rep.DryRun = g2.File, true
+	return rep
+}
+
+func linkSet(g *Graph) map[string]bool {
+	m := make(map[string]bool, len(g.Links))
+	for _, l := range g.Links {
+		m[fmt.Sprintf("%s[%d] -> [%d]%s", l.From, l.FromPort, l.ToPort, l.To)] = true
+	}
+	return m
+}
+
+func typeName(e *Element) string {
+	if e.Type == nil {
+		return "?"
+	}
+	return e.Type.Name
+}
+
+func driverName(d *Device) string {
+	if d.Driver == nil {
+		return "?"
+	}
+	return d.Driver.Name
+}
