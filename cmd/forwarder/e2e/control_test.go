@@ -97,19 +97,19 @@ func TestControlRouter(t *testing.T) {
 		var rr struct {
 			Found bool `json:"found"`
 		}
-		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "10.99.0.1")
+		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "-element", "rt", "10.99.0.1")
 		if rr.Found {
 			t.Fatal("show routes 10.99.0.1 finds a route before route add")
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "1"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "1", "-element", "rt"); code != 0 {
 			t.Fatalf("route add: %d %s", code, out)
 		}
 		pingOK(t, tp.cli, "10.99.0.1")
-		code, out := fwdctl(t, bin, sock, "show", "routes", "10.99.0.1")
+		code, out := fwdctl(t, bin, sock, "show", "routes", "-element", "rt", "10.99.0.1")
 		if code != 0 || !strings.Contains(out, "10.99.0.0/24 via 10.2.0.2 out 1  [live]") {
 			t.Errorf("show routes after add: %d %q", code, out)
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24", "-element", "rt"); code != 0 {
 			t.Fatalf("route del: %d %s", code, out)
 		}
 		// The kernel fast path follows the table within ~10 ms.
