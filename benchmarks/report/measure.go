@@ -10,8 +10,8 @@ import (
 	"time"
 
 	_ "github.com/junction-dataplane/junction/drivers/all"
-	"github.com/junction-dataplane/junction/elements/ip"
 	_ "github.com/junction-dataplane/junction/elements/all"
+	"github.com/junction-dataplane/junction/elements/ip"
 
 	"github.com/junction-dataplane/junction/benchmarks/result"
 	"github.com/junction-dataplane/junction/pipeline"
