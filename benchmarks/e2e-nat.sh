@@ -32,7 +32,9 @@
 # (generator queues), FASTPATH=0 (FastTrack not offloaded to the
 # devices' in-kernel fast path: nat-gateway.toml without its fastpath = true
 # and offload lines; it ships with them), XDP_SINK=1 (the sink is an XDP
-# program that takes no CPU; see e2e-lib.sh).
+# program that takes no CPU; see e2e-lib.sh), RESULT_JSON=path (also write
+# the per-second rates of every phase as a result in benchmarks/result's
+# schema; e2e_json in e2e-lib.sh).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -202,6 +204,8 @@ awk -v l="$LINUX" -v f="${FLOWTABLE:-0}" -v j="$JUNCTION" -v lab="$LABEL" 'BEGIN
 	printf " (goal >= 1.5x)\n" }'
 echo "Junction fasttracked packets: $FT (slow-path misses: $MISS; forwarder rx total: ${RX:-?})"
 grep -E '^ *worker [0-9]+ ' "$TMP/fwd.log" | sed 's/^ */Junction /'
+e2e_json e2e-nat "nftables DNAT + conntrack (and flowtable) vs Junction DNAT + FastTrack ($LABEL) on veth; 64-byte UDP from pktgen, delivered to the sink" \
+	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES" linux-nft linux-flowtable junction
 echo
 echo "== forwarder exit table =="
 cat "$TMP/fwd.log"
