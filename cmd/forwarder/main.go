@@ -35,7 +35,7 @@ const usage = `forwarder — Junction, a Click-style modular software router
 Usage:
   forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST]
   forwarder check    [-config FILE]
-  forwarder graph    [-config FILE]
+  forwarder graph    [-config FILE] [-stats ADDR] [-format dot|svg|png]
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
   forwarder stats    [-addr ADDR] [-format table|json|prom]
@@ -50,7 +50,9 @@ run       runs the graph (without -config: the embedded default graph, a router
           -duration, or when every source is drained.
 check     validates a graph file: "ok: N elements, M links, K devices", or every
           error with its file:line (exit status 1).
-graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg).
+graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg), or
+          renders it (-format svg|png, with Graphviz installed); -stats ADDR
+          draws a running forwarder's rates, ns/packet and drops on it.
 elements  lists the element types, or prints one type's manual.
 drivers   lists the drivers, or prints one driver's keys.
 stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).
@@ -178,12 +180,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func graphCmd(args []string, stdout, stderr io.Writer) error {
-	g, err := graphFlag("graph", args, stderr)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(stdout, g.DOT())
-	return err
+	return graphLiveCmd(args, stdout, stderr)
 }
 
 func elementsCmd(args []string, stdout io.Writer) error {
