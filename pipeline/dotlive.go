@@ -350,7 +350,7 @@ func (lf *liveFigures) pen(pps float64) float64 {
 }
 
 func (lf *liveFigures) caption() string {
-	what := fmt.Sprintf("over %v", (time.Duration(lf.secs*1e9)).Round(time.Millisecond))
+	what := fmt.Sprintf("over %v", (time.Duration(lf.secs * 1e9)).Round(time.Millisecond))
 	if lf.st.Before == nil {
 		what = "averaged over the uptime"
 	}
