@@ -9,9 +9,10 @@
 //
 // The graph benchmarks are run in-process: each graph (from configs/,
 // edited as benchmarks/*_test.go edit it) is started on endless gen
-// traffic, warmed up, and measured over -reps consecutive windows; a
-// window is one repetition, and the plots show the median of the
-// windows with their range as error bars. The plugin overhead is the go
+// traffic, warmed up, and measured over one -window; every variant of a
+// measurement is run once per round, for -reps rounds (so that a change
+// in the machine's load falls on all variants alike), and the plots show
+// the median of the rounds with their range as error bars. The plugin overhead is the go
 // test benchmark of plugins/host, run with `go test -bench` and converted
 // from its standard output (result.ParseGoTest). The end-to-end
 // comparisons against Linux (benchmarks/e2e-router.sh, e2e-nat.sh) run
@@ -59,7 +60,7 @@ func run(args []string, log io.Writer) error {
 	png := fs.Bool("png", false, "also write each plot as PNG (to look at without a browser)")
 	plotsOnly := fs.Bool("plots", false, "only redraw the plots from the JSON in -out/results")
 	fs.StringVar(&o.out, "out", "", "directory for results/ and plots/ (default: the repository's benchmarks/)")
-	fs.IntVar(&o.reps, "reps", 0, "measurement windows per variant (default 5, -quick 3)")
+	fs.IntVar(&o.reps, "reps", 0, "rounds: measurements of each variant (default 5, -quick 3)")
 	fs.DurationVar(&o.window, "window", 0, "length of a measurement window (default 1s, -quick 150ms)")
 	e2e := fs.String("e2e", "auto", "run the end-to-end comparisons against Linux: auto (as root, not -quick), yes, no")
 	fs.BoolVar(&o.verbose, "v", true, "progress on stderr")
@@ -138,7 +139,13 @@ func run(args []string, log io.Writer) error {
 			}
 		}
 	}
-	return renderPlots(resDir, plotDir, *png, log)
+	if err := renderPlots(resDir, plotDir, *png, log); err != nil {
+		return err
+	}
+	if o.verbose {
+		return writeSummary(resDir, log)
+	}
+	return nil
 }
 
 func (o *options) newResult(name, desc string) *result.Result {
@@ -149,7 +156,7 @@ func (o *options) newResult(name, desc string) *result.Result {
 		r.Command += " -quick"
 		r.Description += " (-quick: reduced sizes)"
 	}
-	r.Description += fmt.Sprintf("; %d windows of %v per variant", o.reps, o.window)
+	r.Description += fmt.Sprintf("; %d rounds of one %v window per variant", o.reps, o.window)
 	return r
 }
 

@@ -18,11 +18,14 @@ import (
 )
 
 // A scenario run: the graph is started on endless gen traffic, warmed up,
-// and then measured over reps consecutive windows of win each. A window
-// is one repetition (one result.Run): the packets the sources took in
-// (Totals.RX) over its wall time, the heap allocations over those
-// packets, and every element's packets, sampled self time and drops. The
-// spread of the windows is what the plots' error bars show.
+// and measured over one window. A window is one repetition (one
+// result.Run): the packets the sources took in (Totals.RX) over its wall
+// time, the heap allocations over those packets, and every element's
+// packets, sampled self time and drops. measureAll repeats a set of
+// variants in rounds — every variant once per round, each time started
+// afresh — so that a machine whose load changes during the report slows
+// all variants alike rather than whichever ran at the time; the spread of
+// the rounds is what the plots' error bars show.
 type runSpec struct {
 	name    string
 	params  map[string]string
@@ -33,7 +36,32 @@ type runSpec struct {
 	warm func(s *pipeline.Snapshot) bool
 }
 
-func (o *options) measure(spec runSpec) ([]result.Run, error) {
+func (o *options) measureAll(specs []runSpec) ([]result.Run, error) {
+	var runs []result.Run
+	for rep := 0; rep < o.reps; rep++ {
+		for _, spec := range specs {
+			r, err := o.measure(spec, 1)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, r...)
+		}
+	}
+	if o.verbose {
+		for _, spec := range specs {
+			var ms []string
+			for _, x := range runs {
+				if x.Name == spec.name {
+					ms = append(ms, fmt.Sprintf("%.2f", x.Mpps))
+				}
+			}
+			fmt.Fprintf(os.Stderr, "  %s: Mpps %s\n", spec.name, strings.Join(ms, " "))
+		}
+	}
+	return runs, nil
+}
+
+func (o *options) measure(spec runSpec, reps int) ([]result.Run, error) {
 	g, err := pipeline.Parse(spec.name+".toml", spec.src)
 	if err != nil {
 		return nil, err
@@ -48,19 +76,22 @@ func (o *options) measure(spec runSpec) ([]result.Run, error) {
 		r.Stop()
 		r.Wait()
 	}()
-	if spec.warm == nil {
-		time.Sleep(o.window / 5)
-	} else {
-		deadline := time.Now().Add(3 * time.Minute)
-		for !spec.warm(r.Snapshot()) {
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("%s: not warm after 3 minutes", spec.name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	// Warm: traffic flowing (on a loaded machine the worker may take a
+	// while to be scheduled), and whatever the variant needs.
+	warm := spec.warm
+	if warm == nil {
+		warm = func(s *pipeline.Snapshot) bool { return s.Totals.RX > 0 }
 	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for !warm(r.Snapshot()) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s: not warm after 3 minutes", spec.name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(o.window / 5)
 	var runs []result.Run
-	for i := 0; i < o.reps; i++ {
+	for i := 0; i < reps; i++ {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		s0 := r.Snapshot()
@@ -83,13 +114,6 @@ func (o *options) measure(spec runSpec) ([]result.Run, error) {
 			run.NsPerPacket = secs * 1e9 / float64(pkts)
 		}
 		runs = append(runs, run)
-	}
-	if o.verbose {
-		var ms []string
-		for _, x := range runs {
-			ms = append(ms, fmt.Sprintf("%.2f", x.Mpps))
-		}
-		fmt.Fprintf(os.Stderr, "  %s: Mpps %s\n", spec.name, strings.Join(ms, " "))
 	}
 	return runs, nil
 }
@@ -118,15 +142,13 @@ func (o *options) l3Workers() (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var specs []runSpec
 	for w := 1; w <= min(2, runtime.NumCPU()); w++ {
-		runs, err := o.measure(runSpec{name: fmt.Sprintf("workers=%d", w), params: map[string]string{"workers": fmt.Sprint(w)},
+		specs = append(specs, runSpec{name: fmt.Sprintf("workers=%d", w), params: map[string]string{"workers": fmt.Sprint(w)},
 			src: []byte(src), workers: w})
-		if err != nil {
-			return nil, err
-		}
-		res.Runs = append(res.Runs, runs...)
 	}
-	return res, nil
+	res.Runs, err = o.measureAll(specs)
+	return res, err
 }
 
 // lookupDests: the L3 graph with a synthetic full table (prefixes routes,
@@ -157,6 +179,7 @@ func (o *options) lookupDests() (*result.Result, error) {
 	}
 	base = base[:i] + fmt.Sprintf("routes_file = %q\n", file) + base[i+j+2:]
 	first := netip.MustParseAddr("10.0.0.0")
+	var specs []runSpec
 	for _, n := range dests {
 		last := first
 		for k := 1; k < n; k++ { // n is at most a few million
@@ -170,14 +193,11 @@ func (o *options) lookupDests() (*result.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, err := o.measure(runSpec{name: fmt.Sprintf("dests=%d", n),
+		specs = append(specs, runSpec{name: fmt.Sprintf("dests=%d", n),
 			params: map[string]string{"destinations": fmt.Sprint(n), "prefixes": fmt.Sprint(prefixes)}, src: []byte(src), workers: 1})
-		if err != nil {
-			return nil, err
-		}
-		res.Runs = append(res.Runs, runs...)
 	}
-	return res, nil
+	res.Runs, err = o.measureAll(specs)
+	return res, err
 }
 
 // routesFile writes the synthetic table once per report run.
@@ -227,6 +247,7 @@ func (o *options) natFlows() (*result.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var specs []runSpec
 	for _, n := range flows {
 		for _, path := range []string{"slow", "fast"} {
 			src, err := natGraph(base, n, path == "fast")
@@ -234,16 +255,13 @@ func (o *options) natFlows() (*result.Result, error) {
 				return nil, err
 			}
 			want := uint64(4 * n)
-			runs, err := o.measure(runSpec{name: fmt.Sprintf("flows=%d/path=%s", n, path),
+			specs = append(specs, runSpec{name: fmt.Sprintf("flows=%d/path=%s", n, path),
 				params: map[string]string{"flows": fmt.Sprint(n), "path": path}, src: []byte(src), workers: 1,
 				warm: func(s *pipeline.Snapshot) bool { return s.Totals.RX >= want }})
-			if err != nil {
-				return nil, err
-			}
-			res.Runs = append(res.Runs, runs...)
 		}
 	}
-	return res, nil
+	res.Runs, err = o.measureAll(specs)
+	return res, err
 }
 
 // natGraph edits bench-nat.toml as benchmarks/nat_test.go does.

@@ -235,7 +235,7 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, rateTicks{}
 	e := series(r, nil, param("destinations"), mpps)
-	if err := addSeries(p, "Junction IPLookup, measured here (median, min–max of windows)", e, colJunction, draw.CircleGlyph{}); err != nil {
+	if err := addSeries(p, "Junction IPLookup, measured here (median, min–max of rounds)", e, colJunction, draw.CircleGlyph{}); err != nil {
 		return nil, err
 	}
 	// Quoted, not measured: the seed scenario's Linux 3.1 figures (5 Mpps
@@ -353,7 +353,7 @@ func elementBars(r *result.Result, title string, groups []struct {
 	match map[string]string
 }) (*plot.Plot, error) {
 	p := newPlot(title, r)
-	p.X.Label.Text = "self time, ns/packet (sampled; median of windows, min–max)"
+	p.X.Label.Text = "self time, ns/packet (sampled; median of rounds, min–max)"
 	// Element names in graph order, sinks and generator included.
 	var names []string
 	seen := map[string]bool{}
@@ -540,4 +540,31 @@ func plotE2E(r *result.Result) (*plot.Plot, error) {
 func atof(s string) float64 {
 	v, _ := strconv.ParseFloat(s, 64)
 	return v
+}
+
+// writeSummary prints, per result, each variant's median Mpps and ns/packet
+// with their ranges: the figures the report's text quotes.
+func writeSummary(resDir string, w io.Writer) error {
+	files, err := filepath.Glob(filepath.Join(resDir, "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		r, err := result.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n%s (%s, load %.1f)\n", r.Name, r.Machine.String(), r.Machine.Load1)
+		names, runs := r.Series()
+		for _, n := range names {
+			var mp, ns []float64
+			for _, x := range runs[n] {
+				mp = append(mp, x.Mpps)
+				ns = append(ns, x.NsPerPacket)
+			}
+			a, b := result.Summarize(mp), result.Summarize(ns)
+			fmt.Fprintf(w, "  %-28s %8.3g Mpps (%.3g–%.3g)  %8.3g ns/pkt (%.3g–%.3g)  n=%d\n", n, a.Median, a.Min, a.Max, b.Median, b.Min, b.Max, a.N)
+		}
+	}
+	return nil
 }
