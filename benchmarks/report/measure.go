@@ -113,6 +113,21 @@ func (o *options) measure(spec runSpec, reps int) ([]result.Run, error) {
 		if spec.workers == 1 {
 			run.NsPerPacket = secs * 1e9 / float64(pkts)
 		}
+		// The rate per second of the workers' own CPU time (their
+		// threads' CPU clocks): what the code does, without the time
+		// the machine's other jobs took from it.
+		var cpu uint64
+		for i, w := range s1.Workers {
+			if i < len(s0.Workers) {
+				cpu += w.CPUNanos - s0.Workers[i].CPUNanos
+			}
+		}
+		if cpu > 0 {
+			run.Metrics = map[string]float64{
+				"mpps_per_cpu_second": float64(pkts) / float64(cpu) * 1e3,
+				"cpu_seconds":         float64(cpu) / 1e9,
+			}
+		}
 		runs = append(runs, run)
 	}
 	return runs, nil

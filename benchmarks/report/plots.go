@@ -136,6 +136,18 @@ func param(k string) func(result.Run) (float64, bool) {
 
 func mpps(r result.Run) float64 { return r.Mpps }
 
+// cpuMpps is the rate per second of the workers' CPU time (falling back
+// to the wall-clock rate for results without it).
+func cpuMpps(r result.Run) float64 {
+	if v, ok := r.Metrics["mpps_per_cpu_second"]; ok {
+		return v
+	}
+	return r.Mpps
+}
+
+// cpuNote explains the rate axis of the single-worker plots.
+const cpuNote = "Mpps per CPU-second of the worker"
+
 // addSeries draws medians as a line with points and min..max error bars.
 func addSeries(p *plot.Plot, name string, e errPoints, c color.Color, shape draw.GlyphDrawer) error {
 	if len(e.XYs) == 0 {
@@ -231,10 +243,10 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 	prefixes := r.Traffic["prefixes"]
 	p := newPlot("Forwarding rate vs destinations seen (L3 graph, "+si(atof(prefixes))+"-prefix table, 1 worker)", r)
 	p.X.Label.Text = "distinct destinations in the traffic (log)"
-	p.Y.Label.Text = "forwarding rate, Mpps (log)"
+	p.Y.Label.Text = "forwarding rate, " + cpuNote + " (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, rateTicks{}
-	e := series(r, nil, param("destinations"), mpps)
+	e := series(r, nil, param("destinations"), cpuMpps)
 	if err := addSeries(p, "Junction IPLookup, measured here (median, min–max of rounds)", e, colJunction, draw.CircleGlyph{}); err != nil {
 		return nil, err
 	}
@@ -282,10 +294,10 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 func plotNAT(r *result.Result) (*plot.Plot, error) {
 	p := newPlot("NAT graph: FastTrack (fast path) vs slow path by live flows (1 worker)", r)
 	p.X.Label.Text = "live UDP flows (log)"
-	p.Y.Label.Text = "rate, Mpps"
+	p.Y.Label.Text = "rate, " + cpuNote
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, siTicks{}
-	fast := series(r, map[string]string{"path": "fast"}, param("flows"), mpps)
-	slow := series(r, map[string]string{"path": "slow"}, param("flows"), mpps)
+	fast := series(r, map[string]string{"path": "fast"}, param("flows"), cpuMpps)
+	slow := series(r, map[string]string{"path": "slow"}, param("flows"), cpuMpps)
 	if err := addSeries(p, "FastTrack (flows seen twice skip Conntrack/DNAT/routing)", fast, colJunction, draw.CircleGlyph{}); err != nil {
 		return nil, err
 	}
@@ -321,13 +333,17 @@ func plotWorkers(r *result.Result) (*plot.Plot, error) {
 	p.X.Label.Text = "workers (one per core, unpinned)"
 	p.Y.Label.Text = "rate, Mpps"
 	e := series(r, nil, param("workers"), mpps)
-	if err := addSeries(p, "Junction, measured (median, min–max)", e, colJunction, draw.CircleGlyph{}); err != nil {
+	if err := addSeries(p, "measured, wall clock (median, min–max)", e, colJunction, draw.CircleGlyph{}); err != nil {
 		return nil, err
 	}
-	if len(e.XYs) > 0 {
-		one := e.XYs[0].Y / e.XYs[0].X
+	cpu := series(r, nil, param("workers"), func(run result.Run) float64 { return cpuMpps(run) * atof(run.Params["workers"]) })
+	if err := addSeries(p, "workers × Mpps per CPU-second (the rate with the cores to itself)", cpu, colThird, draw.TriangleGlyph{}); err != nil {
+		return nil, err
+	}
+	if len(cpu.XYs) > 0 {
+		one := cpu.XYs[0].Y / cpu.XYs[0].X
 		ideal := plotter.XYs{}
-		for _, xy := range e.XYs {
+		for _, xy := range cpu.XYs {
 			ideal = append(ideal, plotter.XY{X: xy.X, Y: one * xy.X})
 		}
 		l, err := plotter.NewLine(ideal)
@@ -503,7 +519,8 @@ func plotE2E(r *result.Result) (*plot.Plot, error) {
 	names, runs := r.Series()
 	p := newPlot(r.Description, r)
 	p.Title.Text = strings.Replace(p.Title.Text, "; ", "\n", 1)
-	p.Y.Label.Text = "delivered, Mpps (median of per-second rates, min–max)"
+	p.Y.Label.Text = "delivered, Mpps"
+	p.X.Label.Text = "phase (red: Linux, blue: Junction); median of per-second rates, min–max"
 	var v plotter.Values
 	var e errPoints
 	for i, n := range names {
@@ -519,19 +536,27 @@ func plotE2E(r *result.Result) (*plot.Plot, error) {
 	if len(v) == 0 {
 		return nil, fmt.Errorf("no runs")
 	}
-	bc, err := plotter.NewBarChart(v, vg.Points(40))
-	if err != nil {
-		return nil, err
+	for i := range v {
+		bc, err := plotter.NewBarChart(plotter.Values{v[i]}, vg.Points(40))
+		if err != nil {
+			return nil, err
+		}
+		bc.XMin = float64(i)
+		bc.Color = colJunction
+		if strings.HasPrefix(names[i], "linux") {
+			bc.Color = colOther
+		}
+		bc.LineStyle.Width = 0
+		p.Add(bc)
 	}
-	bc.Color = colJunction
-	bc.LineStyle.Width = 0
 	eb, err := plotter.NewYErrorBars(e)
 	if err != nil {
 		return nil, err
 	}
 	eb.CapWidth = vg.Points(8)
-	p.Add(bc, eb)
+	p.Add(eb)
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.7, float64(len(names))-0.3
 	p.Y.Min = 0
 	p.Y.Tick.Marker = plainTicks{}
 	return p, nil
