@@ -9,7 +9,9 @@
 // line one run). -window LABEL=FILE reads an end-to-end script's window
 // file (e2e-lib.sh's e2e_window: one "... rx_pps=N ..." line per second):
 // each second is one run of the variant LABEL, so that the median and
-// spread are taken over the seconds.
+// spread are taken over the seconds. -iperf CONFIG=FILE reads e2e-tcp.sh's
+// result rows ("FORWARDER CASE BITS/S RETRANSMITS ERROR", one iperf3 run
+// each): each row is one run of the variant CONFIG/FORWARDER/CASE.
 package main
 
 import (
@@ -44,8 +46,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	command := fs.String("command", "", "the command that reproduces it")
 	traffic := fs.String("traffic", "", "comma-separated key=value pairs describing the traffic")
 	gotest := fs.Bool("gotest", false, "convert go test -bench output from stdin")
-	var windows multi
+	var windows, iperfs multi
 	fs.Var(&windows, "window", "LABEL=FILE: an e2e window file, one rx_pps line per second (repeatable)")
+	fs.Var(&iperfs, "iperf", "CONFIG=FILE: e2e-tcp.sh's rows, one iperf3 run each (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,8 +85,19 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		r.Runs = append(r.Runs, runs...)
 	}
+	for _, w := range iperfs {
+		cfg, file, ok := strings.Cut(w, "=")
+		if !ok {
+			return fmt.Errorf("-iperf %q: want CONFIG=FILE", w)
+		}
+		runs, err := readIperf(cfg, file)
+		if err != nil {
+			return err
+		}
+		r.Runs = append(r.Runs, runs...)
+	}
 	if len(r.Runs) == 0 {
-		return errors.New("nothing measured: give -gotest or -window")
+		return errors.New("nothing measured: give -gotest, -window or -iperf")
 	}
 	return r.Write(stdout)
 }
@@ -109,4 +123,42 @@ func readWindow(label, file string) ([]result.Run, error) {
 			Mpps: v / 1e6, Metrics: map[string]float64{"pps": v}})
 	}
 	return runs, sc.Err()
+}
+
+// readIperf reads "FORWARDER CASE BITS/S RETRANSMITS ERROR" rows; ERROR
+// is "-" for a run that succeeded. UDP cases ("udp64") measure packets/s
+// and the loss share instead.
+func readIperf(cfg, file string) ([]result.Run, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var runs []result.Run
+	for i, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 5 {
+			return nil, fmt.Errorf("%s:%d: want FORWARDER CASE VALUE RETRANSMITS ERROR, got %q", file, i+1, l)
+		}
+		v, err1 := strconv.ParseFloat(f[2], 64)
+		x, err2 := strconv.ParseFloat(f[3], 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s:%d: not numbers: %q", file, i+1, l)
+		}
+		run := result.Run{Name: cfg + "/" + f[0] + "/" + f[1], Params: map[string]string{"config": cfg, "forwarder": f[0], "case": f[1]},
+			Metrics: map[string]float64{}}
+		if strings.HasPrefix(f[1], "udp") {
+			run.Metrics["pps"], run.Metrics["loss"] = v, x
+			run.Mpps = v / 1e6
+		} else {
+			run.Metrics["Mbit/s"], run.Metrics["retransmits"] = v/1e6, x
+		}
+		if f[4] != "-" || v == 0 {
+			run.Metrics["failed"] = 1
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
 }

@@ -28,6 +28,25 @@ func TestWindowsAndGoTest(t *testing.T) {
 		r.Runs[2].Mpps != 0.7 || r.Traffic["proto"] != "udp" {
 		t.Errorf("%+v", r)
 	}
+	rows := filepath.Join(dir, "res-router")
+	os.WriteFile(rows, []byte("linux p1 7599000000 994 -\njunction p1 4458000000 0 -\njunction p8 0 0 timeout\njunction udp64 239225 0.01 -\n"), 0o644)
+	out.Reset()
+	if err := run([]string{"-name", "e2e-tcp", "-iperf", "router=" + rows}, strings.NewReader(""), &out); err != nil {
+		t.Fatal(err)
+	}
+	r, err = result.Decode(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 4 || r.Runs[0].Name != "router/linux/p1" || r.Runs[0].Metrics["Mbit/s"] != 7599 ||
+		r.Runs[0].Metrics["retransmits"] != 994 || r.Runs[2].Metrics["failed"] != 1 || r.Runs[1].Metrics["failed"] != 0 ||
+		r.Runs[3].Metrics["pps"] != 239225 || r.Runs[3].Params["config"] != "router" {
+		t.Errorf("%+v", r.Runs)
+	}
+	os.WriteFile(rows, []byte("linux p1 x\n"), 0o644)
+	if err := run([]string{"-name", "e2e-tcp", "-iperf", "router=" + rows}, strings.NewReader(""), &out); err == nil {
+		t.Error("a short row was read")
+	}
 	if err := run([]string{"-name", "x"}, strings.NewReader(""), &out); err == nil {
 		t.Error("a result with no runs was written")
 	}
