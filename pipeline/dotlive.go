@@ -59,7 +59,7 @@ func (g *Graph) LabelledDOT(st *LiveStats) string {
 				label += "\n" + d
 			}
 			attrs = fmt.Sprintf(", fillcolor=%s", dotQuote(nsColour(f.ns)))
-			if len(f.drops) > 0 {
+			if len(f.dropLines()) > 0 {
 				attrs += ", color=\"#b00000\""
 			}
 		}
@@ -341,12 +341,13 @@ func (lf *liveFigures) solveLinks(g *Graph) {
 }
 
 // pen maps a rate to a pen width, 0.5 (nothing) to 6 (the busiest link),
-// on a log scale.
+// by the square root of its share of the busiest: a tenth of the traffic
+// is still a third of the width.
 func (lf *liveFigures) pen(pps float64) float64 {
 	if lf.maxPPS <= 0 {
 		return 1
 	}
-	return 0.5 + 5.5*math.Log10(1+pps)/math.Log10(1+lf.maxPPS)
+	return 0.5 + 5.5*math.Sqrt(pps/lf.maxPPS)
 }
 
 func (lf *liveFigures) caption() string {
@@ -358,6 +359,6 @@ func (lf *liveFigures) caption() string {
 	if lf.st.Source != "" {
 		src = " from " + lf.st.Source
 	}
-	return fmt.Sprintf("packets/s %s%s; edge width: packets/s (? = not derivable from element counters); "+
+	return fmt.Sprintf("packets/s %s%s\nedge width: packets/s (?: not derivable from the element counters)\n"+
 		"fill: sampled self time, ns/packet (yellow < 16, red ≥ 256); red outline: drops", what, src)
 }
