@@ -226,7 +226,9 @@ func (o *options) e2eScript(name string) (*result.Result, error) {
 	path := filepath.Join(o.tmp, name+".json")
 	cmd := exec.Command("bash", filepath.Join(o.root, "benchmarks", name+".sh"))
 	cmd.Dir = o.root
-	cmd.Env = append(os.Environ(), "RESULT_JSON="+path, "DURATION=10", "LONG=0")
+	// e2e-router.sh's one-destination and 1M-destination phases (LONG)
+	// are the seed scenario end to end; e2e-nat.sh has none.
+	cmd.Env = append(os.Environ(), "RESULT_JSON="+path, "DURATION=10", "LONG=12")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
