@@ -55,8 +55,12 @@ type Run struct {
 	AllocsPerPacket float64 `json:"allocs_per_packet"`
 	// Elements are the per-element figures of the run, when known.
 	Elements []Element `json:"elements,omitempty"`
-	// Metrics holds any other measured value by unit ("cps",
-	// "fast-share", "B/op", "pps", "Mbit/s").
+	// Metrics holds any other measured value by unit or name: from go
+	// test, its units ("ns/op", "B/op", "allocs/op", "fast-share",
+	// "iterations"); from the report, "mpps_per_cpu_second" (packets per
+	// second of the worker threads' CPU time, in millions) and
+	// "cpu_seconds"; from the e2e scripts, "pps", or "Mbit/s",
+	// "retransmits" and "failed" (1) per iperf3 run.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
