@@ -43,6 +43,9 @@ type options struct {
 	reps           int
 	window         time.Duration
 	e2e            bool
+	// machine is taken once, before the report writes its results into
+	// the tree (which would mark every later result's commit modified).
+	machine result.Machine
 }
 
 func main() {
@@ -72,6 +75,7 @@ func run(args []string, log io.Writer) error {
 		return err
 	}
 	o.root = root
+	o.machine = result.ThisMachine()
 	if o.out == "" {
 		o.out = filepath.Join(root, "benchmarks")
 	}
@@ -131,6 +135,8 @@ func run(args []string, log io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
+			// The load is each result's own; the build is the report's.
+			r.Machine.Commit, r.Machine.Modified = o.machine.Commit, o.machine.Modified
 			if err := r.WriteFile(filepath.Join(resDir, s.name+".json")); err != nil {
 				return err
 			}

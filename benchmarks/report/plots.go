@@ -146,7 +146,7 @@ func cpuMpps(r result.Run) float64 {
 }
 
 // cpuNote explains the rate axis of the single-worker plots.
-const cpuNote = "Mpps per CPU-second of the worker"
+const cpuNote = "Mpps per worker CPU-second"
 
 // addSeries draws medians as a line with points and min..max error bars.
 func addSeries(p *plot.Plot, name string, e errPoints, c color.Color, shape draw.GlyphDrawer) error {
@@ -243,7 +243,9 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 	prefixes := r.Traffic["prefixes"]
 	p := newPlot("Forwarding rate vs destinations seen (L3 graph, "+si(atof(prefixes))+"-prefix table, 1 worker)", r)
 	p.X.Label.Text = "distinct destinations in the traffic (log)"
-	p.Y.Label.Text = "forwarding rate, " + cpuNote + " (log)"
+	// Two lines: gonum places the label's box at the arithmetic middle
+	// of a log axis, near its top, and pads the plot for a long one.
+	p.Y.Label.Text = "Mpps per worker\nCPU-second (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = siTicks{}, rateTicks{}
 	e := series(r, nil, param("destinations"), cpuMpps)
@@ -284,7 +286,7 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 	p.Legend.Left = true
 	p.Legend.Top = false
 	p.Y.Min = 0.5
-	p.Y.Max = math.Max(p.Y.Max*1.5, 10)
+	p.Y.Max = niceUp(math.Max(p.Y.Max*1.2, 10))
 	p.X.Max = 5e6
 	return p, nil
 }
@@ -294,7 +296,7 @@ func plotLookup(r *result.Result) (*plot.Plot, error) {
 func plotNAT(r *result.Result) (*plot.Plot, error) {
 	p := newPlot("NAT graph: FastTrack (fast path) vs slow path by live flows (1 worker)", r)
 	p.X.Label.Text = "live UDP flows (log)"
-	p.Y.Label.Text = "rate, " + cpuNote
+	p.Y.Label.Text = cpuNote
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, siTicks{}
 	fast := series(r, map[string]string{"path": "fast"}, param("flows"), cpuMpps)
 	slow := series(r, map[string]string{"path": "slow"}, param("flows"), cpuMpps)
@@ -509,6 +511,7 @@ func plotPlugin(r *result.Result) (*plot.Plot, error) {
 		return nil, err
 	}
 	p.X.Min, p.X.Max = 0.8, 320
+	p.Y.Max = niceUp(p.Y.Max)
 	p.Legend.Top = true
 	return p, nil
 }
@@ -562,6 +565,18 @@ func plotE2E(r *result.Result) (*plot.Plot, error) {
 	return p, nil
 }
 
+// niceUp is the smallest 1, 2 or 5 × 10^k at or above v (v > 0): a log
+// axis that ends on a labelled tick.
+func niceUp(v float64) float64 {
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= v*0.999 {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
 func atof(s string) float64 {
 	v, _ := strconv.ParseFloat(s, 64)
 	return v
@@ -582,13 +597,23 @@ func writeSummary(resDir string, w io.Writer) error {
 		fmt.Fprintf(w, "\n%s (%s, load %.1f)\n", r.Name, r.Machine.String(), r.Machine.Load1)
 		names, runs := r.Series()
 		for _, n := range names {
-			var mp, ns []float64
+			var mp, cp, ns []float64
 			for _, x := range runs[n] {
 				mp = append(mp, x.Mpps)
 				ns = append(ns, x.NsPerPacket)
+				if v, ok := x.Metrics["mpps_per_cpu_second"]; ok {
+					cp = append(cp, v)
+				}
 			}
-			a, b := result.Summarize(mp), result.Summarize(ns)
-			fmt.Fprintf(w, "  %-28s %8.3g Mpps (%.3g–%.3g)  %8.3g ns/pkt (%.3g–%.3g)  n=%d\n", n, a.Median, a.Min, a.Max, b.Median, b.Min, b.Max, a.N)
+			a, b, c := result.Summarize(mp), result.Summarize(ns), result.Summarize(cp)
+			fmt.Fprintf(w, "  %-28s %8.3g Mpps (%.3g–%.3g)", n, a.Median, a.Min, a.Max)
+			if c.N > 0 {
+				fmt.Fprintf(w, "  %8.3g Mpps/CPU-s (%.3g–%.3g)", c.Median, c.Min, c.Max)
+			}
+			if b.Median > 0 {
+				fmt.Fprintf(w, "  %8.3g ns/pkt (%.3g–%.3g)", b.Median, b.Min, b.Max)
+			}
+			fmt.Fprintf(w, "  n=%d\n", a.N)
 		}
 	}
 	return nil
