@@ -67,6 +67,7 @@ func run(args []string, log io.Writer) error {
 	fs.DurationVar(&o.window, "window", 0, "length of a measurement window (default 1s, -quick 150ms)")
 	e2e := fs.String("e2e", "auto", "run the end-to-end comparisons against Linux: auto (as root, not -quick), yes, no")
 	fs.BoolVar(&o.verbose, "v", true, "progress on stderr")
+	only := fs.String("only", "", "run only this measurement (l3-workers, lookup-dests, nat-flows, plugin-batch, e2e-router, e2e-nat), keep the other results")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,7 +127,12 @@ func run(args []string, log io.Writer) error {
 					f    func() (*result.Result, error)
 				}{"e2e-nat", func() (*result.Result, error) { return o.e2eScript("e2e-nat") }})
 		}
+		known := false
 		for _, s := range steps {
+			if *only != "" && s.name != *only {
+				continue
+			}
+			known = true
 			t0 := time.Now()
 			if o.verbose {
 				fmt.Fprintf(log, "%s...\n", s.name)
@@ -143,6 +149,9 @@ func run(args []string, log io.Writer) error {
 			if o.verbose {
 				fmt.Fprintf(log, "%s: %d runs in %v\n", s.name, len(r.Runs), time.Since(t0).Round(time.Millisecond))
 			}
+		}
+		if !known {
+			return fmt.Errorf("-only %q: no such measurement here (the e2e ones need root and no -quick)", *only)
 		}
 	}
 	if err := renderPlots(resDir, plotDir, *png, log); err != nil {
