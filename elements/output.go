@@ -43,6 +43,13 @@ type Clock struct {
 	lastPub int64
 	tracked []*Stats
 	lost    int64 // time of polls discarded as preempted, since TakeLost
+
+	// Tracing (trace.go): the router's switch, the session armed for
+	// this round (nil: none) and the records of the packets marked in it.
+	tracer *Tracer
+	sess   *TraceSession
+	active []*TraceRecord
+	worker int
 }
 
 // TakeLost returns the time of the polls whose samples were discarded as
@@ -73,6 +80,7 @@ func (c *Clock) Track(s *Stats) {
 		}
 	}
 	c.tracked = append(c.tracked, s)
+	s.clock = c
 }
 
 // Publish copies every tracked element's counters to its atomic fields,
@@ -97,6 +105,12 @@ type Output struct {
 	// for an unconnected output: who counts the drops, and as what.
 	owner  *Stats
 	reason Reason
+
+	// The element this output belongs to and its port (SetFrom), for
+	// tracing; source marks the output of a source element.
+	from     *Stats
+	fromPort int
+	source   bool
 }
 
 // NewOutput returns an output bound to nothing; Connect or SetUnconnected
@@ -123,6 +137,10 @@ func (o *Output) Push(b *packet.Batch) {
 	if n == 0 {
 		return
 	}
+	c := o.clock
+	if c.sess != nil { // a trace or capture is armed (trace.go)
+		o.trace(b)
+	}
 	if o.target == nil {
 		o.owner.DropBatch(b, o.reason)
 		return
@@ -130,7 +148,6 @@ func (o *Output) Push(b *packet.Batch) {
 	st := o.stats
 	st.batches++
 	st.packets += uint64(n)
-	c := o.clock
 	if !c.timed {
 		o.target.Push(o.port, b)
 		b.Reset()
@@ -195,6 +212,18 @@ func (c *Clock) Round(now int64) {
 		c.every = DefaultTimingEvery
 	}
 	c.timed = c.round%c.every == 0
+	if c.tracer != nil {
+		// Records open at the end of a round are finished (but those
+		// of held packets): hand them over, then load the session for
+		// the next round.
+		if len(c.active) > 0 {
+			c.flushTraces(now)
+		}
+		c.sess = c.tracer.armed.Load()
+		if c.sess == nil && len(c.active) > 0 {
+			c.sess = &follow
+		}
+	}
 	if now-c.lastPub > 1e6 {
 		c.lastPub = now
 		c.Publish()

@@ -29,6 +29,14 @@ type Stats struct {
 	// Live values, written only by the owning worker.
 	batches, packets, nanos, timedPackets uint64
 
+	// Element is the element's index in the graph (set by the pipeline),
+	// which traces report; clock is the worker's clock (Clock.Track).
+	Element int
+	clock   *Clock
+	// holdPorts: input ports on which the element may hold packets
+	// (SetHoldPorts), for traces.
+	holdPorts uint64
+
 	n      int
 	names  [MaxCounters]string
 	isDrop [MaxCounters]bool
@@ -85,12 +93,22 @@ func (s *Stats) register(name string, drop bool) int {
 // Drop frees p and counts it under reason r.
 func (s *Stats) Drop(p *packet.Packet, r Reason) {
 	s.vals[r].Add(1)
+	if p.Trace != 0 {
+		s.traceDrop(p, r)
+	}
 	p.Free()
 }
 
 // DropBatch frees every packet of b under reason r and empties b.
 func (s *Stats) DropBatch(b *packet.Batch, r Reason) {
 	s.vals[r].Add(uint64(len(b.Pkts)))
+	if s.clock != nil && len(s.clock.active) > 0 {
+		for _, p := range b.Pkts {
+			if p.Trace != 0 {
+				s.traceDrop(p, r)
+			}
+		}
+	}
 	b.FreeAll()
 }
 

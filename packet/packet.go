@@ -67,6 +67,12 @@ type Packet struct {
 	NextHop netip.Addr
 	// FlowHash is a symmetric flow hash, 0 when not computed.
 	FlowHash uint32
+	// Trace is non-zero on a packet being traced (forwarder trace): the
+	// trace record's id. Only the accounting code (elements.Output,
+	// Stats.Drop) reads it; elements leave it alone. It is cleared when
+	// the packet goes back to its pool (not in Reset: drivers that take
+	// packets with GetRaw skip Reset, and Get must stay inlinable).
+	Trace uint32
 	// Scratch is free for elements; its meaning is documented by the element
 	// that writes it.
 	Scratch [ScratchSize]byte

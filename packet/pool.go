@@ -109,6 +109,7 @@ func (p *Pool) put(pk *Packet) {
 		panic("packet: double free")
 	}
 	pk.held = false
+	pk.Trace = 0
 	p.free = append(p.free, pk)
 	p.puts++
 }

@@ -64,6 +64,8 @@ type Router struct {
 	mu     sync.Mutex     // guards closed and isClosed
 	// isClosed: closeAll has run; what registers later is closed at once.
 	isClosed bool
+	// tracer arms traces and captures (inspect.go).
+	tracer elements.Tracer
 }
 
 // Start opens the graph's devices, builds one pipeline per worker and starts
@@ -294,14 +296,16 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 	for _, e := range g.Elements {
 		flowState = flowState || e.Type != nil && e.Type.FlowState
 	}
+	wk.clock.SetTracer(&r.tracer, w)
 	for i, e := range g.Elements {
-		wk.stats[i] = &elements.Stats{}
+		wk.stats[i] = &elements.Stats{Element: i}
 		// Outputs track their targets' stats; sources and elements fed
 		// by nothing would otherwise never be published.
 		wk.clock.Track(wk.stats[i])
 		wk.outs[i] = make([]*elements.Output, e.Out)
 		for j := range wk.outs[i] {
 			wk.outs[i][j] = elements.NewOutput(wk.clock)
+			wk.outs[i][j].SetFrom(wk.stats[i], j, e.Type != nil && e.Type.Source)
 			if p.outs[i][j].el < 0 {
 				st := wk.stats[i]
 				wk.outs[i][j].SetUnconnected(st, st.Reason(elements.UnconnectedReason(j)))
@@ -347,6 +351,15 @@ func newWorker(r *Router, w, n int, p *plan, shared []*elements.SharedSlot, devs
 		}
 		if t, ok := el.(elements.Ticker); ok {
 			wk.tickers = append(wk.tickers, t)
+		}
+		if h, ok := el.(elements.PacketHolder); ok {
+			var mask uint64
+			for port := 0; port < e.In && port < 64; port++ {
+				if h.HoldsPackets(port) {
+					mask |= 1 << port
+				}
+			}
+			wk.stats[i].SetHoldPorts(mask)
 		}
 	}
 	return wk, nil

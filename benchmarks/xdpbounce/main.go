@@ -57,7 +57,7 @@ func run(from, to string, generic, drop bool) error {
 			asm.JNE.Imm(asm.R5, 0x0008, "pass"),
 			asm.Mov.Imm(asm.R0, 1), // XDP_DROP
 			asm.Return(),
-			asm.Mov.Imm(asm.R0, 2).Sym("pass"), // XDP_PASS
+			asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), // XDP_PASS
 			asm.Return(),
 		}
 	} else {

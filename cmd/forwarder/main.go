@@ -33,7 +33,7 @@ func main() {
 const usage = `forwarder — Junction, a Click-style modular software router
 
 Usage:
-  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST]
+  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST] [-control PATH]
   forwarder check    [-config FILE]
   forwarder graph    [-config FILE] [-stats ADDR] [-format dot|svg|png]
   forwarder elements [TYPE]
@@ -42,6 +42,11 @@ Usage:
   forwarder bench    -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
   forwarder bench    -config FILE
   forwarder routes   -config FILE [ADDR]
+  forwarder show     [-control PATH] [-format table|json] flows|routes|neighbors|interfaces|runtime|errors [ARGS]
+  forwarder clear    [-control PATH] counters
+  forwarder route    [-control PATH] add|replace PREFIX [via NH]... out PORT... | del PREFIX | reload [-element NAME]
+  forwarder trace    [-control PATH] [-n N] [-timeout D] [FILTER]
+  forwarder capture  [-control PATH] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
   forwarder help
 
 run       runs the graph (without -config: the embedded default graph, a router
@@ -60,6 +65,15 @@ bench     runs one element (built-in, compiled-in custom, or -plugin PATH) or a
           whole graph on synthetic traffic: ns/packet, Mpps, packets per port,
           allocations per packet.
 routes    prints a graph's route tables: size, memory, and the route for ADDR.
+show      reads a running forwarder's state over its control socket: tracked
+          flows (filtered in Classifier's syntax), routes, neighbours, interfaces
+          with rates, the per-element runtime and error counters.
+clear     clear counters: show runtime, errors and interfaces count from now.
+route     adds, replaces or deletes a route of a running IPLookup, or re-reads
+          its routes_file (SIGHUP does too).
+trace     follows the next N packets matching FILTER through the running graph:
+          headers, elements passed, output ports, drop reasons.
+capture   writes N packets leaving an element (or one of its ports) to a pcap.
 `
 
 // Main runs the forwarder command line and returns the exit status.
@@ -87,12 +101,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = routesCmd(rest, stdout, stderr)
 	case "stats":
 		err = statsCmd(rest, stdout, stderr)
+	case "show":
+		err = showCmd(rest, stdout, stderr)
+	case "clear":
+		err = clearCmd(rest, stdout, stderr)
+	case "route":
+		err = routeCmd(rest, stdout, stderr)
+	case "trace":
+		err = traceCmd(rest, stdout, stderr)
+	case "capture":
+		err = captureCmd(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		msg := fmt.Sprintf("forwarder: unknown command %q", cmd)
-		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "help"}); s != "" {
+		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "help", "show", "clear", "route", "trace", "capture"}); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)

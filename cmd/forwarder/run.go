@@ -23,6 +23,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	statsPublic := fs.Bool("stats-public", false, "allow a stats address that is not loopback (\":7879\", \"0.0.0.0:7879\", a LAN address): without it such an address is refused")
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
+	ctlPath := fs.String("control", "", `control socket for show, route, trace, capture ("off" disables; default: /run/junction/<config name>.sock)`)
 	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th (wrapping), e.g. 2,3 or 2-5 (default: every CPU the process may use)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -49,6 +50,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	return run(ctx, g, runOptions{
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
+		control: *ctlPath,
 	}, stdout, stderr)
 }
 
@@ -63,6 +65,8 @@ type runOptions struct {
 	cpus        []int
 	// every is the rate line interval (a second; tests shorten it).
 	every time.Duration
+	// control is the control socket's path ("": the default; "off").
+	control string
 }
 
 // run starts g, prints a rate line every second until the router finishes
@@ -109,11 +113,22 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 		}
 	}
 
+	ctl, ctlAt, err := runControl(r, g, o.control, stderr)
+	if err != nil {
+		r.Stop()
+		r.Wait()
+		return err
+	}
+	defer ctl.close()
+
 	if !o.quiet {
 		fmt.Fprintf(stdout, "junction: %s: %s, %s, %s", g.File, count(r.Workers(), "worker"),
 			count(len(g.Elements), "element"), count(len(g.Devices), "device"))
 		if statsAt != "" {
 			fmt.Fprintf(stdout, "; stats at %s", statsAt)
+		}
+		if ctlAt != "" {
+			fmt.Fprintf(stdout, "; control at %s", ctlAt)
 		}
 		fmt.Fprintln(stdout)
 		if len(hk.WorkerCPUs) > 0 {

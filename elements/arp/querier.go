@@ -144,7 +144,7 @@ func init() {
 				`the device's fast path refused).`,
 			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
 				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
-			SeeAlso: "ARPResponder, IPLookup, EtherRewrite",
+			SeeAlso: "ARPResponder, IPLookup, EtherRewrite, forwarder show neighbors (the running table)",
 			Text: "The neighbour table is shared by all workers (lock-free reads: one atomic load per " +
 				"packet); held packets belong to the worker that holds them and are sent by it as " +
 				"soon as it sees the entry resolved (on its next batch or tick, within a millisecond). " +
@@ -176,6 +176,7 @@ type held struct {
 // Querier is one worker's ARPQuerier.
 type Querier struct {
 	t      *table
+	device string
 	out    *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
@@ -249,7 +250,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	st := ctx.Stats
 	q := &Querier{
-		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, macW: macWord(info.MAC),
 		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),

@@ -77,7 +77,7 @@ func init() {
 				"FastTrack's flow-table path) and \"flow cache refused\" (not cached: more than 8 distinct timeouts or 65,536 " +
 				"distinct Ethernet headers in one generation).",
 			Example: `"cls[1] -> CheckIPHeader -> ct :: Conntrack(65536, udp=20s) -> fw :: Classifier(ct established or ct related, ct new and dst port 22, -)"`,
-			SeeAlso: "DNAT, SNAT, FastTrack, Classifier (ct new|established|related|invalid)",
+			SeeAlso: "DNAT, SNAT, FastTrack, Classifier (ct new|established|related|invalid), forwarder show flows (the running table)",
 			Text: "Each worker has its own table: flows must be steered so that both directions reach the same worker " +
 				"(see SNAT and FastTrack for how NAT keeps that). A flow is keyed by its 5-tuple (ICMP echo: addresses " +
 				"and identifier); the entry holds both directions' tuples, so a reply finds it with one lookup, and NAT " +
@@ -114,6 +114,8 @@ var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragm
 // Conntrack is one worker's tracker.
 type Conntrack struct {
 	t      *Table
+	worker int
+	listMu sync.Mutex // Flows against Close; never taken by the worker
 	pool   *packet.Pool
 	out0   *elements.Output
 	out1   *elements.Output
@@ -156,7 +158,7 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	t.configure(c.Capacity, c.to, nil)
 	t.configured = true
 	st := ctx.Stats
-	e := &Conntrack{t: t, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	e := &Conntrack{t: t, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
@@ -172,6 +174,10 @@ func (e *Conntrack) Table() *Table { return e.t }
 
 // Close releases the table.
 func (e *Conntrack) Close() error {
+	// Flows (list.go) may be reading the table from the control socket:
+	// its memory is unmapped by Release.
+	e.listMu.Lock()
+	defer e.listMu.Unlock()
 	if e.t != nil {
 		e.t.configured = false
 		Release(e.pool)

@@ -211,7 +211,7 @@ func init() {
 				"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"2001:db8::/32 via 2001:db8:1::1 out 1\",\n" +
 				"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\"]\n\n" +
 				"[elements.kernel_rt]\ntype = \"IPLookup\"\nsource = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]",
-			SeeAlso: "ARPQuerier, EtherRewrite, CheckIP6Header, DecHopLimit, forwarder routes",
+			SeeAlso: "ARPQuerier, EtherRewrite, CheckIP6Header, DecHopLimit, forwarder routes, forwarder show routes and forwarder route add|del|replace|reload (the running table; SIGHUP re-reads routes_file)",
 			Text: "The next-hop annotation becomes the path's via address, or the packet's destination for a directly " +
 				"connected route; ARPQuerier resolves it. An ECMP route's path is chosen by the packet's symmetric flow " +
 				"hash (packet.FlowHash, computed once and kept in the FlowHash annotation), so a flow keeps one path. " +
@@ -234,6 +234,8 @@ type sharedTable struct {
 	ksync *kernelSync
 	off   *offloadSync
 	refs  atomic.Int32
+	live  liveRoutes // what the control socket changed (live.go)
+	cfg   *IPLookupConfig
 }
 
 // IPLookup is one worker's instance. The table is shared by every worker's
@@ -241,6 +243,9 @@ type sharedTable struct {
 type IPLookup struct {
 	table *Table
 	sh    *sharedTable
+	// ctl is sh for the control plane (live.go): Close clears sh, and a
+	// control command may still run while the router stops.
+	ctl   *sharedTable
 	outs  []*elements.Output
 	split []*packet.Batch
 	miss  int
@@ -258,7 +263,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if err != nil {
 			return nil, err
 		}
-		sh := &sharedTable{table: t}
+		sh := &sharedTable{table: t, cfg: c}
 		if c.srcName == "kernel" {
 			ks, err := startKernelSync(t, kernelOptions{table: c.ktable, interfaces: c.Interfaces, netns: c.NetNS}, ctx.Stats)
 			if err != nil {
@@ -285,7 +290,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	sh := v.(*sharedTable)
 	sh.refs.Add(1)
-	e := &IPLookup{table: sh.table, sh: sh, outs: ctx.Outputs, miss: c.Miss, st: ctx.Stats,
+	e := &IPLookup{table: sh.table, sh: sh, ctl: sh, outs: ctx.Outputs, miss: c.Miss, st: ctx.Stats,
 		noRoute: ctx.Stats.Reason("no route"), tooShort: ctx.Stats.Reason("too short"),
 		notIP: ctx.Stats.Reason("not ip"), noPort: ctx.Stats.Reason("no such port"),
 		dst: make([]uint32, max(ctx.Batch, packet.DefaultBatch)), val: make([]uint16, max(ctx.Batch, packet.DefaultBatch))}

@@ -1,7 +1,8 @@
 // Package fastpath is the in-kernel fast path of the afxdp driver: an
-// XDP program, written with cilium/ebpf's asm package (no C compiler
-// needed), that forwards plain IPv4 packets itself when their route and
-// next-hop MAC address are known, and hands every other frame to the
+// XDP program, written in C (bpf/fastpath.c) and compiled ahead of time
+// into an object this package embeds (no C compiler needed to build
+// Junction), that forwards plain IPv4 packets itself when their route
+// and next-hop MAC address are known, and hands every other frame to the
 // device's AF_XDP sockets exactly as the usual AF_XDP program does.
 // Junction's elements keep the slow path: everything unusual (options,
 // TTL expiry, local delivery, ARP, unknown neighbours, hairpins...) goes
@@ -57,9 +58,9 @@
 //     (Ethernet padding after the datagram is allowed);
 //  5. the header checksum verifies;
 //  6. TTL > 1;
-//  7. the source's first octet is not 0, 127 or >= 224 and the
-//     destination's is not 0 or >= 224 (RFC 1812 5.3.7 martians,
-//     multicast, broadcast);
+//  7. neither the source's nor the destination's first octet is 0,
+//     127 or >= 224 (RFC 1812 5.3.7 martians, loopback, multicast,
+//     broadcast);
 //  8. the longest-prefix route of the destination exists and is not
 //     Local;
 //  9. the neighbour {route's ifindex, next hop} exists and has not
@@ -148,6 +149,9 @@
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged
+//	.rodata    array of one, frozen, per loaded program (created by the
+//	           loader): the program's constants, mac_lo and mac_hi (the
+//	           device's MAC) or devmap_id (the watcher)
 //
 // Updates replace whole map elements (the kernel swaps them under RCU),
 // so a running program never sees half of a route, neighbour or flow.
@@ -169,6 +173,63 @@
 // program, NewProgram loads a variant that subtracts the packet
 // pointers, which the verifier allows only with CAP_PERFMON or
 // CAP_SYS_ADMIN.
+//
+// # Building, regenerating, extending
+//
+// The sources are bpf/fastpath.c (the XDP program junction_fp, its
+// variant junction_fp_ptrlen for kernels before 5.18, and the redirect
+// watcher junction_fp_err), bpf/fastpath.h (the map layouts) and
+// bpf/bpf_defs.h (the few kernel UAPI numbers and macros they need,
+// written out: no kernel or libbpf headers). cilium/ebpf's bpf2go
+// compiles them with clang for little-endian hosts (-target bpfel:
+// amd64, arm64 and the other little-endian GOARCHes; big-endian hosts
+// get an error from NewProgram and run without a fast path) into
+// fastpath_bpfel.o and fastpath_bpfel.go, which embeds it. Both are
+// committed, so go build needs no clang. After changing anything in
+// bpf/, regenerate and commit the result:
+//
+//	apt-get install clang llvm   # Debian: clang 14, llvm-strip
+//	go generate ./drivers/afxdp/fastpath
+//
+// go generate also records the compiler (bpf/clang-version).
+// TestObjectsUpToDate recompiles into a temporary directory with the
+// same command and requires the committed bytes: bpf2go strips DWARF
+// and maps the source directory away, so the same sources and clang
+// version give the same bytes; with another clang version the test
+// skips and says so (CI installs Debian's clang, .ci/run). TestLayouts
+// checks the structs of bpf/fastpath.h (through the object's BTF)
+// against the Go side's offsets in tables.go and egress.go.
+//
+// Loading (objects.go): the object is parsed once; each NewProgram and
+// WatchRedirects copies it, sets its constants (the device's MAC,
+// fp_devmap's id: volatile const globals, which become a frozen .rodata
+// map per program that the verifier reads as constants) and replaces
+// every map the C file declares with the one the Go side created
+// (NewTables, NewProgram): the C declarations' max_entries are
+// placeholders, while their type, key and value sizes and flags must
+// equal the Go map's (the load fails otherwise).
+//
+// To extend the program (a new rule, a rewrite, a protocol):
+//
+//   - keep the rule in bpf/fastpath.c and its description in this file
+//     together; every check must precede the first write, so that a
+//     frame that takes the slow path reaches the graph unchanged;
+//   - a new map: declare it in bpf/fastpath.c (struct in
+//     bpf/fastpath.h), create it on the Go side and add it to the
+//     replacements in program() (or the watcher's); add its layout to
+//     TestLayouts;
+//   - a new constant: a volatile const global, set in program();
+//   - every packet access needs a bounds check against data_end that
+//     the verifier can follow; helper calls that take a map must each
+//     see one map (TestOneMapPerCallSite: a call site reached with two
+//     maps loses the verifier's inlining, which is why bpf2go runs
+//     clang with -mllvm -enable-tail-merge=false); hash keys are best
+//     written in whole 32-bit words (flow_key.ports: a word written as
+//     two halves and read whole stalls the store buffer);
+//   - run go generate, the tests of this package as root (they run
+//     the program on frames with BPF_PROG_TEST_RUN against a reference)
+//     and BenchmarkRouteHit and BenchmarkFlowHit against the previous
+//     object (benchmarks/drivers.md).
 //
 // # Who closes what
 //

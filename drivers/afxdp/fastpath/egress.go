@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 )
 
@@ -46,13 +45,6 @@ const (
 	// maxEgress bounds the interfaces the fast path redirects to.
 	maxEgress = 4096
 
-	// xdp:xdp_redirect_err arguments (TP_PROTO of xdp_redirect_template:
-	// dev, xdp, tgt, err, map_type, map_id, index), u64 each in a raw
-	// tracepoint's context.
-	tpArgErr   = 3 * 8
-	tpArgMapID = 5 * 8
-	tpArgIndex = 6 * 8
-
 	// RedirectTracepoint is the tracepoint the watcher attaches to.
 	RedirectTracepoint = "xdp_redirect_err"
 )
@@ -69,54 +61,16 @@ func (t *Tables) newEgressMaps() error {
 	if t.egressErrs, err = newMap(&ebpf.MapSpec{Name: "fp_egress_errs", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: maxEgress}); err != nil {
 		return fmt.Errorf("fastpath: creating the egress error map: %w", err)
 	}
-	id, err := t.devmap.ID()
+	info, err := t.devmap.Info()
 	if err != nil {
 		return fmt.Errorf("fastpath: the device map's id: %w", err)
 	}
+	id, ok := info.ID()
+	if !ok {
+		return errors.New("fastpath: the kernel does not report the device map's id")
+	}
 	t.devmapID = uint32(id)
 	return nil
-}
-
-// watchProgram is the raw-tracepoint program on xdp:xdp_redirect_err:
-// for an event of fp_devmap (map id devmapID), it sets fp_egress[index]
-// disabled with the event's errno and adds 1 to fp_egress_errors[index].
-// Every other event (another program's redirects, XSKMAP failures) is
-// ignored.
-func (t *Tables) watchProgram() asm.Instructions {
-	const stKey, stVal = -4, -16
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R6, tpArgMapID, asm.DWord),
-		asm.LSh.Imm(asm.R2, 32), // the argument is a u32: its low half
-		asm.RSh.Imm(asm.R2, 32),
-		asm.LoadImm(asm.R3, int64(t.devmapID), asm.DWord),
-		asm.JNE.Reg(asm.R2, asm.R3, "out"),
-		asm.LoadMem(asm.R2, asm.R6, tpArgIndex, asm.DWord),
-		asm.StoreMem(asm.R10, stKey, asm.R2, asm.Word),
-
-		// fp_egress[index] = {1, err}: the whole value, so that the
-		// XDP program never sees a half-written one.
-		asm.StoreImm(asm.R10, stVal+egressOffOff, 1, asm.Word),
-		asm.LoadMem(asm.R2, asm.R6, tpArgErr, asm.DWord),
-		asm.StoreMem(asm.R10, stVal+egressOffErr, asm.R2, asm.Word),
-		asm.LoadMapPtr(asm.R1, t.egress.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.Mov.Reg(asm.R3, asm.R10),
-		asm.Add.Imm(asm.R3, stVal),
-		asm.Mov.Imm(asm.R4, 2), // BPF_EXIST: only outputs SetEgress registered
-		asm.FnMapUpdateElem.Call(),
-
-		asm.LoadMapPtr(asm.R1, t.egressErrs.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, stKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.Mov.Imm(asm.R1, 1),
-		xadd(asm.R0, 0, asm.R1),
-		asm.Mov.Imm(asm.R0, 0).Sym("out"),
-		asm.Return(),
-	}
 }
 
 // WatchRedirects loads the watcher and attaches it to
@@ -132,12 +86,14 @@ func (t *Tables) WatchRedirects() error {
 	if t.egress == nil {
 		return errors.New("fastpath: tables closed")
 	}
-	spec := &ebpf.ProgramSpec{Name: "junction_fp_err", Type: ebpf.RawTracepoint, Instructions: t.watchProgram(), License: "GPL"}
-	prog, err := ebpf.NewProgram(spec)
-	if err != nil && isEPERM(err) {
-		raiseMemlock()
-		prog, err = ebpf.NewProgram(spec)
-	}
+	// The watcher (junction_fp_err in bpf/fastpath.c): for an event
+	// of fp_devmap (map id devmapID), it sets fp_egress[index]
+	// disabled with the event's errno and adds 1 to
+	// fp_egress_errs[index]; it ignores every other event (another
+	// program's redirects, XSKMAP failures).
+	prog, err := load(newObjectSpec("junction_fp_err", "junction_fp_err",
+		map[string]any{"devmap_id": t.devmapID},
+		map[string]*ebpf.Map{"fp_egress": t.egress, "fp_egress_errs": t.egressErrs}))
 	if err != nil {
 		return fmt.Errorf("fastpath: loading the redirect watcher: %w", err)
 	}
@@ -234,18 +190,4 @@ func (t *Tables) Egress(ifindex int) (EgressState, error) {
 		return s, err
 	}
 	return s, nil
-}
-
-// egressCheck emits "fp_egress[u32 at R10+key] exists and is enabled,
-// else slow". It clobbers R0-R5.
-func (t *Tables) egressCheck(key int16) asm.Instructions {
-	return asm.Instructions{
-		asm.LoadMapPtr(asm.R1, t.egress.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, int32(key)),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "slow"),
-		asm.LoadMem(asm.R2, asm.R0, egressOffOff, asm.Word),
-		asm.JNE.Imm(asm.R2, 0, "slow"),
-	}
 }

@@ -353,8 +353,8 @@ func raiseMemlock() {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
 }
 
-// isEPERM also matches the text, because some cilium/ebpf v0.4.0 paths
-// format the errno with %v instead of wrapping it.
+// isEPERM also matches the text, in case an error formats the errno
+// with %v instead of wrapping it.
 func isEPERM(err error) bool {
 	return errors.Is(err, unix.EPERM) || strings.Contains(err.Error(), "operation not permitted")
 }

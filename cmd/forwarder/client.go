@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/junction-dataplane/junction/internal/control"
+)
+
+// The client side of the control socket, shared by show, clear, route,
+// trace and capture: the flags every one of them takes (-control, -config
+// to name the default socket, -format) are taken out of the arguments
+// wherever they are, and the rest goes to the server as typed.
+
+type ctlClient struct {
+	name   string // the subcommand, for messages
+	path   string
+	format string
+	stderr io.Writer
+}
+
+const clientHelp = `  -control PATH     the forwarder's control socket (default: /run/junction/<config name>.sock;
+                    the only socket there when there is one)
+  -config FILE      the graph file the forwarder runs (names the default socket)
+  -format FORMAT    table or json (default table)
+`
+
+// clientArgs extracts the common flags from args.
+func clientArgs(name string, args []string, stderr io.Writer) (*ctlClient, []string, error) {
+	cl := &ctlClient{name: name, format: "table", stderr: stderr}
+	var rest []string
+	config := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		flagName, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		switch flagName {
+		case "h", "help":
+			fmt.Fprintf(stderr, "usage: forwarder %s\n%s", subUsage[name], clientHelp)
+			return nil, nil, flag.ErrHelp
+		case "control", "config", "format":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, nil, cl.usage(fmt.Sprintf("flag needs an argument: -%s", flagName))
+				}
+				i++
+				val = args[i]
+			}
+			switch flagName {
+			case "control":
+				cl.path = val
+			case "config":
+				config = val
+			case "format":
+				cl.format = val
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if cl.format != "table" && cl.format != "json" {
+		return nil, nil, cl.usage(fmt.Sprintf("-format %q: want table or json", cl.format))
+	}
+	if cl.path == "" {
+		cl.path = defaultSocket(config)
+	}
+	return cl, rest, nil
+}
+
+// subUsage is each client command's synopsis.
+var subUsage = map[string]string{
+	"show":    "show [-control PATH] [-format table|json] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX] | neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
+	"clear":   "clear [-control PATH] counters",
+	"route":   "route [-control PATH] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
+	"trace":   "trace [-control PATH] [-format table|json] [-n N] [-timeout D] [FILTER]",
+	"capture": "capture [-control PATH] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]",
+}
+
+// defaultSocket is /run/junction/<config>.sock, or with no -config the only
+// socket in /run/junction if there is exactly one.
+func defaultSocket(config string) string {
+	if config != "" {
+		return control.DefaultPath(config)
+	}
+	if m, _ := filepath.Glob(filepath.Join(control.DefaultDir, "*.sock")); len(m) == 1 {
+		return m[0]
+	}
+	return control.DefaultPath("")
+}
+
+// socketsHint names the sockets in the default directory, for a client
+// that found none at the path it tried.
+func socketsHint() string {
+	m, _ := filepath.Glob(filepath.Join(control.DefaultDir, "*.sock"))
+	if len(m) == 0 {
+		return ""
+	}
+	return " (sockets in " + control.DefaultDir + ": " + strings.Join(m, ", ") + "; give -control PATH or -config FILE)"
+}
+
+// usage reports a malformed command line: exit status 2.
+func (cl *ctlClient) usage(msg string) error {
+	fmt.Fprintf(cl.stderr, "forwarder %s: %s\nusage: forwarder %s\n", cl.name, msg, subUsage[cl.name])
+	return errUsage
+}
+
+// call runs a command on the server; Ctrl-C abandons it (a trace stops).
+func (cl *ctlClient) call(cmd string, args []string) (json.RawMessage, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	data, err := control.Call(ctx, cl.path, cmd, args)
+	if err != nil && control.IsUsage(err) {
+		fmt.Fprintf(cl.stderr, "forwarder %s: %v\n", cl.name, err)
+		return nil, errUsage
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "no forwarder at") {
+		err = fmt.Errorf("%w%s", err, socketsHint())
+	}
+	return data, err
+}

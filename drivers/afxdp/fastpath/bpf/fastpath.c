@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Junction's in-kernel fast path: the XDP program that forwards plain
+ * IPv4 frames (routes, neighbours, offloaded flows) and hands every other
+ * frame to the device's AF_XDP sockets, and the raw-tracepoint program
+ * that notices outputs refusing redirected frames. The rules are
+ * documented in doc.go; the map layouts in fastpath.h.
+ *
+ * Built by bpf2go (go generate ./drivers/afxdp/fastpath) into
+ * fastpath_bpfel.o, which is committed: go build needs no C compiler.
+ *
+ * Every map is created by the Go side (tables.go, program.go) and
+ * replaces the declaration here when the program is loaded, so the
+ * max_entries below are placeholders; types, key and value sizes and
+ * flags must match the Go side's (the loader checks them).
+ */
+#include "fastpath.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * Constants the Go side sets before loading (.rodata, frozen, so the
+ * verifier knows them): the device's own MAC as a 32-bit and a 16-bit
+ * load of its bytes read them (host order), and fp_devmap's map id.
+ */
+volatile const __u32 mac_lo;
+volatile const __u16 mac_hi;
+volatile const __u32 devmap_id;
+
+/* Shared by every device's program (Tables). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__type(key, struct route_key);
+	__type(value, struct route);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} fp_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct neigh_key);
+	__type(value, struct neigh);
+	__uint(max_entries, 1);
+} fp_neighbors SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct flow_key);
+	__type(value, struct flow);
+	__uint(max_entries, 1);
+} fp_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_stats);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} fp_flow_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct flow_gen);
+	__uint(max_entries, 1);
+} fp_flow_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} fp_devmap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct egress);
+	__uint(max_entries, 1);
+} fp_egress SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} fp_egress_errs SEC(".maps");
+
+/* Each device's own (Program). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct counters);
+	__uint(max_entries, 1);
+} fp_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} xsks_map SEC(".maps");
+
+/* Frame offsets: Ethernet, then IPv4 without options. */
+#define ETH_LEN 14
+#define MIN_LEN (ETH_LEN + 20)
+#define OFF_TYPE 12
+#define OFF_VER_IHL (ETH_LEN + 0)
+#define OFF_TOT_LEN (ETH_LEN + 2)
+#define OFF_FRAG (ETH_LEN + 6) /* flags and fragment offset */
+#define OFF_TTL (ETH_LEN + 8)
+#define OFF_PROTO (ETH_LEN + 9)
+#define OFF_CSUM (ETH_LEN + 10)
+#define OFF_SRC (ETH_LEN + 12)
+#define OFF_DST (ETH_LEN + 16)
+#define OFF_L4 (ETH_LEN + 20)
+
+#define PROTO_ICMP 1
+#define PROTO_TCP 6
+#define PROTO_UDP 17
+#define ICMP_ECHO_REPLY 0
+#define ICMP_ECHO_REQUEST 8
+
+/* Loads and stores of packet bytes at any offset, in host order: the
+ * kernels the fast path runs on allow unaligned packet access, and
+ * one's-complement sums do not depend on byte order. */
+static __always_inline __u8 ld8(const void *p) { return *(const volatile __u8 *)p; }
+static __always_inline __u16 ld16(const void *p) { return *(const volatile __u16 *)p; }
+static __always_inline __u32 ld32(const void *p) { return *(const volatile __u32 *)p; }
+static __always_inline void st8(void *p, __u8 v) { *(volatile __u8 *)p = v; }
+static __always_inline void st16(void *p, __u16 v) { *(volatile __u16 *)p = v; }
+static __always_inline void st32(void *p, __u32 v) { *(volatile __u32 *)p = v; }
+
+/* The 12 MAC bytes (destination then source) to the frame's start. */
+static __always_inline void set_macs(void *data, const __u8 *eth)
+{
+	st32(data + 0, ld32(eth + 0));
+	st16(data + 4, ld16(eth + 4));
+	st16(data + 6, ld16(eth + 6));
+	st32(data + 8, ld32(eth + 8));
+}
+
+/*
+ * RFC 1624 eqn. 3: HC' = ~(~HC + delta), delta being Σ(~m + m') over
+ * the changed 16-bit words. Both in host order: a byte swap multiplies
+ * a one's-complement sum by 256 modulo 0xffff and keeps 0 and 0xffff
+ * apart, so the result is the wire-order one. ~HC + delta <= 0x1fffe:
+ * one end-around carry folds it.
+ */
+static __always_inline __u16 csum_patch(__u16 hc, __u16 delta)
+{
+	__u32 s = (__u32)(__u16)~hc + delta;
+	s = (s & 0xffff) + (s >> 16);
+	return (__u16)~s;
+}
+
+/* fp_egress[ifindex] exists and is enabled (egress.go). */
+static __always_inline int egress_enabled(__u32 ifindex)
+{
+	struct egress *e = bpf_map_lookup_elem(&fp_egress, &ifindex);
+	return e && e->disabled == 0;
+}
+
+enum { FLOW_MISS, FLOW_SLOW, FLOW_HIT };
+
+/* The entry of key, if there is one of the current flow generation. */
+static __always_inline struct flow *flow_lookup(struct flow_key *key, const struct flow_gen *fg)
+{
+	struct flow *f = bpf_map_lookup_elem(&fp_flows, key);
+	if (!f || f->gen != fg->gen)
+		return 0;
+	return f;
+}
+
+/* A hit may be applied: TTL > the entry's decrement, output enabled. */
+static __always_inline int flow_usable(const struct flow *f, void *data)
+{
+	return ld8(data + OFF_TTL) > f->ttl_dec && egress_enabled(f->ifindex);
+}
+
+/*
+ * The flow path, after checks 1-3 of the route path (frame >= 34 bytes,
+ * our MAC, IPv4 without options). A frame that is no candidate, or whose
+ * key is not in fp_flows, is a miss (FLOW_MISS: the route rules follow);
+ * a hit whose checks fail goes to the slow path unchanged (FLOW_SLOW);
+ * a hit is rewritten as FastTrack would, counted in its slot, and its
+ * output left in *out (FLOW_HIT). Every check precedes the first write.
+ * Each protocol has its own lookup, so that the verifier knows on each
+ * path which L4 bytes the frame holds.
+ */
+static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_end, __u32 *out)
+{
+	const __u32 min_l4 = 20 + 8; /* UDP header; ICMP echo header; TCP ports */
+	const __u32 tcp_min = 20 + 20;
+	__u32 zero = 0;
+	struct flow_gen *fg = bpf_map_lookup_elem(&fp_flow_gen, &zero);
+	struct flow_key key;
+	struct flow *f;
+	__u32 tot;
+
+	/* No flow installed (a router that offloads none): no lookup. */
+	if (!fg || fg->count == 0)
+		return FLOW_MISS;
+	/* Not a fragment: MF and the fragment offset zero (DF may be set). */
+	if (ld16(data + OFF_FRAG) & fp_htons(0x3fff))
+		return FLOW_MISS;
+	/* min_l4 <= total length, the whole datagram in the frame; the
+	 * frame's 14 + min_l4 bytes then checked again, as a constant the
+	 * verifier understands. */
+	tot = fp_ntohs(ld16(data + OFF_TOT_LEN));
+	if (tot < min_l4)
+		return FLOW_MISS;
+	if (data + ETH_LEN + tot > data_end)
+		return FLOW_MISS;
+	if (data + ETH_LEN + min_l4 > data_end)
+		return FLOW_MISS;
+
+	key.ifindex = ctx->ingress_ifindex;
+	key.src = ld32(data + OFF_SRC);
+	key.dst = ld32(data + OFF_DST);
+
+	switch (ld8(data + OFF_PROTO)) {
+	case PROTO_TCP:
+		/* The whole header present, ACK without SYN, FIN or RST. */
+		if (tot < tcp_min)
+			return FLOW_MISS;
+		if (data + ETH_LEN + tcp_min > data_end)
+			return FLOW_MISS;
+		if ((ld8(data + OFF_L4 + 13) & 0x17) != 0x10)
+			return FLOW_MISS;
+		key.ports = ld32(data + OFF_L4);
+		key.proto = PROTO_TCP;
+		f = flow_lookup(&key, fg);
+		if (!f)
+			return FLOW_MISS;
+		if (!flow_usable(f, data))
+			return FLOW_SLOW;
+		st32(data + OFF_L4, f->ports);
+		st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
+		break;
+
+	case PROTO_UDP: {
+		__u16 c;
+
+		key.ports = ld32(data + OFF_L4);
+		key.proto = PROTO_UDP;
+		f = flow_lookup(&key, fg);
+		if (!f)
+			return FLOW_MISS;
+		if (!flow_usable(f, data))
+			return FLOW_SLOW;
+		st32(data + OFF_L4, f->ports);
+		/* No checksum (0) stays so; a computed 0 is sent as 0xffff. */
+		c = ld16(data + OFF_L4 + 6);
+		if (c != 0) {
+			c = csum_patch(c, f->l4_delta);
+			st16(data + OFF_L4 + 6, c ? c : 0xffff);
+		}
+		break;
+	}
+
+	case PROTO_ICMP: {
+		/* Echo request or reply: the identifier is both ports. */
+		__u8 type = ld8(data + OFF_L4);
+		__u16 id;
+
+		if (type != ICMP_ECHO_REQUEST && type != ICMP_ECHO_REPLY)
+			return FLOW_MISS;
+		id = ld16(data + OFF_L4 + 4);
+		key.ports = (__u32)id << 16 | id; /* one store: see flow_key */
+		key.proto = PROTO_ICMP;
+		f = flow_lookup(&key, fg);
+		if (!f)
+			return FLOW_MISS;
+		/* The echo type of this direction only. */
+		if (ld8(data + OFF_L4) != f->icmp_type)
+			return FLOW_SLOW;
+		if (!flow_usable(f, data))
+			return FLOW_SLOW;
+		st16(data + OFF_L4 + 4, f->sport);
+		st16(data + OFF_L4 + 2, csum_patch(ld16(data + OFF_L4 + 2), f->l4_delta));
+		break;
+	}
+
+	default:
+		return FLOW_MISS;
+	}
+
+	/* Every protocol: TTL, IPv4 header checksum, addresses, MACs. */
+	st8(data + OFF_TTL, ld8(data + OFF_TTL) - f->ttl_dec);
+	st16(data + OFF_CSUM, csum_patch(ld16(data + OFF_CSUM), f->ip_delta));
+	st32(data + OFF_SRC, f->src);
+	st32(data + OFF_DST, f->dst);
+	set_macs(data, f->eth);
+
+	/* The flow's counters are shared by every CPU: atomic adds. */
+	*out = f->ifindex;
+	__u32 slot = f->slot;
+	struct flow_stats *s = bpf_map_lookup_elem(&fp_flow_stats, &slot);
+	if (s) {
+		__sync_fetch_and_add(&s->packets, 1);
+		__sync_fetch_and_add(&s->bytes, tot);
+	}
+	return FLOW_HIT;
+}
+
+/*
+ * The XDP program. have_buff_len: the frame length comes from
+ * bpf_xdp_get_buff_len (Linux 5.18); without it, from data_end - data,
+ * which the verifier allows only with CAP_PERFMON (or CAP_SYS_ADMIN).
+ */
+static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 zero = 0, out, tot, s0, d0;
+	struct counters *c;
+	__u64 sum, len;
+
+	/* 1. Ethernet + IPv4 header present: this check is what lets the
+	 * verifier accept every fixed-offset access below. */
+	if (data + MIN_LEN > data_end)
+		goto slow;
+	/* 2. Addressed to us, IPv4. */
+	if (ld32(data) != mac_lo || ld16(data + 4) != mac_hi)
+		goto slow;
+	if (ld16(data + OFF_TYPE) != fp_htons(0x0800))
+		goto slow;
+	/* 3. Version 4, IHL 5: options take the slow path. */
+	if (ld8(data + OFF_VER_IHL) != 0x45)
+		goto slow;
+
+	/* The flows: a hit is rewritten and redirected, a miss continues
+	 * with the routes. */
+	switch (flow_path(ctx, data, data_end, &out)) {
+	case FLOW_HIT:
+		goto forward;
+	case FLOW_SLOW:
+		goto slow;
+	}
+
+	/* 4. 20 <= total length and the whole datagram in the frame. */
+	tot = fp_ntohs(ld16(data + OFF_TOT_LEN));
+	if (tot < 20)
+		goto slow;
+	if (data + ETH_LEN + tot > data_end)
+		goto slow;
+
+	/* 5. Header checksum: the one's-complement sum of the header,
+	 * checksum included, must be 0xffff. The sum depends neither on
+	 * byte order nor on adding 32-bit instead of 16-bit words
+	 * (2^16 = 1 mod 0xffff); three folds bring the < 2^35 sum to 16
+	 * bits. */
+	sum = (__u64)ld32(data + ETH_LEN + 0) + ld32(data + ETH_LEN + 4) + ld32(data + ETH_LEN + 8) +
+	      ld32(data + ETH_LEN + 12) + ld32(data + ETH_LEN + 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	if (sum != 0xffff)
+		goto slow;
+
+	/* 6. TTL about to expire: the slow path sends time exceeded. */
+	if (ld8(data + OFF_TTL) <= 1)
+		goto slow;
+
+	/* 7. Martians (RFC 1812 5.3.7): source and destination 0/8, 127/8
+	 * and 224/3 (multicast, broadcast): the graph's CheckIPHeader
+	 * counts and drops them. */
+	s0 = ld8(data + OFF_SRC);
+	if (s0 == 0 || s0 == 127 || s0 >= 224)
+		goto slow;
+	d0 = ld8(data + OFF_DST);
+	if (d0 == 0 || d0 == 127 || d0 >= 224)
+		goto slow;
+
+	{
+		/* 8. Route: longest prefix match of the destination. */
+		struct route_key rk = { .prefixlen = 32, .addr = ld32(data + OFF_DST) };
+		struct route *r = bpf_map_lookup_elem(&fp_routes, &rk);
+		struct neigh_key nk;
+		struct neigh *n;
+
+		if (!r || (r->flags & ROUTE_F_LOCAL))
+			goto slow;
+		/* 10 (checked early, it is cheap). Out the way it came in:
+		 * the slow path decides (redirects, ICMP). */
+		if (r->ifindex == ctx->ingress_ifindex)
+			goto slow;
+		/* 9. Neighbour of the next hop (gateway, or the destination),
+		 * not expired. */
+		nk.ifindex = r->ifindex;
+		nk.ip = r->gateway ? r->gateway : rk.addr;
+		n = bpf_map_lookup_elem(&fp_neighbors, &nk);
+		if (!n)
+			goto slow;
+		if (bpf_ktime_get_ns() >= n->expires)
+			goto slow;
+		/* 11. An output the kernel has not refused (egress.go). */
+		if (!egress_enabled(nk.ifindex))
+			goto slow;
+
+		/* Forward. TTL - 1 and the checksum patched to match: the
+		 * TTL is the high byte of the big-endian word TTL<<8|protocol,
+		 * so ~m + m' = -0x0100, 0xfeff in one's complement. */
+		st8(data + OFF_TTL, ld8(data + OFF_TTL) - 1);
+		st16(data + OFF_CSUM, csum_patch(ld16(data + OFF_CSUM), fp_htons(0xfeff)));
+		set_macs(data, n->eth);
+		out = nk.ifindex;
+	}
+
+forward:
+	/* Whole frames, Ethernet header included. */
+	if (have_buff_len)
+		len = bpf_xdp_get_buff_len(ctx);
+	else
+		len = (__u64)((long)data_end - (long)data);
+	/* Per-CPU values: plain read-modify-write is enough. */
+	c = bpf_map_lookup_elem(&fp_counters, &zero);
+	if (c) {
+		c->forwarded++;
+		c->forwarded_bytes += len;
+	}
+	/* Through fp_devmap, not bpf_redirect: a refusal then names that
+	 * map's id in xdp:xdp_redirect_err, which is how the watcher tells
+	 * it from other programs' (egress.go). A missing entry (a device
+	 * being removed) returns the flags' action, XDP_DROP. */
+	return bpf_redirect_map(&fp_devmap, out, XDP_DROP);
+
+slow:
+	/* Count, then what the AF_XDP default program does, with XDP_PASS
+	 * as the fallback so that a queue without a socket hands its
+	 * frames to the kernel instead of dropping them. */
+	c = bpf_map_lookup_elem(&fp_counters, &zero);
+	if (c)
+		c->slow++;
+	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+}
+
+SEC("xdp")
+int junction_fp(struct xdp_md *ctx)
+{
+	return fastpath(ctx, 1);
+}
+
+/* For kernels before 5.18; loaded under the same name (ProgramName). */
+SEC("xdp")
+int junction_fp_ptrlen(struct xdp_md *ctx)
+{
+	return fastpath(ctx, 0);
+}
+
+/*
+ * The redirect watcher, on xdp:xdp_redirect_err (TP_PROTO dev, xdp,
+ * tgt, err, map_type, map_id, index): for an event of fp_devmap, it
+ * marks fp_egress[index] disabled with the event's errno and adds 1 to
+ * fp_egress_errs[index]. Every other event (another program's
+ * redirects, XSKMAP failures) is ignored.
+ */
+SEC("raw_tracepoint/xdp_redirect_err")
+int junction_fp_err(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 key;
+	struct egress v;
+	__u64 *n;
+
+	if ((__u32)ctx->args[5] != devmap_id)
+		return 0;
+	key = (__u32)ctx->args[6];
+	/* The whole value, so that the XDP program never sees a half
+	 * written one; BPF_EXIST: only outputs AddEgress registered. */
+	v.disabled = 1;
+	v.err = (__s32)ctx->args[3];
+	bpf_map_update_elem(&fp_egress, &key, &v, BPF_EXIST);
+	n = bpf_map_lookup_elem(&fp_egress_errs, &key);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	return 0;
+}

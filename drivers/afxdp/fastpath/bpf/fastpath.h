@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Layouts of the fast path's map keys and values. They must match the
+ * Go side byte for byte (the constants at the top of tables.go and
+ * egress.go, which also document them); TestLayouts checks the sizes
+ * and offsets recorded in the compiled object's BTF against those
+ * constants.
+ *
+ * Integers that are not addresses are in host byte order; IPv4
+ * addresses, ports and checksum deltas are kept as their wire bytes
+ * (declared as __u32/__u16 so that one load moves them).
+ */
+#ifndef JUNCTION_FASTPATH_H
+#define JUNCTION_FASTPATH_H
+
+#include "bpf_defs.h"
+
+/* fp_routes (LPM trie) key and value. */
+struct route_key {
+	__u32 prefixlen;
+	__u32 addr; /* wire order */
+};
+
+#define ROUTE_F_LOCAL 1
+
+struct route {
+	__u32 ifindex;
+	__u32 gateway; /* wire order; 0 = directly connected */
+	__u32 flags;   /* ROUTE_F_LOCAL */
+};
+
+/* fp_neighbors (hash) key and value. */
+struct neigh_key {
+	__u32 ifindex;
+	__u32 ip; /* wire order */
+};
+
+struct neigh {
+	__u8 eth[12]; /* destination then source MAC, as in the Ethernet header */
+	__u32 pad;
+	__u64 expires; /* CLOCK_MONOTONIC ns; valid while now < expires */
+};
+
+/* fp_counters (per-CPU array, one entry). */
+struct counters {
+	__u64 forwarded;
+	__u64 forwarded_bytes;
+	__u64 slow;
+};
+
+/* fp_flows (hash) key and value. */
+struct flow_key {
+	__u32 ifindex; /* input */
+	__u32 src;     /* wire order */
+	__u32 dst;
+	union {
+		struct {
+			__u16 sport; /* wire order; ICMP echo: the identifier in both */
+			__u16 dport;
+		};
+		/* Both, written with one 32-bit store: the hash reads the
+		 * key in 32-bit words, and a word written as two halves
+		 * cannot be forwarded from the store buffer (a stall that
+		 * cost ~10 ns per flow hit). */
+		__u32 ports;
+	};
+	__u32 proto;
+};
+
+struct flow {
+	__u32 ifindex; /* output */
+	__u32 slot;    /* fp_flow_stats index */
+	__u8 eth[12];  /* destination then source MAC */
+	__u32 src;     /* the rewritten tuple, wire order */
+	__u32 dst;
+	union {
+		struct {
+			__u16 sport; /* ICMP echo: the new identifier */
+			__u16 dport;
+		};
+		__u32 ports;
+	};
+	__u16 ip_delta; /* RFC 1624 checksum deltas, wire order */
+	__u16 l4_delta;
+	__u8 ttl_dec;
+	__u8 icmp_type;
+	__u8 pad[2];
+	__u32 gen; /* the flow generation the entry applies under */
+};
+
+/* fp_flow_gen (array, one entry). */
+struct flow_gen {
+	__u32 gen;   /* current flow generation */
+	__u32 count; /* installed flows; 0: no flow lookup */
+};
+
+/* fp_flow_stats (array, mmapable, one entry per flow slot). */
+struct flow_stats {
+	__u64 packets;
+	__u64 bytes; /* IPv4 total lengths */
+};
+
+/* fp_egress (hash, key u32 ifindex). */
+struct egress {
+	__u32 disabled;
+	__s32 err; /* the last refused redirect's errno, negative */
+};
+
+#endif
