@@ -236,7 +236,7 @@ func TestAccountingDrained(t *testing.T) {
 			if s.Totals.InFlight != 0 {
 				t.Errorf("in flight %d after draining", s.Totals.InFlight)
 			}
-			off, in := elementSum(s, "FromDevice@1", "handed off"), elementSum(s, "FromDevice@1", "handed in")
+			off, in := elementSum(s, "FromDevice(in)@1", "handed off"), elementSum(s, "FromDevice(in)@1", "handed in")
 			if off != in {
 				t.Errorf("handed off %d, handed in %d: a drained graph has nothing between workers", off, in)
 			}
@@ -288,7 +288,7 @@ func TestAccountingNAT(t *testing.T) {
 	if s.Totals.RX != 50000 {
 		t.Errorf("rx %d, want 50000", s.Totals.RX)
 	}
-	if elementSum(s, "FromDevice@1", "handed off") == 0 {
+	if elementSum(s, "FromDevice(wan)@1", "handed off") == 0 {
 		t.Error("nothing handed off: the case does not test spreading")
 	}
 }

@@ -10,4 +10,10 @@
 // batch: for each packet it decides an output (Output.Push), a drop
 // (Stats.Drop with a registered reason) or holds it. No allocation, lock, fmt
 // or interface call per packet: one call per batch is the budget.
+//
+// A config may also say what it needs from the graph around it, for
+// forwarder check: EnvChecker (what it needs of its devices, checked before
+// any is opened: ARPQuerier's MAC) and Upstream (a type that must come
+// before it on every path: Conntrack before SNAT). SuggestType turns
+// another tool's element name into Junction's ("Drop" → "Discard").
 package elements

@@ -90,6 +90,10 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
+	// What forwarder check checks, before anything is opened.
+	if err := CheckEnv(g, n); err != nil {
+		return nil, err
+	}
 	batch := g.Batch
 	if batch <= 0 {
 		batch = packet.DefaultBatch

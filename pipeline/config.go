@@ -622,7 +622,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 	t, ok := elements.Lookup(typ)
 	if !ok {
 		ei.bad = true
-		l.elemErr(ei, ei.line("type"), "type", suggest(typ, elements.Names()), "unknown element type %s", quoteValue(typ))
+		l.elemErr(ei, ei.line("type"), "type", elements.SuggestType(typ), "unknown element type %s", quoteValue(typ))
 		return
 	}
 	ei.Type = t

@@ -24,14 +24,14 @@ links = [
 	edge [fontname="Helvetica", fontsize=10];
 	"device lan" [shape=note, style=dashed, label="lan (testld)"];
 	"f" [label="f :: TestLdFilter"];
-	"TestLdSource@1" [label="TestLdSource"];
+	"TestLdSource(lan)@1" [label="TestLdSource"];
 	"j" [label="j :: TestLdJoin"];
-	"TestLdSink@1" [label="TestLdSink"];
-	"device lan" -> "TestLdSource@1" [style=dashed, arrowhead=none];
-	"TestLdSink@1" -> "device lan" [style=dashed, arrowhead=none];
-	"TestLdSource@1" -> "f" [label="[0] -> [0]"];
+	"TestLdSink(lan)@1" [label="TestLdSink"];
+	"device lan" -> "TestLdSource(lan)@1" [style=dashed, arrowhead=none];
+	"TestLdSink(lan)@1" -> "device lan" [style=dashed, arrowhead=none];
+	"TestLdSource(lan)@1" -> "f" [label="[0] -> [0]"];
 	"f" -> "j" [label="[1] -> [0]"];
-	"j" -> "TestLdSink@1" [label="[0] -> [0]"];
+	"j" -> "TestLdSink(lan)@1" [label="[0] -> [0]"];
 	"f" -> "j" [label="[0] -> [1]"];
 }
 `

@@ -136,10 +136,10 @@ func TestParseValid(t *testing.T) {
 		{"TestLdDiscard@2", "TestLdDiscard", true, 1, 0, 36},
 		{"TestLdDiscard@3", "TestLdDiscard", true, 1, 0, 37},
 		{"TestLdDiscard@4", "TestLdDiscard", true, 1, 0, 38},
-		{"TestLdSink@1", "TestLdSink", true, 1, 0, 39},
-		{"TestLdSink@2", "TestLdSink", true, 1, 0, 40},
-		{"TestLdSource@1", "TestLdSource", true, 0, 1, 41},
-		{"TestLdSink@3", "TestLdSink", true, 1, 0, 41},
+		{"TestLdSink(wan)@1", "TestLdSink", true, 1, 0, 39},
+		{"TestLdSink(lan)@2", "TestLdSink", true, 1, 0, 40},
+		{"TestLdSource(wan)@1", "TestLdSource", true, 0, 1, 41},
+		{"TestLdSink(lan)@3", "TestLdSink", true, 1, 0, 41},
 	}
 	if len(g.Elements) != len(want) {
 		for _, e := range g.Elements {
@@ -182,9 +182,9 @@ func TestParseValid(t *testing.T) {
 		{"t", 1, "TestLdDiscard@2", 0, Pos{"t.toml", 36}},
 		{"t", 2, "TestLdDiscard@3", 0, Pos{"t.toml", 37}},
 		{"f", 0, "TestLdDiscard@4", 0, Pos{"t.toml", 38}},
-		{"rt", 0, "TestLdSink@1", 0, Pos{"t.toml", 39}},
-		{"rt", 1, "TestLdSink@2", 0, Pos{"t.toml", 40}},
-		{"TestLdSource@1", 0, "TestLdSink@3", 0, Pos{"t.toml", 41}},
+		{"rt", 0, "TestLdSink(wan)@1", 0, Pos{"t.toml", 39}},
+		{"rt", 1, "TestLdSink(lan)@2", 0, Pos{"t.toml", 40}},
+		{"TestLdSource(wan)@1", 0, "TestLdSink(lan)@3", 0, Pos{"t.toml", 41}},
 	}
 	if len(g.Links) != len(wantLinks) {
 		t.Fatalf("links: %+v", g.Links)

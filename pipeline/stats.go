@@ -5,10 +5,10 @@ import (
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
 )
 
 // Snapshot is the router's accounting read at one instant: per element and
@@ -141,8 +141,18 @@ func (r *Router) Snapshot() *Snapshot {
 	if !r.start.IsZero() {
 		s.Uptime = time.Since(r.start)
 	}
+	// The devices first: a packet is counted received (by its source
+	// element) before it is counted sent (by its device), so reading the
+	// sent counters before the received ones — published after the
+	// devices were read (awaitPublish) — keeps tx ≤ rx in every snapshot
+	// of a running router.
+	t0 := elements.Nanotime()
+	s.Devices = r.deviceStats(&s.Totals)
+	r.awaitPublish(t0)
+	order := GraphOrder(r.g)
 	for _, w := range r.workers {
-		for i, e := range r.g.Elements {
+		for _, i := range order {
+			e := r.g.Elements[i]
 			st := w.stats[i]
 			es := ElementStats{
 				Element: e.Name, Worker: w.id,
@@ -186,6 +196,13 @@ func (r *Router) Snapshot() *Snapshot {
 		s.Totals.InFlight = handedOff - handedIn
 	}
 	s.Totals.RX = max(s.Totals.RX+handedOff, handedIn) - handedIn
+	return s
+}
+
+// deviceStats reads the devices' counters, adding what they sent, lost on
+// transmit and forwarded themselves to t.
+func (r *Router) deviceStats(t *Totals) []DeviceStats {
+	var out []DeviceStats
 	for i, d := range r.devices {
 		if d == nil {
 			continue
@@ -199,16 +216,16 @@ func (r *Router) Snapshot() *Snapshot {
 			ds.Counters = append(ds.Counters, DeviceCounter{c.Name, c.Value})
 			switch {
 			case c.Name == "tx" || c.Name == "tx_packets":
-				s.Totals.TX += c.Value
+				t.TX += c.Value
 			case isTxDrop(c.Name):
-				s.Totals.Drops += c.Value
+				t.Drops += c.Value
 			case c.Name == drivers.CounterFastPathForwarded:
-				s.Totals.FastPath += c.Value
+				t.FastPath += c.Value
 			}
 		}
-		s.Devices = append(s.Devices, ds)
+		out = append(out, ds)
 	}
-	return s
+	return out
 }
 
 // isTxDrop reports whether a driver counter counts transmit losses (a full
@@ -277,76 +294,9 @@ func (s *Snapshot) CounterSum(name string, keep func(*ElementStats) bool) uint64
 	return v
 }
 
-// WriteTable prints the per-element table (like VPP's `show runtime`):
-// element, worker, packets, drops, ns/packet, packets/batch; then drops by
-// reason, each worker's busy share, and the devices' counters.
+// WriteTable prints the table with every worker's rows (Render).
 func (s *Snapshot) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "element\ttype\tworker\tbatches\tpackets\tdrops\tns/pkt\tpkts/batch\t\n")
-	for _, e := range s.Elements {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", e.Element, e.Type, e.Worker,
-			e.Batches, e.Packets, e.Drops, fixed(e.NsPerPacket, 1), fixed(e.PacketsPerBatch, 1))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var reasons []string
-	for _, e := range s.Elements {
-		for _, c := range e.Counters {
-			if c.Value == 0 {
-				continue
-			}
-			kind := "count"
-			if c.Drop {
-				kind = "drop"
-			}
-			reasons = append(reasons, fmt.Sprintf("  %s w%d %s %q: %d", e.Element, e.Worker, kind, c.Name, c.Value))
-		}
-	}
-	if len(reasons) > 0 {
-		fmt.Fprintln(w, "counters:")
-		for _, l := range reasons {
-			fmt.Fprintln(w, l)
-		}
-	}
-	for _, ws := range s.Workers {
-		cpu := "unpinned"
-		if ws.CPU >= 0 {
-			cpu = fmt.Sprintf("cpu %d", ws.CPU)
-		}
-		fmt.Fprintf(w, "worker %d (%s): busy %.1f%%  (busy %s, idle %s", ws.Worker, cpu, 100*ws.Busy,
-			time.Duration(ws.BusyNanos).Round(time.Microsecond), time.Duration(ws.IdleNanos).Round(time.Microsecond))
-		// What adds up exactly: the element times measured in the timed
-		// rounds against those rounds' busy time.
-		if ws.TimedBusyNanos > 0 {
-			fmt.Fprintf(w, "; timed rounds: elements %.1f%% of busy", 100*float64(s.WorkerTimedNanos(ws.Worker))/float64(ws.TimedBusyNanos))
-		}
-		if ws.PreemptedNanos > 0 {
-			fmt.Fprintf(w, "; preempted %s", time.Duration(ws.PreemptedNanos).Round(time.Microsecond))
-		}
-		if ws.CPUNanos > 0 {
-			// The kernel's count for the thread: below busy + idle
-			// when the CPU was shared.
-			fmt.Fprintf(w, "; thread CPU time %s", time.Duration(ws.CPUNanos).Round(time.Microsecond))
-		}
-		fmt.Fprintln(w, ")")
-	}
-	for _, d := range s.Devices {
-		var parts []string
-		for _, c := range d.Counters {
-			parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Value))
-		}
-		fmt.Fprintf(w, "device %s (%s): %s\n", d.Device, d.Driver, strings.Join(parts, ", "))
-	}
-	if s.Totals.FastPath > 0 {
-		fmt.Fprintf(w, "fast path: %d packets forwarded by the devices in the kernel, never in the graph (not in the total below)\n", s.Totals.FastPath)
-	}
-	var inFlight string
-	if s.Totals.InFlight > 0 {
-		inFlight = fmt.Sprintf("  in flight %d", s.Totals.InFlight)
-	}
-	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d%s\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops, inFlight)
-	return err
+	return s.Render(w, TableOptions{PerWorker: true})
 }
 
 func fixed(v float64, prec int) string {

@@ -80,7 +80,11 @@ func (l *loader) resolveLinks() []*ilink {
 				// connectivity checks would only repeat this error.
 				l.linkErrors = true
 				cands := append(l.elementNames(), elements.Names()...)
-				l.errorf(ls.line, "", suggest(ep.Name, cands), "unknown element or type %q", ep.Name)
+				s := suggest(ep.Name, cands)
+				if s == "" {
+					s = elements.SuggestType(ep.Name)
+				}
+				l.errorf(ls.line, "", s, "unknown element or type %q", ep.Name)
 			}
 		}
 	}
@@ -166,7 +170,7 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 	l.order = append(l.order, ei)
 	if !ok {
 		ei.bad = true
-		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: suggest(typ, elements.Names())}
+		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: elements.SuggestType(typ)}
 		if !anon {
 			e.Element = name
 		}
@@ -175,6 +179,13 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 	}
 	ei.Type = t
 	l.decodeArgs(ei, ep.Args, line)
+	if anon {
+		// An anonymous element that names one device says which in its
+		// name: "ToDevice(wan)@3" in tables, stats and messages.
+		if refs := deviceRefs(ei.Element); len(refs) == 1 {
+			ei.Name = fmt.Sprintf("%s(%s)@%d", typ, refs[0].dev, l.anonCount[typ])
+		}
+	}
 	return ei
 }
 
@@ -511,4 +522,13 @@ func shortestCycle(start *elemInfo, adj map[*elemInfo][]*ilink, in map[*elemInfo
 		}
 	}
 	return nil
+}
+
+// Device is the one device an element names (FromDevice's and
+// ToDevice's device key), or "" when it names none or several.
+func (e *Element) Device() string {
+	if refs := deviceRefs(e); len(refs) == 1 {
+		return refs[0].dev
+	}
+	return ""
 }

@@ -172,7 +172,7 @@ links = [
 links = [
   "TestLdSource(d) -> [1]TestLdSink(d)",
 ]`,
-			[]string{`:6: element "TestLdSink@1" (TestLdSink): input [1] out of range: it has 1 input`}},
+			[]string{`:6: element "TestLdSink(d)@1" (TestLdSink): input [1] out of range: it has 1 input`}},
 		{"config decides the ports", dev + `
 [graph]
 links = [
@@ -186,14 +186,14 @@ links = [
 links = [
   "TestLdSource(d) -> x :: TestLdDiscard -> TestLdSink(d)",
 ]`,
-			[]string{`:6: element "x" (TestLdDiscard): has no outputs: it cannot link to "TestLdSink@1"`}},
+			[]string{`:6: element "x" (TestLdDiscard): has no outputs: it cannot link to "TestLdSink(d)@1"`}},
 		{"no inputs", dev + `
 [graph]
 links = [
   "TestLdSource(d) -> TestLdSource(d)",
   ` + okLink + `,
 ]`,
-			[]string{`:6: element "TestLdSource@2" (TestLdSource): has no inputs: "TestLdSource@1" cannot link to it`}},
+			[]string{`:6: element "TestLdSource(d)@2" (TestLdSource): has no inputs: "TestLdSource(d)@1" cannot link to it`}},
 		{"output connected twice", dev + `
 [graph]
 links = [
@@ -254,7 +254,7 @@ links = [
 		{"device key names no device", dev + `
 [graph]
 links = ["TestLdSource(d) -> TestLdSink(dd)", "TestLdSource(d) -> TestLdSink(d)"]`,
-			[]string{`:5: element "TestLdSink@1" (TestLdSink): key "device": no device "dd" (devices: d), did you mean "d"?`}},
+			[]string{`:5: element "TestLdSink(dd)@1" (TestLdSink): key "device": no device "dd" (devices: d), did you mean "d"?`}},
 		{"device key in a table", dev + `
 [elements.out]
 type = "TestLdSink"
@@ -265,8 +265,8 @@ links = ["TestLdSource(d) -> out"]`,
 		{"no devices at all", `
 [graph]
 links = ["TestLdSource(lan) -> TestLdSink(lan)"]`,
-			[]string{`:3: element "TestLdSource@1" (TestLdSource): key "device": no device "lan" (no devices are declared)`,
-				`:3: element "TestLdSink@1" (TestLdSink): key "device": no device "lan" (no devices are declared)`}},
+			[]string{`:3: element "TestLdSource(lan)@1" (TestLdSource): key "device": no device "lan" (no devices are declared)`,
+				`:3: element "TestLdSink(lan)@1" (TestLdSink): key "device": no device "lan" (no devices are declared)`}},
 		{"unused device", dev + `
 [devices.spare]
 driver = "testld"

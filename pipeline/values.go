@@ -20,7 +20,14 @@ var (
 	durationType      = reflect.TypeFor[time.Duration]()
 	timeType          = reflect.TypeFor[time.Time]()
 	textUnmarshalType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	tomlUnmarshalType = reflect.TypeFor[tomlUnmarshaler]()
 )
+
+// tomlUnmarshaler is toml.Unmarshaler: a config type that takes a decoded
+// TOML value of more than one kind (a number or a name) decodes itself.
+type tomlUnmarshaler interface {
+	UnmarshalTOML(any) error
+}
 
 // field is one config key of a config struct.
 type field struct {
@@ -163,6 +170,18 @@ func gotName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// gotValue quotes a decoded TOML value for messages: a string quoted, a
+// number as written.
+func gotValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return quoteValue(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return gotName(v)
+}
+
 func mismatch(dst reflect.Value, v any) error {
 	return fmt.Errorf("want %s, got %s", wantName(dst.Type()), gotName(v))
 }
@@ -199,8 +218,20 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			return nil
 		}
 	}
+	if dst.CanAddr() && dst.Addr().Type().Implements(tomlUnmarshalType) {
+		if err := dst.Addr().Interface().(tomlUnmarshaler).UnmarshalTOML(v); err != nil {
+			return fmt.Errorf("bad value %s: %v", gotValue(v), err)
+		}
+		return nil
+	}
 	if tu, ok := textUnmarshaler(dst); ok {
 		s, ok := v.(string)
+		if n, isInt := v.(int64); isInt {
+			// A key that reads text and whose text is a number (a port,
+			// a type code) takes a TOML integer as that number's text:
+			// what its manual calls an int must not need quotes.
+			s, ok = strconv.FormatInt(n, 10), true
+		}
 		if !ok {
 			return mismatch(dst, v)
 		}

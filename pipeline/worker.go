@@ -57,6 +57,10 @@ type worker struct {
 	busy, idle, timedBusy, preempted, rounds atomic.Uint64
 	cpuNanos                                 atomic.Uint64 // the thread's CPU time at the last publish
 	exited                                   atomic.Bool
+	// pubAt is when the loop last published every counter, its own and
+	// its elements' (elements.Nanotime); 0 while no loop runs (a router
+	// from Build). Snapshot waits for it (consistent.go).
+	pubAt atomic.Int64
 }
 
 // poll runs one round: every source polled once, each pushing what it
@@ -111,7 +115,10 @@ func (w *worker) loop() {
 		w.timedBusy.Store(timedBusy)
 		w.preempted.Store(preempted)
 		w.rounds.Store(rounds)
+		w.clock.Publish()
+		w.pubAt.Store(elements.Nanotime())
 	}
+	w.pubAt.Store(last)
 	empty := 0
 	sleep := idleSleep
 	w.initWait()

@@ -392,9 +392,10 @@ func elementBars(r *result.Result, title string, groups []struct {
 				if e.Packets == 0 {
 					continue
 				}
-				label := e.Type
-				if !strings.HasPrefix(e.Name, e.Type+"@") {
-					label = e.Name + " :: " + e.Type
+				// Anonymous elements are named Type@N or Type(args)@N.
+				label := e.Name + " :: " + e.Type
+				if i := strings.LastIndexByte(e.Name, '@'); i > 0 && strings.HasPrefix(e.Name, e.Type) {
+					label = e.Name[:i]
 				}
 				if !seen[label] {
 					seen[label] = true

@@ -18,10 +18,10 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-const benchUsage = `forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
-forwarder bench -plugin PATH -element NAME [-set key=value ...] [...]
-forwarder bench -config FILE [-duration D]
-(any form takes -json: one JSON object, benchmarks/result's schema)
+const benchUsage = `usage: forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
+       forwarder bench -plugin PATH -element NAME [-set key=value ...] [...]
+       forwarder bench -config FILE [-duration D]
+       (any form takes -json: one JSON object, benchmarks/result's schema)
 
 Runs one element (built-in, in-process custom, or a plugin's) on synthetic
 traffic from the gen driver, on one worker, and prints ns/packet, Mpps,
@@ -63,14 +63,14 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if *duration <= 0 {
-		return errors.New("-duration must be positive")
+		return usageErrorf("-duration must be positive")
 	}
 	if *config != "" {
 		if *element != "" || *pluginPath != "" || len(sets) > 0 || *traffic != "" {
-			return errors.New("-config benchmarks a whole graph: -element, -plugin, -set and -traffic do not apply")
+			return usageErrorf("-config benchmarks a whole graph: -element, -plugin, -set and -traffic do not apply")
 		}
 		g, err := pipeline.Load(*config)
 		if err != nil {
@@ -83,7 +83,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	if *batch < 1 || *batch > packet.MaxBatch {
-		return fmt.Errorf("-batch %d: want 1..%d", *batch, packet.MaxBatch)
+		return usageErrorf("-batch %d: want 1..%d", *batch, packet.MaxBatch)
 	}
 	src, err := benchGraphText(*element, *pluginPath, sets, *traffic, *batch)
 	if err != nil {
@@ -106,11 +106,25 @@ func tomlValue(v string) string {
 	return strconv.Quote(v)
 }
 
+// tomlMessage is a TOML library error in Junction's words: without the
+// "toml: " prefix and the library's line numbers of a one-line document.
+func tomlMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "toml: ")
+	if _, rest, ok := strings.Cut(msg, "): "); ok && strings.HasPrefix(msg, "line ") {
+		msg = rest
+	}
+	return msg
+}
+
 func keyValue(kv string) (string, string, error) {
 	k, v, ok := strings.Cut(kv, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
 		return "", "", fmt.Errorf("%q: want key=value", kv)
+	}
+	if strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+		return "", "", fmt.Errorf("%q: a key is letters, digits, _ and -", k)
 	}
 	return k, tomlValue(strings.TrimSpace(v)), nil
 }
@@ -178,7 +192,7 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 	t, ok := elements.Lookup(tname)
 	if !ok {
 		msg := fmt.Sprintf("unknown element type %q", typ)
-		if s := nearest(typ, elements.Names()); s != "" {
+		if s := elements.SuggestType(typ); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		return 0, errors.New(msg + " (forwarder elements lists them; -plugin PATH for a plugin's element)")
@@ -189,24 +203,15 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 	if t.Out >= 0 {
 		return t.Out, nil
 	}
-	cfg := t.NewConfig()
 	var doc map[string]map[string]map[string]any
 	if _, err := toml.Decode(table, &doc); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("-set: %s", tomlMessage(err))
 	}
 	tbl := doc["elements"]["bench"]
 	delete(tbl, "type")
-	var buf strings.Builder
-	if err := toml.NewEncoder(&buf).Encode(tbl); err != nil {
-		return 0, err
-	}
-	if _, err := toml.Decode(buf.String(), cfg); err != nil {
-		return 0, fmt.Errorf("-set: %v", err)
-	}
-	if v, ok := cfg.(elements.Validator); ok {
-		if err := v.Validate(); err != nil {
-			return 0, err
-		}
+	cfg, err := pipeline.DecodeConfig(t, tbl)
+	if err != nil {
+		return 0, fmt.Errorf("-set: %s: %w", typ, err)
 	}
 	_, out := t.Ports(cfg)
 	return out, nil
@@ -226,6 +231,7 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, j
 	for t0 := time.Now(); time.Since(t0) < d/10; {
 		r.Round(0)
 	}
+	r.Publish()
 	before := r.Snapshot()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -251,6 +257,10 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, j
 	if pkts == 0 {
 		return errors.New("no packets received: do the graph's sources produce traffic?")
 	}
+	// What the measured interval did, without the warm-up: the table's
+	// counts and the packet count below are the same packets.
+	interval := after.Since(before)
+	interval.Uptime = elapsed
 	ns := float64(elapsed.Nanoseconds()) / float64(pkts)
 	if js != nil {
 		return js.write(w, g, pkts, elapsed, m1.Mallocs-m0.Mallocs, before, after)
@@ -273,7 +283,8 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, j
 		return a, b
 	}
 	if focus == "" {
-		return after.WriteTable(w)
+		fmt.Fprintf(w, "  (one worker, its rounds driven by bench: no busy or idle time to report)\n")
+		return interval.Render(w, pipeline.TableOptions{NoWorkers: true})
 	}
 	a, b := delta(focus)
 	tp := b.TimedPackets - a.TimedPackets

@@ -47,7 +47,7 @@ func clientArgs(name string, args []string, stderr io.Writer) (*ctlClient, []str
 		}
 		switch flagName {
 		case "h", "help":
-			fmt.Fprintf(stderr, "usage: forwarder %s\n%s", subUsage[name], clientHelp)
+			fmt.Fprintf(stderr, "usage: forwarder %s\n\nFlags:\n%s%s", subUsage[name], clientHelp, subFlags[name])
 			return nil, nil, flag.ErrHelp
 		case "control", "config", "format":
 			if !hasVal {
@@ -78,13 +78,37 @@ func clientArgs(name string, args []string, stderr io.Writer) (*ctlClient, []str
 	return cl, rest, nil
 }
 
-// subUsage is each client command's synopsis.
+// subUsage is each client command's synopsis; CONTROL stands for the
+// flags every client command takes (clientHelp).
 var subUsage = map[string]string{
-	"show":    "show [-control PATH] [-format table|json] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX] | neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
-	"clear":   "clear [-control PATH] counters",
-	"route":   "route [-control PATH] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
-	"trace":   "trace [-control PATH] [-format table|json] [-n N] [-timeout D] [FILTER]",
-	"capture": "capture [-control PATH] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]",
+	"show":    "show [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX] | neighbors [-element NAME] | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
+	"clear":   "clear [CONTROL] counters",
+	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
+	"trace":   "trace [CONTROL] [-n N] [-timeout D] [FILTER]",
+	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]",
+}
+
+// subFlags lists each client command's own flags for its -h, in the
+// flag package's layout (the usage tests read them).
+var subFlags = map[string]string{
+	"show": `  -n N              show flows: at most N flows (default 100; 0: all)
+  -count            show flows: only count the flows
+  -element NAME     show routes, neighbors: the IPLookup or ARPQuerier (when the graph has several)
+  -workers          show runtime, errors: one row per worker too
+  -all              show errors: also counters that are not drops
+`,
+	"clear": "",
+	"route": `  -element NAME     the IPLookup (when the graph has several)
+`,
+	"trace": `  -n N              packets to trace (default 10)
+  -timeout D        give up after this long
+`,
+	"capture": `  -element NAME     the element whose output to capture (required)
+  -port P           only this output port (default: every port)
+  -n N              packets to capture
+  -timeout D        give up after this long
+  -w FILE.pcap      the pcap file to write (required)
+`,
 }
 
 // defaultSocket is /run/junction/<config>.sock, or with no -config the only

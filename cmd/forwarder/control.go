@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,27 +134,10 @@ func pickElement[T any](cs *ctlServer, what, name string) (int, T, error) {
 	return -1, zero, control.Usagef("-element %s: no %s of that name (this graph has: %s)", name, what, strings.Join(names, ", "))
 }
 
-// displayName is an element's name as tables show it: an anonymous
-// element bound to a device says which (FromDevice(lan)@1).
-func displayName(e *pipeline.Element) string {
-	if !e.Anonymous || e.Config == nil {
-		return e.Name
-	}
-	v := reflect.ValueOf(e.Config)
-	for v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return e.Name
-	}
-	if f := v.FieldByName("Device"); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
-		typ, n, ok := strings.Cut(e.Name, "@")
-		if ok {
-			return typ + "(" + f.String() + ")@" + n
-		}
-	}
-	return e.Name
-}
+// displayName is an element's name as tables show it; the loader
+// already names an anonymous element bound to a device after it
+// (FromDevice(lan)@1).
+func displayName(e *pipeline.Element) string { return e.Name }
 
 // parseAddrOrPrefix reads "10.1.2.3" or "10.0.0.0/8".
 func parseAddrOrPrefix(s string) (netip.Addr, netip.Prefix, error) {

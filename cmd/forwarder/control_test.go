@@ -229,7 +229,7 @@ func TestTraceAndCapture(t *testing.T) {
 		{[]string{"capture", "-element", "rtt", "-w", "/dev/null"}, `no such element (did you mean "rt"?)`},
 		{[]string{"capture", "-element", "rt", "-port", "5", "-w", "/dev/null"}, "rt has output ports 0..1"},
 		{[]string{"capture", "-element", "rt"}, "-w FILE.pcap is required"},
-		{[]string{"capture", "-element", "ToDevice@3", "-w", "/dev/null"}, "no output ports (a sink)"},
+		{[]string{"capture", "-element", "ToDevice(out)@3", "-w", "/dev/null"}, "no output ports (a sink)"},
 	} {
 		code, _, errs := ctl(t, path, c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {

@@ -13,7 +13,7 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-const graphUsage = `forwarder graph [-config FILE] [-stats ADDR [-interval D]] [-format dot|svg|png] [-plain]
+const graphUsage = `usage: forwarder graph [-config FILE] [-stats ADDR [-interval D]] [-format dot|svg|png] [-plain]
 
 Draws the graph: top to bottom, devices named on their FromDevice and
 ToDevice boxes, Classifier outputs labelled with their rules. With -stats

@@ -33,28 +33,32 @@ func main() {
 const usage = `forwarder — Junction, a Click-style modular software router
 
 Usage:
-  forwarder run      [-config FILE] [-duration D] [-workers N] [-stats ADDR] [-stats-public] [-quiet] [-nopin] [-cpus LIST] [-control PATH]
-  forwarder check    [-config FILE]
-  forwarder graph    [-config FILE] [-stats ADDR] [-format dot|svg|png]
+  forwarder run      [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST]
+                     [-stats ADDR] [-stats-public] [-quiet] [-per-worker] [-control PATH]
+  forwarder check    [-config FILE] [-strict]
+  forwarder graph    [-config FILE] [-stats ADDR] [-interval D] [-format dot|svg|png] [-plain]
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
-  forwarder stats    [-addr ADDR] [-format table|json|prom]
-  forwarder bench    -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
-  forwarder bench    -config FILE
-  forwarder routes   -config FILE [ADDR]
-  forwarder show     [-control PATH] [-format table|json] flows|routes|neighbors|interfaces|runtime|errors [ARGS]
-  forwarder clear    [-control PATH] counters
-  forwarder route    [-control PATH] add|replace PREFIX [via NH]... out PORT... | del PREFIX | reload [-element NAME]
-  forwarder trace    [-control PATH] [-n N] [-timeout D] [FILTER]
-  forwarder capture  [-control PATH] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
-  forwarder help
+  forwarder stats    [-addr ADDR] [-format table|json|prom] [-per-worker]
+  forwarder bench    -element TYPE [-plugin PATH] [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
+  forwarder bench    -config FILE [-duration D] [-json]
+  forwarder routes   [-config FILE] [-element NAME] [ADDR ...]
+  forwarder routes   -generate N [-generate6 M] [-seed S] [-nexthops K] [-ports P] [-ecmp F] [-default]
+  forwarder show     [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX]
+  forwarder show     [CONTROL] neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]
+  forwarder clear    [CONTROL] counters
+  forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX | reload
+  forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
+  forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
+  forwarder version
+  forwarder help     [COMMAND]
 
 run       runs the graph (without -config: the embedded default graph, a router
           between two synthetic gen devices); prints a rate line every second
           and, on exit, the per-element table. Stops on Ctrl-C/SIGTERM, after
           -duration, or when every source is drained.
-check     validates a graph file: "ok: N elements, M links, K devices", or every
-          error with its file:line (exit status 1).
+check     validates a graph as run would, short of starting it: "ok: N elements,
+          M links, K devices" and warnings, or every error with its file:line.
 graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg), or
           renders it (-format svg|png, with Graphviz installed); -stats ADDR
           draws a running forwarder's rates, ns/packet and drops on it.
@@ -74,6 +78,11 @@ route     adds, replaces or deletes a route of a running IPLookup, or re-reads
 trace     follows the next N packets matching FILTER through the running graph:
           headers, elements passed, output ports, drop reasons.
 capture   writes N packets leaving an element (or one of its ports) to a pcap.
+version   prints the module version, VCS revision and Go version.
+
+CONTROL stands for [-control PATH] [-config FILE] [-format table|json].
+"forwarder help COMMAND" or "forwarder COMMAND -h" prints a command's flags.
+Exit status: 0 done, 1 failed, 2 wrong usage.
 `
 
 // Main runs the forwarder command line and returns the exit status.
@@ -92,9 +101,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "graph":
 		err = graphCmd(rest, stdout, stderr)
 	case "elements":
-		err = elementsCmd(rest, stdout)
+		err = elementsCmd(rest, stdout, stderr)
 	case "drivers":
-		err = driversCmd(rest, stdout)
+		err = driversCmd(rest, stdout, stderr)
 	case "bench":
 		err = benchCmd(rest, stdout, stderr)
 	case "routes":
@@ -111,12 +120,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = traceCmd(rest, stdout, stderr)
 	case "capture":
 		err = captureCmd(rest, stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	case "version":
+		err = versionCmd(rest, stdout, stderr)
+	case "help":
+		return helpCmd(rest, stdout, stderr)
+	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		msg := fmt.Sprintf("forwarder: unknown command %q", cmd)
-		if s := nearest(cmd, []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "help", "show", "clear", "route", "trace", "capture"}); s != "" {
+		if s := nearest(cmd, commandNames); s != "" {
 			msg += fmt.Sprintf(", did you mean %q?", s)
 		}
 		fmt.Fprintln(stderr, msg)
@@ -130,6 +143,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case isUsage(err):
+		fmt.Fprintf(stderr, "forwarder %s: %v\n(forwarder help %s shows its usage)\n", cmd, err, cmd)
+		return 2
 	default:
 		fmt.Fprintln(stderr, "forwarder "+cmd+": "+indentLines(err.Error()))
 		return 1
@@ -142,6 +158,15 @@ var errUsage = errors.New("usage")
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("forwarder "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		writeCmdUsage(fs.Output(), name)
+		var any bool
+		fs.VisitAll(func(*flag.Flag) { any = true })
+		if any {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
 	return fs
 }
 
@@ -171,11 +196,11 @@ func configArg(fs *flag.FlagSet, config string) (string, error) {
 		return config, nil
 	case 1:
 		if config != "" {
-			return "", fmt.Errorf("both -config %s and %s given", config, fs.Arg(0))
+			return "", usageErrorf("both -config %s and %s given", config, fs.Arg(0))
 		}
 		return fs.Arg(0), nil
 	default:
-		return "", fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return "", usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 }
 
@@ -194,20 +219,16 @@ func graphFlag(name string, args []string, stderr io.Writer) (*pipeline.Graph, e
 	return loadGraph(path)
 }
 
-func checkCmd(args []string, stdout, stderr io.Writer) error {
-	g, err := graphFlag("check", args, stderr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "ok: %d elements, %d links, %d devices\n", len(g.Elements), len(g.Links), len(g.Devices))
-	return nil
-}
-
 func graphCmd(args []string, stdout, stderr io.Writer) error {
 	return graphLiveCmd(args, stdout, stderr)
 }
 
-func elementsCmd(args []string, stdout io.Writer) error {
+func elementsCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("elements", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	switch len(args) {
 	case 0:
 		var types []*elements.Type
@@ -220,18 +241,23 @@ func elementsCmd(args []string, stdout io.Writer) error {
 		t, ok := elements.Lookup(args[0])
 		if !ok {
 			msg := fmt.Sprintf("unknown element type %q", args[0])
-			if s := nearest(args[0], elements.Names()); s != "" {
+			if s := elements.SuggestType(args[0]); s != "" {
 				msg += fmt.Sprintf(", did you mean %q?", s)
 			}
 			return errors.New(msg + " (forwarder elements lists them)")
 		}
 		return elements.WriteDoc(stdout, t)
 	default:
-		return fmt.Errorf("one element type at a time, got %d", len(args))
+		return usageErrorf("one element type at a time, got %d", len(args))
 	}
 }
 
-func driversCmd(args []string, stdout io.Writer) error {
+func driversCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("drivers", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	switch len(args) {
 	case 0:
 		for _, n := range drivers.Names() {
@@ -252,7 +278,7 @@ func driversCmd(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, strings.TrimRight(d.Doc, "\n"))
 		return nil
 	default:
-		return fmt.Errorf("one driver at a time, got %d", len(args))
+		return usageErrorf("one driver at a time, got %d", len(args))
 	}
 }
 

@@ -124,7 +124,7 @@ var okLine = regexp.MustCompile(`^ok: (\d+) elements, (\d+) links, (\d+) devices
 func TestCheck(t *testing.T) {
 	for _, args := range [][]string{
 		{"check"}, // the embedded default graph
-		{"check", "-config", "../../configs/router.toml"},
+		{"check", "-config", "../../configs/bench-nat.toml"},
 		{"check", "../../configs/bench-l3.toml"},
 	} {
 		code, out, errs := forwarder(t, args...)
@@ -275,8 +275,8 @@ read      = "no-such-file.pcap"`, 1)
 	if code, _, errs := forwarder(t, "run", "-duration", "1s", "-stats", "256.0.0.1:1"); code != 1 || !strings.Contains(errs, "stats endpoint") {
 		t.Errorf("bad stats address: exit %d, stderr %q", code, errs)
 	}
-	// A CPU list that does not parse.
-	if code, _, errs := forwarder(t, "run", "-cpus", "1,x", "-stats", "off"); code != 1 || !strings.Contains(errs, `-cpus: "x"`) {
+	// A CPU list that does not parse: a usage error.
+	if code, _, errs := forwarder(t, "run", "-cpus", "1,x", "-stats", "off"); code != 2 || !strings.Contains(errs, `-cpus: "x"`) {
 		t.Errorf("bad -cpus: exit %d, stderr %q", code, errs)
 	}
 }
@@ -399,7 +399,7 @@ func TestStatsCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `junction_element_packets_total{element="rt",type="IPLookup",worker="0"}`) {
 		t.Errorf("prom: exit %d\n%s", code, out)
 	}
-	if code, _, _ := forwarder(t, "stats", "-addr", addr, "-format", "xml"); code != 1 {
+	if code, _, _ := forwarder(t, "stats", "-addr", addr, "-format", "xml"); code != 2 { // a usage error
 		t.Errorf("bad format: exit %d", code)
 	}
 	r.Stop()

@@ -43,7 +43,7 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 	for _, a := range fs.Args() {
 		x, err := netip.ParseAddr(a)
 		if err != nil {
-			return fmt.Errorf("%q is not an IPv4 or IPv6 address", a)
+			return usageErrorf("%q is not an IPv4 or IPv6 address", a)
 		}
 		addrs = append(addrs, x)
 	}

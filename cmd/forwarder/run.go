@@ -24,7 +24,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no start banner and no per-second rate lines (the final table is still printed)")
 	nopin := fs.Bool("nopin", false, "do not pin worker threads to CPUs")
 	ctlPath := fs.String("control", "", `control socket for show, route, trace, capture ("off" disables; default: /run/junction/<config name>.sock)`)
-	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th (wrapping), e.g. 2,3 or 2-5 (default: every CPU the process may use)")
+	perWorker := fs.Bool("per-worker", false, "the exit table also lists each worker's rows under each element's totals")
+	cpuList := fs.String("cpus", "", "CPUs to pin workers to, worker i on the i-th, e.g. 2,3 or 2-5 (default: every CPU the process may use)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -33,11 +34,14 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *workers < 0 {
-		return fmt.Errorf("-workers must be ≥ 0, got %d", *workers)
+		return usageErrorf("-workers must be ≥ 0, got %d", *workers)
 	}
 	cpus, err := parseCPUList(*cpuList)
 	if err != nil {
-		return fmt.Errorf("-cpus: %w", err)
+		return usageErrorf("-cpus: %v", err)
+	}
+	if err := checkCPUFlags(cpus, *nopin, onlineCPUs()); err != nil {
+		return err
 	}
 	// Signals first: a SIGTERM while the graph loads (a plugin being
 	// validated) ends the run once loading returns, instead of killing
@@ -48,9 +52,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWorkers(*workers, g.Workers, *nopin, cpus, pipeline.ProcessCPUs()); err != nil {
+		return err
+	}
 	return run(ctx, g, runOptions{
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
-		control: *ctlPath,
+		control: *ctlPath, perWorker: *perWorker,
 	}, stdout, stderr)
 }
 
@@ -63,6 +70,8 @@ type runOptions struct {
 	quiet       bool
 	nopin       bool
 	cpus        []int
+	// perWorker adds each worker's rows to the exit table.
+	perWorker bool
 	// every is the rate line interval (a second; tests shorten it).
 	every time.Duration
 	// control is the control socket's path ("": the default; "off").
@@ -172,7 +181,7 @@ loop:
 	}
 	final := r.Snapshot()
 	fmt.Fprintf(stdout, "\nstopped after %s (%s)\n", final.Uptime.Round(time.Millisecond), why)
-	if err := final.WriteTable(stdout); err != nil {
+	if err := final.Render(stdout, pipeline.TableOptions{PerWorker: o.perWorker}); err != nil {
 		return err
 	}
 	if closeErr != nil {

@@ -667,13 +667,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 }
 
 // deviceOf is the device an element's config names ("" if none).
-func deviceOf(e *pipeline.Element) string {
-	n := displayName(&pipeline.Element{Name: "x@0", Anonymous: true, Config: e.Config})
-	if s, ok := strings.CutPrefix(n, "x("); ok {
-		return strings.TrimSuffix(s, ")@0")
-	}
-	return ""
-}
+func deviceOf(e *pipeline.Element) string { return e.Device() }
 
 // --- client ---
 

@@ -12,11 +12,12 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stats", stderr)
 	addr := fs.String("addr", pipeline.DefaultStatsAddr, "the forwarder's stats endpoint")
 	format := fs.String("format", "table", "table, json or prom")
+	perWorker := fs.Bool("per-worker", false, "with -format table: each worker's rows under each element's totals")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return usageErrorf("unexpected arguments: %v", fs.Args())
 	}
 	switch *format {
 	case "table":
@@ -25,7 +26,7 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "uptime %s\n", s.Uptime.Round(1e6))
-		return s.WriteTable(stdout)
+		return s.Render(stdout, pipeline.TableOptions{PerWorker: *perWorker})
 	case "json", "prom":
 		path := "/stats"
 		if *format == "prom" {
@@ -38,6 +39,6 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(body)
 		return err
 	default:
-		return fmt.Errorf("-format must be table, json or prom, got %q", *format)
+		return usageErrorf("-format must be table, json or prom, got %q", *format)
 	}
 }

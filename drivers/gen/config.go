@@ -3,6 +3,7 @@ package gen
 import (
 	"math"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -20,10 +21,13 @@ type Config struct {
 	// SplitFlows gives each flow to one queue (see Doc).
 	SplitFlows bool   `toml:"split_flows"`
 	Proto      string `toml:"proto"`
-	Queues     int    `toml:"queues"`
-	Seed       int64  `toml:"seed"`
-	SrcMAC     string `toml:"src_mac"`
-	DstMAC     string `toml:"dst_mac"`
+	// Sport and Dport are a port or a LO-HI range (see Doc).
+	Sport  Ports  `toml:"sport"`
+	Dport  Ports  `toml:"dport"`
+	Queues int    `toml:"queues"`
+	Seed   int64  `toml:"seed"`
+	SrcMAC string `toml:"src_mac"`
+	DstMAC string `toml:"dst_mac"`
 }
 
 // Defaults. The addresses come from 198.18.0.0/15, the range RFC 2544
@@ -48,16 +52,40 @@ const (
 	// small enough that the token arithmetic stays exact.
 	MaxRate = 1e10
 
-	// DstPort is the fixed destination port (discard, RFC 863); FirstSrcPort
-	// is flow 0's source port.
+	// DstPort is the default destination port (discard, RFC 863);
+	// FirstSrcPort is flow 0's source port by default, the first of
+	// DefaultSport.
 	DstPort      = 9
 	FirstSrcPort = 1024
-	srcPorts     = 65536 - FirstSrcPort
+	DefaultSport = "1024-65535"
 )
+
+// Ports is a port or an inclusive range of ports, "23" or "1024-65535"; a
+// TOML integer is a single port.
+type Ports string
+
+// UnmarshalText takes the text as written (checked by validate).
+func (p *Ports) UnmarshalText(b []byte) error { *p = Ports(b); return nil }
+
+// parsePorts parses a Ports value: the first port and how many.
+func parsePorts(key string, p Ports) (uint32, uint32, error) {
+	s := strings.TrimSpace(string(p))
+	lo, hi, isRange := strings.Cut(s, "-")
+	a, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 16)
+	b := a
+	var err2 error
+	if isRange {
+		b, err2 = strconv.ParseUint(strings.TrimSpace(hi), 10, 16)
+	}
+	if err1 != nil || err2 != nil || b < a {
+		return 0, 0, elements.Errorf(key, "%q: want a port (0-65535) or a range LO-HI such as \"1024-65535\"", s)
+	}
+	return uint32(a), uint32(b-a) + 1, nil
+}
 
 func newConfig() any {
 	return &Config{Size: DefaultSize, Src: DefaultSrc, Dst: DefaultDst, Flows: 1,
-		Proto: DefaultProto, Seed: DefaultSeed, SrcMAC: DefaultSrcMAC}
+		Proto: DefaultProto, Seed: DefaultSeed, SrcMAC: DefaultSrcMAC, Sport: DefaultSport}
 }
 
 // addrRange is a run of consecutive IPv4 addresses.
@@ -126,19 +154,31 @@ type settings struct {
 	flows    uint64
 	split    bool
 	proto    uint8
-	queues   int
-	seed     uint64
-	srcMAC   packet.MAC
-	dstMAC   packet.MAC
+	// The source ports of the flows: sportN from sport0; the destination
+	// ports, drawn per packet: dportN from dport0 (ICMP: the echo
+	// identifier takes the source port's role, and there is no dport).
+	sport0, sportN uint32
+	dport0, dportN uint32
+	queues         int
+	seed           uint64
+	srcMAC         packet.MAC
+	dstMAC         packet.MAC
 }
 
 // minSize is the size of the headers alone.
 func minSize(proto uint8) int {
-	if proto == packet.ProtoTCP {
+	switch proto {
+	case packet.ProtoTCP:
 		return packet.EthernetLen + packet.IPv4MinLen + packet.TCPMinLen
+	case packet.ProtoICMP:
+		return packet.EthernetLen + packet.IPv4MinLen + icmpLen
 	}
 	return packet.EthernetLen + packet.IPv4MinLen + packet.UDPLen
 }
+
+// icmpLen is an ICMP echo request's header: type, code, checksum,
+// identifier, sequence number.
+const icmpLen = 8
 
 func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	var s settings
@@ -155,14 +195,35 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 		s.proto = packet.ProtoUDP
 	case "tcp":
 		s.proto = packet.ProtoTCP
+	case "icmp":
+		s.proto = packet.ProtoICMP
 	default:
-		return s, elements.Errorf("proto", "%q: want \"udp\" or \"tcp\"", c.Proto)
+		return s, elements.Errorf("proto", "%q: want \"udp\", \"tcp\" or \"icmp\"", c.Proto)
+	}
+	var err error
+	sport := c.Sport
+	if sport == "" {
+		sport = DefaultSport
+	}
+	if s.sport0, s.sportN, err = parsePorts("sport", sport); err != nil {
+		return s, err
+	}
+	switch {
+	case s.proto == packet.ProtoICMP && c.Dport != "":
+		return s, elements.Errorf("dport", "ICMP has no ports: an echo request's identifier is its flow's sport")
+	case s.proto == packet.ProtoICMP:
+		s.dport0, s.dportN = 0, 1
+	case c.Dport == "":
+		s.dport0, s.dportN = DstPort, 1
+	default:
+		if s.dport0, s.dportN, err = parsePorts("dport", c.Dport); err != nil {
+			return s, err
+		}
 	}
 	if lo := minSize(s.proto); c.Size < lo || c.Size > MaxSize {
 		return s, elements.Errorf("size", "%d bytes out of range [%d, %d] for %s frames", c.Size, lo, MaxSize, strings.ToLower(c.Proto))
 	}
 	s.size = c.Size
-	var err error
 	if s.src, err = parseRange("src", c.Src); err != nil {
 		return s, err
 	}
@@ -174,9 +235,9 @@ func (c *Config) validate(workers int, devMAC packet.MAC) (settings, error) {
 	}
 	// Per-packet flow choice multiplies 32 random bits by flows, and each
 	// flow needs its own (source address, source port) pair.
-	maxFlows := min(s.src.n*srcPorts, math.MaxUint32)
+	maxFlows := min(s.src.n*uint64(s.sportN), math.MaxUint32)
 	if uint64(c.Flows) > maxFlows {
-		return s, elements.Errorf("flows", "%d flows exceed the %d distinct (source address, source port) pairs src %q offers", c.Flows, maxFlows, c.Src)
+		return s, elements.Errorf("flows", "%d flows exceed the %d distinct (source address, source port) pairs src %q and sport %q offer", c.Flows, maxFlows, c.Src, string(sport))
 	}
 	s.flows = uint64(c.Flows)
 	if c.Queues < 0 || c.Queues > MaxQueues {

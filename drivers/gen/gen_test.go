@@ -93,6 +93,16 @@ func verify(t *testing.T, frame []byte, wantProto uint8) decoded {
 		d.sport, d.dport = uint16(tc.SrcPort), uint16(tc.DstPort)
 		tc.SetNetworkLayerForChecksum(ip)
 		l4, payload = tc, tc.Payload
+	case packet.ProtoICMP:
+		ic, _ := pkt.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+		if ic == nil {
+			t.Fatalf("no ICMPv4 layer: %v", pkt)
+		}
+		if ic.TypeCode != layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0) || ic.Seq != 1 {
+			t.Fatalf("ICMP header: %+v", ic)
+		}
+		d.sport = ic.Id // the identifier is the flow's port
+		l4, payload = ic, ic.Payload
 	}
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true},
@@ -651,7 +661,13 @@ func TestBadKeys(t *testing.T) {
 		{"flows", func(c *Config) { c.Flows = 0 }, "≥ 1"},
 		{"flows", func(c *Config) { c.Flows = 64513 }, "64512"},
 		{"flows", func(c *Config) { c.Src = "10.0.0.0/31"; c.Flows = 2*64512 + 1 }, "129024"},
-		{"proto", func(c *Config) { c.Proto = "icmp" }, `"icmp"`},
+		{"proto", func(c *Config) { c.Proto = "sctp" }, `"sctp"`},
+		{"sport", func(c *Config) { c.Sport = "70000" }, `"70000": want a port`},
+		{"sport", func(c *Config) { c.Sport = "2000-1000" }, "LO-HI"},
+		{"dport", func(c *Config) { c.Dport = "x" }, `"x"`},
+		{"dport", func(c *Config) { c.Proto = "icmp"; c.Dport = "23" }, "ICMP has no ports"},
+		{"flows", func(c *Config) { c.Sport = "5000-5009"; c.Flows = 11 }, "10 distinct"},
+		{"size", func(c *Config) { c.Proto = "icmp"; c.Size = 41 }, "[42, 1514]"},
 		{"split_flows", func(c *Config) { c.Flows = 1; c.Queues = 2; c.SplitFlows = true }, "flows ≥ queues"},
 		{"queues", func(c *Config) { c.Queues = -1 }, "queues"},
 		{"queues", func(c *Config) { c.Queues = 100000 }, "256"},
@@ -722,6 +738,8 @@ func BenchmarkReceiveTransmit(b *testing.B) {
 		{"udp64", nil},
 		{"udp64-ranges", func(c *Config) { c.Dst = "10.0.0.0/8"; c.Src = "10.1.0.0/16"; c.Flows = 100000 }},
 		{"tcp64-rate", func(c *Config) { c.Proto = "tcp"; c.Rate = 1e10; c.Flows = 1000 }},
+		{"tcp64-dports", func(c *Config) { c.Proto = "tcp"; c.Dport = "1-1024"; c.Flows = 1000 }},
+		{"icmp64", func(c *Config) { c.Proto = "icmp"; c.Flows = 1000 }},
 		{"udp1514", func(c *Config) { c.Size = 1514; c.Flows = 1000 }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

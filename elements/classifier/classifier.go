@@ -105,6 +105,8 @@ side by side without and/or are an error):
             | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
             | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
             | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
+            | ( "tcp" | "udp" ) ( src/dst/port primitive )
+            | ( "ip" | "ip6" ) ( src/dst/host/net/proto primitive )
 
 Primitives:
   -              any packet; only as a whole rule
@@ -128,6 +130,9 @@ Primitives:
                  with: new (no reply seen yet), established, related (an
                  ICMP error about a tracked flow), invalid, or untracked (not
                  seen by a Conntrack); put the Classifier after Conntrack
+  tcp dst port N tcpdump's qualified form: "tcp dst port 23" is "tcp and
+                 dst port 23", "udp port 53" is "udp and port 53", "ip host A"
+                 is "ip and host A", "ip6 proto 58" is "ip6 and proto 58"
   and && or || not !  ( )
 
 What a rule sees:

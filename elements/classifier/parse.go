@@ -24,6 +24,8 @@ import (
 //	          | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
 //	          | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
 //	          | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
+//	          | ( "tcp" | "udp" ) primitive   (tcpdump's "tcp dst port 23": one starting with src, dst or port)
+//	          | ( "ip" | "ip6" ) primitive    (one starting with src, dst, host, net or proto)
 
 // ParseError is a rule that does not parse: which rule (its output port),
 // its text, the 1-based byte column of the offending token and what is
@@ -329,10 +331,12 @@ func (p *parser) primitive() (*node, *ParseError) {
 		}
 		return primNode(prim{op: pEther, val: 0x0806}), nil
 	case "ip":
-		return primNode(prim{op: pEther, val: 0x0800}), nil
+		return p.qualified(primNode(prim{op: pEther, val: 0x0800}), "src", "dst", "host", "net", "proto")
 	case "ip6":
-		return primNode(prim{op: pEther, val: 0x86dd}), nil
-	case "tcp", "udp", "icmp", "icmp6":
+		return p.qualified(primNode(prim{op: pEther, val: 0x86dd}), "src", "dst", "host", "net", "proto")
+	case "tcp", "udp":
+		return p.qualified(protoNode(t.low), "src", "dst", "port")
+	case "icmp", "icmp6":
 		return protoNode(t.low), nil
 	case "proto":
 		return p.proto(t)
@@ -366,6 +370,27 @@ func (p *parser) primitive() (*node, *ParseError) {
 		return nil, errAt(t, "%q must follow \"arp\"", t.text)
 	}
 	return nil, errAt(t, "%s", unknownWord(t.text))
+}
+
+// qualified parses tcpdump's qualified primitives: "tcp dst port 23" is
+// "tcp and dst port 23", "ip host 10.0.0.1" is "ip and host 10.0.0.1".
+// When the next word is one of after, the primitive it starts is parsed
+// and and-ed with n.
+func (p *parser) qualified(n *node, after ...string) (*node, *ParseError) {
+	u := p.peek()
+	if u.kind != tWord {
+		return n, nil
+	}
+	for _, w := range after {
+		if u.low == w {
+			r, err := p.primitive()
+			if err != nil {
+				return nil, err
+			}
+			return &node{kind: nAnd, l: n, r: r}, nil
+		}
+	}
+	return n, nil
 }
 
 // ctStates maps "ct STATE" words to packet.Ct* values (the annotation
@@ -501,6 +526,9 @@ func isDigits(s string) bool {
 func unknownWord(w string) string {
 	msg := fmt.Sprintf("unknown word %q", w)
 	low := strings.ToLower(w)
+	if k, ok := wordAliases[low]; ok {
+		return msg + fmt.Sprintf(", did you mean %q?", k)
+	}
 	// Suggest the nearest keywords (all of them on a tie: "prot" is one
 	// edit from both "proto" and "port"), within two edits.
 	var best []string
@@ -530,6 +558,16 @@ func unknownWord(w string) string {
 		}
 	}
 	return msg
+}
+
+// wordAliases are other tools' words for a keyword (nftables' ip
+// version names, Wireshark's display filters), suggested before the
+// nearest spelling: "ipv4" is one edit from "ip6" but means "ip".
+var wordAliases = map[string]string{
+	"ipv4": "ip", "ip4": "ip", "ipv6": "ip6", "inet6": "ip6", "inet": "ip",
+	"icmpv6": "icmp6", "icmpv4": "icmp", "ipv6-icmp": "icmp6",
+	"sport": "src port", "dport": "dst port", "saddr": "src host", "daddr": "dst host",
+	"src_port": "src port", "dst_port": "dst port",
 }
 
 // editDistance is the optimal string alignment distance (Levenshtein plus

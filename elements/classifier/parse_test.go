@@ -61,7 +61,7 @@ func TestParseErrors(t *testing.T) {
 		// juxtaposition, trailing garbage
 		{"tcp udp", 5, `expected and/or before "udp"`},
 		{"arp request reply", 13, `expected and/or before "reply"`},
-		{"ip proto 6", 4, `expected and/or before "proto"`},
+		{"ip tcp", 4, `expected and/or before "tcp"`}, // "ip proto 6" is tcpdump's qualified form: accepted
 		{"tcp and udp garbage", 13, `expected and/or before "garbage"`},
 		{"tcp (udp)", 5, `expected and/or before "("`},
 		{"tcp !udp", 5, `expected and/or before "!"`},

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// checkCmd: forwarder check [-config FILE] [-strict]. It runs what run
+// runs before starting (loading, then pipeline.CheckEnv) and adds the
+// warnings of pipeline.Warnings.
+func checkCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", stderr)
+	config := fs.String("config", "", "graph file (default: the embedded default graph)")
+	strict := fs.Bool("strict", false, "treat warnings as errors (exit status 1)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	path, err := configArg(fs, *config)
+	if err != nil {
+		return err
+	}
+	g, err := loadGraph(path)
+	if err != nil {
+		return err
+	}
+	if err := pipeline.CheckEnv(g, 0); err != nil {
+		return err
+	}
+	ws := pipeline.Warnings(g)
+	if *strict && len(ws) > 0 {
+		msg := ""
+		for i, w := range ws {
+			if i > 0 {
+				msg += "\n"
+			}
+			msg += w.String()
+		}
+		return fmt.Errorf("%s\n(%s, errors with -strict)", msg, count(len(ws), "warning"))
+	}
+	for _, w := range ws {
+		fmt.Fprintln(stderr, "warning: "+w.String())
+	}
+	note := ""
+	if len(ws) > 0 {
+		note = " (" + count(len(ws), "warning") + ")"
+	}
+	fmt.Fprintf(stdout, "ok: %d elements, %d links, %d devices%s\n", len(g.Elements), len(g.Links), len(g.Devices), note)
+	return nil
+}

@@ -1,0 +1,37 @@
+package drivers
+
+import "sync"
+
+// CheckFunc checks a device's config against the environment as Open
+// would — files that must exist, interfaces that must be there — without
+// opening anything, creating a file or touching an interface, and returns
+// the Info the device would have (its MAC: the mac key's, or the
+// interface's). forwarder check and the pipeline's validation pass run
+// it; Open still reports the same errors for what only opening can find.
+type CheckFunc func(cfg any, ctx OpenContext) (Info, error)
+
+var (
+	checkMu sync.RWMutex
+	checks  = map[string]CheckFunc{}
+)
+
+// RegisterCheck sets the check of a driver (by name), from the driver's
+// package; a driver without one is checked by its keys only.
+func RegisterCheck(driver string, f CheckFunc) {
+	checkMu.Lock()
+	defer checkMu.Unlock()
+	checks[driver] = f
+}
+
+// Check runs the driver's check. known is false for a driver without one:
+// what its device will be is then unknown until it is opened.
+func Check(driver string, cfg any, ctx OpenContext) (info Info, known bool, err error) {
+	checkMu.RLock()
+	f := checks[driver]
+	checkMu.RUnlock()
+	if f == nil {
+		return Info{}, false, nil
+	}
+	info, err = f(cfg, ctx)
+	return info, err == nil, err
+}

@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+)
+
+// maxPublishWait bounds how long a snapshot waits for the workers to
+// publish: a running worker publishes about every millisecond, asleep or
+// not (an idle worker wakes on the millisecond tick).
+const maxPublishWait = 5 * time.Millisecond
+
+// awaitPublish waits until every running worker has published its
+// counters after t0 (elements.Nanotime), or maxPublishWait has passed.
+// The devices count what they send at once, the workers publish what
+// their elements counted about once a millisecond: a snapshot that reads
+// the devices at t0 and the elements published before t0 could show
+// more sent than received.
+func (r *Router) awaitPublish(t0 int64) {
+	deadline := t0 + int64(maxPublishWait)
+	for _, w := range r.workers {
+		for {
+			at := w.pubAt.Load()
+			if at == 0 || at >= t0 || w.exited.Load() {
+				break
+			}
+			if elements.Nanotime() > deadline {
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
