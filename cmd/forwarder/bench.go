@@ -76,7 +76,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchGraph(g, *duration, "", stdout, benchJSON(*asJSON, "graph "+*config, args, nil))
+		return benchGraph(g, *duration, "", stdout, benchJSON(*asJSON, "graph "+*config, args))
 	}
 	if *element == "" {
 		fs.Usage()
@@ -93,7 +93,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w\n(the generated graph was:\n%s)", err, src)
 	}
-	return benchGraph(g, *duration, "bench", stdout, benchJSON(*asJSON, "element "+*element, args, g))
+	return benchGraph(g, *duration, "bench", stdout, benchJSON(*asJSON, "element "+*element, args))
 }
 
 // tomlValue renders a -set or -traffic value: TOML if it parses as a TOML

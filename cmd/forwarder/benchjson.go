@@ -19,7 +19,7 @@ type benchJSONOut struct {
 }
 
 // benchJSON returns the -json output's description, or nil without -json.
-func benchJSON(on bool, name string, args []string, _ *pipeline.Graph) *benchJSONOut {
+func benchJSON(on bool, name string, args []string) *benchJSONOut {
 	if !on {
 		return nil
 	}
