@@ -64,12 +64,13 @@ if [ "${FASTPATH:-}" = 0 ]; then
 		{ echo "e2e-nat.sh: FASTPATH=0: could not edit nat-gateway.toml" >&2; exit 1; }
 	LABEL=afxdp
 fi
-"$TMP/forwarder" check -config "$CONFIG" >/dev/null
 
 e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $IN numtxqueues $QUEUES numrxqueues $QUEUES
 ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $OUT numtxqueues $QUEUES numrxqueues $QUEUES
 for l in "$FWD lan0" "$FWD wan0" "$IN eth0" "$OUT eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
+# check looks the interfaces up: in the namespace that holds them.
+ip netns exec $FWD "$TMP/forwarder" check -config "$CONFIG" >/dev/null
 ip -n $IN addr add 192.168.1.10/24 dev eth0
 ip -n $OUT addr add 203.0.113.2/24 dev eth0
 WANMAC=$(ip -n $FWD -br link show dev wan0 | awk '{print $3}')
