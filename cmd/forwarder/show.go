@@ -223,7 +223,7 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 
 func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	fs := argFlags("show neighbors")
-	el := fs.String("element", "", "only this ARPQuerier")
+	el := fs.String("element", "", "only this ARPQuerier or NDPQuerier")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	}
 	idx := elementsOf[elements.NeighborLister](cs.r, cs.graph())
 	if *el != "" {
-		j, _, err := pickElement[elements.NeighborLister](cs, "ARPQuerier", *el)
+		j, _, err := pickElement[elements.NeighborLister](cs, "neighbour table (ARPQuerier, NDPQuerier)", *el)
 		if err != nil {
 			return nil, err
 		}
@@ -759,7 +759,7 @@ func tuple(t elements.FlowTuple, proto string) string {
 	if proto == "tcp" || proto == "udp" {
 		return netip.AddrPortFrom(t.Src, t.Sport).String() + " > " + netip.AddrPortFrom(t.Dst, t.Dport).String()
 	}
-	if proto == "icmp" {
+	if proto == "icmp" || proto == "icmp6" {
 		return fmt.Sprintf("%v > %v id %d", t.Src, t.Dst, t.Sport)
 	}
 	return fmt.Sprintf("%v > %v", t.Src, t.Dst)

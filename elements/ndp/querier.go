@@ -150,6 +150,7 @@ type held struct {
 // Querier is one worker's NDPQuerier.
 type Querier struct {
 	t      *table
+	device string // for Neighbors (list.go)
 	out    *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
@@ -203,7 +204,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	batch := max(ctx.Batch, packet.DefaultBatch)
 	st := ctx.Stats
 	q := &Querier{
-		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
 		hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
