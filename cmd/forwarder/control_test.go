@@ -106,7 +106,7 @@ func TestShowRuntimeAndClear(t *testing.T) {
 		t.Errorf("after clear: %d packets over %v (uptime %v), before %d over %v", a.Packets, after.Since, after.Uptime, src.Packets, before.Since)
 	}
 	code, out, _ := ctl(t, path, "show", "runtime")
-	if code != 0 || !strings.Contains(out, "ELEMENT") || !strings.Contains(out, "rt") {
+	if code != 0 || !strings.Contains(out, "element") || !strings.Contains(out, "rt") {
 		t.Errorf("table: %d %q", code, out)
 	}
 	var errs errorsResult

@@ -87,12 +87,17 @@ type runtimeRow struct {
 }
 
 type runtimeResult struct {
-	Uptime   time.Duration            `json:"uptime_ns"`
-	Since    time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
-	Graph    pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
-	Elements []runtimeRow             `json:"elements"`
-	Workers  []pipeline.WorkerStats   `json:"workers"`
-	Totals   pipeline.Totals          `json:"totals"`
+	Uptime    time.Duration            `json:"uptime_ns"`
+	Since     time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
+	Graph     pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
+	PerWorker bool                     `json:"per_worker,omitempty"`
+	Elements  []runtimeRow             `json:"elements"`
+	Workers   []pipeline.WorkerStats   `json:"workers"`
+	Totals    pipeline.Totals          `json:"totals"`
+	// Snapshot is the accounting since the last clear (its Uptime is
+	// Since), as run's exit table and forwarder stats print it: the
+	// table format renders it with pipeline's Snapshot.Render.
+	Snapshot *pipeline.Snapshot `json:"snapshot"`
 }
 
 type errorRow struct {
@@ -255,8 +260,9 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	return rows, nil
 }
 
-// current returns the snapshot now, less the baseline of clear counters,
-// and how long it has been counting.
+// current returns the snapshot now, less the baseline of clear counters
+// (its Uptime is then the time since the clear, so that busy and CPU
+// shares are of that interval), and the router's uptime.
 func (cs *ctlServer) current() (*pipeline.Snapshot, time.Duration) {
 	s := cs.r.Snapshot()
 	cs.baseMu.Lock()
@@ -265,7 +271,7 @@ func (cs *ctlServer) current() (*pipeline.Snapshot, time.Duration) {
 	if base == nil {
 		return s, s.Uptime
 	}
-	return subSnapshot(s, base), s.Uptime - base.Uptime
+	return subSnapshot(s, base), s.Uptime
 }
 
 func (cs *ctlServer) clear(ctx context.Context, args []string) (any, error) {
@@ -289,6 +295,7 @@ func gauge(name string) bool {
 // worker and name).
 func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	out := *s
+	out.Uptime = s.Uptime - base.Uptime
 	type ek struct {
 		el string
 		w  int
@@ -369,47 +376,6 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	return &out
 }
 
-// graphOrder lists element indices from the sources along the links
-// (breadth first), then any element not reached, in declaration order.
-func graphOrder(g *pipeline.Graph) []int {
-	index := map[string]int{}
-	for i, e := range g.Elements {
-		index[e.Name] = i
-	}
-	seen := make([]bool, len(g.Elements))
-	var order, queue []int
-	for i, e := range g.Elements {
-		if e.Type != nil && e.Type.Source {
-			queue = append(queue, i)
-			seen[i] = true
-		}
-	}
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
-		order = append(order, i)
-		var next []pipeline.Link
-		for _, l := range g.Links {
-			if l.From == g.Elements[i].Name {
-				next = append(next, l)
-			}
-		}
-		slices.SortStableFunc(next, func(a, b pipeline.Link) int { return a.FromPort - b.FromPort })
-		for _, l := range next {
-			if j, ok := index[l.To]; ok && !seen[j] {
-				seen[j] = true
-				queue = append(queue, j)
-			}
-		}
-	}
-	for i := range g.Elements {
-		if !seen[i] {
-			order = append(order, i)
-		}
-	}
-	return order
-}
-
 func (cs *ctlServer) showRuntime(args []string) (any, error) {
 	fs := argFlags("show runtime")
 	perWorker := fs.Bool("workers", false, "also one row per element and worker")
@@ -420,37 +386,24 @@ func (cs *ctlServer) showRuntime(args []string) (any, error) {
 	if len(pos) > 0 {
 		return nil, control.Usagef("show runtime: unexpected arguments %q", strings.Join(pos, " "))
 	}
-	s, since := cs.current()
-	res := &runtimeResult{Uptime: s.Uptime, Since: since, Graph: s.Graph, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
-	for _, i := range graphOrder(cs.graph()) {
-		e := cs.graph().Elements[i]
-		tot := runtimeRow{Element: displayName(e), Worker: -1}
-		if e.Type != nil {
-			tot.Type = e.Type.Name
+	s, uptime := cs.current()
+	res := &runtimeResult{Uptime: uptime, Since: s.Uptime, Graph: s.Graph, PerWorker: *perWorker, Workers: s.Workers,
+		Totals: s.Totals, Elements: []runtimeRow{}, Snapshot: s}
+	// The snapshot's rows are in graph order (pipeline.GraphOrder), worker
+	// by worker; ElementTotals keeps that order.
+	row := func(e pipeline.ElementStats) runtimeRow {
+		return runtimeRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Packets: e.Packets, Batches: e.Batches,
+			Drops: e.Drops, NsPerPacket: e.NsPerPacket, PacketsPerBatch: e.PacketsPerBatch}
+	}
+	for _, tot := range s.ElementTotals() {
+		res.Elements = append(res.Elements, row(tot))
+		if !*perWorker {
+			continue
 		}
-		var rows []runtimeRow
-		var nanos, timed uint64
-		for _, es := range s.Elements {
-			if es.Element != e.Name {
-				continue
+		for _, e := range s.Elements {
+			if e.Element == tot.Element {
+				res.Elements = append(res.Elements, row(e))
 			}
-			tot.Packets += es.Packets
-			tot.Batches += es.Batches
-			tot.Drops += es.Drops
-			nanos += es.TimedNanos
-			timed += es.TimedPackets
-			rows = append(rows, runtimeRow{Element: tot.Element, Type: tot.Type, Worker: es.Worker, Packets: es.Packets,
-				Batches: es.Batches, Drops: es.Drops, NsPerPacket: es.NsPerPacket, PacketsPerBatch: es.PacketsPerBatch})
-		}
-		if timed > 0 {
-			tot.NsPerPacket = float64(nanos) / float64(timed)
-		}
-		if tot.Batches > 0 {
-			tot.PacketsPerBatch = float64(tot.Packets) / float64(tot.Batches)
-		}
-		res.Elements = append(res.Elements, tot)
-		if *perWorker {
-			res.Elements = append(res.Elements, rows...)
 		}
 	}
 	return res, nil
@@ -467,50 +420,27 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 	if len(pos) > 0 {
 		return nil, control.Usagef("show errors: unexpected arguments %q", strings.Join(pos, " "))
 	}
-	s, since := cs.current()
-	res := &errorsResult{Since: since, Rows: []errorRow{}}
-	for _, i := range graphOrder(cs.graph()) {
-		e := cs.graph().Elements[i]
-		typ := ""
-		if e.Type != nil {
-			typ = e.Type.Name
-		}
-		var names []string
-		tot := map[string]*errorRow{}
-		var per []errorRow
-		for _, es := range s.Elements {
-			if es.Element != e.Name {
+	s, _ := cs.current()
+	res := &errorsResult{Since: s.Uptime, Rows: []errorRow{}}
+	for _, tot := range s.ElementTotals() { // graph order
+		for _, c := range tot.Counters {
+			if (!c.Drop && !*all) || c.Value == 0 {
 				continue
 			}
-			for _, c := range es.Counters {
-				if !c.Drop && !*all {
+			if c.Drop {
+				res.Drops += c.Value
+			}
+			res.Rows = append(res.Rows, errorRow{Element: tot.Element, Type: tot.Type, Worker: -1, Counter: c.Name, Drop: c.Drop, Value: c.Value})
+			if !*perWorker {
+				continue
+			}
+			for _, e := range s.Elements {
+				if e.Element != tot.Element {
 					continue
 				}
-				r := tot[c.Name]
-				if r == nil {
-					r = &errorRow{Element: displayName(e), Type: typ, Worker: -1, Counter: c.Name, Drop: c.Drop}
-					tot[c.Name] = r
-					names = append(names, c.Name)
-				}
-				r.Value += c.Value
-				if c.Value > 0 {
-					per = append(per, errorRow{Element: r.Element, Type: typ, Worker: es.Worker, Counter: c.Name, Drop: c.Drop, Value: c.Value})
-				}
-			}
-		}
-		for _, n := range names {
-			r := tot[n]
-			if r.Value == 0 {
-				continue
-			}
-			if r.Drop {
-				res.Drops += r.Value
-			}
-			res.Rows = append(res.Rows, *r)
-			if *perWorker {
-				for _, p := range per {
-					if p.Counter == n {
-						res.Rows = append(res.Rows, p)
+				for _, wc := range e.Counters {
+					if wc.Name == c.Name && wc.Value > 0 {
+						res.Rows = append(res.Rows, errorRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Counter: c.Name, Drop: c.Drop, Value: wc.Value})
 					}
 				}
 			}
@@ -896,33 +826,27 @@ func workerCol(w int) string {
 func printRuntime(w io.Writer, r *runtimeResult) error {
 	fmt.Fprintf(w, "uptime %s, counted over %s\n", r.Uptime.Round(time.Millisecond), r.Since.Round(time.Millisecond))
 	if g := r.Graph; g.Generation > 0 {
-		fmt.Fprintf(w, "graph %s, generation %d, loaded %s\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "graph %s, generation %d, loaded %s (%d reloads since start)\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339), g.Generation-1)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ELEMENT\tTYPE\tWORKER\tPACKETS\tBATCHES\tPKT/BATCH\tNS/PKT\tDROPS\t")
-	for _, e := range r.Elements {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%.1f\t%d\t\n", e.Element, e.Type, workerCol(e.Worker), e.Packets, e.Batches, e.PacketsPerBatch, e.NsPerPacket, e.Drops)
+	if r.Snapshot == nil {
+		return fmt.Errorf("show runtime: the forwarder sent no snapshot (an older forwarder? use -format json)")
 	}
-	tw.Flush()
-	for _, ws := range r.Workers {
-		fmt.Fprintf(w, "worker %d: busy %.1f%% of wall time (busy %s, idle %s), rounds %d\n", ws.Worker, 100*ws.Busy,
-			time.Duration(ws.BusyNanos).Round(time.Millisecond), time.Duration(ws.IdleNanos).Round(time.Millisecond), ws.Rounds)
-	}
-	_, err := fmt.Fprintf(w, "total: rx %d, tx %d, drops %d, in flight %d, fast path %d\n", r.Totals.RX, r.Totals.TX, r.Totals.Drops, r.Totals.InFlight, r.Totals.FastPath)
-	return err
+	// The same table as run's exit table and forwarder stats.
+	return r.Snapshot.Render(w, pipeline.TableOptions{PerWorker: r.PerWorker})
 }
 
 func printErrors(w io.Writer, r *errorsResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COUNT\tELEMENT\tWORKER\tREASON")
+	rows := [][]string{{"count", "element", "worker", "reason"}}
 	for _, e := range r.Rows {
 		reason := e.Counter
 		if !e.Drop {
 			reason += " (not a drop)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Value, e.Element, workerCol(e.Worker), reason)
+		rows = append(rows, []string{strconv.FormatUint(e.Value, 10), e.Element, workerCol(e.Worker), reason})
 	}
-	tw.Flush()
+	if err := pipeline.WriteTable(w, []bool{true, false, false, false}, rows); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "total element drops %d, counted over %s\n", r.Drops, r.Since.Round(time.Millisecond))
 	return err
 }
