@@ -72,7 +72,13 @@ type ifaceStat struct {
 	Counters  []pipeline.DeviceCounter `json:"counters"`
 	Rate1     ifaceRate                `json:"rate_1s"`
 	Rate10    ifaceRate                `json:"rate_10s"`
-	Queues    []queueStat              `json:"queues"`
+	// Queues are the driver's counters per RX queue (afxdp: each
+	// socket's, with its XDP_STATISTICS; afpacket: each fanout socket's);
+	// empty when the driver keeps none (show_queues.go).
+	Queues []ifaceQueue `json:"queues"`
+	// Workers are the graph's figures per worker: the FromDevice instance
+	// reading the device on each worker, with the queues it polls.
+	Workers []queueStat `json:"workers"`
 }
 
 type runtimeRow struct {
@@ -354,6 +360,7 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	}
 	out.Devices = make([]pipeline.DeviceStats, len(s.Devices))
 	for i, dv := range s.Devices {
+		dv.Queues = subQueues(dv.Device, dv.Queues, base)
 		cs := make([]pipeline.DeviceCounter, len(dv.Counters))
 		for j, c := range dv.Counters {
 			for _, bd := range base.Devices {
@@ -549,7 +556,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		}
 		d := findDevice(s, gd.Name)
 		rd := findDevice(raw, gd.Name)
-		is := ifaceStat{Device: gd.Name, Counters: []pipeline.DeviceCounter{}, Drops: []pipeline.DeviceCounter{}, Queues: []queueStat{}}
+		is := ifaceStat{Device: gd.Name, Counters: []pipeline.DeviceCounter{}, Drops: []pipeline.DeviceCounter{}, Workers: []queueStat{}}
 		if gd.Driver != nil {
 			is.Driver = gd.Driver.Name
 		}
@@ -568,6 +575,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		// Per queue: the FromDevice instances reading this device, one
 		// per worker, with the queues each polls.
 		queues := cs.r.WorkerQueues(di)
+		is.Queues = perQueue(d, findDevice(raw, gd.Name), findDevice(p1, gd.Name), findDevice(p10, gd.Name), age1, age10, queues)
 		for i, e := range cs.graph().Elements {
 			if e.Type == nil || e.Type.Name != "FromDevice" || deviceOf(e) != gd.Name {
 				continue
@@ -589,7 +597,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 				if age10 > 0 {
 					q.PPS10 = float64(cur-min(cur, elementPackets(p10, e.Name, w))) / age10.Seconds()
 				}
-				is.Queues = append(is.Queues, q)
+				is.Workers = append(is.Workers, q)
 			}
 		}
 		out = append(out, is)
@@ -792,14 +800,7 @@ func printInterfaces(w io.Writer, rs []ifaceStat) error {
 		if len(drops) > 0 {
 			fmt.Fprintf(w, "  drops: %s\n", strings.Join(drops, ", "))
 		}
-		for _, q := range is.Queues {
-			qs := make([]string, len(q.Queues))
-			for i, n := range q.Queues {
-				qs[i] = strconv.Itoa(n)
-			}
-			fmt.Fprintf(w, "  worker %d queues [%s] %s: %d packets, %d drops, %s (1s) %s (10s)\n", q.Worker, strings.Join(qs, ","), q.Element,
-				q.Packets, q.Drops, pipeline.FormatRate(q.PPS1), pipeline.FormatRate(q.PPS10))
-		}
+		printQueues(w, &is)
 	}
 	return nil
 }
