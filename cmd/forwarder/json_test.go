@@ -38,9 +38,13 @@ func TestControlJSON(t *testing.T) {
 		check  func(r routeResult) bool
 	}{
 		{[]string{"route", "add", "10.9.0.0/16", "via", "10.2.0.7", "out", "1"}, "added",
-			func(r routeResult) bool { return r.Route != nil && r.Route.Prefix.String() == "10.9.0.0/16" && r.Route.Source == "live" }},
+			func(r routeResult) bool {
+				return r.Route != nil && r.Route.Prefix.String() == "10.9.0.0/16" && r.Route.Source == "live"
+			}},
 		{[]string{"route", "replace", "10.9.0.0/16", "out", "0"}, "replaced",
-			func(r routeResult) bool { return r.Route != nil && r.Route.Hops[0].Out == 0 && !r.Route.Hops[0].Via.IsValid() }},
+			func(r routeResult) bool {
+				return r.Route != nil && r.Route.Hops[0].Out == 0 && !r.Route.Hops[0].Via.IsValid()
+			}},
 		{[]string{"route", "del", "10.9.0.0/16"}, "deleted",
 			func(r routeResult) bool { return r.Prefix == "10.9.0.0/16" || r.Route != nil }},
 		{[]string{"route", "reload"}, "reloaded", func(r routeResult) bool { return r.Routes == 3 }},
