@@ -118,7 +118,7 @@ func init() {
 				`counts each reason before).`,
 			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
 				`"rt[2] -> nq -> ToDevice(lan)"`,
-			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error",
+			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error, forwarder show neighbors (the running cache)",
 			Text: "The neighbour cache follows RFC 4861 7.3: a packet to an unknown neighbour makes an " +
 				"INCOMPLETE entry and multicasts a solicitation to its solicited-node group, once a second, " +
 				"three times; the packets wait (hold per neighbour) and are dropped if none is answered. A " +
