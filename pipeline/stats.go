@@ -83,6 +83,9 @@ type DeviceStats struct {
 	Device   string          `json:"device"`
 	Driver   string          `json:"driver"`
 	Counters []DeviceCounter `json:"counters"`
+	// Queues are the counters per RX queue of a driver that keeps them
+	// (drivers.QueueStater: afxdp, afpacket); none for the others.
+	Queues []QueueStats `json:"queues,omitempty"`
 }
 
 // DeviceCounter is one named driver counter.
@@ -230,6 +233,7 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 				t.FastPath += c.Value
 			}
 		}
+		ds.Queues = queueStats(d)
 		out = append(out, ds)
 	}
 	return out

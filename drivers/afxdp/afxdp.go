@@ -97,7 +97,9 @@ sockets' kernel counters (XDP_STATISTICS): rx_ring_full (frames the XDP
 program redirected to a socket whose RX ring was full: the workers did
 not keep up), rx_fill_empty (no frame on the fill ring to receive
 into), rx_kernel_dropped (those, and frames too long for a UMEM frame),
-tx_invalid_descs, tx_ring_empty.
+tx_invalid_descs, tx_ring_empty. All of these are also kept per queue
+(each queue's socket), which forwarder show interfaces prints queue by
+queue.
 
 The interface's own kernel counters, counted since the device was opened
 and read (one netlink request each) when the stats are asked for:
