@@ -26,6 +26,9 @@ const MaxCapacity = 1 << 30
 type Config struct {
 	Capacity int      `toml:"capacity"`
 	Timeouts []string `toml:"timeouts"`
+	// TCPWindow turns TCP window tracking on (tcpwindow.go); the graph
+	// file's default is true, a Config built in Go has it off.
+	TCPWindow bool `toml:"tcp_window"`
 
 	to Timeouts
 }
@@ -47,7 +50,7 @@ func init() {
 	elements.Register(elements.Type{
 		Name:      "Conntrack",
 		FlowState: true,
-		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
+		NewConfig: func() any { return &Config{Capacity: DefaultCapacity, TCPWindow: true} },
 		New:       newConntrack,
 		In:        1, Out: 2,
 		Optional: []int{1},
@@ -59,18 +62,24 @@ func init() {
 				"(not IPv4: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each, 192 with tcp_window); a full table evicts the oldest unassured flow, never an assured one"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
 						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
+				{Name: "tcp_window", Type: "bool", Default: "true",
+					Doc: "track TCP sequence and acknowledgment numbers against each side's window, as Linux does: " +
+						"segments outside the window are invalid (\"invalid: tcp window\"); 64 more bytes per flow. " +
+						"false follows TCP on flags alone, as Linux's nf_conntrack_tcp_be_liberal"},
 			},
 			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
 				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\", \"invalid: fragment\" (fragments are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
-				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
+				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: tcp window\" (tcp_window: " +
+				"a sequence number beyond the receiver's window, an acknowledgment of data not sent, or a reset before the " +
+				"acknowledged point), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
 				"(every entry assured and live: the new flow is refused, established ones keep working). With FastTrack's flow " +
 				"cache: \"flow cache displaced\" (a direction compiled into a full place pushed another out: that one keeps " +
@@ -82,7 +91,12 @@ func init() {
 				"(see SNAT and FastTrack for how NAT keeps that). A flow is keyed by its 5-tuple (ICMP echo: addresses " +
 				"and identifier); the entry holds both directions' tuples, so a reply finds it with one lookup, and NAT " +
 				"changes the reply tuple. The input device of each direction is recorded in the entry. TCP follows " +
-				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
+				"Linux's state table and, with tcp_window, Linux's window tracking (tcp_in_window: the window scale " +
+				"from the SYNs, SACK, old data sent again and very late ACKs passed without moving the state, resets " +
+				"checked against the acknowledged point). A flow is picked up in the middle from an ACK " +
+				"(nf_conntrack_tcp_loose) and then, its window scale unknown, followed on flags alone, as Linux does; " +
+				"so is a flow whose packets went around the tracker (FastTrack, a device's fast path), as Linux " +
+				"treats a flow it offloads. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
 				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
@@ -105,11 +119,13 @@ const (
 	resTCPFlags
 	resTCPState
 	resICMP
+	resTCPWindow
 	resCount
 )
 
 var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragment: "invalid: fragment",
-	resTCPFlags: "invalid: tcp flags", resTCPState: "invalid: tcp state", resICMP: "invalid: icmp"}
+	resTCPFlags: "invalid: tcp flags", resTCPState: "invalid: tcp state", resICMP: "invalid: icmp",
+	resTCPWindow: "invalid: tcp window"}
 
 // Conntrack is one worker's tracker.
 type Conntrack struct {
@@ -156,6 +172,7 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		return nil, fmt.Errorf("a worker has one flow table: only one Conntrack per graph")
 	}
 	t.configure(c.Capacity, c.to, nil)
+	t.SetTCPWindow(c.TCPWindow)
 	t.configured = true
 	st := ctx.Stats
 	e := &Conntrack{t: t, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
@@ -240,6 +257,7 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 		}
 		t.Warm(e.keys[:len(ps)], e.hs[:])
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
+		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
@@ -386,15 +404,11 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	}
 	c := &t.conns[idx]
 	if k.Proto == packet.ProtoTCP {
-		switch ns := tcpNext(c.State, dir, seg); ns {
-		case tcpIV:
+		if r := t.trackTCP(idx, c, dir, seg, l4, !found); r != resOK {
 			if !found {
 				t.Delete(idx)
 			}
-			return resTCPState
-		case tcpIG:
-		default:
-			c.State = ns
+			return r
 		}
 	}
 	if dir == 1 && c.Flags&FlagSeenReply == 0 {
