@@ -404,14 +404,22 @@ func (w *tcpWin) inWindow(state, dir uint8, l4 []byte, doff int, fl uint8) int {
 	return winAccept
 }
 
-// checkRst is Linux's check of a RST that would close the flow: one whose
-// sequence number is before what the receiver has acknowledged is invalid
+// checkRst is Linux's check of a RST that would close a flow not yet
+// closing: one whose sequence number is before what the receiver has
+// acknowledged is invalid
 // (RFC 5961 blind reset); on an established flow one that is not exactly
 // at the acknowledged point (nor right after the sender's last data) passes
 // but leaves the state, so that the challenge ACK it draws can follow. It
 // returns the state the RST leads to and false when it is invalid.
 func (w *tcpWin) checkRst(c *Conn, old, dir uint8, l4 []byte) (uint8, bool) {
 	r := &w.d[dir&1^1]
+	switch old {
+	case TCPFinWait, TCPCloseWait, TCPLastAck, TCPTimeWait, TCPClose:
+		// Closing: the numbers may be outdated (Linux's
+		// tcp_can_early_drop skips the check too); the window
+		// check still applies.
+		return TCPClose, true
+	}
 	if r.flags&wfMaxack == 0 {
 		return TCPClose, true
 	}

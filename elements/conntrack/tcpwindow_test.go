@@ -345,3 +345,20 @@ func TestTCPWindowOvershoot(t *testing.T) {
 		t.Errorf("invalid: tcp window = %d", n)
 	}
 }
+
+func TestTCPWindowResetWhileClosing(t *testing.T) {
+	// A server closing with unread data resets after its FIN, at the
+	// FIN's sequence number, already acknowledged; as in Linux the reset
+	// check is skipped once a side is closing (the window check is not).
+	w := newWinConn(t, true)
+	w.handshake(7, 7)
+	w.send(false, ct.ACK|ct.PSH, cISN+1, sISN+1, 502, 1000)
+	w.send(true, ct.FIN|ct.ACK, sISN+1, cISN+1001, 1000, 0)
+	w.send(false, ct.ACK, cISN+1001, sISN+2, 502, 0)
+	st, tcp := w.send(true, ct.RST|ct.ACK, sISN+1, cISN+1001, 0, 0)
+	w.expect("RST at the acknowledged FIN's number", st, tcp, true, "CLOSE")
+	st, tcp = w.send(true, ct.RST, sISN+1, 0, 0, 0)
+	w.expect("the RST again, closed", st, tcp, true, "CLOSE")
+	st, tcp = w.send(true, ct.RST, sISN+1+10_000_000, 0, 0, 0)
+	w.expect("a RST beyond the window, closed", st, tcp, false, "CLOSE")
+}

@@ -416,12 +416,16 @@ func tcpCompare(t *testing.T, g *gateway, runs int) {
 		if n := counter(s, "Conntrack", "invalid: tcp state"); n != 0 {
 			t.Errorf("Conntrack found %d segments invalid for their TCP state (\"invalid: tcp state\")", n)
 		}
+		if n := counter(s, "Conntrack", "invalid: tcp window"); n != 0 {
+			t.Errorf("Conntrack found %d segments outside the window (\"invalid: tcp window\")", n)
+		}
 	}
 }
 
 // conntrackInvalid are Conntrack's drop reasons for invalid packets
 // (elements/conntrack invalidNames).
-var conntrackInvalid = []string{"invalid: malformed", "invalid: fragment", "invalid: tcp flags", "invalid: tcp state", "invalid: icmp"}
+var conntrackInvalid = []string{"invalid: malformed", "invalid: fragment", "invalid: tcp flags", "invalid: tcp state", "invalid: icmp",
+	"invalid: tcp window"}
 
 // logInvalid logs Conntrack's flow and invalid-packet counters and returns
 // the invalid ones' sum.
