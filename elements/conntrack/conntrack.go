@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"fmt"
+	"log"
 	"sync"
 	"sync/atomic"
 	_ "unsafe" // for go:linkname
@@ -29,6 +30,9 @@ type Config struct {
 	// TCPWindow turns TCP window tracking on (tcpwindow.go); the graph
 	// file's default is true, a Config built in Go has it off.
 	TCPWindow bool `toml:"tcp_window"`
+	// StateFile is where the flows are kept across a restart
+	// (statefile.go); empty: nowhere.
+	StateFile string `toml:"state_file"`
 
 	to Timeouts
 }
@@ -72,6 +76,12 @@ func init() {
 					Doc: "track TCP sequence and acknowledgment numbers against each side's window, as Linux does: " +
 						"segments outside the window are invalid (\"invalid: tcp window\"); 64 more bytes per flow. " +
 						"false follows TCP on flags alone, as Linux's nf_conntrack_tcp_be_liberal"},
+				{Name: "state_file", Type: "string", Default: "\"\"",
+					Doc: "path prefix of files (PREFIX.w0, PREFIX.w1, ..., mode 0600) to which each worker's live flows, with their " +
+						"NAT bindings and TCP states, are written when the forwarder stops and from which they are read back " +
+						"(and removed) when it starts, so that a restart keeps every flow, including those whose next packet comes " +
+						"from outside (a masqueraded client's download); only a graph with as many workers restores them; " +
+						"a file that cannot be read is reported and the worker starts empty"},
 			},
 			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
 				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
@@ -131,14 +141,17 @@ var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragm
 type Conntrack struct {
 	t      *Table
 	worker int
-	listMu sync.Mutex // Flows against Close; never taken by the worker
-	pool   *packet.Pool
-	out0   *elements.Output
-	out1   *elements.Output
-	inv    *packet.Batch
-	st     *elements.Stats
-	full   elements.Reason
-	counts [resCount]uint64 // per batch, published once per batch
+	// workers and stateFile: where Close writes the flows (state_file).
+	workers   int
+	stateFile string
+	listMu    sync.Mutex // Flows against Close; never taken by the worker
+	pool      *packet.Pool
+	out0      *elements.Output
+	out1      *elements.Output
+	inv       *packet.Batch
+	st        *elements.Stats
+	full      elements.Reason
+	counts    [resCount]uint64 // per batch, published once per batch
 
 	// Per chunk: each packet's parsed tuple, L4 header, parse result and
 	// bucket.
@@ -174,8 +187,18 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 	t.configure(c.Capacity, c.to, nil)
 	t.SetTCPWindow(c.TCPWindow)
 	t.configured = true
+	if c.StateFile != "" {
+		path := StatePath(c.StateFile, ctx.Worker)
+		switch n, err := t.LoadState(path, ctx.Workers); {
+		case err == errNoState:
+		case err != nil:
+			log.Printf("Conntrack %s: worker %d: %v (%d flows restored)", ctx.Name, ctx.Worker, err, n)
+		default:
+			log.Printf("Conntrack %s: worker %d: %d flows restored from %s", ctx.Name, ctx.Worker, n, path)
+		}
+	}
 	st := ctx.Stats
-	e := &Conntrack{t: t, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
+	e := &Conntrack{t: t, worker: ctx.Worker, workers: ctx.Workers, stateFile: c.StateFile, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: packet.NewBatch(max(ctx.Batch, 1)),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
@@ -195,10 +218,17 @@ func (e *Conntrack) Close() error {
 	// its memory is unmapped by Release.
 	e.listMu.Lock()
 	defer e.listMu.Unlock()
+	var err error
+	if e.t != nil && e.stateFile != "" {
+		err = e.t.SaveState(StatePath(e.stateFile, e.worker), e.workers)
+	}
 	if e.t != nil {
 		e.t.configured = false
 		Release(e.pool)
 		e.t = nil
+	}
+	if err != nil {
+		return fmt.Errorf("state_file: %w", err)
 	}
 	return nil
 }

@@ -464,7 +464,11 @@ func TestTCPRestart(t *testing.T) {
 	}
 }
 
-func tcpRestart(t *testing.T, g *gateway) {
+func tcpRestart(t *testing.T, g *gateway) { tcpRestartDir(t, g, false) }
+
+// tcpRestartDir is tcpRestart; reverse: the stream goes from the server to
+// the client (iperf3 -R).
+func tcpRestartDir(t *testing.T, g *gateway, reverse bool) {
 	g.iperfServer(t)
 	p := g.start(t)
 	defer func() { stopFwd(t, p) }()
@@ -479,12 +483,16 @@ func tcpRestart(t *testing.T, g *gateway) {
 		// Client to server (the inside host sends): after the restart
 		// its retransmission reaches the empty table first, Conntrack
 		// picks the flow up mid-stream and SNAT gives it back its port.
-		// The other direction cannot resume, here or on Linux after
-		// `conntrack -F`: the server's segments to the public address
-		// arrive first and nothing says which inside host they were
-		// for (carrying the table over needs the state to outlive the
-		// process).
-		r := g.iperf(t, 14*time.Second, "-t", "8", "-i", "0.5")
+		// The other direction (reverse) cannot resume that way, here or
+		// on Linux after `conntrack -F`: the server's segments to the
+		// public address arrive first and nothing says which inside
+		// host they were for; TestTCPRestartReverse carries the table
+		// over (Conntrack's state_file).
+		args := []string{"-t", "8", "-i", "0.5"}
+		if reverse {
+			args = append(args, "-R")
+		}
+		r := g.iperf(t, 14*time.Second, args...)
 		done <- result{r, time.Since(begin)}
 	}()
 	time.Sleep(2 * time.Second)
@@ -530,6 +538,36 @@ func tcpRestart(t *testing.T, g *gateway) {
 	}
 	s := (&topo{fwd: g.fwd}).snapshot(t)
 	logInvalid(t, s)
+}
+
+// TestTCPRestartReverse: TestTCPRestart with the stream going from the
+// server to the client (iperf3 -R: after the restart the server's segments
+// to the public address come first), through nat-gateway.toml with
+// Conntrack's state_file set, so that the stopping forwarder writes its
+// flows and NAT bindings and the new one reads them back: the stream
+// must resume with no run of empty intervals longer than 2 s. Two queues
+// (one per worker): the flows return to the worker that owned them.
+func TestTCPRestartReverse(t *testing.T) {
+	netns.RequireRoot(t)
+	netns.RequireTool(t, "iperf3")
+	netns.RequireTool(t, "nft")
+	tp := newNATTopoQueues(t, 2)
+	b, err := os.ReadFile(tp.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ctSection = "[elements.ct]\n"
+	if !bytes.Contains(b, []byte(ctSection)) {
+		t.Fatalf("%s has no %q section", tp.config, strings.TrimSpace(ctSection))
+	}
+	dir := t.TempDir()
+	b = bytes.Replace(b, []byte(ctSection), []byte(ctSection+"state_file = \""+filepath.Join(dir, "ct")+"\"\n"), 1)
+	tp.config = filepath.Join(dir, "nat-gateway.toml")
+	if err := os.WriteFile(tp.config, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tcpRestartDir(t, &gateway{name: "nat", cli: tp.in, fwd: tp.fwd, srv: tp.ot, dst: natOutside,
+		bin: tp.bin, config: tp.config, start: func(t *testing.T) *netns.Proc { return tp.start(t) }}, true)
 }
 
 func orOK(err string) string {
@@ -589,7 +627,9 @@ func TestTCPQueueSwitch(t *testing.T) {
 	// returns the result and the receiver's OFO queueings.
 	run := func() (iperfResult, float64) {
 		before, rbefore := ofo(), reord()
-		defer func() { t.Logf("sender's detected reorderings (TcpExtTCPSACKReorder + TcpExtTCPTSReorder): +%.0f", reord()-rbefore) }()
+		defer func() {
+			t.Logf("sender's detected reorderings (TcpExtTCPSACKReorder + TcpExtTCPTSReorder): +%.0f", reord()-rbefore)
+		}()
 		stop := make(chan struct{})
 		switched := make(chan int)
 		go func() {
