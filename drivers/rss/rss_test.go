@@ -106,3 +106,10 @@ func TestVethNotSupported(t *testing.T) {
 		t.Errorf("Read of a missing device: %v", err)
 	}
 }
+
+func TestQueueAllocs(t *testing.T) {
+	c := &Config{Key: SymmetricKey(40), Table: []uint32{0, 1, 2, 3}, HFunc: hashTop}
+	if a := testing.AllocsPerRun(100, func() { c.Queue(1, 2, 3, 4) }); a != 0 {
+		t.Fatalf("%v allocations per Queue", a)
+	}
+}
