@@ -259,39 +259,28 @@ func copyPacket(q, p *packet.Packet) {
 	q.Ct = packet.Ct{}
 }
 
-// receive pushes everything other workers have handed to this one (in
-// batches; at most a ring's worth per sender, so that a sender that keeps
-// publishing cannot hold it here), and tops up the buffers lent to them.
-// It returns the packets pushed. Taking all of it before the own queues
-// keeps a flow in order when its packets move from another worker's queue
-// to this worker's own: those handed over earlier are older.
+// receive pushes what other workers handed to this one, at most one batch
+// per sender, and tops up the buffers lent to them. It returns the packets
+// pushed.
 func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 	total := 0
 	for _, s := range sp.in {
 		r := sp.h.data[s][sp.me]
-		for taken := 0; taken < spreadRing; {
-			for !b.Full() {
-				p := r.pop()
-				if p == nil {
-					break
-				}
-				b.Add(p)
-			}
-			r.release()
-			n := len(b.Pkts)
-			if n == 0 {
+		for !b.Full() {
+			p := r.pop()
+			if p == nil {
 				break
 			}
-			taken += n
+			b.Add(p)
+		}
+		r.release()
+		sp.refill(s)
+		if n := len(b.Pkts); n > 0 {
 			total += n
 			sp.inCount += uint64(n)
 			out.Push(b)
 			b.Reset()
-			if n < b.Cap() {
-				break // the ring is empty
-			}
 		}
-		sp.refill(s)
 	}
 	if sp.inCount > 0 {
 		sp.handedIn.Add(sp.inCount)
