@@ -150,7 +150,10 @@ type iperfSum struct {
 }
 
 type iperfReport struct {
-	Error     string
+	Error string
+	Start struct {
+		TestStart struct{ Duration float64 } `json:"test_start"`
+	}
 	Intervals []struct{ Sum iperfSum }
 	End       struct {
 		SumSent     iperfSum `json:"sum_sent"`
@@ -168,6 +171,7 @@ type iperfResult struct {
 	recv    []iperfSum // the receiver's intervals
 	pps     float64    // UDP: packets received per second
 	loss    float64    // UDP: lost share
+	dur     float64    // the test's duration as asked (-t), seconds
 	err     string     // why the run did not complete ("" if it did)
 	out     string     // the raw report, for failures
 }
@@ -239,6 +243,7 @@ func runIperf(ns *netns.NS, limit time.Duration, reverse bool, args []string) ip
 	if r.err == "" && werr != nil {
 		r.err = werr.Error()
 	}
+	r.dur = rep.Start.TestStart.Duration
 	r.bps = rep.End.SumReceived.BitsPerSecond
 	r.retrans = rep.End.SumSent.Retransmits
 	if reverse {
@@ -258,12 +263,18 @@ func runIperf(ns *netns.NS, limit time.Duration, reverse bool, args []string) ip
 }
 
 // stall names the first receiver interval of at least half a second (the
-// last one may be a sliver) that carried nothing; "" if none did.
+// last one may be a sliver) that carried nothing; "" if none did. An
+// interval that begins when the sender had stopped (at the test's
+// duration: the receiver's report may run on while the end of the test is
+// exchanged) is not a stall.
 func (r *iperfResult) stall() string {
 	if len(r.recv) == 0 {
 		return "the receiver reported no intervals"
 	}
 	for _, iv := range r.recv {
+		if r.dur > 0 && iv.Start >= r.dur-0.01 {
+			continue
+		}
 		if iv.Seconds >= 0.5 && iv.Bytes == 0 {
 			return fmt.Sprintf("nothing received in %.1f-%.1f s", iv.Start, iv.End)
 		}
