@@ -222,6 +222,9 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 		if gd.Driver != nil {
 			ds.Driver = gd.Driver.Name
 		}
+		// Queues before the device's totals: counters only grow, so a
+		// queue never shows more than its device.
+		ds.Queues = queueStats(d)
 		for _, c := range d.Stats() {
 			ds.Counters = append(ds.Counters, DeviceCounter{c.Name, c.Value})
 			switch {
@@ -233,7 +236,6 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 				t.FastPath += c.Value
 			}
 		}
-		ds.Queues = queueStats(d)
 		out = append(out, ds)
 	}
 	return out
