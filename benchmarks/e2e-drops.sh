@@ -55,7 +55,6 @@ if [ "${SPREAD:-}" = off ]; then
 	sed -e 's/"FromDevice(\([a-z0-9_]*\)) /"FromDevice(\1, off) /' "$CFGPATH" >"$TMP/nospread.toml"
 	CFGPATH=$TMP/nospread.toml
 fi
-"$TMP/forwarder" check -config "$CFGPATH" >/dev/null
 
 e2e_netns
 ip link add lan0 netns $FWD type veth peer name eth0 netns $CLI
@@ -69,6 +68,8 @@ for h in "$CLI 10.1.0.2/24 10.1.0.1" "$SRV 10.2.0.2/24 10.2.0.1"; do
 done
 ip -n $FWD link set lan0 up
 ip -n $FWD link set wan0 up
+# check looks the interfaces up: in the namespace that holds them.
+ip netns exec $FWD "$TMP/forwarder" check -config "$CFGPATH" >/dev/null
 
 ip netns exec $SRV iperf3 -s >/dev/null 2>&1 &
 PIDS+=($!)

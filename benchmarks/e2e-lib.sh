@@ -104,3 +104,20 @@ e2e_window() {
 	LAST=$(tail -1 "$TMP/win-$name" | sed 's/.*rx_pps=\([0-9]*\).*/\1/')
 	SECS=$(wc -l <"$TMP/win-$name")
 }
+
+# e2e_json NAME DESCRIPTION TRAFFIC PHASE...: with RESULT_JSON set, writes
+# the sink windows of the phases PHASE... (measure's names; one run per
+# second, so that readers take medians and spreads) as one result in
+# benchmarks/result's schema to RESULT_JSON, through benchmarks/benchjson.
+# TRAFFIC is key=value,... Phases that did not run are left out.
+e2e_json() {
+	[ -n "${RESULT_JSON:-}" ] || return 0
+	local name=$1 desc=$2 traffic=$3 p args=()
+	shift 3
+	for p in "$@"; do
+		[ -s "$TMP/win-$p" ] && args+=(-window "$p=$TMP/win-$p")
+	done
+	go run ./benchmarks/benchjson -name "$name" -description "$desc" \
+		-command "sudo benchmarks/$name.sh" -traffic "$traffic" "${args[@]}" >"$RESULT_JSON"
+	echo "result: $RESULT_JSON"
+}

@@ -31,7 +31,9 @@
 # ships with them), FASTPATH=1 with it (added to a CONFIG that lacks it:
 # fastpath = true on the afxdp devices, offload = ["lan", "wan"] on the
 # IPLookup),
-# FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build).
+# FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build),
+# RESULT_JSON=path (also write the per-second rates of every phase as a
+# result in benchmarks/result's schema; e2e_json in e2e-lib.sh).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -159,6 +161,8 @@ awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" 'BE
 	printf "one destination:        last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, o, om
 	printf "1,048,576 destinations: last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, m, mm
 	printf "many/one: last second %.1f%%, mean %.1f%% (goal >= 95%%)\n", (o > 0 ? 100 * m / o : 0), (om > 0 ? 100 * mm / om : 0) }'
+e2e_json e2e-router "Linux ip_forward vs Junction ($LABEL, $CONFIG) on veth; 64-byte UDP from pktgen (AF_XDP), delivered to the sink" \
+	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES" linux junction junction-1dst junction-1Mdst xdp-bounce
 echo
 echo "== forwarder exit table (whole run: all phases) =="
 cat "$TMP/fwd.log"

@@ -27,7 +27,8 @@
 # Usage: sudo benchmarks/e2e-tcp.sh               (from the repository root)
 # Knobs (environment): RUNS=10, DURATION=2 (seconds per run), CONFIGS="router
 # nat", QUEUES=2 (veth queues), FORWARDER=path (a prebuilt forwarder instead
-# of go build), UDP=1 (also 64-byte UDP: iperf3 -u -l 64 -b 0, received pps
+# of go build), RESULT_JSON=path (also write every run as a result in
+# benchmarks/result's schema, through benchmarks/benchjson), UDP=1 (also 64-byte UDP: iperf3 -u -l 64 -b 0, received pps
 # and loss).
 set -euo pipefail
 
@@ -237,3 +238,11 @@ for CFG in $CONFIGS; do
 	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  Junction /' | cut -c1-100
 	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
 done
+if [ -n "${RESULT_JSON:-}" ]; then
+	args=()
+	for CFG in $CONFIGS; do args+=(-iperf "$CFG=$TMP/res-$CFG"); done
+	go run ./benchmarks/benchjson -name e2e-tcp -command "sudo benchmarks/e2e-tcp.sh" \
+		-description "iperf3 between ordinary hosts through Linux and through Junction on the same veths; one run per iperf3 run (Mbit/s received, sender retransmits)" \
+		-traffic "runs=$RUNS,duration=$DURATION,queues=$QUEUES" "${args[@]}" >"$RESULT_JSON"
+	echo "result: $RESULT_JSON"
+fi

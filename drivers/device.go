@@ -54,6 +54,11 @@ type Info struct {
 	// NIC whose RSS is not symmetric or does not know about NAT) leaves it
 	// false, and FromDevice hands each packet to its flow's owner.
 	FlowAffine bool
+	// FastPath says the device will run a fast path (FastPath: afxdp with
+	// fastpath = true). A driver's Check reports it, so that forwarder
+	// check verifies the offload keys naming the device before anything
+	// is opened.
+	FastPath bool
 }
 
 // Counter is a named driver counter.

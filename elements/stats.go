@@ -12,7 +12,7 @@ type Reason uint8
 
 // MaxCounters bounds the named counters (drop reasons and others) one
 // element instance may register.
-const MaxCounters = 16
+const MaxCounters = 24
 
 // Stats are one element instance's counters on one worker. Only that
 // worker writes them; readers (the rate line, the stats endpoint) load them

@@ -83,6 +83,9 @@ type DeviceStats struct {
 	Device   string          `json:"device"`
 	Driver   string          `json:"driver"`
 	Counters []DeviceCounter `json:"counters"`
+	// Queues are the counters per RX queue of a driver that keeps them
+	// (drivers.QueueStater: afxdp, afpacket); none for the others.
+	Queues []QueueStats `json:"queues,omitempty"`
 }
 
 // DeviceCounter is one named driver counter.
@@ -219,6 +222,9 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 		if gd.Driver != nil {
 			ds.Driver = gd.Driver.Name
 		}
+		// Queues before the device's totals: counters only grow, so a
+		// queue never shows more than its device.
+		ds.Queues = queueStats(d)
 		for _, c := range d.Stats() {
 			ds.Counters = append(ds.Counters, DeviceCounter{c.Name, c.Value})
 			switch {

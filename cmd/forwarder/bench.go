@@ -21,6 +21,7 @@ import (
 const benchUsage = `usage: forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
        forwarder bench -plugin PATH -element NAME [-set key=value ...] [...]
        forwarder bench -config FILE [-duration D]
+       (any form takes -json: one JSON object, benchmarks/result's schema)
 
 Runs one element (built-in, in-process custom, or a plugin's) on synthetic
 traffic from the gen driver, on one worker, and prints ns/packet, Mpps,
@@ -57,6 +58,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 2*time.Second, "how long to measure")
 	pluginPath := fs.String("plugin", "", "plugin executable: benchmark its element through the Plugin element")
 	config := fs.String("config", "", "benchmark a whole graph file instead")
+	asJSON := fs.Bool("json", false, "print one JSON object (benchmarks/result's schema) instead of the text")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -74,7 +76,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchGraph(g, *duration, "", stdout)
+		return benchGraph(g, *duration, "", stdout, benchJSON(*asJSON, "graph "+*config, args))
 	}
 	if *element == "" {
 		fs.Usage()
@@ -91,7 +93,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w\n(the generated graph was:\n%s)", err, src)
 	}
-	return benchGraph(g, *duration, "bench", stdout)
+	return benchGraph(g, *duration, "bench", stdout, benchJSON(*asJSON, "element "+*element, args))
 }
 
 // tomlValue renders a -set or -traffic value: TOML if it parses as a TOML
@@ -218,7 +220,7 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 // benchGraph runs g on one worker for d (or until its sources are
 // drained) and prints the figures; focus names the element under test
 // (empty: the whole graph's table).
-func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer) error {
+func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, js *benchJSONOut) error {
 	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: 4})
 	if err != nil {
 		return err
@@ -260,6 +262,9 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer) e
 	interval := after.Since(before)
 	interval.Uptime = elapsed
 	ns := float64(elapsed.Nanoseconds()) / float64(pkts)
+	if js != nil {
+		return js.write(w, g, pkts, elapsed, m1.Mallocs-m0.Mallocs, before, after)
+	}
 	fmt.Fprintf(w, "%d packets in %v on 1 worker, batch %d\n", pkts, elapsed.Round(time.Millisecond), g.Batch)
 	fmt.Fprintf(w, "  %.1f ns/packet  %.2f Mpps  %.4f allocs/packet  (whole graph: generator, elements, sinks)\n",
 		ns, float64(pkts)/elapsed.Seconds()/1e6, float64(m1.Mallocs-m0.Mallocs)/float64(pkts))

@@ -94,7 +94,7 @@ var subUsage = map[string]string{
 var subFlags = map[string]string{
 	"show": `  -n N              show flows: at most N flows (default 100; 0: all)
   -count            show flows: only count the flows
-  -element NAME     show routes, neighbors: the IPLookup or ARPQuerier (when the graph has several)
+  -element NAME     show routes: the IPLookup (when the graph has several); show neighbors: only this ARPQuerier or NDPQuerier
   -workers          show runtime, errors: one row per worker too
   -all              show errors: also counters that are not drops
 `,

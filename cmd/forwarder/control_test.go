@@ -94,7 +94,7 @@ func TestShowRuntimeAndClear(t *testing.T) {
 	}
 	var ifs []ifaceStat
 	ctlJSON(t, path, &ifs, "show", "interfaces")
-	if len(ifs) != 2 || len(ifs[0].Queues) != 1 || ifs[0].Device != "in" || ifs[0].RxPackets == 0 || ifs[0].Rate1.RxPPS == 0 || ifs[1].Rate1.TxPPS == 0 || ifs[0].Queues[0].Packets == 0 {
+	if len(ifs) != 2 || len(ifs[0].Workers) != 1 || len(ifs[0].Queues) != 0 || ifs[0].Device != "in" || ifs[0].RxPackets == 0 || ifs[0].Rate1.RxPPS == 0 || ifs[1].Rate1.TxPPS == 0 || ifs[0].Workers[0].Packets == 0 {
 		t.Errorf("interfaces: %+v", ifs)
 	}
 	if code, out, _ := ctl(t, path, "clear", "counters"); code != 0 || !strings.Contains(out, "cleared") {
@@ -106,7 +106,7 @@ func TestShowRuntimeAndClear(t *testing.T) {
 		t.Errorf("after clear: %d packets over %v (uptime %v), before %d over %v", a.Packets, after.Since, after.Uptime, src.Packets, before.Since)
 	}
 	code, out, _ := ctl(t, path, "show", "runtime")
-	if code != 0 || !strings.Contains(out, "ELEMENT") || !strings.Contains(out, "rt") {
+	if code != 0 || !strings.Contains(out, "element") || !strings.Contains(out, "rt") {
 		t.Errorf("table: %d %q", code, out)
 	}
 	var errs errorsResult

@@ -1,6 +1,7 @@
 // Command forwarder runs, checks, draws and documents Junction graphs: `run`
 // starts the pipelines (the embedded default graph when no file is given),
-// `check` validates a graph file, `graph` prints it as Graphviz DOT,
+// `check` validates a graph file, `graph` prints it as Graphviz DOT (with
+// -stats, a running forwarder's rates, ns/packet and drops drawn on it),
 // `elements` prints the element manual, and `stats` reads a running
 // forwarder's counters.
 //
@@ -10,12 +11,13 @@
 // SO_PEERCRED). The client commands talk to it, each with -control PATH
 // (or -config FILE to name the default socket) and -format table|json:
 //
-//	forwarder show flows [-n N] [-count] [FILTER]   Conntrack entries; FILTER in Classifier's syntax, on the original tuple
+//	forwarder show flows [-n N] [-count] [FILTER]   Conntrack entries, IPv4 then IPv6; FILTER in Classifier's syntax, on the original tuple
 //	forwarder show routes [-element NAME] [ADDR|PREFIX]  an IPLookup's running table, or the longest match
-//	forwarder show neighbors                        ARPQuerier tables
-//	forwarder show interfaces [DEV...]              per device and queue: packets, bytes, drops (kernel's too), 1 s and 10 s rates
-//	forwarder show runtime [-workers]               per-element packets, batches, ns/packet, drops, graph order
-//	forwarder show errors [-workers] [-all]         drop reasons (every counter with -all)
+//	forwarder show neighbors [-element NAME]        ARPQuerier tables and NDPQuerier caches (RFC 4861 states)
+//	forwarder show interfaces [DEV...]              per device, per RX queue (drivers.QueueStater: afxdp, afpacket) and per worker:
+//	                                                packets, bytes, drops by reason (kernel's too), 1 s and 10 s rates
+//	forwarder show runtime [-workers]               the exit table live (pipeline's Snapshot.Render), graph generation
+//	forwarder show errors [-workers] [-all]         drop reasons in graph order (every counter with -all)
 //	forwarder clear counters                        show counts from now (a baseline; the workers' counters are untouched)
 //	forwarder route add|replace PREFIX [via NH]... out PORT... [-element NAME]
 //	forwarder route del PREFIX [-element NAME]
@@ -24,8 +26,8 @@
 //	forwarder trace [-n N] [-timeout D] [FILTER]    the next N matching packets: headers, element path, ports, drop reason
 //	forwarder capture -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
 //
-// The server parses the arguments (control.go, show.go, route.go,
-// trace.go): malformed input is a *control.UsageError, one line, exit
+// The server parses the arguments (control.go, show.go, show_queues.go,
+// route.go, trace.go, reload.go): malformed input is a *control.UsageError, one line, exit
 // status 2; other failures exit 1. Further commands register on the same
 // server with control.Server.Handle.
 package main

@@ -36,12 +36,12 @@ Usage:
   forwarder run      [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST]
                      [-stats ADDR] [-stats-public] [-quiet] [-per-worker] [-control PATH]
   forwarder check    [-config FILE] [-strict]
-  forwarder graph    [-config FILE]
+  forwarder graph    [-config FILE] [-stats ADDR] [-interval D] [-format dot|svg|png] [-plain]
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
   forwarder stats    [-addr ADDR] [-format table|json|prom] [-per-worker]
   forwarder bench    -element TYPE [-plugin PATH] [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
-  forwarder bench    -config FILE [-duration D]
+  forwarder bench    -config FILE [-duration D] [-json]
   forwarder routes   [-config FILE] [-element NAME] [ADDR ...]
   forwarder routes   -generate N [-generate6 M] [-seed S] [-nexthops K] [-ports P] [-ecmp F] [-default]
   forwarder show     [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX]
@@ -60,7 +60,9 @@ run       runs the graph (without -config: the embedded default graph, a router
           -duration, or when every source is drained.
 check     validates a graph as run would, short of starting it: "ok: N elements,
           M links, K devices" and warnings, or every error with its file:line.
-graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg).
+graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg), or
+          renders it (-format svg|png, with Graphviz installed); -stats ADDR
+          draws a running forwarder's rates, ns/packet and drops on it.
 elements  lists the element types, or prints one type's manual.
 drivers   lists the drivers, or prints one driver's keys.
 stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).
@@ -227,12 +229,7 @@ func graphFlag(name string, args []string, stderr io.Writer) (*pipeline.Graph, e
 }
 
 func graphCmd(args []string, stdout, stderr io.Writer) error {
-	g, err := graphFlag("graph", args, stderr)
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(stdout, g.DOT())
-	return err
+	return graphLiveCmd(args, stdout, stderr)
 }
 
 func elementsCmd(args []string, stdout, stderr io.Writer) error {

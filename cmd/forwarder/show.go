@@ -72,7 +72,13 @@ type ifaceStat struct {
 	Counters  []pipeline.DeviceCounter `json:"counters"`
 	Rate1     ifaceRate                `json:"rate_1s"`
 	Rate10    ifaceRate                `json:"rate_10s"`
-	Queues    []queueStat              `json:"queues"`
+	// Queues are the driver's counters per RX queue (afxdp: each
+	// socket's, with its XDP_STATISTICS; afpacket: each fanout socket's);
+	// empty when the driver keeps none (show_queues.go).
+	Queues []ifaceQueue `json:"queues"`
+	// Workers are the graph's figures per worker: the FromDevice instance
+	// reading the device on each worker, with the queues it polls.
+	Workers []queueStat `json:"workers"`
 }
 
 type runtimeRow struct {
@@ -87,12 +93,17 @@ type runtimeRow struct {
 }
 
 type runtimeResult struct {
-	Uptime   time.Duration            `json:"uptime_ns"`
-	Since    time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
-	Graph    pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
-	Elements []runtimeRow             `json:"elements"`
-	Workers  []pipeline.WorkerStats   `json:"workers"`
-	Totals   pipeline.Totals          `json:"totals"`
+	Uptime    time.Duration            `json:"uptime_ns"`
+	Since     time.Duration            `json:"since_clear_ns"` // counted over this long (uptime if never cleared)
+	Graph     pipeline.GraphGeneration `json:"graph"`          // the running graph: generation, file, when loaded
+	PerWorker bool                     `json:"per_worker,omitempty"`
+	Elements  []runtimeRow             `json:"elements"`
+	Workers   []pipeline.WorkerStats   `json:"workers"`
+	Totals    pipeline.Totals          `json:"totals"`
+	// Snapshot is the accounting since the last clear (its Uptime is
+	// Since), as run's exit table and forwarder stats print it: the
+	// table format renders it with pipeline's Snapshot.Render.
+	Snapshot *pipeline.Snapshot `json:"snapshot"`
 }
 
 type errorRow struct {
@@ -223,7 +234,7 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 
 func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	fs := argFlags("show neighbors")
-	el := fs.String("element", "", "only this ARPQuerier")
+	el := fs.String("element", "", "only this ARPQuerier or NDPQuerier")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
@@ -233,7 +244,7 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	}
 	idx := elementsOf[elements.NeighborLister](cs.r, cs.graph())
 	if *el != "" {
-		j, _, err := pickElement[elements.NeighborLister](cs, "ARPQuerier", *el)
+		j, _, err := pickElement[elements.NeighborLister](cs, "neighbour table (ARPQuerier, NDPQuerier)", *el)
 		if err != nil {
 			return nil, err
 		}
@@ -255,8 +266,9 @@ func (cs *ctlServer) showNeighbors(args []string) (any, error) {
 	return rows, nil
 }
 
-// current returns the snapshot now, less the baseline of clear counters,
-// and how long it has been counting.
+// current returns the snapshot now, less the baseline of clear counters
+// (its Uptime is then the time since the clear, so that busy and CPU
+// shares are of that interval), and the router's uptime.
 func (cs *ctlServer) current() (*pipeline.Snapshot, time.Duration) {
 	s := cs.r.Snapshot()
 	cs.baseMu.Lock()
@@ -265,7 +277,7 @@ func (cs *ctlServer) current() (*pipeline.Snapshot, time.Duration) {
 	if base == nil {
 		return s, s.Uptime
 	}
-	return subSnapshot(s, base), s.Uptime - base.Uptime
+	return subSnapshot(s, base), s.Uptime
 }
 
 func (cs *ctlServer) clear(ctx context.Context, args []string) (any, error) {
@@ -289,6 +301,7 @@ func gauge(name string) bool {
 // worker and name).
 func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	out := *s
+	out.Uptime = s.Uptime - base.Uptime
 	type ek struct {
 		el string
 		w  int
@@ -347,6 +360,7 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	}
 	out.Devices = make([]pipeline.DeviceStats, len(s.Devices))
 	for i, dv := range s.Devices {
+		dv.Queues = subQueues(dv.Device, dv.Queues, base)
 		cs := make([]pipeline.DeviceCounter, len(dv.Counters))
 		for j, c := range dv.Counters {
 			for _, bd := range base.Devices {
@@ -369,47 +383,6 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	return &out
 }
 
-// graphOrder lists element indices from the sources along the links
-// (breadth first), then any element not reached, in declaration order.
-func graphOrder(g *pipeline.Graph) []int {
-	index := map[string]int{}
-	for i, e := range g.Elements {
-		index[e.Name] = i
-	}
-	seen := make([]bool, len(g.Elements))
-	var order, queue []int
-	for i, e := range g.Elements {
-		if e.Type != nil && e.Type.Source {
-			queue = append(queue, i)
-			seen[i] = true
-		}
-	}
-	for len(queue) > 0 {
-		i := queue[0]
-		queue = queue[1:]
-		order = append(order, i)
-		var next []pipeline.Link
-		for _, l := range g.Links {
-			if l.From == g.Elements[i].Name {
-				next = append(next, l)
-			}
-		}
-		slices.SortStableFunc(next, func(a, b pipeline.Link) int { return a.FromPort - b.FromPort })
-		for _, l := range next {
-			if j, ok := index[l.To]; ok && !seen[j] {
-				seen[j] = true
-				queue = append(queue, j)
-			}
-		}
-	}
-	for i := range g.Elements {
-		if !seen[i] {
-			order = append(order, i)
-		}
-	}
-	return order
-}
-
 func (cs *ctlServer) showRuntime(args []string) (any, error) {
 	fs := argFlags("show runtime")
 	perWorker := fs.Bool("workers", false, "also one row per element and worker")
@@ -420,37 +393,24 @@ func (cs *ctlServer) showRuntime(args []string) (any, error) {
 	if len(pos) > 0 {
 		return nil, control.Usagef("show runtime: unexpected arguments %q", strings.Join(pos, " "))
 	}
-	s, since := cs.current()
-	res := &runtimeResult{Uptime: s.Uptime, Since: since, Graph: s.Graph, Workers: s.Workers, Totals: s.Totals, Elements: []runtimeRow{}}
-	for _, i := range graphOrder(cs.graph()) {
-		e := cs.graph().Elements[i]
-		tot := runtimeRow{Element: displayName(e), Worker: -1}
-		if e.Type != nil {
-			tot.Type = e.Type.Name
+	s, uptime := cs.current()
+	res := &runtimeResult{Uptime: uptime, Since: s.Uptime, Graph: s.Graph, PerWorker: *perWorker, Workers: s.Workers,
+		Totals: s.Totals, Elements: []runtimeRow{}, Snapshot: s}
+	// The snapshot's rows are in graph order (pipeline.GraphOrder), worker
+	// by worker; ElementTotals keeps that order.
+	row := func(e pipeline.ElementStats) runtimeRow {
+		return runtimeRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Packets: e.Packets, Batches: e.Batches,
+			Drops: e.Drops, NsPerPacket: e.NsPerPacket, PacketsPerBatch: e.PacketsPerBatch}
+	}
+	for _, tot := range s.ElementTotals() {
+		res.Elements = append(res.Elements, row(tot))
+		if !*perWorker {
+			continue
 		}
-		var rows []runtimeRow
-		var nanos, timed uint64
-		for _, es := range s.Elements {
-			if es.Element != e.Name {
-				continue
+		for _, e := range s.Elements {
+			if e.Element == tot.Element {
+				res.Elements = append(res.Elements, row(e))
 			}
-			tot.Packets += es.Packets
-			tot.Batches += es.Batches
-			tot.Drops += es.Drops
-			nanos += es.TimedNanos
-			timed += es.TimedPackets
-			rows = append(rows, runtimeRow{Element: tot.Element, Type: tot.Type, Worker: es.Worker, Packets: es.Packets,
-				Batches: es.Batches, Drops: es.Drops, NsPerPacket: es.NsPerPacket, PacketsPerBatch: es.PacketsPerBatch})
-		}
-		if timed > 0 {
-			tot.NsPerPacket = float64(nanos) / float64(timed)
-		}
-		if tot.Batches > 0 {
-			tot.PacketsPerBatch = float64(tot.Packets) / float64(tot.Batches)
-		}
-		res.Elements = append(res.Elements, tot)
-		if *perWorker {
-			res.Elements = append(res.Elements, rows...)
 		}
 	}
 	return res, nil
@@ -467,50 +427,27 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 	if len(pos) > 0 {
 		return nil, control.Usagef("show errors: unexpected arguments %q", strings.Join(pos, " "))
 	}
-	s, since := cs.current()
-	res := &errorsResult{Since: since, Rows: []errorRow{}}
-	for _, i := range graphOrder(cs.graph()) {
-		e := cs.graph().Elements[i]
-		typ := ""
-		if e.Type != nil {
-			typ = e.Type.Name
-		}
-		var names []string
-		tot := map[string]*errorRow{}
-		var per []errorRow
-		for _, es := range s.Elements {
-			if es.Element != e.Name {
+	s, _ := cs.current()
+	res := &errorsResult{Since: s.Uptime, Rows: []errorRow{}}
+	for _, tot := range s.ElementTotals() { // graph order
+		for _, c := range tot.Counters {
+			if (!c.Drop && !*all) || c.Value == 0 {
 				continue
 			}
-			for _, c := range es.Counters {
-				if !c.Drop && !*all {
+			if c.Drop {
+				res.Drops += c.Value
+			}
+			res.Rows = append(res.Rows, errorRow{Element: tot.Element, Type: tot.Type, Worker: -1, Counter: c.Name, Drop: c.Drop, Value: c.Value})
+			if !*perWorker {
+				continue
+			}
+			for _, e := range s.Elements {
+				if e.Element != tot.Element {
 					continue
 				}
-				r := tot[c.Name]
-				if r == nil {
-					r = &errorRow{Element: displayName(e), Type: typ, Worker: -1, Counter: c.Name, Drop: c.Drop}
-					tot[c.Name] = r
-					names = append(names, c.Name)
-				}
-				r.Value += c.Value
-				if c.Value > 0 {
-					per = append(per, errorRow{Element: r.Element, Type: typ, Worker: es.Worker, Counter: c.Name, Drop: c.Drop, Value: c.Value})
-				}
-			}
-		}
-		for _, n := range names {
-			r := tot[n]
-			if r.Value == 0 {
-				continue
-			}
-			if r.Drop {
-				res.Drops += r.Value
-			}
-			res.Rows = append(res.Rows, *r)
-			if *perWorker {
-				for _, p := range per {
-					if p.Counter == n {
-						res.Rows = append(res.Rows, p)
+				for _, wc := range e.Counters {
+					if wc.Name == c.Name && wc.Value > 0 {
+						res.Rows = append(res.Rows, errorRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Counter: c.Name, Drop: c.Drop, Value: wc.Value})
 					}
 				}
 			}
@@ -619,7 +556,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		}
 		d := findDevice(s, gd.Name)
 		rd := findDevice(raw, gd.Name)
-		is := ifaceStat{Device: gd.Name, Counters: []pipeline.DeviceCounter{}, Drops: []pipeline.DeviceCounter{}, Queues: []queueStat{}}
+		is := ifaceStat{Device: gd.Name, Counters: []pipeline.DeviceCounter{}, Drops: []pipeline.DeviceCounter{}, Workers: []queueStat{}}
 		if gd.Driver != nil {
 			is.Driver = gd.Driver.Name
 		}
@@ -638,6 +575,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		// Per queue: the FromDevice instances reading this device, one
 		// per worker, with the queues each polls.
 		queues := cs.r.WorkerQueues(di)
+		is.Queues = perQueue(d, findDevice(raw, gd.Name), findDevice(p1, gd.Name), findDevice(p10, gd.Name), age1, age10, queues)
 		for i, e := range cs.graph().Elements {
 			if e.Type == nil || e.Type.Name != "FromDevice" || deviceOf(e) != gd.Name {
 				continue
@@ -659,7 +597,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 				if age10 > 0 {
 					q.PPS10 = float64(cur-min(cur, elementPackets(p10, e.Name, w))) / age10.Seconds()
 				}
-				is.Queues = append(is.Queues, q)
+				is.Workers = append(is.Workers, q)
 			}
 		}
 		out = append(out, is)
@@ -759,7 +697,7 @@ func tuple(t elements.FlowTuple, proto string) string {
 	if proto == "tcp" || proto == "udp" {
 		return netip.AddrPortFrom(t.Src, t.Sport).String() + " > " + netip.AddrPortFrom(t.Dst, t.Dport).String()
 	}
-	if proto == "icmp" {
+	if proto == "icmp" || proto == "icmp6" {
 		return fmt.Sprintf("%v > %v id %d", t.Src, t.Dst, t.Sport)
 	}
 	return fmt.Sprintf("%v > %v", t.Src, t.Dst)
@@ -862,14 +800,7 @@ func printInterfaces(w io.Writer, rs []ifaceStat) error {
 		if len(drops) > 0 {
 			fmt.Fprintf(w, "  drops: %s\n", strings.Join(drops, ", "))
 		}
-		for _, q := range is.Queues {
-			qs := make([]string, len(q.Queues))
-			for i, n := range q.Queues {
-				qs[i] = strconv.Itoa(n)
-			}
-			fmt.Fprintf(w, "  worker %d queues [%s] %s: %d packets, %d drops, %s (1s) %s (10s)\n", q.Worker, strings.Join(qs, ","), q.Element,
-				q.Packets, q.Drops, pipeline.FormatRate(q.PPS1), pipeline.FormatRate(q.PPS10))
-		}
+		printQueues(w, &is)
 	}
 	return nil
 }
@@ -896,33 +827,27 @@ func workerCol(w int) string {
 func printRuntime(w io.Writer, r *runtimeResult) error {
 	fmt.Fprintf(w, "uptime %s, counted over %s\n", r.Uptime.Round(time.Millisecond), r.Since.Round(time.Millisecond))
 	if g := r.Graph; g.Generation > 0 {
-		fmt.Fprintf(w, "graph %s, generation %d, loaded %s\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "graph %s, generation %d, loaded %s (%d reloads since start)\n", g.File, g.Generation, g.LoadedAt.Format(time.RFC3339), g.Generation-1)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ELEMENT\tTYPE\tWORKER\tPACKETS\tBATCHES\tPKT/BATCH\tNS/PKT\tDROPS\t")
-	for _, e := range r.Elements {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%.1f\t%d\t\n", e.Element, e.Type, workerCol(e.Worker), e.Packets, e.Batches, e.PacketsPerBatch, e.NsPerPacket, e.Drops)
+	if r.Snapshot == nil {
+		return fmt.Errorf("show runtime: the forwarder sent no snapshot (an older forwarder? use -format json)")
 	}
-	tw.Flush()
-	for _, ws := range r.Workers {
-		fmt.Fprintf(w, "worker %d: busy %.1f%% of wall time (busy %s, idle %s), rounds %d\n", ws.Worker, 100*ws.Busy,
-			time.Duration(ws.BusyNanos).Round(time.Millisecond), time.Duration(ws.IdleNanos).Round(time.Millisecond), ws.Rounds)
-	}
-	_, err := fmt.Fprintf(w, "total: rx %d, tx %d, drops %d, in flight %d, fast path %d\n", r.Totals.RX, r.Totals.TX, r.Totals.Drops, r.Totals.InFlight, r.Totals.FastPath)
-	return err
+	// The same table as run's exit table and forwarder stats.
+	return r.Snapshot.Render(w, pipeline.TableOptions{PerWorker: r.PerWorker})
 }
 
 func printErrors(w io.Writer, r *errorsResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COUNT\tELEMENT\tWORKER\tREASON")
+	rows := [][]string{{"count", "element", "worker", "reason"}}
 	for _, e := range r.Rows {
 		reason := e.Counter
 		if !e.Drop {
 			reason += " (not a drop)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Value, e.Element, workerCol(e.Worker), reason)
+		rows = append(rows, []string{strconv.FormatUint(e.Value, 10), e.Element, workerCol(e.Worker), reason})
 	}
-	tw.Flush()
+	if err := pipeline.WriteTable(w, []bool{true, false, false, false}, rows); err != nil {
+		return err
+	}
 	_, err := fmt.Fprintf(w, "total element drops %d, counted over %s\n", r.Drops, r.Since.Round(time.Millisecond))
 	return err
 }

@@ -53,7 +53,9 @@ packet: the frame is left in the ring for the next poll), rx_truncated,
 rx_own_skipped (the device's own transmissions seen by the fanout group,
 ignored), rx_kernel_dropped (the sockets' PACKET_STATISTICS tp_drops:
 frames the kernel could not put in a full RX ring; the kernel resets it
-on every read, the driver adds the readings up).
+on every read, the driver adds the readings up). The receive counters are
+also kept per RX socket (fanout member), which forwarder show interfaces
+prints queue by queue.
 
 The interface's own kernel counters, counted since the device was opened
 and read (one netlink request each) when the stats are asked for:

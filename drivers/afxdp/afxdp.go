@@ -3,6 +3,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"log"
 	"net/netip"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
+	"github.com/junction-dataplane/junction/drivers/rss"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -84,6 +86,18 @@ Keys (besides driver, addresses, mac):
                       to devices that take redirected frames (see "Refused
                       redirects" below); on veth that means the peer runs
                       an XDP program or has GRO on.
+  rss       = ""      "symmetric": give the NIC a symmetric RSS hash key
+                      (0x6d5a repeated, Toeplitz, its indirection table
+                      kept), so that both directions of a flow land on one
+                      queue and FromDevice's handoff copies nothing. A
+                      device without RSS configuration (veth, most virtual
+                      devices) is opened anyway and the driver logs that it
+                      cannot (the handoff keeps every flow on its worker
+                      regardless). Absent: the device's RSS is left as it
+                      is. Either way the driver reads the key and the
+                      indirection table when the device has them
+                      (ETHTOOL_GRSSH; Device.RSS), which predict the queue
+                      a packet lands on (drivers/rss).
 
 The device's MAC is the interface's (the mac key overrides it for the
 elements); its addresses are the addresses key. The XDP program is removed
@@ -97,7 +111,9 @@ sockets' kernel counters (XDP_STATISTICS): rx_ring_full (frames the XDP
 program redirected to a socket whose RX ring was full: the workers did
 not keep up), rx_fill_empty (no frame on the fill ring to receive
 into), rx_kernel_dropped (those, and frames too long for a UMEM frame),
-tx_invalid_descs, tx_ring_empty.
+tx_invalid_descs, tx_ring_empty. All of these are also kept per queue
+(each queue's socket), which forwarder show interfaces prints queue by
+queue.
 
 The interface's own kernel counters, counted since the device was opened
 and read (one netlink request each) when the stats are asked for:
@@ -153,6 +169,7 @@ var socketMu sync.Mutex
 type Device struct {
 	info    drivers.Info
 	ifname  string
+	rss     *rss.Config // the device's RSS key and table (nil: it has none)
 	ifindex int
 	index   uint16
 
@@ -188,6 +205,11 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 	}
 	return Open(c, ctx)
 }
+
+// RSS is the device's RSS hash key and indirection table as read when it
+// was opened (after rss = "symmetric" set its key), or nil when the device
+// has none: then the queue a packet lands on cannot be predicted.
+func (d *Device) RSS() *rss.Config { return d.rss }
 
 // Open opens the device on the calling thread's network namespace.
 func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
@@ -245,6 +267,8 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		copy(mac[:], link.MAC)
 	}
 	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses}
+
+	d.rss = rss.Setup(c.Interface, c.RSS == "symmetric", func(f string, a ...any) { log.Printf("afxdp: "+f, a...) })
 
 	if err := d.removeStale(link); err != nil {
 		return nil, conf.Errorf("interface", "%v", err)

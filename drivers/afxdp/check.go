@@ -20,6 +20,7 @@ func check(cfg any, ctx drivers.OpenContext) (drivers.Info, error) {
 	if !ok {
 		return info, fmt.Errorf("afxdp: config is %T, want *afxdp.Config", cfg)
 	}
+	info.FastPath = c.FastPath
 	ifi, err := net.InterfaceByName(c.Interface)
 	if err != nil {
 		return info, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)

@@ -14,6 +14,7 @@ type Config struct {
 	Ring      int    `toml:"ring"`
 	Mode      string `toml:"mode"`
 	FastPath  bool   `toml:"fastpath"`
+	RSS       string `toml:"rss"`
 }
 
 // Defaults. The rings are sized to hold a TCP sender's burst through a
@@ -56,6 +57,11 @@ func (c *Config) Validate() error {
 	case "auto", "native", "generic":
 	default:
 		return conf.Errorf("mode", "%q: must be \"auto\", \"native\" or \"generic\"", c.Mode)
+	}
+	switch c.RSS {
+	case "", "symmetric":
+	default:
+		return conf.Errorf("rss", "%q: must be \"symmetric\" (or absent: the device's RSS as it is)", c.RSS)
 	}
 	return nil
 }

@@ -55,7 +55,9 @@ func init() {
 // Doc is the driver's manual page.
 const Doc = `pcap — frames read from and written to pcap files (gopacket pcapgo, pure Go)
 
-Keys (besides driver, addresses, mac); a device needs read, write or both:
+Keys (besides driver, addresses, mac); a device needs read, write or both
+(forwarder check warns about a FromDevice of a device with no read file and
+a ToDevice of one with no write file):
   read  = ""     pcap file to receive from (Ethernet link type; plain or
                  gzip-compressed pcap, not pcapng). A relative path is
                  resolved against the graph file's directory. One RX queue;

@@ -57,8 +57,12 @@ func (f *Filter) MatchPacket(p *packet.Packet) bool {
 
 // MatchFlow matches a tracked flow on its original tuple (as the first
 // packet arrived, before NAT), as a packet of that tuple would match:
-// "tcp and dst port 80", "src net 192.168.1.0/24", "ct established".
+// "tcp and dst port 80", "src net 192.168.1.0/24", "ct established";
+// an IPv6 flow as an IPv6 packet ("ip6 and src net 2001:db8::/32").
 func (f *Filter) MatchFlow(fl elements.Flow) bool {
+	if !fl.Orig.Src.Is4() && fl.Orig.Src.IsValid() {
+		return f.matchFlow6(fl) // filter6.go
+	}
 	var b [14 + 20 + 20]byte
 	binary.BigEndian.PutUint16(b[12:], packet.EtherTypeIPv4)
 	h := b[14:]
@@ -95,9 +99,5 @@ func (f *Filter) MatchFlow(fl elements.Flow) bool {
 			l4[12] = 5 << 4
 		}
 	}
-	ct := uint8(packet.CtNew)
-	if fl.State == "ESTABLISHED" || fl.State == "REPLIED" || fl.Assured {
-		ct = packet.CtEstablished
-	}
-	return f.Match(b[:], 14, ct)
+	return f.Match(b[:], 14, flowCt(fl))
 }

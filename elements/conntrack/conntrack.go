@@ -3,6 +3,7 @@ package conntrack
 import (
 	"encoding/binary"
 	"fmt"
+	"log"
 	"sync"
 	"sync/atomic"
 	_ "unsafe" // for go:linkname
@@ -26,6 +27,12 @@ const MaxCapacity = 1 << 30
 type Config struct {
 	Capacity int      `toml:"capacity"`
 	Timeouts []string `toml:"timeouts"`
+	// TCPWindow turns TCP window tracking on (tcpwindow.go); the graph
+	// file's default is true, a Config built in Go has it off.
+	TCPWindow bool `toml:"tcp_window"`
+	// StateFile is where the flows are kept across a restart
+	// (statefile.go); empty: nowhere.
+	StateFile string `toml:"state_file"`
 
 	to Timeouts
 }
@@ -47,7 +54,7 @@ func init() {
 	elements.Register(elements.Type{
 		Name:      "Conntrack",
 		FlowState: true,
-		NewConfig: func() any { return &Config{Capacity: DefaultCapacity} },
+		NewConfig: func() any { return &Config{Capacity: DefaultCapacity, TCPWindow: true} },
 		New:       newConntrack,
 		In:        1, Out: 2,
 		Optional: []int{1},
@@ -59,18 +66,30 @@ func init() {
 				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 192 with tcp_window); a full table evicts the oldest unassured flow, never an assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
 						"tcp_last_ack=30s tcp_time_wait=120s tcp_close=10s tcp_syn_sent2=120s udp=30s (unreplied) " +
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
+				{Name: "tcp_window", Type: "bool", Default: "true",
+					Doc: "track TCP sequence and acknowledgment numbers against each side's window, as Linux does: " +
+						"segments outside the window are invalid (\"invalid: tcp window\"); 64 more bytes per flow. " +
+						"false follows TCP on flags alone, as Linux's nf_conntrack_tcp_be_liberal"},
+				{Name: "state_file", Type: "string", Default: "\"\"",
+					Doc: "path prefix of files (PREFIX.w0, PREFIX.w1, ..., mode 0600) to which each worker's live flows, with their " +
+						"NAT bindings and TCP states, are written when the forwarder stops and from which they are read back " +
+						"(and removed) when it starts, so that a restart keeps every flow, including those whose next packet comes " +
+						"from outside (a masqueraded client's download); only a graph with as many workers restores them; " +
+						"a file that cannot be read is reported and the worker starts empty"},
 			},
 			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
 				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
-				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
+				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: tcp window\" (tcp_window: " +
+				"a sequence number beyond the receiver's window, an acknowledgment of data not sent, or a reset before the " +
+				"acknowledged point), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
 				"(every entry assured and live: the new flow is refused, established ones keep working). With FastTrack's flow " +
 				"cache: \"flow cache displaced\" (a direction compiled into a full place pushed another out: that one keeps " +
@@ -82,7 +101,12 @@ func init() {
 				"(see SNAT and FastTrack for how NAT keeps that). A flow is keyed by its 5-tuple (ICMP echo: addresses " +
 				"and identifier); the entry holds both directions' tuples, so a reply finds it with one lookup, and NAT " +
 				"changes the reply tuple. The input device of each direction is recorded in the entry. TCP follows " +
-				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
+				"Linux's state table and, with tcp_window, Linux's window tracking (tcp_in_window: the window scale " +
+				"from the SYNs, SACK, old data sent again and very late ACKs passed without moving the state, resets " +
+				"checked against the acknowledged point). A flow is picked up in the middle from an ACK " +
+				"(nf_conntrack_tcp_loose) and then, its window scale unknown, followed on flags alone, as Linux does; " +
+				"so is a flow whose packets went around the tracker (FastTrack, a device's fast path), as Linux " +
+				"treats a flow it offloads. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
 				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
 				"echo, other protocols by address pair; ICMPv6 errors as related, their quote walked like the packet) are " +
@@ -109,25 +133,30 @@ const (
 	resTCPFlags
 	resTCPState
 	resICMP
+	resTCPWindow
 	resCount
 )
 
 var invalidNames = [resCount]string{resMalformed: "invalid: malformed", resFragment: "invalid: fragment",
-	resTCPFlags: "invalid: tcp flags", resTCPState: "invalid: tcp state", resICMP: "invalid: icmp"}
+	resTCPFlags: "invalid: tcp flags", resTCPState: "invalid: tcp state", resICMP: "invalid: icmp",
+	resTCPWindow: "invalid: tcp window"}
 
 // Conntrack is one worker's tracker.
 type Conntrack struct {
 	t      *Table
 	t6     *Table6 // IPv6 flows (table6.go)
 	worker int
-	listMu sync.Mutex // Flows against Close; never taken by the worker
-	pool   *packet.Pool
-	out0   *elements.Output
-	out1   *elements.Output
-	inv    *packet.Batch
-	st     *elements.Stats
-	full   elements.Reason
-	counts [resCount]uint64 // per batch, published once per batch
+	// workers and stateFile: where Close writes the flows (state_file).
+	workers   int
+	stateFile string
+	listMu    sync.Mutex // Flows against Close; never taken by the worker
+	pool      *packet.Pool
+	out0      *elements.Output
+	out1      *elements.Output
+	inv       *packet.Batch
+	st        *elements.Stats
+	full      elements.Reason
+	counts    [resCount]uint64 // per batch, published once per batch
 
 	// Per chunk: each packet's parsed tuple, L4 header, parse result and
 	// bucket.
@@ -178,12 +207,25 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		t.configure(c.Capacity, c.to, nil)
 		t.configured = true
 	}
-	st := ctx.Stats
 	if !carried {
-		// A carried table keeps its IPv6 flows too (reload.go).
+		// A carried table keeps its IPv6 flows and window tracking
+		// (reload.go applies a changed tcp_window); a new one starts
+		// from its state file, if any.
+		t.SetTCPWindow(c.TCPWindow)
 		t.t6 = NewTable6(capacity6(c.Capacity), c.to)
+		if c.StateFile != "" {
+			path := StatePath(c.StateFile, ctx.Worker)
+			switch n, err := t.LoadState(path, ctx.Workers); {
+			case err == errNoState:
+			case err != nil:
+				log.Printf("Conntrack %s: worker %d: %v (%d flows restored)", ctx.Name, ctx.Worker, err, n)
+			default:
+				log.Printf("Conntrack %s: worker %d: %d flows restored from %s", ctx.Name, ctx.Worker, n, path)
+			}
+		}
 	}
-	e := &Conntrack{t: t, t6: t.t6, worker: ctx.Worker, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: ctx.SideBatch(),
+	st := ctx.Stats
+	e := &Conntrack{t: t, t6: t.t6, worker: ctx.Worker, workers: ctx.Workers, stateFile: c.StateFile, pool: ctx.Pool, out0: ctx.Outputs[0], out1: ctx.Outputs[1], inv: ctx.SideBatch(),
 		st: st, full: st.Reason("table full"),
 		newN: st.Counter("new"), related: st.Counter("related"), untracked: st.Counter("untracked"),
 		entries: st.Counter("entries"), evicted: st.Counter("evicted"), expired: st.Counter("expired"),
@@ -215,11 +257,18 @@ func (e *Conntrack) Close() error {
 		e.t = nil
 		return nil
 	}
+	var err error
+	if e.t != nil && e.stateFile != "" {
+		err = e.t.SaveState(StatePath(e.stateFile, e.worker), e.workers)
+	}
 	if e.t != nil {
 		e.t.configured = false
 		e.t.t6 = nil
 		e.t.Release()
 		e.t = nil
+	}
+	if err != nil {
+		return fmt.Errorf("state_file: %w", err)
 	}
 	return nil
 }
@@ -287,6 +336,7 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 		}
 		t.Warm(e.keys[:len(ps)], e.hs[:])
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
+		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
@@ -444,15 +494,11 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	}
 	c := &t.conns[idx]
 	if k.Proto == packet.ProtoTCP {
-		switch ns := tcpNext(c.State, dir, seg); ns {
-		case tcpIV:
+		if r := t.trackTCP(idx, c, dir, seg, l4, !found); r != resOK {
 			if !found {
 				t.Delete(idx)
 			}
-			return resTCPState
-		case tcpIG:
-		default:
-			c.State = ns
+			return r
 		}
 	}
 	if dir == 1 && c.Flags&FlagSeenReply == 0 {

@@ -10,7 +10,7 @@ import (
 
 var _ elements.FlowLister = (*Conntrack)(nil)
 
-// Flows lists the worker's live flows for the control socket (forwarder
+// Flows lists the worker's live flows, IPv4 then IPv6 (list6.go), for the control socket (forwarder
 // show flows). It runs on another goroutine than the worker that owns the
 // table and takes no lock: the entries are plain memory that never moves
 // or goes away while the element lives, and each is copied and then
@@ -41,6 +41,7 @@ func (e *Conntrack) Flows(yield func(elements.Flow) bool) {
 			return
 		}
 	}
+	e.flows6(gen, yield)
 }
 
 func flowOf(c *Conn, now int64, gen uint32, worker int) elements.Flow {

@@ -49,8 +49,14 @@ func (e *Conntrack) TakeState(old elements.Element) error {
 		// IPv6 flows are kept in the table of the size they had.
 		t.t6.timeouts = c.to
 	}
-	if c.Capacity != t.Capacity() {
+	resized := c.Capacity != t.Capacity()
+	if resized {
 		e.reloadDropped.Add(uint64(t.Resize(c.Capacity)))
+	}
+	if resized || c.TCPWindow != t.TCPWindow() {
+		// Window state is per entry: kept flows start liberal, as after
+		// a mid-stream pickup.
+		t.SetTCPWindow(c.TCPWindow)
 	}
 	e.publish()
 	return nil

@@ -120,6 +120,7 @@ type Table struct {
 	mem        [2]*mapping
 
 	fc          flowCache    // FastTrack's compiled flow directions (flowcache.go)
+	tw          tcpWindows   // TCP window state per entry (tcpwindow.go)
 	pf          [128]uintptr // addresses a batch pass prefetches with one call (prefetchAll)
 	cacheWanted bool
 
@@ -179,6 +180,7 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 func (t *Table) release() {
 	t.conns, t.buckets, t.mask = nil, nil, 0
 	t.releaseCache()
+	t.tw.release()
 	t.mem[0].free()
 	t.mem[1].free()
 	t.mem = [2]*mapping{}

@@ -42,11 +42,10 @@ const (
 )
 
 // tcpTransitions[dir][segment][state] is the next state; it follows the
-// table of Linux's nf_conntrack_proto_tcp.c (tcp_conntracks), with its
-// window tracking left out: states move on flags alone, as with
-// nf_conntrack_tcp_be_liberal, so that a flow picked up in the middle (an
-// ACK with no entry: nf_conntrack_tcp_loose) or with odd sequence numbers
-// is still followed.
+// table of Linux's nf_conntrack_proto_tcp.c (tcp_conntracks); a segment
+// that fits is then checked against the flow's windows (tcpwindow.go) when
+// window tracking is on. A flow may be picked up in the middle from an ACK
+// with no entry (nf_conntrack_tcp_loose).
 var tcpTransitions = [2][6][tcpStates]uint8{
 	{ // original direction
 		//           sNO          sSS          sSR          sES          sFW          sCW          sLA          sTW          sCL          sS2

@@ -31,7 +31,9 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`later, into its own pool. Order: a ring keeps the order its sender gave, and a receiver ` +
 	`takes what is published before it reads its own queues, so the packets of a flow leave in ` +
 	`the order they were received; only a flow that the sending host moves from one queue to ` +
-	`another can be reordered, once, at the move (two RX queues carry no order between them). ` +
+	`another can be reordered, at the move (two RX queues carry no order between them: what the old ` +
+	`queue still holds may be passed by what the new one delivers, on veth up to a window's worth of ` +
+	`TCP segments; see TestTCPQueueSwitch). ` +
 	`Nothing on the way locks or allocates. Backpressure: a sender reads its own queues only ` +
 	`when every worker it feeds has room for a whole batch (ring slots and lent buffers); ` +
 	`otherwise it skips them for that poll (counted as "handoff waits"), so an overloaded ` +

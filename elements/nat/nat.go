@@ -3,6 +3,7 @@ package nat
 import (
 	"errors"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/rss"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -130,6 +131,8 @@ func (c *DNATConfig) Validate() error {
 type SNATConfig struct {
 	To    string `toml:"to"`
 	Ports string `toml:"ports"`
+	// ReplyDevice names the device replies arrive on (snatrss.go).
+	ReplyDevice string `toml:"reply_device"`
 
 	to     []uint32
 	lo, hi uint16
@@ -201,6 +204,9 @@ func init() {
 			Keys: []elements.Key{
 				{Name: "to", Type: "string", Doc: "the outside address(es), separated by spaces or commas; an inside host always gets the same one. Empty: only apply existing source rewrites (un-DNAT of replies)"},
 				{Name: "ports", Type: "string", Default: "1024-65535", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
+				{Name: "reply_device", Type: "string", Default: "\"\"", Doc: "the device the replies arrive on (e.g. \"wan\"): when its driver " +
+					"reports the NIC's RSS key and indirection table (afxdp on a NIC; not veth), a new flow gets, if it can, a port whose " +
+					"reply lands on a queue this worker polls (no handoff): its own port or one drawn from the flow, else the usual choice"},
 			},
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
@@ -393,6 +399,7 @@ type SNAT struct {
 
 	flows    conntrack.TableRef // the worker's flow table, for a reload
 	addrGone *atomic.Uint64     // flows a reload removed (reload.go)
+	rss      *rss.Config        // the reply device's RSS (snatrss.go), or nil
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -402,6 +409,10 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
+	rc, err := replyRSS(c.ReplyDevice, ctx)
+	if err != nil {
+		return nil, err
+	}
 	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		seed:  [2]uint64{rand.Uint64(), rand.Uint64()},
 		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed")}
@@ -409,6 +420,7 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}
 	e.probes = ctx.Stats.Counter("port probes")
+	e.SetReplyRSS(rc)
 	return e, nil
 }
 

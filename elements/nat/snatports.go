@@ -109,6 +109,9 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 	addr := e.address(k)
 	reply := c.T[1]
 	reply.Dst = addr
+	if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
+		return true // a port whose reply needs no handoff (snatrss.go)
+	}
 	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
 		return e.commit(t, c, idx, &reply)
 	}

@@ -119,7 +119,7 @@ func init() {
 				`counts each reason before).`,
 			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
 				`"rt[2] -> nq -> ToDevice(lan)"`,
-			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error",
+			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error, forwarder show neighbors (the running cache)",
 			Text: "The neighbour cache follows RFC 4861 7.3: a packet to an unknown neighbour makes an " +
 				"INCOMPLETE entry and multicasts a solicitation to its solicited-node group, once a second, " +
 				"three times; the packets wait (hold per neighbour) and are dropped if none is answered. A " +
@@ -149,6 +149,7 @@ type held struct {
 type Querier struct {
 	now    func() int64 // the clock (SetClock in tests)
 	t      *table
+	device string // for Neighbors (list.go)
 	out    *elements.Output
 	st     *elements.Stats
 	pool   *packet.Pool
@@ -201,7 +202,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	st := ctx.Stats
 	q := &Querier{now: elements.Nanotime,
-		t: v.(*table), out: ctx.Outputs[0], st: st, pool: ctx.Pool,
+		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
 		hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),

@@ -46,6 +46,7 @@ func CheckEnv(g *Graph, workers int) error {
 			infos[d.Name] = info
 		}
 	}
+	errs = append(errs, checkOffload(g, infos)...) // check_offload.go
 	lookup := func(name string) (drivers.Info, bool) {
 		i, ok := infos[name]
 		return i, ok
@@ -100,6 +101,7 @@ func Warnings(g *Graph) []Warning {
 	ws = append(ws, a.unrewrittenWarnings()...)
 	ws = append(ws, a.querierDeviceWarnings()...)
 	ws = append(ws, a.configWarnings()...)
+	ws = append(ws, a.directionWarnings()...) // check_direction.go
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Pos.Line < ws[j].Pos.Line })
 	return ws
 }

@@ -62,6 +62,10 @@ func (g *Graph) DOT() string {
 }
 
 // dotQuote makes s a DOT quoted ID.
+// DOTQuote quotes s as a DOT identifier or label, for drawings of a graph
+// made outside this package (pipeline.LabelledDOT).
+func DOTQuote(s string) string { return dotQuote(s) }
+
 func dotQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`

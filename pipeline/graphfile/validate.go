@@ -357,6 +357,15 @@ func (l *loader) checkDevices(anyBad bool) {
 
 type deviceRef struct{ key, dev string }
 
+// DeviceNames returns the devices e's keys of type "device" name.
+func DeviceNames(e *Element) []string {
+	var names []string
+	for _, r := range deviceRefs(e) {
+		names = append(names, r.dev)
+	}
+	return names
+}
+
 // deviceRefs returns the device names in e's keys of type "device".
 func deviceRefs(e *Element) []deviceRef {
 	if e.Type == nil || e.Config == nil {

@@ -97,19 +97,19 @@ func TestControlRouter(t *testing.T) {
 		var rr struct {
 			Found bool `json:"found"`
 		}
-		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "10.99.0.1")
+		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "-element", "rt", "10.99.0.1")
 		if rr.Found {
 			t.Fatal("show routes 10.99.0.1 finds a route before route add")
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "1"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "1", "-element", "rt"); code != 0 {
 			t.Fatalf("route add: %d %s", code, out)
 		}
 		pingOK(t, tp.cli, "10.99.0.1")
-		code, out := fwdctl(t, bin, sock, "show", "routes", "10.99.0.1")
+		code, out := fwdctl(t, bin, sock, "show", "routes", "-element", "rt", "10.99.0.1")
 		if code != 0 || !strings.Contains(out, "10.99.0.0/24 via 10.2.0.2 out 1  [live]") {
 			t.Errorf("show routes after add: %d %q", code, out)
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24", "-element", "rt"); code != 0 {
 			t.Fatalf("route del: %d %s", code, out)
 		}
 		// The kernel fast path follows the table within ~10 ms.
@@ -231,13 +231,34 @@ func TestControlRouter(t *testing.T) {
 			Drops     []struct {
 				Name string `json:"name"`
 			} `json:"drops"`
-			Queues []struct {
+			Workers []struct {
 				Queues []int `json:"queues"`
+			} `json:"workers"`
+			Queues []struct {
+				Queue     int    `json:"queue"`
+				Workers   []int  `json:"workers"`
+				RxPackets uint64 `json:"rx_packets"`
+				Counters  []struct {
+					Name string `json:"name"`
+				} `json:"counters"`
 			} `json:"queues"`
 		}
 		fwdctlJSON(t, bin, sock, &ifs, "show", "interfaces")
-		if len(ifs) != 2 || ifs[0].Device != "lan" || ifs[0].RxPackets == 0 || len(ifs[0].Queues) != 2 {
+		if len(ifs) != 2 || ifs[0].Device != "lan" || ifs[0].RxPackets == 0 || len(ifs[0].Workers) != 2 {
 			t.Fatalf("show interfaces: %+v", ifs)
+		}
+		// afxdp keeps counters per queue (socket): one queue here, polled
+		// by a worker, with the socket's kernel counters.
+		if q := ifs[0].Queues; len(q) != 1 || q[0].Queue != 0 || q[0].RxPackets == 0 || q[0].RxPackets > ifs[0].RxPackets || len(q[0].Workers) == 0 {
+			t.Errorf("show interfaces: lan's queues %+v", q)
+		} else {
+			ring := false
+			for _, c := range q[0].Counters {
+				ring = ring || c.Name == "rx_ring_full"
+			}
+			if !ring {
+				t.Errorf("show interfaces: lan's queue 0 has no XDP_STATISTICS counter (rx_ring_full): %+v", q[0].Counters)
+			}
 		}
 		kernel := false
 		for _, d := range ifs[0].Drops {
@@ -246,7 +267,7 @@ func TestControlRouter(t *testing.T) {
 		if !kernel {
 			t.Errorf("show interfaces: no kernel drop counter (link_rx_dropped) for lan: %+v", ifs[0].Drops)
 		}
-		if code, out := fwdctl(t, bin, sock, "show", "interfaces"); code != 0 || !strings.Contains(out, "lan (afxdp)") || !strings.Contains(out, "rate over") {
+		if code, out := fwdctl(t, bin, sock, "show", "interfaces"); code != 0 || !strings.Contains(out, "lan (afxdp)") || !strings.Contains(out, "rate over") || !strings.Contains(out, "  queue 0 (workers [") {
 			t.Errorf("show interfaces table: %d %q", code, out)
 		}
 	})

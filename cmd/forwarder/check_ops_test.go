@@ -1,0 +1,145 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// TestCheckOffload: an offload key (IPLookup, FastTrack) naming a device
+// that does not exist or has no fast path is refused by check, located,
+// with the words run uses; an afxdp device with fastpath = true passes
+// (check does not open it: lo stands for the interface).
+func TestCheckOffload(t *testing.T) {
+	devices := `[devices.lan]
+driver = "gen"
+mac = "02:00:00:00:01:01"
+
+[devices.x]
+driver = "afxdp"
+interface = "lo"
+fastpath = %s
+`
+	for _, c := range []struct {
+		name, fastpath, element, want string
+	}{
+		{"gen device", "true", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["lan"]`,
+			`element "rt" (IPLookup): key "offload": entry 1: device "lan" has no fast path (it needs driver = "afxdp" with fastpath = true)`},
+		{"no such device", "true", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["wan"]`,
+			`element "rt" (IPLookup): key "offload": entry 1: no device "wan"`},
+		{"afxdp without fastpath", "false", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["x"]`,
+			`key "offload": entry 1: device "x" has no fast path`},
+		{"FastTrack", "true", `type = "FastTrack"` + "\n" + `outputs = 2` + "\n" + `offload = ["x", "lan"]`,
+			`element "rt" (FastTrack): key "offload": entry 2: device "lan" has no fast path`},
+		{"afxdp with fastpath", "true", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["x"]`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			links := `"FromDevice(lan) -> rt", "rt[0] -> Discard", "FromDevice(x) -> Discard"`
+			if strings.Contains(c.element, "FastTrack") {
+				links = `"FromDevice(lan) -> rt", "rt[0] -> Discard", "rt[1] -> Discard", "rt[2] -> Discard", "FromDevice(x) -> Discard"`
+			}
+			src := strings.Replace(devices, "%s", c.fastpath, 1) + "\n[elements.rt]\n" + c.element + "\n\n[graph]\nlinks = [" + links + "]\n"
+			path := writeFile(t, "offload.toml", src)
+			code, out, errs := forwarder(t, "check", path)
+			if c.want == "" {
+				if code != 0 || strings.Contains(errs, "offload") {
+					t.Errorf("check: exit %d, stdout %q, stderr %q; want ok", code, out, errs)
+				}
+				return
+			}
+			if code != 1 || out != "" || !strings.Contains(errs, c.want) || !strings.Contains(errs, "offload.toml:") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("check: exit %d, stdout %q, stderr %q; want one located line with %q", code, out, errs, c.want)
+			}
+		})
+	}
+}
+
+// TestCheckOffloadRun: run refuses a gen device in an offload key with
+// the same words as check, before opening anything.
+func TestCheckOffloadRun(t *testing.T) {
+	path := writeFile(t, "offload.toml", `[devices.lan]
+driver = "gen"
+
+[elements.rt]
+type = "IPLookup"
+routes = ["10.0.0.0/8 out 0"]
+offload = ["lan"]
+
+[graph]
+links = ["FromDevice(lan) -> rt", "rt[0] -> Discard"]
+`)
+	want := `offload.toml:4: element "rt" (IPLookup): key "offload": entry 1: device "lan" has no fast path`
+	code, _, errs := forwarder(t, "check", path)
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("check: exit %d, %q; want %q", code, errs, want)
+	}
+	code, _, errs = forwarder(t, "run", "-config", path, "-stats", "off", "-workers", "1", "-duration", "10ms")
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("run: exit %d, %q; want %q", code, errs, want)
+	}
+}
+
+// TestCheckPcapDirection: FromDevice of a write-only pcap device and
+// ToDevice of a read-only one are warned about, located; a device with
+// both files draws neither warning.
+func TestCheckPcapDirection(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "in.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(f)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(1, 0), CaptureLength: 60, Length: 60}, make([]byte, 60))
+	f.Close()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	path := write("dir.toml", `[devices.rd]
+driver = "pcap"
+read = "in.pcap"
+
+[devices.wr]
+driver = "pcap"
+write = "out.pcap"
+
+[devices.both]
+driver = "pcap"
+read = "in.pcap"
+write = "both.pcap"
+
+[graph]
+links = [
+  "FromDevice(wr) -> ToDevice(rd)",
+  "FromDevice(rd) -> ToDevice(wr)",
+  "FromDevice(both) -> ToDevice(both)",
+]
+`)
+	code, out, errs := forwarder(t, "check", path)
+	for _, want := range []string{
+		`dir.toml:16: element "FromDevice(wr)@1" (FromDevice): device "wr" (pcap) cannot receive (a pcap device needs a read file): it never gets a packet`,
+		`dir.toml:16: element "ToDevice(rd)@1" (ToDevice): device "rd" (pcap) cannot transmit (a pcap device needs a write file): every packet sent to it is dropped`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("no warning %q in %q", want, errs)
+		}
+	}
+	if code != 0 || !strings.Contains(out, "(2 warnings)") || strings.Contains(errs, `"both"`) || strings.Contains(errs, `(wr)@1" (ToDevice)`) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, _ := forwarder(t, "check", "-strict", path); code != 1 {
+		t.Errorf("check -strict: exit %d, want 1", code)
+	}
+}

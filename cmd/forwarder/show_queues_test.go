@@ -1,0 +1,102 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+)
+
+// queueTestDevice is a gen device that reports counters per queue, as
+// afxdp and afpacket do (their own tests check their figures against the
+// kernel): queue 0 has all the received packets, queue 1 seven kernel
+// drops.
+type queueTestDevice struct{ drivers.Device }
+
+func (d queueTestDevice) QueueStats() []drivers.QueueCounters {
+	var rx, rxb uint64
+	for _, c := range d.Stats() {
+		switch c.Name {
+		case "rx_packets":
+			rx = c.Value
+		case "rx_bytes":
+			rxb = c.Value
+		}
+	}
+	return []drivers.QueueCounters{
+		{Queue: 0, Counters: []drivers.Counter{{Name: "rx_packets", Value: rx}, {Name: "rx_bytes", Value: rxb}, {Name: "rx_ring_full", Value: 0}}},
+		{Queue: 1, Counters: []drivers.Counter{{Name: "rx_packets", Value: 0}, {Name: "rx_bytes", Value: 0}, {Name: "rx_ring_full", Value: 7}}},
+	}
+}
+
+func init() {
+	gen, _ := drivers.Lookup("gen")
+	drivers.Register(drivers.Driver{Name: "queuetest", NewConfig: gen.NewConfig, Doc: "gen with per-queue counters (tests only)",
+		Open: func(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
+			d, err := gen.Open(cfg, ctx)
+			if err != nil {
+				return nil, err
+			}
+			return queueTestDevice{d}, nil
+		}})
+}
+
+const queueGraph = `
+[devices.in]
+driver = "queuetest"
+dst    = "10.0.0.0/16"
+queues = 2
+mac    = "02:00:00:00:01:01"
+
+[devices.out]
+driver = "gen"
+dst    = "10.3.0.0/24"
+
+[graph]
+links = ["FromDevice(in) -> ToDevice(out)", "FromDevice(out) -> Discard"]
+`
+
+// TestShowInterfacesQueues: a driver with per-queue counters gets a row
+// per queue (the workers polling it, packets, drops by reason, rates),
+// cleared by clear counters but for what came since; one without (gen)
+// gets the per-worker rows, labelled as such.
+func TestShowInterfacesQueues(t *testing.T) {
+	path := ctlRouterGraph(t, queueGraph)
+	time.Sleep(1100 * time.Millisecond) // a second of rate samples
+	var ifs []ifaceStat
+	ctlJSON(t, path, &ifs, "show", "interfaces")
+	if len(ifs) != 2 || ifs[0].Device != "in" || len(ifs[0].Queues) != 2 || len(ifs[1].Queues) != 0 {
+		t.Fatalf("interfaces: %+v", ifs)
+	}
+	q0, q1 := ifs[0].Queues[0], ifs[0].Queues[1]
+	if q0.Queue != 0 || q0.RxPackets == 0 || q0.RxPackets > ifs[0].RxPackets || q0.RxPPS1 == 0 || len(q0.Drops) != 0 {
+		t.Errorf("queue 0: %+v (device rx %d)", q0, ifs[0].RxPackets)
+	}
+	if q1.Queue != 1 || q1.RxPackets != 0 || len(q1.Drops) != 1 || q1.Drops[0].Name != "rx_ring_full" || q1.Drops[0].Value != 7 {
+		t.Errorf("queue 1: %+v", q1)
+	}
+	for _, q := range ifs[0].Queues {
+		if len(q.Workers) != 1 || q.Workers[0] != 0 {
+			t.Errorf("queue %d polled by workers %v, want [0]", q.Queue, q.Workers)
+		}
+	}
+	if len(ifs[0].Workers) != 1 || ifs[0].Workers[0].Packets == 0 || len(ifs[0].Workers[0].Queues) != 2 {
+		t.Errorf("per worker: %+v", ifs[0].Workers)
+	}
+
+	code, out, _ := ctl(t, path, "show", "interfaces")
+	if code != 0 || !strings.Contains(out, "  queue 1 (workers [0]): rx 0 packets") || !strings.Contains(out, "drops: rx_ring_full 7") ||
+		!strings.Contains(out, "per worker (the gen driver keeps no per-queue counters)") || !strings.Contains(out, "worker 0 (FromDevice(in)") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	if strings.Count(out, "per worker (") != 1 {
+		t.Errorf("the per-worker label belongs to gen's device only:\n%s", out)
+	}
+
+	ctl(t, path, "clear", "counters")
+	ctlJSON(t, path, &ifs, "show", "interfaces", "in")
+	if len(ifs) != 1 || ifs[0].Queues[1].RxPackets != 0 || len(ifs[0].Queues[1].Drops) != 0 || ifs[0].Queues[0].RxPackets >= q0.RxPackets+ifs[0].RxPackets+1 {
+		t.Errorf("after clear counters: %+v", ifs)
+	}
+}
