@@ -59,7 +59,7 @@ func init() {
 				"(not IPv4: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each); a full table evicts the oldest unassured flow, never an assured one"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "flows per worker (128 bytes each); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
@@ -67,12 +67,12 @@ func init() {
 						"udp_stream=120s (replied) icmp=30s generic=600s"},
 			},
 			Stats: "counters: \"new\" (flows created), \"related\" (ICMP errors about a tracked flow), \"untracked\" " +
-				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
+				"(not IPv4), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows and closing TCP connections removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\", \"invalid: fragment\" (fragments are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
 				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
-				"(every entry assured and live: the new flow is refused, established ones keep working). With FastTrack's flow " +
+				"(every entry assured, live and not a closing TCP connection: the new flow is refused, established ones keep working). With FastTrack's flow " +
 				"cache: \"flow cache displaced\" (a direction compiled into a full place pushed another out: that one keeps " +
 				"FastTrack's flow-table path) and \"flow cache refused\" (not cached: more than 8 distinct timeouts or 65,536 " +
 				"distinct Ethernet headers in one generation).",
@@ -84,7 +84,9 @@ func init() {
 				"changes the reply tuple. The input device of each direction is recorded in the entry. TCP follows " +
 				"Linux's state table on flags alone (no window tracking), picking up flows in the middle from an ACK. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
-				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. Idle flows are " +
+				"evictable flow (O(1)): unassured flows, and TCP connections in FIN_WAIT, CLOSE_WAIT, LAST_ACK, TIME_WAIT " +
+				"or CLOSE although assured (as Linux's early drop), in the order they became evictable; else an expired " +
+				"assured one; and otherwise it refuses the new flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +
 				"eviction and the sweep fold the cache's hits into a flow (packets, bytes, timeout) before they look at it, " +
@@ -394,7 +396,7 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 			return resTCPState
 		case tcpIG:
 		default:
-			c.State = ns
+			t.setTCPState(idx, ns)
 		}
 	}
 	if dir == 1 && c.Flags&FlagSeenReply == 0 {

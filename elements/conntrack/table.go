@@ -86,8 +86,9 @@ type list struct{ head, tail uint32 }
 
 // Table is one worker's flow table: a fixed array of Conn (index 0 is never
 // used, so that 0 can mean "none"), a chained hash index holding both
-// directions of each entry, a free list and two lists for eviction:
-// unassured entries in creation order, assured ones. Only the owning
+// directions of each entry, a free list and two lists for eviction: the
+// evictable entries (unassured flows, closing TCP connections) in the order
+// they became evictable, and the assured ones. Only the owning
 // worker touches it, so it has no locks.
 type Table struct {
 	conns   []Conn
@@ -96,7 +97,7 @@ type Table struct {
 	seed0   uint64
 	seed1   uint64
 	free    uint32
-	lists   [2]list // 0: unassured, 1: assured
+	lists   [2]list // 0: evictable (unassured or closing TCP), 1: assured
 	live    int
 
 	timeouts Timeouts
@@ -431,20 +432,45 @@ func (t *Table) listRemove(which int, idx uint32) {
 	c.prev, c.nxt = 0, 0
 }
 
-// listOf is the eviction list entry c is on: assured flows are moved to
-// list 1 when they become assured (SetAssured), never back.
+// listOf is the eviction list entry c is on: 0 (evictable) for a flow
+// that is not assured or is a closing TCP connection, 1 otherwise. A flow
+// moves to list 1 when it becomes assured (SetAssured) and between the two
+// when its TCP state enters or leaves the closing states (setTCPState).
 func listOf(c *Conn) int {
-	if c.Flags&FlagAssured != 0 {
+	if c.Flags&FlagAssured != 0 && !tcpClosing(c) {
 		return 1
 	}
 	return 0
 }
 
+// tcpClosing reports whether c is a TCP connection in FIN_WAIT,
+// CLOSE_WAIT, LAST_ACK, TIME_WAIT or CLOSE: one that a full table may
+// evict to admit a new flow although it is assured, as Linux's early_drop
+// may (tcp_can_early_drop). Otherwise a table full of closed connections,
+// each waiting out its TIME_WAIT, would refuse every new flow.
+func tcpClosing(c *Conn) bool {
+	return c.T[0].Proto == packet.ProtoTCP && c.State-TCPFinWait <= TCPClose-TCPFinWait
+}
+
+// setTCPState sets flow idx's TCP state and moves it to the eviction list
+// the new state puts it on (an assured connection that starts closing
+// joins the tail of the evictable list: O(1)).
+func (t *Table) setTCPState(idx uint32, s uint8) {
+	c := &t.conns[idx]
+	was := listOf(c)
+	c.State = s
+	if l := listOf(c); l != was {
+		t.listRemove(was, idx)
+		t.listAdd(l, idx)
+	}
+}
+
 // Create adds a flow whose original direction is k (reply: its inverse)
 // and returns its index. When the table is full it evicts the oldest
-// unassured flow; when every flow is assured it may reuse an assured flow
-// only if it has expired. It returns ok == false when nothing could be
-// freed: an assured live flow is never evicted to admit a new one.
+// evictable flow (unassured, or a closing TCP connection); when every flow
+// is assured and not closing it may reuse one only if it has expired. It
+// returns ok == false when nothing could be freed: an assured live flow
+// that is not closing is never evicted to admit a new one.
 func (t *Table) Create(k *Tuple, now int64) (uint32, bool) {
 	if t.free == 0 && !t.evict(now) {
 		return 0, false
@@ -530,15 +556,18 @@ func (t *Table) Delete(idx uint32) {
 	t.live--
 }
 
-// SetAssured marks a flow assured and moves it off the eviction list.
+// SetAssured marks a flow assured and moves it off the eviction list
+// (unless it is a closing TCP connection, which stays evictable).
 func (t *Table) SetAssured(idx uint32) {
 	c := &t.conns[idx]
 	if c.Flags&FlagAssured != 0 {
 		return
 	}
-	t.listRemove(0, idx)
 	c.Flags |= FlagAssured
-	t.listAdd(1, idx)
+	if listOf(c) == 1 {
+		t.listRemove(0, idx)
+		t.listAdd(1, idx)
+	}
 }
 
 // SetReply changes the reply tuple of flow idx (NAT does it when it
