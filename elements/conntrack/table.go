@@ -374,6 +374,19 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 	return pf
 }
 
+// appendFront adds to pf the entries in front of entry n in its two hash
+// chains, the first node of each chain when it is not n's own (unlinking
+// n walks from the bucket; deeper nodes are not prepared).
+func (t *Table) appendFront(pf []uintptr, n uint32) []uintptr {
+	c := &t.conns[n]
+	for d := range uint32(2) {
+		if f := t.buckets[t.hash(&c.T[d])]; f != 0 && f != n<<1|d {
+			pf = append(pf, uintptr(unsafe.Pointer(&t.conns[f>>1])))
+		}
+	}
+	return pf
+}
+
 // LookupIn is Lookup for a key whose bucket Warm computed.
 func (t *Table) LookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
 	if len(t.buckets) == 0 {
@@ -501,13 +514,22 @@ const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
-		// The next eviction takes the entry after h: its line was
-		// prefetched when h's turn was prepared; now its buckets and
-		// the entry after it are prepared (a pipeline two deep along
-		// the list, so that a batch of new flows in a full table does
-		// not wait for each victim's memory in turn).
+		// Evictions take the list in order, so the memory of the
+		// next ones is prepared in a pipeline three deep: for the
+		// entry after next (whose line the previous eviction
+		// prefetched) its buckets and the line of the entry after it;
+		// for the next entry (whose buckets the previous eviction
+		// prefetched) the entry in front of it in each of its chains,
+		// which unlinking it will read and which, as the table links
+		// new nodes at the head and the victim is the oldest, is
+		// there about as often as not and cold. So a batch of new
+		// flows in a full table does not wait for each victim's
+		// memory in turn.
 		if n := t.conns[h].nxt; n != 0 {
-			pf := t.appendVictim(t.pf[:0], n)
+			pf := t.appendFront(t.pf[:0], n)
+			if m := t.conns[n].nxt; m != 0 {
+				pf = t.appendVictim(pf, m)
+			}
 			prefetchAll(pf)
 		}
 		t.evictProbes++
