@@ -261,6 +261,38 @@ func (t *Table) TakePending() []PendingFlow {
 	return p
 }
 
+// WarmPending prefetches, for the flows of p (TakePending's list) that are
+// fast-trackable under the cache's policy, the first slot of each learned
+// direction of generation gen: the line compiling it writes. A batch of
+// new TCP connections reaching ESTABLISHED lists many flows at once, each
+// direction's slot a cold line; compiled one after the other, each waited
+// for its own.
+func (t *Table) WarmPending(p []PendingFlow, gen uint32) {
+	if len(t.fc.e) == 0 {
+		return
+	}
+	pf := t.pf[:0]
+	for _, f := range p {
+		c := t.Live(f.Idx, f.Tag)
+		if c == nil || !t.fc.policy.FlowEligible(c) {
+			continue
+		}
+		for d := range 2 {
+			if fd := &c.Fast[d]; fd.Valid && fd.Gen == gen {
+				k := RawKeyOf(&c.T[d])
+				a, _ := t.cacheSlotsOf(&k)
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
+				pf = append(pf, uintptr(unsafe.Pointer(a)))
+			}
+		}
+	}
+	prefetchAll(pf)
+	runtime.KeepAlive(t)
+}
+
 // Live returns flow idx if it is still the flow of tag tag, else nil.
 func (t *Table) Live(idx, tag uint32) *Conn {
 	if int(idx) >= len(t.conns) {
@@ -525,6 +557,10 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	case CacheMatch(sa, &k):
 		w = sa
 		t.FoldCache(sa) // an earlier compile of the same direction
+	case sa.Proto == 0 && sa.Bits&cacheSpill == 0:
+		// Free, and k is not in its second slot (it would have
+		// set the spill bit): that line need not be read.
+		w = sa
 	case CacheMatch(sb, &k):
 		w = sb
 		t.FoldCache(sb)
@@ -595,13 +631,18 @@ func (t *Table) FoldCache(e *CacheEntry) {
 	}
 }
 
-// cacheFind returns flow idx's cache entry for direction d, or nil.
+// cacheFind returns flow idx's cache entry for direction d, or nil. The
+// second slot is read only when the first has its spill bit (as in
+// WarmCache): a line fewer for a direction that is not cached.
 func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
 	k := RawKeyOf(&t.conns[idx].T[d])
 	a, b := t.cacheSlotsOf(&k)
 	for _, e := range [2]*CacheEntry{a, b} {
 		if e.Proto != 0 && e.Idx == idx && e.Bits&CacheDir == d && CacheMatch(e, &k) {
 			return e
+		}
+		if a.Bits&cacheSpill == 0 {
+			return nil
 		}
 	}
 	return nil
