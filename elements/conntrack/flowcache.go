@@ -139,6 +139,10 @@ type flowCache struct {
 	adj    [][12]byte
 	adjIdx map[[12]byte]uint16
 	adjGen uint32
+	// The index each output's last compile found: the flows leaving by
+	// one output mostly share its next hop (a gateway's upstream
+	// router), and the map lookup hashes 12 bytes.
+	adjHot [256]uint16
 	n      int // occupied slots
 	Stats  CacheStats
 
@@ -527,7 +531,11 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	if fc.adjIdx == nil || fc.adjGen != e.Gen {
 		fc.adj, fc.adjIdx, fc.adjGen = fc.adj[:0], map[[12]byte]uint16{}, e.Gen
 	}
-	a, ok := fc.adjIdx[*eth]
+	a := fc.adjHot[e.Out]
+	ok := int(a) < len(fc.adj) && fc.adj[a] == *eth
+	if !ok {
+		a, ok = fc.adjIdx[*eth]
+	}
 	if !ok {
 		if len(fc.adj) >= 1<<16 {
 			fc.Stats.Refused++
@@ -539,6 +547,7 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 		fc.adj = append(fc.adj, *eth)
 		fc.adjIdx[*eth] = a
 	}
+	fc.adjHot[e.Out] = a
 	e.Adj = a
 	e.Idx, e.Tag = idx, c.Tag
 	e.Bits = dir&CacheDir | uint8(class)<<cacheClassShift
