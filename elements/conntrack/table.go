@@ -279,7 +279,17 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // are paid one after another (~100 ns each), done batch-wise they overlap.
 // Use LookupIn with hs[i] afterwards (a lookup is still exact: Warm only
 // moves memory, so flows created or deleted in between are seen).
-func (t *Table) Warm(keys []Tuple, hs []uint32) {
+func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
+
+// WarmTuples is Warm for lookups that only look for a tuple (NAT checking
+// that a reply tuple is free): of the entry each bucket points to it
+// brings in the line with the tuples and chain links, not the counters'
+// line, which such a lookup never reads (an entry that matches is one
+// another flow owns: the lookup ends there).
+func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
+
+// warm is Warm, prefetching lines (1 or 2) of each first entry.
+func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	if len(t.buckets) == 0 {
 		return
 	}
@@ -305,7 +315,10 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) {
 				prefetchAll(pf)
 				pf = pf[:0]
 			}
-			pf = append(pf, a, a+64)
+			pf = append(pf, a)
+			if lines > 1 {
+				pf = append(pf, a+64)
+			}
 		}
 	}
 	prefetchAll(pf)
@@ -359,9 +372,10 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 
 // appendVictim adds to pf the memory evicting entry h will touch: its
 // buckets (for the unlinks; reading them waits for h's line if it is not
-// in cache yet) and the entry after it on its list (listRemove).
+// in cache yet) and both lines of the entry after it on its list
+// (listRemove, and the next step of the pipeline).
 func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
-	if len(pf)+3 > cap(pf) {
+	if len(pf)+4 > cap(pf) {
 		prefetchAll(pf)
 		pf = pf[:0]
 	}
@@ -369,7 +383,10 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
 	pf = append(pf, bb+uintptr(t.hash(&c.T[0]))*4, bb+uintptr(t.hash(&c.T[1]))*4)
 	if c.nxt != 0 {
-		pf = append(pf, uintptr(unsafe.Pointer(&t.conns[c.nxt])))
+		// Both lines: the tuples (line 0) and the list links (line
+		// 1), which the pipeline reads next and listRemove writes.
+		a := uintptr(unsafe.Pointer(&t.conns[c.nxt]))
+		pf = append(pf, a, a+64)
 	}
 	return pf
 }
