@@ -362,6 +362,27 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		return
 	}
 	pf := t.pf[:0]
+	// First the second node of each chain whose first node (Warm
+	// prefetched it) does not hold the key: the lookup below walks on
+	// to it, and with about one node per bucket (a full table) a
+	// quarter of the chains have one, a cold line each.
+	cb := uintptr(unsafe.Pointer(&t.conns[0]))
+	for i := range keys {
+		if ok[i] != resOK {
+			continue
+		}
+		if n := t.buckets[hs[i]]; n != 0 {
+			if c := &t.conns[n>>1]; c.next[n&1] != 0 && c.T[n&1] != keys[i] {
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
+				pf = append(pf, cb+uintptr(c.next[n&1]>>1)*unsafe.Sizeof(Conn{}))
+			}
+		}
+	}
+	prefetchAll(pf)
+	pf = pf[:0]
 	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
 	misses := 0
 	for i := range keys {
@@ -382,7 +403,6 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		pf = append(pf, bb+uintptr(t.hash(&inv))*4)
 	}
 	if misses > 0 {
-		cb := uintptr(unsafe.Pointer(&t.conns[0]))
 		if t.free != 0 {
 			pf = append(pf, cb+uintptr(t.free)*unsafe.Sizeof(Conn{}))
 		} else if h := t.lists[0].head; h != 0 {
