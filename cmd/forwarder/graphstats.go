@@ -22,7 +22,8 @@ ADDR (a running forwarder's stats endpoint, as given to forwarder run
 element and link (pen width), sampled ns/packet as the element's fill
 colour, drops by reason on the element. A link's rate is derived from its
 elements' counters ("?" where they do not settle it).
--format svg or png runs Graphviz's dot (it must be installed); dot prints
+-format svg or png runs Graphviz's dot (without it: DOT, and a note on
+stderr); dot prints
 the DOT text (forwarder graph | dot -Tsvg > g.svg). -plain prints the
 unlabelled left-to-right DOT of earlier versions.
 
@@ -59,7 +60,9 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	dotBin := ""
 	if *format != "dot" {
 		if dotBin, err = exec.LookPath("dot"); err != nil {
-			return fmt.Errorf("-format %s needs Graphviz's dot, which is not installed (apt-get install graphviz); -format dot prints the DOT text", *format)
+			// DOT, which any Graphviz renders later, rather than nothing.
+			fmt.Fprintf(stderr, "forwarder graph: -format %s needs Graphviz's dot, which is not installed (apt-get install graphviz): printing DOT instead\n", *format)
+			dotBin = ""
 		}
 	}
 	g, err := loadGraph(path)

@@ -169,3 +169,13 @@ func atof(s string) float64 {
 	}
 	return v
 }
+
+// TestGraphFormatWithoutDot: -format svg on a machine without Graphviz
+// prints the DOT text, and says why on stderr, rather than failing.
+func TestGraphFormatWithoutDot(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, out, errs := forwarder(t, "graph", "-config", "../../configs/router.toml", "-format", "svg")
+	if code != 0 || !strings.HasPrefix(out, "digraph") || !strings.Contains(errs, "printing DOT instead") {
+		t.Errorf("exit %d\nstdout %.100q\nstderr %q", code, out, errs)
+	}
+}

@@ -66,7 +66,7 @@ func init() {
 				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 192 with tcp_window); a full table evicts the oldest unassured flow, never an assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 192 with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
@@ -84,14 +84,14 @@ func init() {
 						"a file that cannot be read is reported and the worker starts empty"},
 			},
 			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
-				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows removed to admit new ones), " +
+				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows and closing TCP connections removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
 				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: tcp window\" (tcp_window: " +
 				"a sequence number beyond the receiver's window, an acknowledgment of data not sent, or a reset before the " +
 				"acknowledged point), \"invalid: icmp\" (ICMP that is " +
 				"not echo, or an error quoting garbage or an unknown flow, or with a bad checksum); drop \"table full\" " +
-				"(every entry assured and live: the new flow is refused, established ones keep working). With FastTrack's flow " +
+				"(every entry assured, live and not a closing TCP connection: the new flow is refused, established ones keep working). With FastTrack's flow " +
 				"cache: \"flow cache displaced\" (a direction compiled into a full place pushed another out: that one keeps " +
 				"FastTrack's flow-table path) and \"flow cache refused\" (not cached: more than 8 distinct timeouts or 65,536 " +
 				"distinct Ethernet headers in one generation).",
@@ -108,9 +108,11 @@ func init() {
 				"so is a flow whose packets went around the tracker (FastTrack, a device's fast path), as Linux " +
 				"treats a flow it offloads. " +
 				"A flow is assured once a reply was seen (TCP: and it is established); a full table evicts the oldest " +
-				"unassured flow (O(1)), or an expired assured one, and otherwise refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
+				"evictable flow (O(1)): unassured flows, and TCP connections in FIN_WAIT, CLOSE_WAIT, LAST_ACK, TIME_WAIT " +
+				"or CLOSE although assured (as Linux's early drop), in the order they became evictable; else an expired " +
+				"assured one; and otherwise it refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
 				"echo, other protocols by address pair; ICMPv6 errors as related, their quote walked like the packet) are " +
-				"tracked the same way in a table of their own, which NAT and FastTrack do not use: a packet's ct state is all " +
+				"tracked the same way in a table of their own (without the early drop of closing connections), which NAT and FastTrack do not use: a packet's ct state is all " +
 				"the rest of the graph sees of an IPv6 flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +

@@ -139,6 +139,10 @@ type flowCache struct {
 	adj    [][12]byte
 	adjIdx map[[12]byte]uint16
 	adjGen uint32
+	// The index each output's last compile found: the flows leaving by
+	// one output mostly share its next hop (a gateway's upstream
+	// router), and the map lookup hashes 12 bytes.
+	adjHot [256]uint16
 	n      int // occupied slots
 	Stats  CacheStats
 
@@ -259,6 +263,38 @@ func (t *Table) TakePending() []PendingFlow {
 	p := t.fc.pend[:t.fc.npend]
 	t.fc.npend = 0
 	return p
+}
+
+// WarmPending prefetches, for the flows of p (TakePending's list) that are
+// fast-trackable under the cache's policy, the first slot of each learned
+// direction of generation gen: the line compiling it writes. A batch of
+// new TCP connections reaching ESTABLISHED lists many flows at once, each
+// direction's slot a cold line; compiled one after the other, each waited
+// for its own.
+func (t *Table) WarmPending(p []PendingFlow, gen uint32) {
+	if len(t.fc.e) == 0 {
+		return
+	}
+	pf := t.pf[:0]
+	for _, f := range p {
+		c := t.Live(f.Idx, f.Tag)
+		if c == nil || !t.fc.policy.FlowEligible(c) {
+			continue
+		}
+		for d := range 2 {
+			if fd := &c.Fast[d]; fd.Valid && fd.Gen == gen {
+				k := RawKeyOf(&c.T[d])
+				a, _ := t.cacheSlotsOf(&k)
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
+				pf = append(pf, uintptr(unsafe.Pointer(a)))
+			}
+		}
+	}
+	prefetchAll(pf)
+	runtime.KeepAlive(t)
 }
 
 // Live returns flow idx if it is still the flow of tag tag, else nil.
@@ -495,7 +531,11 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	if fc.adjIdx == nil || fc.adjGen != e.Gen {
 		fc.adj, fc.adjIdx, fc.adjGen = fc.adj[:0], map[[12]byte]uint16{}, e.Gen
 	}
-	a, ok := fc.adjIdx[*eth]
+	a := fc.adjHot[e.Out]
+	ok := int(a) < len(fc.adj) && fc.adj[a] == *eth
+	if !ok {
+		a, ok = fc.adjIdx[*eth]
+	}
 	if !ok {
 		if len(fc.adj) >= 1<<16 {
 			fc.Stats.Refused++
@@ -507,6 +547,7 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 		fc.adj = append(fc.adj, *eth)
 		fc.adjIdx[*eth] = a
 	}
+	fc.adjHot[e.Out] = a
 	e.Adj = a
 	e.Idx, e.Tag = idx, c.Tag
 	e.Bits = dir&CacheDir | uint8(class)<<cacheClassShift
@@ -525,6 +566,10 @@ func (t *Table) CompileCache(e CacheEntry, idx uint32, dir uint8, eth *[12]byte,
 	case CacheMatch(sa, &k):
 		w = sa
 		t.FoldCache(sa) // an earlier compile of the same direction
+	case sa.Proto == 0 && sa.Bits&cacheSpill == 0:
+		// Free, and k is not in its second slot (it would have
+		// set the spill bit): that line need not be read.
+		w = sa
 	case CacheMatch(sb, &k):
 		w = sb
 		t.FoldCache(sb)
@@ -595,13 +640,18 @@ func (t *Table) FoldCache(e *CacheEntry) {
 	}
 }
 
-// cacheFind returns flow idx's cache entry for direction d, or nil.
+// cacheFind returns flow idx's cache entry for direction d, or nil. The
+// second slot is read only when the first has its spill bit (as in
+// WarmCache): a line fewer for a direction that is not cached.
 func (t *Table) cacheFind(idx uint32, d uint8) *CacheEntry {
 	k := RawKeyOf(&t.conns[idx].T[d])
 	a, b := t.cacheSlotsOf(&k)
 	for _, e := range [2]*CacheEntry{a, b} {
 		if e.Proto != 0 && e.Idx == idx && e.Bits&CacheDir == d && CacheMatch(e, &k) {
 			return e
+		}
+		if a.Bits&cacheSpill == 0 {
+			return nil
 		}
 	}
 	return nil

@@ -87,8 +87,9 @@ type list struct{ head, tail uint32 }
 
 // Table is one worker's flow table: a fixed array of Conn (index 0 is never
 // used, so that 0 can mean "none"), a chained hash index holding both
-// directions of each entry, a free list and two lists for eviction:
-// unassured entries in creation order, assured ones. Only the owning
+// directions of each entry, a free list and two lists for eviction: the
+// evictable entries (unassured flows, closing TCP connections) in the order
+// they became evictable, and the assured ones. Only the owning
 // worker touches it, so it has no locks.
 type Table struct {
 	conns   []Conn
@@ -97,7 +98,7 @@ type Table struct {
 	seed0   uint64
 	seed1   uint64
 	free    uint32
-	lists   [2]list // 0: unassured, 1: assured
+	lists   [2]list // 0: evictable (unassured or closing TCP), 1: assured
 	live    int
 
 	timeouts Timeouts
@@ -285,7 +286,40 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // are paid one after another (~100 ns each), done batch-wise they overlap.
 // Use LookupIn with hs[i] afterwards (a lookup is still exact: Warm only
 // moves memory, so flows created or deleted in between are seen).
-func (t *Table) Warm(keys []Tuple, hs []uint32) {
+func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
+
+// WarmTuples is Warm for lookups that only look for a tuple (NAT checking
+// that a reply tuple is free): of the entry each bucket points to it
+// brings in the line with the tuples and chain links, not the counters'
+// line, which such a lookup never reads (an entry that matches is one
+// another flow owns: the lookup ends there).
+//
+// It also brings in the second node of each chain: a lookup for a tuple
+// that is free walks the whole chain, and with about one node per bucket
+// (a full table) a chain's second node is there for a quarter of the keys.
+func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
+	t.warm(keys, hs, 1)
+	if len(t.buckets) == 0 {
+		return
+	}
+	pf := t.pf[:0]
+	for _, h := range hs[:len(keys)] {
+		if n := t.buckets[h]; n != 0 {
+			if x := t.conns[n>>1].next[n&1]; x != 0 {
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
+				pf = append(pf, uintptr(unsafe.Pointer(&t.conns[x>>1])))
+			}
+		}
+	}
+	prefetchAll(pf)
+	runtime.KeepAlive(t)
+}
+
+// warm is Warm, prefetching lines (1 or 2) of each first entry.
+func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	if len(t.buckets) == 0 {
 		return
 	}
@@ -311,7 +345,10 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) {
 				prefetchAll(pf)
 				pf = pf[:0]
 			}
-			pf = append(pf, a, a+64)
+			pf = append(pf, a)
+			if lines > 1 {
+				pf = append(pf, a+64)
+			}
 		}
 	}
 	prefetchAll(pf)
@@ -332,6 +369,34 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		return
 	}
 	pf := t.pf[:0]
+	// First the second node of each chain whose first node (Warm
+	// prefetched it) does not hold the key: the lookup below walks on
+	// to it, and with about one node per bucket (a full table) a
+	// quarter of the chains have one, a cold line each. Below half a
+	// node per bucket (9% of the chains have a second node) the pass
+	// costs more than it saves: an established packet paid ≈ 5 ns for it
+	// at a quarter (BenchmarkCPSEstablished).
+	cb := uintptr(unsafe.Pointer(&t.conns[0]))
+	deep := len(keys)
+	if t.live*4 < len(t.buckets) {
+		deep = 0
+	}
+	for i := range deep {
+		if ok[i] != resOK {
+			continue
+		}
+		if n := t.buckets[hs[i]]; n != 0 {
+			if c := &t.conns[n>>1]; c.next[n&1] != 0 && c.T[n&1] != keys[i] {
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
+				pf = append(pf, cb+uintptr(c.next[n&1]>>1)*unsafe.Sizeof(Conn{}))
+			}
+		}
+	}
+	prefetchAll(pf)
+	pf = pf[:0]
 	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
 	misses := 0
 	for i := range keys {
@@ -352,7 +417,6 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		pf = append(pf, bb+uintptr(t.hash(&inv))*4)
 	}
 	if misses > 0 {
-		cb := uintptr(unsafe.Pointer(&t.conns[0]))
 		if t.free != 0 {
 			pf = append(pf, cb+uintptr(t.free)*unsafe.Sizeof(Conn{}))
 		} else if h := t.lists[0].head; h != 0 {
@@ -365,9 +429,10 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 
 // appendVictim adds to pf the memory evicting entry h will touch: its
 // buckets (for the unlinks; reading them waits for h's line if it is not
-// in cache yet) and the entry after it on its list (listRemove).
+// in cache yet) and both lines of the entry after it on its list
+// (listRemove, and the next step of the pipeline).
 func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
-	if len(pf)+3 > cap(pf) {
+	if len(pf)+4 > cap(pf) {
 		prefetchAll(pf)
 		pf = pf[:0]
 	}
@@ -375,7 +440,23 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
 	pf = append(pf, bb+uintptr(t.hash(&c.T[0]))*4, bb+uintptr(t.hash(&c.T[1]))*4)
 	if c.nxt != 0 {
-		pf = append(pf, uintptr(unsafe.Pointer(&t.conns[c.nxt])))
+		// Both lines: the tuples (line 0) and the list links (line
+		// 1), which the pipeline reads next and listRemove writes.
+		a := uintptr(unsafe.Pointer(&t.conns[c.nxt]))
+		pf = append(pf, a, a+64)
+	}
+	return pf
+}
+
+// appendFront adds to pf the entries in front of entry n in its two hash
+// chains, the first node of each chain when it is not n's own (unlinking
+// n walks from the bucket; deeper nodes are not prepared).
+func (t *Table) appendFront(pf []uintptr, n uint32) []uintptr {
+	c := &t.conns[n]
+	for d := range uint32(2) {
+		if f := t.buckets[t.hash(&c.T[d])]; f != 0 && f != n<<1|d {
+			pf = append(pf, uintptr(unsafe.Pointer(&t.conns[f>>1])))
+		}
 	}
 	return pf
 }
@@ -438,20 +519,45 @@ func (t *Table) listRemove(which int, idx uint32) {
 	c.prev, c.nxt = 0, 0
 }
 
-// listOf is the eviction list entry c is on: assured flows are moved to
-// list 1 when they become assured (SetAssured), never back.
+// listOf is the eviction list entry c is on: 0 (evictable) for a flow
+// that is not assured or is a closing TCP connection, 1 otherwise. A flow
+// moves to list 1 when it becomes assured (SetAssured) and between the two
+// when its TCP state enters or leaves the closing states (setTCPState).
 func listOf(c *Conn) int {
-	if c.Flags&FlagAssured != 0 {
+	if c.Flags&FlagAssured != 0 && !tcpClosing(c) {
 		return 1
 	}
 	return 0
 }
 
+// tcpClosing reports whether c is a TCP connection in FIN_WAIT,
+// CLOSE_WAIT, LAST_ACK, TIME_WAIT or CLOSE: one that a full table may
+// evict to admit a new flow although it is assured, as Linux's early_drop
+// may (tcp_can_early_drop). Otherwise a table full of closed connections,
+// each waiting out its TIME_WAIT, would refuse every new flow.
+func tcpClosing(c *Conn) bool {
+	return c.T[0].Proto == packet.ProtoTCP && c.State-TCPFinWait <= TCPClose-TCPFinWait
+}
+
+// setTCPState sets flow idx's TCP state and moves it to the eviction list
+// the new state puts it on (an assured connection that starts closing
+// joins the tail of the evictable list: O(1)).
+func (t *Table) setTCPState(idx uint32, s uint8) {
+	c := &t.conns[idx]
+	was := listOf(c)
+	c.State = s
+	if l := listOf(c); l != was {
+		t.listRemove(was, idx)
+		t.listAdd(l, idx)
+	}
+}
+
 // Create adds a flow whose original direction is k (reply: its inverse)
 // and returns its index. When the table is full it evicts the oldest
-// unassured flow; when every flow is assured it may reuse an assured flow
-// only if it has expired. It returns ok == false when nothing could be
-// freed: an assured live flow is never evicted to admit a new one.
+// evictable flow (unassured, or a closing TCP connection); when every flow
+// is assured and not closing it may reuse one only if it has expired. It
+// returns ok == false when nothing could be freed: an assured live flow
+// that is not closing is never evicted to admit a new one.
 func (t *Table) Create(k *Tuple, now int64) (uint32, bool) {
 	if t.free == 0 && !t.evict(now) {
 		return 0, false
@@ -482,13 +588,22 @@ const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
-		// The next eviction takes the entry after h: its line was
-		// prefetched when h's turn was prepared; now its buckets and
-		// the entry after it are prepared (a pipeline two deep along
-		// the list, so that a batch of new flows in a full table does
-		// not wait for each victim's memory in turn).
+		// Evictions take the list in order, so the memory of the
+		// next ones is prepared in a pipeline three deep: for the
+		// entry after next (whose line the previous eviction
+		// prefetched) its buckets and the line of the entry after it;
+		// for the next entry (whose buckets the previous eviction
+		// prefetched) the entry in front of it in each of its chains,
+		// which unlinking it will read and which, as the table links
+		// new nodes at the head and the victim is the oldest, is
+		// there about as often as not and cold. So a batch of new
+		// flows in a full table does not wait for each victim's
+		// memory in turn.
 		if n := t.conns[h].nxt; n != 0 {
-			pf := t.appendVictim(t.pf[:0], n)
+			pf := t.appendFront(t.pf[:0], n)
+			if m := t.conns[n].nxt; m != 0 {
+				pf = t.appendVictim(pf, m)
+			}
 			prefetchAll(pf)
 		}
 		t.evictProbes++
@@ -537,15 +652,18 @@ func (t *Table) Delete(idx uint32) {
 	t.live--
 }
 
-// SetAssured marks a flow assured and moves it off the eviction list.
+// SetAssured marks a flow assured and moves it off the eviction list
+// (unless it is a closing TCP connection, which stays evictable).
 func (t *Table) SetAssured(idx uint32) {
 	c := &t.conns[idx]
 	if c.Flags&FlagAssured != 0 {
 		return
 	}
-	t.listRemove(0, idx)
 	c.Flags |= FlagAssured
-	t.listAdd(1, idx)
+	if listOf(c) == 1 {
+		t.listRemove(0, idx)
+		t.listAdd(1, idx)
+	}
 }
 
 // SetReply changes the reply tuple of flow idx (NAT does it when it

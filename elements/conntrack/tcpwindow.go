@@ -137,7 +137,7 @@ func (t *Table) trackTCP(idx uint32, c *Conn, dir uint8, seg int, l4 []byte, cre
 	}
 	if t.tw.w == nil {
 		if ns != tcpIG {
-			c.State = ns
+			t.setTCPState(idx, ns)
 		}
 		return resOK
 	}
@@ -174,7 +174,7 @@ func (t *Table) trackTCP(idx uint32, c *Conn, dir uint8, seg int, l4 []byte, cre
 		}
 	}
 	if ns != tcpIG {
-		c.State = ns
+		t.setTCPState(idx, ns)
 	}
 	w.seen = sum + 1 // track counts this packet
 	return resOK

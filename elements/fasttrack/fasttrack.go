@@ -338,7 +338,9 @@ func (e *FastTrack) countBatch(hits, bytes, misses uint64) {
 // cached directions it dropped: a flow that does not engage never comes
 // here.
 func (e *FastTrack) compilePending(t *conntrack.Table, gen uint32, now int64) {
-	for _, pf := range t.TakePending() {
+	pend := t.TakePending()
+	t.WarmPending(pend, gen) // the slots' lines, all at once
+	for _, pf := range pend {
 		c := t.Live(pf.Idx, pf.Tag)
 		if c == nil || now >= c.Expires || !e.policy.FlowEligible(c) {
 			continue

@@ -366,7 +366,7 @@ type newFlows struct {
 // each lookup waits for memory in turn.
 func (w *newFlows) warm(t *conntrack.Table, n int) {
 	if t != nil && n > 0 {
-		t.Warm(w.keys[:n], w.hs[:n])
+		t.WarmTuples(w.keys[:n], w.hs[:n])
 	}
 }
 
