@@ -2,9 +2,12 @@
 // IPv4 (DIR-24-8, fib.go) and IPv6 (a multibit trie), shared by every
 // worker and read without locks, updated by copy-on-write (table.go) with a
 // journal of the prefixes each version changed; its pages on huge-page
-// slabs (slab.go); the route syntax and routes files (routes.go); a mirror
+// slabs (slab.go); the route syntax and routes files (routes.go), and the
+// validated sets of large routes files remembered across loads of a graph
+// (remember.go: a reload does not parse an unchanged file again); a mirror
 // of a kernel routing table (kernel.go) and one into a driver's in-kernel
 // fast path (offload.go); synthetic tables for benchmarks (routegen.go).
+// IPv6 lookups of a whole batch interleave their trie walks (fib6batch.go).
 //
 // The IPLookup element (elements/ip) builds a Table from its config and
 // looks a batch up in one published version (Table.Current).
