@@ -33,6 +33,7 @@ var plots = []struct {
 	{"plugin-batch.svg", "plugin-batch", plotPlugin},
 	{"e2e-router.svg", "e2e-router", plotE2E},
 	{"e2e-nat.svg", "e2e-nat", plotE2E},
+	{"e2e-tcp.svg", "e2e-tcp", plotTCP},
 }
 
 const plotW, plotH = 16 * vg.Centimeter, 10 * vg.Centimeter
