@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -42,8 +44,8 @@ func plotTCP(r *result.Result) (*plot.Plot, error) {
 	}
 	p := newPlot("TCP through Junction vs Linux on the same veths (iperf3 between ordinary hosts)", r)
 	p.Y.Label.Text = "received, Gbit/s"
-	p.X.Label.Text = "config, iperf3 streams and direction (→ client to server, ← -R); median of " +
-		r.Traffic["runs"] + " runs of " + r.Traffic["duration"] + " s, min–max"
+	p.X.Label.Text = "iperf3 streams, direction (→ to the server, ← -R); median of " +
+		r.Traffic["runs"] + " runs × " + r.Traffic["duration"] + " s, min–max"
 	// Each case takes three units of x: Linux's bar, Junction's, a gap.
 	var ticks []plot.Tick
 	var errs errPoints
@@ -100,8 +102,12 @@ func plotTCP(r *result.Result) (*plot.Plot, error) {
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = -1, x-1
 	p.Y.Min = 0
-	p.Y.Max *= 1.3 // room for the legend
-	p.Y.Tick.Marker = plainTicks{}
+	p.Y.Max = math.Ceil(p.Y.Max * 1.3) // room for the legend
+	var yt []plot.Tick
+	for v := 0.0; v <= p.Y.Max; v++ {
+		yt = append(yt, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(yt)
 	return p, nil
 }
 
