@@ -95,7 +95,7 @@ print(sys.argv[1], s["rx"]["dropped"], s["tx"]["dropped"])' $3
 # linkdelta BEFORE AFTER [JSON]: the veths' drops that grew, or "none";
 # with JSON, also as {"WHERE": N} into that file.
 linkdelta() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import sys
 a = {l.split()[0]: l.split()[1:] for l in open(sys.argv[1])}
 b = {l.split()[0]: l.split()[1:] for l in open(sys.argv[2])}
@@ -116,7 +116,7 @@ EOF
 # statsdelta BEFORE AFTER [JSON]: the forwarder's drop counters that grew;
 # with JSON, also as {"WHERE": N} into that file.
 statsdelta() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import json, re, sys
 def counters(path):
     s = json.load(open(path))

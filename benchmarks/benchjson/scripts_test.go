@@ -108,6 +108,7 @@ func TestE2EScriptsJSON(t *testing.T) {
 			if r.Name != c.script || r.Command != "sudo benchmarks/"+c.script+".sh" || len(r.Runs) < c.runs || r.Machine.Kernel == "" {
 				t.Fatalf("%+v", r)
 			}
+			t.Logf("%d runs; the first and last: %+v\n%+v", len(r.Runs), r.Runs[0], r.Runs[len(r.Runs)-1])
 			for _, run := range r.Runs {
 				for _, p := range c.params {
 					if run.Params[p] == "" {
