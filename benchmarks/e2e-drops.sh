@@ -24,7 +24,13 @@
 # CONFIG: RING=1024 FRAMES=4096 are the driver's former defaults),
 # SPREAD=off (FromDevice(x) becomes FromDevice(x, off): no software
 # spreading, the worker owning the queue does everything),
-# FORWARDER=path (a prebuilt forwarder instead of go build).
+# FORWARDER=path (a prebuilt forwarder instead of go build),
+# RESULT_JSON=path (also write every iperf3 run as a result in
+# benchmarks/result's schema: params forwarder (linux, junction) and case
+# (p1, p8, p1-R as in e2e-tcp.sh); metrics Mbit/s, retransmits,
+# veth_drops and forwarder_drops (sums), one "drop: WHERE" per counter
+# that grew, and the sender's reordering counters by their nstat names;
+# e2e_json_runs in e2e-lib.sh).
 set -euo pipefail
 
 SECS=${SECS:-4}
@@ -86,25 +92,31 @@ print(sys.argv[1], s["rx"]["dropped"], s["tx"]["dropped"])' $3
 	done
 }
 
-# linkdelta BEFORE AFTER: the veths' drops that grew, or "none".
+# linkdelta BEFORE AFTER [JSON]: the veths' drops that grew, or "none";
+# with JSON, also as {"WHERE": N} into that file.
 linkdelta() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import sys
 a = {l.split()[0]: l.split()[1:] for l in open(sys.argv[1])}
 b = {l.split()[0]: l.split()[1:] for l in open(sys.argv[2])}
-out = []
+out, grew = [], {}
 for k in b:
     for i, what in enumerate(("rx_dropped", "tx_dropped")):
         d = int(b[k][i]) - int(a[k][i])
         if d:
             out.append("%s %s %d" % (k, what, d))
+            grew["%s %s" % (k, what)] = d
 print(", ".join(out) or "none")
+if len(sys.argv) > 3:
+    import json
+    json.dump(grew, open(sys.argv[3], "w"))
 EOF
 }
 
-# statsdelta BEFORE AFTER: the forwarder's drop counters that grew.
+# statsdelta BEFORE AFTER [JSON]: the forwarder's drop counters that grew;
+# with JSON, also as {"WHERE": N} into that file.
 statsdelta() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$@" <<'EOF'
 import json, re, sys
 def counters(path):
     s = json.load(open(path))
@@ -123,6 +135,30 @@ def counters(path):
 a, b = counters(sys.argv[1]), counters(sys.argv[2])
 out = ["%s %d" % (k, v - a.get(k, 0)) for k, v in b.items() if v != a.get(k, 0)]
 print(", ".join(out) or "none")
+if len(sys.argv) > 3:
+    json.dump({k: v - a.get(k, 0) for k, v in b.items() if v != a.get(k, 0)}, open(sys.argv[3], "w"))
+EOF
+}
+
+# runjson LABEL ARGS SENDER: the run just measured ($TMP/iperf.json, the
+# drops in $TMP/ld.json and $TMP/fd.json, SENDER's "NAME VALUE ..." nstat
+# counters) as one result.Run, a JSON line.
+runjson() {
+	python3 - "$TMP/iperf.json" "$TMP/ld.json" "$TMP/fd.json" "$@" <<'EOF'
+import json, sys
+e = json.load(open(sys.argv[1]))["end"]
+veth, fwd = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+label, args, snd = sys.argv[4].lower(), sys.argv[5], sys.argv[6].split()
+case = {"1 stream": "p1", "-P 8": "p8", "-R": "p1-R"}.get(args, args)
+bps = e["sum_received"]["bits_per_second"]
+m = {"Mbit/s": bps / 1e6, "retransmits": e["sum_sent"].get("retransmits", 0),
+     "veth_drops": sum(veth.values()), "forwarder_drops": sum(fwd.values())}
+if bps == 0:
+    m["failed"] = 1
+for k, v in list(veth.items()) + list(fwd.items()):
+    m["drop: " + k] = v
+m.update({snd[i]: float(snd[i + 1]) for i in range(0, len(snd) - 1, 2)})
+print(json.dumps({"name": label + "/" + case, "params": {"forwarder": label, "case": case}, "metrics": m}))
 EOF
 }
 
@@ -145,10 +181,14 @@ e = json.load(open(sys.argv[1]))["end"]
 print("%-8s %-9s %5.2f Gbit/s  retransmits %d" % (sys.argv[2], sys.argv[3],
       e["sum_received"]["bits_per_second"] / 1e9, e["sum_sent"].get("retransmits", 0)))
 EOF
-			echo "    veth drops: $(linkdelta "$TMP/l0" "$TMP/l1")"
-			[ "$label" = Junction ] && echo "    forwarder drops: $(statsdelta "$TMP/s0" "$TMP/s1")"
+			echo "    veth drops: $(linkdelta "$TMP/l0" "$TMP/l1" "$TMP/ld.json")"
+			echo '{}' >"$TMP/fd.json"
+			[ "$label" = Junction ] && echo "    forwarder drops: $(statsdelta "$TMP/s0" "$TMP/s1" "$TMP/fd.json")"
 			# A reordering sender retransmits without a loss.
-			echo "    sender: $(ip netns exec $sender nstat | awk '/TcpExtTCP(SACK|TS)Reorder|TcpExtTCPLostRetransmit/ {printf "%s %s ", $1, $2}')"
+			local snd
+			snd=$(ip netns exec $sender nstat | awk '/TcpExtTCP(SACK|TS)Reorder|TcpExtTCPLostRetransmit/ {printf "%s %s ", $1, $2}')
+			echo "    sender: $snd"
+			[ -z "${RESULT_JSON:-}" ] || runjson "$label" "${args:-1 stream}" "$snd" >>"$TMP/runs"
 		done
 	done
 }
@@ -180,3 +220,5 @@ runs Junction
 echo
 echo "== forwarder device counters at the end =="
 ip netns exec $FWD "$TMP/forwarder" stats -addr $STATS | grep '^device'
+e2e_json_runs e2e-drops "iperf3 TCP (1 stream, -P 8, -R) through Linux and through Junction ($CONFIG${RING:+ ring=$RING}${FRAMES:+ frames=$FRAMES}${SPREAD:+ spread=$SPREAD}) on the same veths, checksum offload off at the hosts, with every drop counter that grew; one run per iperf3 run" \
+	"proto=tcp,secs=$SECS,reps=$REPS"

@@ -18,7 +18,10 @@
 # It prints one line per run and, per binary, the medians of the rounds.
 #
 # Usage: sudo BEFORE=/path/forwarder-a AFTER=/path/forwarder-b benchmarks/e2e-idle.sh
-# Knobs: ROUNDS=5, IDLE=10, DURATION=3, QUEUES=2.
+# Knobs: ROUNDS=5, IDLE=10, DURATION=3, QUEUES=2, RESULT_JSON=path (also
+# write each round of each binary as a run in benchmarks/result's schema:
+# param binary (before, after; the paths are in the description); metrics
+# as the printed line names them; e2e_run in e2e-lib.sh).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -83,6 +86,7 @@ PY
 		kill -INT $FWDPID
 		wait $FWDPID || true
 		set -- $rtt
+		e2e_run "$b" "binary=$b" "idle_cpu_ms=$idle,idle_cs_per_s=$idlecs,ping_cpu_ms=$pingcpu,rtt_med_ms=$1,rtt_p99_ms=$2,replies=$3,tcp_mbps=$((bps / 1000000))"
 		echo "$b idle_cpu_ms=$idle idle_cs_per_s=$idlecs ping_cpu_ms=$pingcpu rtt_med_ms=$1 rtt_p99_ms=$2 replies=$3 tcp_mbps=$((bps / 1000000))" | tee -a "$TMP/res"
 	done
 done
@@ -97,3 +101,5 @@ for b in ("before", "after"):
           f"ping CPU {med('ping_cpu_ms'):.0f} ms, RTT median {med('rtt_med_ms'):.3f} ms p99 {med('rtt_p99_ms'):.3f} ms, "
           f"TCP 1 stream {med('tcp_mbps'):.0f} Mbit/s")
 PY
+e2e_json_runs e2e-idle "Two forwarder binaries side by side on configs/router-veth.toml (before: $BEFORE, after: $AFTER): CPU time and context switches over ${IDLE} s idle, ping RTT through it, one iperf3 TCP stream; one run per round and binary" \
+	"rounds=$ROUNDS,idle=$IDLE,duration=$DURATION,queues=$QUEUES"

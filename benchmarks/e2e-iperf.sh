@@ -16,7 +16,11 @@
 #
 # Usage: sudo benchmarks/e2e-iperf.sh             (from the repository root)
 # Knobs: DURATION=5, REPEAT=1 (runs of each measurement, printed each),
-# FORWARDER=path (a prebuilt forwarder instead of go build), ONLY=router|nat.
+# FORWARDER=path (a prebuilt forwarder instead of go build), ONLY=router|nat,
+# RESULT_JSON=path (also write every iperf3 run as a result in
+# benchmarks/result's schema: params config, gro, forwarder, streams;
+# metrics Mbit/s, failed (1: the run failed or received nothing) and, for
+# Junction, fastpath_forwarded and wan_offload_off; e2e_run in e2e-lib.sh).
 set -euo pipefail
 
 DURATION=${DURATION:-5}
@@ -50,7 +54,8 @@ topo() {
 
 gro() { for ns in $A $B; do ip netns exec $ns ethtool -K eth0 gro "$1" >/dev/null; done; }
 
-# iperf DST [ARGS...]: prints the receiver's Gbit/s (0 on failure).
+# iperf DST [ARGS...]: prints the receiver's Gbit/s (0 on failure) and,
+# second, its bit/s.
 iperf() {
 	local dst=$1 out
 	shift
@@ -62,8 +67,8 @@ iperf() {
 	kill $srv 2>/dev/null || true
 	wait $srv 2>/dev/null || true
 	printf '%s' "$out" | python3 -c 'import json,sys
-try: print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))
-except Exception: print("0")'
+try: b = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]; print("%.2f %.0f" % (b/1e9, b))
+except Exception: print("0 0")'
 }
 
 # counter DEV NAME: a driver counter of the running forwarder.
@@ -75,18 +80,24 @@ print(sum(c["value"] for d in s["devices"] if d["device"]==sys.argv[1] for c in 
 
 # run LABEL DST: both iperf3 runs, REPEAT times.
 run() {
-	local label=$1 dst=$2 r one eight f0 f1 off
+	local label=$1 dst=$2 r one eight f0 f1 off fwd=linux extra= onebps eightbps
 	for r in $(seq "$REPEAT"); do
 		if [ -n "${FPID:-}" ]; then f0=$(counter lan fastpath_forwarded); fi
-		one=$(iperf "$dst")
-		eight=$(iperf "$dst" -P 8)
+		read -r one onebps <<<"$(iperf "$dst")"
+		read -r eight eightbps <<<"$(iperf "$dst" -P 8)"
 		if [ -n "${FPID:-}" ]; then
 			f1=$(counter lan fastpath_forwarded)
 			off=$(counter wan fastpath_egress_off)
+			fwd=junction extra=",fastpath_forwarded=$((f1 - f0)),wan_offload_off=$off"
 			printf "%-34s 1 stream %6s Gbit/s   -P 8 %6s Gbit/s   lan fast path forwarded %s, wan offload off %s\n" "$label" "$one" "$eight" $((f1 - f0)) "$off"
 		else
 			printf "%-34s 1 stream %6s Gbit/s   -P 8 %6s Gbit/s\n" "$label" "$one" "$eight"
 		fi
+		# The fast path counters cover both runs: they go with each.
+		e2e_run "$CFG/gro-$GRO/$fwd/P1" "config=$CFG,gro=$GRO,forwarder=$fwd,streams=1" \
+			"Mbit/s=$((onebps / 1000000)),failed=$((onebps == 0))$extra"
+		e2e_run "$CFG/gro-$GRO/$fwd/P8" "config=$CFG,gro=$GRO,forwarder=$fwd,streams=8" \
+			"Mbit/s=$((eightbps / 1000000)),failed=$((eightbps == 0))$extra"
 	done
 }
 
@@ -106,6 +117,7 @@ stop_junction() {
 if [ "$ONLY" != nat ]; then
 	for g in off on; do
 		echo "== router, GRO $g at the hosts =="
+		CFG=router GRO=$g
 		topo 10.1.0.2/24 10.1.0.1 10.2.0.2/24 10.2.0.1
 		gro $g
 		ip -n $FWD addr add 10.1.0.1/24 dev lan0
@@ -123,6 +135,7 @@ fi
 if [ "$ONLY" != router ]; then
 	for g in off on; do
 		echo "== NAT gateway (SNAT in -> out), GRO $g at the hosts =="
+		CFG=nat GRO=$g
 		topo 192.168.1.10/24 192.168.1.1 203.0.113.2/24
 		gro $g
 		ip -n $FWD addr add 192.168.1.1/24 dev lan0
@@ -139,3 +152,5 @@ if [ "$ONLY" != router ]; then
 		stop_junction
 	done
 fi
+e2e_json_runs e2e-iperf "iperf3 TCP (1 stream, -P 8) through Linux and through Junction (configs as shipped, in-kernel fast path on) on the same veths, GRO off and on at the hosts; one run per iperf3 run (Mbit/s received)" \
+	"proto=tcp,duration=$DURATION,repeat=$REPEAT"

@@ -1,4 +1,4 @@
-# Shared by benchmarks/e2e-router.sh and benchmarks/e2e-nat.sh: sourced,
+# Shared by the end-to-end scripts benchmarks/e2e-*.sh: sourced,
 # not run. Sets ROOT (the repository), TMP (a scratch folder) and PIDS
 # (processes to kill), and removes the namespaces, processes and folder
 # on every exit path.
@@ -119,5 +119,32 @@ e2e_json() {
 	done
 	go run ./benchmarks/benchjson -name "$name" -description "$desc" \
 		-command "sudo benchmarks/$name.sh" -traffic "$traffic" "${args[@]}" >"$RESULT_JSON"
+	echo "result: $RESULT_JSON"
+}
+
+# e2e_run NAME PARAMS METRICS: with RESULT_JSON set, appends one run (a
+# result.Run: NAME, PARAMS key=value,... as strings, METRICS key=number,...)
+# as a JSON line to $TMP/runs, for e2e_json_runs. Keys and values must
+# not hold commas, quotes or backslashes; a value that is not a number is
+# refused by benchjson at its line.
+e2e_run() {
+	[ -n "${RESULT_JSON:-}" ] || return 0
+	local name=$1 p="" m="" kv
+	local -a kvs
+	IFS=, read -ra kvs <<<"$2"
+	for kv in "${kvs[@]}"; do p+="${p:+,}\"${kv%%=*}\":\"${kv#*=}\""; done
+	IFS=, read -ra kvs <<<"$3"
+	for kv in "${kvs[@]}"; do m+="${m:+,}\"${kv%%=*}\":${kv#*=}"; done
+	printf '{"name":"%s","params":{%s},"metrics":{%s}}\n' "$name" "$p" "$m" >>"$TMP/runs"
+}
+
+# e2e_json_runs NAME DESCRIPTION TRAFFIC: with RESULT_JSON set, writes the
+# runs in $TMP/runs (e2e_run's, or JSON lines a script wrote itself) as
+# one result in benchmarks/result's schema to RESULT_JSON, through
+# benchmarks/benchjson -runs. TRAFFIC is key=value,...
+e2e_json_runs() {
+	[ -n "${RESULT_JSON:-}" ] || return 0
+	go run ./benchmarks/benchjson -name "$1" -description "$2" \
+		-command "sudo benchmarks/$1.sh" -traffic "$3" -runs "$TMP/runs" >"$RESULT_JSON"
 	echo "result: $RESULT_JSON"
 }

@@ -12,10 +12,15 @@
 // spread are taken over the seconds. -iperf CONFIG=FILE reads e2e-tcp.sh's
 // result rows ("FORWARDER CASE BITS/S RETRANSMITS ERROR", one iperf3 run
 // each): each row is one run of the variant CONFIG/FORWARDER/CASE.
+// -runs FILE reads runs already in the schema, one JSON object (a
+// result.Run) a line, as e2e-drops.sh, e2e-idle.sh and e2e-iperf.sh write
+// them: each line is one run.
 package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,8 +51,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	command := fs.String("command", "", "the command that reproduces it")
 	traffic := fs.String("traffic", "", "comma-separated key=value pairs describing the traffic")
 	gotest := fs.Bool("gotest", false, "convert go test -bench output from stdin")
-	var windows, iperfs multi
+	var windows, iperfs, runFiles multi
 	fs.Var(&windows, "window", "LABEL=FILE: an e2e window file, one rx_pps line per second (repeatable)")
+	fs.Var(&runFiles, "runs", "FILE: runs in the schema, one JSON object a line (repeatable)")
 	fs.Var(&iperfs, "iperf", "CONFIG=FILE: e2e-tcp.sh's rows, one iperf3 run each (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,8 +102,15 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		r.Runs = append(r.Runs, runs...)
 	}
+	for _, file := range runFiles {
+		runs, err := readRuns(file)
+		if err != nil {
+			return err
+		}
+		r.Runs = append(r.Runs, runs...)
+	}
 	if len(r.Runs) == 0 {
-		return errors.New("nothing measured: give -gotest, -window or -iperf")
+		return errors.New("nothing measured: give -gotest, -window, -iperf or -runs")
 	}
 	return r.Write(stdout)
 }
@@ -157,6 +170,32 @@ func readIperf(cfg, file string) ([]result.Run, error) {
 		}
 		if f[4] != "-" || v == 0 {
 			run.Metrics["failed"] = 1
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// readRuns reads one result.Run a line (blank lines skipped); a line that
+// is not one, or a run without a name, is an error at its line.
+func readRuns(file string) ([]result.Run, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var runs []result.Run
+	for i, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		var run result.Run
+		if err := dec.Decode(&run); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, i+1, err)
+		}
+		if run.Name == "" {
+			return nil, fmt.Errorf("%s:%d: a run without a name", file, i+1)
 		}
 		runs = append(runs, run)
 	}

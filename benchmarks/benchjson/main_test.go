@@ -51,3 +51,32 @@ func TestWindowsAndGoTest(t *testing.T) {
 		t.Error("a result with no runs was written")
 	}
 }
+
+// TestRuns: -runs reads the JSON lines e2e-drops.sh, e2e-idle.sh and
+// e2e-iperf.sh write (one result.Run each), and refuses a line that is
+// not one, at its line.
+func TestRuns(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(dir, "runs")
+	os.WriteFile(rows, []byte(`{"name":"router/gro-off/linux/p1","params":{"config":"router","gro":"off","forwarder":"linux","streams":"1"},"metrics":{"Mbit/s":7010}}
+
+{"name":"after","params":{"binary":"after"},"metrics":{"idle_cpu_ms":12,"rtt_med_ms":0.051}}
+`), 0o644)
+	var out bytes.Buffer
+	if err := run([]string{"-name", "e2e-iperf", "-runs", rows}, strings.NewReader(""), &out); err != nil {
+		t.Fatal(err)
+	}
+	r, err := result.Decode(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 2 || r.Runs[0].Params["gro"] != "off" || r.Runs[0].Metrics["Mbit/s"] != 7010 || r.Runs[1].Metrics["rtt_med_ms"] != 0.051 {
+		t.Errorf("%+v", r.Runs)
+	}
+	for _, bad := range []string{`{"name":"x","metrics":{"Mbit/s":"fast"}}`, `{"name":"x","mbps":1}`, `{"params":{}}`, `x=1`} {
+		os.WriteFile(rows, []byte("\n"+bad+"\n"), 0o644)
+		if err := run([]string{"-name", "x", "-runs", rows}, strings.NewReader(""), &out); err == nil || !strings.Contains(err.Error(), rows+":2:") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

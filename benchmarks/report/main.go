@@ -15,9 +15,10 @@
 // the median of the rounds with their range as error bars. The plugin overhead is the go
 // test benchmark of plugins/host, run with `go test -bench` and converted
 // from its standard output (result.ParseGoTest). The end-to-end
-// comparisons against Linux (benchmarks/e2e-router.sh, e2e-nat.sh) run
-// only as root and not with -quick; they write their own JSON
-// (RESULT_JSON, through benchmarks/benchjson).
+// comparisons against Linux (benchmarks/e2e-router.sh, e2e-nat.sh, and
+// e2e-tcp.sh: iperf3 between ordinary hosts) run only as root and not with
+// -quick; they write their own JSON (RESULT_JSON, through
+// benchmarks/benchjson).
 package main
 
 import (
@@ -67,7 +68,7 @@ func run(args []string, log io.Writer) error {
 	fs.DurationVar(&o.window, "window", 0, "length of a measurement window (default 1s, -quick 150ms)")
 	e2e := fs.String("e2e", "auto", "run the end-to-end comparisons against Linux: auto (as root, not -quick), yes, no")
 	fs.BoolVar(&o.verbose, "v", true, "progress on stderr")
-	only := fs.String("only", "", "run only this measurement (l3-workers, lookup-dests, nat-flows, plugin-batch, e2e-router, e2e-nat), keep the other results")
+	only := fs.String("only", "", "run only this measurement (l3-workers, lookup-dests, nat-flows, plugin-batch, e2e-router, e2e-nat, e2e-tcp), keep the other results")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,7 +126,11 @@ func run(args []string, log io.Writer) error {
 				struct {
 					name string
 					f    func() (*result.Result, error)
-				}{"e2e-nat", func() (*result.Result, error) { return o.e2eScript("e2e-nat") }})
+				}{"e2e-nat", func() (*result.Result, error) { return o.e2eScript("e2e-nat") }},
+				struct {
+					name string
+					f    func() (*result.Result, error)
+				}{"e2e-tcp", func() (*result.Result, error) { return o.e2eScript("e2e-tcp", e2eTCPEnv...) }})
 		}
 		known := false
 		for _, s := range steps {
@@ -235,15 +240,24 @@ func (o *options) pluginBatch() (*result.Result, error) {
 	return r, nil
 }
 
-// e2eScript runs benchmarks/NAME.sh with short phases and reads the
+// e2eTCPEnv keeps e2e-tcp.sh's share of the report to minutes: three
+// 3-second iperf3 runs of each case (its own defaults are ten 2-second
+// runs), for medians with a range.
+var e2eTCPEnv = []string{"RUNS=3", "DURATION=3"}
+
+// e2eScript runs benchmarks/NAME.sh with short phases (env, when given,
+// instead of the packet scripts' DURATION=10 LONG=12) and reads the
 // result it writes (RESULT_JSON).
-func (o *options) e2eScript(name string) (*result.Result, error) {
+func (o *options) e2eScript(name string, env ...string) (*result.Result, error) {
 	path := filepath.Join(o.tmp, name+".json")
 	cmd := exec.Command("bash", filepath.Join(o.root, "benchmarks", name+".sh"))
 	cmd.Dir = o.root
 	// e2e-router.sh's one-destination and 1M-destination phases (LONG)
 	// are the seed scenario end to end; e2e-nat.sh has none.
-	cmd.Env = append(os.Environ(), "RESULT_JSON="+path, "DURATION=10", "LONG=12")
+	if len(env) == 0 {
+		env = []string{"DURATION=10", "LONG=12"}
+	}
+	cmd.Env = append(append(os.Environ(), "RESULT_JSON="+path), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {

@@ -33,6 +33,7 @@ var plots = []struct {
 	{"plugin-batch.svg", "plugin-batch", plotPlugin},
 	{"e2e-router.svg", "e2e-router", plotE2E},
 	{"e2e-nat.svg", "e2e-nat", plotE2E},
+	{"e2e-tcp.svg", "e2e-tcp", plotTCP},
 }
 
 const plotW, plotH = 16 * vg.Centimeter, 10 * vg.Centimeter
@@ -598,15 +599,22 @@ func writeSummary(resDir string, w io.Writer) error {
 		fmt.Fprintf(w, "\n%s (%s, load %.1f)\n", r.Name, r.Machine.String(), r.Machine.Load1)
 		names, runs := r.Series()
 		for _, n := range names {
-			var mp, cp, ns []float64
+			var mp, cp, ns, mbit []float64
 			for _, x := range runs[n] {
 				mp = append(mp, x.Mpps)
+				if v, ok := x.Metrics["Mbit/s"]; ok {
+					mbit = append(mbit, v) // iperf3 runs: no packet rate
+				}
 				ns = append(ns, x.NsPerPacket)
 				if v, ok := x.Metrics["mpps_per_cpu_second"]; ok {
 					cp = append(cp, v)
 				}
 			}
 			a, b, c := result.Summarize(mp), result.Summarize(ns), result.Summarize(cp)
+			if m := result.Summarize(mbit); m.N > 0 {
+				fmt.Fprintf(w, "  %-28s %8.0f Mbit/s (%.0f–%.0f)  n=%d\n", n, m.Median, m.Min, m.Max, m.N)
+				continue
+			}
 			fmt.Fprintf(w, "  %-28s %8.3g Mpps (%.3g–%.3g)", n, a.Median, a.Min, a.Max)
 			if c.N > 0 {
 				fmt.Fprintf(w, "  %8.3g Mpps/CPU-s (%.3g–%.3g)", c.Median, c.Min, c.Max)

@@ -129,6 +129,18 @@ func TestPlotsFromResults(t *testing.T) {
 	write("plugin-batch", plug, nil)
 	write("e2e-router", e2e, nil)
 	write("e2e-nat", e2e, nil)
+	var tcp []result.Run
+	for rep := 0; rep < 3; rep++ {
+		for _, cfg := range []string{"router", "nat"} {
+			for _, c := range []string{"p1", "p1-R", "p8", "p8-R"} {
+				for i, fwd := range []string{"linux", "junction"} {
+					tcp = append(tcp, result.Run{Name: cfg + "/" + fwd + "/" + c, Params: map[string]string{"config": cfg, "forwarder": fwd, "case": c},
+						Metrics: map[string]float64{"Mbit/s": 4000 + 1000*float64(i+rep), "retransmits": 3}})
+				}
+			}
+		}
+	}
+	write("e2e-tcp", tcp, map[string]string{"runs": "3", "duration": "3"})
 	var log bytes.Buffer
 	if err := renderPlots(res, plotsDir, false, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())

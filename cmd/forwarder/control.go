@@ -58,6 +58,7 @@ func startControl(r *pipeline.Router, path string) (*control.Server, *ctlServer,
 	srv.Handle("trace", pin((*ctlServer).trace))
 	srv.Handle("capture", pin((*ctlServer).capture))
 	srv.Handle("reload", pin((*ctlServer).reload))
+	srv.Handle("snapshot", pin((*ctlServer).snapshot))
 	if err := srv.Listen(path); err != nil {
 		return nil, nil, err
 	}

@@ -1,7 +1,8 @@
 // Command forwarder runs, checks, draws and documents Junction graphs: `run`
 // starts the pipelines (the embedded default graph when no file is given),
 // `check` validates a graph file, `graph` prints it as Graphviz DOT (with
-// -stats, a running forwarder's rates, ns/packet and drops drawn on it),
+// -stats ADDR, or -control PATH or -live over the control socket, a
+// running forwarder's rates, ns/packet and drops drawn on it),
 // `elements` prints the element manual, and `stats` reads a running
 // forwarder's counters.
 //
@@ -25,6 +26,11 @@
 //	forwarder reload [-config FILE] [-dry-run]      reload the whole graph (SIGHUP reloads the file run was given)
 //	forwarder trace [-n N] [-timeout D] [FILTER]    the next N matching packets: headers, element path, ports, drop reason
 //	forwarder capture -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
+//
+// The socket also answers "snapshot" (ctlsnapshot.go): every counter as
+// the pipeline.Snapshot JSON the stats endpoint serves at /stats; `forwarder
+// graph -control PATH` (or -live, the default socket of -config) draws a
+// running graph with it, where no stats endpoint is open.
 //
 // The server parses the arguments (control.go, show.go, show_queues.go,
 // route.go, trace.go, reload.go): malformed input is a *control.UsageError, one line, exit

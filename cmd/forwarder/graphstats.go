@@ -13,15 +13,19 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-const graphUsage = `usage: forwarder graph [-config FILE] [-stats ADDR [-interval D]] [-format dot|svg|png] [-plain]
+const graphUsage = `usage: forwarder graph [-config FILE] [-stats ADDR | -control PATH | -live] [-interval D] [-format dot|svg|png] [-plain]
 
 Draws the graph: top to bottom, devices named on their FromDevice and
-ToDevice boxes, Classifier outputs labelled with their rules. With -stats
-ADDR (a running forwarder's stats endpoint, as given to forwarder run
--stats), the counters over -interval are drawn on it: packets/s on each
-element and link (pen width), sampled ns/packet as the element's fill
-colour, drops by reason on the element. A link's rate is derived from its
-elements' counters ("?" where they do not settle it).
+ToDevice boxes, Classifier outputs labelled with their rules. With the
+counters of a forwarder running this graph, read over -interval, drawn on
+it: packets/s on each element and link (pen width), sampled ns/packet as
+the element's fill colour, drops by reason on the element. A link's rate
+is derived from its elements' counters ("?" where they do not settle it).
+The counters come from its stats endpoint (-stats ADDR, as given to
+forwarder run -stats) or from its control socket: -control PATH, or -live
+for the default socket, as the control client commands find it
+(/run/junction/<config name>.sock, named by -config; without -config the
+only socket there).
 -format svg or png runs Graphviz's dot (without it: DOT, and a note on
 stderr); dot prints
 the DOT text (forwarder graph | dot -Tsvg > g.svg). -plain prints the
@@ -38,7 +42,9 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	config := fs.String("config", "", "graph file (default: the embedded default graph)")
 	stats := fs.String("stats", "", "stats endpoint of a forwarder running this graph: draw its counters")
-	interval := fs.Duration("interval", time.Second, "with -stats: the interval the rates are measured over (0: averages since start)")
+	ctl := fs.String("control", "", "control socket of a forwarder running this graph: draw its counters")
+	live := fs.Bool("live", false, "draw the counters of the forwarder running this graph, read over its default control socket (the one -config names)")
+	interval := fs.Duration("interval", time.Second, "with -stats, -control or -live: the interval the rates are measured over (0: averages since start)")
 	format := fs.String("format", "dot", "dot, svg or png (svg and png need Graphviz's dot)")
 	plain := fs.Bool("plain", false, "the plain DOT (every port labelled, device nodes, left to right)")
 	if err := parseFlags(fs, args); err != nil {
@@ -51,8 +57,18 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	if *format != "dot" && *format != "svg" && *format != "png" {
 		return fmt.Errorf("-format must be dot, svg or png, got %q", *format)
 	}
-	if *plain && *stats != "" {
-		return errors.New("-plain draws no counters: drop -plain or -stats")
+	sources := 0
+	for _, given := range []bool{*stats != "", *ctl != "", *live} {
+		if given {
+			sources++
+		}
+	}
+	if sources > 1 {
+		fmt.Fprintln(stderr, "forwarder graph: -stats, -control and -live each choose where the counters come from: give one")
+		return errUsage
+	}
+	if *plain && sources > 0 {
+		return errors.New("-plain draws no counters: drop -plain, or -stats, -control and -live")
 	}
 	if *interval < 0 {
 		return errors.New("-interval must not be negative")
@@ -73,8 +89,16 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *plain:
 		text = g.DOT()
-	case *stats != "":
-		st, err := liveStats(g, *stats, *interval)
+	case sources > 0:
+		src, fetch := *stats, func() (*pipeline.Snapshot, error) { return pipeline.FetchSnapshot(*stats) }
+		if *stats == "" {
+			sock := *ctl
+			if sock == "" {
+				sock = defaultSocket(path)
+			}
+			src, fetch = sock, func() (*pipeline.Snapshot, error) { return controlSnapshot(sock) }
+		}
+		st, err := liveStats(g, src, fetch, *interval)
 		if err != nil {
 			return err
 		}
@@ -97,19 +121,20 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// liveStats reads the endpoint twice, interval apart, and checks that it
-// is serving this graph.
-func liveStats(g *pipeline.Graph, addr string, interval time.Duration) (*pipeline.LiveStats, error) {
+// liveStats reads the counters twice, interval apart, with fetch (from
+// the stats endpoint or the control socket addr), and checks that they
+// are this graph's.
+func liveStats(g *pipeline.Graph, addr string, fetch func() (*pipeline.Snapshot, error), interval time.Duration) (*pipeline.LiveStats, error) {
 	var before *pipeline.Snapshot
 	if interval > 0 {
-		s, err := pipeline.FetchSnapshot(addr)
+		s, err := fetch()
 		if err != nil {
 			return nil, err
 		}
 		before = s
 		time.Sleep(interval)
 	}
-	after, err := pipeline.FetchSnapshot(addr)
+	after, err := fetch()
 	if err != nil {
 		return nil, err
 	}

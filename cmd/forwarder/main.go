@@ -36,7 +36,8 @@ Usage:
   forwarder run      [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST]
                      [-stats ADDR] [-stats-public] [-quiet] [-per-worker] [-control PATH]
   forwarder check    [-config FILE] [-strict]
-  forwarder graph    [-config FILE] [-stats ADDR] [-interval D] [-format dot|svg|png] [-plain]
+  forwarder graph    [-config FILE] [-stats ADDR | -control PATH | -live] [-interval D]
+                     [-format dot|svg|png] [-plain]
   forwarder elements [TYPE]
   forwarder drivers  [NAME]
   forwarder stats    [-addr ADDR] [-format table|json|prom] [-per-worker]
@@ -62,7 +63,8 @@ check     validates a graph as run would, short of starting it: "ok: N elements,
           M links, K devices" and warnings, or every error with its file:line.
 graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg), or
           renders it (-format svg|png, with Graphviz installed); -stats ADDR
-          draws a running forwarder's rates, ns/packet and drops on it.
+          (or -control PATH, -live: its control socket) draws a running
+          forwarder's rates, ns/packet and drops on it.
 elements  lists the element types, or prints one type's manual.
 drivers   lists the drivers, or prints one driver's keys.
 stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGraphControl: graph -control against a forwarder running the
+// default graph (gen devices, one worker) with its control socket in a
+// temporary directory: the counters come from the socket's snapshot
+// command, with no stats endpoint, and are drawn as with -stats.
+func TestGraphControl(t *testing.T) {
+	path := ctlRouter(t)
+	time.Sleep(200 * time.Millisecond)
+	code, out, errs := forwarder(t, "graph", "-control", path, "-interval", "300ms")
+	if code != 0 {
+		t.Fatalf("graph -control: exit %d: %s", code, errs)
+	}
+	line := func(prefix string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return l
+			}
+		}
+		t.Errorf("no line %s in\n%s", prefix, out)
+		return ""
+	}
+	rate := regexp.MustCompile(`[0-9.]+ [kM]pps`)
+	if rt := line(`"rt" [`); !rate.MatchString(rt) || !strings.Contains(rt, "ns/pkt") {
+		t.Errorf("rt without its rate and ns/packet: %s", rt)
+	}
+	if l := line(`"ttl" -> "rt"`); !rate.MatchString(l) || !strings.Contains(l, "penwidth=") {
+		t.Errorf("the link into rt without its rate: %s", l)
+	}
+	if !regexp.MustCompile(`packets/s over 3[0-9]{2}ms from ` + regexp.QuoteMeta(path)).MatchString(out) {
+		t.Errorf("the caption does not name %s and the interval:\n%s", path, out)
+	}
+
+	// The snapshot command takes no arguments.
+	if code, _, errs := ctl(t, path, "show", "snapshot"); code != 2 {
+		t.Errorf("show snapshot: exit %d, %s", code, errs)
+	}
+	// -live looks for the socket -config names (no forwarder runs there).
+	cfg := filepath.Join(t.TempDir(), "junction-test-none.toml")
+	if err := os.WriteFile(cfg, defaultGraph, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Another graph's counters are refused; a missing socket is named;
+	// one source of counters at a time.
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"graph", "-config", "../../configs/nat-gateway.toml", "-control", path, "-interval", "0"}, 1, "runs another graph"},
+		{[]string{"graph", "-control", filepath.Join(t.TempDir(), "none.sock")}, 1, "no forwarder at"},
+		{[]string{"graph", "-live", "-config", cfg}, 1, "no forwarder at /run/junction/junction-test-none.sock"},
+		{[]string{"graph", "-control", path, "-stats", "127.0.0.1:1"}, 2, "give one"},
+		{[]string{"graph", "-control", path, "-live"}, 2, "give one"},
+		{[]string{"graph", "-control", path, "-plain"}, 1, "-plain draws no counters"},
+	} {
+		code, _, errs := forwarder(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+}
