@@ -165,6 +165,7 @@ type Device struct {
 	ft       *fastTable
 	out      *egressOut   // as an output of the fast path: its state and counters
 	locals   []netip.Addr // addresses marked local in ft
+	mtu      int          // the interface's MTU at open: the fast path's limit for IPv6 datagrams out of it
 	nl       *nlink.Conn
 	link     *linkstats.Reader // the interface's own drop counters
 	linkFD   int               // BPF link holding the program, or -1
@@ -225,6 +226,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		return nil, elements.Errorf("interface", "%v", err)
 	}
 	d.ifindex = link.Index
+	d.mtu = link.MTU
 	if lnl, err := nlink.Open(); err == nil {
 		d.link = linkstats.Open(lnl, d.ifindex)
 	}
