@@ -135,3 +135,53 @@ func TestFallbackRouter6(t *testing.T) {
 		}
 	}
 }
+
+// TestNATGatewayFastPath6: nat-gateway.toml as shipped, hosts with GRO on:
+// the inside host's iperf3 -6 TCP flow is fast-tracked and handed to the
+// kernel (FastTrack's "offloaded packets" and lan's fastpath_forwarded
+// grow), and simple security still refuses inbound connections meanwhile
+// (the gateway's IPv6 routes are not offloaded: only flows the graph
+// admitted are).
+func TestNATGatewayFastPath6(t *testing.T) {
+	netns.RequireTool(t, "iperf3")
+	netns.RequireTool(t, "timeout")
+	netns.RequireTool(t, "curl")
+	tp := newNATTopo(t)
+	noKernelIPv6(tp.fwd)
+	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
+	addr6(t, tp.ot, "2001:db8:2::2/64", "")
+	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
+	for _, ns := range []*netns.NS{tp.in, tp.ot} {
+		ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
+	}
+	tp.config = natFastPathConfig(t, tp.config)
+	p := tp.start(t)
+	fw := &topo{fwd: tp.fwd}
+	defer func() {
+		out := fw.stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+		fw.noXDP(t)
+	}()
+	httpServer6(t, tp.in, "2001:db8:1::10", 8081, "inside\n")
+	ping6OK(t, tp.in, "2001:db8:2::2")
+
+	before := fw.snapshot(t)
+	bps := fallbackIperf(t, tp.in, tp.ot, "2001:db8:2::2", "-6")
+	after := fw.snapshot(t)
+	off := counter(after, "FastTrack", "offloaded packets") - counter(before, "FastTrack", "offloaded packets")
+	lan := deviceCounter(after, "lan", "fastpath_forwarded") - deviceCounter(before, "lan", "fastpath_forwarded")
+	t.Logf("iperf3 -6 out: %.0f Mbit/s; FastTrack offloaded %d packets; lan's fast path forwarded %d", bps/1e6, off, lan)
+	if off < 1000 || lan < 1000 {
+		t.Errorf("iperf3 -6 out: %d packets offloaded, lan's fast path forwarded %d", off, lan)
+	}
+	for _, name := range []string{"offload errors"} {
+		if n := counter(after, "FastTrack", name); n != 0 {
+			t.Errorf("FastTrack: %d %s", n, name)
+		}
+	}
+	if out, err := tp.ot.Run("curl", "-6", "-sf", "--max-time", "2", "http://[2001:db8:1::10]:8081/"); err == nil {
+		t.Errorf("an outside host opened a connection to the inside with the fast path on: %q", out)
+	}
+}
