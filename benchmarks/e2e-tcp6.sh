@@ -27,13 +27,16 @@
 # forwarded.
 #
 # Usage: sudo benchmarks/e2e-tcp6.sh      (from the repository root)
-# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, FORWARDER=path (prebuilt binary).
+# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, FORWARDER=path (prebuilt binary),
+# CONFIG=configs/router-veth.toml (e.g. a copy without the fastpath and
+# offload lines, to measure the graph alone with GRO on).
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-2}
 QUEUES=${QUEUES:-2}
 GRO=${GRO:-off}
+CONFIG=${CONFIG:-configs/router-veth.toml}
 SUF=$$
 CLI=jnb-6cli-$SUF FWD=jnb-6fwd-$SUF SRV=jnb-6srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
@@ -45,7 +48,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO CONFIG=$CONFIG"
 
 e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
@@ -104,7 +107,7 @@ for d in lan0 wan0; do ip netns exec $FWD sysctl -qw net.ipv6.conf.$d.disable_ip
 ip netns exec $CLI ip -6 neigh flush dev eth0
 ip netns exec $SRV ip -6 neigh flush dev eth0
 
-ip netns exec $FWD "$TMP/forwarder" run -config configs/router-veth.toml -quiet >"$TMP/fwd.log" 2>&1 &
+ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd.log" 2>&1 &
 FWDPID=$!
 PIDS+=($FWDPID)
 for i in $(seq 75); do
