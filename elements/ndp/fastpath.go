@@ -84,3 +84,39 @@ func (h fastHook) sync(t *table, a *[16]byte, now int64) {
 	n.fastMAC.Store(mac)
 	n.fastAt.Store(now)
 }
+
+// refreshSlots is how many cache slots one tick looks at for
+// refreshFast: the whole table every 64 ticks (about 64 ms).
+const refreshSlots = 64
+
+// refreshFast keeps the kernel's copies from lapsing while it forwards.
+// Traffic the kernel forwards never reaches this element, so nothing
+// would confirm a neighbour in use: its reachable time would run out, the
+// copy lapse, and the traffic fall back to the graph through STALE,
+// DELAY (5 s) and PROBE before it is copied again. Like Linux's managed
+// neighbours, a neighbour with a copy is re-confirmed in the last quarter
+// of its reachable time with a unicast solicitation (at most one per
+// RETRANS_TIMER); the solicited advertisement makes it REACHABLE again and
+// renews the copy (sync). A neighbour that stops answering lapses as
+// before. Called on one worker only.
+func (q *Querier) refreshFast(now int64) {
+	t := q.t
+	sent := false
+	for k := 0; k < refreshSlots; k++ {
+		n := t.slots[q.refreshAt].Load()
+		q.refreshAt = (q.refreshAt + 1) & (tableSlots - 1)
+		if n == nil || n.static || n.fastMAC.Load() == 0 || n.State() != Reachable {
+			continue
+		}
+		left := n.since.Load() + t.tm.Reachable - now
+		if left <= 0 || left > t.tm.Reachable/4 || now-n.refreshed.Load() < t.tm.Retrans {
+			continue
+		}
+		n.refreshed.Store(now)
+		q.solicit(n.addr, n.mac.Load(), true)
+		sent = true
+	}
+	if sent {
+		q.flushOut()
+	}
+}

@@ -1,6 +1,7 @@
 package ndp_test
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"sync"
@@ -121,5 +122,57 @@ func TestQuerierWithoutFastPath(t *testing.T) {
 		if cv.Name == "fastpath errors" {
 			t.Errorf("counter %q without a fast path", cv.Name)
 		}
+	}
+}
+
+// TestQuerierFastPathRefresh: a neighbour copied into the fast path is
+// re-confirmed before its copy lapses, since the traffic the kernel
+// forwards never passes the querier: in the last quarter of its reachable
+// time worker 0's tick sends one unicast solicitation to it (no more than
+// one per RETRANS_TIMER), and the solicited advertisement renews the copy.
+func TestQuerierFastPathRefresh(t *testing.T) {
+	clk := useClock(t)
+	log := &neighborLog{}
+	c := querierCfg()
+	c.Timeout = 20 * time.Second
+	h := elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
+	tick := h.Element.(interface{ Tick(int64) })
+	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	na := ndFrame{typ: 136, src: peerIP.String(), dst: ourIP.String(), target: peerIP.String(), flags: 0x60, lla: peerMAC}
+	h.Push(1, na.bytes(t))
+	wantCalls(t, "REACHABLE", log.take(), "set wan 2001:db8:2::2 02:00:00:00:02:02 20s")
+	h.Reset()
+	sols := func() (n int) {
+		for _, f := range h.Outs[0].Frames() {
+			if len(f) > 54 && f[12] == 0x86 && f[13] == 0xdd && f[54] == 135 {
+				if !bytes.Equal(f[:6], peerMAC) {
+					t.Errorf("refresh solicitation to %x, want unicast to %s", f[:6], peerMAC)
+				}
+				n++
+			}
+		}
+		h.Reset()
+		return n
+	}
+	for i := 0; i < 100; i++ { // every slot of the table, early in the reachable time
+		tick.Tick(clk.now())
+	}
+	if n := sols(); n != 0 {
+		t.Fatalf("%d solicitations with 20 s of reachable time left", n)
+	}
+	clk.add(16 * time.Second) // 4 s left: the last quarter
+	for i := 0; i < 100; i++ {
+		tick.Tick(clk.now())
+	}
+	if n := sols(); n != 1 {
+		t.Fatalf("%d solicitations in the last quarter of the reachable time, want 1", n)
+	}
+	h.Push(1, na.bytes(t))
+	wantCalls(t, "refresh confirmed", log.take(), "set wan 2001:db8:2::2 02:00:00:00:02:02 20s")
+	for i := 0; i < 100; i++ {
+		tick.Tick(clk.now())
+	}
+	if n := sols(); n != 0 {
+		t.Errorf("%d solicitations right after the confirmation", n)
 	}
 }

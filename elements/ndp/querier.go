@@ -136,8 +136,12 @@ func init() {
 				"static one) is copied into it for what remains of its reachable time, so the fast path " +
 				"forwards IPv6 to it in the kernel; the copy is renewed on confirmations (at most once per " +
 				"quarter timeout while the MAC is unchanged) and withdrawn when the neighbour's MAC " +
-				"changes without a confirmation. When it lapses, the packets come back through this " +
-				"element, whose STALE/DELAY/PROBE probing confirms the neighbour again.",
+				"changes without a confirmation. Since the packets the kernel forwards never reach this " +
+				"element, a neighbour with a copy is re-confirmed before the copy lapses: in the last quarter " +
+				"of its reachable time worker 0's querier sends it a unicast solicitation (at most one per " +
+				"second), whose solicited advertisement renews the copy, as Linux does for managed " +
+				"neighbours. A neighbour that stops answering lapses: the packets come back through this " +
+				"element, whose STALE/DELAY/PROBE probing confirms the neighbour again or fails it.",
 		},
 	})
 }
@@ -178,8 +182,12 @@ type Querier struct {
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
 
-	// The device's in-kernel fast path (nil without one), fastpath.go.
-	fast fastHook
+	// The device's in-kernel fast path (nil without one), fastpath.go;
+	// refresher: this worker re-confirms the neighbours the kernel
+	// forwards to (worker 0's querier), walking the table from refreshAt.
+	fast      fastHook
+	refresher bool
+	refreshAt int
 }
 
 var (
@@ -221,7 +229,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
 		hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
-		outB: packet.NewBatch(batch),
+		outB: packet.NewBatch(batch), refresher: ctx.Worker == 0,
 
 		solicitations: st.Counter("solicitations"),
 		learned:       st.Counter("learned"),
@@ -534,6 +542,9 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 
 // Tick releases packets resolved by other workers and retries solicitations.
 func (q *Querier) Tick(now int64) {
+	if q.fast.table != nil && q.refresher {
+		q.refreshFast(now)
+	}
 	if q.active == 0 {
 		return
 	}

@@ -82,6 +82,8 @@ type neigh struct {
 	// the MAC copied (0: none) and when.
 	fastMAC atomic.Uint64
 	fastAt  atomic.Int64
+	// refreshed: when refreshFast last solicited it.
+	refreshed atomic.Int64
 }
 
 func (n *neigh) State() State { return State(n.state.Load()) }
