@@ -16,13 +16,27 @@
 # as 0. It prints per case the median [min-max] received Mbit/s of Linux
 # and Junction and Junction ÷ Linux (medians).
 #
+# With GRO=on the hosts' eth0 have GRO on, for Linux and Junction alike:
+# a veth whose peer has GRO on takes XDP-redirected frames, so Junction's
+# in-kernel fast path (router-veth.toml's fastpath = true and offload)
+# forwards the IPv6 TCP itself. Before measuring Junction the script then
+# waits for the router's neighbour discovery to confirm the LAN host (only
+# REACHABLE neighbours go into the fast path; one learnt from a
+# solicitation is STALE until a packet's DELAY and probe confirm it), and
+# prints the forwarder's exit line saying how many packets the fast path
+# forwarded.
+#
 # Usage: sudo benchmarks/e2e-tcp6.sh      (from the repository root)
-# Knobs: RUNS=5, DURATION=2, QUEUES=2, FORWARDER=path (prebuilt binary).
+# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, FORWARDER=path (prebuilt binary),
+# CONFIG=configs/router-veth.toml (e.g. a copy without the fastpath and
+# offload lines, to measure the graph alone with GRO on).
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-2}
 QUEUES=${QUEUES:-2}
+GRO=${GRO:-off}
+CONFIG=${CONFIG:-configs/router-veth.toml}
 SUF=$$
 CLI=jnb-6cli-$SUF FWD=jnb-6fwd-$SUF SRV=jnb-6srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
@@ -34,13 +48,16 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO CONFIG=$CONFIG"
 
 e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
 ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
 for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
 for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 tx off >/dev/null; done
+if [ "$GRO" = on ]; then
+	for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 gro on >/dev/null; done
+fi
 ip -n $CLI -6 addr add 2001:db8:1::2/64 dev eth0 nodad
 ip -n $CLI -6 route add default via 2001:db8:1::1
 ip -n $SRV -6 addr add 2001:db8:2::2/64 dev eth0 nodad
@@ -90,16 +107,22 @@ for d in lan0 wan0; do ip netns exec $FWD sysctl -qw net.ipv6.conf.$d.disable_ip
 ip netns exec $CLI ip -6 neigh flush dev eth0
 ip netns exec $SRV ip -6 neigh flush dev eth0
 
-ip netns exec $FWD "$TMP/forwarder" run -config configs/router-veth.toml -quiet >"$TMP/fwd.log" 2>&1 &
+ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd.log" 2>&1 &
 FWDPID=$!
 PIDS+=($FWDPID)
 for i in $(seq 75); do
 	ip netns exec $CLI ping -6 -c1 -W1 $DST >/dev/null 2>&1 && break
 	sleep 0.2
 done
+if [ "$GRO" = on ]; then
+	ip netns exec $SRV ping -6 -c1 -W1 2001:db8:1::2 >/dev/null 2>&1 || true
+	sleep 6 # DELAY (5 s), then the next packet's probe confirms the host
+	ip netns exec $SRV ping -6 -c3 -i0.3 -W1 2001:db8:1::2 >/dev/null 2>&1 || true
+fi
 measure junction
 kill -INT $FWDPID
 wait $FWDPID || true
+grep -h "fast path:" "$TMP/fwd.log" || true
 
 python3 - "$TMP/res" <<'PYEOF'
 import sys, statistics as st

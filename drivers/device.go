@@ -138,7 +138,7 @@ func Names() []string {
 }
 
 // FastPath is implemented by a device whose driver can forward plain IPv4
-// packets itself, before the graph sees them (afxdp with fastpath = true:
+// (and IPv6) packets itself, before the graph sees them (afxdp with fastpath = true:
 // in its XDP program, in the kernel). It forwards only what it has a route
 // and a resolved next hop for, and only packets that the standard router
 // graph would forward unchanged but for the TTL and the Ethernet header;
@@ -156,7 +156,7 @@ type FastPath interface {
 // Its methods are control-plane calls (a system call each); they are safe
 // for concurrent use.
 type FastPathTable interface {
-	// SetRoute makes IPv4 prefix p lead out of device out towards gw (an
+	// SetRoute makes IPv4 or IPv6 prefix p lead out of device out towards gw (an
 	// invalid gw: directly connected). A nil out marks a prefix the fast
 	// path must not forward (the router's own addresses, ECMP routes,
 	// ports without a fast-path device): its packets take the graph.

@@ -72,14 +72,23 @@ Keys (besides driver, addresses, mac):
                       router, not martian) whose route and next hop are
                       known are forwarded in the kernel (TTL decremented,
                       Ethernet rewritten, redirected to the output
-                      interface) and never reach the graph; everything
-                      else does, as usual. Routes come from an IPLookup
+                      interface) and never reach the graph, and so are
+                      IPv6 TCP and UDP packets (no extension headers, hop
+                      limit > 1, no multicast, link-local, unspecified,
+                      loopback or mapped address, within the output's MTU
+                      as read at open: longer ones take the graph, whose
+                      CheckMTU sends packet too big; hop limit
+                      decremented, Ethernet rewritten); everything else
+                      (ICMPv6 and neighbour discovery included) reaches
+                      the graph, as usual. Routes come from an IPLookup
                       whose offload key names this device, next hops from
                       this device's ARPQuerier (for as long as it trusts
-                      them); the device's addresses stay local. A
+                      them) and NDPQuerier (while REACHABLE); the device's
+                      addresses stay local. A
                       FastTrack whose offload key names this device also
                       hands it established flows, which it forwards with
-                      their NAT, TTL and Ethernet rewrite. Use it only
+                      their NAT, TTL and Ethernet rewrite (IPv6 TCP and
+                      UDP flows: hop limit and Ethernet). Use it only
                       with graphs of the router or NAT gateway shape
                       (configs/router-veth.toml, nat-gateway.toml), which
                       do nothing else to such packets. It redirects only
@@ -182,6 +191,7 @@ type Device struct {
 	ft       *fastTable
 	out      *egressOut   // as an output of the fast path: its state and counters
 	locals   []netip.Addr // addresses marked local in ft
+	mtu      int          // the interface's MTU at open: the fast path's limit for IPv6 datagrams out of it
 	nl       *nlink.Conn
 	link     *linkstats.Reader // the interface's own drop counters
 	linkFD   int               // BPF link holding the program, or -1
@@ -247,6 +257,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		return nil, conf.Errorf("interface", "%v", err)
 	}
 	d.ifindex = link.Index
+	d.mtu = link.MTU
 	if lnl, err := nlink.Open(); err == nil {
 		d.link = linkstats.Open(lnl, d.ifindex)
 	}

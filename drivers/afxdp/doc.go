@@ -51,12 +51,16 @@
 // alone and Open fails, naming it.
 //
 // Fast path (fastpath = true): the program is drivers/afxdp/fastpath's,
-// which forwards plain IPv4 packets with a known route and next hop in the
-// kernel and redirects the rest to the same sockets. Its route and
-// neighbour maps are one per process (fastTable), shared by every such
-// device so that a route can lead from one to another, and programmed
-// through drivers.FastPathTable by IPLookup (offload key) and ARPQuerier;
-// the devices' own addresses are held local in it.
+// which forwards plain IPv4 packets, and IPv6 TCP and UDP, with a known
+// route and next hop in the kernel and redirects the rest to the same
+// sockets. Its route and neighbour maps are one per process (fastTable),
+// shared by every such device so that a route can lead from one to
+// another, and programmed through drivers.FastPathTable by IPLookup
+// (offload key), ARPQuerier and NDPQuerier; the devices' own addresses
+// (IPv4, and global IPv6 as /128s) are held local in it. IPv6 next hops and
+// flows carry the output device's MTU, read when it was opened (an MTU
+// changed later is not seen: frames up to the old MTU are still
+// redirected).
 //
 // Every fast-path device is also an output of that table (fasttable.go):
 // the program redirects to it only while the kernel takes redirected

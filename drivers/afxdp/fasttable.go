@@ -92,7 +92,7 @@ func (f *fastTable) release() error {
 func (f *fastTable) addLocal(a netip.Addr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := netip.PrefixFrom(a, 32)
+	p := netip.PrefixFrom(a, a.BitLen())
 	if err := f.t.SetRoute(p, fastpath.Route{Local: true}); err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (f *fastTable) addLocal(a netip.Addr) error {
 func (f *fastTable) removeLocal(a netip.Addr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := netip.PrefixFrom(a, 32)
+	p := netip.PrefixFrom(a, a.BitLen())
 	if f.locals[p]--; f.locals[p] > 0 {
 		return
 	}
@@ -122,8 +122,8 @@ func fastDevice(out drivers.Device) (*Device, error) {
 
 // SetRoute implements drivers.FastPathTable.
 func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) error {
-	if !p.Addr().Is4() || gw.IsValid() && !gw.Is4() {
-		return fmt.Errorf("fast path: %s via %s: IPv4 only", p, gw)
+	if p.Addr().Is4In6() || gw.IsValid() && (gw.Is4() != p.Addr().Is4() || gw.Is4In6()) {
+		return fmt.Errorf("fast path: %s via %s: IPv4 or IPv6 (not IPv4-mapped), the prefix and the gateway of one family", p, gw)
 	}
 	p = p.Masked()
 	r := fastpath.Route{Local: out == nil}
@@ -144,7 +144,7 @@ func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) 
 
 // DeleteRoute implements drivers.FastPathTable.
 func (f *fastTable) DeleteRoute(p netip.Prefix) error {
-	if !p.Addr().Is4() {
+	if p.Addr().Is4In6() {
 		return nil
 	}
 	p = p.Masked()
@@ -157,11 +157,16 @@ func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 }
 
 // SetNeighbor implements drivers.FastPathTable: frames to ip leave out
-// with the device's own MAC as source.
+// with the device's own MAC as source. IPv6 next hops carry the device's
+// MTU (read at open): longer IPv6 datagrams take the graph, which sends
+// packet too big.
 func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MAC, lifetime time.Duration) error {
 	d, err := fastDevice(out)
 	if err != nil {
 		return err
+	}
+	if ip.Is6() && !ip.Is4In6() {
+		return f.t.SetNeighbor6(d.ifindex, ip, mac, d.info.MAC, d.mtu, lifetime)
 	}
 	return f.t.SetNeighbor(d.ifindex, ip, mac, d.info.MAC, lifetime)
 }
@@ -187,7 +192,7 @@ func flowOf(f drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction, error) {
 	}
 	return fastpath.FlowKey{Ifindex: in.ifindex, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Sport: f.Sport, Dport: f.Dport},
 		fastpath.FlowAction{Ifindex: out.ifindex, EthDst: f.EthDst, EthSrc: f.EthSrc, Src: f.NewSrc, Dst: f.NewDst,
-			Sport: f.NewSport, Dport: f.NewDport, TTLDec: f.TTLDec, ICMPType: f.ICMPType, Gen: f.Gen}, nil
+			Sport: f.NewSport, Dport: f.NewDport, TTLDec: f.TTLDec, ICMPType: f.ICMPType, Gen: f.Gen, MTU: out.mtu}, nil
 }
 
 // SetFlow implements drivers.FastPathTable.
@@ -251,7 +256,9 @@ func (d *Device) openFastPath(queues int) error {
 		return err
 	}
 	for _, a := range d.info.Addresses {
-		if a.Addr().Is4() {
+		// IPv4 and global IPv6 addresses (link-local ones are never
+		// forwarded by the fast path anyway).
+		if a.Addr().Is4() || a.Addr().Is6() && !a.Addr().Is4In6() && !a.Addr().IsLinkLocalUnicast() {
 			if err := ft.addLocal(a.Addr()); err != nil {
 				return err
 			}

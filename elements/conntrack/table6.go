@@ -43,8 +43,8 @@ type Conn6 struct {
 	prev    uint32
 	nxt     uint32
 	// Fast is each direction's fast path, learned by FastTrackLearn and
-	// applied by FastTrack, as Conn.Fast (Offload unused: IPv6 is not
-	// offloaded).
+	// applied by FastTrack, as Conn.Fast (Offload: FastTrack's record of
+	// handing a TCP or UDP direction to the in-kernel fast path).
 	Fast [2]Fast
 }
 

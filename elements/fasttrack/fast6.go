@@ -5,8 +5,8 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// IPv6 flows take a plainer fast path than IPv4's: no flow cache, no
-// offload and no NAT (IPv6 is routed, not translated), so a hit is a
+// IPv6 flows take a plainer fast path than IPv4's: no flow cache and no
+// NAT (offload: offload6.go) (IPv6 is routed, not translated), so a hit is a
 // lookup in the worker's IPv6 flow table, the hop-limit decrement the slow
 // path made (IPv6 has no header checksum, and the hop limit is not in the
 // transport checksum) and the Ethernet header. FastTrack looks at IPv6
@@ -80,6 +80,9 @@ func (e *FastTrack) hit6(t6 *conntrack.Table6, p *packet.Packet, gen uint32, now
 		st = packet.CtNew
 	}
 	p.Ct = packet.Ct{Table: t6, Flow: idx, Tag: c.Tag, State: st, Dir: dir, TTL: hop}
+	if e.off != nil && f.Offload == offNone {
+		e.off.queue6(idx, c, dir, p)
+	}
 	return int(f.Out), n
 }
 
@@ -113,6 +116,7 @@ func learn6(p *packet.Packet, out uint8, gen uint32) (learned, bad bool) {
 	f.TTLDec = p.Ct.TTL - h[7]
 	f.Gen = gen
 	f.Valid = true
+	f.Offload = offNone // a new path: FastTrack may hand it to the device again
 	t6.MarkLearned()
 	return true, false
 }

@@ -202,6 +202,7 @@ func (e *FastTrack) Tick(now int64) {
 func (e *FastTrack) Close() error {
 	if e.off != nil && e.t != nil {
 		e.removeAll()
+		e.removeAll6()
 	}
 	if e.t != nil {
 		if e.useCache && !e.deferCache {

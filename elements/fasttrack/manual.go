@@ -38,8 +38,9 @@ func fastTrackManual() elements.Doc {
 			"learned some IPv6 direction: an untagged IPv6 TCP (ESTABLISHED, ACK without SYN/FIN/RST), UDP or ICMPv6 echo " +
 			"packet without extension headers, whose flow is in the worker's IPv6 table (Conntrack) under the same after, " +
 			"policy and generation rules, gets the learned hop-limit decrement and Ethernet header (IPv6 is not translated, " +
-			"so no checksum changes), is counted against its flow and goes to its learned output; no flow cache and no " +
-			"offload for IPv6.\n\n" +
+			"so no checksum changes), is counted against its flow and goes to its learned output; no flow cache. With " +
+			"offload, its TCP and UDP directions go to the kernel as IPv4's do (below; ICMPv6 stays here, counted as " +
+			"\"not offloadable\").\n\n" +
 			"A hit needs: an IPv4 TCP (ESTABLISHED, no SYN/FIN/RST), UDP or ICMP echo packet without options or " +
 			"fragmentation, whose flow is live in the worker's Conntrack table, has been seen `after` packets, and has a " +
 			"fast path learned for this direction under the current generation (the graph's conntrack.Generation: a route or NAT " +

@@ -67,6 +67,8 @@ type offload struct {
 
 	flows                                        *atomic.Uint64 // gauge: installed directions
 	packets, full, errs, ended, other, elsewhere *atomic.Uint64
+
+	v6 offload6 // IPv6 flows (offload6.go)
 }
 
 // newOffload resolves the offload key: one device name per fast output.
@@ -158,6 +160,7 @@ func (e *FastTrack) tick(now int64) {
 			// all out now, whatever it costs.
 			o.errs.Add(1)
 			e.removeAll()
+			e.removeAll6()
 		}
 		o.gen = gen
 	}
@@ -173,6 +176,7 @@ func (e *FastTrack) tick(now int64) {
 	if dt := now - o.lastTick; o.lastTick != 0 && dt < foldEvery {
 		visits = int((int64(len(o.done))*dt + foldEvery - 1) / foldEvery)
 	}
+	e.tick6(now, gen)
 	o.lastTick = now
 	e.fold(t.Now(), visits)
 }

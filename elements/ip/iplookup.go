@@ -209,9 +209,11 @@ func init() {
 				{Name: "netns", Type: "string", Doc: "with source = \"kernel\": a named network namespace (ip netns) to read; default: the forwarder's own"},
 				{Name: "offload", Type: "[]string",
 					Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per output port in port order " +
-						"(\"\" for a port that is not offloaded): the IPv4 routes leaving on those ports are mirrored into the " +
-						"devices' in-kernel fast path, which forwards plain IPv4 packets to a resolved next hop before the graph " +
-						"sees them (see the afxdp driver); ECMP routes and routes to other ports stay in the graph. " +
+						"(\"\" for a port that is not offloaded): the IPv4 and IPv6 routes leaving on those ports are mirrored into the " +
+						"devices' in-kernel fast path, which forwards plain IPv4 packets, and IPv6 TCP and UDP, to a next hop " +
+						"ARPQuerier or NDPQuerier resolved, before the graph sees them (see the afxdp driver); ECMP routes and " +
+						"routes to other ports stay in the graph. A dual-stack graph whose IPv6 routes leave on their own ports " +
+						"names the devices again for those (offload = [\"lan\", \"wan\", \"lan\", \"wan\"]). " +
 						"A change reaches the fast path within about 10 ms: every 10 ms the mirror sets what the versions since its last " +
 						"round changed (the table journals changed prefixes while a mirror follows it); it walks the whole table only at " +
 						"start, after a rebuild (routes_file reload, Replace) or after the fast path refused a change"},

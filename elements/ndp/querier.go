@@ -116,7 +116,8 @@ func init() {
 				`of a neighbour that did not answer 3 solicitations, and those freed at stop). ` +
 				`Input 1: "nd invalid" (not a valid solicitation or advertisement: not ND, malformed, ` +
 				`hop limit not 255, bad checksum, or a group or own link-layer address; NDPResponder ` +
-				`counts each reason before).`,
+				`counts each reason before). With a fast-path device: "fastpath errors" (neighbours the ` +
+				`device's fast path refused).`,
 			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
 				`"rt[2] -> nq -> ToDevice(lan)"`,
 			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error, forwarder show neighbors (the running cache)",
@@ -131,8 +132,17 @@ func init() {
 				"Multicast next hops map to 33:33:xx:xx:xx:xx (RFC 2464) without a cache entry. The cache " +
 				"is shared by all workers (lock-free reads); held packets belong to the worker that holds " +
 				"them. A flood of solicitations from random sources cannot evict the neighbours in use: only " +
-				"failed entries and STALE ones no packet was sent to within timeout are recycled. IPv6 " +
-				"neighbours are not copied into an in-kernel fast path.",
+				"failed entries and STALE ones no packet was sent to within timeout are recycled. When " +
+				"DEVICE has a fast path (afxdp, fastpath = true), every REACHABLE neighbour (and every " +
+				"static one) is copied into it for what remains of its reachable time, so the fast path " +
+				"forwards IPv6 to it in the kernel; the copy is renewed on confirmations (at most once per " +
+				"quarter timeout while the MAC is unchanged) and withdrawn when the neighbour's MAC " +
+				"changes without a confirmation. Since the packets the kernel forwards never reach this " +
+				"element, a neighbour with a copy is re-confirmed before the copy lapses: in the last quarter " +
+				"of its reachable time worker 0's querier sends it a unicast solicitation (at most one per " +
+				"second), whose solicited advertisement renews the copy, as Linux does for managed " +
+				"neighbours. A neighbour that stops answering lapses: the packets come back through this " +
+				"element, whose STALE/DELAY/PROBE probing confirms the neighbour again or fails it.",
 		},
 	})
 }
@@ -170,6 +180,13 @@ type Querier struct {
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
+
+	// The device's in-kernel fast path (nil without one), fastpath.go;
+	// refresher: this worker re-confirms the neighbours the kernel
+	// forwards to (worker 0's querier), walking the table from refreshAt.
+	fast      fastHook
+	refresher bool
+	refreshAt int
 }
 
 var (
@@ -187,12 +204,16 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if info.MAC == (packet.MAC{}) {
 		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
 	}
+	fast := newFastHook(dev, ctx.Stats)
 	v, err := ctx.Shared(func() (any, error) {
 		t := &table{tm: DefaultTimers, gen: conntrack.GenerationOf(ctx)}
 		t.tm.Reachable = int64(c.Timeout)
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, macWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
+			}
+			if err := fast.static(e.ip, e.mac); err != nil {
+				return nil, elements.Errorf("neighbors", "%s: programming the device's fast path: %v", netip.AddrFrom16(e.ip), err)
 			}
 		}
 		return t, nil
@@ -206,7 +227,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
 		hold: c.Hold, rate: int64(c.Rate),
 		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
-		outB: ctx.SideBatch(),
+		outB: ctx.SideBatch(), refresher: ctx.Worker == 0,
 
 		solicitations: st.Counter("solicitations"),
 		learned:       st.Counter("learned"),
@@ -224,6 +245,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		tableFull:     st.Reason("table full"),
 		unresolved:    st.Reason("unresolved"),
 	}
+	q.fast = fast
 	q.tokens = q.rate * 1e9
 	for i := range q.holds {
 		q.holds[i].pkts = q.slab[i*c.Hold : (i+1)*c.Hold : (i+1)*c.Hold]
@@ -476,6 +498,9 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			if m.typ == TypeNeighborAdvertisement && q.t.learnNA(&m.target, 0, false, m.flags, now) {
 				q.learned.Add(1)
 				learnedAny = true
+				if q.fast.table != nil {
+					q.fast.sync(q.t, &m.target, now)
+				}
 			}
 			p.Free()
 			continue
@@ -497,6 +522,13 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			q.learned.Add(1)
 			learnedAny = true
 		}
+		if q.fast.table != nil {
+			if m.typ == TypeNeighborSolicitation {
+				q.fast.sync(q.t, &m.src, now)
+			} else {
+				q.fast.sync(q.t, &m.target, now)
+			}
+		}
 		p.Free()
 	}
 	b.Reset()
@@ -508,6 +540,9 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 
 // Tick releases packets resolved by other workers and retries solicitations.
 func (q *Querier) Tick(now int64) {
+	if q.fast.table != nil && q.refresher {
+		q.refreshFast(now)
+	}
 	if q.active == 0 {
 		return
 	}

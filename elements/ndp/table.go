@@ -77,6 +77,13 @@ type neigh struct {
 	since  atomic.Int64 // when the state was entered (Reachable: last confirmation)
 	probes atomic.Int32 // solicitations sent in Incomplete or Probe
 	used   atomic.Int64 // when a packet was last sent to it (0: never)
+
+	// What the device's in-kernel fast path holds for it (fastpath.go):
+	// the MAC copied (0: none) and when.
+	fastMAC atomic.Uint64
+	fastAt  atomic.Int64
+	// refreshed: when refreshFast last solicited it.
+	refreshed atomic.Int64
 }
 
 func (n *neigh) State() State { return State(n.state.Load()) }

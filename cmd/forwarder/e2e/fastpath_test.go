@@ -22,8 +22,8 @@ func fastPathConfig(t *testing.T, contract string) string {
 		t.Fatal(err)
 	}
 	cfg := string(data)
-	if strings.Count(cfg, "fastpath  = true\n") != 2 || !strings.Contains(cfg, "offload = [\"lan\", \"wan\"]\n") {
-		t.Fatal("router-veth.toml: no longer fastpath = true on both devices with IPLookup's offload = [\"lan\", \"wan\"]; update fastPathConfig")
+	if strings.Count(cfg, "fastpath  = true\n") != 2 || !strings.Contains(cfg, "offload = [\"lan\", \"wan\", \"lan\", \"wan\"]\n") {
+		t.Fatal("router-veth.toml: no longer fastpath = true on both devices with IPLookup's offload = [\"lan\", \"wan\", \"lan\", \"wan\"]; update fastPathConfig")
 	}
 	path := filepath.Join(t.TempDir(), "router-fastpath.toml")
 	if err := os.WriteFile(path, data, 0o644); err != nil {

@@ -1,7 +1,7 @@
 // Package fastpath is the in-kernel fast path of the afxdp driver: an
 // XDP program, written in C (bpf/fastpath.c) and compiled ahead of time
 // into an object this package embeds (no C compiler needed to build
-// Junction), that forwards plain IPv4 packets itself when their route
+// Junction), that forwards plain IPv4 and IPv6 packets itself when their route
 // and next-hop MAC address are known, and hands every other frame to the
 // device's AF_XDP sockets exactly as the usual AF_XDP program does.
 // Junction's elements keep the slow path: everything unusual (options,
@@ -75,6 +75,52 @@
 // MACs, counts the frame and returns bpf_redirect_map(fp_devmap,
 // ifindex, XDP_DROP) (a device removed meanwhile: dropped).
 //
+// # IPv6
+//
+// A frame of EtherType 0x86DD (checked only after the IPv4 test fails,
+// so IPv4 frames pay nothing for it) is forwarded only if all of these
+// hold, and otherwise takes the slow path unchanged:
+//
+//  1. it has at least 54 bytes (Ethernet 14 + the fixed header 40);
+//  2. its Ethernet destination is the device's own MAC;
+//  3. the version is 6;
+//  4. 14 + 40 + payload length <= frame length (padding allowed);
+//  5. the next header is TCP (6; payload length >= 20) or UDP (17;
+//     >= 8): extension headers (hop-by-hop, routing, fragments,
+//     destination options, ...), ICMPv6 (neighbour discovery included)
+//     and every other protocol take the slow path;
+//  6. hop limit > 1;
+//  7. neither source nor destination is multicast (ff00::/8),
+//     link-local (fe80::/10) or in ::/64 (unspecified, loopback,
+//     IPv4-mapped and -compatible);
+//
+// then either a flow entry applies (below), or:
+//
+//  8. the longest-prefix route of the destination (routes6) exists and
+//     is not Local;
+//  9. its interface is not the one the frame came in on;
+//  10. the neighbour {route's ifindex, next hop} (neighbors6) exists and
+//     has not expired, and 40 + payload length <= its MTU (the output's:
+//     a longer datagram is the slow path's, whose CheckMTU sends packet
+//     too big; a redirect would be dropped silently by the output);
+//  11. the route's interface is enabled in fp_egress.
+//
+// Forwarding decrements the hop limit (IPv6 has no header checksum),
+// writes the neighbour's MACs and counts and redirects the frame as for
+// IPv4.
+//
+// IPv6 flows (FastTrack's): a TCP frame with ACK and without SYN, FIN or
+// RST, or a UDP frame, that passed 1-7, is looked up by {ingress
+// ifindex, protocol, source, destination, ports} in flows6 (only while
+// fp_flow_gen's count, which covers both families, is not 0). An entry
+// of the current generation is a hit: it takes the slow path unless hop
+// limit > the entry's decrement, 40 + payload length <= the entry's MTU
+// and its output is enabled; otherwise the hop limit is lowered by the
+// decrement, the MACs written, the flow's slot counted (one packet, 40 +
+// payload length bytes) and the frame redirected. There is no address
+// or port translation for IPv6, so no checksum changes. A miss continues
+// with 8-11.
+//
 // # Outputs and refused redirects
 //
 // The kernel queues a redirected frame after the program returns, and a
@@ -138,6 +184,21 @@
 //	           is a miss, so one update retires every older entry at
 //	           once) and the number of installed flows (0: the program
 //	           skips the flow lookup)
+//	routes6    LPM trie, shared (Tables), as many entries as routes
+//	           key   {u32 prefixlen; u8 addr[16]}                     20 bytes
+//	           value {u32 ifindex; u32 flags; u8 gateway[16]}         24 bytes
+//	           gateway :: = directly connected; flags as routes'
+//	neighbors6 hash, shared (Tables), as many entries as neighbors
+//	           key   {u32 ifindex; u8 ip[16]}                         20 bytes
+//	           value {u8 dst[6]; u8 src[6]; u32 mtu; u64 expires}     24 bytes
+//	flows6     hash, shared (Tables), maxFlows entries (preallocated)
+//	           key   {u32 ifindex; u8 src[16]; u8 dst[16];
+//	                  u8 sport[2]; u8 dport[2]; u32 proto}            44 bytes
+//	           value {u32 ifindex; u32 slot; u8 eth_dst[6];
+//	                  u8 eth_src[6]; u32 mtu; u8 hop_dec; u8 pad[3];
+//	                  u32 gen}                                        32 bytes
+//	           slots are flow_stats', shared with flows (one pool of
+//	           maxFlows); bytes counted are IPv6 datagram lengths
 //	fp_devmap  DEVMAP_HASH, shared (Tables), 4096 entries
 //	           key u32 ifindex; value u32 ifindex (the device)
 //	fp_egress  hash, shared (Tables), 4096 entries

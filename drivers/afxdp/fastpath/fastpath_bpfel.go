@@ -23,8 +23,11 @@ const (
 	fastpathMapFpFlowGen         = "fp_flow_gen"
 	fastpathMapFpFlowStats       = "fp_flow_stats"
 	fastpathMapFpFlows           = "fp_flows"
+	fastpathMapFpFlows6          = "fp_flows6"
 	fastpathMapFpNeighbors       = "fp_neighbors"
+	fastpathMapFpNeighbors6      = "fp_neighbors6"
 	fastpathMapFpRoutes          = "fp_routes"
+	fastpathMapFpRoutes6         = "fp_routes6"
 	fastpathMapXsksMap           = "xsks_map"
 	fastpathProgJunctionFp       = "junction_fp"
 	fastpathProgJunctionFpErr    = "junction_fp_err"
@@ -92,8 +95,11 @@ type fastpathMapSpecs struct {
 	FpFlowGen    *ebpf.MapSpec `ebpf:"fp_flow_gen"`
 	FpFlowStats  *ebpf.MapSpec `ebpf:"fp_flow_stats"`
 	FpFlows      *ebpf.MapSpec `ebpf:"fp_flows"`
+	FpFlows6     *ebpf.MapSpec `ebpf:"fp_flows6"`
 	FpNeighbors  *ebpf.MapSpec `ebpf:"fp_neighbors"`
+	FpNeighbors6 *ebpf.MapSpec `ebpf:"fp_neighbors6"`
 	FpRoutes     *ebpf.MapSpec `ebpf:"fp_routes"`
+	FpRoutes6    *ebpf.MapSpec `ebpf:"fp_routes6"`
 	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
@@ -133,8 +139,11 @@ type fastpathMaps struct {
 	FpFlowGen    *ebpf.Map `ebpf:"fp_flow_gen"`
 	FpFlowStats  *ebpf.Map `ebpf:"fp_flow_stats"`
 	FpFlows      *ebpf.Map `ebpf:"fp_flows"`
+	FpFlows6     *ebpf.Map `ebpf:"fp_flows6"`
 	FpNeighbors  *ebpf.Map `ebpf:"fp_neighbors"`
+	FpNeighbors6 *ebpf.Map `ebpf:"fp_neighbors6"`
 	FpRoutes     *ebpf.Map `ebpf:"fp_routes"`
+	FpRoutes6    *ebpf.Map `ebpf:"fp_routes6"`
 	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
 }
 
@@ -147,8 +156,11 @@ func (m *fastpathMaps) Close() error {
 		m.FpFlowGen,
 		m.FpFlowStats,
 		m.FpFlows,
+		m.FpFlows6,
 		m.FpNeighbors,
+		m.FpNeighbors6,
 		m.FpRoutes,
+		m.FpRoutes6,
 		m.XsksMap,
 	)
 }

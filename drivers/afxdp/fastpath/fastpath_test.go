@@ -399,11 +399,16 @@ func TestDelete(t *testing.T) {
 
 func TestTableErrors(t *testing.T) {
 	f := newFixture(t)
-	if err := f.t.SetRoute(netip.MustParsePrefix("2001:db8::/32"), Route{Ifindex: 7}); err == nil {
-		t.Error("IPv6 route accepted")
+	// IPv6 routes have their own map (tables6_test.go); an IPv4-mapped
+	// prefix is neither.
+	if err := f.t.SetRoute(netip.MustParsePrefix("::ffff:10.0.0.0/104"), Route{Ifindex: 7}); err == nil {
+		t.Error("IPv4-mapped route accepted")
 	}
-	if err := f.t.DeleteRoute(netip.MustParsePrefix("2001:db8::/32")); err == nil {
-		t.Error("IPv6 route delete accepted")
+	if err := f.t.DeleteRoute(netip.MustParsePrefix("::ffff:10.0.0.0/104")); err == nil {
+		t.Error("IPv4-mapped route delete accepted")
+	}
+	if err := f.t.SetRoute(netip.MustParsePrefix("2001:db8::/32"), Route{Ifindex: 7, Gateway: netip.MustParseAddr("10.2.0.2")}); err == nil {
+		t.Error("IPv4 gateway for an IPv6 route accepted")
 	}
 	if err := f.t.SetRoute(netip.MustParsePrefix("10.8.0.0/16"), Route{Ifindex: 7, Gateway: netip.MustParseAddr("2001:db8::1")}); err == nil {
 		t.Error("IPv6 gateway accepted")

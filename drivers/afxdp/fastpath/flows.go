@@ -42,6 +42,11 @@ type FlowAction struct {
 	// request or 0 reply); a packet of the other type takes the slow
 	// path.
 	ICMPType uint8
+	// MTU, IPv6 only: the output's MTU (>= 1280); a longer datagram
+	// takes the slow path. IPv6 flows are not translated: Src, Dst,
+	// Sport and Dport are the key's or zero, TTLDec is the hop limit's
+	// decrement.
+	MTU int
 	// Gen is the generation the entry belongs to: the program applies it
 	// only while SetFlowGeneration's value is the same, so that one call
 	// retires every entry of an older generation at once.
@@ -180,6 +185,9 @@ func (t *Tables) AddFlow(k FlowKey, a FlowAction) (slot int, err error) {
 }
 
 func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err error) {
+	if isFlow6(k) {
+		return t.setFlow6(k, a, replaceOK)
+	}
 	key, err := encodeFlowKey(k)
 	if err != nil {
 		return -1, err
@@ -213,7 +221,7 @@ func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err
 	if !replace {
 		t.free = t.free[:len(t.free)-1]
 		t.slots[key] = s
-		if len(t.slots) == 1 {
+		if t.flowCount() == 1 {
 			if err := t.putFlowGen(); err != nil {
 				return int(s), err
 			}
@@ -232,6 +240,9 @@ func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err
 // still be counted in the slot; SetFlow zeroes a slot when it hands it
 // out again.
 func (t *Tables) DeleteFlow(k FlowKey, slot int) error {
+	if isFlow6(k) {
+		return t.deleteFlow6(k, slot)
+	}
 	key, err := encodeFlowKey(k)
 	if err != nil {
 		return err
@@ -250,7 +261,7 @@ func (t *Tables) DeleteFlow(k FlowKey, slot int) error {
 	}
 	delete(t.slots, key)
 	t.free = append(t.free, s)
-	if len(t.slots) == 0 {
+	if t.flowCount() == 0 {
 		return t.putFlowGen()
 	}
 	return nil
@@ -293,7 +304,7 @@ func (t *Tables) SetFlowGeneration(g uint32) error {
 func (t *Tables) putFlowGen() error {
 	var v [flowGenSize]byte
 	binary.NativeEndian.PutUint32(v[flowGenOffGen:], t.gen)
-	binary.NativeEndian.PutUint32(v[flowGenOffCount:], uint32(len(t.slots)))
+	binary.NativeEndian.PutUint32(v[flowGenOffCount:], uint32(t.flowCount()))
 	if err := t.flowGen.Put(uint32(0), v[:]); err != nil {
 		return fmt.Errorf("fastpath: writing the flow generation: %w", err)
 	}

@@ -140,6 +140,15 @@ func TestLayouts(t *testing.T) {
 		{"fp_flow_gen", true, flowGenSize, []field{{"gen", flowGenOffGen}, {"count", flowGenOffCount}}},
 		{"fp_flow_stats", true, flowStatSize, []field{{"packets", flowStatOffPkts}, {"bytes", flowStatOffBytes}}},
 		{"fp_egress", true, egressValueSize, []field{{"disabled", egressOffOff}, {"err", egressOffErr}}},
+		{"fp_routes6", false, route6KeySize, []field{{"prefixlen", 0}, {"addr", 4}}},
+		{"fp_routes6", true, route6ValueSize, []field{{"ifindex", route6OffIfindex}, {"flags", route6OffFlags}, {"gateway", route6OffGateway}}},
+		{"fp_neighbors6", false, neigh6KeySize, []field{{"ifindex", 0}, {"ip", 4}}},
+		{"fp_neighbors6", true, neigh6ValueSize, []field{{"eth", neigh6OffDst}, {"mtu", neigh6OffMTU}, {"expires", neigh6OffExpires}}},
+		// ports: sport then dport, one word.
+		{"fp_flows6", false, flow6KeySize, []field{{"ifindex", flow6KeyOffIfindex}, {"src", flow6KeyOffSrc}, {"dst", flow6KeyOffDst},
+			{"ports", flow6KeyOffSport}, {"proto", flow6KeyOffProto}}},
+		{"fp_flows6", true, flow6ValueSize, []field{{"ifindex", flow6OffIfindex}, {"slot", flow6OffSlot}, {"eth", flow6OffEth},
+			{"mtu", flow6OffMTU}, {"hop_dec", flow6OffHopDec}, {"gen", flow6OffGen}}},
 	} {
 		ms, ok := spec.Maps[c.m]
 		if !ok {
@@ -169,7 +178,8 @@ func TestLayouts(t *testing.T) {
 		}
 	}
 	// The neighbour's MACs: destination then source, 12 bytes.
-	if neighOffSrc != neighOffDst+6 || flowOffEth+12 != flowOffSrc {
+	if neighOffSrc != neighOffDst+6 || flowOffEth+12 != flowOffSrc || neigh6OffSrc != neigh6OffDst+6 ||
+		flow6OffEth+12 != flow6OffMTU || flow6KeyOffDport != flow6KeyOffSport+2 {
 		t.Errorf("Go MAC offsets: neighbour dst %d src %d, flow eth %d src %d", neighOffDst, neighOffSrc, flowOffEth, flowOffSrc)
 	}
 }

@@ -148,6 +148,9 @@ func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) objectSpec {
 		"fp_flow_gen":   t.flowGen,
 		"fp_devmap":     t.devmap,
 		"fp_egress":     t.egress,
+		"fp_routes6":    t.routes6,
+		"fp_neighbors6": t.neighbors6,
+		"fp_flows6":     t.flows6,
 		"fp_counters":   p.counters,
 		"xsks_map":      p.xsks,
 	})

@@ -124,6 +124,9 @@ type Tables struct {
 	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
 	flowGen   *ebpf.Map // array of one u32: the current flow generation (SetFlowGeneration)
 
+	// IPv6 (tables6.go): routes, neighbours, flows.
+	routes6, neighbors6, flows6 *ebpf.Map
+
 	// Outputs (egress.go): the device map the program redirects
 	// through, whether each output is enabled, and the frames the
 	// kernel refused per output; the watcher that fills the last two.
@@ -138,9 +141,10 @@ type Tables struct {
 	maxFlows int
 
 	flowMu sync.Mutex
-	free   []uint32           // free slots, a stack (the last freed is reused first)
-	slots  map[flowKey]uint32 // installed keys and their slots
-	gen    uint32             // the flow generation written to fp_flow_gen
+	free   []uint32            // free slots, a stack (the last freed is reused first)
+	slots  map[flowKey]uint32  // installed keys and their slots
+	slots6 map[flow6Key]uint32 // the same for IPv6 flows (tables6.go)
+	gen    uint32              // the flow generation written to fp_flow_gen
 
 	memMu sync.RWMutex // guards mem against Close
 	mem   []byte       // flowStats mapped read-only; nil once closed
@@ -185,6 +189,10 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 		t.Close()
 		return nil, err
 	}
+	if err := t.newMaps6(maxRoutes, maxNeighbors, maxFlows); err != nil {
+		t.Close()
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -209,8 +217,12 @@ func ipv4(ip netip.Addr) ([4]byte, bool) {
 	return ip.As4(), true
 }
 
-// SetRoute adds or replaces the route for p (IPv4 only; p is masked).
+// SetRoute adds or replaces the route for p (p is masked). IPv6
+// prefixes go to the IPv6 route map; their gateway, if any, is IPv6.
 func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
+	if p.IsValid() && is6(p.Addr()) {
+		return t.setRoute6(p, r)
+	}
 	k, err := routeKey(p)
 	if err != nil {
 		return err
@@ -236,6 +248,9 @@ func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
 
 // DeleteRoute removes the route for p; a missing route is not an error.
 func (t *Tables) DeleteRoute(p netip.Prefix) error {
+	if p.IsValid() && is6(p.Addr()) {
+		return t.deleteRoute6(p)
+	}
 	k, err := routeKey(p)
 	if err != nil {
 		return err
@@ -272,7 +287,8 @@ func monotonicNow() (int64, error) {
 // SetNeighbor records that next hop ip on interface ifindex has MAC
 // dst, and that frames sent there carry source MAC src. The entry is
 // valid until CLOCK_MONOTONIC now+lifetime (a lifetime <= 0 stores an
-// already expired entry).
+// already expired entry). IPv4 only: IPv6 next hops need the output's
+// MTU (SetNeighbor6).
 func (t *Tables) SetNeighbor(ifindex int, ip netip.Addr, dst, src [6]byte, lifetime time.Duration) error {
 	k, err := neighKey(ifindex, ip)
 	if err != nil {
@@ -301,6 +317,9 @@ func (t *Tables) SetNeighbor(ifindex int, ip netip.Addr, dst, src [6]byte, lifet
 // DeleteNeighbor removes the entry for {ifindex, ip}; a missing entry
 // is not an error.
 func (t *Tables) DeleteNeighbor(ifindex int, ip netip.Addr) error {
+	if is6(ip) {
+		return t.deleteNeighbor6(ifindex, ip)
+	}
 	k, err := neighKey(ifindex, ip)
 	if err != nil {
 		return err
@@ -335,7 +354,7 @@ func (t *Tables) Close() error {
 	t.watchMu.Unlock()
 	// ebpf.Map.Close accepts nil receivers and closed descriptors.
 	return errors.Join(err0, errw, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close(),
-		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close())
+		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close(), t.routes6.Close(), t.neighbors6.Close(), t.flows6.Close())
 }
 
 // newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels

@@ -23,7 +23,7 @@ type offloadRoute struct {
 	out drivers.Device
 }
 
-// offloadSync mirrors the IPv4 routes of a Table into a driver's fast path
+// offloadSync mirrors the routes of a Table, IPv4 and IPv6, into a driver's fast path
 // (drivers.FastPathTable): a walk of the table at start, then the prefixes
 // the table's journal says each new version changed, so a change costs what
 // it changes (a rebuild of the table, or a failed call, costs a walk).
@@ -97,9 +97,6 @@ func (s *offloadSync) sync() error {
 			var errs []error
 			var n uint64
 			for p, r := range changed {
-				if !p.Addr().Is4() {
-					continue
-				}
 				old, had := s.have[p]
 				if r == nil {
 					if had {
@@ -153,9 +150,6 @@ func (s *offloadSync) walk() error {
 	var errs []error
 	var n uint64
 	for _, r := range s.t.Routes() {
-		if !r.Prefix.Addr().Is4() {
-			continue
-		}
 		seen[r.Prefix] = struct{}{}
 		w := s.want(r)
 		if old, ok := s.have[r.Prefix]; ok && old == w {

@@ -98,7 +98,7 @@ func TestOffloadMirrorsRoutes(t *testing.T) {
 		"10.16.0.0/12 via 10.2.0.2 out 1",
 		"0.0.0.0/0 via 10.3.0.1 out 2",                      // a port without a device: stays in the graph
 		"10.8.0.0/16 via 10.1.0.9 via 10.2.0.9 out 0 out 1", // ECMP: stays in the graph
-		"2001:db8::/32 via 2001:db8:1::1 out 1",             // IPv6: not mirrored
+		"2001:db8::/32 via 2001:db8:1::1 out 1",             // IPv6: mirrored too
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +110,12 @@ func TestOffloadMirrorsRoutes(t *testing.T) {
 	}
 	pf := netip.MustParsePrefix
 	want := map[netip.Prefix]offloadRoute{
-		pf("10.1.0.0/24"):  {out: lan},
-		pf("10.2.0.0/24"):  {out: wan},
-		pf("10.16.0.0/12"): {gw: netip.MustParseAddr("10.2.0.2"), out: wan},
-		pf("0.0.0.0/0"):    {},
-		pf("10.8.0.0/16"):  {},
+		pf("10.1.0.0/24"):   {out: lan},
+		pf("10.2.0.0/24"):   {out: wan},
+		pf("10.16.0.0/12"):  {gw: netip.MustParseAddr("10.2.0.2"), out: wan},
+		pf("0.0.0.0/0"):     {},
+		pf("10.8.0.0/16"):   {},
+		pf("2001:db8::/32"): {gw: netip.MustParseAddr("2001:db8:1::1"), out: wan},
 	}
 	check := func(want map[netip.Prefix]offloadRoute) func() bool {
 		return func() bool {
@@ -144,8 +145,8 @@ func TestOffloadMirrorsRoutes(t *testing.T) {
 	want[pf("192.0.2.0/24")] = offloadRoute{gw: netip.MustParseAddr("10.1.0.7"), out: lan}
 	delete(want, pf("10.16.0.0/12"))
 	waitFor(t, "insert and delete mirrored", check(want))
-	if n := st.Counter("offload routes applied").Load(); n != 7 {
-		t.Errorf("offload routes applied = %d, want 5 at start + 2 changes", n)
+	if n := st.Counter("offload routes applied").Load(); n != 8 {
+		t.Errorf("offload routes applied = %d, want 6 at start + 2 changes", n)
 	}
 	ff.mu.Lock()
 	calls := ff.calls

@@ -106,4 +106,54 @@ struct egress {
 	__s32 err; /* the last refused redirect's errno, negative */
 };
 
+/*
+ * IPv6 (fastpath.c, fastpath6): its own maps, so that the IPv4 ones
+ * keep their layouts. Addresses are their 16 wire bytes, kept as four
+ * words so that keys are written in whole 32-bit stores.
+ */
+
+/* fp_routes6 (LPM trie) key and value. */
+struct route6_key {
+	__u32 prefixlen;
+	__u32 addr[4]; /* wire order */
+};
+
+struct route6 {
+	__u32 ifindex;
+	__u32 flags;      /* ROUTE_F_LOCAL */
+	__u32 gateway[4]; /* wire order; :: = directly connected */
+};
+
+/* fp_neighbors6 (hash) key and value. */
+struct neigh6_key {
+	__u32 ifindex;
+	__u32 ip[4]; /* wire order */
+};
+
+struct neigh6 {
+	__u8 eth[12];  /* destination then source MAC */
+	__u32 mtu;     /* the output's MTU: longer datagrams take the slow path */
+	__u64 expires; /* CLOCK_MONOTONIC ns; valid while now < expires */
+};
+
+/* fp_flows6 (hash) key and value: TCP and UDP only, no address or port
+ * rewrite (no NAT for IPv6): Ethernet header and hop limit. */
+struct flow6_key {
+	__u32 ifindex; /* input */
+	__u32 src[4];  /* wire order */
+	__u32 dst[4];
+	__u32 ports; /* source then destination port, wire order */
+	__u32 proto;
+};
+
+struct flow6 {
+	__u32 ifindex; /* output */
+	__u32 slot;    /* fp_flow_stats index (shared with IPv4's flows) */
+	__u8 eth[12];  /* destination then source MAC */
+	__u32 mtu;     /* the output's MTU */
+	__u8 hop_dec;
+	__u8 pad[3];
+	__u32 gen; /* the flow generation the entry applies under */
+};
+
 #endif
