@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func noFastPathConfig(t *testing.T, contract, driver string) string {
 	}
 	cfg := strings.ReplaceAll(string(data), `driver    = "afxdp"`, `driver    = "`+driver+`"`)
 	cfg = strings.ReplaceAll(cfg, "fastpath  = true\n", "")
-	cfg = strings.ReplaceAll(cfg, "offload = [\"lan\", \"wan\"]\n", "")
+	cfg = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(cfg, "") // IPLookup's, whatever its ports
 	if strings.Count(cfg, `driver    = "`+driver+`"`) != 2 || strings.Contains(cfg, "fastpath  = true") || strings.Contains(cfg, "offload =") {
 		t.Fatal("router-veth.toml: cannot turn it into a graph without fast path any more")
 	}

@@ -413,7 +413,7 @@ func TestAfpacket(t *testing.T) {
 	}
 	// The in-kernel fast path is the afxdp driver's.
 	cfg = strings.ReplaceAll(cfg, "fastpath  = true\n", "")
-	cfg = strings.ReplaceAll(cfg, "offload = [\"lan\", \"wan\"]\n", "")
+	cfg = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(cfg, "") // IPLookup's, whatever its ports
 	path := filepath.Join(t.TempDir(), "router-afpacket.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
