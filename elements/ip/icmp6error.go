@@ -169,10 +169,8 @@ type ICMP6Error struct {
 	hop       uint8
 	rest      uint32
 
-	rate, max, tokens int64
-	last              int64
-	started           bool
-	now               func() int64
+	tb  tokenBucket // rate limit (ratelimit.go)
+	now func() int64
 
 	badHdr, aboutICMP, truncICMP, mcastDst, badSrc, limited elements.Reason
 }
@@ -184,7 +182,7 @@ func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	st := ctx.Stats
 	e := &ICMP6Error{out: ctx.Outputs[0], st: st, src: c.src, typ: c.typ, code: c.code, hop: uint8(c.HopLimit),
-		rate: int64(c.Rate), max: int64(c.Burst) * nanoPerToken, tokens: int64(c.Burst) * nanoPerToken,
+		tb:        newTokenBucket(c.Rate, c.Burst),
 		now:       elements.Nanotime,
 		badHdr:    st.Reason("bad ip6 header"),
 		aboutICMP: st.Reason("about icmp6 error"),
@@ -202,30 +200,10 @@ func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
 	return e, nil
 }
 
-func (e *ICMP6Error) refill(now int64) {
-	if !e.started {
-		e.started, e.last = true, now
-		return
-	}
-	d := now - e.last
-	e.last = now
-	if d <= 0 {
-		return
-	}
-	if d >= e.max/e.rate+1 {
-		e.tokens = e.max
-		return
-	}
-	e.tokens += d * e.rate
-	if e.tokens > e.max {
-		e.tokens = e.max
-	}
-}
-
 // Push turns every packet it may answer into an ICMPv6 error in place.
 func (e *ICMP6Error) Push(_ int, b *packet.Batch) {
-	if e.rate > 0 {
-		e.refill(e.now())
+	if e.tb.limited() {
+		e.tb.refill(e.now())
 	}
 	n := 0
 	for _, p := range b.Pkts {
@@ -286,11 +264,8 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	if badSrc6Err(h[8:24]) {
 		return e.badSrc, false
 	}
-	if e.rate > 0 {
-		if e.tokens < nanoPerToken {
-			return e.limited, false
-		}
-		e.tokens -= nanoPerToken
+	if e.tb.limited() && !e.tb.take() {
+		return e.limited, false
 	}
 	q := min(avail, maxQuote6)
 	var origSrc [16]byte

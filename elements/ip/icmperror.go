@@ -165,12 +165,8 @@ type ICMPError struct {
 	rest      uint32 // the ICMP header's second word (needfrag: next-hop MTU)
 	id        uint16
 
-	// token bucket, in nanotokens (1e9 per token) so that refills need no
-	// division: rate tokens per second is rate nanotokens per nanosecond.
-	rate, max, tokens int64
-	last              int64
-	started           bool
-	now               func() int64 // read once per batch; tests replace it
+	tb  tokenBucket  // rate limit (ratelimit.go)
+	now func() int64 // read once per batch; tests replace it
 
 	badHdr, aboutICMP, truncICMP, frag, bcastDst, linkBcast, badSrc, limited elements.Reason
 }
@@ -187,8 +183,8 @@ func newICMPError(cfg any, ctx *elements.Context) (elements.Element, error) {
 	e := &ICMPError{out: ctx.Outputs[0], st: st, src: c.src, typ: c.typ, code: c.code, ttl: uint8(c.TTL),
 		// Different workers start their IDs far apart, so that errors from
 		// two workers to one host rarely share an ID.
-		id:   uint16(ctx.Worker) * 0x9e37,
-		rate: int64(c.Rate), max: int64(c.Burst) * nanoPerToken, tokens: int64(c.Burst) * nanoPerToken,
+		id:        uint16(ctx.Worker) * 0x9e37,
+		tb:        newTokenBucket(c.Rate, c.Burst),
 		now:       elements.Nanotime,
 		badHdr:    st.Reason("bad ip header"),
 		aboutICMP: st.Reason("about icmp error"),
@@ -205,32 +201,10 @@ func newICMPError(cfg any, ctx *elements.Context) (elements.Element, error) {
 	return e, nil
 }
 
-// refill adds the tokens earned since the last batch.
-func (e *ICMPError) refill(now int64) {
-	if !e.started {
-		e.started, e.last = true, now
-		return
-	}
-	d := now - e.last
-	e.last = now
-	if d <= 0 {
-		return
-	}
-	// Cap d first so that d*rate cannot overflow (max <= 1e15, rate <= 1e9).
-	if d >= e.max/e.rate+1 {
-		e.tokens = e.max
-		return
-	}
-	e.tokens += d * e.rate
-	if e.tokens > e.max {
-		e.tokens = e.max
-	}
-}
-
 // Push turns every packet it may answer into an ICMP error in place.
 func (e *ICMPError) Push(_ int, b *packet.Batch) {
-	if e.rate > 0 {
-		e.refill(e.now())
+	if e.tb.limited() {
+		e.tb.refill(e.now())
 	}
 	n0 := len(b.Pkts)
 	n := 0
@@ -300,11 +274,8 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 	if martian(h.SrcU32()) {
 		return e.badSrc, false
 	}
-	if e.rate > 0 {
-		if e.tokens < nanoPerToken {
-			return e.limited, false
-		}
-		e.tokens -= nanoPerToken
+	if e.tb.limited() && !e.tb.take() {
+		return e.limited, false
 	}
 
 	q := ihl + min(quoteL4, avail-ihl)
