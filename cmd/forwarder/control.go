@@ -147,11 +147,6 @@ func pickElement[T any](cs *ctlServer, what, name string) (int, T, error) {
 	return -1, zero, control.Usagef("-element %s: no %s of that name (this graph has: %s)", name, what, strings.Join(names, ", "))
 }
 
-// displayName is an element's name as tables show it; the loader
-// already names an anonymous element bound to a device after it
-// (FromDevice(lan)@1).
-func displayName(e *pipeline.Element) string { return e.Name }
-
 // parseAddrOrPrefix reads "10.1.2.3" or "10.0.0.0/8".
 func parseAddrOrPrefix(s string) (netip.Addr, netip.Prefix, error) {
 	if strings.Contains(s, "/") {

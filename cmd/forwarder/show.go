@@ -576,12 +576,12 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 		// per worker, with the queues each polls.
 		queues := cs.r.WorkerQueues(di)
 		is.Queues = perQueue(d, findDevice(raw, gd.Name), findDevice(p1, gd.Name), findDevice(p10, gd.Name), age1, age10, queues)
-		for i, e := range cs.graph().Elements {
-			if e.Type == nil || e.Type.Name != "FromDevice" || deviceOf(e) != gd.Name {
+		for _, e := range cs.graph().Elements {
+			if e.Type == nil || e.Type.Name != "FromDevice" || e.Device() != gd.Name {
 				continue
 			}
 			for w := range queues {
-				q := queueStat{Element: displayName(cs.graph().Elements[i]), Worker: w, Queues: queues[w]}
+				q := queueStat{Element: e.Name, Worker: w, Queues: queues[w]}
 				if q.Queues == nil {
 					q.Queues = []int{}
 				}
@@ -604,9 +604,6 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 	}
 	return out, nil
 }
-
-// deviceOf is the device an element's config names ("" if none).
-func deviceOf(e *pipeline.Element) string { return e.Device() }
 
 // --- client ---
 

@@ -229,7 +229,7 @@ func (cs *ctlServer) elementName(i int) string {
 	if i < 0 || i >= len(cs.graph().Elements) {
 		return "?"
 	}
-	return displayName(cs.graph().Elements[i])
+	return cs.graph().Elements[i].Name
 }
 
 func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket {
@@ -257,7 +257,7 @@ func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket
 			tp.Result = "dropped"
 		case e.Type != nil && e.Type.Name == "ToDevice":
 			tp.Result = "sent"
-			if d := deviceOf(e); d != "" {
+			if d := e.Device(); d != "" {
 				tp.At = "device " + d
 			}
 		case r.Held:
