@@ -232,7 +232,7 @@ for CFG in $CONFIGS; do
 	echo
 	summary "$TMP/res-$CFG" "$CFG"
 	if [ "$CFG" = nat ]; then
-		echo "  Conntrack: $(grep -E 'ct w[0-9]+ (count|drop) "(new|invalid: [a-z ]+)"' "$TMP/fwd-$CFG.log" |
+		echo "  Conntrack: $(grep -E 'ct( w[0-9]+)? (count|drop) "(new|invalid: [a-z ]+)"' "$TMP/fwd-$CFG.log" |
 			sed 's/.*"\(.*\)": \([0-9]*\)/\1 \2/' | awk '{n=$NF; $NF=""; s[$0]+=n} END {for (k in s) printf "%s%d, ", k, s[k]}')"
 	fi
 	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  Junction /' | cut -c1-100
