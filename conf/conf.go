@@ -31,11 +31,13 @@ type Validator interface {
 }
 
 // Doc is a manual page, in Click's sections: an element's, a driver's or
-// a plugin's.
+// a plugin's. A driver's page has no Ports and no Synopsis of its own (its
+// synopsis is the [devices.NAME] table); an element's has no Queues.
 type Doc struct {
 	Synopsis string // e.g. "DecTTL" or "Classifier(RULE, ...)"
 	Summary  string // one line
-	Ports    string // what each input and output does
+	Ports    string // an element's: what each input and output does
+	Queues   string // a driver's: its RX and TX queues and which worker serves each
 	Keys     []Key  // in positional order
 	Stats    string // counters and drop reasons
 	Example  string // a graph snippet

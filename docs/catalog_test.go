@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite elements.md and drivers.md from
 //	go test ./docs -run TestCatalogue -update
 func TestCatalogue(t *testing.T) {
 	check(t, "elements.md", elementCatalogue(t))
-	check(t, "drivers.md", driverCatalogue())
+	check(t, "drivers.md", driverCatalogue(t))
 }
 
 func check(t *testing.T, file string, want []byte) {
@@ -75,15 +75,31 @@ func elementCatalogue(t *testing.T) []byte {
 	return b.Bytes()
 }
 
-func driverCatalogue() []byte {
+func driverCatalogue(t *testing.T) []byte {
 	var b bytes.Buffer
 	b.WriteString(generated)
 	b.WriteString("# Driver catalogue\n\n")
 	b.WriteString("A `[devices.NAME]` table names its driver and that driver's keys (besides `driver`, and the\n")
-	b.WriteString("`addresses` and `mac` every device takes). `forwarder drivers NAME` prints the same text.\n")
+	b.WriteString("`addresses` and `mac` every device takes). `forwarder drivers NAME` prints the same manual:\n")
+	b.WriteString("what the driver does, its queues, keys with their defaults, counters, an example.\n\n")
+	var ds []*drivers.Driver
 	for _, n := range drivers.Names() {
 		d, _ := drivers.Lookup(n)
-		fmt.Fprintf(&b, "\n## %s\n\n```text\n%s\n```\n", n, strings.TrimRight(d.Doc, "\n"))
+		ds = append(ds, d)
+	}
+	b.WriteString("| driver | summary |\n|---|---|\n")
+	for _, d := range ds {
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", d.Name, d.Name, strings.ReplaceAll(d.Doc.Summary, "|", "\\|"))
+	}
+	for _, d := range ds {
+		if err := drivers.CheckDoc(d); err != nil {
+			t.Error(err)
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n```text\n", d.Name)
+		if err := drivers.WriteDoc(&b, d); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("```\n")
 	}
 	return b.Bytes()
 }

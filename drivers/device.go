@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -93,8 +94,10 @@ type Driver struct {
 	NewConfig func() any
 	// Open opens the device. Errors are reported before anything starts.
 	Open func(cfg any, ctx OpenContext) (Device, error)
-	// Doc is a short description with the keys.
-	Doc string
+	// Doc is the driver's manual page (WriteDoc prints it): Summary,
+	// Text, Queues, Keys (the config struct's, in its order), Stats,
+	// Example. CheckDoc holds it to the config struct.
+	Doc conf.Doc
 }
 
 var (

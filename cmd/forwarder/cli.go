@@ -39,7 +39,7 @@ graph that cannot work as written; errors (and, with -strict, warnings) exit
 with status 1.`},
 	"graph":    {[]string{"graph [-config FILE]"}, "Prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg)."},
 	"elements": {[]string{"elements [TYPE]"}, "Lists the element types, or prints one type's manual."},
-	"drivers":  {[]string{"drivers [NAME]"}, "Lists the drivers, or prints one driver's keys."},
+	"drivers":  {[]string{"drivers [NAME]"}, "Lists the drivers, or prints one driver's manual (queues, keys, stats)."},
 	"stats":    {[]string{"stats [-addr ADDR] [-format table|json|prom] [-per-worker]"}, "Reads a running forwarder's stats endpoint."},
 	"bench": {[]string{
 		"bench -element TYPE [-plugin PATH] [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]",

@@ -66,7 +66,7 @@ graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg)
           (or -control PATH, -live: its control socket) draws a running
           forwarder's rates, ns/packet and drops on it.
 elements  lists the element types, or prints one type's manual.
-drivers   lists the drivers, or prints one driver's keys.
+drivers   lists the drivers, or prints one driver's manual.
 stats     reads a running forwarder's stats endpoint (default ` + pipeline.DefaultStatsAddr + `).
 bench     runs one element (built-in, compiled-in custom, or -plugin PATH) or a
           whole graph on synthetic traffic: ns/packet, Mpps, packets per port,
@@ -271,12 +271,12 @@ func driversCmd(args []string, stdout, stderr io.Writer) error {
 	args = fs.Args()
 	switch len(args) {
 	case 0:
+		var ds []*drivers.Driver
 		for _, n := range drivers.Names() {
 			d, _ := drivers.Lookup(n)
-			first, _, _ := strings.Cut(d.Doc, "\n")
-			fmt.Fprintf(stdout, "%-10s %s\n", n, first)
+			ds = append(ds, d)
 		}
-		return nil
+		return drivers.WriteIndex(stdout, ds)
 	case 1:
 		d, ok := drivers.Lookup(args[0])
 		if !ok {
@@ -284,10 +284,9 @@ func driversCmd(args []string, stdout, stderr io.Writer) error {
 			if s := nearest(args[0], drivers.Names()); s != "" {
 				msg += fmt.Sprintf(", did you mean %q?", s)
 			}
-			return errors.New(msg)
+			return errors.New(msg + " (forwarder drivers lists them)")
 		}
-		fmt.Fprintln(stdout, strings.TrimRight(d.Doc, "\n"))
-		return nil
+		return drivers.WriteDoc(stdout, d)
 	default:
 		return usageErrorf("one driver at a time, got %d", len(args))
 	}

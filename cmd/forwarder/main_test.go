@@ -114,6 +114,16 @@ func TestDrivers(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "flows") {
 		t.Errorf("drivers gen: exit %d\n%s", code, out)
 	}
+	// The page has an element's sections, in order.
+	rest := out
+	for _, section := range []string{"NAME\n", "SYNOPSIS\n", "DESCRIPTION\n", "QUEUES\n", "KEYS\n", "STATS\n", "EXAMPLE\n"} {
+		i := strings.Index(rest, section)
+		if i < 0 {
+			t.Errorf("drivers gen: section %q missing or out of order:\n%s", section, out)
+			break
+		}
+		rest = rest[i:]
+	}
 	if code, _, errs := forwarder(t, "drivers", "gem"); code != 1 || !strings.Contains(errs, `did you mean "gen"?`) {
 		t.Errorf("drivers gem: exit %d, %s", code, errs)
 	}

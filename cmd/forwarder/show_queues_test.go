@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 )
 
@@ -32,7 +33,7 @@ func (d queueTestDevice) QueueStats() []drivers.QueueCounters {
 
 func init() {
 	gen, _ := drivers.Lookup("gen")
-	drivers.Register(drivers.Driver{Name: "queuetest", NewConfig: gen.NewConfig, Doc: "gen with per-queue counters (tests only)",
+	drivers.Register(drivers.Driver{Name: "queuetest", NewConfig: gen.NewConfig, Doc: conf.Doc{Summary: "gen with per-queue counters (tests only)"},
 		Open: func(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 			d, err := gen.Open(cfg, ctx)
 			if err != nil {

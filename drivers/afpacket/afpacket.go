@@ -21,57 +21,11 @@ func init() {
 		Name:      "afpacket",
 		NewConfig: newConfig,
 		Open:      open,
-		Doc:       Doc,
+		Doc:       manual(),
 	})
 }
 
-// Doc is the driver's manual page.
-const Doc = `afpacket — AF_PACKET sockets with a memory-mapped RX ring (TPACKET_V2)
-
-RX queues are the members of a PACKET_FANOUT group (hash mode: symmetric
-in the 5-tuple, so both directions of a flow reach the same worker); queue
-q is served by worker q mod workers. Frames are copied from the ring into
-packets. TX: one socket per worker, a batch per sendmmsg(2). Needs root (or
-CAP_NET_RAW) and must run in the interface's network namespace. Give the
-interface no IP address: the kernel also sees every frame.
-
-Keys (besides driver, addresses, mac):
-  interface  = ""       the interface (required)
-  queues     = 0        fanout members (RX queues), 0..64; 0 = one per worker
-  frames     = 4096     ring frames (2048 bytes each) per queue, a power of
-                        two, at least one block
-  block_size = 1048576  ring block size in bytes, a power of two ≥ 4096
-                        (the kernel allocates the ring in blocks)
-
-Frames longer than a ring frame holds (1990 bytes; MTU ≤ 1976) are dropped
-and counted in rx_truncated. The device's MAC is the interface's (the mac key
-overrides it); its addresses are the addresses key.
-
-Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped (the kernel
-would not take them), tx_errors (send errors), rx_pool_empty (no free
-packet: the frame is left in the ring for the next poll), rx_truncated,
-rx_own_skipped (the device's own transmissions seen by the fanout group,
-ignored), rx_kernel_dropped (the sockets' PACKET_STATISTICS tp_drops:
-frames the kernel could not put in a full RX ring; the kernel resets it
-on every read, the driver adds the readings up). The receive counters are
-also kept per RX socket (fanout member), which forwarder show interfaces
-prints queue by queue.
-
-The interface's own kernel counters, counted since the device was opened
-and read (one netlink request each) when the stats are asked for:
-link_rx_dropped, link_tx_dropped and link_rx_missed_errors (ip -s link),
-and link_peer_tx_dropped: on a veth, the peer's tx_dropped (frames the
-sender could not hand to this interface). They are not in the
-forwarder's drop total, which counts what the graph lost.
-
-Example:
-  [devices.wan]
-  driver    = "afpacket"
-  interface = "wan0"
-  addresses = ["10.2.0.1/24"]
-`
-
-// Config is the afpacket driver's keys (see Doc).
+// Config is the afpacket driver's keys (see manual).
 type Config struct {
 	Interface string `toml:"interface"`
 	Queues    int    `toml:"queues"`

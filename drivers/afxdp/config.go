@@ -6,7 +6,7 @@ import (
 	"github.com/junction-dataplane/junction/conf"
 )
 
-// Config is the afxdp driver's keys (see Doc).
+// Config is the afxdp driver's keys (see manual).
 type Config struct {
 	Interface string `toml:"interface"`
 	Queues    int    `toml:"queues"`
@@ -19,7 +19,7 @@ type Config struct {
 
 // Defaults. The rings are sized to hold a TCP sender's burst through a
 // veth while the queue's worker is descheduled (1024 did not: see ring in
-// Doc); frames leave the fill ring full with room for what the graph and
+// manual); frames leave the fill ring full with room for what the graph and
 // the transmit copies hold.
 const (
 	DefaultFrames = 16384

@@ -10,7 +10,7 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Config is the gen driver's keys (see Doc).
+// Config is the gen driver's keys (see manual).
 type Config struct {
 	Count int64   `toml:"count"`
 	Rate  float64 `toml:"rate"`
@@ -18,10 +18,10 @@ type Config struct {
 	Src   string  `toml:"src"`
 	Dst   string  `toml:"dst"`
 	Flows int64   `toml:"flows"`
-	// SplitFlows gives each flow to one queue (see Doc).
+	// SplitFlows gives each flow to one queue (see manual).
 	SplitFlows bool   `toml:"split_flows"`
 	Proto      string `toml:"proto"`
-	// Sport and Dport are a port or a LO-HI range (see Doc).
+	// Sport and Dport are a port or a LO-HI range (see manual).
 	Sport  Ports  `toml:"sport"`
 	Dport  Ports  `toml:"dport"`
 	Queues int    `toml:"queues"`
@@ -29,7 +29,7 @@ type Config struct {
 	SrcMAC string `toml:"src_mac"`
 	DstMAC string `toml:"dst_mac"`
 
-	// Sequence numbers the frames (see Doc).
+	// Sequence numbers the frames (see manual).
 	Sequence bool `toml:"sequence"`
 }
 

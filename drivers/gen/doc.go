@@ -13,5 +13,6 @@
 // The TX side frees every packet it is given and counts packets and bytes
 // per worker, so a gen device that is only written to is a sink.
 //
-// The keys and their defaults are in Doc.
+// The keys and their defaults are in its manual page (manual.go; forwarder
+// drivers gen).
 package gen

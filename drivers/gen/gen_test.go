@@ -700,14 +700,17 @@ func TestBadKeys(t *testing.T) {
 	}
 }
 
-// TestDocListsKeys keeps Doc and Config in step.
+// TestDocListsKeys keeps the manual and Config in step, and the manual's
+// stats with the counters Stats returns.
 func TestDocListsKeys(t *testing.T) {
 	drv, _ := drivers.Lookup("gen")
-	typ := reflect.TypeOf(Config{})
-	for i := range typ.NumField() {
-		key := typ.Field(i).Tag.Get("toml")
-		if !strings.Contains(drv.Doc, "\n  "+key+" ") {
-			t.Errorf("Doc does not list key %q", key)
+	if err := drivers.CheckDoc(drv); err != nil {
+		t.Error(err)
+	}
+	d := openGen(t, 1, nil)
+	for _, c := range d.Stats() {
+		if !strings.Contains(drv.Doc.Stats, c.Name) {
+			t.Errorf("the manual's stats do not mention counter %q", c.Name)
 		}
 	}
 }

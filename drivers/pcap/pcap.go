@@ -48,47 +48,11 @@ func init() {
 		Name:      "pcap",
 		NewConfig: func() any { return &Config{} },
 		Open:      open,
-		Doc:       Doc,
+		Doc:       manual(),
 	})
 }
 
-// Doc is the driver's manual page.
-const Doc = `pcap — frames read from and written to pcap files (gopacket pcapgo, pure Go)
-
-Keys (besides driver, addresses, mac); a device needs read, write or both
-(forwarder check warns about a FromDevice of a device with no read file and
-a ToDevice of one with no write file):
-  read  = ""     pcap file to receive from (Ethernet link type; plain or
-                 gzip-compressed pcap, not pcapng). A relative path is
-                 resolved against the graph file's directory. One RX queue;
-                 it is drained at the end of the file unless loop is set.
-  loop  = false  restart read at the start of the file at its end, so the
-                 file replays forever. A file that yields no packet in a
-                 whole pass (empty, or only unusable frames) is drained
-                 instead of spinning.
-  write = ""     pcap file every transmitted packet is written to
-                 (created or truncated; Ethernet, snaplen 65535, microsecond
-                 timestamps taken when a batch is written). Relative paths
-                 as for read. Several workers may transmit to one device:
-                 each batch is written whole, under a lock.
-
-Frames longer than a packet buffer holds (1920 bytes) are skipped and
-counted as oversize. A truncated or corrupt file stops the reading (the queue drains)
-and is counted in read_errors and logged once; frames before it are
-delivered. Packets transmitted to a device without write are freed and
-counted in tx_dropped.
-
-Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, read_errors, oversize,
-rx_pool_empty, tx_errors, tx_dropped, loops.
-
-Example:
-  [devices.lan]
-  driver = "pcap"
-  read   = "testdata/lan-in.pcap"
-  write  = "out/lan-out.pcap"
-`
-
-// Config is the pcap driver's keys (see Doc).
+// Config is the pcap driver's keys (see manual).
 type Config struct {
 	Read  string `toml:"read"`
 	Loop  bool   `toml:"loop"`

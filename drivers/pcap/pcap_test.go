@@ -583,11 +583,12 @@ func TestInfoAndDoc(t *testing.T) {
 		t.Errorf("Info %+v", i)
 	}
 	drv, _ := drivers.Lookup("pcap")
-	typ := reflect.TypeOf(Config{})
-	for i := range typ.NumField() {
-		key := typ.Field(i).Tag.Get("toml")
-		if !strings.Contains(drv.Doc, "\n  "+key+" ") {
-			t.Errorf("Doc does not list key %q", key)
+	if err := drivers.CheckDoc(drv); err != nil {
+		t.Error(err)
+	}
+	for _, c := range d.Stats() {
+		if !strings.Contains(drv.Doc.Stats, c.Name) {
+			t.Errorf("the manual's stats do not mention counter %q", c.Name)
 		}
 	}
 }

@@ -1,0 +1,39 @@
+package afxdp
+
+import (
+	"strconv"
+
+	"github.com/junction-dataplane/junction/conf"
+)
+
+// manual is the driver's manual page (forwarder drivers afxdp).
+func manual() conf.Doc {
+	return conf.Doc{
+		Summary: "AF_XDP sockets on a Linux interface (github.com/asavie/xdp v0.3.3)",
+		Text: `Received frames reach the graph without a copy. Needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF) and must run in the interface's network namespace.
+
+The device's MAC is the interface's (the mac key overrides it for the elements); its addresses are the addresses key. The XDP program is removed on every exit; one left by a crashed run is replaced at the next start.
+
+Refused redirects (fastpath): a device the kernel would refuse redirected frames on (its XDP features lack ndo_xdp_xmit, asked over netlink at open and every 100 ms: a veth whose peer runs neither XDP nor GRO) is not offloaded to, and nothing is lost. A device that refuses a frame anyway is turned off by a watcher on the kernel's xdp:xdp_redirect_err tracepoint at that first frame, which is lost and counted; it is retried after 1 s, then at doubling intervals up to 32 s, each retry costing at most a frame per CPU. Either way the frames routed to it take the graph's path; each outage is logged once when it starts and once when it ends (after 1 s on). Without the watcher (no raw tracepoints), the fast path forwards nothing.`,
+		Queues: `One AF_XDP socket and UMEM per RX queue; RX queue q is served by worker q mod workers. Queues above the queues key's count pass their traffic to the kernel. Spread traffic across queues with the NIC's RSS (ethtool -X) or, on veth, the sender's queues. TX: worker w transmits through queue w mod queues's socket; a frame received on that socket is sent where it is, any other is copied into one of its transmit frames. A socket shared by several workers is locked per batch and copies every frame.`,
+		Keys: []conf.Key{
+			{Name: "interface", Type: "string", Required: true, Doc: `the interface, e.g. "eth0".`},
+			{Name: "queues", Type: "int", Default: "0", Doc: "RX queues to open, 0.." + strconv.Itoa(maxQueues) + "; 0 = the interface's RX queue count (ethtool channels, else its queue count)."},
+			{Name: "frames", Type: "int", Default: strconv.Itoa(DefaultFrames), Doc: "UMEM frames (2048 bytes each) per queue, a power of two ≥ 2×ring; ring of them are kept for transmit copies, the rest feed the fill ring and the graph. The default is 32 MiB of locked memory per queue: without root or CAP_IPC_LOCK, RLIMIT_MEMLOCK (ulimit -l) must cover frames × 2 KiB per queue."},
+			{Name: "ring", Type: "int", Default: strconv.Itoa(DefaultRing), Doc: "descriptors in each of the fill, RX, TX and completion rings, a power of two in 64..16384. The fill and RX rings are what holds a sender's burst while no worker polls the queue (a worker descheduled for a few milliseconds): with 1024, one TCP stream through a veth overflowed them (rx_ring_full) and retransmitted; 4096 absorbed it (benchmarks/drivers.md). Smaller rings keep fewer frames in rotation, which 64-byte floods prefer (BenchmarkVethRing)."},
+			{Name: "mode", Type: "string", Default: `"auto"`, Doc: `"native" (XDP in the driver; zero-copy when the driver offers it, else copy), "generic" (XDP on the kernel's skb path, copy; works everywhere), or "auto" (native if the interface has it, else generic).`},
+			{Name: "fastpath", Type: "bool", Default: "false", Doc: `load Junction's fast-path XDP program instead of the plain one: plain IPv4 packets (no options, TTL > 1, valid checksum, addressed to this MAC, not to the router, not martian) whose route and next hop are known are forwarded in the kernel (TTL decremented, Ethernet rewritten, redirected to the output interface) and never reach the graph, and so are IPv6 TCP and UDP packets (no extension headers, hop limit > 1, no multicast, link-local, unspecified, loopback or mapped address, within the output's MTU as read at open: longer ones take the graph, whose CheckMTU sends packet too big; hop limit decremented, Ethernet rewritten); everything else (ICMPv6 and neighbour discovery included) reaches the graph, as usual. Routes come from an IPLookup whose offload key names this device, next hops from this device's ARPQuerier (for as long as it trusts them) and NDPQuerier (while REACHABLE); the device's addresses stay local. A FastTrack whose offload key names this device also hands it established flows, which it forwards with their NAT, TTL and Ethernet rewrite (IPv6 TCP and UDP flows: hop limit and Ethernet). Use it only with graphs of the router or NAT gateway shape (configs/router-veth.toml, nat-gateway.toml), which do nothing else to such packets. It redirects only to devices that take redirected frames (see "Refused redirects" above); on veth that means the peer runs an XDP program or has GRO on.`},
+			{Name: "rss", Type: "string", Doc: `"symmetric": give the NIC a symmetric RSS hash key (0x6d5a repeated, Toeplitz, its indirection table kept), so that both directions of a flow land on one queue and FromDevice's handoff copies nothing. A device without RSS configuration (veth, most virtual devices) is opened anyway and the driver logs that it cannot (the handoff keeps every flow on its worker regardless). Absent: the device's RSS is left as it is. Either way the driver reads the key and the indirection table when the device has them (ETHTOOL_GRSSH; Device.RSS), which predict the queue a packet lands on (drivers/rss).`},
+		},
+		Stats: `rx_packets, rx_bytes, tx_packets and tx_bytes (completed by the kernel), tx_dropped (TX ring full), tx_dropped_nobuf (no free TX frame), tx_errors (failed kicks), rx_pool_empty (every RX frame held by the graph, the fill ring could not be refilled), rx_invalid (bad descriptors), and the sockets' kernel counters (XDP_STATISTICS): rx_ring_full (frames the XDP program redirected to a socket whose RX ring was full: the workers did not keep up), rx_fill_empty (no frame on the fill ring to receive into), rx_kernel_dropped (those, and frames too long for a UMEM frame), tx_invalid_descs, tx_ring_empty. All of these are also kept per queue (each queue's socket), which forwarder show interfaces prints queue by queue.
+
+The interface's own kernel counters, counted since the device was opened and read (one netlink request each) when the stats are asked for: link_rx_dropped, link_tx_dropped and link_rx_missed_errors (ip -s link; on a veth, link_rx_dropped is the sum of ethtool -S's rx_queue_N_drops: frames the XDP program could not hand to a socket, the rx_ring_full and rx_fill_empty above), and link_peer_tx_dropped: on a veth, the peer's tx_dropped, frames the sender lost because this interface's per-queue receive ring (256 frames, emptied by the kernel's NAPI poll) was full; they never reach this interface, so no other counter here shows them. Any of these growing while a TCP sender retransmits is where its segments went. They are not in the forwarder's drop total, which counts what the graph lost.
+
+With fastpath: fastpath_forwarded and fastpath_forwarded_bytes (frames the XDP program forwarded from this interface), fastpath_to_graph (frames it handed to the sockets), and, while sysctl kernel.bpf_stats_enabled=1, fastpath_runs and fastpath_run_ns (the kernel's count and total time of the program's runs: run_ns/runs is what the fast path costs per frame; the statistics themselves add two clock reads per run). Counters of the device as an output of the fast path: fastpath_redirect_errors (frames the kernel refused: lost), fastpath_egress_disabled (times it was turned off, refused retries included), fastpath_egress_off (1 while not offloaded to).`,
+		Example: `[devices.lan]
+driver    = "afxdp"
+interface = "lan0"
+addresses = ["10.1.0.1/24"]`,
+		SeeAlso: "afpacket (AF_PACKET, no XDP needed), IPLookup and FastTrack (their offload key), configs/router-veth.toml",
+	}
+}
