@@ -8,6 +8,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/offloadkey"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -78,7 +79,7 @@ func newOffload(names []string, ctx *elements.Context) (*offload, error) {
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
 		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
 		elsewhere: ctx.Stats.Counter("offloaded elsewhere")}
-	devs, idx, fp, err := ctx.FastPathDevices("offload", names)
+	devs, idx, fp, err := offloadkey.Resolve(ctx.Devices, "offload", names)
 	if err != nil {
 		return nil, err
 	}

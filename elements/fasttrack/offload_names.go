@@ -1,8 +1,8 @@
 package fasttrack
 
-import "github.com/junction-dataplane/junction/elements"
+import "github.com/junction-dataplane/junction/elements/offloadkey"
 
-var _ elements.OffloadNamer = (*Config)(nil)
+var _ offloadkey.Namer = (*Config)(nil)
 
-// OffloadDevices implements elements.OffloadNamer.
+// OffloadDevices implements offloadkey.Namer.
 func (c *Config) OffloadDevices() []string { return c.Offload }

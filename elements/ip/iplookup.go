@@ -9,6 +9,7 @@ import (
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/offloadkey"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -300,7 +301,7 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 			sh.ksync = ks
 		}
 		if len(c.Offload) > 0 {
-			ports, _, fp, err := ctx.FastPathDevices("offload", c.Offload)
+			ports, _, fp, err := offloadkey.Resolve(ctx.Devices, "offload", c.Offload)
 			if err == nil {
 				sh.off, err = route.StartOffload(t, fp, ports, ctx.Stats)
 			}

@@ -1,8 +1,8 @@
 package ip
 
-import "github.com/junction-dataplane/junction/elements"
+import "github.com/junction-dataplane/junction/elements/offloadkey"
 
-var _ elements.OffloadNamer = (*IPLookupConfig)(nil)
+var _ offloadkey.Namer = (*IPLookupConfig)(nil)
 
-// OffloadDevices implements elements.OffloadNamer.
+// OffloadDevices implements offloadkey.Namer.
 func (c *IPLookupConfig) OffloadDevices() []string { return c.Offload }

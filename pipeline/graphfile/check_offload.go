@@ -4,18 +4,18 @@ import (
 	"fmt"
 
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/offloadkey"
 )
 
 // checkOffload raises, before any device is opened, what building an
-// element with an offload key (elements.OffloadNamer) would: an entry
+// element with an offload key (offloadkey.Namer) would: an entry
 // naming no device of the graph, or a device without a fast path. infos
 // are the devices their drivers checked; a device whose check failed
 // (already reported) or whose driver has no check is not judged.
 func checkOffload(g *Graph, infos map[string]drivers.Info) []error {
 	var errs []error
 	for _, e := range g.Elements {
-		o, ok := e.Config.(elements.OffloadNamer)
+		o, ok := e.Config.(offloadkey.Namer)
 		if !ok || e.Type == nil {
 			continue
 		}
@@ -25,9 +25,9 @@ func checkOffload(g *Graph, infos map[string]drivers.Info) []error {
 				continue
 			}
 			if g.Device(name) == nil {
-				err = elements.Errorf("offload", "entry %d: no device %q", i+1, name)
+				err = offloadkey.NoDevice("offload", i, name)
 			} else if info, known := infos[name]; known && !info.FastPath {
-				err = elements.Errorf("offload", "entry %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true)", i+1, name)
+				err = offloadkey.NoFastPath("offload", i, name)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/offloadkey"
 )
 
 // fakeFast records what a fast path was told.
@@ -69,8 +70,7 @@ func (m devMap) Queues(string, int) []int                    { return nil }
 // resolveOffload resolves an offload key as IPLookup does.
 func resolveOffload(t *testing.T, names []string, devs elements.DeviceSet) ([]drivers.Device, drivers.FastPathTable, error) {
 	t.Helper()
-	ctx := elements.NewContext("rt", 0, 1, 64, nil, &elements.Stats{}, nil, devs, nil)
-	ports, _, fp, err := ctx.FastPathDevices("offload", names)
+	ports, _, fp, err := offloadkey.Resolve(devs, "offload", names)
 	return ports, fp, err
 }
 
