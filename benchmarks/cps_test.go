@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/internal/cputime"
@@ -170,7 +171,7 @@ func init() {
 	drivers.Register(drivers.Driver{
 		Name:      "cps",
 		NewConfig: func() any { return &cpsDriverConfig{} },
-		Doc:       "benchmarks' connections-per-second harness (test only)",
+		Doc:       conf.Doc{Summary: "benchmarks' connections-per-second harness (test only)"},
 		Open: func(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 			c := cfg.(*cpsDriverConfig)
 			v, ok := cpsHarnesses.Load(c.Harness)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/packet"
 	"github.com/junction-dataplane/junction/pipeline"
@@ -55,7 +56,7 @@ func init() {
 			memDevices[ctx.Name] = d
 			return d, nil
 		},
-		Doc: "in-memory test device",
+		Doc: conf.Doc{Summary: "in-memory test device"},
 	})
 }
 
