@@ -10,6 +10,7 @@ import "sync"
 // it; Open still reports the same errors for what only opening can find.
 type CheckFunc func(cfg any, ctx OpenContext) (Info, error)
 
+// The registry of driver checks, as the registry of drivers.
 var (
 	checkMu sync.RWMutex
 	checks  = map[string]CheckFunc{}

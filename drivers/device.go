@@ -100,6 +100,8 @@ type Driver struct {
 	Doc conf.Doc
 }
 
+// The registry of drivers: a package variable on purpose (code, not
+// graph state), written by Register from init functions and tests.
 var (
 	mu      sync.RWMutex
 	drivers = map[string]*Driver{}

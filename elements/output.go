@@ -225,7 +225,7 @@ func (c *Clock) Round(now int64) {
 		}
 		c.sess = c.tracer.armed.Load()
 		if c.sess == nil && len(c.active) > 0 {
-			c.sess = &follow
+			c.sess = c.tracer.followSession()
 		}
 	}
 	if now-c.lastPub > 1e6 {

@@ -64,6 +64,10 @@ type KeyError = conf.KeyError
 // Errorf makes a KeyError (conf.Errorf).
 func Errorf(key, format string, args ...any) error { return conf.Errorf(key, format, args...) }
 
+// The registry of element types: a package variable on purpose, as
+// database/sql's drivers are. It holds code, not graph state: Register
+// writes it from init functions (and tests registering fakes), every
+// graph reads it.
 var (
 	regMu sync.RWMutex
 	types = map[string]*Type{}

@@ -73,6 +73,25 @@ func (c *Context) WorkerShared(key any, mk func() any) any {
 	return c.state().get(c.Worker, key, mk)
 }
 
+// StateValue returns the value under key shared by the whole graph of s,
+// as GraphValue does for a Context of that graph: what the graph-file
+// loader hands a StateValidator reaches the same values as the elements
+// built with s.
+func StateValue[T any](s *GraphState, key any, mk func() *T) *T {
+	return s.get(-1, key, func() any { return mk() }).(*T)
+}
+
+// StateValidator is a config that validates itself against the graph
+// state of the router it is loaded for (a reload: the running router's),
+// to reuse what that router's elements keep (IPLookup: the validated
+// routes of an unchanged routes_file). The loader calls ValidateState
+// instead of Validate when it has a state; without one, Validate. The
+// config must not keep s (configs are compared by value).
+type StateValidator interface {
+	Validator
+	ValidateState(s *GraphState) error
+}
+
 // GraphValue is GraphShared for a value of type *T.
 func GraphValue[T any](c *Context, key any, mk func() *T) *T {
 	return c.GraphShared(key, func() any { return mk() }).(*T)

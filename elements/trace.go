@@ -2,6 +2,7 @@ package elements
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/packet"
@@ -40,11 +41,6 @@ const HoldTraceFor = 4 * int64(1e9)
 // SetHoldPorts marks the input ports (bit i: port i) on which the element
 // may hold packets (the pipeline sets it from PacketHolder).
 func (s *Stats) SetHoldPorts(mask uint64) { s.holdPorts = mask }
-
-// follow is the session a clock uses between sessions while records of
-// held packets are open: it marks and captures nothing, so that only
-// their hops are recorded.
-var follow = TraceSession{CaptureElement: -1, CapturePort: -1}
 
 // TraceHop is one step of a traced packet: it left element From (graph
 // element index) by output port Port, into element To's input port InPort
@@ -120,6 +116,23 @@ func (s *TraceSession) Left() int64 { return max(s.left.Load(), 0) }
 type Tracer struct {
 	armed atomic.Pointer[TraceSession]
 	ids   atomic.Uint32
+
+	// follow is the session the clocks use between sessions while
+	// records of held packets are open: it marks and captures nothing,
+	// so that only their hops are recorded. It is the tracer's own (a
+	// router's), not a package variable: nothing of one router's tracing
+	// is seen by another's.
+	follow     TraceSession
+	followInit sync.Once
+}
+
+// followSession returns t's follow session, set up on first use (a Tracer
+// is used from its zero value).
+func (t *Tracer) followSession() *TraceSession {
+	t.followInit.Do(func() {
+		t.follow.CaptureElement, t.follow.CapturePort = -1, -1
+	})
+	return &t.follow
 }
 
 // ErrTraceBusy: another trace or capture is armed.

@@ -20,6 +20,10 @@ type (
 // Load reads and validates a graph file (graphfile.Load).
 func Load(path string) (*Graph, error) { return graphfile.Load(path) }
 
+// LoadFor loads a graph file for the router whose graph state s is
+// (graphfile.LoadFor).
+func LoadFor(path string, s *elements.GraphState) (*Graph, error) { return graphfile.LoadFor(path, s) }
+
 // Parse validates a graph file's contents (graphfile.Parse).
 func Parse(file string, data []byte) (*Graph, error) { return graphfile.Parse(file, data) }
 

@@ -182,7 +182,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		return nil, errors.New("reload: the router has stopped")
 	}
 	if g2 == nil {
-		if g2, err = Load(path); err != nil {
+		if g2, err = LoadFor(path, r.state); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,13 @@ type fastTable struct {
 	stopped  chan struct{}      // closed by watch when it returns
 }
 
+// fastShared is the process's fast-path table. It is process-wide, not a
+// graph's, because what it mirrors is: the BPF maps every fast-path XDP
+// program of the process reads, which must be one so that a route may
+// lead from any fast-path interface to any other. A reload keeps it as
+// long as one device holds it. Two routers in one process with fast-path
+// devices would share it (and its routes): give each its own interfaces
+// and routes, or run them as two processes.
 var (
 	fastMu     sync.Mutex
 	fastShared *fastTable

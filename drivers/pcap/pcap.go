@@ -102,6 +102,8 @@ type Device struct {
 var _ drivers.Device = (*Device)(nil)
 
 // poolSize is PoolSize, lowered by the fuzz test to keep each run cheap.
+// Like logf, it is a test seam: written only by this package's tests,
+// before they open a device; no graph state.
 var poolSize = PoolSize
 
 // logf reports a broken file once per device (a variable so that tests can

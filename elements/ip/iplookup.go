@@ -29,12 +29,23 @@ type IPLookupConfig struct {
 	MaxRoutes   int      `toml:"max_routes"`
 	Offload     []string `toml:"offload"`
 
-	routes  []route.Route // parsed by Validate
-	checked bool          // routes passed precheck
+	routes  []route.Route   // parsed by Validate
+	set     route.Set       // what routes came from: remembered in the router's SetCache when built
+	cache   *route.SetCache // during ValidateState only
+	checked bool            // routes passed precheck
 	outs    int
 	ktable  int
 	limits  route.Limits
 	srcName string // "config" or "kernel"
+}
+
+// ValidateState is Validate for a graph loaded for the router whose state
+// s is (a reload): an unchanged routes_file that router's IPLookups were
+// built with is not parsed and checked again (route.SetCache).
+func (c *IPLookupConfig) ValidateState(s *elements.GraphState) error {
+	c.cache = route.CacheOf(s)
+	defer func() { c.cache = nil }()
+	return c.Validate()
 }
 
 // Validate parses the routes and the routes file (at load time, so that a
@@ -103,7 +114,7 @@ func (c *IPLookupConfig) Validate() error {
 	default:
 		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
 	}
-	set, err := route.LoadSet(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	set, hit, err := route.LoadSet(c.cache, c.Routes, c.RoutesFile, c.limits.MaxRoutes)
 	if err != nil {
 		return err
 	}
@@ -121,17 +132,15 @@ func (c *IPLookupConfig) Validate() error {
 	if len(routes) > c.limits.MaxRoutesOrDefault() {
 		return elements.Errorf(key, "%d routes exceed max_routes %d", len(routes), c.limits.MaxRoutesOrDefault())
 	}
-	if !set.Hit {
+	if !hit {
 		if err := route.Precheck(routes); err != nil {
 			return elements.Errorf(key, "%v", err)
 		}
 	}
-	c.routes = routes
+	c.routes, c.set = routes, set
 	c.checked = true
 	c.outs = max(c.Miss+1, set.Ports())
-	if !set.Hit {
-		set.Remember()
-	}
+	c.cache.Remember(set)
 	return c.checkOffload()
 }
 
@@ -290,6 +299,8 @@ func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The router's next reload finds these routes validated.
+		route.ContextCache(ctx).Remember(c.set)
 		// Every new version makes the graph's fast-path entries stale.
 		t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
 		sh := &sharedTable{table: t, cfg: c}

@@ -90,7 +90,12 @@ func (l ErrorList) Unwrap() []error {
 // Load reads the graph file at path and parses it (see Parse). It reads at
 // most MaxFileSize bytes and one more: a larger file (or an endless one,
 // such as /dev/zero) is refused without being read to its end.
-func Load(path string) (*Graph, error) {
+func Load(path string) (*Graph, error) { return LoadFor(path, nil) }
+
+// LoadFor is Load for the router whose graph state s is (a reload: the
+// running router's): configs that are elements.StateValidators validate
+// against s, to reuse what that router's elements keep. A nil s is Load.
+func LoadFor(path string, s *elements.GraphState) (*Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -107,14 +112,17 @@ func Load(path string) (*Graph, error) {
 		}
 		return nil, ErrorList{{Pos: Pos{File: path, Line: 1}, Msg: msg}}
 	}
-	return Parse(path, data)
+	return ParseFor(path, data, s)
 }
 
 // Parse parses and fully validates a graph file; file names it in errors
 // and becomes Graph.File. It returns either a graph that is valid as a
 // whole, or a nil graph and an ErrorList with every error it found.
-func Parse(file string, data []byte) (*Graph, error) {
-	l := &loader{file: file, g: &Graph{File: file, Batch: packet.DefaultBatch}}
+func Parse(file string, data []byte) (*Graph, error) { return ParseFor(file, data, nil) }
+
+// ParseFor is Parse for the router whose graph state s is (see LoadFor).
+func ParseFor(file string, data []byte, s *elements.GraphState) (*Graph, error) {
+	l := &loader{file: file, g: &Graph{File: file, Batch: packet.DefaultBatch}, state: s}
 	l.load(data)
 	if len(l.errs) > 0 {
 		sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Pos.Line < l.errs[j].Pos.Line })
@@ -164,6 +172,9 @@ type linkSrc struct {
 type loader struct {
 	file string
 	g    *Graph
+	// state is the graph state of the router the graph is loaded for (nil:
+	// none), given to StateValidators.
+	state *elements.GraphState
 	pos  *positions
 	errs ErrorList
 
@@ -750,7 +761,11 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 		return
 	}
 	if v, ok := ei.Config.(elements.Validator); ok {
-		if err := safely(ei.Type.Name+" Validate", v.Validate); err != nil {
+		validate := v.Validate
+		if sv, ok := v.(elements.StateValidator); ok && l.state != nil {
+			validate = func() error { return sv.ValidateState(l.state) }
+		}
+		if err := safely(ei.Type.Name+" Validate", validate); err != nil {
 			eline, key, msg := line, "", err.Error()
 			var ke *elements.KeyError
 			if errors.As(err, &ke) {

@@ -1,62 +1,96 @@
 package route
 
 import (
-	"hash/maphash"
+	"hash/crc64"
 	"sync"
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
 )
 
 // Set is a routes configuration as LoadSet read it: parsed, possibly
-// validated already.
+// validated already. It is a value: two loads of the same inputs give
+// equal Sets (the same routes, when the second found the first's in a
+// SetCache), so that a reload sees an unchanged configuration as equal.
 type Set struct {
 	rs  *routeSet
 	key routeSetKey
-	// Hit says the set was remembered: it was validated (Precheck)
-	// when it was first loaded, and Routes is the slice it had then.
-	Hit bool
+}
+
+// SetCache remembers validated route sets by what they were made from
+// (the routes entries, the routes_file's name and a hash of its contents,
+// the limit), so that loading a graph again, as a reload does, does not
+// parse and check a million routes again when the file has not changed:
+// the contents are read and hashed (milliseconds), and the remembered set,
+// immutable once validated, is the new config's. Two configs then share
+// one routes slice, which is also what lets the reload see at once that
+// the configuration is unchanged (reflect.DeepEqual stops at a slice
+// compared with itself). A few sets are kept: a graph has few route
+// tables.
+//
+// A router has one (CacheOf its elements.GraphState): IPLookup remembers
+// its set there when it is built, and the router's reloads load with it.
+// Graphs loaded for other routers, or for none, do not see it.
+type SetCache struct {
+	mu     sync.Mutex
+	m      map[routeSetKey]*routeSet
+	byStat map[fileID]routeSetKey // a file as stat saw it when hashed
+}
+
+// setCacheKey files a graph's SetCache in its GraphState.
+type setCacheKey struct{}
+
+func newSetCache() *SetCache {
+	return &SetCache{m: map[routeSetKey]*routeSet{}, byStat: map[fileID]routeSetKey{}}
+}
+
+// CacheOf returns the SetCache of the graph state s (of one router).
+func CacheOf(s *elements.GraphState) *SetCache {
+	return elements.StateValue(s, setCacheKey{}, newSetCache)
+}
+
+// ContextCache returns the SetCache of the graph ctx belongs to.
+func ContextCache(ctx *elements.Context) *SetCache {
+	return elements.GraphValue(ctx, setCacheKey{}, newSetCache)
 }
 
 // LoadSet is ParseConfig for configurations that are loaded again (a
 // reload): a set made from a routes_file that was validated and
-// Remembered before is returned as it was (Hit), when the entries, the
-// limit and the file's contents are the same.
-func LoadSet(entries []string, file string, limit int) (*Set, error) {
-	rs, key, hit, err := cachedRouteSet(entries, file, limit)
+// remembered in c before is returned as it was (hit: it was validated by
+// Precheck when it was first loaded, and Routes is the slice it had then),
+// when the entries, the limit and the file's contents are the same. A nil
+// c remembers nothing.
+func LoadSet(c *SetCache, entries []string, file string, limit int) (set Set, hit bool, err error) {
+	rs, key, hit, err := c.load(entries, file, limit)
 	if err != nil {
-		return nil, err
+		return Set{}, false, err
 	}
-	return &Set{rs: rs, key: key, Hit: hit}, nil
+	return Set{rs: rs, key: key}, hit, nil
 }
 
 // Routes are the set's routes; they must not be changed.
-func (s *Set) Routes() []Route { return s.rs.routes }
+func (s Set) Routes() []Route { return s.rs.routes }
 
 // Ports is the number of output ports the routes use (the highest Out of
 // any path, plus one).
-func (s *Set) Ports() int { return s.rs.ports() }
+func (s Set) Ports() int { return s.rs.ports() }
 
-// Remember keeps a set that passed validation for the next LoadSet of the
-// same inputs (sets without a routes_file are small and not kept).
-func (s *Set) Remember() { rememberRouteSet(s.key, s.rs) }
-
-// Validated route sets are remembered by what they were made from (the
-// routes entries, the routes_file's name and a hash of its contents, the
-// limit), so that loading a graph again, as a reload does, does not parse
-// and check a million routes again when the file has not changed: the
-// contents are read and hashed (milliseconds), and the remembered set,
-// immutable once validated, is the new config's. Two configs then share
-// one routes slice, which is also what lets the reload see at once that
-// the configuration is unchanged (reflect.DeepEqual stops at a slice
-// compared with itself). A few sets are kept: a graph has few route tables.
-// It is a cache, not state graphs share: a set is immutable once
-// validated and found only by its inputs, so a graph given a remembered
-// set has exactly the routes it would have parsed.
-var routeSets struct {
-	sync.Mutex
-	seed   maphash.Seed
-	m      map[routeSetKey]*routeSet
-	byStat map[fileID]routeSetKey // a file as stat saw it when hashed
+// Remember keeps s, which passed validation, for the next LoadSet of the
+// same inputs with c (sets without a routes_file are small and not kept).
+// A nil c keeps nothing.
+func (c *SetCache) Remember(s Set) {
+	if c == nil || s.rs == nil || s.key.file == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxRememberedRouteSets {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[s.key] = s.rs
 }
 
 // fileID is a file as stat sees it, with the rest of a set's inputs.
@@ -79,32 +113,28 @@ type routeSetKey struct {
 }
 
 // routeSetKeyOf hashes what a set is made of: the entries and the file's
-// contents, text.
+// contents, text. The hash is unseeded (CRC-64), so that the same inputs
+// have the same key in every cache and every load: a configuration
+// validated without a cache can be remembered in one later.
 func routeSetKeyOf(entries []string, file, text string, limit int) routeSetKey {
-	routeSets.Lock()
-	if routeSets.m == nil {
-		routeSets.seed = maphash.MakeSeed()
-		routeSets.m = map[routeSetKey]*routeSet{}
-		routeSets.byStat = map[fileID]routeSetKey{}
-	}
-	seed := routeSets.seed
-	routeSets.Unlock()
+	tab := crc64.MakeTable(crc64.ECMA)
 	k := routeSetKey{n: len(entries), file: file, limit: limit, size: len(text)}
-	var h maphash.Hash
-	h.SetSeed(seed)
+	var h uint64
 	for _, e := range entries {
-		h.WriteString(e)
-		h.WriteByte(0)
+		h = crc64.Update(h, tab, []byte(e))
+		h = crc64.Update(h, tab, []byte{0})
 	}
-	k.entries = h.Sum64()
-	k.sum = maphash.String(seed, text)
+	k.entries = h
+	// Read in place: the text of a million routes is tens of megabytes,
+	// and crc64.Update does not write to it.
+	k.sum = crc64.Update(0, tab, unsafe.Slice(unsafe.StringData(text), len(text)))
 	return k
 }
 
-// cachedRouteSet returns the remembered set for these inputs (hit), or
-// parses them; key is what rememberRouteSet files a validated set under
-// (zero without a file: small sets are not remembered).
-func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key routeSetKey, hit bool, err error) {
+// load returns the remembered set for these inputs (hit), or parses them;
+// key is what Remember files a validated set under (zero without a file:
+// small sets are not remembered).
+func (c *SetCache) load(entries []string, file string, limit int) (rs *routeSet, key routeSetKey, hit bool, err error) {
 	if file == "" {
 		rs, err = parseRouteSet(entries, file, limit)
 		return rs, key, false, err
@@ -114,11 +144,11 @@ func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key
 	// cannot be set back).
 	id, statOK := fileIdentity(file)
 	id.key = routeSetKeyOf(entries, file, "", limit)
-	if statOK {
-		routeSets.Lock()
-		k, ok := routeSets.byStat[id]
-		rs = routeSets.m[k]
-		routeSets.Unlock()
+	if statOK && c != nil {
+		c.mu.Lock()
+		k, ok := c.byStat[id]
+		rs = c.m[k]
+		c.mu.Unlock()
 		if ok && rs != nil {
 			return rs, k, true, nil
 		}
@@ -129,34 +159,20 @@ func cachedRouteSet(entries []string, file string, limit int) (rs *routeSet, key
 		return nil, key, false, elements.Errorf("routes_file", "%v", err)
 	}
 	key = routeSetKeyOf(entries, file, text, limit)
-	routeSets.Lock()
-	rs = routeSets.m[key]
-	if statOK {
-		if len(routeSets.byStat) >= maxRememberedRouteSets {
-			clear(routeSets.byStat)
+	if c != nil {
+		c.mu.Lock()
+		rs = c.m[key]
+		if statOK {
+			if len(c.byStat) >= maxRememberedRouteSets {
+				clear(c.byStat)
+			}
+			c.byStat[id] = key
 		}
-		routeSets.byStat[id] = key
-	}
-	routeSets.Unlock()
-	if rs != nil {
-		return rs, key, true, nil
+		c.mu.Unlock()
+		if rs != nil {
+			return rs, key, true, nil
+		}
 	}
 	rs, err = parseRouteSetText(entries, file, text, limit)
 	return rs, key, false, err
-}
-
-// rememberRouteSet keeps a validated set made from a routes_file.
-func rememberRouteSet(key routeSetKey, rs *routeSet) {
-	if key.file == "" {
-		return
-	}
-	routeSets.Lock()
-	defer routeSets.Unlock()
-	if len(routeSets.m) >= maxRememberedRouteSets {
-		for old := range routeSets.m {
-			delete(routeSets.m, old)
-			break
-		}
-	}
-	routeSets.m[key] = rs
 }
