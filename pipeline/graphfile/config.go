@@ -172,11 +172,12 @@ type linkSrc struct {
 type loader struct {
 	file string
 	g    *Graph
+	pos  *positions
+	errs ErrorList
+
 	// state is the graph state of the router the graph is loaded for (nil:
 	// none), given to StateValidators.
 	state *elements.GraphState
-	pos  *positions
-	errs ErrorList
 
 	badDevices map[string]bool // devices whose table is broken (still "declared")
 
