@@ -1,10 +1,12 @@
 // Package route is IPLookup's route table: a longest-prefix-match table for
-// IPv4 (DIR-24-8, fib.go) and IPv6 (a multibit trie), shared by every
-// worker and read without locks, updated by copy-on-write (table.go) with a
-// journal of the prefixes each version changed; its pages on huge-page
-// slabs (slab.go); the route syntax and routes files (routes.go), and the
-// validated sets of large routes files remembered across loads of a graph
-// (remember.go: a reload does not parse an unchanged file again); a mirror
+// IPv4 (DIR-24-8) and IPv6 (a multibit trie), shared by every worker and
+// read without locks (the versions and their lookups: fib.go), updated by
+// copy-on-write (table.go; the writer's halves: fib4.go, fib6.go, next-hop
+// sets fib_nexthop.go, sizes fibmem.go) with a journal of the prefixes
+// each version changed; its pages on huge-page slabs (slab.go); the route
+// syntax and routes files (routes.go), and the validated sets of large
+// routes files a router remembers across loads of its graph (remember.go:
+// its reload does not parse an unchanged file again); a mirror
 // of a kernel routing table (kernel.go) and one into a driver's in-kernel
 // fast path (offload.go); synthetic tables for benchmarks (routegen.go).
 // IPv6 lookups of a whole batch interleave their trie walks (fib6batch.go).
