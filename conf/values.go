@@ -192,37 +192,76 @@ func SetValue(dst reflect.Value, v any) error {
 	return setValueDepth(dst, v, 0)
 }
 
+// setValueDepth is SetValue at nesting depth depth: the types that decode
+// themselves first (setSpecial), then by kind.
 func setValueDepth(dst reflect.Value, v any, depth int) error {
 	if depth > 32 {
 		return fmt.Errorf("value nested too deeply")
 	}
+	if done, err := setSpecial(dst, v); done {
+		return err
+	}
+	t := dst.Type()
+	switch t.Kind() {
+	case reflect.String, reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return setScalar(dst, v)
+	case reflect.Slice, reflect.Array:
+		return setList(dst, v, depth)
+	case reflect.Map:
+		return setMap(dst, v, depth)
+	case reflect.Struct:
+		return setStruct(dst, v, depth)
+	case reflect.Pointer:
+		nv := reflect.New(t.Elem())
+		if err := setValueDepth(nv.Elem(), v, depth+1); err != nil {
+			return err
+		}
+		dst.Set(nv)
+		return nil
+	case reflect.Interface:
+		if t.NumMethod() == 0 {
+			dst.Set(reflect.ValueOf(v))
+			return nil
+		}
+	}
+	return fmt.Errorf("unsupported config Field type %s", t)
+}
+
+// setSpecial stores v into the types that are not decoded by kind:
+// time.Duration (a string such as "1s", or nanoseconds), time.Time, and
+// types with an UnmarshalTOML or UnmarshalText method. done is false when
+// dst is none of them.
+func setSpecial(dst reflect.Value, v any) (done bool, err error) {
 	t := dst.Type()
 	if t == durationType {
 		switch x := v.(type) {
 		case string:
 			d, err := time.ParseDuration(x)
 			if err != nil {
-				return fmt.Errorf("bad duration %s (want e.g. \"1s\", \"250ms\")", Quote(x))
+				return true, fmt.Errorf("bad duration %s (want e.g. \"1s\", \"250ms\")", Quote(x))
 			}
 			dst.SetInt(int64(d))
-			return nil
+			return true, nil
 		case int64:
 			dst.SetInt(x)
-			return nil
+			return true, nil
 		}
-		return mismatch(dst, v)
+		return true, mismatch(dst, v)
 	}
 	if t == timeType {
 		if x, ok := v.(time.Time); ok {
 			dst.Set(reflect.ValueOf(x))
-			return nil
+			return true, nil
 		}
 	}
 	if dst.CanAddr() && dst.Addr().Type().Implements(tomlUnmarshalType) {
 		if err := dst.Addr().Interface().(tomlUnmarshaler).UnmarshalTOML(v); err != nil {
-			return fmt.Errorf("bad value %s: %v", gotValue(v), err)
+			return true, fmt.Errorf("bad value %s: %v", gotValue(v), err)
 		}
-		return nil
+		return true, nil
 	}
 	if tu, ok := textUnmarshaler(dst); ok {
 		s, ok := v.(string)
@@ -233,13 +272,20 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			s, ok = strconv.FormatInt(n, 10), true
 		}
 		if !ok {
-			return mismatch(dst, v)
+			return true, mismatch(dst, v)
 		}
 		if err := tu.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("bad value %s: %v", Quote(s), err)
+			return true, fmt.Errorf("bad value %s: %v", Quote(s), err)
 		}
-		return nil
+		return true, nil
 	}
+	return false, nil
+}
+
+// setScalar stores v into a string, bool, integer or float, refusing
+// another TOML type and a number out of dst's range.
+func setScalar(dst reflect.Value, v any) error {
+	t := dst.Type()
 	switch t.Kind() {
 	case reflect.String:
 		if s, ok := v.(string); ok {
@@ -279,75 +325,73 @@ func setValueDepth(dst reflect.Value, v any, depth int) error {
 			dst.SetFloat(float64(n))
 			return nil
 		}
-	case reflect.Slice, reflect.Array:
-		items, ok := arrayItems(v)
-		if !ok {
-			break
-		}
-		if t.Kind() == reflect.Array && len(items) != t.Len() {
-			return fmt.Errorf("want an array of %d items, got %d", t.Len(), len(items))
-		}
-		if t.Kind() == reflect.Slice {
-			dst.Set(reflect.MakeSlice(t, len(items), len(items)))
-		}
-		for i, it := range items {
-			if err := setValueDepth(dst.Index(i), it, depth+1); err != nil {
-				return fmt.Errorf("item %d: %w", i+1, err)
-			}
-		}
-		return nil
-	case reflect.Map:
-		m, ok := v.(map[string]any)
-		if !ok || t.Key().Kind() != reflect.String {
-			break
-		}
-		out := reflect.MakeMapWithSize(t, len(m))
-		for _, k := range sortedKeys(m) {
-			ev := reflect.New(t.Elem()).Elem()
-			if err := setValueDepth(ev, m[k], depth+1); err != nil {
-				return fmt.Errorf("key %q: %w", k, err)
-			}
-			out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
-		}
-		dst.Set(out)
-		return nil
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			break
-		}
-		fields := Fields(t)
-		for _, k := range sortedKeys(m) {
-			f, ok := FindField(fields, k)
-			if !ok {
-				msg := fmt.Sprintf("unknown key %q", k)
-				if s := Nearest(k, FieldNames(fields)); s != "" {
-					msg += fmt.Sprintf(", did you mean %q?", s)
-				}
-				return fmt.Errorf("%s", msg)
-			}
-			if err := setValueDepth(FieldValue(dst, f), m[k], depth+1); err != nil {
-				return fmt.Errorf("key %q: %w", k, err)
-			}
-		}
-		return nil
-	case reflect.Pointer:
-		nv := reflect.New(t.Elem())
-		if err := setValueDepth(nv.Elem(), v, depth+1); err != nil {
-			return err
-		}
-		dst.Set(nv)
-		return nil
-	case reflect.Interface:
-		if t.NumMethod() == 0 {
-			dst.Set(reflect.ValueOf(v))
-			return nil
-		}
-		return fmt.Errorf("unsupported config Field type %s", t)
-	default:
-		return fmt.Errorf("unsupported config Field type %s", t)
 	}
 	return mismatch(dst, v)
+}
+
+// setList stores a TOML array into a slice, or an array of its length.
+func setList(dst reflect.Value, v any, depth int) error {
+	t := dst.Type()
+	items, ok := arrayItems(v)
+	if !ok {
+		return mismatch(dst, v)
+	}
+	if t.Kind() == reflect.Array && len(items) != t.Len() {
+		return fmt.Errorf("want an array of %d items, got %d", t.Len(), len(items))
+	}
+	if t.Kind() == reflect.Slice {
+		dst.Set(reflect.MakeSlice(t, len(items), len(items)))
+	}
+	for i, it := range items {
+		if err := setValueDepth(dst.Index(i), it, depth+1); err != nil {
+			return fmt.Errorf("item %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// setMap stores a TOML table into a map with string keys, key by key in
+// sorted order.
+func setMap(dst reflect.Value, v any, depth int) error {
+	t := dst.Type()
+	m, ok := v.(map[string]any)
+	if !ok || t.Key().Kind() != reflect.String {
+		return mismatch(dst, v)
+	}
+	out := reflect.MakeMapWithSize(t, len(m))
+	for _, k := range sortedKeys(m) {
+		ev := reflect.New(t.Elem()).Elem()
+		if err := setValueDepth(ev, m[k], depth+1); err != nil {
+			return fmt.Errorf("key %q: %w", k, err)
+		}
+		out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
+	}
+	dst.Set(out)
+	return nil
+}
+
+// setStruct stores a TOML table into a struct's fields (Fields), refusing
+// an unknown key with the nearest field name as a suggestion.
+func setStruct(dst reflect.Value, v any, depth int) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return mismatch(dst, v)
+	}
+	fields := Fields(dst.Type())
+	for _, k := range sortedKeys(m) {
+		f, ok := FindField(fields, k)
+		if !ok {
+			msg := fmt.Sprintf("unknown key %q", k)
+			if s := Nearest(k, FieldNames(fields)); s != "" {
+				msg += fmt.Sprintf(", did you mean %q?", s)
+			}
+			return fmt.Errorf("%s", msg)
+		}
+		if err := setValueDepth(FieldValue(dst, f), m[k], depth+1); err != nil {
+			return fmt.Errorf("key %q: %w", k, err)
+		}
+	}
+	return nil
 }
 
 func arrayItems(v any) ([]any, bool) {
