@@ -81,6 +81,44 @@ func (p *Manual) Indent(text, prefix string) {
 	}
 }
 
+// Head writes the sections every page starts with: NAME (name and the
+// summary), SYNOPSIS (d's, else synopsis) and DESCRIPTION (d.Text, left
+// out when empty).
+func (p *Manual) Head(name, synopsis string, d Doc) {
+	p.Section("NAME")
+	if d.Summary != "" {
+		p.Line("    " + name + " - " + d.Summary)
+	} else {
+		p.Line("    " + name)
+	}
+	if d.Synopsis != "" {
+		synopsis = d.Synopsis
+	}
+	p.Section("SYNOPSIS")
+	p.Code(synopsis)
+	if d.Text != "" {
+		p.Section("DESCRIPTION")
+		p.Block(d.Text)
+	}
+}
+
+// Tail writes the sections every page ends with, those of d that are not
+// empty: STATS, EXAMPLE, SEE ALSO.
+func (p *Manual) Tail(d Doc) {
+	if d.Stats != "" {
+		p.Section("STATS")
+		p.Block(d.Stats)
+	}
+	if d.Example != "" {
+		p.Section("EXAMPLE")
+		p.Code(d.Example)
+	}
+	if d.SeeAlso != "" {
+		p.Section("SEE ALSO")
+		p.Block(d.SeeAlso)
+	}
+}
+
 // Keys writes a KEYS section's body: a table of the keys' names, types,
 // defaults and whether they are required, then each documented key's
 // text; "none" when there are no keys.

@@ -21,22 +21,7 @@ const CommonKeys = "driver, addresses, mac"
 func WriteDoc(w io.Writer, d *Driver) error {
 	doc := d.Doc
 	p := conf.NewManual(w)
-	p.Section("NAME")
-	if doc.Summary != "" {
-		p.Line("    " + d.Name + " - " + doc.Summary)
-	} else {
-		p.Line("    " + d.Name)
-	}
-	p.Section("SYNOPSIS")
-	if doc.Synopsis != "" {
-		p.Code(doc.Synopsis)
-	} else {
-		p.Code(synopsis(d))
-	}
-	if doc.Text != "" {
-		p.Section("DESCRIPTION")
-		p.Block(doc.Text)
-	}
+	p.Head(d.Name, synopsis(d), doc)
 	if doc.Queues != "" {
 		p.Section("QUEUES")
 		p.Block(doc.Queues)
@@ -47,18 +32,7 @@ func WriteDoc(w io.Writer, d *Driver) error {
 		p.Blank()
 	}
 	p.Keys(doc.Keys)
-	if doc.Stats != "" {
-		p.Section("STATS")
-		p.Block(doc.Stats)
-	}
-	if doc.Example != "" {
-		p.Section("EXAMPLE")
-		p.Code(doc.Example)
-	}
-	if doc.SeeAlso != "" {
-		p.Section("SEE ALSO")
-		p.Block(doc.SeeAlso)
-	}
+	p.Tail(doc)
 	return p.Err()
 }
 

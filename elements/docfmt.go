@@ -16,22 +16,7 @@ import (
 func WriteDoc(w io.Writer, t *Type) error {
 	d := t.Doc
 	p := conf.NewManual(w)
-	p.Section("NAME")
-	if d.Summary != "" {
-		p.Line("    " + t.Name + " - " + d.Summary)
-	} else {
-		p.Line("    " + t.Name)
-	}
-	syn := d.Synopsis
-	if syn == "" {
-		syn = t.Name
-	}
-	p.Section("SYNOPSIS")
-	p.Code(syn)
-	if d.Text != "" {
-		p.Section("DESCRIPTION")
-		p.Block(d.Text)
-	}
+	p.Head(t.Name, t.Name, d)
 	p.Section("PORTS")
 	p.Block(portCounts(t))
 	if d.Ports != "" {
@@ -40,18 +25,7 @@ func WriteDoc(w io.Writer, t *Type) error {
 	}
 	p.Section("KEYS")
 	p.Keys(d.Keys)
-	if d.Stats != "" {
-		p.Section("STATS")
-		p.Block(d.Stats)
-	}
-	if d.Example != "" {
-		p.Section("EXAMPLE")
-		p.Code(d.Example)
-	}
-	if d.SeeAlso != "" {
-		p.Section("SEE ALSO")
-		p.Block(d.SeeAlso)
-	}
+	p.Tail(d)
 	return p.Err()
 }
 

@@ -12,15 +12,7 @@ import (
 // it. It refuses IPv6 and what is no host's own address: 0.0.0.0, the
 // limited broadcast, multicast and loopback.
 func ParseHost4(s string) (netip.Addr, error) {
-	var ip netip.Addr
-	var err error
-	if strings.Contains(s, "/") {
-		var p netip.Prefix
-		p, err = netip.ParsePrefix(s)
-		ip = p.Addr()
-	} else {
-		ip, err = netip.ParseAddr(s)
-	}
+	ip, err := hostAddr(s)
 	switch {
 	case err != nil:
 		return netip.Addr{}, err
@@ -30,4 +22,29 @@ func ParseHost4(s string) (netip.Addr, error) {
 		return netip.Addr{}, errors.New("not a unicast address")
 	}
 	return ip, nil
+}
+
+// ParseHost6 reads an IPv6 unicast host address, alone ("2001:db8::1") or
+// as the address of an interface-style prefix ("2001:db8::1/64"), as
+// ICMP6PingResponder's addresses key takes it. It refuses IPv4 (mapped
+// too), zones, and what is no host's own address: ::, multicast and
+// loopback.
+func ParseHost6(s string) (netip.Addr, error) {
+	ip, err := hostAddr(s)
+	switch {
+	case err != nil:
+		return netip.Addr{}, err
+	case !ip.Is6() || ip.Is4In6() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() || ip.Zone() != "":
+		return netip.Addr{}, errors.New("not a unicast IPv6 address")
+	}
+	return ip, nil
+}
+
+// hostAddr reads an address alone, or the address of a prefix.
+func hostAddr(s string) (netip.Addr, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Addr(), err
+	}
+	return netip.ParseAddr(s)
 }

@@ -234,62 +234,81 @@ func graphCmd(args []string, stdout, stderr io.Writer) error {
 	return graphLiveCmd(args, stdout, stderr)
 }
 
-func elementsCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("elements", stderr)
+// catalogue is what `forwarder elements` and `forwarder drivers` print
+// from: a registry's index and its manual pages.
+type catalogue struct {
+	cmd     string // the subcommand
+	what    string // "element type", "driver"
+	index   func(w io.Writer) error
+	page    func(w io.Writer, name string) (found bool, err error)
+	suggest func(name string) string
+}
+
+// run is `forwarder CMD [NAME]`: the index, or NAME's manual page.
+func (c catalogue) run(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags(c.cmd, stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	args = fs.Args()
 	switch len(args) {
 	case 0:
-		var types []*elements.Type
-		for _, n := range elements.Names() {
-			t, _ := elements.Lookup(n)
-			types = append(types, t)
-		}
-		return elements.WriteIndex(stdout, types)
+		return c.index(stdout)
 	case 1:
-		t, ok := elements.Lookup(args[0])
-		if !ok {
-			msg := fmt.Sprintf("unknown element type %q", args[0])
-			if s := elements.SuggestType(args[0]); s != "" {
-				msg += fmt.Sprintf(", did you mean %q?", s)
-			}
-			return errors.New(msg + " (forwarder elements lists them)")
+		found, err := c.page(stdout, args[0])
+		if found {
+			return err
 		}
-		return elements.WriteDoc(stdout, t)
+		msg := fmt.Sprintf("unknown %s %q", c.what, args[0])
+		if s := c.suggest(args[0]); s != "" {
+			msg += fmt.Sprintf(", did you mean %q?", s)
+		}
+		return fmt.Errorf("%s (forwarder %s lists them)", msg, c.cmd)
 	default:
-		return usageErrorf("one element type at a time, got %d", len(args))
+		return usageErrorf("one %s at a time, got %d", c.what, len(args))
 	}
 }
 
-func driversCmd(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("drivers", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	args = fs.Args()
-	switch len(args) {
-	case 0:
-		var ds []*drivers.Driver
-		for _, n := range drivers.Names() {
-			d, _ := drivers.Lookup(n)
-			ds = append(ds, d)
-		}
-		return drivers.WriteIndex(stdout, ds)
-	case 1:
-		d, ok := drivers.Lookup(args[0])
-		if !ok {
-			msg := fmt.Sprintf("unknown driver %q", args[0])
-			if s := nearest(args[0], drivers.Names()); s != "" {
-				msg += fmt.Sprintf(", did you mean %q?", s)
+func elementsCmd(args []string, stdout, stderr io.Writer) error {
+	return catalogue{cmd: "elements", what: "element type",
+		index: func(w io.Writer) error {
+			var types []*elements.Type
+			for _, n := range elements.Names() {
+				t, _ := elements.Lookup(n)
+				types = append(types, t)
 			}
-			return errors.New(msg + " (forwarder drivers lists them)")
-		}
-		return drivers.WriteDoc(stdout, d)
-	default:
-		return usageErrorf("one driver at a time, got %d", len(args))
-	}
+			return elements.WriteIndex(w, types)
+		},
+		page: func(w io.Writer, name string) (bool, error) {
+			t, ok := elements.Lookup(name)
+			if !ok {
+				return false, nil
+			}
+			return true, elements.WriteDoc(w, t)
+		},
+		suggest: elements.SuggestType,
+	}.run(args, stdout, stderr)
+}
+
+func driversCmd(args []string, stdout, stderr io.Writer) error {
+	return catalogue{cmd: "drivers", what: "driver",
+		index: func(w io.Writer) error {
+			var ds []*drivers.Driver
+			for _, n := range drivers.Names() {
+				d, _ := drivers.Lookup(n)
+				ds = append(ds, d)
+			}
+			return drivers.WriteIndex(w, ds)
+		},
+		page: func(w io.Writer, name string) (bool, error) {
+			d, ok := drivers.Lookup(name)
+			if !ok {
+				return false, nil
+			}
+			return true, drivers.WriteDoc(w, d)
+		},
+		suggest: func(name string) string { return nearest(name, drivers.Names()) },
+	}.run(args, stdout, stderr)
 }
 
 // nearest returns the candidate closest to name (case-insensitive edit

@@ -2,7 +2,6 @@ package icmp
 
 import (
 	"encoding/binary"
-	"errors"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -51,21 +50,11 @@ func (c *Config6) Validate() error {
 	return nil
 }
 
+// parseHost6 reads an address of the addresses key (packet.ParseHost6).
 func parseHost6(s string) ([16]byte, error) {
-	var ip netip.Addr
-	var err error
-	if strings.Contains(s, "/") {
-		var p netip.Prefix
-		p, err = netip.ParsePrefix(s)
-		ip = p.Addr()
-	} else {
-		ip, err = netip.ParseAddr(s)
-	}
+	ip, err := packet.ParseHost6(s)
 	if err != nil {
 		return [16]byte{}, err
-	}
-	if !ip.Is6() || ip.Is4In6() || ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() || ip.Zone() != "" {
-		return [16]byte{}, errors.New("not a unicast IPv6 address")
 	}
 	return ip.As16(), nil
 }
