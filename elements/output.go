@@ -18,10 +18,10 @@ func Nanotime() int64
 // DefaultTimingEvery is the default sampling interval of element timing:
 // one poll round in this many is timed element by element.
 //
-// Why sample: timing a batch costs two clock reads (~56 ns here) per
-// element; on a ten-element graph at 64 packets per batch that is ~9 ns per
-// packet, ~15% of the whole budget. Timing one round in eight brings it to
-// ~1 ns per packet while every batch and packet is still counted exactly.
+// Why sample: timing a batch costs two clock reads per element, which on a
+// graph of ten elements is a large share of a packet's budget. Timing one
+// round in eight makes it negligible while every batch and packet is still
+// counted exactly (benchmarks/l3.md, "What the accounting costs").
 // Which rounds are timed does not depend on their content, so
 // ns/packet = sampled ns / sampled packets is an unbiased estimate.
 const DefaultTimingEvery = 8

@@ -63,10 +63,9 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	wt := &w.wait
 	if !wt.ok || early {
 		// The yield rounds stay, descriptors or not: without them (ppoll
-		// right after the spin), go test ./cmd/forwarder/e2e -run
-		// TestTCPThroughput failed 2 runs of 4 with one-stream runs
-		// down to 142 Mbit/s, where the base passed 3 of 3
-		// (benchmarks/drivers.md, "Idle workers").
+		// right after the spin), one-stream TCP through the router
+		// collapsed in some runs (benchmarks/drivers.md, "Idle
+		// workers").
 		yieldOrSleep(early, sleep)
 		return
 	}

@@ -33,9 +33,9 @@ import (
 // chunk, then B for the keys A does not hold; a hit reads one line.
 // Inserting moves an occupant to its other slot when both are taken (one
 // cuckoo step), and only then displaces the occupant of B, which keeps the
-// flow-table path. At 1M flows (4M slots) with single-choice two-way sets,
-// 2.5% of packets found their direction displaced and recompiled it; with
-// two choices and the step, 0.2% do (BenchmarkNATGraph's compiles/pkt).
+// flow-table path. Two choices and the step displace far fewer directions
+// at a million flows than single-choice sets did (BenchmarkNATGraph's
+// compiles/pkt; benchmarks/nat.md, "The flow cache").
 
 // The cache is also what tells FastTrack that a packet is not fast-tracked
 // (CacheComplete): while the worker's FastTracks share one policy, the

@@ -28,9 +28,9 @@ const (
 //     (packets, bytes, timeout refresh), and it is taken out of the
 //     kernel if its flow ended or changed;
 //   - installsPerTick and deletesPerTick bound the system calls of one
-//     tick: an install is two bpf(2) calls, a delete one, about 2.4 µs
-//     each (BenchmarkAddDeleteFlow: 7.1 µs per install and delete), so a
-//     tick spends at most ~0.15 ms on them, whatever happens: a flood of
+//     tick (an install is two bpf(2) calls, a delete one; what they cost
+//     is in benchmarks/nat.md, "Offload control-plane cost"), so a tick
+//     spends a small part of itself on them, whatever happens: a flood of
 //     new fast-tracked flows (16k installs/s per worker) or a new
 //     generation retiring every entry is worked off over many ticks.
 //     Entries of an old generation stop applying at once regardless

@@ -11,11 +11,10 @@ import (
 // it cannot be read. The caller's goroutine must be locked to its thread
 // (runtime.LockOSThread) for two readings to be about one thread.
 //
-// It is a raw system call, 1.39–1.47 µs here (no vDSO for this clock:
-// `go test ./internal/cputime -run xxx -bench Thread -count 3`). Raw,
-// because the call is short and never blocks: the runtime's syscall
-// bookkeeping, which lets another thread take the caller's P, buys
-// nothing here.
+// It is a raw system call (there is no vDSO for this clock; its cost is in
+// benchmarks/l3.md, "A thread's CPU time"). Raw, because the call
+// is short and never blocks: the runtime's syscall bookkeeping, which
+// lets another thread take the caller's P, buys nothing here.
 func Thread() time.Duration {
 	var ts unix.Timespec
 	_, _, errno := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0)

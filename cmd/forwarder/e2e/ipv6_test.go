@@ -14,8 +14,8 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
-// IPv6 through the contract configs (addresses as DESIGN.md's dual-stack
-// plan and the configs say):
+// IPv6 through the contract configs (addresses as configs/router-veth.toml
+// and configs/nat-gateway.toml give them):
 //
 //	router-veth: cli (eth0 2001:db8:1::2) ── lan0 [fwd] wan0 ── (eth0 2001:db8:2::2) srv
 //	nat-gateway: in (eth0 2001:db8:1::10) ── lan0 [fwd] wan0 ── (eth0 2001:db8:2::2) out
