@@ -92,7 +92,7 @@ func TestReloadTiming(t *testing.T) {
 	var loads []time.Duration
 	for i := 0; i < 5; i++ {
 		t1 := time.Now()
-		if _, err := pipeline.Load(pathB); err != nil {
+		if _, err := pipeline.LoadFor(pathB, r.State()); err != nil {
 			t.Fatal(err)
 		}
 		loads = append(loads, time.Since(t1))
