@@ -1,12 +1,15 @@
 package configs_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -87,5 +90,67 @@ func TestTwoGraphsShareNothing(t *testing.T) {
 	ga.Invalidate()
 	if gb.Current() != before {
 		t.Error("invalidating one graph's fast path moved the other's generation")
+	}
+}
+
+// TestTwoGraphsRouteSets: two routers built from graphs with the same
+// routes_file each remember the routes their IPLookup validated, in their
+// own graph state: loading the file for one finds that router's routes,
+// never the other's, and a load for no router finds none. (They were one
+// process-wide cache before.)
+func TestTwoGraphsRouteSets(t *testing.T) {
+	dir := t.TempDir()
+	routes := filepath.Join(dir, "r.routes")
+	if err := os.WriteFile(routes, []byte("10.1.0.0/16 out 0\n0.0.0.0/0 out 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := func(name string) *pipeline.Router {
+		g, err := pipeline.Parse(filepath.Join(dir, name), []byte(`
+[devices.lan]
+driver = "gen"
+count = 1
+
+[elements.rt]
+type = "IPLookup"
+routes_file = "`+routes+`"
+
+[graph]
+links = ["FromDevice(lan) -> rt -> Discard"]
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	a, b := build("a.toml"), build("b.toml")
+	load := func(s *elements.GraphState) ([]route.Route, bool) {
+		var c *route.SetCache
+		if s != nil {
+			c = route.CacheOf(s)
+		}
+		set, hit, err := route.LoadSet(c, nil, routes, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set.Routes(), hit
+	}
+	ra, hitA := load(a.State())
+	rb, hitB := load(b.State())
+	if !hitA || !hitB {
+		t.Fatalf("a router does not remember the routes its IPLookup was built with (hits %v, %v)", hitA, hitB)
+	}
+	if &ra[0] == &rb[0] {
+		t.Error("two routers share one remembered route set")
+	}
+	if again, _ := load(a.State()); &again[0] != &ra[0] {
+		t.Error("a router's second load did not find its remembered set")
+	}
+	if _, hit := load(nil); hit {
+		t.Error("a load for no router found a remembered set")
 	}
 }
