@@ -85,6 +85,15 @@ type Router struct {
 	// optWorkers is Options.Workers (a reload resolves its graph's
 	// workers the same way).
 	optWorkers int
+
+	// Worker goroutines (run, and those a reload starts): the CPUs they
+	// are pinned to, how many are running (under runMu) and, closed when
+	// the last one exits, allOut. A router from Build has none.
+	cpus    []int
+	noPin   bool
+	runMu   sync.Mutex
+	running int
+	allOut  chan struct{}
 }
 
 // resolveWorkers is the number of workers for g: the override, else the
@@ -516,7 +525,23 @@ func Build(g *Graph, o Options) (*Router, error) {
 // tickers called when a millisecond has passed. It returns the packets
 // received.
 func (r *Router) Round(w int) int {
+	r.genMu.RLock()
+	if w >= len(r.workers) {
+		r.genMu.RUnlock()
+		return 0 // a reload has just removed it
+	}
 	wk := r.workers[w]
+	r.genMu.RUnlock()
+	if wk.retired {
+		return 0
+	}
+	if ng := wk.next.Load(); ng != nil && ng.resize != nil {
+		// A reload that changes the number of workers: no round on
+		// either graph until this worker has adopted the new one.
+		if wk.stepResize(ng) != resizeAdopted {
+			return 0
+		}
+	}
 	wk.checkNext()
 	now := elements.Nanotime()
 	wk.clock.Round(now)

@@ -87,7 +87,7 @@ func TestReloadBadInput(t *testing.T) {
 		{"element config", strings.Replace(goodGraph, `type = "Conntrack"`, "type = \"Conntrack\"\ncapacity = 0", 1), `bad.toml:11: element "ct" (Conntrack): key "capacity"`},
 		{"device", "", ""}, // a pcap device whose file does not exist: below
 		{"renamed conntrack", strings.Replace(strings.Replace(goodGraph, "[elements.ct]", "[elements.ct2]", 1), "-> ct ->", "-> ct2 ->", 1), `element "ct2" (Conntrack)`},
-		{"workers", strings.Replace(goodGraph, "workers = 2", "workers = 3", 1), "cannot change the number of workers"},
+		{"batch", strings.Replace(goodGraph, "workers = 2", "workers = 2\nbatch = 32", 1), "cannot change it"},
 	}
 	for _, c := range cases {
 		if c.name == "device" {

@@ -1,0 +1,204 @@
+package conntrack
+
+import (
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// A reload that changes the number of workers changes which worker owns
+// each flow: the owner is the one the symmetric flow hash of the flow's
+// original direction is steered to among the workers (flowsteer.Owner,
+// with DNAT replies hashed as their original direction), the worker
+// FromDevice hands the flow's packets to. So every flow of every
+// worker's table (IPv4 and IPv6), with its NAT binding (the reply tuple),
+// state, counters, expiry and TCP window state, is moved to its new
+// owner's table while the workers are parked (elements.WorkerRebalancer).
+// The learned fast-path rewrites and flow cache entries are not moved:
+// a reload invalidates them anyway (FastTrack's generation), and the next
+// packets learn them again on the new owner.
+//
+// A flow is dropped, counted on the table it was moved to (or worker
+// 0's), when:
+//   - its two directions hashed to one worker before and reach two now
+//     ("reload: workers changed: directions split"): a masqueraded flow
+//     (SNAT) whose port was chosen so that its reply hashes home under the
+//     old count, and no longer does under the new one. Its reply tuple
+//     cannot change (the other end knows the port), so no worker could
+//     see both directions. A flow that was split already (an ICMP echo
+//     through SNAT with several workers) stays with its original
+//     direction's owner, as before.
+//   - the new owner's table has no free entry ("reload: workers changed:
+//     no room"): moving never evicts a live flow of the new owner.
+
+type rebalanceKey struct{}
+
+// rebalancer is the graph's WorkerRebalancer for the flow tables.
+type rebalancer struct {
+	state *elements.GraphState
+	steer *flowsteer.Table
+}
+
+var _ elements.WorkerRebalancer = (*rebalancer)(nil)
+
+// registerRebalancer makes sure ctx's graph has the flow tables'
+// rebalancer.
+func registerRebalancer(ctx *elements.Context) {
+	steer := flowsteer.Of(ctx) // not inside GraphValue's maker: it holds the state's lock
+	elements.GraphValue(ctx, rebalanceKey{}, func() *rebalancer {
+		return &rebalancer{state: ctx.State, steer: steer}
+	})
+}
+
+// rebalance counts, per table, what the last rebalance did to it;
+// Conntrack folds them into its counters (publish).
+type rebalanceCounts struct {
+	movedIn, split, full uint64
+}
+
+func (rb *rebalancer) owner4(k *Tuple, n int) int {
+	return flowsteer.Owner(rb.steer.HashTuple(k.Src, k.Dst, k.Sport, k.Dport, k.Proto), n)
+}
+
+func owner6(k *Tuple6, n int) int {
+	sp, dp := k.Sport, k.Dport
+	if k.Proto != packet.ProtoTCP && k.Proto != packet.ProtoUDP {
+		sp, dp = 0, 0
+	}
+	return flowsteer.Owner(packet.FlowHashV6(k.Src, k.Dst, sp, dp, k.Proto), n)
+}
+
+// RebalanceWorkers implements elements.WorkerRebalancer.
+func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
+	res := elements.RebalanceResult{What: "flows", Dropped: map[string]uint64{}}
+	n := max(from, to)
+	tables := make([]*Table, n)
+	for w := range n {
+		if v, ok := rb.state.WorkerLookup(w, tableKey{}); ok {
+			if t := v.(*tableSlot).t; t != nil && len(t.conns) > 1 {
+				tables[w] = t
+			}
+		}
+	}
+	// dest is the table that counts what happened to a flow owned by
+	// worker own: its own, else worker 0's.
+	dest := func(own int) *Table {
+		if own < to && tables[own] != nil {
+			return tables[own]
+		}
+		return tables[0]
+	}
+	drop := func(own int, split bool) {
+		d := dest(own)
+		if split {
+			res.Dropped["directions split"]++
+			if d != nil {
+				d.rebal.split++
+			}
+		} else {
+			res.Dropped["no room"]++
+			if d != nil {
+				d.rebal.full++
+			}
+		}
+	}
+	for w := 0; w < from; w++ {
+		src := tables[w]
+		if src == nil {
+			continue
+		}
+		now := src.now()
+		for i := 1; i < len(src.conns); i++ {
+			c := &src.conns[i]
+			if c.Flags&flagLive == 0 {
+				continue
+			}
+			own, rep := rb.owner4(&c.T[0], to), rb.owner4(&c.T[1], to)
+			wasSplit := from > 1 && rb.owner4(&c.T[0], from) != rb.owner4(&c.T[1], from)
+			if own != rep && !wasSplit {
+				drop(own, true)
+				src.Delete(uint32(i))
+				continue
+			}
+			if own == w {
+				res.Kept++
+				continue
+			}
+			dst := tables[own]
+			if dst == nil || dst.free == 0 || !src.moveTo(dst, uint32(i), now) {
+				drop(own, false)
+				src.Delete(uint32(i))
+				continue
+			}
+			dst.rebal.movedIn++
+			res.Moved++
+		}
+		s6 := src.t6
+		if s6 == nil {
+			continue
+		}
+		for i := 1; i < len(s6.conns); i++ {
+			c := &s6.conns[i]
+			if c.Flags&flagLive == 0 {
+				continue
+			}
+			own := owner6(&c.T[0], to)
+			if own == w {
+				res.Kept++
+				continue
+			}
+			var d6 *Table6
+			if tables[own] != nil {
+				d6 = tables[own].t6
+			}
+			if d6 == nil || d6.free == 0 {
+				drop(own, false)
+				s6.delete(uint32(i))
+				continue
+			}
+			j, _ := d6.create(&c.T[0], now)
+			nc := &d6.conns[j]
+			nc.Expires, nc.Packets, nc.Bytes, nc.State = c.Expires, c.Packets, c.Bytes, c.State
+			nc.Flags = c.Flags | flagLive
+			if c.Flags&FlagAssured != 0 {
+				nc.Flags &^= FlagAssured
+				d6.setAssured(j)
+			}
+			d6.Created--
+			s6.delete(uint32(i))
+			tables[own].rebal.movedIn++
+			res.Moved++
+		}
+	}
+	return res
+}
+
+// moveTo moves flow idx into dst (which has a free entry), with its reply
+// tuple, state, counters, expiry and TCP window state, and deletes it here.
+func (t *Table) moveTo(dst *Table, idx uint32, now int64) bool {
+	t.Sync(idx) // the flow cache's hits
+	c := t.conns[idx]
+	j, ok := dst.Create(&c.T[0], now)
+	if !ok {
+		return false
+	}
+	dst.Created-- // moved, not new
+	nc := &dst.conns[j]
+	if c.T[1] != c.T[0].Inverse() {
+		dst.SetReply(j, &c.T[1])
+	}
+	nc.Expires, nc.Packets, nc.Bytes, nc.State, nc.Dev = c.Expires, c.Packets, c.Bytes, c.State, c.Dev
+	nc.Flags = c.Flags&^(flagCached|FlagAssured) | flagLive
+	if c.Flags&FlagAssured != 0 {
+		dst.SetAssured(j)
+	}
+	if dst.tw.w != nil {
+		if t.tw.w != nil {
+			dst.tw.w[j] = t.tw.w[idx]
+		} else {
+			dst.tw.w[j] = tcpWin{liberal: true}
+		}
+	}
+	t.Delete(idx)
+	return true
+}
