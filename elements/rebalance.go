@@ -79,3 +79,19 @@ func (c *Clock) Drain(d HandoffDrainer, st *Stats) int {
 	}
 	return n
 }
+
+// Absorb adds o's counts (batches, packets, timed time, every named
+// counter and drop reason) to s: a reload that removes a worker adds the
+// counters of its kept elements to worker 0's, so that totals continue.
+// Both workers must be parked (no round running on either), o's counts
+// published.
+func (s *Stats) Absorb(o *Stats) {
+	s.batches += o.batches
+	s.packets += o.packets
+	s.nanos += o.nanos
+	s.timedPackets += o.timedPackets
+	for i := 0; i < int(o.n.Load()); i++ {
+		s.vals[s.register(o.names[i], o.isDrop[i])].Add(o.vals[i].Load())
+	}
+	s.publish()
+}

@@ -487,7 +487,11 @@ func (r *Router) Wait() error {
 }
 
 // Workers is the number of workers.
-func (r *Router) Workers() int { return len(r.workers) }
+func (r *Router) Workers() int {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
+	return len(r.workers)
+}
 
 // Graph is the graph the router runs.
 func (r *Router) Graph() *Graph {

@@ -118,7 +118,7 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-22s %d → %d (flows move to their new owners; workers pinned as at start)\n", "workers", wc.From, wc.To)
 		list("device told workers", wc.Devices)
 		if !rep.DryRun {
-			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed; all workers parked for %s\n", "per-worker state", wc.Moved, wc.Kept, wc.Parked.Round(time.Microsecond))
+			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s); all workers parked for %s\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond), wc.Parked.Round(time.Microsecond))
 			keys := make([]string, 0, len(wc.Dropped))
 			for k := range wc.Dropped {
 				keys = append(keys, k)
@@ -325,6 +325,15 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	ng := &nextGen{ack: make(chan int, nmax), errs: make([][]string, nmax), adoptedAt: make([]int64, nmax), lost: make([]uint64, nmax)}
 	if want != n {
 		ng.resize = &resizeBarrier{from: n, to: want}
+		// The counters of kept elements on removed workers go to
+		// worker 0's (a kept element's Stats carry over).
+		for w := want; w < n; w++ {
+			for i := range g2.Elements {
+				if dst := cy.statsOf(0, i); dst != nil {
+					ng.resize.absorb = append(ng.resize.absorb, [2]*elements.Stats{dst, cy.statsOf(w, i)})
+				}
+			}
+		}
 	}
 	for w := range built {
 		ng.workers = append(ng.workers, built[w])

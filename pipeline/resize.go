@@ -52,6 +52,9 @@ type resizeBarrier struct {
 	quiet    atomic.Int32 // old workers that stopped reading their queues
 	parked   atomic.Int32 // old workers that drained what was handed to them
 	release  atomic.Bool  // the reload has moved the state: go on
+	// absorb pairs the Stats of a kept element on worker 0 with its
+	// Stats on a removed worker (added to it while parked).
+	absorb [][2]*elements.Stats
 }
 
 // Phases of a worker in a resize swap (worker.rphase).
@@ -156,6 +159,8 @@ type WorkerChange struct {
 	// Parked is how long no worker ran: from the last old worker parked
 	// to the release.
 	Parked time.Duration `json:"parked_ns"`
+	// Rebalance is the part of Parked spent moving per-worker state.
+	Rebalance time.Duration `json:"rebalance_ns"`
 }
 
 // resizeDevices prepares every kept device for the new worker count; a
@@ -215,6 +220,10 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	for _, c := range changes {
 		c.Apply()
 	}
+	for _, a := range ng.resize.absorb {
+		a[0].Absorb(a[1])
+	}
+	t0 := time.Now()
 	rbs := r.state.Rebalancers()
 	sort.Slice(rbs, func(i, j int) bool { return fmt.Sprintf("%T", rbs[i]) < fmt.Sprintf("%T", rbs[j]) })
 	for _, rb := range rbs {
@@ -231,6 +240,7 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 			wc.Dropped[res.What+": "+why] += n
 		}
 	}
+	wc.Rebalance = time.Since(t0)
 	for w := from; w < to; w++ {
 		for _, t := range ng.takes[w] {
 			if err := t.to.TakeState(t.from); err != nil {

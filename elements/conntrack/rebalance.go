@@ -102,12 +102,19 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 			}
 		}
 	}
+	// Decide first, then move: a flow moved into a table not looked at
+	// yet must not be looked at again.
+	type move struct {
+		w, own int
+		idx    uint32
+		v6     bool
+	}
+	var moves []move
 	for w := 0; w < from; w++ {
 		src := tables[w]
 		if src == nil {
 			continue
 		}
-		now := src.now()
 		for i := 1; i < len(src.conns); i++ {
 			c := &src.conns[i]
 			if c.Flags&flagLive == 0 {
@@ -115,60 +122,65 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 			}
 			own, rep := rb.owner4(&c.T[0], to), rb.owner4(&c.T[1], to)
 			wasSplit := from > 1 && rb.owner4(&c.T[0], from) != rb.owner4(&c.T[1], from)
-			if own != rep && !wasSplit {
+			switch {
+			case own != rep && !wasSplit:
 				drop(own, true)
 				src.Delete(uint32(i))
-				continue
-			}
-			if own == w {
+			case own == w:
 				res.Kept++
-				continue
+			default:
+				moves = append(moves, move{w, own, uint32(i), false})
 			}
-			dst := tables[own]
-			if dst == nil || dst.free == 0 || !src.moveTo(dst, uint32(i), now) {
-				drop(own, false)
-				src.Delete(uint32(i))
+		}
+		if s6 := src.t6; s6 != nil {
+			for i := 1; i < len(s6.conns); i++ {
+				if s6.conns[i].Flags&flagLive == 0 {
+					continue
+				}
+				if own := owner6(&s6.conns[i].T[0], to); own == w {
+					res.Kept++
+				} else {
+					moves = append(moves, move{w, own, uint32(i), true})
+				}
+			}
+		}
+	}
+	for _, m := range moves {
+		src, dst := tables[m.w], tables[m.own]
+		now := src.now()
+		if !m.v6 {
+			if dst == nil || dst.free == 0 || !src.moveTo(dst, m.idx, now) {
+				drop(m.own, false)
+				src.Delete(m.idx)
 				continue
 			}
 			dst.rebal.movedIn++
 			res.Moved++
-		}
-		s6 := src.t6
-		if s6 == nil {
 			continue
 		}
-		for i := 1; i < len(s6.conns); i++ {
-			c := &s6.conns[i]
-			if c.Flags&flagLive == 0 {
-				continue
-			}
-			own := owner6(&c.T[0], to)
-			if own == w {
-				res.Kept++
-				continue
-			}
-			var d6 *Table6
-			if tables[own] != nil {
-				d6 = tables[own].t6
-			}
-			if d6 == nil || d6.free == 0 {
-				drop(own, false)
-				s6.delete(uint32(i))
-				continue
-			}
-			j, _ := d6.create(&c.T[0], now)
-			nc := &d6.conns[j]
-			nc.Expires, nc.Packets, nc.Bytes, nc.State = c.Expires, c.Packets, c.Bytes, c.State
-			nc.Flags = c.Flags | flagLive
-			if c.Flags&FlagAssured != 0 {
-				nc.Flags &^= FlagAssured
-				d6.setAssured(j)
-			}
-			d6.Created--
-			s6.delete(uint32(i))
-			tables[own].rebal.movedIn++
-			res.Moved++
+		s6 := src.t6
+		var d6 *Table6
+		if dst != nil {
+			d6 = dst.t6
 		}
+		if d6 == nil || d6.free == 0 {
+			drop(m.own, false)
+			s6.delete(m.idx)
+			continue
+		}
+		c := &s6.conns[m.idx]
+		j, _ := d6.create(&c.T[0], now)
+		nc := &d6.conns[j]
+		nc.Expires, nc.Packets, nc.Bytes, nc.State = c.Expires, c.Packets, c.Bytes, c.State
+		nc.Flags = c.Flags | flagLive
+		if c.Flags&FlagAssured != 0 {
+			nc.Flags &^= FlagAssured
+			d6.setAssured(j)
+		}
+		d6.Created--
+		s6.delete(m.idx)
+		dst.rebal.movedIn++
+		res.Moved++
 	}
 	return res
 }
