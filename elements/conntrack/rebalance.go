@@ -104,43 +104,28 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 	}
 	// Decide first, then move: a flow moved into a table not looked at
 	// yet must not be looked at again.
-	type move struct {
-		w, own int
-		idx    uint32
-		v6     bool
-	}
 	var moves []move
 	for w := 0; w < from; w++ {
 		src := tables[w]
 		if src == nil {
 			continue
 		}
-		for i := 1; i < len(src.conns); i++ {
-			c := &src.conns[i]
-			if c.Flags&flagLive == 0 {
-				continue
-			}
-			own, rep := rb.owner4(&c.T[0], to), rb.owner4(&c.T[1], to)
-			wasSplit := from > 1 && rb.owner4(&c.T[0], from) != rb.owner4(&c.T[1], from)
-			switch {
-			case own != rep && !wasSplit:
-				drop(own, true)
-				src.Delete(uint32(i))
-			case own == w:
-				res.Kept++
-			default:
-				moves = append(moves, move{w, own, uint32(i), false})
+		// The live flows are on the two lists (O(flows), not
+		// O(capacity)); nxt is read before a delete relinks it.
+		for l := range src.lists {
+			for i, next := src.lists[l].head, uint32(0); i != 0; i = next {
+				next = src.conns[i].nxt
+				rb.decide4(src, w, i, from, to, &res, &moves, drop)
 			}
 		}
 		if s6 := src.t6; s6 != nil {
-			for i := 1; i < len(s6.conns); i++ {
-				if s6.conns[i].Flags&flagLive == 0 {
-					continue
-				}
-				if own := owner6(&s6.conns[i].T[0], to); own == w {
-					res.Kept++
-				} else {
-					moves = append(moves, move{w, own, uint32(i), true})
+			for l := range s6.lists {
+				for i := s6.lists[l].head; i != 0; i = s6.conns[i].nxt {
+					if own := owner6(&s6.conns[i].T[0], to); own == w {
+						res.Kept++
+					} else {
+						moves = append(moves, move{w, own, i, true})
+					}
 				}
 			}
 		}
@@ -183,6 +168,31 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 		res.Moved++
 	}
 	return res
+}
+
+// move is a flow to move: from worker w's table (IPv6: its Table6) to
+// worker own's.
+type move struct {
+	w, own int
+	idx    uint32
+	v6     bool
+}
+
+// decide4 decides what becomes of IPv4 flow i of worker w's table: kept,
+// dropped now (its directions split), or moved (appended to moves).
+func (rb *rebalancer) decide4(src *Table, w int, i uint32, from, to int, res *elements.RebalanceResult, moves *[]move, drop func(int, bool)) {
+	c := &src.conns[i]
+	own, rep := rb.owner4(&c.T[0], to), rb.owner4(&c.T[1], to)
+	wasSplit := from > 1 && rb.owner4(&c.T[0], from) != rb.owner4(&c.T[1], from)
+	switch {
+	case own != rep && !wasSplit:
+		drop(own, true)
+		src.Delete(i)
+	case own == w:
+		res.Kept++
+	default:
+		*moves = append(*moves, move{w, own, i, false})
+	}
 }
 
 // moveTo moves flow idx into dst (which has a free entry), with its reply
