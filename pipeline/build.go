@@ -43,6 +43,11 @@ type Options struct {
 	// elements.DefaultTimingEvery; 1: every round). Batches, packets and
 	// drops are always counted exactly; only the nanoseconds are sampled.
 	TimingEvery int
+	// CheckReload, when set, is called with every graph a reload loads,
+	// after it is validated and before anything is opened or built: an
+	// error refuses the reload (the forwarder refuses more pinned workers
+	// than CPUs there as at start).
+	CheckReload func(g *Graph) error
 }
 
 // Router is a started graph: the devices, one pipeline per worker and the
@@ -85,6 +90,8 @@ type Router struct {
 	// optWorkers is Options.Workers (a reload resolves its graph's
 	// workers the same way).
 	optWorkers int
+	// checkReload is Options.CheckReload.
+	checkReload func(g *Graph) error
 
 	// Worker goroutines (run, and those a reload starts): the CPUs they
 	// are pinned to, how many are running (under runMu) and, closed when
@@ -187,6 +194,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 		timing = elements.DefaultTimingEvery
 	}
 	r.shared, r.timing, r.optWorkers = shared, timing, o.Workers
+	r.checkReload = o.CheckReload
 	for w := 0; w < n; w++ {
 		wk, err := newWorker(r, g, w, n, plan, shared, devs, timing, nil)
 		if wk != nil {

@@ -204,6 +204,11 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			return nil, err
 		}
 	}
+	if r.checkReload != nil {
+		if err := r.checkReload(g2); err != nil {
+			return nil, err
+		}
+	}
 	g1 := r.g
 	n := len(r.workers)
 	want := resolveWorkers(r.optWorkers, g2)

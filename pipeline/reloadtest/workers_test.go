@@ -3,6 +3,8 @@ package reloadtest
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -387,5 +389,71 @@ func TestWorkersChangeDryRun(t *testing.T) {
 	}
 	if r.Workers() != 2 {
 		t.Errorf("a dry run changed the workers to %d", r.Workers())
+	}
+}
+
+// TestWorkersChangeBadInput: a reload that changes the workers and also
+// has a device that cannot open, or an invalid element, changes nothing
+// (the same workers keep forwarding the same graph); then the good file
+// changes the workers.
+func TestWorkersChangeBadInput(t *testing.T) {
+	r, path := running(t)
+	dir := filepath.Dir(path)
+	three := strings.Replace(goodGraph, "workers = 2", "workers = 3", 1)
+	noDevice := strings.Replace(three, "[elements.ct]", "[devices.p]\ndriver = \"pcap\"\nread = \"no-such.pcap\"\n\n[elements.ct]", 1)
+	noDevice = strings.Replace(noDevice, `links = ["FromDevice(g) -> ct -> Discard"]`, `links = ["FromDevice(g) -> ct -> Discard", "FromDevice(p) -> Discard"]`, 1)
+	for _, c := range []struct{ name, src, want string }{
+		{"device", noDevice, `device "p" (driver pcap)`},
+		{"element config", strings.Replace(three, `type = "Conntrack"`, "type = \"Conntrack\"\ncapacity = 0", 1), `key "capacity"`},
+	} {
+		bad := filepath.Join(dir, "bad.toml")
+		if err := os.WriteFile(bad, []byte(c.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Reload(bad, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: reload error %v, want one saying %q", c.name, err, c.want)
+		}
+		if n := r.Workers(); n != 2 {
+			t.Fatalf("%s: a failed reload left %d workers", c.name, n)
+		}
+		stillRunning(t, r)
+	}
+	good := filepath.Join(dir, "three.toml")
+	os.WriteFile(good, []byte(three), 0o644)
+	rep, err := r.Reload(good, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Workers() != 3 || rep.WorkerChange == nil {
+		t.Fatalf("%d workers after the good file, report %+v", r.Workers(), rep.WorkerChange)
+	}
+	a := r.Snapshot().Totals.RX
+	time.Sleep(50 * time.Millisecond)
+	if b := r.Snapshot().Totals.RX; b <= a {
+		t.Fatalf("nothing received on 3 workers (%d → %d)", a, b)
+	}
+}
+
+// TestWorkersChangeRefusedByCheck: Options.CheckReload refuses a graph
+// (the forwarder refuses more pinned workers than CPUs): nothing changes.
+func TestWorkersChangeRefusedByCheck(t *testing.T) {
+	g := seqGraphW(t, 2, 0)
+	newSeqLog(2, 1<<20)
+	newFlowLast(2)
+	r, err := pipeline.Build(g, pipeline.Options{NoPin: true, CheckReload: func(g *pipeline.Graph) error {
+		if g.Workers > 2 {
+			return fmt.Errorf("workers = %d: too many", g.Workers)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.ReloadGraph(seqGraphW(t, 3, 0), false); err == nil || !strings.Contains(err.Error(), "too many") {
+		t.Fatalf("reload to 3 workers: %v, want refused", err)
+	}
+	if r.Workers() != 2 {
+		t.Fatalf("%d workers after a refused reload", r.Workers())
 	}
 }
