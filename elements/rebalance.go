@@ -29,9 +29,12 @@ type WorkerRebalancer interface {
 // RebalanceResult says what a rebalance did: entries moved to another
 // worker, and those dropped, by reason.
 type RebalanceResult struct {
-	What    string // what was moved ("flows")
-	Moved   uint64
-	Kept    uint64 // entries that stayed with the worker they were on
+	What  string // what was moved ("flows")
+	Moved uint64
+	Kept  uint64 // entries that stayed with the worker they were on
+	// Pinned counts the entries kept whose packets need an exception to
+	// the steering to reach their owner (flowsteer.Pins).
+	Pinned  uint64
 	Dropped map[string]uint64
 }
 

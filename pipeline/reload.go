@@ -119,6 +119,9 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 		list("device told workers", wc.Devices)
 		if !rep.DryRun {
 			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s); all workers parked for %s\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond), wc.Parked.Round(time.Microsecond))
+			if wc.Pinned > 0 {
+				fmt.Fprintf(&b, "  %-22s %d flows whose reply hashes to another worker now, steered to their owner by exception\n", "pinned", wc.Pinned)
+			}
 			keys := make([]string, 0, len(wc.Dropped))
 			for k := range wc.Dropped {
 				keys = append(keys, k)

@@ -153,8 +153,12 @@ type WorkerChange struct {
 	Devices []string `json:"devices,omitempty"`
 	// Moved, Kept and Dropped (by reason) count the per-worker entries
 	// (flows) that went to a new owner, stayed, or could not be kept.
-	Moved   uint64            `json:"moved"`
-	Kept    uint64            `json:"kept"`
+	Moved uint64 `json:"moved"`
+	Kept  uint64 `json:"kept"`
+	// Pinned counts the kept entries whose packets reach their owner by
+	// an exception to the steering (flowsteer.Pins: masqueraded flows
+	// whose reply port was chosen for the old count).
+	Pinned  uint64            `json:"pinned,omitempty"`
 	Dropped map[string]uint64 `json:"dropped,omitempty"`
 	// Parked is how long no worker ran: from the last old worker parked
 	// to the release.
@@ -230,6 +234,7 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 		res := rb.RebalanceWorkers(from, to)
 		wc.Moved += res.Moved
 		wc.Kept += res.Kept
+		wc.Pinned += res.Pinned
 		for why, n := range res.Dropped {
 			if n == 0 {
 				continue

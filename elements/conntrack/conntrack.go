@@ -85,7 +85,7 @@ func init() {
 			},
 			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), " +
 				"\"reload: moved in\" (flows a reload that changed the number of workers moved into this worker's table, their new owner's), " +
-				"\"reload: workers changed: directions split\" (flows such a reload dropped because their two directions now hash to two workers: a masqueraded flow whose port no longer hashes home), " +
+				"\"reload: workers changed: directions split\" (flows such a reload dropped because their two directions now hash to two workers and the steering cannot pin the reply: an ICMP echo through SNAT; a TCP or UDP flow's reply is pinned to its owner instead), " +
 				"\"reload: workers changed: no room\" (flows it dropped because their new owner's table was full), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
 				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows and closing TCP connections removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +

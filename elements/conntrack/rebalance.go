@@ -18,16 +18,22 @@ import (
 // a reload invalidates them anyway (FastTrack's generation), and the next
 // packets learn them again on the new owner.
 //
-// A flow is dropped, counted on the table it was moved to (or worker
+// A masqueraded flow (SNAT) got a port whose reply tuple hashes to its
+// owner among the old count of workers; under the new count its reply may
+// hash to another worker than its original direction, and the reply tuple
+// cannot change (the other end knows the port). Such a TCP or UDP flow is
+// kept with the owner of its original direction, and its reply tuple is
+// pinned to that worker (flowsteer.Pins, rebuilt from the live flows at
+// every change of the count): FromDevice hands its replies there, and SNAT
+// gives the tuple to no other flow.
+//
+// A flow is dropped, counted on the table of its new owner (or worker
 // 0's), when:
-//   - its two directions hashed to one worker before and reach two now
-//     ("reload: workers changed: directions split"): a masqueraded flow
-//     (SNAT) whose port was chosen so that its reply hashes home under the
-//     old count, and no longer does under the new one. Its reply tuple
-//     cannot change (the other end knows the port), so no worker could
-//     see both directions. A flow that was split already (an ICMP echo
-//     through SNAT with several workers) stays with its original
-//     direction's owner, as before.
+//   - it is not TCP or UDP (an ICMP echo through SNAT), its two directions
+//     hashed to one worker before and reach two now ("reload: workers
+//     changed: directions split"): the steering cannot pin it (echo
+//     identifiers are not hashed). One that was split already stays with
+//     its original direction's owner, as before.
 //   - the new owner's table has no free entry ("reload: workers changed:
 //     no room"): moving never evicts a live flow of the new owner.
 
@@ -167,7 +173,38 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 		dst.rebal.movedIn++
 		res.Moved++
 	}
+	rb.repin(tables[:to], to, &res)
 	return res
+}
+
+// pinnable reports whether the steering can pin a flow direction of
+// protocol proto (flowsteer.Pins: IPv4 TCP and UDP tuples).
+func pinnable(proto uint8) bool { return proto == packet.ProtoTCP || proto == packet.ProtoUDP }
+
+// repin rebuilds the steering's pins from the flows in tables (those of
+// the new workers, after the moves): every TCP or UDP flow whose reply
+// tuple hashes to another worker than its original direction (a
+// masqueraded flow whose port was chosen for another count of workers) has
+// its reply pinned to its owner.
+func (rb *rebalancer) repin(tables []*Table, to int, res *elements.RebalanceResult) {
+	var pins []flowsteer.Pin
+	for w, t := range tables {
+		if t == nil {
+			continue
+		}
+		for l := range t.lists {
+			for i := t.lists[l].head; i != 0; i = t.conns[i].nxt {
+				c := &t.conns[i]
+				if !pinnable(c.T[1].Proto) || rb.owner4(&c.T[1], to) == w {
+					continue
+				}
+				k := c.T[1]
+				pins = append(pins, flowsteer.Pin{Src: k.Src, Dst: k.Dst, Sport: k.Sport, Dport: k.Dport, Proto: k.Proto, Worker: w})
+			}
+		}
+	}
+	rb.steer.SetPins(pins)
+	res.Pinned = uint64(len(pins))
 }
 
 // move is a flow to move: from worker w's table (IPv6: its Table6) to
@@ -182,10 +219,10 @@ type move struct {
 // dropped now (its directions split), or moved (appended to moves).
 func (rb *rebalancer) decide4(src *Table, w int, i uint32, from, to int, res *elements.RebalanceResult, moves *[]move, drop func(int, bool)) {
 	c := &src.conns[i]
-	own, rep := rb.owner4(&c.T[0], to), rb.owner4(&c.T[1], to)
-	wasSplit := from > 1 && rb.owner4(&c.T[0], from) != rb.owner4(&c.T[1], from)
+	own := rb.owner4(&c.T[0], to)
 	switch {
-	case own != rep && !wasSplit:
+	case !pinnable(c.T[1].Proto) && own != rb.owner4(&c.T[1], to) &&
+		(from <= 1 || rb.owner4(&c.T[0], from) == rb.owner4(&c.T[1], from)):
 		drop(own, true)
 		src.Delete(i)
 	case own == w:

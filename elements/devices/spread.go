@@ -192,6 +192,9 @@ func (sp *spreader) congested(need int) bool {
 // receiver lent; the original is freed here, into the pool it came from.
 func (sp *spreader) handOff(b *packet.Batch) {
 	k := 0
+	// Flow directions a reload pinned to a worker (flowsteer.Pins): none,
+	// usually; one atomic load per batch.
+	pins := sp.steer.Pins()
 	for _, p := range b.Pkts {
 		// The steering hash is packet.FlowHash, except that a reply from a
 		// DNAT backend hashes as if it came from the public address it
@@ -199,6 +202,11 @@ func (sp *spreader) handOff(b *packet.Batch) {
 		fh := sp.steer.Hash(p.Data, int(p.L3))
 		p.FlowHash = fh
 		t := sp.target(fh)
+		if pins != nil {
+			if o, ok := pins.Owner(p.Data, int(p.L3)); ok && o < len(sp.out) {
+				t = o
+			}
+		}
 		if t == sp.me {
 			b.Pkts[k] = p
 			k++

@@ -42,6 +42,7 @@ type Table struct {
 	mu    sync.Mutex
 	sets  map[any][]Reverse
 	table atomic.Pointer[[]Reverse] // nil or empty: no DNAT rules
+	pins  atomic.Pointer[Pins]      // nil: none (pins.go)
 }
 
 type tableKey struct{}

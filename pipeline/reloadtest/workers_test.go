@@ -327,12 +327,14 @@ func snatGraphW(t testing.TB, workers int) *pipeline.Graph {
 	return g
 }
 
-// TestWorkersChangeSNATSplit: a masqueraded flow's port was chosen so
+// TestWorkersChangeSNATPinned: a masqueraded flow's port was chosen so
 // that its reply hashes to its owner among the old count of workers; with
-// three workers instead of two, most no longer do, and no worker could see
-// both directions: those flows are dropped and counted, the others moved
-// or kept. Down to one worker every flow is kept.
-func TestWorkersChangeSNATSplit(t *testing.T) {
+// three workers instead of two, many no longer do. Those flows are kept all
+// the same, each with the owner of its original direction, and their
+// replies are pinned to it (flowsteer.Pins): none is dropped, every one is
+// found by the packets that follow, and exactly the flows whose reply
+// hashes elsewhere are pinned. Down to one worker no pin is left.
+func TestWorkersChangeSNATPinned(t *testing.T) {
 	r, err := pipeline.Build(snatGraphW(t, 2), pipeline.Options{NoPin: true})
 	if err != nil {
 		t.Fatal(err)
@@ -345,25 +347,45 @@ func TestWorkersChangeSNATSplit(t *testing.T) {
 		r.Round(0)
 		r.Round(1)
 	}
+	s0 := r.Snapshot()
 	rep := driveAll(t, r, func() (*pipeline.ReloadReport, error) { return r.ReloadGraph(snatGraphW(t, 3), false) })
 	wc := rep.WorkerChange
-	split := wc.Dropped["flows: directions split"]
-	t.Logf("2 → 3 workers: %d moved, %d kept, dropped %v", wc.Moved, wc.Kept, wc.Dropped)
-	if split == 0 || wc.Moved+wc.Kept+split != 100 {
-		t.Errorf("2 → 3: %d moved + %d kept + %d split, want some split and 100 in all", wc.Moved, wc.Kept, split)
+	t.Logf("2 → 3 workers: %d moved, %d kept, %d pinned, dropped %v", wc.Moved, wc.Kept, wc.Pinned, wc.Dropped)
+	if len(wc.Dropped) != 0 || wc.Moved+wc.Kept != 100 {
+		t.Errorf("2 → 3: %d moved + %d kept, dropped %v: want all 100 kept", wc.Moved, wc.Kept, wc.Dropped)
 	}
-	for range 10 {
+	// The flows whose reply hashes to another worker than their owner:
+	// exactly those are pinned.
+	split := uint64(0)
+	for w, el := range r.Instances(r.ElementIndex("ct")) {
+		el.(*conntrack.Conntrack).Table().ForEach(func(_ uint32, c *conntrack.Conn) {
+			k, rp := c.T[0], c.T[1]
+			if o := flowsteer.Owner(packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto), 3); o != w {
+				t.Errorf("worker %d holds a flow of worker %d", w, o)
+			}
+			if flowsteer.Owner(packet.FlowHashV4(rp.Src, rp.Dst, rp.Sport, rp.Dport, rp.Proto), 3) != w {
+				split++
+			}
+		})
+	}
+	if split == 0 || wc.Pinned != split {
+		t.Errorf("2 → 3: %d flows' replies hash elsewhere, %d pinned: want them pinned (and some)", split, wc.Pinned)
+	}
+	for range 3000 {
 		r.Round(0)
 		r.Round(1)
 		r.Round(2)
 	}
 	s := r.Snapshot()
-	if n := counter(s, "ct", "reload: workers changed: directions split"); n != split {
-		t.Errorf("Conntrack counted %d flows split, the report %d", n, split)
+	if a, b := counter(s0, "ct", "new"), counter(s, "ct", "new"); a != b {
+		t.Errorf("2 → 3: %d new flows: kept flows were not found", b-a)
+	}
+	if a, b := counter(s0, "sn", "translated"), counter(s, "sn", "translated"); a != b {
+		t.Errorf("2 → 3: %d flows bound again", b-a)
 	}
 	rep = driveAll(t, r, func() (*pipeline.ReloadReport, error) { return r.ReloadGraph(snatGraphW(t, 1), false) })
-	if wc := rep.WorkerChange; len(wc.Dropped) != 0 {
-		t.Errorf("3 → 1: dropped %v, want none (one worker sees both directions)", wc.Dropped)
+	if wc := rep.WorkerChange; len(wc.Dropped) != 0 || wc.Pinned != 0 || wc.Moved+wc.Kept != 100 {
+		t.Errorf("3 → 1: %d moved + %d kept, %d pinned, dropped %v: want all kept, none pinned", wc.Moved, wc.Kept, wc.Pinned, wc.Dropped)
 	}
 }
 
