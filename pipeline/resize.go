@@ -32,8 +32,11 @@ import (
 //  2. Parked: no worker runs. The reload applies the devices' worker
 //     changes (drivers.WorkerResizer: TX sockets, TX queue choice), moves
 //     every worker's flows to their new owners (elements.WorkerRebalancer:
-//     Conntrack's tables, NAT bindings included) and runs TakeState(nil)
-//     on the instances of the new workers.
+//     Conntrack's tables, NAT bindings included, and the steering's pins
+//     for masqueraded replies that now hash elsewhere) and runs
+//     TakeState(nil) on the instances of the new workers. The parked time
+//     grows with the flows moved (benchmarks/reload.md): the devices' RX
+//     rings hold what arrives meanwhile.
 //  3. Release: the old workers that stay adopt their new pipeline
 //     (TakeState, as in any reload); those removed retire their instances
 //     (elements.Retirer) and exit; the new ones start, each on its
