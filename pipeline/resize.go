@@ -259,6 +259,14 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	workers := make([]*worker, to)
 	copy(workers, r.workers[:min(from, to)])
 	copy(workers[min(from, to):], built[min(from, to):])
+	if r.allOut != nil && to > from {
+		// Every worker needs a P of its own, and the rest of the
+		// process one more (as Housekeep sets at start): a new worker
+		// that finds none waits for a spinning one's preemption.
+		if want := to + 1; runtime.GOMAXPROCS(0) < want {
+			runtime.GOMAXPROCS(want)
+		}
+	}
 	wc.Parked = time.Since(parkedAt)
 	// 3. Release.
 	ng.resize.release.Store(true)
