@@ -118,7 +118,8 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-22s %d → %d (flows move to their new owners; workers pinned as at start)\n", "workers", wc.From, wc.To)
 		list("device told workers", wc.Devices)
 		if !rep.DryRun {
-			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s); all workers parked for %s\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond), wc.Parked.Round(time.Microsecond))
+			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s)\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond))
+			fmt.Fprintf(&b, "  %-22s all parked after %s, for %s; all running again %s later\n", "barrier", wc.Barrier.Round(time.Microsecond), wc.Parked.Round(time.Microsecond), wc.Restart.Round(time.Microsecond))
 			if wc.Pinned > 0 {
 				fmt.Fprintf(&b, "  %-22s %d flows whose reply hashes to another worker now, steered to their owner by exception\n", "pinned", wc.Pinned)
 			}

@@ -168,6 +168,11 @@ type WorkerChange struct {
 	Parked time.Duration `json:"parked_ns"`
 	// Rebalance is the part of Parked spent moving per-worker state.
 	Rebalance time.Duration `json:"rebalance_ns"`
+	// Barrier is from the workers told to the last one parked (each
+	// finishes its round and drains what was handed to it); Restart from
+	// the release to the last worker running the new graph (or retired).
+	Barrier time.Duration `json:"barrier_ns"`
+	Restart time.Duration `json:"restart_ns"`
 }
 
 // resizeDevices prepares every kept device for the new worker count; a
@@ -209,6 +214,7 @@ func resizeDevices(g1, g2 *Graph, devs []drivers.Device, kept []bool, from, to i
 // worker list.
 func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.WorkerChange, wc *WorkerChange) []*worker {
 	from, to := len(r.workers), len(built)
+	handed := time.Now()
 	for _, wk := range r.workers {
 		wk.next.Store(ng)
 	}
@@ -223,6 +229,7 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 		runtime.Gosched()
 	}
 	parkedAt := time.Now()
+	wc.Barrier = parkedAt.Sub(handed)
 	// 2. No worker runs.
 	for _, c := range changes {
 		c.Apply()
@@ -270,6 +277,8 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	wc.Parked = time.Since(parkedAt)
 	// 3. Release.
 	ng.resize.release.Store(true)
+	released := time.Now()
+	defer func() { wc.Restart = time.Since(released) }()
 	acks := from
 	for w := from; w < to; w++ {
 		wk := built[w]
