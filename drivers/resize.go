@@ -34,7 +34,10 @@ package drivers
 type WorkerResizer interface {
 	// ResizeWorkers prepares the device for n workers while the current
 	// ones still run on it: whatever can fail (a socket to open) is done
-	// here, and an error fails the reload with nothing changed.
+	// here, and an error fails the reload with nothing changed. It runs
+	// on the reloading goroutine: sockets it opens belong to that
+	// thread's network namespace, as at Open (the forwarder runs in the
+	// interfaces' namespace).
 	ResizeWorkers(n int) (WorkerChange, error)
 }
 
