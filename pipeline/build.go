@@ -90,6 +90,9 @@ type Router struct {
 	// optWorkers is Options.Workers (a reload resolves its graph's
 	// workers the same way).
 	optWorkers int
+	// roundWorkers is workers for Round (a router from Build): loaded
+	// without a lock, replaced by a reload that changes the count.
+	roundWorkers atomic.Pointer[[]*worker]
 	// checkReload is Options.CheckReload.
 	checkReload func(g *Graph) error
 
@@ -528,6 +531,8 @@ func Build(g *Graph, o Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
+	ws := r.workers
+	r.roundWorkers.Store(&ws)
 	r.start = time.Now()
 	return r, nil
 }
@@ -537,13 +542,18 @@ func Build(g *Graph, o Options) (*Router, error) {
 // tickers called when a millisecond has passed. It returns the packets
 // received.
 func (r *Router) Round(w int) int {
-	r.genMu.RLock()
-	if w >= len(r.workers) {
+	var ws []*worker
+	if p := r.roundWorkers.Load(); p != nil {
+		ws = *p
+	} else {
+		r.genMu.RLock()
+		ws = r.workers
 		r.genMu.RUnlock()
+	}
+	if w >= len(ws) {
 		return 0 // a reload has just removed it
 	}
-	wk := r.workers[w]
-	r.genMu.RUnlock()
+	wk := ws[w]
 	if wk.retired {
 		return 0
 	}

@@ -379,6 +379,9 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	r.genMu.Lock()
 	r.g, r.devices, r.shared = g2, devs, shared
 	r.workers = workers
+	if r.roundWorkers.Load() != nil {
+		r.roundWorkers.Store(&workers)
+	}
 	for w, wk := range r.workers {
 		wk.stats, wk.pubInst = built[w].stats, built[w].inst
 	}

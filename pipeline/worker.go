@@ -135,7 +135,9 @@ func (w *worker) loop() {
 	w.initWait()
 	w.clock.Round(last)
 	for !r.stop.Load() {
-		if ng := w.next.Load(); ng != nil && ng.resize != nil {
+		if ng := w.next.Load(); ng == nil {
+			// No reload pending: one atomic load per round.
+		} else if ng.resize != nil {
 			// A reload that changes the number of workers (resize.go).
 			switch w.stepResize(ng) {
 			case resizeWaiting:
