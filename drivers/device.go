@@ -95,6 +95,11 @@ type Driver struct {
 	Open func(cfg any, ctx OpenContext) (Device, error)
 	// Doc is a short description with the keys.
 	Doc string
+	// Exclusive says an open device holds its interface exclusively (one
+	// socket per queue, an XDP program): it cannot be opened a second
+	// time while the first is open, so a reload cannot reopen it with new
+	// keys (the running device stays open until the swap) and refuses to.
+	Exclusive bool
 }
 
 var (

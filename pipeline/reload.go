@@ -244,6 +244,16 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			keptNew[i] = true
 		}
 	}
+	for i, d := range g2.Devices {
+		od := g1.Device(d.Name)
+		if keptNew[i] || od == nil || od.Driver == nil || !od.Driver.Exclusive {
+			continue
+		}
+		// Refused before anything is opened: opening it again would
+		// fail (or, where the kernel has no BPF links, take the XDP
+		// program off the running device first).
+		return nil, fmt.Errorf("%s: device %q (driver %s): its keys change, but the running device holds its interface exclusively until the swap and a reload cannot reopen it: restart the forwarder to change them", d.Pos, d.Name, driverName(d))
+	}
 	var resized []drivers.WorkerChange
 	if want != n {
 		var lines []string

@@ -28,6 +28,7 @@ func init() {
 		NewConfig: newConfig,
 		Open:      open,
 		Doc:       Doc,
+		Exclusive: true, // one AF_XDP socket per queue, one XDP program
 	})
 }
 
