@@ -267,11 +267,12 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	copy(workers, r.workers[:min(from, to)])
 	copy(workers[min(from, to):], built[min(from, to):])
 	if r.allOut != nil && to > from {
-		// Every worker needs a P of its own, and the rest of the
-		// process one more (as Housekeep sets at start): a new worker
-		// that finds none waits for a spinning one's preemption.
-		if want := to + 1; runtime.GOMAXPROCS(0) < want {
-			runtime.GOMAXPROCS(want)
+		// Every worker needs a P of its own (as Housekeep sets at
+		// start): a new worker that finds none waits for a spinning
+		// one's preemption. (The thread confinement Housekeep made at
+		// start is not redone.)
+		if runtime.GOMAXPROCS(0) < to {
+			runtime.GOMAXPROCS(to)
 		}
 	}
 	wc.Parked = time.Since(parkedAt)
