@@ -268,11 +268,17 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	copy(workers[min(from, to):], built[min(from, to):])
 	if r.allOut != nil && to > from {
 		// Every worker needs a P of its own (as Housekeep sets at
-		// start): a new worker that finds none waits for a spinning
-		// one's preemption. (The thread confinement Housekeep made at
-		// start is not redone.)
-		if runtime.GOMAXPROCS(0) < to {
-			runtime.GOMAXPROCS(to)
+		// start), and while the new ones start one more: a new
+		// worker whose goroutine finds every P held by a spinning
+		// worker (or a GC worker: the reload has just allocated the new
+		// pipelines) waits for a preemption, measured at up to a second
+		// on the loaded 2-CPU machine. The extra P is given back once
+		// every worker runs (Housekeep leaves none where every CPU has
+		// a worker). The thread confinement Housekeep made at start is
+		// not redone.
+		if prev := runtime.GOMAXPROCS(0); prev < to+1 {
+			runtime.GOMAXPROCS(to + 1)
+			defer runtime.GOMAXPROCS(max(prev, to))
 		}
 	}
 	wc.Parked = time.Since(parkedAt)
