@@ -376,7 +376,11 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	handed := elements.Nanotime()
 	workers := r.workers
 	if ng.resize != nil {
-		workers = r.resizeSwap(ng, built, resized, rep.WorkerChange)
+		flowState := false
+		for _, e := range g2.Elements {
+			flowState = flowState || e.Type != nil && e.Type.FlowState
+		}
+		workers = r.resizeSwap(ng, built, resized, rep.WorkerChange, flowState)
 	} else {
 		for _, wk := range r.workers {
 			wk.next.Store(ng)

@@ -212,7 +212,7 @@ func resizeDevices(g1, g2 *Graph, devs []drivers.Device, kept []bool, from, to i
 // from len(r.workers) to len(built) (see the top of this file). It returns
 // when every worker runs the new graph (or has retired), with the new
 // worker list.
-func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.WorkerChange, wc *WorkerChange) []*worker {
+func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.WorkerChange, wc *WorkerChange, flowState bool) []*worker {
 	from, to := len(r.workers), len(built)
 	handed := time.Now()
 	for _, wk := range r.workers {
@@ -238,7 +238,13 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 		a[0].Absorb(a[1])
 	}
 	t0 := time.Now()
-	rbs := r.state.Rebalancers()
+	var rbs []elements.WorkerRebalancer
+	if flowState {
+		// Only a graph that keeps per-flow state per worker has any
+		// to move (the old graph's, when the new one drops it, goes
+		// with the old instances).
+		rbs = r.state.Rebalancers()
+	}
 	sort.Slice(rbs, func(i, j int) bool { return fmt.Sprintf("%T", rbs[i]) < fmt.Sprintf("%T", rbs[j]) })
 	for _, rb := range rbs {
 		res := rb.RebalanceWorkers(from, to)
