@@ -40,7 +40,10 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`receiver slows its senders to its own rate and what cannot be taken waits in the device's ` +
 	`ring (and, should that overflow, is counted by the driver as a kernel drop). The drop ` +
 	`reason "spread full" remains for a packet that still finds no room (it should stay 0). ` +
-	`The FlowHash annotation of every spread packet is set.`
+	`The FlowHash annotation of every spread packet is set. After a reload that changed the number ` +
+	`of workers, the reply tuple of a masqueraded flow whose port hashes home only under the old ` +
+	`count is pinned to the flow's owner (flowsteer.Pins): such packets go there whatever their hash ` +
+	`says (one atomic load per batch when nothing is pinned).`
 
 // spreadRing is the number of slots of each handoff ring and of each ring of
 // lent buffers (per sender-receiver pair): sixteen batches' worth. A TCP
