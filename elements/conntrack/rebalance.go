@@ -36,6 +36,15 @@ import (
 //     its original direction's owner, as before.
 //   - the new owner's table has no free entry ("reload: workers changed:
 //     no room"): moving never evicts a live flow of the new owner.
+//
+// The owner is the steering's: it is right wherever FromDevice spreads,
+// which a graph with per-flow state does unless a device promises flow
+// affinity (drivers.Info.FlowAffine: gen with split_flows, whose flows
+// each stay on one queue, polled by worker queue mod workers). There the
+// flow's queue decides its worker, which the table does not record: a
+// flow moved by its hash to another worker than its queue's meets, at its
+// next packet, a worker that does not have it, and starts over there (the
+// moved entry expires). Only the synthetic gen driver promises affinity.
 
 type rebalanceKey struct{}
 
