@@ -291,8 +291,8 @@ func TestWorkersChangeKeepsNATFlows(t *testing.T) {
 		if wc == nil || r.Workers() != want {
 			t.Fatalf("reload to %d workers: %d running, report %+v", want, r.Workers(), wc)
 		}
-		t.Logf("%d → %d workers: %d flows moved, %d kept in place, dropped %v; parked %s (moving %s), swap %s",
-			wc.From, wc.To, wc.Moved, wc.Kept, wc.Dropped, wc.Parked, wc.Rebalance, rep.Swap)
+		t.Logf("%d → %d workers: %d flows moved, %d kept in place, dropped %v; prepare %s, parked %s (moving %s), swap %s",
+			wc.From, wc.To, wc.Moved, wc.Kept, wc.Dropped, rep.Prepare, wc.Parked, wc.Rebalance, rep.Swap)
 		if wc.Moved+wc.Kept != 10001 || len(wc.Dropped) != 0 {
 			t.Errorf("%d → %d: %d moved + %d kept, dropped %v: want all 10001 flows kept", wc.From, want, wc.Moved, wc.Kept, wc.Dropped)
 		}
