@@ -93,6 +93,9 @@ type ReloadReport struct {
 	// WorkerChange is set when the reload changes the number of workers
 	// (resize.go): the devices told, the flows moved to new owners.
 	WorkerChange *WorkerChange `json:"worker_change,omitempty"`
+	// Notes are what the operator should know that is not an error (a
+	// workers key overridden by the command line).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Changed reports whether the new graph differs from the running one.
@@ -147,6 +150,7 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 	list("link added", rep.LinksAdded)
 	list("link removed", rep.LinksRemoved)
 	list("state not carried", rep.StateErrors)
+	list("note", rep.Notes)
 	if !rep.Changed() {
 		b.WriteString("  no change\n")
 	}
@@ -232,6 +236,9 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	rep.Generation = gen + 1
 	if want != n {
 		rep.WorkerChange = &WorkerChange{From: n, To: want}
+	}
+	if r.optWorkers > 0 && g2.Workers > 0 && g2.Workers != r.optWorkers {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the file's workers = %d is overridden by the %d workers the router was started with (-workers): the count stays %d", g2.Workers, r.optWorkers, want))
 	}
 
 	// Devices: kept ones stay open; the others are opened now.

@@ -479,3 +479,25 @@ func TestWorkersChangeRefusedByCheck(t *testing.T) {
 		t.Fatalf("%d workers after a refused reload", r.Workers())
 	}
 }
+
+// TestWorkersOverrideNoted: a router started with Options.Workers (the
+// forwarder's -workers) keeps that count whatever a reloaded file says,
+// and the report says so.
+func TestWorkersOverrideNoted(t *testing.T) {
+	newSeqLog(2, 1<<20)
+	newFlowLast(2)
+	r, err := pipeline.Build(seqGraphW(t, 2, 0), pipeline.Options{NoPin: true, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := r.ReloadGraph(seqGraphW(t, 3, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.WriteText(&b)
+	if rep.WorkerChange != nil || !strings.Contains(b.String(), "overridden") {
+		t.Errorf("reload of workers = 3 on a router started with 2 (override): change %+v, report:\n%s", rep.WorkerChange, b.String())
+	}
+}
