@@ -350,7 +350,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	nmax := max(n, want)
 	ng := &nextGen{ack: make(chan int, nmax), errs: make([][]string, nmax), adoptedAt: make([]int64, nmax), lost: make([]uint64, nmax)}
 	if want != n {
-		ng.resize = &resizeBarrier{from: n, to: want}
+		ng.resize = newResizeBarrier(n, want)
 		// The counters of kept elements on removed workers go to
 		// worker 0's (a kept element's Stats carry over).
 		for w := want; w < n; w++ {

@@ -55,6 +55,11 @@ type resizeBarrier struct {
 	quiet    atomic.Int32 // old workers that stopped reading their queues
 	parked   atomic.Int32 // old workers that drained what was handed to them
 	release  atomic.Bool  // the reload has moved the state: go on
+	// allParked is closed by the last worker to park, released by the
+	// reload with release: parked workers and the waiting reload block
+	// on them instead of spinning (on a loaded machine a spinning parked
+	// worker takes the CPU the reload needs to move the flows).
+	allParked, released chan struct{}
 	// absorb pairs the Stats of a kept element on worker 0 with its
 	// Stats on a removed worker (added to it while parked).
 	absorb [][2]*elements.Stats
@@ -95,7 +100,9 @@ func (w *worker) stepResize(ng *nextGen) int {
 		}
 		w.clock.Publish()
 		w.rphase = phaseParked
-		rb.parked.Add(1)
+		if int(rb.parked.Add(1)) == rb.from {
+			close(rb.allParked)
+		}
 		return resizeWaiting
 	default:
 		if !rb.release.Load() {
@@ -110,6 +117,22 @@ func (w *worker) stepResize(ng *nextGen) int {
 		w.adopt(ng)
 		return resizeAdopted
 	}
+}
+
+// newResizeBarrier prepares the barrier of a change from → to workers.
+func newResizeBarrier(from, to int) *resizeBarrier {
+	return &resizeBarrier{from: from, to: to, allParked: make(chan struct{}), released: make(chan struct{})}
+}
+
+// waitRelease blocks a parked worker until the release, or at most d (the
+// worker then looks at its stop flag and comes back).
+func (rb *resizeBarrier) waitRelease(d time.Duration) {
+	t := time.NewTimer(d)
+	select {
+	case <-rb.released:
+	case <-t.C:
+	}
+	t.Stop()
 }
 
 // drainHandoffs pushes, through the running graph, what the other workers
@@ -220,14 +243,20 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	}
 	// 1. Quiet, then parked: every old worker (the reload steps those
 	// that have exited itself).
-	for int(ng.resize.parked.Load()) < from {
-		for _, wk := range r.workers {
-			if wk.exited.Load() && wk.rphase != phaseParked {
-				wk.stepResize(ng)
+	park := time.NewTicker(200 * time.Microsecond)
+	for parked := false; !parked; {
+		select {
+		case <-ng.resize.allParked:
+			parked = true
+		case <-park.C:
+			for _, wk := range r.workers {
+				if wk.exited.Load() && wk.rphase != phaseParked {
+					wk.stepResize(ng)
+				}
 			}
 		}
-		runtime.Gosched()
 	}
+	park.Stop()
 	parkedAt := time.Now()
 	wc.Barrier = parkedAt.Sub(handed)
 	// 2. No worker runs.
@@ -290,6 +319,7 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	wc.Parked = time.Since(parkedAt)
 	// 3. Release.
 	ng.resize.release.Store(true)
+	close(ng.resize.released)
 	released := time.Now()
 	defer func() { wc.Restart = time.Since(released) }()
 	acks := from

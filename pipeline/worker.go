@@ -141,10 +141,16 @@ func (w *worker) loop() {
 			// A reload that changes the number of workers (resize.go).
 			switch w.stepResize(ng) {
 			case resizeWaiting:
+				if w.rphase == phaseParked {
+					// Nothing to do until the release: sleep, so
+					// that the reload moving the flows has the CPU.
+					ng.resize.waitRelease(time.Millisecond)
+				} else {
+					runtime.Gosched()
+				}
 				t := elements.Nanotime()
 				idle += uint64(t - last)
 				last = t
-				runtime.Gosched()
 				continue
 			case resizeRetired:
 				publish(true)
