@@ -501,3 +501,86 @@ func TestWorkersOverrideNoted(t *testing.T) {
 		t.Errorf("reload of workers = 3 on a router started with 2 (override): change %+v, report:\n%s", rep.WorkerChange, b.String())
 	}
 }
+
+// devGraphW is devGraph with workers workers, one destination on a (each
+// flow one 5-tuple) and the order check shared by all workers.
+func devGraphW(t testing.TB, workers int, perQueue int64, extra ...string) *pipeline.Graph {
+	t.Helper()
+	src := fmt.Sprintf(`[forwarder]
+workers = %d
+
+[devices.a]
+driver   = "gen"
+queues   = 2
+dst      = "198.19.0.1"
+flows    = %d
+count    = %d
+rate     = 400000
+sequence = true
+`, workers, seqFlows, 2*perQueue)
+	links := []string{`"FromDevice(a, on) -> chk -> Discard"`}
+	for _, d := range extra {
+		src += fmt.Sprintf("\n[devices.%s]\ndriver = \"gen\"\nrate = 100000\nsrc = \"198.18.2.1\"\n", d)
+		links = append(links, fmt.Sprintf(`"FromDevice(%s) -> n%s :: Counter -> Discard"`, d, d))
+	}
+	src += "\n[elements.chk]\ntype = \"TestSeqCheckAll\"\n\n[graph]\nlinks = [" + strings.Join(links, ", ") + "]\n"
+	g, err := pipeline.Parse("devw.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestWorkersChangeWithDevices: reloads that change the number of workers
+// and, at once, add a device (2 → 3 workers, c added) and remove one
+// (3 → 1, b removed): the added device's packets flow, the removed one is
+// closed, and the numbered traffic on a, whose device stays open through
+// both, loses nothing and keeps every flow in order.
+func TestWorkersChangeWithDevices(t *testing.T) {
+	const perQueue = 150_000
+	l := newSeqLog(2, perQueue)
+	newFlowLast(2)
+	r, err := pipeline.Start(devGraphW(t, 2, perQueue, "b"), pipeline.Options{NoPin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	rep, err := r.ReloadGraph(devGraphW(t, 3, perQueue, "b", "c"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rep.DevicesOpened, ",") != "c (gen)" || rep.WorkerChange == nil || len(rep.WorkerChange.Devices) != 2 || rep.Lost != 0 {
+		t.Errorf("2 → 3 adding c: opened %v, workers %+v, lost %d", rep.DevicesOpened, rep.WorkerChange, rep.Lost)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := counter2(r.Snapshot(), "nc"); n == 0 {
+		t.Error("no packet from the added device c")
+	}
+	rep, err = r.ReloadGraph(devGraphW(t, 1, perQueue, "c"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rep.DevicesClosed, ",") != "b (gen)" || r.Workers() != 1 || rep.Lost != 0 {
+		t.Errorf("3 → 1 removing b: closed %v, %d workers, lost %d", rep.DevicesClosed, r.Workers(), rep.Lost)
+	}
+	if _, ok := deviceCounter(r.Snapshot(), "b", "rx_packets"); ok {
+		t.Error("device b still in the stats after its removal")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rx, _ := deviceCounter(r.Snapshot(), "a", "rx_packets")
+		if rx >= 2*perQueue {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("device a sent only %d packets", rx)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the last packets cross the graph
+	r.Stop()
+	if err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	checkLog(t, l, perQueue)
+}
