@@ -26,9 +26,9 @@ func init() {
 	drivers.Register(drivers.Driver{
 		Name:      "afxdp",
 		NewConfig: newConfig,
+		Exclusive: true, // one AF_XDP socket per queue, one XDP program
 		Open:      open,
 		Doc:       Doc,
-		Exclusive: true, // one AF_XDP socket per queue, one XDP program
 	})
 }
 
