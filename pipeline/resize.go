@@ -237,6 +237,15 @@ func resizeDevices(g1, g2 *Graph, devs []drivers.Device, kept []bool, from, to i
 // worker list.
 func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.WorkerChange, wc *WorkerChange, flowState bool) []*worker {
 	from, to := len(r.workers), len(built)
+	if r.allOut != nil && runtime.GOMAXPROCS(0) < to {
+		// Every worker needs a P of its own, as Housekeep sets at start
+		// (no more: where every CPU has a worker it adds none). Set
+		// before the barrier: GOMAXPROCS stops the world, which took
+		// half a second on the loaded 2-CPU machine, and must not
+		// lengthen the time no worker runs. The thread confinement
+		// Housekeep made at start is not redone.
+		runtime.GOMAXPROCS(to)
+	}
 	handed := time.Now()
 	for _, wk := range r.workers {
 		wk.next.Store(ng)
@@ -301,21 +310,6 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	workers := make([]*worker, to)
 	copy(workers, r.workers[:min(from, to)])
 	copy(workers[min(from, to):], built[min(from, to):])
-	if r.allOut != nil && to > from {
-		// Every worker needs a P of its own (as Housekeep sets at
-		// start), and while the new ones start one more: a new
-		// worker whose goroutine finds every P held by a spinning
-		// worker (or a GC worker: the reload has just allocated the new
-		// pipelines) waits for a preemption, measured at up to a second
-		// on the loaded 2-CPU machine. The extra P is given back once
-		// every worker runs (Housekeep leaves none where every CPU has
-		// a worker). The thread confinement Housekeep made at start is
-		// not redone.
-		if prev := runtime.GOMAXPROCS(0); prev < to+1 {
-			runtime.GOMAXPROCS(to + 1)
-			defer runtime.GOMAXPROCS(max(prev, to))
-		}
-	}
 	wc.Parked = time.Since(parkedAt)
 	// 3. Release.
 	ng.resize.release.Store(true)
