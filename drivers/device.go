@@ -92,6 +92,11 @@ type Driver struct {
 	// defaults; its toml-tagged fields are the driver's keys (besides the
 	// common driver, addresses and mac keys, handled by the loader).
 	NewConfig func() any
+	// Exclusive says an open device holds its interface exclusively (one
+	// socket per queue, an XDP program): it cannot be opened a second
+	// time while the first is open, so a reload cannot reopen it with new
+	// keys (the running device stays open until the swap) and refuses to.
+	Exclusive bool
 	// Open opens the device. Errors are reported before anything starts.
 	Open func(cfg any, ctx OpenContext) (Device, error)
 	// Doc is the driver's manual page (WriteDoc prints it): Summary,

@@ -42,6 +42,14 @@ package elements
 // element of another type), at the same point: so that an element that
 // shares per-worker state with the running graph (the flow table) sets up
 // what it needs of it only when the old graph no longer runs.
+//
+// A reload that changes the number of workers keeps this contract for the
+// workers that stay. A new worker's instances have no old instance
+// (Previous is zero; TakeState(nil) runs before the worker's first round,
+// while every worker is parked); a removed worker's old instances are
+// retired and closed, not handed to another worker. Per-worker state keyed
+// by flow follows its flows through a WorkerRebalancer (rebalance.go), not
+// TakeState.
 type StateTaker interface {
 	TakeState(old Element) error
 }

@@ -43,6 +43,11 @@ type Options struct {
 	// elements.DefaultTimingEvery; 1: every round). Batches, packets and
 	// drops are always counted exactly; only the nanoseconds are sampled.
 	TimingEvery int
+	// CheckReload, when set, is called with every graph a reload loads,
+	// after it is validated and before anything is opened or built: an
+	// error refuses the reload (the forwarder refuses more pinned workers
+	// than CPUs there as at start).
+	CheckReload func(g *Graph) error
 }
 
 // Router is a started graph: the devices, one pipeline per worker and the
@@ -85,6 +90,20 @@ type Router struct {
 	// optWorkers is Options.Workers (a reload resolves its graph's
 	// workers the same way).
 	optWorkers int
+	// roundWorkers is workers for Round (a router from Build): loaded
+	// without a lock, replaced by a reload that changes the count.
+	roundWorkers atomic.Pointer[[]*worker]
+	// checkReload is Options.CheckReload.
+	checkReload func(g *Graph) error
+
+	// Worker goroutines (run, and those a reload starts): the CPUs they
+	// are pinned to, how many are running (under runMu) and, closed when
+	// the last one exits, allOut. A router from Build has none.
+	cpus    []int
+	noPin   bool
+	runMu   sync.Mutex
+	running int
+	allOut  chan struct{}
 }
 
 // resolveWorkers is the number of workers for g: the override, else the
@@ -178,6 +197,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 		timing = elements.DefaultTimingEvery
 	}
 	r.shared, r.timing, r.optWorkers = shared, timing, o.Workers
+	r.checkReload = o.CheckReload
 	for w := 0; w < n; w++ {
 		wk, err := newWorker(r, g, w, n, plan, shared, devs, timing, nil)
 		if wk != nil {
@@ -478,7 +498,11 @@ func (r *Router) Wait() error {
 }
 
 // Workers is the number of workers.
-func (r *Router) Workers() int { return len(r.workers) }
+func (r *Router) Workers() int {
+	r.genMu.RLock()
+	defer r.genMu.RUnlock()
+	return len(r.workers)
+}
 
 // Graph is the graph the router runs.
 func (r *Router) Graph() *Graph {
@@ -507,6 +531,8 @@ func Build(g *Graph, o Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
+	ws := r.workers
+	r.roundWorkers.Store(&ws)
 	r.start = time.Now()
 	return r, nil
 }
@@ -516,7 +542,28 @@ func Build(g *Graph, o Options) (*Router, error) {
 // tickers called when a millisecond has passed. It returns the packets
 // received.
 func (r *Router) Round(w int) int {
-	wk := r.workers[w]
+	var ws []*worker
+	if p := r.roundWorkers.Load(); p != nil {
+		ws = *p
+	} else {
+		r.genMu.RLock()
+		ws = r.workers
+		r.genMu.RUnlock()
+	}
+	if w >= len(ws) {
+		return 0 // a reload has just removed it
+	}
+	wk := ws[w]
+	if wk.retired {
+		return 0
+	}
+	if ng := wk.next.Load(); ng != nil && ng.resize != nil {
+		// A reload that changes the number of workers: no round on
+		// either graph until this worker has adopted the new one.
+		if wk.stepResize(ng) != resizeAdopted {
+			return 0
+		}
+	}
 	wk.checkNext()
 	now := elements.Nanotime()
 	wk.clock.Round(now)

@@ -90,11 +90,17 @@ type ReloadReport struct {
 	// StateErrors are TakeState failures (the element then started
 	// empty), by element and worker.
 	StateErrors []string `json:"state_errors,omitempty"`
+	// WorkerChange is set when the reload changes the number of workers
+	// (resize.go): the devices told, the flows moved to new owners.
+	WorkerChange *WorkerChange `json:"worker_change,omitempty"`
+	// Notes are what the operator should know that is not an error (a
+	// workers key overridden by the command line).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Changed reports whether the new graph differs from the running one.
 func (rep *ReloadReport) Changed() bool {
-	return len(rep.Added)+len(rep.Removed)+len(rep.Replaced)+len(rep.Reconfigured)+
+	return rep.WorkerChange != nil || len(rep.Added)+len(rep.Removed)+len(rep.Replaced)+len(rep.Reconfigured)+
 		len(rep.DevicesOpened)+len(rep.DevicesClosed)+len(rep.LinksAdded)+len(rep.LinksRemoved) > 0
 }
 
@@ -111,6 +117,25 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %-22s %s\n", what, n)
 		}
 	}
+	if wc := rep.WorkerChange; wc != nil {
+		fmt.Fprintf(&b, "  %-22s %d → %d (flows move to their new owners; workers pinned as at start)\n", "workers", wc.From, wc.To)
+		list("device told workers", wc.Devices)
+		if !rep.DryRun {
+			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s)\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond))
+			fmt.Fprintf(&b, "  %-22s all parked after %s, for %s; all running again %s later\n", "barrier", wc.Barrier.Round(time.Microsecond), wc.Parked.Round(time.Microsecond), wc.Restart.Round(time.Microsecond))
+			if wc.Pinned > 0 {
+				fmt.Fprintf(&b, "  %-22s %d flows whose reply hashes to another worker now, steered to their owner by exception\n", "pinned", wc.Pinned)
+			}
+			keys := make([]string, 0, len(wc.Dropped))
+			for k := range wc.Dropped {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&b, "  %-22s %d %s\n", "dropped", wc.Dropped[k], k)
+			}
+		}
+	}
 	list("element added", rep.Added)
 	list("element removed", rep.Removed)
 	list("element replaced", rep.Replaced)
@@ -125,6 +150,7 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 	list("link added", rep.LinksAdded)
 	list("link removed", rep.LinksRemoved)
 	list("state not carried", rep.StateErrors)
+	list("note", rep.Notes)
 	if !rep.Changed() {
 		b.WriteString("  no change\n")
 	}
@@ -186,28 +212,74 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			return nil, err
 		}
 	}
+	if r.checkReload != nil {
+		if err := r.checkReload(g2); err != nil {
+			return nil, err
+		}
+	}
 	g1 := r.g
 	n := len(r.workers)
-	if want := resolveWorkers(r.optWorkers, g2); want != n {
-		return nil, fmt.Errorf("%s: workers = %d: the running router has %d workers; a reload cannot change the number of workers yet (restart the forwarder)", g2.File, want, n)
-	}
+	want := resolveWorkers(r.optWorkers, g2)
 	if b := resolveBatch(g2); b != r.batch {
 		return nil, fmt.Errorf("%s: batch = %d: the running router's batch is %d; a reload cannot change it (restart the forwarder)", g2.File, b, r.batch)
 	}
+	if want != n {
+		// What check does with the new count (the environment checks
+		// are per worker count: queues, CPUs).
+		if err := CheckEnv(g2, want); err != nil {
+			return nil, err
+		}
+	}
 	rep = diffGraphs(g1, g2)
-	rep.File, rep.DryRun, rep.Workers = g2.File, dryRun, n
+	rep.File, rep.DryRun, rep.Workers = g2.File, dryRun, want
 	gen, _, _ := r.Generation()
 	rep.Generation = gen + 1
-	if dryRun {
-		rep.Total = time.Since(t0)
-		return rep, nil
+	if want != n {
+		rep.WorkerChange = &WorkerChange{From: n, To: want}
+	}
+	if r.optWorkers > 0 && g2.Workers > 0 && g2.Workers != r.optWorkers {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the file's workers = %d is overridden by the %d workers the router was started with (-workers): the count stays %d", g2.Workers, r.optWorkers, want))
 	}
 
 	// Devices: kept ones stay open; the others are opened now.
 	keptDev := make([]bool, len(g1.Devices))
+	keptNew := make([]bool, len(g2.Devices))
 	devs := make([]drivers.Device, len(g2.Devices))
+	for i, d := range g2.Devices {
+		if od := g1.Device(d.Name); od != nil && sameDevice(od, d) {
+			devs[i] = r.devices[od.Index]
+			keptNew[i] = true
+		}
+	}
+	for i, d := range g2.Devices {
+		od := g1.Device(d.Name)
+		if keptNew[i] || od == nil || od.Driver == nil || !od.Driver.Exclusive {
+			continue
+		}
+		// Refused before anything is opened: opening it again would
+		// fail (or, where the kernel has no BPF links, take the XDP
+		// program off the running device first).
+		return nil, fmt.Errorf("%s: device %q (driver %s): its keys change, but the running device holds its interface exclusively until the swap and a reload cannot reopen it: restart the forwarder to change them", d.Pos, d.Name, driverName(d))
+	}
+	var resized []drivers.WorkerChange
+	if want != n {
+		var lines []string
+		var err error
+		resized, lines, err = resizeDevices(g1, g2, devs, keptNew, n, want, dryRun)
+		if err != nil {
+			return nil, err
+		}
+		rep.WorkerChange.Devices = lines
+	}
+	if dryRun {
+		rep.Total = time.Since(t0)
+		return rep, nil
+	}
 	var opened []int
 	closeOpened := func() {
+		for _, c := range resized {
+			c.Abort()
+		}
 		for _, i := range opened {
 			devs[i].Close()
 		}
@@ -227,7 +299,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			return nil, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
 		}
 		dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
-			Name: d.Name, Index: i, Workers: n, Batch: r.batch, BaseDir: base,
+			Name: d.Name, Index: i, Workers: want, Batch: r.batch, BaseDir: base,
 			Addresses: d.Addresses, MAC: d.MAC,
 		})
 		if err == nil && dev == nil {
@@ -253,16 +325,20 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	for i := range shared {
 		shared[i] = &elements.SharedSlot{}
 	}
-	ds := &deviceSet{g: g2, devs: devs, workers: n}
-	built := make([]*worker, 0, n)
-	for w := 0; w < n; w++ {
-		wk, err := newWorker(r, g2, w, n, plan, shared, ds, r.timing, cy)
+	ds := &deviceSet{g: g2, devs: devs, workers: want}
+	built := make([]*worker, 0, want)
+	for w := 0; w < want; w++ {
+		wk, err := newWorker(r, g2, w, want, plan, shared, ds, r.timing, cy)
 		if wk != nil {
 			built = append(built, wk)
 		}
 		if err != nil {
 			for _, b := range built {
-				closeInstances(b.inst, r.workers[b.id].inst)
+				var running []elements.Element
+				if b.id < n {
+					running = r.workers[b.id].inst
+				}
+				closeInstances(b.inst, running)
 			}
 			closeOpened()
 			return nil, err
@@ -271,7 +347,20 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	rep.Prepare = time.Since(t0)
 
 	// Swap.
-	ng := &nextGen{ack: make(chan int, n), errs: make([][]string, n), adoptedAt: make([]int64, n), lost: make([]uint64, n)}
+	nmax := max(n, want)
+	ng := &nextGen{ack: make(chan int, nmax), errs: make([][]string, nmax), adoptedAt: make([]int64, nmax), lost: make([]uint64, nmax)}
+	if want != n {
+		ng.resize = newResizeBarrier(n, want)
+		// The counters of kept elements on removed workers go to
+		// worker 0's (a kept element's Stats carry over).
+		for w := want; w < n; w++ {
+			for i := range g2.Elements {
+				if dst := cy.statsOf(0, i); dst != nil {
+					ng.resize.absorb = append(ng.resize.absorb, [2]*elements.Stats{dst, cy.statsOf(w, i)})
+				}
+			}
+		}
+	}
 	for w := range built {
 		ng.workers = append(ng.workers, built[w])
 		var takes []take
@@ -292,15 +381,28 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		old[w] = wk.inst
 	}
 	handed := elements.Nanotime()
-	for _, wk := range r.workers {
-		wk.next.Store(ng)
+	workers := r.workers
+	if ng.resize != nil {
+		flowState := false
+		for _, e := range g2.Elements {
+			flowState = flowState || e.Type != nil && e.Type.FlowState
+		}
+		workers = r.resizeSwap(ng, built, resized, rep.WorkerChange, flowState)
+	} else {
+		for _, wk := range r.workers {
+			wk.next.Store(ng)
+		}
+		r.awaitSwap(ng)
 	}
-	r.awaitSwap(ng)
 	rep.Swap = time.Duration(slices.Max(ng.adoptedAt) - handed)
 
 	// Publish.
 	r.genMu.Lock()
 	r.g, r.devices, r.shared = g2, devs, shared
+	r.workers = workers
+	if r.roundWorkers.Load() != nil {
+		r.roundWorkers.Store(&workers)
+	}
 	for w, wk := range r.workers {
 		wk.stats, wk.pubInst = built[w].stats, built[w].inst
 	}
@@ -308,8 +410,15 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	r.genMu.Unlock()
 	for w := range ng.lost {
 		rep.Lost += ng.lost[w]
+		if w >= n {
+			continue // a new worker: no old instances
+		}
+		var running []elements.Element
+		if w < want {
+			running = built[w].inst
+		}
 		for _, el := range old[w] {
-			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, built[w].inst) {
+			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, running) {
 				rep.Lost += st.Stranded()
 			}
 		}
@@ -324,8 +433,12 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	// left it nothing to release), then the devices no longer used.
 	var errs []error
 	for w := range old {
+		var running []elements.Element
+		if w < want {
+			running = built[w].inst
+		}
 		for i, el := range old[w] {
-			if reusedIn(el, built[w].inst) {
+			if reusedIn(el, running) {
 				continue // the new graph runs this very instance
 			}
 			if c, ok := el.(elements.Closer); ok {
@@ -333,6 +446,11 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 					errs = append(errs, fmt.Errorf("element %q worker %d: close: %w", g1.Elements[i].Name, w, err))
 				}
 			}
+		}
+	}
+	for _, c := range resized {
+		if err := c.Finish(); err != nil {
+			errs = append(errs, fmt.Errorf("devices: after the change of workers: %w", err))
 		}
 	}
 	for i, d := range oldDevs {
@@ -410,6 +528,11 @@ type nextGen struct {
 	// instances dropped (elements.Retirer).
 	adoptedAt []int64
 	lost      []uint64
+	// resize is set when the reload changes the number of workers: the
+	// swap then has a barrier (resize.go). workers and takes are then by
+	// new worker, the other slices by old or new worker, whichever
+	// count is larger.
+	resize *resizeBarrier
 }
 
 type take struct {
@@ -450,7 +573,7 @@ func (w *worker) adopt(ng *nextGen) {
 // whole cost of reloads in the poll loop: one atomic load per round.
 func (w *worker) checkNext() bool {
 	ng := w.next.Load()
-	if ng == nil || !w.next.CompareAndSwap(ng, nil) {
+	if ng == nil || ng.resize != nil || !w.next.CompareAndSwap(ng, nil) {
 		return false
 	}
 	w.adopt(ng)
@@ -488,21 +611,21 @@ type carry struct {
 }
 
 func (c *carry) poolOf(w int) *packet.Pool {
-	if c == nil {
+	if c == nil || w >= len(c.pools) {
 		return nil
 	}
 	return c.pools[w]
 }
 
 func (c *carry) statsOf(w, i int) *elements.Stats {
-	if c == nil {
+	if c == nil || w >= len(c.pools) {
 		return nil
 	}
 	return c.stats[w][i]
 }
 
 func (c *carry) prevOf(w, i int) elements.Previous {
-	if c == nil {
+	if c == nil || w >= len(c.pools) {
 		return elements.Previous{}
 	}
 	return c.prev[w][i]
@@ -655,6 +778,16 @@ func diffGraphs(g1, g2 *Graph) *ReloadReport {
 func DiffGraphs(g1, g2 *Graph) *ReloadReport {
 	rep := diffGraphs(g1, g2)
 	rep.File, rep.DryRun = g2.File, true
+	if a, b := resolveWorkers(0, g1), resolveWorkers(0, g2); a != b {
+		rep.WorkerChange = &WorkerChange{From: a, To: b}
+		for _, d := range g2.Devices {
+			if od := g1.Device(d.Name); od != nil && sameDevice(od, d) {
+				rep.WorkerChange.Devices = append(rep.WorkerChange.Devices,
+					fmt.Sprintf("%s (%s): kept open, TX for %d workers", d.Name, driverName(d), b))
+			}
+		}
+	}
+	rep.Workers = resolveWorkers(0, g2)
 	return rep
 }
 

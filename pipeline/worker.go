@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +53,10 @@ type worker struct {
 	// next is a new generation of the graph handed over by a reload,
 	// adopted between two rounds (reload.go).
 	next atomic.Pointer[nextGen]
+	// rphase is where the worker is in the swap of a reload that changes
+	// the number of workers (resize.go); retired: that reload removed it.
+	rphase  int
+	retired bool
 	// pubInst is inst as the control plane sees it (Router.Instances):
 	// set at build and, by a reload, under genMu once every worker runs
 	// the new generation.
@@ -132,7 +135,31 @@ func (w *worker) loop() {
 	w.initWait()
 	w.clock.Round(last)
 	for !r.stop.Load() {
-		if w.checkNext() {
+		if ng := w.next.Load(); ng == nil {
+			// No reload pending: one atomic load per round.
+		} else if ng.resize != nil {
+			// A reload that changes the number of workers (resize.go).
+			switch w.stepResize(ng) {
+			case resizeWaiting:
+				if w.rphase == phaseParked {
+					// Nothing to do until the release: sleep, so
+					// that the reload moving the flows has the CPU.
+					ng.resize.waitRelease(time.Millisecond)
+				} else {
+					runtime.Gosched()
+				}
+				t := elements.Nanotime()
+				idle += uint64(t - last)
+				last = t
+				continue
+			case resizeRetired:
+				publish(true)
+				w.exited.Store(true)
+				return
+			}
+			last = elements.Nanotime()
+			empty, sleep = 0, idleSleep
+		} else if w.checkNext() {
 			// The new pipeline's clock starts now; the old one's
 			// round ended with its last poll.
 			last = elements.Nanotime()
@@ -210,38 +237,21 @@ func (w *worker) loop() {
 // when they have all exited.
 func (r *Router) run(o Options) {
 	r.start = time.Now()
-	cpus := processCPUs
+	r.cpus = processCPUs
 	if len(o.CPUs) > 0 {
-		cpus = o.CPUs
+		r.cpus = o.CPUs
 	}
-	var wg sync.WaitGroup
+	r.noPin = o.NoPin
+	r.allOut = make(chan struct{})
+	r.running = len(r.workers)
 	for _, w := range r.workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The goroutine keeps its thread locked until it exits: a
-			// pinned thread must not go back to the scheduler's pool (it
-			// would carry its one-CPU affinity to unrelated goroutines), so
-			// the runtime ends it with the goroutine.
-			runtime.LockOSThread()
-			if !o.NoPin && len(cpus) > 0 {
-				cpu := cpus[w.id%len(cpus)]
-				if err := pinThread(cpu); err != nil {
-					// Not fatal: the worker runs, only unpinned.
-					fmt.Fprintf(r.log, "worker %d: not pinned to CPU %d: %v\n", w.id, cpu, err)
-				} else {
-					w.cpu.Store(int32(cpu))
-				}
-			}
-			w.placed.Store(true)
-			w.loop()
-		}()
+		go r.runWorker(w, nil)
 	}
 	if o.Duration > 0 {
 		r.timer = time.AfterFunc(o.Duration, r.Stop)
 	}
 	go func() {
-		wg.Wait()
+		<-r.allOut
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -252,4 +262,53 @@ func (r *Router) run(o Options) {
 		r.reloadMu.Unlock()
 		close(r.done)
 	}()
+}
+
+// runWorker is worker w's goroutine: pinned, then its loop. A worker that
+// a reload adds (ng != nil) first tells the reload it runs.
+func (r *Router) runWorker(w *worker, ng *nextGen) {
+	defer r.workerOut()
+	// The goroutine keeps its thread locked until it exits: a pinned
+	// thread must not go back to the scheduler's pool (it would carry its
+	// one-CPU affinity to unrelated goroutines), so the runtime ends it
+	// with the goroutine.
+	runtime.LockOSThread()
+	if !r.noPin && len(r.cpus) > 0 {
+		cpu := r.cpus[w.id%len(r.cpus)]
+		if err := pinThread(cpu); err != nil {
+			// Not fatal: the worker runs, only unpinned.
+			fmt.Fprintf(r.log, "worker %d: not pinned to CPU %d: %v\n", w.id, cpu, err)
+		} else {
+			w.cpu.Store(int32(cpu))
+		}
+	}
+	w.placed.Store(true)
+	if ng != nil {
+		ng.started(w)
+	}
+	w.loop()
+}
+
+// workerOut counts a worker's goroutine out; the last one out ends the
+// router.
+func (r *Router) workerOut() {
+	r.runMu.Lock()
+	defer r.runMu.Unlock()
+	if r.running--; r.running == 0 {
+		close(r.allOut)
+	}
+}
+
+// startWorker starts the goroutine of a worker a reload added, unless every
+// worker has already exited (the router is ending: nothing would close
+// what the new one runs). It reports whether it started it.
+func (r *Router) startWorker(w *worker, ng *nextGen) bool {
+	r.runMu.Lock()
+	defer r.runMu.Unlock()
+	if r.running == 0 {
+		return false
+	}
+	r.running++
+	go r.runWorker(w, ng)
+	return true
 }

@@ -139,3 +139,32 @@ func TestRunReloadsOnSIGHUP(t *testing.T) {
 		t.Errorf("the final output does not name generation 3:\n%s", out.String())
 	}
 }
+
+// TestReloadDryRunOfflineWorkers: the offline dry run says that the
+// number of workers changes and which devices stay open, told the count.
+func TestReloadDryRunOfflineWorkers(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.toml")
+	nw := filepath.Join(dir, "new.toml")
+	graph := "[devices.a]\ndriver = \"gen\"\n[devices.b]\ndriver = \"gen\"\n[graph]\nlinks = [\"FromDevice(a) -> ToDevice(b)\"]\n"
+	os.WriteFile(old, []byte("[forwarder]\nworkers = 2\n"+graph), 0o644)
+	os.WriteFile(nw, []byte("[forwarder]\nworkers = 3\n"+graph), 0o644)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"reload", "-config", nw, "-dry-run", "-running", old}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"would reload " + nw + ": generation",
+		"3 workers",
+		"workers                2 → 3",
+		"device told workers    a (gen): kept open, TX for 3 workers",
+		"device told workers    b (gen): kept open, TX for 3 workers",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run does not say %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "no change") {
+		t.Errorf("a change of workers reported as no change:\n%s", out.String())
+	}
+}

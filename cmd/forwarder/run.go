@@ -96,7 +96,12 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	if o.every <= 0 {
 		o.every = time.Second
 	}
-	r, err := pipeline.Start(g, pipeline.Options{Workers: o.workers, NoPin: o.nopin, CPUs: o.cpus, Log: stderr, Duration: o.duration})
+	// A reload may change the graph's workers: refused beyond the CPUs
+	// to pin them to, as at start.
+	checkReload := func(g *pipeline.Graph) error {
+		return checkWorkers(o.workers, g.Workers, o.nopin, o.cpus, pipeline.ProcessCPUs())
+	}
+	r, err := pipeline.Start(g, pipeline.Options{Workers: o.workers, NoPin: o.nopin, CPUs: o.cpus, Log: stderr, Duration: o.duration, CheckReload: checkReload})
 	if err != nil {
 		return err
 	}

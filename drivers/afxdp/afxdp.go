@@ -26,6 +26,7 @@ func init() {
 	drivers.Register(drivers.Driver{
 		Name:      "afxdp",
 		NewConfig: newConfig,
+		Exclusive: true, // one AF_XDP socket per queue, one XDP program
 		Open:      open,
 		Doc:       manual(),
 	})
@@ -312,19 +313,7 @@ func (d *Device) openQueues(c *Config, nq, workers int) error {
 		qu.refill()
 	}
 	// Transmit queues per worker and which sockets are shared.
-	users := make([]map[int]bool, nq)
-	for q := range users {
-		users[q] = map[int]bool{q % workers: true}
-	}
-	d.txq = make([]*queue, workers)
-	for w := range d.txq {
-		q := w % nq
-		d.txq[w] = d.queues[q]
-		users[q][w] = true
-	}
-	for q, u := range users {
-		d.queues[q].shared = len(u) > 1
-	}
+	d.txq = txQueues(d.queues, workers)
 	return nil
 }
 

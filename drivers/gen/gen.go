@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/drivers"
@@ -96,6 +97,9 @@ type Device struct {
 
 	queues []queue
 	tx     []txCounter
+	// txMu keeps Stats from reading tx while a reload replaces it
+	// (resize.go); Transmit needs no lock: no worker runs then.
+	txMu sync.Mutex
 }
 
 var _ drivers.Device = (*Device)(nil)
@@ -586,10 +590,12 @@ func (d *Device) Stats() []drivers.Counter {
 		rxB += qs.rxBytes.Load()
 		empty += qs.poolEmpty.Load()
 	}
+	d.txMu.Lock()
 	for i := range d.tx {
 		txP += d.tx[i].pkts.Load()
 		txB += d.tx[i].bytes.Load()
 	}
+	d.txMu.Unlock()
 	return []drivers.Counter{
 		{Name: "rx_packets", Value: rxP},
 		{Name: "rx_bytes", Value: rxB},

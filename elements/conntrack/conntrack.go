@@ -83,7 +83,10 @@ func init() {
 						"from outside (a masqueraded client's download); only a graph with as many workers restores them; " +
 						"a file that cannot be read is reported and the worker starts empty"},
 			},
-			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
+			Stats: "counters: \"reload: capacity shrunk\" (flows a reload to a smaller capacity could not keep: the oldest unassured first), " +
+				"\"reload: moved in\" (flows a reload that changed the number of workers moved into this worker's table, their new owner's), " +
+				"\"reload: workers changed: directions split\" (flows such a reload dropped because their two directions now hash to two workers and the steering cannot pin the reply: an ICMP echo through SNAT; a TCP or UDP flow's reply is pinned to its owner instead), " +
+				"\"reload: workers changed: no room\" (flows it dropped because their new owner's table was full), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
 				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows and closing TCP connections removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
 				"reassembled), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
@@ -178,6 +181,9 @@ type Conntrack struct {
 	// flows it could not keep.
 	pending       *Config
 	reloadDropped *atomic.Uint64
+	// A reload that changed the number of workers (rebalance.go): flows
+	// moved into this worker's table, and those dropped.
+	movedIn, splitDropped, fullDropped *atomic.Uint64
 }
 
 var (
@@ -236,6 +242,9 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		e.invalid[r] = st.Counter(invalidNames[r])
 	}
 	e.reloadDropped = st.Counter("reload: capacity shrunk")
+	e.movedIn = st.Counter("reload: moved in")
+	e.splitDropped = st.Counter("reload: workers changed: directions split")
+	e.fullDropped = st.Counter("reload: workers changed: no room")
 	if carried {
 		e.pending = c
 	}
@@ -290,6 +299,12 @@ func (e *Conntrack) Tick(int64) {
 
 func (e *Conntrack) publish() {
 	t := e.t
+	if rc := &t.rebal; *rc != (rebalanceCounts{}) {
+		e.movedIn.Add(rc.movedIn)
+		e.splitDropped.Add(rc.split)
+		e.fullDropped.Add(rc.full)
+		*rc = rebalanceCounts{}
+	}
 	e.entries.Store(uint64(t.live + e.t6.live))
 	if t6 := e.t6; t6.Created|t6.Evicted|t6.Expired|t6.relatedN != 0 {
 		e.newN.Add(t6.Created)
@@ -587,6 +602,7 @@ type tableKey struct{}
 // one worker.
 func Acquire(ctx *elements.Context) *Table {
 	s := elements.WorkerValue(ctx, tableKey{}, func() *tableSlot { return &tableSlot{} })
+	registerRebalancer(ctx)
 	if s.t == nil {
 		s.t = &Table{now: nanotime, timeouts: DefaultTimeouts(), gen: GenerationOf(ctx), slot: s}
 	}

@@ -126,6 +126,8 @@ type Table struct {
 	cacheWanted bool
 
 	t6 *Table6 // the worker's IPv6 flows (table6.go), set by Conntrack
+
+	rebal rebalanceCounts // what a change of the worker count did (rebalance.go)
 }
 
 // NewTable returns a table for capacity flows with the given timeouts and

@@ -67,3 +67,14 @@ func (f *FromDevice) Stranded() uint64 {
 	}
 	return n
 }
+
+var _ elements.HandoffDrainer = (*FromDevice)(nil)
+
+// DrainHandoffs implements elements.HandoffDrainer: what other workers
+// handed this one, pushed without reading its own queues.
+func (f *FromDevice) DrainHandoffs() int {
+	if f.sp == nil {
+		return 0
+	}
+	return f.sp.receive(f.batch, f.out)
+}

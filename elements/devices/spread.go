@@ -40,7 +40,10 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`receiver slows its senders to its own rate and what cannot be taken waits in the device's ` +
 	`ring (and, should that overflow, is counted by the driver as a kernel drop). The drop ` +
 	`reason "spread full" remains for a packet that still finds no room (it should stay 0). ` +
-	`The FlowHash annotation of every spread packet is set.`
+	`The FlowHash annotation of every spread packet is set. After a reload that changed the number ` +
+	`of workers, the reply tuple of a masqueraded flow whose port hashes home only under the old ` +
+	`count is pinned to the flow's owner (flowsteer.Pins): such packets go there whatever their hash ` +
+	`says (one atomic load per batch when nothing is pinned).`
 
 // spreadRing is the number of slots of each handoff ring and of each ring of
 // lent buffers (per sender-receiver pair): sixteen batches' worth. A TCP
@@ -192,6 +195,9 @@ func (sp *spreader) congested(need int) bool {
 // receiver lent; the original is freed here, into the pool it came from.
 func (sp *spreader) handOff(b *packet.Batch) {
 	k := 0
+	// Flow directions a reload pinned to a worker (flowsteer.Pins): none,
+	// usually; one atomic load per batch.
+	pins := sp.steer.Pins()
 	for _, p := range b.Pkts {
 		// The steering hash is packet.FlowHash, except that a reply from a
 		// DNAT backend hashes as if it came from the public address it
@@ -199,6 +205,11 @@ func (sp *spreader) handOff(b *packet.Batch) {
 		fh := sp.steer.Hash(p.Data, int(p.L3))
 		p.FlowHash = fh
 		t := sp.target(fh)
+		if pins != nil {
+			if o, ok := pins.Owner(p.Data, int(p.L3)); ok && o < len(sp.out) {
+				t = o
+			}
+		}
 		if t == sp.me {
 			b.Pkts[k] = p
 			k++

@@ -42,6 +42,7 @@ type Table struct {
 	mu    sync.Mutex
 	sets  map[any][]Reverse
 	table atomic.Pointer[[]Reverse] // nil or empty: no DNAT rules
+	pins  atomic.Pointer[Pins]      // nil: none (pins.go)
 }
 
 type tableKey struct{}
@@ -123,3 +124,32 @@ func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint1
 	}
 	return
 }
+
+// HashTuple is Hash for a flow direction given by its tuple rather than a
+// frame (a reload that moves flows between workers computes their owners
+// from the flow table): ports count for TCP and UDP only, as in
+// packet.FlowHashFrame, and a TCP or UDP source that is a DNAT backend is
+// mapped back to the public endpoint it serves. Not for the hot path.
+func (t *Table) HashTuple(src, dst uint32, sport, dport uint16, proto uint8) uint32 {
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP {
+		return packet.FlowHashV4(src, dst, 0, 0, proto)
+	}
+	if tp := t.table.Load(); tp != nil {
+		for i := range *tp {
+			r := &(*tp)[i]
+			if r.Proto != proto || r.Backend != src || r.Lo != 0 && (sport < r.Lo || sport > r.Hi) {
+				continue
+			}
+			src = r.Public
+			if !r.KeepPort {
+				sport = r.PubLo + (sport - r.Lo)
+			}
+			break
+		}
+	}
+	return packet.FlowHashV4(src, dst, sport, dport, proto)
+}
+
+// Owner is the worker among workers that flow hash h is steered to (the
+// mapping FromDevice's spreading and SNAT's port choice use).
+func Owner(h uint32, workers int) int { return int(uint64(h) * uint64(workers) >> 32) }

@@ -400,6 +400,7 @@ type SNAT struct {
 	flows    conntrack.TableRef // the worker's flow table, for a reload
 	addrGone *atomic.Uint64     // flows a reload removed (reload.go)
 	rss      *rss.Config        // the reply device's RSS (snatrss.go), or nil
+	steer    *flowsteer.Table   // the graph's, for its pins (pins.go)
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -415,7 +416,7 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		seed:  [2]uint64{rand.Uint64(), rand.Uint64()},
-		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed")}
+		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed"), steer: flowsteer.Of(ctx)}
 	e.translator = translator{manip: manipSrc, done: conntrack.FlagSNATDone, active: len(c.to) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}

@@ -168,7 +168,7 @@ func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple
 		// Echo identifiers are not hashed by the steering: no
 		// worker check.
 		reply.Sport = port
-	} else if e.workers > 1 && Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) != e.worker {
+	} else if e.workers > 1 && (Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) != e.worker || e.pinned(reply)) {
 		return false
 	}
 	if *reply == c.T[1] {

@@ -14,3 +14,6 @@ func SetClock(e elements.Element, now func() int64) {
 		panic("ndp.SetClock: not an NDPQuerier or RouterAdvertiser")
 	}
 }
+
+// TableOf returns the neighbour table of q, an NDPQuerier instance.
+func TableOf(q elements.Element) any { return q.(*Querier).t }

@@ -144,6 +144,7 @@ func init() {
 				"neighbours. A neighbour that stops answering lapses: the packets come back through this " +
 				"element, whose STALE/DELAY/PROBE probing confirms the neighbour again or fails it.",
 		},
+		TakesState: true, // a reload keeps its neighbours (reload.go)
 	})
 }
 
@@ -205,7 +206,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
 	}
 	fast := newFastHook(dev, ctx.Stats)
-	v, err := ctx.Shared(func() (any, error) {
+	v, err := ctx.Shared(keepNeighbours(ctx, func() (any, error) {
 		t := &table{tm: DefaultTimers, gen: conntrack.GenerationOf(ctx)}
 		t.tm.Reachable = int64(c.Timeout)
 		for _, e := range c.static {
@@ -217,7 +218,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 			}
 		}
 		return t, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

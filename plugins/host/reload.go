@@ -13,7 +13,11 @@ import (
 // whose configuration changed (another binary, another config for it) gets
 // new processes, started and opened before the swap (a plugin that fails
 // to start fails the reload, and nothing changes); the old processes stop
-// when the old graph closes.
+// when the old graph closes. A reload that changes the number of workers
+// keeps the instances of the workers that stay, starts processes for the
+// new ones and stops those of the removed ones; what a plugin keeps per
+// flow is its own and does not follow a flow to its new owner (the
+// pipeline moves only the state it knows: elements.WorkerRebalancer).
 
 var _ elements.StateTaker = (*Instance)(nil)
 
