@@ -112,7 +112,7 @@ func init() {
 				"or CLOSE although assured (as Linux's early drop), in the order they became evictable; else an expired " +
 				"assured one; and otherwise it refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
 				"echo, other protocols by address pair; ICMPv6 errors as related, their quote walked like the packet) are " +
-				"tracked the same way in a table of their own (without the early drop of closing connections), which NAT and FastTrack do not use: a packet's ct state is all " +
+				"tracked the same way in a table of their own (closing TCP connections evictable too), which NAT and FastTrack do not use: a packet's ct state is all " +
 				"the rest of the graph sees of an IPv6 flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +

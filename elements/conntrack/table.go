@@ -535,8 +535,11 @@ func listOf(c *Conn) int {
 // evict to admit a new flow although it is assured, as Linux's early_drop
 // may (tcp_can_early_drop). Otherwise a table full of closed connections,
 // each waiting out its TIME_WAIT, would refuse every new flow.
-func tcpClosing(c *Conn) bool {
-	return c.T[0].Proto == packet.ProtoTCP && c.State-TCPFinWait <= TCPClose-TCPFinWait
+func tcpClosing(c *Conn) bool { return closingTCP(c.T[0].Proto, c.State) }
+
+// closingTCP is tcpClosing of a flow's protocol and state (both tables').
+func closingTCP(proto, state uint8) bool {
+	return proto == packet.ProtoTCP && state-TCPFinWait <= TCPClose-TCPFinWait
 }
 
 // setTCPState sets flow idx's TCP state and moves it to the eviction list
