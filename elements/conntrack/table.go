@@ -311,11 +311,6 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // moves memory, so flows created or deleted in between are seen).
 func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 
-// warmLine0 is Warm for Conntrack, which calls warmNew next: of each
-// first entry it brings in the line a lookup reads; warmNew brings in the
-// second line of the entries the lookups find. A new flow's lookup reads
-// other flows' first lines only, and in a full table most buckets hold one.
-func (t *Table) warmLine0(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
 
 // WarmTuples is Warm for lookups that only look for a tuple (NAT checking
 // that a reply tuple is free): of the entry each bucket points to it
@@ -439,14 +434,6 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		}
 		if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
 			found[i] = idx<<1 | uint32(dir) + 1
-			if len(pf) == cap(pf) {
-				prefetchAll(pf)
-				pf = pf[:0]
-			}
-			// Tracking the packet writes the counters' line (warmLine0
-			// left it out: most first nodes a new flow's lookup
-			// reads are other flows').
-			pf = append(pf, cb+uintptr(idx)*unsafe.Sizeof(Conn{})+64)
 			continue
 		}
 		misses++
