@@ -101,15 +101,6 @@ type Table struct {
 	lists   [2]list // 0: evictable (unassured or closing TCP), 1: assured
 	live    int
 
-	// prevs holds, for each node id (idx<<1 | dir), the node in front of
-	// it in its hash chain (0: it is the first, the bucket points to
-	// it), so that unlinking a node writes its neighbours without
-	// walking the chain from the bucket: eviction takes the oldest flow,
-	// which new nodes linked at the chain heads have pushed to the back,
-	// and each node walked past was a cold line read after the one
-	// before it. A lookup never reads it.
-	prevs []uint32
-
 	timeouts Timeouts
 	now      func() int64
 	gc       uint32 // next index the incremental garbage collector looks at
@@ -127,7 +118,7 @@ type Table struct {
 	slot       *tableSlot // where Acquire keeps it (nil: made by NewTable)
 	gen        *Generation
 	configured bool // a Conntrack element set the capacity
-	mem        [3]*mapping
+	mem        [2]*mapping
 
 	fc          flowCache    // FastTrack's compiled flow directions (flowcache.go)
 	tw          tcpWindows   // TCP window state per entry (tcpwindow.go)
@@ -162,15 +153,10 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 	} else {
 		t.buckets = make([]uint32, nb)
 	}
-	if p, m := allocRaw(2 * (capacity + 1) * 4); p != nil {
-		t.prevs, t.mem[2] = unsafe.Slice((*uint32)(p), 2*(capacity+1)), m
-	} else {
-		t.prevs = make([]uint32, 2*(capacity+1))
-	}
-	if t.mem != [3]*mapping{} {
+	if t.mem != [2]*mapping{} {
 		// A table nobody Releases (NewTable in tests) still returns
 		// its mappings when it becomes garbage.
-		runtime.AddCleanup(t, func(m [3]*mapping) { m[0].free(); m[1].free(); m[2].free() }, t.mem)
+		runtime.AddCleanup(t, func(m [2]*mapping) { m[0].free(); m[1].free() }, t.mem)
 	}
 	t.mask = uint32(nb - 1)
 	if t.cacheWanted {
@@ -193,13 +179,12 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 // release returns the table's memory if it was mapped outside the heap and
 // empties the table (FlowOf then finds nothing in it).
 func (t *Table) release() {
-	t.conns, t.buckets, t.prevs, t.mask = nil, nil, nil, 0
+	t.conns, t.buckets, t.mask = nil, nil, 0
 	t.releaseCache()
 	t.tw.release()
 	t.mem[0].free()
 	t.mem[1].free()
-	t.mem[2].free()
-	t.mem = [3]*mapping{}
+	t.mem = [2]*mapping{}
 }
 
 // SetClock replaces the table's clock (monotonic nanoseconds); tests use it
@@ -230,7 +215,8 @@ func (t *Table) hash(k *Tuple) uint32 {
 	return uint32(h^l) & t.mask
 }
 
-// hashInverse is hash(k.Inverse()), without building the tuple.
+// hashInverse is hash(k.Inverse()), without building the tuple (warmNew
+// computes it for every new flow).
 func (t *Table) hashInverse(k *Tuple) uint32 {
 	a := uint64(k.Dst)<<32 | uint64(k.Src)
 	b := uint64(k.Dport)<<24 | uint64(k.Sport)<<8 | uint64(k.Proto)
@@ -311,7 +297,6 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // moves memory, so flows created or deleted in between are seen).
 func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 
-
 // WarmTuples is Warm for lookups that only look for a tuple (NAT checking
 // that a reply tuple is free): of the entry each bucket points to it
 // brings in the line with the tuples and chain links, not the counters'
@@ -320,8 +305,7 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 //
 // It also brings in the second node of each chain: a lookup for a tuple
 // that is free walks the whole chain, and with about one node per bucket
-// (a full table) a chain's second node is there for a quarter of the keys;
-// and the first node's prevs slot, which linking the tuple writes.
+// (a full table) a chain's second node is there for a quarter of the keys.
 func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
 	t.warm(keys, hs, 1)
 	if len(t.buckets) == 0 {
@@ -330,14 +314,11 @@ func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
 	pf := t.pf[:0]
 	for _, h := range hs[:len(keys)] {
 		if n := t.buckets[h]; n != 0 {
-			if len(pf)+2 > cap(pf) {
-				prefetchAll(pf)
-				pf = pf[:0]
-			}
-			// Linking the reply tuple there (SetReply) writes the
-			// first node's prevs slot.
-			pf = append(pf, uintptr(unsafe.Pointer(&t.prevs[n])))
 			if x := t.conns[n>>1].next[n&1]; x != 0 {
+				if len(pf) == cap(pf) {
+					prefetchAll(pf)
+					pf = pf[:0]
+				}
 				pf = append(pf, uintptr(unsafe.Pointer(&t.conns[x>>1])))
 			}
 		}
@@ -437,58 +418,35 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 			continue
 		}
 		misses++
-		if len(pf)+2 > cap(pf) {
+		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
 		pf = append(pf, bb+uintptr(t.hashInverse(&keys[i]))*4)
-		if n := t.buckets[hs[i]]; n != 0 {
-			// Linking the new flow before it writes its prevs slot.
-			pf = append(pf, uintptr(unsafe.Pointer(&t.prevs[n])))
-		}
 	}
 	if misses > 0 {
 		if t.free != 0 {
 			pf = append(pf, cb+uintptr(t.free)*unsafe.Sizeof(Conn{}))
 		} else if h := t.lists[0].head; h != 0 {
-			pf = t.appendFront(t.appendVictim(pf, h), h)
+			pf = t.appendVictim(pf, h)
 		}
 	}
 	prefetchAll(pf)
-	if misses > 0 {
-		// Linking a new flow's reply tuple writes the prevs slot of
-		// the node first in its bucket: a store to a cold line, which
-		// holds up every store after it until the line arrives. The
-		// buckets were requested above; as they arrive, the slots are.
-		pf = pf[:0]
-		for i := range keys {
-			if ok[i] != resOK || found[i] != 0 {
-				continue
-			}
-			if n := t.buckets[t.hashInverse(&keys[i])]; n != 0 {
-				if len(pf) == cap(pf) {
-					prefetchAll(pf)
-					pf = pf[:0]
-				}
-				pf = append(pf, uintptr(unsafe.Pointer(&t.prevs[n])))
-			}
-		}
-		prefetchAll(pf)
-	}
 	runtime.KeepAlive(t)
 }
 
-// appendVictim adds to pf the memory evicting entry h will touch first:
-// its chain links (prevs), which say what the unlinks write (appendFront),
-// and both lines of the entry after it on its list (listRemove, and the
-// next step of the pipeline).
+// appendVictim adds to pf the memory evicting entry h will touch: its
+// buckets (for the unlinks; reading them waits for h's line if it is not
+// in cache yet) and both lines of the entry after it on its list
+// (listRemove, and the next step of the pipeline).
 func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
-	if len(pf)+3 > cap(pf) {
+	if len(pf)+4 > cap(pf) {
 		prefetchAll(pf)
 		pf = pf[:0]
 	}
 	c := &t.conns[h]
-	pf = append(pf, uintptr(unsafe.Pointer(&t.prevs[h<<1])))
+	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
+	pf = append(pf, bb+uintptr(t.hash(&c.T[0]))*4, bb+uintptr(t.hash(&c.T[1]))*4)
 	if c.nxt != 0 {
 		// Both lines: the tuples (line 0) and the list links (line
 		// 1), which the pipeline reads next and listRemove writes.
@@ -498,20 +456,14 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 	return pf
 }
 
-// appendFront adds to pf what unlinking entry n writes besides its own
-// lines: in each of its two chains, what is in front of it (the bucket
-// when it is first, else the entry whose next link it is; only the one it
-// will write) and the prevs slot of the node behind it.
+// appendFront adds to pf the entries in front of entry n in its two hash
+// chains, the first node of each chain when it is not n's own (unlinking
+// n walks from the bucket; deeper nodes are not prepared).
 func (t *Table) appendFront(pf []uintptr, n uint32) []uintptr {
 	c := &t.conns[n]
 	for d := range uint32(2) {
-		if f := t.prevs[n<<1|d]; f != 0 {
+		if f := t.buckets[t.hash(&c.T[d])]; f != 0 && f != n<<1|d {
 			pf = append(pf, uintptr(unsafe.Pointer(&t.conns[f>>1])))
-		} else {
-			pf = append(pf, uintptr(unsafe.Pointer(&t.buckets[t.hash(&c.T[d])])))
-		}
-		if x := c.next[d]; x != 0 {
-			pf = append(pf, uintptr(unsafe.Pointer(&t.prevs[x])))
 		}
 	}
 	return pf
@@ -525,42 +477,26 @@ func (t *Table) LookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
 	return t.lookupIn(k, h)
 }
 
-// link puts direction dir of entry idx at the head of its chain.
 func (t *Table) link(idx uint32, dir uint8) {
 	c := &t.conns[idx]
 	h := t.hash(&c.T[dir])
-	node := idx<<1 | uint32(dir)
-	old := t.buckets[h]
-	c.next[dir] = old
-	t.prevs[node] = 0
-	if old != 0 {
-		t.prevs[old] = node
-	}
-	t.buckets[h] = node
+	c.next[dir] = t.buckets[h]
+	t.buckets[h] = idx<<1 | uint32(dir)
 }
 
-// unlink takes direction dir of entry idx out of its chain: O(1), it
-// writes the node in front (or the bucket) and the one behind, found
-// through prevs and next, and reads no other node.
 func (t *Table) unlink(idx uint32, dir uint8) {
 	c := &t.conns[idx]
 	node := idx<<1 | uint32(dir)
-	nx := c.next[dir]
-	p := t.prevs[node]
-	if p == 0 {
-		b := &t.buckets[t.hash(&c.T[dir])]
-		if *b != node {
-			return // not linked
+	p := &t.buckets[t.hash(&c.T[dir])]
+	for *p != 0 {
+		if *p == node {
+			*p = c.next[dir]
+			c.next[dir] = 0
+			return
 		}
-		*b = nx
-	} else {
-		t.conns[p>>1].next[p&1] = nx
-		t.prevs[node] = 0
+		q := &t.conns[*p>>1]
+		p = &q.next[*p&1]
 	}
-	if nx != 0 {
-		t.prevs[nx] = p
-	}
-	c.next[dir] = 0
 }
 
 func (t *Table) listAdd(which int, idx uint32) {
@@ -664,23 +600,22 @@ const evictScan = 8
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
 		// Evictions take the list in order, so the memory of the
-		// next ones is prepared in a pipeline four deep: for the
-		// third entry after this one (whose lines an earlier
-		// eviction prefetched) its buckets, its prevs slots and the
-		// lines of the entry after it; for the second (whose prevs
-		// slots arrived meanwhile) what unlinking it writes in its
-		// chains' neighbours, cold lines of other flows: a store to
-		// a line not in cache holds up every store after it. So a
-		// batch of new flows in a full table does not wait for each
-		// victim's memory in turn.
+		// next ones is prepared in a pipeline three deep: for the
+		// entry after next (whose line the previous eviction
+		// prefetched) its buckets and the line of the entry after it;
+		// for the next entry (whose buckets the previous eviction
+		// prefetched) the entry in front of it in each of its chains,
+		// which unlinking it will read and which, as the table links
+		// new nodes at the head and the victim is the oldest, is
+		// there about as often as not and cold. So a batch of new
+		// flows in a full table does not wait for each victim's
+		// memory in turn.
 		if n := t.conns[h].nxt; n != 0 {
+			pf := t.appendFront(t.pf[:0], n)
 			if m := t.conns[n].nxt; m != 0 {
-				pf := t.appendFront(t.pf[:0], m)
-				if o := t.conns[m].nxt; o != 0 {
-					pf = t.appendVictim(pf, o)
-				}
-				prefetchAll(pf)
+				pf = t.appendVictim(pf, m)
 			}
+			prefetchAll(pf)
 		}
 		t.evictProbes++
 		t.Sync(h)
