@@ -142,7 +142,12 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 	}
 	capacity = max(capacity, 1)
 	t.release()
-	nb := 1 << bits.Len(uint(2*capacity-1)) // ≥ 2 nodes per entry: chains stay ~1 long
+	// Twice as many buckets as nodes (each flow has two): a chain
+	// holds half a node on average when the table is full, so a new
+	// flow's lookup miss, the victim's unlink and SNAT's check that a
+	// reply tuple is free each walk past fewer other flows' entries, a
+	// cold line each.
+	nb := 1 << bits.Len(uint(4*capacity-1))
 	if p, m := allocRaw((capacity + 1) * int(unsafe.Sizeof(Conn{}))); p != nil {
 		t.conns, t.mem[0] = unsafe.Slice((*Conn)(p), capacity+1), m
 	} else {
