@@ -309,8 +309,8 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 // another flow owns: the lookup ends there).
 //
 // It also brings in the second node of each chain: a lookup for a tuple
-// that is free walks the whole chain, and with about one node per bucket
-// (a full table) a chain's second node is there for a quarter of the keys.
+// that is free walks the whole chain, and in a full table (half a node
+// per bucket) a chain's second node is there for 9% of the keys.
 func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
 	t.warm(keys, hs, 1)
 	if len(t.buckets) == 0 {
@@ -385,11 +385,12 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	pf := t.pf[:0]
 	// First the second node of each chain whose first node (Warm
 	// prefetched it) does not hold the key: the lookup below walks on
-	// to it, and with about one node per bucket (a full table) a
-	// quarter of the chains have one, a cold line each. Below half a
-	// node per bucket (9% of the chains have a second node) the pass
-	// costs more than it saves: an established packet paid ≈ 5 ns for it
-	// at a quarter (BenchmarkCPSEstablished).
+	// to it, a cold line each; with one node per bucket a quarter of
+	// the chains have one. Below half a node per bucket (9% of the
+	// chains have a second node; a full table has that many since
+	// there are two buckets a node) the pass costs more than it saves:
+	// an established packet paid ≈ 5 ns for it at a quarter
+	// (BenchmarkCPSEstablished).
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	deep := len(keys)
 	if t.live*4 < len(t.buckets) {
