@@ -66,7 +66,7 @@ func init() {
 				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 192 with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each and 16–32 of hash index, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
@@ -115,7 +115,7 @@ func init() {
 				"or CLOSE although assured (as Linux's early drop), in the order they became evictable; else an expired " +
 				"assured one; and otherwise it refuses the new flow. IPv6 flows (TCP, UDP, ICMPv6 " +
 				"echo, other protocols by address pair; ICMPv6 errors as related, their quote walked like the packet) are " +
-				"tracked the same way in a table of their own (without the early drop of closing connections), which NAT and FastTrack do not use: a packet's ct state is all " +
+				"tracked the same way in a table of their own (closing TCP connections evictable too), which NAT and FastTrack do not use: a packet's ct state is all " +
 				"the rest of the graph sees of an IPv6 flow. Idle flows are " +
 				"removed when a packet finds them expired and by an incremental sweep every tick. With FastTrack on the " +
 				"worker, the table also keeps FastTrack's flow cache (one line per fast-tracked direction); the tracker, " +

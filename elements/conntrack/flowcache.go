@@ -26,9 +26,10 @@ import (
 // unchanged flow, and a Conn's counters and expiry are exact whenever
 // anything but the fast path reads them (Sync folds on demand).
 //
-// The cache has as many slots as the flow table has buckets (≥ 2 per
-// flow), and each direction may sit in either of two slots chosen by two
-// independent halves of a hash of its RawKey: slot A from the lower half,
+// The cache has a slot per node of the flow table (2 per flow, rounded
+// up to a power of two: half its buckets), and each direction may sit in
+// either of two slots chosen by two independent halves of a hash of its
+// RawKey: slot A from the lower half,
 // slot B from the upper. WarmCache prefetches A for a whole
 // chunk, then B for the keys A does not hold; a hit reads one line.
 // Inserting moves an occupant to its other slot when both are taken (one
@@ -378,7 +379,7 @@ func (t *Table) EnableCache() {
 func (t *Table) CacheEnabled() bool { return t.fc.e != nil }
 
 func (t *Table) allocCache() {
-	n := len(t.buckets) // a power of two ≥ 2
+	n := max(len(t.buckets)/2, 2) // a power of two ≥ 2: one slot a node
 	if p, m := allocRaw(n * int(unsafe.Sizeof(CacheEntry{}))); p != nil {
 		t.fc.e, t.fc.mem = unsafe.Slice((*CacheEntry)(p), n), m
 		runtime.AddCleanup(t, func(m *mapping) { m.free() }, m)

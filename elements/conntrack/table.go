@@ -144,7 +144,12 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 	}
 	capacity = max(capacity, 1)
 	t.release()
-	nb := 1 << bits.Len(uint(2*capacity-1)) // ≥ 2 nodes per entry: chains stay ~1 long
+	// Twice as many buckets as nodes (each flow has two): a chain
+	// holds half a node on average when the table is full, so a new
+	// flow's lookup miss, the victim's unlink and SNAT's check that a
+	// reply tuple is free each walk past fewer other flows' entries, a
+	// cold line each.
+	nb := 1 << bits.Len(uint(4*capacity-1))
 	if p, m := allocRaw((capacity + 1) * int(unsafe.Sizeof(Conn{}))); p != nil {
 		t.conns, t.mem[0] = unsafe.Slice((*Conn)(p), capacity+1), m
 	} else {
@@ -213,6 +218,15 @@ func (t *Table) Conn(i uint32) *Conn { return &t.conns[i] }
 func (t *Table) hash(k *Tuple) uint32 {
 	a := uint64(k.Src)<<32 | uint64(k.Dst)
 	b := uint64(k.Sport)<<24 | uint64(k.Dport)<<8 | uint64(k.Proto)
+	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
+	return uint32(h^l) & t.mask
+}
+
+// hashInverse is hash(k.Inverse()), without building the tuple (warmNew
+// computes it for every new flow).
+func (t *Table) hashInverse(k *Tuple) uint32 {
+	a := uint64(k.Dst)<<32 | uint64(k.Src)
+	b := uint64(k.Dport)<<24 | uint64(k.Sport)<<8 | uint64(k.Proto)
 	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
 	return uint32(h^l) & t.mask
 }
@@ -297,8 +311,8 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 // another flow owns: the lookup ends there).
 //
 // It also brings in the second node of each chain: a lookup for a tuple
-// that is free walks the whole chain, and with about one node per bucket
-// (a full table) a chain's second node is there for a quarter of the keys.
+// that is free walks the whole chain, and in a full table (half a node
+// per bucket) a chain's second node is there for 9% of the keys.
 func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
 	t.warm(keys, hs, 1)
 	if len(t.buckets) == 0 {
@@ -373,11 +387,12 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	pf := t.pf[:0]
 	// First the second node of each chain whose first node (Warm
 	// prefetched it) does not hold the key: the lookup below walks on
-	// to it, and with about one node per bucket (a full table) a
-	// quarter of the chains have one, a cold line each. Below half a
-	// node per bucket (9% of the chains have a second node) the pass
-	// costs more than it saves: an established packet paid ≈ 5 ns for it
-	// at a quarter (BenchmarkCPSEstablished).
+	// to it, a cold line each; with one node per bucket a quarter of
+	// the chains have one. Below half a node per bucket (9% of the
+	// chains have a second node; a full table has that many since
+	// there are two buckets a node) the pass costs more than it saves:
+	// an established packet paid ≈ 5 ns for it at a quarter
+	// (BenchmarkCPSEstablished).
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	deep := len(keys)
 	if t.live*4 < len(t.buckets) {
@@ -411,12 +426,11 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 			continue
 		}
 		misses++
-		inv := keys[i].Inverse()
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, bb+uintptr(t.hash(&inv))*4)
+		pf = append(pf, bb+uintptr(t.hashInverse(&keys[i]))*4)
 	}
 	if misses > 0 {
 		if t.free != 0 {
@@ -537,8 +551,11 @@ func listOf(c *Conn) int {
 // evict to admit a new flow although it is assured, as Linux's early_drop
 // may (tcp_can_early_drop). Otherwise a table full of closed connections,
 // each waiting out its TIME_WAIT, would refuse every new flow.
-func tcpClosing(c *Conn) bool {
-	return c.T[0].Proto == packet.ProtoTCP && c.State-TCPFinWait <= TCPClose-TCPFinWait
+func tcpClosing(c *Conn) bool { return closingTCP(c.T[0].Proto, c.State) }
+
+// closingTCP is tcpClosing of a flow's protocol and state (both tables').
+func closingTCP(proto, state uint8) bool {
+	return proto == packet.ProtoTCP && state-TCPFinWait <= TCPClose-TCPFinWait
 }
 
 // setTCPState sets flow idx's TCP state and moves it to the eviction list

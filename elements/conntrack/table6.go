@@ -149,14 +149,41 @@ func (t *Table6) listPush(l *list, idx uint32) {
 	l.tail = idx
 }
 
+// list6Of is the eviction list flow c is on, as listOf: 0 (evictable)
+// unless it is assured and not a closing TCP connection.
+func list6Of(c *Conn6) int {
+	if c.Flags&FlagAssured != 0 && !closingTCP(c.T[0].Proto, c.State) {
+		return 1
+	}
+	return 0
+}
+
+// setState sets flow idx's TCP state and moves it to the list the new
+// state puts it on, as Table.setTCPState: an assured connection that
+// starts closing joins the tail of the evictable list.
+func (t *Table6) setState(idx uint32, s uint8) {
+	c := &t.conns[idx]
+	was := list6Of(c)
+	c.State = s
+	if l := list6Of(c); l != was {
+		t.listRemove(&t.lists[was], idx)
+		t.listPush(&t.lists[l], idx)
+	}
+}
+
 // create makes a flow for k (reply tuple its inverse): from the free list,
-// else by evicting the oldest unassured flow, else an expired assured one.
+// else by evicting the oldest evictable flow (unassured, or a closing TCP
+// connection, as the IPv4 table), else an expired assured one.
 func (t *Table6) create(k *Tuple6, now int64) (uint32, bool) {
 	if t.free == 0 {
 		switch {
 		case t.lists[0].head != 0:
+			if h := t.lists[0].head; t.conns[h].Expires <= now {
+				t.Expired++
+			} else {
+				t.Evicted++
+			}
 			t.delete(t.lists[0].head)
-			t.Evicted++
 		case t.lists[1].head != 0 && t.conns[t.lists[1].head].Expires <= now:
 			t.delete(t.lists[1].head)
 			t.Expired++
@@ -193,11 +220,7 @@ func (t *Table6) delete(idx uint32) {
 			p = &t.conns[*p>>1].next[*p&1]
 		}
 	}
-	l := &t.lists[0]
-	if c.Flags&FlagAssured != 0 {
-		l = &t.lists[1]
-	}
-	t.listRemove(l, idx)
+	t.listRemove(&t.lists[list6Of(c)], idx)
 	*c = Conn6{nxt: t.free}
 	t.free = idx
 	t.live--
@@ -205,9 +228,11 @@ func (t *Table6) delete(idx uint32) {
 
 func (t *Table6) setAssured(idx uint32) {
 	c := &t.conns[idx]
-	t.listRemove(&t.lists[0], idx)
 	c.Flags |= FlagAssured
-	t.listPush(&t.lists[1], idx)
+	if list6Of(c) == 1 {
+		t.listRemove(&t.lists[0], idx)
+		t.listPush(&t.lists[1], idx)
+	}
 }
 
 // Collect removes expired flows among the next 64 entries.
@@ -338,7 +363,7 @@ func (t *Table6) Track(p *packet.Packet, now int64) int {
 			return resTCPState
 		case tcpIG:
 		default:
-			c.State = ns
+			t.setState(idx, ns)
 		}
 	}
 	if dir == 1 {
