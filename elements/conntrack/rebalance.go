@@ -246,19 +246,9 @@ func (rb *rebalancer) decide4(src *Table, w int, i uint32, from, to int, res *el
 func (t *Table) moveTo(dst *Table, idx uint32, now int64) bool {
 	t.Sync(idx) // the flow cache's hits
 	c := t.conns[idx]
-	j, ok := dst.Create(&c.T[0], now)
+	j, ok := dst.recreate(&c, now)
 	if !ok {
 		return false
-	}
-	dst.Created-- // moved, not new
-	nc := &dst.conns[j]
-	if c.T[1] != c.T[0].Inverse() {
-		dst.SetReply(j, &c.T[1])
-	}
-	nc.Expires, nc.Packets, nc.Bytes, nc.State, nc.Dev = c.Expires, c.Packets, c.Bytes, c.State, c.Dev
-	nc.Flags = c.Flags&^(flagCached|FlagAssured) | flagLive
-	if c.Flags&FlagAssured != 0 {
-		dst.SetAssured(j)
 	}
 	if dst.tw.w != nil {
 		if t.tw.w != nil {

@@ -95,19 +95,8 @@ func (t *Table) Resize(capacity int) (dropped int) {
 			dropped++
 			continue
 		}
-		idx, ok := t.Create(&k.T[0], now)
-		if !ok {
+		if _, ok := t.recreate(k, now); !ok {
 			dropped++
-			continue
-		}
-		c := &t.conns[idx]
-		if k.T[1] != k.T[0].Inverse() {
-			t.SetReply(idx, &k.T[1])
-		}
-		c.Expires, c.Packets, c.Bytes, c.State, c.Dev = k.Expires, k.Packets, k.Bytes, k.State, k.Dev
-		c.Flags = k.Flags&^(flagCached|FlagAssured) | flagLive
-		if k.Flags&FlagAssured != 0 {
-			t.SetAssured(idx)
 		}
 	}
 	t.Created = created // moved, not new
@@ -124,4 +113,27 @@ func (t *Table) ForEach(f func(idx uint32, c *Conn)) {
 			f(uint32(i), c)
 		}
 	}
+}
+
+// recreate inserts a copy of c, a flow taken from this table before it was
+// resized or from another worker's table, as a live flow: its tuples,
+// state, counters and expiry. The flow cache and the assured count are this
+// table's own, so they are redone rather than copied. The flow is not
+// counted as created: it was moved, not opened.
+func (t *Table) recreate(c *Conn, now int64) (uint32, bool) {
+	idx, ok := t.Create(&c.T[0], now)
+	if !ok {
+		return 0, false
+	}
+	t.Created--
+	nc := &t.conns[idx]
+	if c.T[1] != c.T[0].Inverse() {
+		t.SetReply(idx, &c.T[1])
+	}
+	nc.Expires, nc.Packets, nc.Bytes, nc.State, nc.Dev = c.Expires, c.Packets, c.Bytes, c.State, c.Dev
+	nc.Flags = c.Flags&^(flagCached|FlagAssured) | flagLive
+	if c.Flags&FlagAssured != 0 {
+		t.SetAssured(idx)
+	}
+	return idx, true
 }
