@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -114,6 +115,11 @@ on every exit; one left by a crashed run is replaced at the next start.
 
 Stats: rx_packets, rx_bytes, tx_packets and tx_bytes (completed by the
 kernel), tx_dropped (TX ring full), tx_dropped_nobuf (no free TX frame),
+tx_dropped_too_long (frames longer than the interface's MTU, as read at
+open, plus the Ethernet header and one VLAN tag if present: the graph's
+CheckMTU should have turned them into packet too big or fragmentation
+needed; a veth would drop them in its peer's receive check, seen only
+as link_tx_dropped, without a cause),
 tx_errors (failed kicks), rx_pool_empty (every RX frame held by the graph,
 the fill ring could not be refilled), rx_invalid (bad descriptors), and the
 sockets' kernel counters (XDP_STATISTICS): rx_ring_full (frames the XDP
@@ -197,6 +203,11 @@ type Device struct {
 	linkFD   int               // BPF link holding the program, or -1
 	xdpFlags uint32            // netlink attach flags, when linkFD < 0
 	attached bool
+
+	// maxFrame is drivers.MaxFrame(mtu): longer frames are not sent but
+	// counted in txTooLong (tx_dropped_too_long).
+	maxFrame  int
+	txTooLong atomic.Uint64
 	// Mode is what Open settled on: "native" or "generic", and whether the
 	// sockets are zero-copy.
 	Mode     string
@@ -258,6 +269,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	}
 	d.ifindex = link.Index
 	d.mtu = link.MTU
+	d.maxFrame = drivers.MaxFrame(link.MTU)
 	if lnl, err := nlink.Open(); err == nil {
 		d.link = linkstats.Open(lnl, d.ifindex)
 	}
@@ -519,6 +531,9 @@ func (d *Device) Transmit(w int, b *packet.Batch) {
 		b.FreeAll()
 		return
 	}
+	if n := drivers.DropTooLong(b, d.maxFrame); n != 0 {
+		d.txTooLong.Add(uint64(n))
+	}
 	d.txq[w].transmit(b)
 }
 
@@ -613,6 +628,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_fill_empty", Value: s[11]},
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
+		{Name: drivers.CounterTxTooLong, Value: d.txTooLong.Load()},
 	}
 	cs = d.link.Append(cs)
 	if d.fp != nil {
