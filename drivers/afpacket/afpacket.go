@@ -189,7 +189,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if mac == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
 		copy(mac[:], ifi.HardwareAddr)
 	}
-	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses, MTU: ifi.MTU}
 
 	nq := c.Queues
 	if nq == 0 {

@@ -289,7 +289,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if mac == (packet.MAC{}) && len(link.MAC) == 6 {
 		copy(mac[:], link.MAC)
 	}
-	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses, MTU: link.MTU}
 
 	d.rss = rss.Setup(c.Interface, c.RSS == "symmetric", func(f string, a ...any) { log.Printf("afxdp: "+f, a...) })
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // withWANMTU is a copy of a contract config whose wan-side CheckMTU and
@@ -161,4 +162,78 @@ func TestRouterOwnPacketTooBig(t *testing.T) {
 		t.Errorf("wan: %d frames longer than the link reached the driver", n)
 	}
 	tp.stop(t, p)
+}
+
+// TestNATGatewayOwnPacketTooBig: the NAT gateway's WAN link has a
+// 1400-byte MTU (both ends), the rest of the path 1500. The inside host's
+// TCP to a host beyond the outside one, over IPv6 (routed, simple
+// security) and IPv4 (masqueraded, DF), completes through the gateway's
+// own packet too big and fragmentation needed, although both flows are
+// fast-tracked after their handshake: FastTrack hands the batches with a
+// packet longer than the link to the slow path, whose CheckMTU answers.
+//
+//	in ── lan0 [fwd] wan0 ══ (mtu 1400) ══ eth0 out eth1 ── eth0 far
+//	                                       (2001:db8:16::2, 198.51.100.2)
+func TestNATGatewayOwnPacketTooBig(t *testing.T) {
+	tp := newNATTopo(t)
+	noKernelIPv6(tp.fwd)
+	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
+	addr6(t, tp.ot, "2001:db8:2::2/64", "")
+	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
+	tp.fwd.MustRun("ip", "link", "set", "dev", "wan0", "mtu", "1400")
+	tp.ot.MustRun("ip", "link", "set", "dev", "eth0", "mtu", "1400")
+	far := tp.env.NS("far")
+	tp.env.Veth(tp.ot, "eth1", far, "eth0", 1)
+	tp.ot.MustRun("ethtool", "-K", "eth1", "tx", "off")
+	far.MustRun("ethtool", "-K", "eth0", "tx", "off")
+	tp.ot.MustRun("ip", "-6", "addr", "add", "2001:db8:16::1/64", "dev", "eth1", "nodad")
+	far.MustRun("ip", "-6", "addr", "add", "2001:db8:16::2/64", "dev", "eth0", "nodad")
+	far.MustRun("ip", "-6", "route", "add", "default", "via", "2001:db8:16::1")
+	tp.ot.Addr("eth1", "198.51.100.1/24")
+	far.Addr("eth0", "198.51.100.2/24")
+	far.Route("default", "via", "198.51.100.1")
+	tp.ot.Sysctl("net.ipv6.conf.all.forwarding", "1")
+	tp.ot.Sysctl("net.ipv4.ip_forward", "1")
+
+	tp.config = withWANMTU(t, tp.config, "1400", []string{
+		`wmtu :: CheckMTU(1500)`,
+		`ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1500)`,
+		`wmtu4 :: CheckMTU(1500)`,
+		`ICMPError(192.168.1.1, unreachable, needfrag, 64, 1500)`,
+	})
+	p := tp.start(t)
+	ping6OK(t, tp.in, "2001:db8:16::2")
+	pingOK(t, tp.in, "198.51.100.2")
+	snap := func() *pipeline.Snapshot { return (&topo{fwd: tp.fwd}).snapshot(t) }
+
+	t.Run("ipv6 tcp", func(t *testing.T) {
+		iperfBytes(t, tp.in, far, "-6", "2001:db8:16::2", "4M")
+		if out := tp.in.MustRun("ip", "-6", "route", "get", "2001:db8:16::2"); !strings.Contains(out, "mtu 1400") {
+			t.Errorf("the inside host learnt no path MTU for far: %s", out)
+		}
+	})
+	t.Run("ipv4 tcp", func(t *testing.T) {
+		iperfBytes(t, tp.in, far, "-4", "198.51.100.2", "4M")
+		if out := tp.in.MustRun("ip", "route", "get", "198.51.100.2"); !strings.Contains(out, "mtu 1400") {
+			t.Errorf("the inside host learnt no path MTU for far over IPv4: %s", out)
+		}
+	})
+	t.Run("ipv4 ping", func(t *testing.T) {
+		tp.in.MustRun("ip", "route", "flush", "cache")
+		out, _ := tp.in.Run("ping", "-c1", "-W2", "-M", "do", "-s", "1472", "198.51.100.2")
+		if !strings.Contains(out, "From 192.168.1.1") || !strings.Contains(out, "mtu = 1400") {
+			t.Errorf("a 1500-byte ping with DF: no fragmentation needed (mtu 1400) from 192.168.1.1:\n%s", out)
+		}
+	})
+	s := snap()
+	if n := counter(s, "FastTrack", "slow: longer than the mtu"); n == 0 {
+		t.Errorf("FastTrack sent no long packet of a fast-tracked flow to the slow path")
+	}
+	if n := counter(s, "FastTrack", "fasttracked packets"); n < 1000 {
+		t.Errorf("FastTrack forwarded only %d packets: the transfers were not fast-tracked", n)
+	}
+	if n := deviceCounter(s, "wan", drivers.CounterTxTooLong); n != 0 {
+		t.Errorf("wan: %d frames longer than the link reached the driver", n)
+	}
+	(&topo{fwd: tp.fwd}).stop(t, p)
 }
