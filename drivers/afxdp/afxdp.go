@@ -70,8 +70,11 @@ Keys (besides driver, addresses, mac):
   fastpath  = false   load Junction's fast-path XDP program instead of the
                       plain one: plain IPv4 packets (no options, TTL > 1,
                       valid checksum, addressed to this MAC, not to the
-                      router, not martian) whose route and next hop are
-                      known are forwarded in the kernel (TTL decremented,
+                      router, not martian, within the output's MTU as
+                      read at open: longer ones take the graph, whose
+                      CheckMTU sends fragmentation needed) whose route
+                      and next hop are known are forwarded in the kernel
+                      (TTL decremented,
                       Ethernet rewritten, redirected to the output
                       interface) and never reach the graph, and so are
                       IPv6 TCP and UDP packets (no extension headers, hop
