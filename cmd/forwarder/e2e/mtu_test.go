@@ -83,12 +83,24 @@ func iperfBytes(t *testing.T, cli, srv *netns.NS, family, addr, n string) float6
 // over IPv6 and IPv4 (DF, as Linux sends TCP) through: the senders learn
 // the path MTU. Nothing longer than the link reaches the driver
 // (tx_dropped_too_long stays 0), and an IPv4 packet without DF that does
-// not fit is a counted drop.
+// not fit is a counted drop. Twice: with the hosts' GRO off (the graph
+// forwards everything) and on (the in-kernel fast path forwards what fits
+// and hands the longer datagrams to the graph).
 //
 //	cli ── lan0 [fwd] wan0 ══ (mtu 1400) ══ eth0 srv eth1 ── eth0 far
 //	                                       (2001:db8:16::2, 10.16.0.2)
 func TestRouterOwnPacketTooBig(t *testing.T) {
+	t.Run("graph", func(t *testing.T) { routerOwnPacketTooBig(t, false) })
+	t.Run("fast path", func(t *testing.T) { routerOwnPacketTooBig(t, true) })
+}
+
+func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	tp := newTopo(t, 1)
+	if fast {
+		for _, ns := range []*netns.NS{tp.cli, tp.srv} {
+			ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
+		}
+	}
 	noKernelIPv6(tp.fwd)
 	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 	addr6(t, tp.srv, "2001:db8:2::2/64", "2001:db8:2::1")
@@ -160,6 +172,18 @@ func TestRouterOwnPacketTooBig(t *testing.T) {
 	}
 	if n := deviceCounter(s, "wan", drivers.CounterTxTooLong); n != 0 {
 		t.Errorf("wan: %d frames longer than the link reached the driver", n)
+	}
+	// No output refused a frame the kernel redirected to it (the fast
+	// path sent nothing longer than the link).
+	for _, dev := range []string{"lan", "wan"} {
+		if n := deviceCounter(s, dev, "fastpath_redirect_errors"); n != 0 {
+			t.Errorf("%s: %d redirected frames refused", dev, n)
+		}
+	}
+	if n := deviceCounter(s, "lan", drivers.CounterFastPathForwarded); fast && n == 0 {
+		t.Errorf("the in-kernel fast path forwarded nothing from lan")
+	} else {
+		t.Logf("the in-kernel fast path forwarded %d packets from lan", n)
 	}
 	tp.stop(t, p)
 }
