@@ -195,11 +195,23 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 // own packet too big and fragmentation needed, although both flows are
 // fast-tracked after their handshake: FastTrack hands the batches with a
 // packet longer than the link to the slow path, whose CheckMTU answers.
+// Twice: the graph alone (hosts' GRO off) and with the flows offloaded to
+// the in-kernel fast path (GRO on), which hands longer datagrams back.
 //
 //	in ── lan0 [fwd] wan0 ══ (mtu 1400) ══ eth0 out eth1 ── eth0 far
 //	                                       (2001:db8:16::2, 198.51.100.2)
 func TestNATGatewayOwnPacketTooBig(t *testing.T) {
+	t.Run("graph", func(t *testing.T) { natOwnPacketTooBig(t, false) })
+	t.Run("fast path", func(t *testing.T) { natOwnPacketTooBig(t, true) })
+}
+
+func natOwnPacketTooBig(t *testing.T, fast bool) {
 	tp := newNATTopo(t)
+	if fast {
+		for _, ns := range []*netns.NS{tp.in, tp.ot} {
+			ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
+		}
+	}
 	noKernelIPv6(tp.fwd)
 	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
 	addr6(t, tp.ot, "2001:db8:2::2/64", "")
@@ -255,6 +267,16 @@ func TestNATGatewayOwnPacketTooBig(t *testing.T) {
 	}
 	if n := counter(s, "FastTrack", "fasttracked packets"); n < 1000 {
 		t.Errorf("FastTrack forwarded only %d packets: the transfers were not fast-tracked", n)
+	}
+	for _, dev := range []string{"lan", "wan"} {
+		if n := deviceCounter(s, dev, "fastpath_redirect_errors"); n != 0 {
+			t.Errorf("%s: %d redirected frames refused", dev, n)
+		}
+	}
+	if n := deviceCounter(s, "lan", drivers.CounterFastPathForwarded); fast && n == 0 {
+		t.Errorf("the in-kernel fast path forwarded nothing from lan")
+	} else {
+		t.Logf("the in-kernel fast path forwarded %d packets from lan", n)
 	}
 	if n := deviceCounter(s, "wan", drivers.CounterTxTooLong); n != 0 {
 		t.Errorf("wan: %d frames longer than the link reached the driver", n)
