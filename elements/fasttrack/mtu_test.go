@@ -1,13 +1,17 @@
 package fasttrack_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
+	"github.com/junction-dataplane/junction/elements/nat"
+	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -78,5 +82,48 @@ func TestLongerThanMTU(t *testing.T) {
 	push(fits, fits)
 	if len(fastOut.Pkts)-fast != 2 {
 		t.Errorf("after: fast %d, want 2", len(fastOut.Pkts)-fast)
+	}
+}
+
+// BenchmarkFastTrackMTU is BenchmarkFastTrack's 640-flow case with and
+// without devices that report an MTU: what the length check costs a hit
+// (one compare per packet; no packet is longer here).
+func BenchmarkFastTrackMTU(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		devs elements.DeviceSet
+	}{{"mtu=none", nil}, {"mtu=1500", mtuDevs{"lan": mtuDev{mtu: 1500}, "wan": mtuDev{mtu: 1500}}}} {
+		b.Run(c.name, func(b *testing.B) {
+			const flows = 640
+			pool := packet.NewPool(1024)
+			learn, _, _ := build(b, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, &elementtest.Sink{})
+			ttl, _, _ := build(b, pool, "DecTTL", nil, learn)
+			dn, _, _ := build(b, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
+			ctk, _, _ := build(b, pool, "Conntrack", &conntrack.Config{Capacity: flows * 2}, dn)
+			ft, fst, _ := buildWith(b, pool, c.devs, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, &elementtest.Sink{})
+			warm, size := flowFrames(flows, flows)
+			batch := packet.NewBatch(64)
+			for range 3 {
+				for off := 0; off+64 <= flows; off += 64 {
+					pushArena(ft, pool, batch, warm, size, off)
+				}
+			}
+			arena, size := flowFrames(flows, 65536)
+			h0 := counter(fst, "hits")
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := cputime.Thread()
+			pkts, off := 0, 0
+			for b.Loop() {
+				off = pushArena(ft, pool, batch, arena, size, off)
+				pkts += 64
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+			if hits := counter(fst, "hits") - h0; hits < uint64(pkts)*99/100 {
+				b.Errorf("%d hits of %d packets", hits, pkts)
+			}
+		})
 	}
 }
