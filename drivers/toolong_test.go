@@ -1,64 +1,34 @@
 package drivers
 
 import (
+	"math"
 	"testing"
-
-	"github.com/junction-dataplane/junction/packet"
 )
 
-func TestDropTooLong(t *testing.T) {
-	pool := packet.NewPool(16)
-	frame := func(n int, tag bool) *packet.Packet {
+func TestTooLong(t *testing.T) {
+	max := MaxFrame(1000)
+	if max != 1014 || MaxFrame(0) != math.MaxInt {
+		t.Fatalf("MaxFrame(1000) = %d, MaxFrame(0) = %d", max, MaxFrame(0))
+	}
+	frame := func(n int, tag bool) []byte {
 		f := make([]byte, n)
 		f[12], f[13] = 0x08, 0x00
 		if tag {
 			f[12], f[13] = 0x81, 0x00
 		}
-		p := pool.Get()
-		p.SetFrame(f)
-		return p
+		return f
 	}
-	max := MaxFrame(1000)
-	if max != 1014 || MaxFrame(0) != 0 {
-		t.Fatalf("MaxFrame(1000) = %d, MaxFrame(0) = %d", max, MaxFrame(0))
-	}
-	b := packet.NewBatch(8)
-	for _, f := range []struct {
-		n   int
-		tag bool
-	}{{1014, false}, {1015, false}, {1018, true}, {1019, true}, {1018, false}, {60, false}} {
-		b.Add(frame(f.n, f.tag))
-	}
-	if n := DropTooLong(b, max); n != 3 {
-		t.Errorf("dropped %d, want 3 (1015 and 1018 untagged, 1019 tagged)", n)
-	}
-	var lens []int
-	for _, p := range b.Pkts {
-		lens = append(lens, len(p.Data))
-	}
-	if len(lens) != 3 || lens[0] != 1014 || lens[1] != 1018 || lens[2] != 60 {
-		t.Errorf("kept %v, want [1014 1018 60] in order", lens)
-	}
-	b.FreeAll()
-	if pool.Outstanding() != 0 {
-		t.Errorf("%d packets not freed", pool.Outstanding())
-	}
-	// No limit, and nothing long: the batch is untouched.
-	b.Add(frame(9000, false))
-	if DropTooLong(b, 0) != 0 || b.Len() != 1 {
-		t.Errorf("limit 0 dropped something")
-	}
-	b.FreeAll()
-	short, long := make([]byte, 1014), make([]byte, 2000)
-	if a := testing.AllocsPerRun(100, func() {
-		for _, f := range [][]byte{short, long} {
-			p := pool.Get()
-			p.SetFrame(f)
-			b.Add(p)
+	for _, c := range []struct {
+		n    int
+		tag  bool
+		want bool
+	}{{60, false, false}, {1014, false, false}, {1015, false, true}, {1018, false, true},
+		{1018, true, false}, {1019, true, true}, {9000, true, true}} {
+		if got := TooLong(frame(c.n, c.tag), max); got != c.want {
+			t.Errorf("TooLong(%d bytes, tagged %v) = %v, want %v", c.n, c.tag, got, c.want)
 		}
-		DropTooLong(b, max)
-		b.FreeAll()
-	}); a != 0 {
-		t.Errorf("%v allocations", a)
+	}
+	if TooLong(make([]byte, 9000), MaxFrame(0)) {
+		t.Errorf("no MTU known: a frame refused")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"net"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -51,8 +50,9 @@ overrides it); its addresses are the addresses key.
 Stats: rx_packets, rx_bytes, tx_packets, tx_bytes, tx_dropped (the kernel
 would not take them), tx_errors (send errors), tx_dropped_too_long (frames
 longer than the interface's MTU, as read at open, plus the Ethernet header
-and one VLAN tag if present: the graph's CheckMTU should have turned them
-into packet too big or fragmentation needed), rx_pool_empty (no free
+and one VLAN tag if present, and those the kernel refused as such: the
+graph's CheckMTU should have turned them into packet too big or
+fragmentation needed), rx_pool_empty (no free
 packet: the frame is left in the ring for the next poll), rx_truncated,
 rx_own_skipped (the device's own transmissions seen by the fanout group,
 ignored), rx_kernel_dropped (the sockets' PACKET_STATISTICS tp_drops:
@@ -131,11 +131,6 @@ type Device struct {
 	tx      []*txSocket
 	link    *linkstats.Reader // the interface's own drop counters
 
-	// maxFrame is drivers.MaxFrame of the interface's MTU at open: longer
-	// frames are not sent but counted in txTooLong (tx_dropped_too_long).
-	maxFrame  int
-	txTooLong atomic.Uint64
-
 	mu     sync.Mutex // Close against Stats
 	closed bool
 }
@@ -181,7 +176,6 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		return nil, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
 	}
 	d.ifindex = ifi.Index
-	d.maxFrame = drivers.MaxFrame(ifi.MTU)
 	if nl, err := nlink.Open(); err == nil {
 		d.link = linkstats.Open(nl, d.ifindex)
 	}
@@ -213,6 +207,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		if err != nil {
 			return nil, conf.Errorf("interface", "%s: TX socket: %v", c.Interface, err)
 		}
+		t.maxFrame = drivers.MaxFrame(ifi.MTU)
 		d.tx = append(d.tx, t)
 	}
 	return d, nil
@@ -243,9 +238,6 @@ func (d *Device) Transmit(w int, b *packet.Batch) {
 		}
 		b.FreeAll()
 		return
-	}
-	if n := drivers.DropTooLong(b, d.maxFrame); n != 0 {
-		d.txTooLong.Add(uint64(n))
 	}
 	d.tx[w].transmit(b)
 }
@@ -284,7 +276,7 @@ func (d *Device) Close() error {
 func (d *Device) Stats() []drivers.Counter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE uint64
+	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE, txL uint64
 	for _, r := range d.rx {
 		rxP += r.pkts.Load()
 		rxB += r.bytes.Load()
@@ -301,6 +293,7 @@ func (d *Device) Stats() []drivers.Counter {
 		txB += t.bytes.Load()
 		txD += t.dropped.Load()
 		txE += t.errors.Load()
+		txL += t.tooLong.Load()
 	}
 	cs := []drivers.Counter{
 		{Name: "rx_packets", Value: rxP},
@@ -313,7 +306,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_truncated", Value: trunc},
 		{Name: "rx_own_skipped", Value: own},
 		{Name: "rx_kernel_dropped", Value: kdrop},
-		{Name: drivers.CounterTxTooLong, Value: d.txTooLong.Load()},
+		{Name: drivers.CounterTxTooLong, Value: txL},
 	}
 	return d.link.Append(cs)
 }

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -206,11 +205,6 @@ type Device struct {
 	linkFD   int               // BPF link holding the program, or -1
 	xdpFlags uint32            // netlink attach flags, when linkFD < 0
 	attached bool
-
-	// maxFrame is drivers.MaxFrame(mtu): longer frames are not sent but
-	// counted in txTooLong (tx_dropped_too_long).
-	maxFrame  int
-	txTooLong atomic.Uint64
 	// Mode is what Open settled on: "native" or "generic", and whether the
 	// sockets are zero-copy.
 	Mode     string
@@ -272,7 +266,6 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	}
 	d.ifindex = link.Index
 	d.mtu = link.MTU
-	d.maxFrame = drivers.MaxFrame(link.MTU)
 	if lnl, err := nlink.Open(); err == nil {
 		d.link = linkstats.Open(lnl, d.ifindex)
 	}
@@ -455,6 +448,7 @@ func (d *Device) openQueues(c *Config, nq, workers int) error {
 			xsk.Close()
 			return conf.Errorf("interface", "%s: queue %d: %v", d.ifname, q, err)
 		}
+		qu.maxFrame = drivers.MaxFrame(d.mtu)
 		d.queues = append(d.queues, qu)
 		if err := d.prog.Register(q, xsk.FD()); err != nil {
 			return conf.Errorf("interface", "%s: registering queue %d: %v", d.ifname, q, err)
@@ -534,9 +528,6 @@ func (d *Device) Transmit(w int, b *packet.Batch) {
 		b.FreeAll()
 		return
 	}
-	if n := drivers.DropTooLong(b, d.maxFrame); n != 0 {
-		d.txTooLong.Add(uint64(n))
-	}
 	d.txq[w].transmit(b)
 }
 
@@ -605,6 +596,7 @@ func (d *Device) Stats() []drivers.Counter {
 		s[6] += q.txErrors.Load()
 		s[7] += q.poolEmpty.Load()
 		s[8] += q.rxInvalid.Load()
+		s[14] += q.txTooLong.Load()
 		k := q.kernelStats() // the last reading once closed
 		s[9] += k.Rx_dropped
 		s[10] += k.Rx_ring_full
@@ -631,7 +623,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_fill_empty", Value: s[11]},
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
-		{Name: drivers.CounterTxTooLong, Value: d.txTooLong.Load()},
+		{Name: drivers.CounterTxTooLong, Value: s[14]},
 	}
 	cs = d.link.Append(cs)
 	if d.fp != nil {
