@@ -283,3 +283,57 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	}
 	(&topo{fwd: tp.fwd}).stop(t, p)
 }
+
+// TestNATGatewayInboundFragNeeded: the NAT gateway's LAN link has a
+// 1400-byte MTU (its end; the inside host's stays 1500, so its MSS does
+// not spare the sender the discovery). An outside host's TCP to the
+// forwarded port (203.0.113.1:8080 -> 192.168.1.10:80) completes through
+// the gateway's own fragmentation needed, which quotes the packet as the
+// outside host sent it (to the public address) so that its stack finds
+// the connection and learns the path MTU.
+func TestNATGatewayInboundFragNeeded(t *testing.T) {
+	netns.RequireTool(t, "iperf3")
+	tp := newNATTopo(t)
+	tp.fwd.MustRun("ip", "link", "set", "dev", "lan0", "mtu", "1400")
+	tp.config = withWANMTU(t, tp.config, "1400", []string{
+		`lmtu4 :: CheckMTU(1500)`,
+		`ICMPError(203.0.113.1, unreachable, needfrag, 64, 1500)`,
+	})
+	p := tp.start(t)
+	srv := tp.in.Start("iperf3", "-s", "-p", "80")
+	defer srv.Kill()
+	var out string
+	var err, jerr error
+	var res struct {
+		Error string `json:"error"`
+		End   struct {
+			SumReceived struct {
+				Bytes float64 `json:"bytes"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	for i := 0; i < 20; i++ {
+		out, err = tp.ot.Run("timeout", "30", "iperf3", "-4", "-c", natWANAddr, "-p", "8080", "-J", "--connect-timeout", "2000", "-n", "4M")
+		res.Error = ""
+		jerr = json.Unmarshal([]byte(out), &res)
+		if !strings.Contains(out, "unable to connect") {
+			break
+		}
+		time.Sleep(150 * time.Millisecond) // the server is not listening yet
+	}
+	if jerr != nil || err != nil || res.Error != "" || res.End.SumReceived.Bytes < 1<<20 {
+		t.Fatalf("iperf3 to the forwarded port: %v %v, received %.0f bytes (error %q)\n%.2000s", err, jerr, res.End.SumReceived.Bytes, res.Error, out)
+	}
+	t.Logf("iperf3 -n 4M to %s:8080 (DNAT to the inside host): %.0f bytes received", natWANAddr, res.End.SumReceived.Bytes)
+	if r := tp.ot.MustRun("ip", "route", "get", natWANAddr); !strings.Contains(r, "mtu 1400") {
+		t.Errorf("the outside host learnt no path MTU for the public address: %s", r)
+	}
+	s := (&topo{fwd: tp.fwd}).snapshot(t)
+	if n := counter(s, "CheckMTU", "too big"); n == 0 {
+		t.Errorf("CheckMTU sent nothing to its error output")
+	}
+	if n := deviceCounter(s, "lan", drivers.CounterTxTooLong); n != 0 {
+		t.Errorf("lan: %d frames longer than the link reached the driver", n)
+	}
+	(&topo{fwd: tp.fwd}).stop(t, p)
+}
