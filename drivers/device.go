@@ -56,7 +56,7 @@ type Info struct {
 	FlowAffine bool
 	// MTU is the interface's MTU as read at open (the IP packet, without
 	// the Ethernet header), 0 when the device has none (gen, pcap).
-	// The driver refuses longer frames (DropTooLong); FastTrack sends
+	// The driver refuses longer frames (TooLong); FastTrack sends
 	// packets longer than its devices' smallest MTU to the slow path,
 	// whose CheckMTU answers them.
 	MTU int
