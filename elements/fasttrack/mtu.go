@@ -30,6 +30,9 @@ func maxFrameOf(ctx *elements.Context) int {
 			mtu = m
 		}
 	}
+	if mtu == 0 {
+		return 0 // (drivers.MaxFrame would say math.MaxInt: the check would run for nothing)
+	}
 	return drivers.MaxFrame(mtu)
 }
 
