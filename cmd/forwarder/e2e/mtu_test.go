@@ -129,6 +129,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	})
 	p := tp.start(t, cfg)
 	ping6OK(t, tp.cli, "2001:db8:16::2")
+	tp.cli.Run("ping", "-c1", "-W2", "10.16.0.2") // ARP on every hop first (pingOK wants no loss)
 	pingOK(t, tp.cli, "10.16.0.2")
 
 	t.Run("ipv6 tcp", func(t *testing.T) {
@@ -239,6 +240,8 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	})
 	p := tp.start(t)
 	ping6OK(t, tp.in, "2001:db8:16::2")
+	// One ping first resolves the ARP on every hop (pingOK wants no loss).
+	tp.in.Run("ping", "-c1", "-W2", "198.51.100.2")
 	pingOK(t, tp.in, "198.51.100.2")
 	snap := func() *pipeline.Snapshot { return (&topo{fwd: tp.fwd}).snapshot(t) }
 
