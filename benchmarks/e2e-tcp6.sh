@@ -1,42 +1,60 @@
 #!/usr/bin/env bash
 # End-to-end TCP over IPv6: iperf3 -6 between ordinary hosts through
-# Junction (configs/router-veth.toml as shipped, dual-stack) and through
-# Linux's own IPv6 forwarding on the same veths (root; Linux). The IPv6
-# counterpart of e2e-tcp.sh's router case:
+# Junction and through Linux's own IPv6 forwarding on the same veths
+# (root; Linux). The IPv6 counterpart of e2e-tcp.sh:
 #
-#   cli (eth0 2001:db8:1::2) ── lan0 [fwd] wan0 ── (eth0 2001:db8:2::2) srv
+#   cli (eth0) ── lan0 [fwd] wan0 ── (eth0) srv
 #
-# The hosts' eth0 are plain veths (GRO as created, `ethtool -K eth0 tx off`);
-# lan0 and wan0 have QUEUES (2) queues. Linux first (2001:db8:1::1/64 and
-# 2001:db8:2::1/64 on lan0/wan0, net.ipv6.conf.all.forwarding=1), then
-# `forwarder run` (the kernel's addresses removed and its IPv6 disabled on
-# lan0/wan0, so that only the forwarder answers neighbour discovery). Each
-# case (-P 1 and -P 8, client to server and -R) runs RUNS times as
-# `iperf3 -6 -t DURATION -J`; a run that fails or receives nothing counts
-# as 0. It prints per case the median [min-max] received Mbit/s of Linux
-# and Junction and Junction ÷ Linux (medians).
+# For each config in CONFIGS:
+#   router: configs/router-veth.toml as shipped, dual-stack (cli
+#           2001:db8:1::2 and 10.1.0.2, srv 2001:db8:2::2 and 10.2.0.2);
+#           Linux: net.ipv6.conf.all.forwarding=1 with the config's
+#           addresses on lan0/wan0.
+#   nat:    configs/nat-gateway.toml as shipped (cli 2001:db8:1::10 and
+#           192.168.1.10 inside, srv 2001:db8:2::2 and 203.0.113.2
+#           outside): IPv6 routed with RFC 6092 simple security. Linux:
+#           IPv6 forwarding with the same policy in nftables (table inet,
+#           forward chain policy drop; ct state established,related
+#           accepted, new connections only from lan0; invalid dropped),
+#           so that Linux tracks every flow as Junction does.
+# The hosts' eth0 are plain veths (GRO as created, `ethtool -K eth0 tx
+# off`); lan0 and wan0 have QUEUES (2) queues. Linux first, then `forwarder
+# run` (the kernel's addresses removed and its IPv6 disabled on lan0/wan0,
+# so that only the forwarder answers neighbour discovery). Each case (-P 1
+# and -P 8, client to server and -R) runs RUNS times as `iperf3 -6 -t
+# DURATION -J`; a run that fails or receives nothing counts as 0. With
+# V4=1 (the default) every Junction IPv6 run is followed by the same run
+# over IPv4 through the same forwarder (iperf3 -4; the NAT gateway
+# masquerades it), so that Junction's IPv6 ÷ IPv4 is measured on the same
+# veths, interleaved. It prints per config and case the median [min-max]
+# received Mbit/s of Linux (IPv6), Junction IPv6 and Junction IPv4,
+# Junction ÷ Linux over IPv6 and Junction IPv6 ÷ IPv4 (medians).
 #
 # With GRO=on the hosts' eth0 have GRO on, for Linux and Junction alike:
 # a veth whose peer has GRO on takes XDP-redirected frames, so Junction's
-# in-kernel fast path (router-veth.toml's fastpath = true and offload)
-# forwards the IPv6 TCP itself. Before measuring Junction the script then
-# waits for the router's neighbour discovery to confirm the LAN host (only
-# REACHABLE neighbours go into the fast path; one learnt from a
-# solicitation is STALE until a packet's DELAY and probe confirm it), and
-# prints the forwarder's exit line saying how many packets the fast path
-# forwarded.
+# in-kernel fast path (the configs' fastpath = true, router-veth's route
+# offload, nat-gateway's flow offload) forwards the TCP itself. Before
+# measuring Junction the script then waits for the router's neighbour
+# discovery to confirm the LAN host (only REACHABLE neighbours go into
+# the fast path; one learnt from a solicitation is STALE until a packet's
+# DELAY and probe confirm it), and prints the forwarder's exit line saying
+# how many packets the fast path forwarded.
 #
 # Usage: sudo benchmarks/e2e-tcp6.sh      (from the repository root)
-# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, FORWARDER=path (prebuilt binary),
-# CONFIG=configs/router-veth.toml (e.g. a copy without the fastpath and
-# offload lines, to measure the graph alone with GRO on).
+# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, CONFIGS="router nat", V4=1,
+# FORWARDER=path (prebuilt binary), CONFIG=configs/router-veth.toml and
+# NATCONFIG=configs/nat-gateway.toml (e.g. copies without the fastpath
+# and offload lines, to measure the graph alone with GRO on).
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-2}
 QUEUES=${QUEUES:-2}
 GRO=${GRO:-off}
+V4=${V4:-1}
+CONFIGS=${CONFIGS:-router nat}
 CONFIG=${CONFIG:-configs/router-veth.toml}
+NATCONFIG=${NATCONFIG:-configs/nat-gateway.toml}
 SUF=$$
 CLI=jnb-6cli-$SUF FWD=jnb-6fwd-$SUF SRV=jnb-6srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
@@ -47,31 +65,13 @@ if [ -n "${FORWARDER:-}" ]; then
 else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO CONFIG=$CONFIG"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO V4=$V4 CONFIGS=\"$CONFIGS\" CONFIG=$CONFIG NATCONFIG=$NATCONFIG"
 
-e2e_netns
-ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
-ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
-for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
-for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 tx off >/dev/null; done
-if [ "$GRO" = on ]; then
-	for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 gro on >/dev/null; done
-fi
-ip -n $CLI -6 addr add 2001:db8:1::2/64 dev eth0 nodad
-ip -n $CLI -6 route add default via 2001:db8:1::1
-ip -n $SRV -6 addr add 2001:db8:2::2/64 dev eth0 nodad
-ip -n $SRV -6 route add default via 2001:db8:2::1
-DST=2001:db8:2::2
-
-ip netns exec $SRV iperf3 -s -B $DST >"$TMP/server.log" 2>&1 &
-PIDS+=($!)
-sleep 0.5
-
-run() { # run NAME ARGS...: prints the received bit/s of one run (0 on failure)
-	local name=$1
-	shift
-	timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -6 -c $DST -J --connect-timeout 3000 \
+run() { # run NAME DST FAMILY ARGS...: prints the received bit/s of one run (0 on failure)
+	local name=$1 dst=$2 fam=$3
+	shift 3
+	timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 "$fam" -c "$dst" -J --connect-timeout 3000 \
 		-t "$DURATION" "$@" >"$TMP/$name.json" 2>&1 || true
 	python3 -c '
 import json, sys
@@ -84,57 +84,136 @@ except Exception:
 }
 
 CASES=("p1:-P 1" "p1-R:-P 1 -R" "p8:-P 8" "p8-R:-P 8 -R")
-measure() {
+measure() { # measure linux|junction: every case RUNS times into $TMP/res-$CFG
 	local who=$1 c name args i
 	for c in "${CASES[@]}"; do
 		name=${c%%:*}
 		args=${c#*:}
 		for i in $(seq "$RUNS"); do
 			# shellcheck disable=SC2086
-			echo "$who $name $(run "$who-$name-$i" $args)" >>"$TMP/res"
+			echo "$who $name $(run "$CFG-$who-$name-$i" $DST -6 $args)" >>"$TMP/res-$CFG"
+			if [ "$who" = junction ] && [ "$V4" = 1 ]; then
+				# shellcheck disable=SC2086
+				echo "junction4 $name $(run "$CFG-junction4-$name-$i" $DST4 -4 $args)" >>"$TMP/res-$CFG"
+			fi
 		done
 	done
 }
 
-: >"$TMP/res"
-ip -n $FWD -6 addr add 2001:db8:1::1/64 dev lan0 nodad
-ip -n $FWD -6 addr add 2001:db8:2::1/64 dev wan0 nodad
-ip netns exec $FWD sysctl -qw net.ipv6.conf.all.forwarding=1
-ip netns exec $CLI ping -6 -c2 -W1 $DST >/dev/null || true
-measure linux
-ip netns exec $FWD sysctl -qw net.ipv6.conf.all.forwarding=0
-for d in lan0 wan0; do ip netns exec $FWD sysctl -qw net.ipv6.conf.$d.disable_ipv6=1; done
-ip netns exec $CLI ip -6 neigh flush dev eth0
-ip netns exec $SRV ip -6 neigh flush dev eth0
+# topology CFG: namespaces, veths, the hosts' addresses and routes.
+topology() {
+	local cfg=$1
+	e2e_netns
+	ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
+	ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
+	for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
+	for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 tx off >/dev/null; done
+	if [ "$GRO" = on ]; then
+		for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 gro on >/dev/null; done
+	fi
+	case $cfg in
+	router)
+		ip -n $CLI -6 addr add 2001:db8:1::2/64 dev eth0 nodad
+		ip -n $CLI -6 route add default via 2001:db8:1::1
+		ip -n $SRV -6 addr add 2001:db8:2::2/64 dev eth0 nodad
+		ip -n $SRV -6 route add default via 2001:db8:2::1
+		ip -n $CLI addr add 10.1.0.2/24 dev eth0
+		ip -n $CLI route add default via 10.1.0.1
+		ip -n $SRV addr add 10.2.0.2/24 dev eth0
+		ip -n $SRV route add default via 10.2.0.1
+		DST=2001:db8:2::2 DST4=10.2.0.2 CLI6=2001:db8:1::2 GW4=10.1.0.1 FCONFIG=$CONFIG ;;
+	nat)
+		ip -n $CLI -6 addr add 2001:db8:1::10/64 dev eth0 nodad
+		ip -n $CLI -6 route add default via 2001:db8:1::1
+		ip -n $SRV -6 addr add 2001:db8:2::2/64 dev eth0 nodad
+		ip -n $SRV -6 route add 2001:db8:1::/64 via 2001:db8:2::1
+		ip -n $CLI addr add 192.168.1.10/24 dev eth0
+		ip -n $CLI route add default via 192.168.1.1
+		ip -n $SRV addr add 203.0.113.2/24 dev eth0
+		DST=2001:db8:2::2 DST4=203.0.113.2 CLI6=2001:db8:1::10 GW4=192.168.1.1 FCONFIG=$NATCONFIG ;;
+	*) echo "e2e-tcp6.sh: unknown config $cfg (router, nat)" >&2; exit 1 ;;
+	esac
+}
 
-ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd.log" 2>&1 &
-FWDPID=$!
-PIDS+=($FWDPID)
-for i in $(seq 75); do
-	ip netns exec $CLI ping -6 -c1 -W1 $DST >/dev/null 2>&1 && break
-	sleep 0.2
-done
-if [ "$GRO" = on ]; then
-	ip netns exec $SRV ping -6 -c1 -W1 2001:db8:1::2 >/dev/null 2>&1 || true
-	sleep 6 # DELAY (5 s), then the next packet's probe confirms the host
-	ip netns exec $SRV ping -6 -c3 -i0.3 -W1 2001:db8:1::2 >/dev/null 2>&1 || true
-fi
-measure junction
-kill -INT $FWDPID
-wait $FWDPID || true
-grep -h "fast path:" "$TMP/fwd.log" || true
+linux_up() {
+	ip -n $FWD -6 addr add 2001:db8:1::1/64 dev lan0 nodad
+	ip -n $FWD -6 addr add 2001:db8:2::1/64 dev wan0 nodad
+	if [ "$1" = nat ]; then
+		ip -n $FWD -6 route add default via 2001:db8:2::2
+		ip netns exec $FWD nft -f - <<'NFT'
+table inet simplesec {
+	chain forward {
+		type filter hook forward priority filter; policy drop;
+		ct state established,related accept
+		ct state invalid drop
+		iifname "lan0" oifname "wan0" ip6 saddr 2001:db8:1::/64 ct state new accept
+	}
+}
+NFT
+	fi
+	ip netns exec $FWD sysctl -qw net.ipv6.conf.all.forwarding=1
+}
+linux_down() {
+	ip netns exec $FWD sysctl -qw net.ipv6.conf.all.forwarding=0
+	ip netns exec $FWD nft flush ruleset 2>/dev/null || true
+	for d in lan0 wan0; do ip netns exec $FWD sysctl -qw net.ipv6.conf.$d.disable_ipv6=1; done
+	ip netns exec $CLI ip -6 neigh flush dev eth0
+	ip netns exec $SRV ip -6 neigh flush dev eth0
+}
 
-python3 - "$TMP/res" <<'PYEOF'
+for CFG in $CONFIGS; do
+	echo
+	echo "== $CFG =="
+	: >"$TMP/res-$CFG"
+	topology "$CFG"
+	ip netns exec $SRV iperf3 -s >"$TMP/server-$CFG.log" 2>&1 &
+	SRVPID=$!
+	PIDS+=($SRVPID)
+	sleep 0.5
+
+	linux_up "$CFG"
+	ip netns exec $CLI ping -6 -c2 -W1 $DST >/dev/null || true
+	measure linux
+	linux_down
+
+	ip netns exec $FWD "$TMP/forwarder" run -config "$FCONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	for i in $(seq 75); do
+		ip netns exec $CLI ping -6 -c1 -W1 $DST >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	ip netns exec $CLI ping -c1 -W1 $GW4 >/dev/null 2>&1 || true
+	ip netns exec $CLI ping -c1 -W1 $DST4 >/dev/null 2>&1 || true
+	if [ "$GRO" = on ]; then
+		ip netns exec $SRV ping -6 -c1 -W1 $CLI6 >/dev/null 2>&1 || true
+		sleep 6 # DELAY (5 s), then the next packet's probe confirms the host
+		ip netns exec $SRV ping -6 -c3 -i0.3 -W1 $CLI6 >/dev/null 2>&1 || true
+	fi
+	measure junction
+	kill -INT $FWDPID
+	wait $FWDPID || true
+	kill $SRVPID 2>/dev/null || true
+	wait $SRVPID 2>/dev/null || true
+	grep -h "fast path:" "$TMP/fwd-$CFG.log" || true
+
+	python3 - "$TMP/res-$CFG" "$CFG" <<'PYEOF'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 cases = []
 for r in rows:
     if r[1] not in cases: cases.append(r[1])
-print("IPv6 router: received Mbit/s, median [min-max]; J÷L = ratio of medians")
+def pick(who, c): return [float(r[2]) for r in rows if r[0] == who and r[1] == c]
+f = lambda v: "%6.0f [%5.0f-%5.0f]" % (st.median(v)/1e6, min(v)/1e6, max(v)/1e6) if v else "%22s" % "-"
+m = lambda v: st.median(v) if v else 0
+print("IPv6 %s: received Mbit/s, median [min-max]; ratios of medians" % sys.argv[2])
 for c in cases:
-    l = [float(r[2]) for r in rows if r[0] == "linux" and r[1] == c]
-    j = [float(r[2]) for r in rows if r[0] == "junction" and r[1] == c]
-    f = lambda v: "%6.0f [%5.0f-%5.0f]" % (st.median(v)/1e6, min(v)/1e6, max(v)/1e6)
-    print("  %-6s Linux %s  Junction %s  J÷L %.2fx  failed %d/%d" % (c, f(l), f(j), st.median(j)/st.median(l) if st.median(l) else 0,
-          sum(1 for x in l if x == 0), sum(1 for x in j if x == 0)))
+    l, j, j4 = pick("linux", c), pick("junction", c), pick("junction4", c)
+    line = "  %-6s Linux6 %s  Junction6 %s  J6÷L6 %.2fx" % (c, f(l), f(j), m(j)/m(l) if m(l) else 0)
+    if j4:
+        line += "  Junction4 %s  J6÷J4 %.2fx" % (f(j4), m(j)/m(j4) if m(j4) else 0)
+    line += "  failed L/J6/J4 %d/%d/%d" % tuple(sum(1 for x in v if x == 0) for v in (l, j, j4))
+    print(line)
 PYEOF
+	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
+done

@@ -55,6 +55,12 @@ type Info struct {
 	// NIC whose RSS is not symmetric or does not know about NAT) leaves it
 	// false, and FromDevice hands each packet to its flow's owner.
 	FlowAffine bool
+	// MTU is the interface's MTU as read at open (the IP packet, without
+	// the Ethernet header), 0 when the device has none (gen, pcap).
+	// The driver refuses longer frames (TooLong); FastTrack sends
+	// packets longer than its devices' smallest MTU to the slow path,
+	// whose CheckMTU answers them.
+	MTU int
 	// FastPath says the device will run a fast path (FastPath: afxdp with
 	// fastpath = true). A driver's Check reports it, so that forwarder
 	// check verifies the offload keys naming the device before anything

@@ -133,7 +133,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if mac == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
 		copy(mac[:], ifi.HardwareAddr)
 	}
-	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses, MTU: ifi.MTU}
 
 	nq := c.Queues
 	if nq == 0 {
@@ -157,6 +157,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 		if err != nil {
 			return nil, conf.Errorf("interface", "%s: TX socket: %v", c.Interface, err)
 		}
+		t.maxFrame = drivers.MaxFrame(ifi.MTU)
 		d.tx = append(d.tx, t)
 	}
 	return d, nil
@@ -225,7 +226,7 @@ func (d *Device) Close() error {
 func (d *Device) Stats() []drivers.Counter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE uint64
+	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE, txL uint64
 	for _, r := range d.rx {
 		rxP += r.pkts.Load()
 		rxB += r.bytes.Load()
@@ -242,6 +243,7 @@ func (d *Device) Stats() []drivers.Counter {
 		txB += t.bytes.Load()
 		txD += t.dropped.Load()
 		txE += t.errors.Load()
+		txL += t.tooLong.Load()
 	}
 	cs := []drivers.Counter{
 		{Name: "rx_packets", Value: rxP},
@@ -254,6 +256,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_truncated", Value: trunc},
 		{Name: "rx_own_skipped", Value: own},
 		{Name: "rx_kernel_dropped", Value: kdrop},
+		{Name: drivers.CounterTxTooLong, Value: txL},
 	}
 	return d.link.Append(cs)
 }

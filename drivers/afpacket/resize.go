@@ -31,6 +31,7 @@ func (d *Device) ResizeWorkers(n int) (drivers.WorkerChange, error) {
 			c.Abort()
 			return nil, conf.Errorf("interface", "%s: TX socket for worker %d: %v", d.ifname, w, err)
 		}
+		t.maxFrame = d.tx[0].maxFrame // the interface's MTU as read at open, as every TX socket has
 		c.added = append(c.added, t)
 	}
 	return c, nil

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -186,8 +187,9 @@ type txSocket struct {
 	msgs []unix.Mmsghdr
 	iovs []unix.Iovec
 
-	pkts, bytes, dropped, errors atomic.Uint64
-	_                            [64]byte
+	pkts, bytes, dropped, errors, tooLong atomic.Uint64
+	maxFrame                              int // drivers.MaxFrame of the interface's MTU at open
+	_                                     [64]byte
 }
 
 func newTxSocket(ifindex int) (*txSocket, error) {
@@ -218,17 +220,32 @@ func (t *txSocket) transmit(b *packet.Batch) {
 		n = len(t.msgs)
 	}
 	var bytes uint64
+	k, tooLong := 0, 0 // frames kept; frames longer than the interface takes
 	for i := 0; i < n; i++ {
-		d := b.Pkts[i].Data
-		if len(d) == 0 {
-			t.iovs[i].Base = nil
-		} else {
-			t.iovs[i].Base = &d[0]
+		p := b.Pkts[i]
+		d := p.Data
+		if len(d) > t.maxFrame && drivers.TooLong(d, t.maxFrame) {
+			// Refused here, not by the kernel: each refusal would cost
+			// sendmmsg a call of the few it retries.
+			tooLong++
+			p.Free()
+			continue
 		}
-		t.iovs[i].SetLen(len(d))
+		b.Pkts[k] = p
+		if len(d) == 0 {
+			t.iovs[k].Base = nil
+		} else {
+			t.iovs[k].Base = &d[0]
+		}
+		t.iovs[k].SetLen(len(d))
+		k++
+	}
+	if k < n {
+		b.Truncate(k + copy(b.Pkts[k:], b.Pkts[n:]))
+		n = k
 	}
 	// done: frames handled (sent or refused); sent ⊆ done.
-	done, sent, refused := 0, 0, 0
+	done, sent, refused, tooLongKernel := 0, 0, 0, 0
 	for tries := 0; done < n && tries < txRetries; tries++ {
 		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.msgs[done])),
 			uintptr(n-done), unix.MSG_DONTWAIT, 0, 0)
@@ -237,8 +254,14 @@ func (t *txSocket) transmit(b *packet.Batch) {
 				continue
 			}
 			// A frame the device refuses (too long, interface down):
-			// count it and go on with the rest.
-			refused++
+			// count it and go on with the rest. Too long (longer
+			// than the MTU, the kernel's check) is counted apart.
+			if e == unix.EMSGSIZE {
+				tooLong++
+				tooLongKernel++ // (an MTU lowered since open)
+			} else {
+				refused++
+			}
 			done++
 			continue
 		}
@@ -253,7 +276,10 @@ func (t *txSocket) transmit(b *packet.Batch) {
 	if refused > 0 {
 		t.errors.Add(uint64(refused))
 	}
-	if d := len(b.Pkts) - sent - refused; d > 0 {
+	if tooLong > 0 {
+		t.tooLong.Add(uint64(tooLong))
+	}
+	if d := len(b.Pkts) - sent - refused - tooLongKernel; d > 0 {
 		t.dropped.Add(uint64(d))
 	}
 	for i := range t.iovs[:n] {

@@ -143,7 +143,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if mac == (packet.MAC{}) && len(link.MAC) == 6 {
 		copy(mac[:], link.MAC)
 	}
-	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses}
+	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses, MTU: link.MTU}
 
 	d.rss = rss.Setup(c.Interface, c.RSS == "symmetric", func(f string, a ...any) { log.Printf("afxdp: "+f, a...) })
 
@@ -306,6 +306,7 @@ func (d *Device) openQueues(c *Config, nq, workers int) error {
 			xsk.Close()
 			return conf.Errorf("interface", "%s: queue %d: %v", d.ifname, q, err)
 		}
+		qu.maxFrame = drivers.MaxFrame(d.mtu)
 		d.queues = append(d.queues, qu)
 		if err := d.prog.Register(q, xsk.FD()); err != nil {
 			return conf.Errorf("interface", "%s: registering queue %d: %v", d.ifname, q, err)
@@ -441,6 +442,7 @@ func (d *Device) Stats() []drivers.Counter {
 		s[6] += q.txErrors.Load()
 		s[7] += q.poolEmpty.Load()
 		s[8] += q.rxInvalid.Load()
+		s[14] += q.txTooLong.Load()
 		k := q.kernelStats() // the last reading once closed
 		s[9] += k.Rx_dropped
 		s[10] += k.Rx_ring_full
@@ -467,6 +469,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_fill_empty", Value: s[11]},
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
+		{Name: drivers.CounterTxTooLong, Value: s[14]},
 	}
 	cs = d.link.Append(cs)
 	if d.fp != nil {

@@ -83,3 +83,16 @@ func TestKernelDropsCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestTxTooLong: frames longer than the interface's MTU are refused by
+// the driver and counted, not left to the kernel to lose.
+func TestTxTooLong(t *testing.T) {
+	pr := drvtest.NewPair(t, 1)
+	drvtest.SetTooLongMTU(pr)
+	d, err := openIn(t, pr.DevNS, cfg(pr.DevIf, "native"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	drvtest.CheckTxTooLong(t, pr, d)
+}

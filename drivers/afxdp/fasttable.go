@@ -164,9 +164,9 @@ func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 }
 
 // SetNeighbor implements drivers.FastPathTable: frames to ip leave out
-// with the device's own MAC as source. IPv6 next hops carry the device's
-// MTU (read at open): longer IPv6 datagrams take the graph, which sends
-// packet too big.
+// with the device's own MAC as source. Next hops carry the device's MTU
+// (read at open): longer datagrams take the graph, which sends packet too
+// big or fragmentation needed.
 func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MAC, lifetime time.Duration) error {
 	d, err := fastDevice(out)
 	if err != nil {
@@ -175,7 +175,7 @@ func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MA
 	if ip.Is6() && !ip.Is4In6() {
 		return f.t.SetNeighbor6(d.ifindex, ip, mac, d.info.MAC, d.mtu, lifetime)
 	}
-	return f.t.SetNeighbor(d.ifindex, ip, mac, d.info.MAC, lifetime)
+	return f.t.SetNeighborMTU(d.ifindex, ip, mac, d.info.MAC, d.mtu, lifetime)
 }
 
 // DeleteNeighbor implements drivers.FastPathTable.

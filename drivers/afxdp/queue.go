@@ -9,6 +9,7 @@ import (
 	"github.com/asavie/xdp"
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -44,6 +45,11 @@ type queue struct {
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
 	txDropped, txNoBuf, txErrors          atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
+
+	// maxFrame is drivers.MaxFrame of the interface's MTU: longer
+	// frames are not sent but counted in txTooLong (tx_dropped_too_long).
+	maxFrame  int
+	txTooLong atomic.Uint64
 
 	// kernelFinal is the socket's XDP_STATISTICS when close released it
 	// (under mu), so that the exit table still shows the kernel's drops.
@@ -196,10 +202,15 @@ func (q *queue) transmit(b *packet.Batch) {
 	}
 	free := q.xsk.NumFreeTxSlots()
 	descs := q.descs[:0]
-	var full, nobuf uint64
+	var full, nobuf, tooLong uint64
 	for i, p := range b.Pkts {
 		b.Pkts[i] = nil
 		l := len(p.Data)
+		if l > q.maxFrame && drivers.TooLong(p.Data, q.maxFrame) {
+			tooLong++
+			p.Free()
+			continue
+		}
 		if len(descs) == free || l == 0 || l > packet.BufSize {
 			full++
 			p.Free()
@@ -239,6 +250,9 @@ func (q *queue) transmit(b *packet.Batch) {
 	}
 	if nobuf != 0 {
 		q.txNoBuf.Add(nobuf)
+	}
+	if tooLong != 0 {
+		q.txTooLong.Add(tooLong)
 	}
 	if q.shared {
 		q.mu.Unlock()

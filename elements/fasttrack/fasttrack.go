@@ -144,6 +144,11 @@ type FastTrack struct {
 
 	off *offload // nil without the offload key
 
+	// maxFrame: a batch with a longer packet takes the slow path
+	// (mtu.go); 0: no limit.
+	maxFrame int
+	tooLong  *atomic.Uint64
+
 	// deferCache: built for a reload, the cache and policy are set up by
 	// TakeState (reload.go).
 	deferCache bool
@@ -164,6 +169,7 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		outs:   ctx.Outputs, pkts: ctx.Stats.Counter("fasttracked packets"), bytes: ctx.Stats.Counter("fasttracked bytes"),
 		hits: ctx.Stats.Counter("hits"), misses: ctx.Stats.Counter("misses"), compiles: ctx.Stats.Counter("cache compiles")}
 	e.split = elements.NewDispatch(ctx, 0) // every port has an output
+	e.maxFrame, e.tooLong = maxFrameOf(ctx), ctx.Stats.Counter("slow: longer than the mtu")
 	if len(c.Offload) == 0 && !c.NoCache {
 		// With offload the devices' own fast path takes the flows
 		// (and folds their counters into the flow table itself).
@@ -217,6 +223,9 @@ func (e *FastTrack) Close() error {
 // Push sends hits to their learned outputs and misses to output 0, in
 // order per output.
 func (e *FastTrack) Push(_ int, b *packet.Batch) {
+	if e.maxFrame != 0 && e.slowIfLong(b) {
+		return
+	}
 	t := e.t
 	if t.Capacity() <= 0 {
 		e.outs[0].Push(b)

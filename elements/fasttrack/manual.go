@@ -26,7 +26,10 @@ func fastTrackManual() elements.Doc {
 		},
 		Stats: "counters: \"fasttracked packets\", \"fasttracked bytes\" (IP bytes), \"hits\" (= fasttracked packets), " +
 			"\"misses\" (packets sent to the slow path), \"entries\" (flows with a learned fast path, a gauge updated by FastTrackLearn), " +
-			"\"cache compiles\" (flow directions compiled into the flow cache; without offload). " +
+			"\"cache compiles\" (flow directions compiled into the flow cache; without offload), " +
+			"\"slow: longer than the mtu\" (packets longer than the smallest MTU of the graph's devices that report one, " +
+			"afxdp and afpacket: sent to the slow path unlooked-up, also counted in misses, so that its CheckMTU answers them " +
+			"with packet too big or fragmentation needed). " +
 			"With offload: \"offloaded flows\" (directions in the kernel now, a gauge), \"offloaded packets\" (what the kernel " +
 			"forwarded for them, also counted in fasttracked packets and bytes), \"offload ended\" (directions taken back: " +
 			"flow ended, changed or timed out), \"offload full\" (the kernel's flow table was full: the direction stays in " +

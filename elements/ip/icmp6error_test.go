@@ -253,3 +253,39 @@ func TestCheckMTU(t *testing.T) {
 		t.Errorf("mtu 40 accepted")
 	}
 }
+
+// TestCheckMTUIPv4: an IPv4 packet longer than the MTU goes to output 1
+// when DF is set (for ICMPError needfrag), and is a counted drop without
+// DF (Junction does not fragment); one of exactly the MTU passes.
+func TestCheckMTUIPv4(t *testing.T) {
+	h := elementtest.New(t, "CheckMTU", &CheckMTUConfig{MTU: 1400}, nil)
+	exact := mkFrame(t, frameOpts{payload: 1400 - 28, flags: layers.IPv4DontFragment})
+	bigDF := mkFrame(t, frameOpts{payload: 1401 - 28, flags: layers.IPv4DontFragment})
+	bigNoDF := mkFrame(t, frameOpts{payload: 1401 - 28})
+	smallNoDF := mkFrame(t, frameOpts{payload: 100})
+	h.Push(0, exact, bigDF, bigNoDF, smallNoDF)
+	if n := len(h.Outs[0].Frames()); n != 2 {
+		t.Errorf("%d packets passed, want 2 (1400 bytes with DF, 128 without)", n)
+	}
+	if out := h.Outs[1].Frames(); len(out) != 1 || len(out[0]) != len(bigDF) {
+		t.Errorf("output 1 has %d packets, want the 1401-byte one with DF", len(out))
+	}
+	if h.Counter("too big") != 1 || h.Counter("too big, not DF") != 1 {
+		t.Errorf("counters %v, want too big 1 and too big, not DF 1", h.Stats.Counters())
+	}
+	h.Reset()
+	h.CheckNoLeak()
+
+	// The diverted packet becomes fragmentation needed with the MTU.
+	e := elementtest.New(t, "ICMPError", func() *ICMPErrorConfig {
+		c := icmpCfg("unreachable", "needfrag")
+		c.MTU = 1400
+		return c
+	}(), nil)
+	e.Push(0, bigDF)
+	out := e.Outs[0].Frames()
+	if len(out) != 1 {
+		t.Fatalf("ICMPError sent %d messages", len(out))
+	}
+	checkICMPError(t, out[0], bigDF, 14, 3, 4, 1400)
+}

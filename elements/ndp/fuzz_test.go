@@ -34,3 +34,32 @@ func FuzzND(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRouterAdvertiser feeds arbitrary frames (router solicitations with
+// malformed options, lying lengths, wrong hop limits) to
+// RouterAdvertiser: no panic, no buffer kept, and whatever it sends is
+// an ICMPv6 router advertisement from a link-local address with hop
+// limit 255 (RFC 4861 section 6.1.2).
+func FuzzRouterAdvertiser(f *testing.F) {
+	f.Add(rsFrame(f, "fe80::2", peerMAC, 255))
+	f.Add(rsFrame(f, "::", nil, 255))
+	f.Add(rsFrame(f, "fe80::2", peerMAC, 64))
+	f.Add(ndFrame{typ: 133, src: "fe80::2", dst: "ff02::2", lla: peerMAC, extraOpt: []byte{1, 0, 0, 0, 0, 0, 0, 0}}.bytes(f))
+	h := elementtest.New(f, "RouterAdvertiser", advertiserCfg("2001:db8:1::/64"), &elementtest.Options{Devices: devSet{"wan": wanDev}, PoolSize: 64})
+	useClock(h)
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) > 1900 {
+			return
+		}
+		h.Push(0, frame)
+		for _, out := range h.Outs[0].Frames() {
+			if len(out) < 14+40+16 || out[14+6] != 58 || out[14+7] != 255 || out[14+8] != 0xfe || out[14+9]&0xc0 != 0x80 || out[14+40] != 134 {
+				t.Fatalf("sent something other than a router advertisement: %x", out)
+			}
+		}
+		h.Reset()
+		if n := h.Pool.Outstanding(); n != 0 {
+			t.Fatalf("%d buffers outstanding", n)
+		}
+	})
+}

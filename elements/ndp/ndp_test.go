@@ -513,6 +513,7 @@ func TestQuerierFlood(t *testing.T) {
 	if st, _ := q.Neighbor(peerIP); st == ndp.Free {
 		t.Fatalf("the neighbour in use was evicted by the flood")
 	}
+
 	for i := 0; i < 200; i++ {
 		clk.add(time.Microsecond)
 		nh := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 14: byte(i >> 8), 15: byte(i)}).String()
@@ -524,6 +525,40 @@ func TestQuerierFlood(t *testing.T) {
 	}
 	if n := q.Entries(); n > 4096 {
 		t.Fatalf("%d entries", n)
+	}
+}
+
+// TestQuerierFullTable: with every cache slot held by a neighbour in use
+// (a packet sent to it, within timeout), solicitations from new senders
+// cannot make entries: they are refused and counted, and the neighbours
+// in use stay.
+func TestQuerierFullTable(t *testing.T) {
+	h := newQuerier(t, querierCfg())
+	useClock(h)
+	q := h.Element.(*ndp.Querier)
+	addr := func(i int) string {
+		return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 8: 1, 13: byte(i >> 16), 14: byte(i >> 8), 15: byte(i)}).String()
+	}
+	f := ip6Frame(t, "2001:db8:16::5")
+	for i := 0; q.Entries() < 4096 && i < 8192; i++ {
+		h.Push(1, ndFrame{typ: 135, src: addr(i), dst: "ff02::1:ff00:1", target: ourIP.String(), lla: peerMAC}.bytes(t))
+		pushIP(h, addr(i), f) // STALE -> DELAY: in use
+		h.Reset()
+	}
+	if n := q.Entries(); n != 4096 {
+		t.Fatalf("%d entries, want the table full (4096)", n)
+	}
+	learned, refused := h.Counter("learned"), h.Counter("not learned: table full")
+	const flood = 1000
+	for i := 0; i < flood; i++ {
+		h.Push(1, ndFrame{typ: 135, src: addr(100000 + i), dst: "ff02::1:ff00:1", target: ourIP.String(), lla: peerMAC}.bytes(t))
+		h.Reset()
+	}
+	if nl, l := h.Counter("not learned: table full")-refused, h.Counter("learned")-learned; nl != flood || l != 0 {
+		t.Fatalf("%d solicitations from new senders into a full table: not learned %d, learned %d", flood, nl, l)
+	}
+	if st, _ := q.Neighbor(netip.MustParseAddr(addr(7))); st == ndp.Free {
+		t.Errorf("a neighbour in use was evicted")
 	}
 }
 

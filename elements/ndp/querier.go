@@ -109,7 +109,8 @@ func init() {
 			},
 			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
 				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
-				`all are consumed, those that teach nothing as the drop "nd invalid"). Drop reasons, input 0: "truncated", ` +
+				`all are consumed, those that teach nothing as the drop "nd invalid"), "not learned: table full" (solicitations ` +
+				`for us from a sender the full cache had no slot for: a flood from random sources). Drop reasons, input 0: "truncated", ` +
 				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
 				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
 				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
@@ -177,7 +178,7 @@ type Querier struct {
 	lastTok int64
 
 	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
-	ndFrames                                                       *atomic.Uint64
+	ndFrames, notLearned                                           *atomic.Uint64
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
@@ -237,6 +238,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		noBuffer:      st.Counter("no buffer"),
 		rateLimited:   st.Counter("rate limited"),
 		ndFrames:      st.Counter("nd frames"),
+		notLearned:    st.Counter("not learned: table full"),
 		ndInvalid:     st.Reason("nd invalid"),
 		truncated:     st.Reason("truncated"),
 		notIPv6:       st.Reason("not ipv6"),
@@ -515,7 +517,10 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		if m.typ == TypeNeighborSolicitation {
 			// Only solicitations for our addresses make entries (a
 			// host resolving us will be answered and talked to).
-			ok = q.t.learnNS(&m.src, mw, now, q.ours.has(m.target))
+			var full bool
+			if ok, full = q.t.learnNS(&m.src, mw, now, q.ours.has(m.target)); full {
+				q.notLearned.Add(1)
+			}
 		} else {
 			ok = q.t.learnNA(&m.target, mw, true, m.flags, now)
 		}

@@ -383,19 +383,22 @@ func (t *table) learnNA(target *[16]byte, mac uint64, hasLLA bool, flags uint8, 
 
 // learnNS applies a solicitation's source link-layer option (7.2.3): an
 // entry is made (create) or updated, STALE when its MAC is new or changed.
-func (t *table) learnNS(src *[16]byte, mac uint64, now int64, create bool) bool {
+// full reports a new entry refused because the cache had no slot to
+// give (every entry in use), so that a flood of solicitations from
+// random sources is counted.
+func (t *table) learnNS(src *[16]byte, mac uint64, now int64, create bool) (ok, full bool) {
 	n := t.find(src)
 	if n == nil {
 		if !create {
-			return false
+			return false, false
 		}
 		t.mu.Lock()
 		n = t.insertLocked(src, Stale, mac, now)
 		t.mu.Unlock()
-		return n != nil
+		return n != nil, n == nil
 	}
 	if n.static {
-		return false
+		return false, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -408,7 +411,7 @@ func (t *table) learnNS(src *[16]byte, mac uint64, now int64, create bool) bool 
 		n.state.Store(uint32(Stale))
 		n.since.Store(now)
 		n.probes.Store(0)
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }

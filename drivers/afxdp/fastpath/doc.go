@@ -28,8 +28,10 @@
 // destination port} is looked up in the flow map. A candidate whose key
 // is missing or whose gen is not the current flow generation, and every
 // frame that is no candidate, continues with the route rules, unchanged. A hit takes the slow path if it is ICMP of the
-// other echo type than the entry's, or if TTL <= the entry's TTL
-// decrement; otherwise the program rewrites it exactly as FastTrack
+// other echo type than the entry's, if TTL <= the entry's TTL
+// decrement, or if the total length exceeds the entry's MTU (the
+// output's; 0: no limit), whose fragmentation needed the slow path's
+// CheckMTU sends; otherwise the program rewrites it exactly as FastTrack
 // would: TTL minus the decrement; source, destination and ports (ICMP:
 // the identifier) set to the entry's; the IPv4 header checksum and the
 // L4 checksum (TCP and UDP over the pseudo-header and ports, ICMP over
@@ -65,7 +67,10 @@
 //     Local;
 //  9. the neighbour {route's ifindex, next hop} exists and has not
 //     expired (next hop = the route's gateway, or the destination for a
-//     directly connected route);
+//     directly connected route), and the total length is at most its
+//     MTU (the output's, SetNeighborMTU; 0: no limit): a longer datagram
+//     is the slow path's, whose CheckMTU sends fragmentation needed or
+//     drops it, counted (no DF);
 //  10. the route's interface is not the one the frame came in on;
 //  11. the route's interface is enabled in fp_egress (see below).
 //

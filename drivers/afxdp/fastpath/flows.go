@@ -42,10 +42,10 @@ type FlowAction struct {
 	// request or 0 reply); a packet of the other type takes the slow
 	// path.
 	ICMPType uint8
-	// MTU, IPv6 only: the output's MTU (>= 1280); a longer datagram
-	// takes the slow path. IPv6 flows are not translated: Src, Dst,
-	// Sport and Dport are the key's or zero, TTLDec is the hop limit's
-	// decrement.
+	// MTU: the output's MTU; a longer datagram takes the slow path
+	// (whose CheckMTU answers it). IPv6: required, >= 1280; IPv4: 0 sets
+	// no limit. IPv6 flows are not translated: Src, Dst, Sport and
+	// Dport are the key's or zero, TTLDec is the hop limit's decrement.
 	MTU int
 	// Gen is the generation the entry belongs to: the program applies it
 	// only while SetFlowGeneration's value is the same, so that one call
@@ -155,6 +155,10 @@ func encodeFlowValue(k FlowKey, a FlowAction) ([]byte, error) {
 		binary.BigEndian.PutUint16(v[flowOffDport:], a.Dport)
 	}
 	v[flowOffTTLDec] = a.TTLDec
+	if a.MTU < 0 || a.MTU > math.MaxUint16 {
+		return nil, fmt.Errorf("fastpath: flow: MTU %d out of range 0..65535", a.MTU)
+	}
+	binary.NativeEndian.PutUint16(v[flowOffMTU:], uint16(a.MTU))
 	binary.NativeEndian.PutUint32(v[flowOffGen:], a.Gen)
 	ks, kd := k.Src.Unmap().As4(), k.Dst.Unmap().As4()
 	ip, l4 := packet.FlowDeltas(k.Proto, binary.BigEndian.Uint32(ks[:]), binary.BigEndian.Uint32(kd[:]),

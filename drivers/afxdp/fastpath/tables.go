@@ -32,11 +32,13 @@ const (
 
 	// neighbors (BPF_MAP_TYPE_HASH) key: u32 ifindex; u8 ip[4].
 	neighKeySize = 8
-	// neighbors value: u8 dst[6]; u8 src[6]; u32 pad (zero);
+	// neighbors value: u8 dst[6]; u8 src[6]; u32 mtu (the output's:
+	// longer datagrams take the slow path; 0 = no limit);
 	// u64 expires (CLOCK_MONOTONIC ns; valid while now < expires).
 	neighValueSize  = 24
 	neighOffDst     = 0
 	neighOffSrc     = 6
+	neighOffMTU     = 12
 	neighOffExpires = 16
 
 	// counters (BPF_MAP_TYPE_PERCPU_ARRAY, one entry, key u32 0) value:
@@ -61,7 +63,8 @@ const (
 	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
 	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
 	// checksum deltas, wire order, see packet.FlowDeltas); u8 ttl_dec;
-	// u8 icmp_type; u8 pad[2] (zero); u32 gen (the generation the
+	// u8 icmp_type; u16 mtu (the output's: longer datagrams take the
+	// slow path; 0 = no limit); u32 gen (the generation the
 	// entry was installed under: it applies only while the tables'
 	// generation is the same).
 	flowValueSize   = 44
@@ -76,6 +79,7 @@ const (
 	flowOffL4Delta  = 34
 	flowOffTTLDec   = 36
 	flowOffICMPType = 37
+	flowOffMTU      = 38
 	flowOffGen      = 40
 
 	// fp_flow_gen (BPF_MAP_TYPE_ARRAY, one entry) value: u32 gen (the
@@ -290,6 +294,17 @@ func monotonicNow() (int64, error) {
 // already expired entry). IPv4 only: IPv6 next hops need the output's
 // MTU (SetNeighbor6).
 func (t *Tables) SetNeighbor(ifindex int, ip netip.Addr, dst, src [6]byte, lifetime time.Duration) error {
+	return t.SetNeighborMTU(ifindex, ip, dst, src, 0, lifetime)
+}
+
+// SetNeighborMTU is SetNeighbor with the output's MTU: an IPv4 datagram
+// longer than mtu takes the slow path, whose CheckMTU sends fragmentation
+// needed (a redirect would be refused by the output, or sent over its
+// MTU). mtu 0 sets no limit.
+func (t *Tables) SetNeighborMTU(ifindex int, ip netip.Addr, dst, src [6]byte, mtu int, lifetime time.Duration) error {
+	if mtu < 0 || mtu > math.MaxUint32 {
+		return fmt.Errorf("fastpath: neighbour %v: MTU %d", ip, mtu)
+	}
 	k, err := neighKey(ifindex, ip)
 	if err != nil {
 		return err
@@ -310,6 +325,7 @@ func (t *Tables) SetNeighbor(ifindex int, ip netip.Addr, dst, src [6]byte, lifet
 	v := make([]byte, neighValueSize)
 	copy(v[neighOffDst:], dst[:])
 	copy(v[neighOffSrc:], src[:])
+	binary.NativeEndian.PutUint32(v[neighOffMTU:], uint32(mtu))
 	binary.NativeEndian.PutUint64(v[neighOffExpires:], expires)
 	return t.neighbors.Put(k, v)
 }

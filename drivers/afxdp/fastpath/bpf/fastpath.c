@@ -194,10 +194,12 @@ static __always_inline struct flow *flow_lookup(struct flow_key *key, const stru
 	return f;
 }
 
-/* A hit may be applied: TTL > the entry's decrement, output enabled. */
-static __always_inline int flow_usable(const struct flow *f, void *data)
+/* A hit may be applied: TTL > the entry's decrement, the datagram
+ * within the output's MTU (longer ones: the slow path's CheckMTU sends
+ * fragmentation needed), output enabled. */
+static __always_inline int flow_usable(const struct flow *f, void *data, __u32 tot)
 {
-	return ld8(data + OFF_TTL) > f->ttl_dec && egress_enabled(f->ifindex);
+	return ld8(data + OFF_TTL) > f->ttl_dec && (f->mtu == 0 || tot <= f->mtu) && egress_enabled(f->ifindex);
 }
 
 /*
@@ -255,7 +257,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data))
+		if (!flow_usable(f, data, tot))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
 		st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
@@ -269,7 +271,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data))
+		if (!flow_usable(f, data, tot))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
 		/* No checksum (0) stays so; a computed 0 is sent as 0xffff. */
@@ -297,7 +299,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		/* The echo type of this direction only. */
 		if (ld8(data + OFF_L4) != f->icmp_type)
 			return FLOW_SLOW;
-		if (!flow_usable(f, data))
+		if (!flow_usable(f, data, tot))
 			return FLOW_SLOW;
 		st16(data + OFF_L4 + 4, f->sport);
 		st16(data + OFF_L4 + 2, csum_patch(ld16(data + OFF_L4 + 2), f->l4_delta));
@@ -570,13 +572,17 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
 		if (r->ifindex == ctx->ingress_ifindex)
 			goto slow;
 		/* 9. Neighbour of the next hop (gateway, or the destination),
-		 * not expired. */
+		 * not expired; 9b below. */
 		nk.ifindex = r->ifindex;
 		nk.ip = r->gateway ? r->gateway : rk.addr;
 		n = bpf_map_lookup_elem(&fp_neighbors, &nk);
 		if (!n)
 			goto slow;
 		if (bpf_ktime_get_ns() >= n->expires)
+			goto slow;
+		/* 9b. The datagram within the output's MTU: longer ones take
+		 * the slow path, whose CheckMTU sends fragmentation needed. */
+		if (n->mtu != 0 && tot > n->mtu)
 			goto slow;
 		/* 11. An output the kernel has not refused (egress.go). */
 		if (!egress_enabled(nk.ifindex))

@@ -37,7 +37,7 @@ struct neigh_key {
 
 struct neigh {
 	__u8 eth[12]; /* destination then source MAC, as in the Ethernet header */
-	__u32 pad;
+	__u32 mtu;     /* the output's MTU: longer datagrams take the slow path; 0 = no limit */
 	__u64 expires; /* CLOCK_MONOTONIC ns; valid while now < expires */
 };
 
@@ -84,7 +84,7 @@ struct flow {
 	__u16 l4_delta;
 	__u8 ttl_dec;
 	__u8 icmp_type;
-	__u8 pad[2];
+	__u16 mtu; /* the output's MTU: longer datagrams take the slow path; 0 = no limit */
 	__u32 gen; /* the flow generation the entry applies under */
 };
 
