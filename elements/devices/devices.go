@@ -215,7 +215,10 @@ func (f *FromDevice) Push(in int, b *packet.Batch) { b.FreeAll() }
 func (f *FromDevice) Poll() int {
 	n := 0
 	if f.sp != nil {
+		f.sp.outp = f.out
 		n = f.sp.receive(f.batch, f.out)
+		n += f.sp.released
+		f.sp.released = 0
 	}
 	if f.sp != nil && f.live > 0 && f.sp.congested(f.batch.Cap()) {
 		return n // backpressure: the own queues wait for the next poll
@@ -233,6 +236,9 @@ func (f *FromDevice) Poll() int {
 		q := f.queues[i]
 		b := f.batch
 		got := f.dev.Receive(q, b)
+		if f.sp != nil && f.sp.ord != nil && got == 0 {
+			f.sp.progressed(q)
+		}
 		if got == 0 {
 			if f.dev.Drained(q) {
 				f.drained[i] = true
@@ -248,12 +254,20 @@ func (f *FromDevice) Poll() int {
 		}
 		if f.sp != nil {
 			f.sp.handOff(b)
+			if f.sp.ord != nil {
+				f.sp.filter(b)
+			}
 		}
 		got = len(b.Pkts)
 		if got > 0 {
 			f.out.Push(b)
 		}
 		b.Reset() // in case the output was a no-op on an empty batch
+		if f.sp != nil && f.sp.ord != nil {
+			// After the push and the handoff's publish: whoever waits
+			// for this queue to pass a flow's last packet may go on.
+			f.sp.progressed(q)
+		}
 		return n + got
 	}
 	return n
@@ -285,6 +299,9 @@ func (f *FromDevice) Drained() bool {
 func (f *FromDevice) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
 	mode := elements.SleepOnFDs
 	if f.sp != nil {
+		if f.sp.holding() {
+			return fds, elements.SleepNot // held packets wait for another queue's reader
+		}
 		fds, mode = f.sp.prepareSleep(fds)
 		if mode == elements.SleepNot {
 			return fds, mode
