@@ -75,13 +75,15 @@ func init() {
 				"received and passed to another worker), \"handed in\" (received from other " +
 				"workers) and \"handoff waits\" (polls that left this worker's own queues unread " +
 				"because a worker it feeds had no room for a batch: backpressure); drop reason " +
-				"\"spread full\" (a packet that found no room all the same; should stay 0). The source is drained when every queue it serves " +
+				"\"spread full\" (a packet that found no room all the same; should stay 0); " +
+				"\"queue moves\" and \"queue move timeouts\" (flows held because the sending host moved " +
+				"them to another RX queue; see Queue moves). The source is drained when every queue it serves " +
 				"is (a pcap file read to its end, a gen device whose count is reached) and, with " +
 				"spreading, when every worker that hands it packets is drained and its rings are empty.",
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
 			SeeAlso: "ToDevice",
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
-				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
+				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc + "\n\n" + orderDoc,
 		},
 		TakesState: true, // a reload keeps its state (reload.go)
 	})

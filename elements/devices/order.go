@@ -18,20 +18,25 @@ const orderDoc = `Queue moves. A sending host may move a flow from one RX queue 
 	`CPU: it remembers, per flow (by flow hash, in a direct-mapped table of ` +
 	`4096 entries), the queue its packets last came from; when a packet comes from another ` +
 	`queue, it notes how far the old queue has been filled and holds the flow's packets from ` +
-	`the new queue (up to 512) until the old queue's reader has read past that point and ` +
+	`the new queue (up to 4096, an AF_XDP ring's worth) until the old queue's reader has read past that point and ` +
 	`everything it handed over has been pushed; then it pushes the held packets and the flow ` +
 	`belongs to the new queue. Nothing waits while a flow stays on its queue: the cost is one ` +
 	`table read per packet. Counters "queue moves" (flows held until their old queue had ` +
-	`passed their last packet) and "queue move timeouts" (held longer than 1 ms or 512 ` +
-	`packets: pushed without waiting further; should stay 0). A frame the old queue's ` +
+	`passed their last packet) and "queue move timeouts" (held longer than 20 ms or 4096 ` +
+	`packets: pushed without waiting further; should stay 0. The wait is the old queue's ` +
+	`reader's latency: microseconds on an idle machine, milliseconds when the worker threads wait ` +
+	`for a CPU). A frame the old queue's ` +
 	`driver had not yet put on its ring when the move was seen (on veth: still in the ` +
 	`receiving queue's own ring, before its XDP program ran) can still be passed.`
 
 const (
 	orderBuckets = 4096 // flows remembered per worker (power of two)
 	orderMoves   = 4    // flows held at once per worker
-	orderHold    = 512  // packets held per flow
-	orderTimeout = time.Millisecond
+	orderHold    = 4096 // packets held per flow
+	// orderTimeout bounds a hold. On a loaded machine the old queue's
+	// reader may not run for milliseconds: 1 ms let 12 of 21 moves go
+	// early under load 16 (TestTCPQueueSwitch).
+	orderTimeout = 20 * time.Millisecond
 )
 
 // flowPath is what a worker remembers of one of its flows: the queue its

@@ -33,7 +33,7 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`the order they were received; only a flow that the sending host moves from one queue to ` +
 	`another can be reordered, at the move (two RX queues carry no order between them: what the old ` +
 	`queue still holds may be passed by what the new one delivers, on veth up to a window's worth of ` +
-	`TCP segments; see TestTCPQueueSwitch). ` +
+	`TCP segments), unless the device reports its queues' positions (Queue moves, below). ` +
 	`Nothing on the way locks or allocates. Backpressure: a sender reads its own queues only ` +
 	`when every worker it feeds has room for a whole batch (ring slots and lent buffers); ` +
 	`otherwise it skips them for that poll (counted as "handoff waits"), so an overloaded ` +
