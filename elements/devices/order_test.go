@@ -216,3 +216,82 @@ func TestQueueMoveSteadyAllocs(t *testing.T) {
 		t.Errorf("queue moves = %d, want 0", c)
 	}
 }
+
+// loopDev is twoQueueDev whose queue 0 never runs dry: it hands out
+// frames of 64 flows, all owned by worker 0, round robin.
+type loopDev struct {
+	twoQueueDev
+	frames [][]byte
+	next   int
+}
+
+func (d *loopDev) Receive(q int, b *packet.Batch) int {
+	if q != 0 {
+		return 0
+	}
+	n := 0
+	for !b.Full() {
+		p := d.pool.Get()
+		if p == nil {
+			break
+		}
+		p.SetFrame(d.frames[d.next%len(d.frames)])
+		d.next++
+		d.arrived[0]++
+		d.taken[0]++
+		b.Add(p)
+		n++
+	}
+	return n
+}
+
+// BenchmarkQueueMoveCheck: worker 0 polling its own queue, every flow its
+// own and staying on its queue (the common case), with the queue-move
+// check (on) and without it (off, the spreader's ord removed).
+func BenchmarkQueueMoveCheck(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := &loopDev{}
+			d.pool = packet.NewPool(256)
+			for sport := uint16(1000); len(d.frames) < 64; sport++ {
+				f := udpFrame(0x0a010002, 0x0a020002, sport, 80)
+				if uint64(packet.FlowHashFrame(f, packet.EthernetLen))*2>>32 == 0 {
+					d.frames = append(d.frames, f)
+				}
+			}
+			typ, _ := elements.Lookup("FromDevice")
+			slot := &elements.SharedSlot{}
+			var st *elements.Stats
+			var f *FromDevice
+			// Both workers are built (worker 1 lends worker 0 the
+			// buffers it would hand over with); only worker 0 polls.
+			for w := 1; w >= 0; w-- {
+				out := elements.NewOutput(&elements.Clock{})
+				out.Connect(freeSink{}, 0, &elements.Stats{})
+				st = &elements.Stats{}
+				ctx := elements.NewContext("in", w, 2, 64, []*elements.Output{out}, st, packet.NewPool(8), perWorker{d}, slot)
+				el, err := typ.New(&FromConfig{Device: "lan", Spread: "on"}, ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f = el.(*FromDevice)
+			}
+			if !on {
+				f.sp.ord = nil
+			}
+			b.ReportAllocs()
+			pkts := 0
+			for b.Loop() {
+				pkts += f.Poll()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+			if c := counter(st, "queue moves"); c != 0 {
+				b.Fatalf("queue moves = %d", c)
+			}
+		})
+	}
+}
