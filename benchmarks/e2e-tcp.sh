@@ -36,7 +36,8 @@
 # else runs), PROFILE=DIR (perf record -g of the forwarder during its first
 # run of each case, reports in DIR; needs perf), PERFSTAT=DIR (perf stat of
 # the forwarder during each of its runs: task-clock, context switches and
-# system calls, DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
+# system calls, or the events PERFSTAT_EVENTS lists;
+# DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
 # each config's result lines to PREFIX-CONFIG).
 set -euo pipefail
 
@@ -114,7 +115,7 @@ iperf() {
 			perf record -q -g -p "$FWDPID" -o "$PROFILE/$name.data" -- sleep "$DURATION" >/dev/null 2>&1 &
 			prof=$!
 		elif [ -n "${PERFSTAT:-}" ] && [ -n "$FWDPID" ]; then
-			perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -p "$FWDPID" -o "$PERFSTAT/$name.csv" -- sleep "$DURATION" >/dev/null 2>&1 &
+			perf stat -x, -e "${PERFSTAT_EVENTS:-task-clock,context-switches,raw_syscalls:sys_enter}" -p "$FWDPID" -o "$PERFSTAT/$name.csv" -- sleep "$DURATION" >/dev/null 2>&1 &
 			prof=$!
 		fi
 		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 \
