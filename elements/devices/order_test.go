@@ -295,3 +295,24 @@ func BenchmarkQueueMoveCheck(b *testing.B) {
 		})
 	}
 }
+
+// Packets held for a queue move are reported as stranded (a reload that
+// replaces the FromDevice counts them lost) and freed by Close.
+func TestQueueMoveStranded(t *testing.T) {
+	r := newMoveRig(t)
+	f := ownedBy(t, 0)
+	r.dev.put(1, f, 0, 1)
+	r.srcs[1].Poll()
+	r.srcs[0].Poll()
+	r.dev.put(1, f, 1, 4)
+	r.dev.put(0, f, 4, 7)
+	r.srcs[0].Poll() // 4..6 held
+	if n := r.srcs[0].Stranded(); n != 3 {
+		t.Errorf("Stranded() = %d, want the 3 held packets", n)
+	}
+	free := r.dev.pool.Available()
+	r.srcs[0].Close()
+	if got := r.dev.pool.Available() - free; got != 3 {
+		t.Errorf("Close returned %d held packets to their pool, want 3", got)
+	}
+}
