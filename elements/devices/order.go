@@ -22,7 +22,7 @@ const orderDoc = `Queue moves. A sending host may move a flow from one RX queue 
 	`everything it handed over has been pushed; then it pushes the held packets and the flow ` +
 	`belongs to the new queue. Nothing waits while a flow stays on its queue: the cost is one ` +
 	`table read per packet. Counters "queue moves" (flows held until their old queue had ` +
-	`passed their last packet) and "queue move timeouts" (held longer than 20 ms or 4096 ` +
+	`passed their last packet) and "queue move timeouts" (held longer than 100 ms or 4096 ` +
 	`packets: pushed without waiting further; should stay 0. The wait is the old queue's ` +
 	`reader's latency: microseconds on an idle machine, milliseconds when the worker threads wait ` +
 	`for a CPU). A frame the old queue's ` +
@@ -35,8 +35,11 @@ const (
 	orderHold    = 4096 // packets held per flow
 	// orderTimeout bounds a hold. On a loaded machine the old queue's
 	// reader may not run for milliseconds: 1 ms let 12 of 21 moves go
-	// early under load 16 (TestTCPQueueSwitch).
-	orderTimeout = 20 * time.Millisecond
+	// early under load 16, 20 ms one of 9 under load 14 (both
+	// TestTCPQueueSwitch). 100 ms stays below TCP's minimum
+	// retransmission timeout (200 ms), so a hold alone never makes the
+	// sender retransmit.
+	orderTimeout = 100 * time.Millisecond
 )
 
 // flowPath is what a worker remembers of one of its flows: the queue its
