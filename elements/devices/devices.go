@@ -269,6 +269,8 @@ func (f *FromDevice) Poll() int {
 			// After the push and the handoff's publish: whoever waits
 			// for this queue to pass a flow's last packet may go on.
 			f.sp.progressed(q)
+			got += f.sp.released // held packets the filter had to let go
+			f.sp.released = 0
 		}
 		return n + got
 	}
