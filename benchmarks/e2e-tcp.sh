@@ -38,7 +38,8 @@
 # the forwarder during each of its runs: task-clock, context switches and
 # system calls, or the events PERFSTAT_EVENTS lists;
 # DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
-# each config's result lines to PREFIX-CONFIG).
+# each config's result lines to PREFIX-CONFIG), IPERF_ARGS (added to every
+# iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate).
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -118,7 +119,7 @@ iperf() {
 			perf stat -x, -e "${PERFSTAT_EVENTS:-task-clock,context-switches,raw_syscalls:sys_enter}" -p "$FWDPID" -o "$PERFSTAT/$name.csv" -- sleep "$DURATION" >/dev/null 2>&1 &
 			prof=$!
 		fi
-		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 \
+		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 ${IPERF_ARGS:-} \
 			-t "$DURATION" "$@" >"$TMP/$name.json" 2>&1 || true
 		# The server still busy with the previous test, or not listening
 		# yet: not a failure of the forwarder.

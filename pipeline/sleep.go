@@ -33,7 +33,10 @@ type waiter struct {
 	pfds     []unix.PollFd
 	ts       unix.Timespec
 	timeout  time.Duration // the next ppoll's
-	polled   atomic.Uint64 // sleeps on descriptors (tests read it)
+	// gosched: the next yield is the idle period's first, which gives
+	// the P to the process's other goroutines (yieldOrSleep).
+	gosched bool
+	polled  atomic.Uint64 // sleeps on descriptors (tests read it)
 }
 
 func (w *worker) initWait() {
@@ -67,7 +70,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		// TestTCPThroughput failed 2 runs of 4 with one-stream runs
 		// down to 142 Mbit/s, where the base passed 3 of 3
 		// (benchmarks/drivers.md, "Idle workers").
-		yieldOrSleep(early, sleep)
+		yieldOrSleep(early, wt.gosched, sleep)
 		return
 	}
 	fds := wt.fds[:0]
@@ -84,7 +87,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	switch {
 	case mode == elements.SleepNot:
 	case mode == elements.SleepTimed || len(fds) == 0:
-		yieldOrSleep(early, sleep)
+		yieldOrSleep(early, wt.gosched, sleep)
 	default:
 		wt.pfds = wt.pfds[:0]
 		for _, fd := range fds {
@@ -114,12 +117,31 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 }
 
 // yieldOrSleep yields the processor (early) or sleeps on Go's timer.
-func yieldOrSleep(early bool, sleep *time.Duration) {
-	if early {
+//
+// Only the first yield of an idle period (gosched) is runtime.Gosched,
+// which lets the process's other goroutines have the worker's P; the
+// others are the kernel's sched_yield(2). A worker goroutine is locked to
+// its thread, and Gosched on a locked thread is a thread handoff (the
+// thread gives its P to another thread, which finds the locked goroutine
+// runnable and hands the P back: two futex wake-ups and two context
+// switches, even when nothing else wants to run). With a Gosched in each
+// of the 768 yield rounds, a forwarder carrying one TCP stream at a fixed
+// 1 Gbit/s spent 2.9-6.7 s of CPU per GB and switched context 0.3-1.3
+// million times per GB; with one, 3.3-4.0 s and 64-96 thousand
+// (benchmarks/e2e-tcp.md, "CPU per GB"). sched_yield gives the CPU to
+// whatever else is runnable on it (the hosts' softirqs and sockets on a
+// shared machine) and keeps the P; the process's other goroutines also
+// get it when the worker sleeps in ppoll (a system call through the
+// runtime) or when sysmon preempts it.
+func yieldOrSleep(early, gosched bool, sleep *time.Duration) {
+	switch {
+	case early && gosched:
 		runtime.Gosched()
-		return
+	case early:
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	default:
+		timedSleep(sleep)
 	}
-	timedSleep(sleep)
 }
 
 // timedSleep sleeps on Go's timer and grows the next sleep.
