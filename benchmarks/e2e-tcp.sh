@@ -29,7 +29,17 @@
 # nat", QUEUES=2 (veth queues), FORWARDER=path (a prebuilt forwarder instead
 # of go build), RESULT_JSON=path (also write every run as a result in
 # benchmarks/result's schema, through benchmarks/benchjson), UDP=1 (also 64-byte UDP: iperf3 -u -l 64 -b 0, received pps
-# and loss).
+# and loss), CASES="p1 p1-R p8 p8-R" (a subset of the four cases),
+# CPU=1 (also the CPU each run cost per GB received: the forwarder process's
+# user+system time from /proc/PID/stat, and the whole machine's softirq
+# and busy time from /proc/stat: the machine's figures include whatever
+# else runs), PROFILE=DIR (perf record -g of the forwarder during its first
+# run of each case, reports in DIR; needs perf), PERFSTAT=DIR (perf stat of
+# the forwarder during each of its runs: task-clock, context switches and
+# system calls, or the events PERFSTAT_EVENTS lists;
+# DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
+# each config's result lines to PREFIX-CONFIG), IPERF_ARGS (added to every
+# iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate).
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -37,6 +47,10 @@ DURATION=${DURATION:-2}
 CONFIGS=${CONFIGS:-router nat}
 QUEUES=${QUEUES:-2}
 UDP=${UDP:-0}
+CPU=${CPU:-0}
+PROFILE=${PROFILE:-}
+ONLY_CASES=${CASES:-}
+FWDPID=
 
 SUF=$$
 CLI=jnb-tcli-$SUF FWD=jnb-tfwd-$SUF SRV=jnb-tsrv-$SUF
@@ -70,10 +84,22 @@ r = end.get("sum_received", {})
 if kind == "udp":
     s = r.get("seconds", 0); p = r.get("packets", 0); lost = r.get("lost_packets", 0)
     pps = (p - lost) / s if s else 0
-    print("%.0f" % pps, "%.4f" % (lost / p if p else 1), err)
+    print("%.0f" % pps, "%.4f" % (lost / p if p else 1), err, r.get("bytes", 0))
 else:
-    print("%.0f" % r.get("bits_per_second", 0), end.get("sum_sent", {}).get("retransmits", 0), err)
+    print("%.0f" % r.get("bits_per_second", 0), end.get("sum_sent", {}).get("retransmits", 0), err, r.get("bytes", 0))
 EOF
+}
+
+# cputicks: "FWD SOFTIRQ BUSY", clock ticks so far: the forwarder's
+# user+system time (0 when none runs), the machine's softirq time and its
+# time not idle (all CPUs; /proc/stat's cpu line: user nice system idle
+# iowait irq softirq steal).
+cputicks() {
+	local f=0
+	if [ -n "$FWDPID" ] && [ -r /proc/$FWDPID/stat ]; then
+		f=$(sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12 + $13}')
+	fi
+	awk -v f="$f" '/^cpu / {print f, $8, $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat
 }
 
 # iperf NAME ARGS...: one client run into $TMP/NAME.json, with a time limit;
@@ -83,20 +109,31 @@ iperf() {
 	shift
 	local kind=tcp
 	case " $* " in *" -u "*) kind=udp ;; esac
+	local c0 c1 prof=
 	for try in 1 2 3 4 5; do
-		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 \
+		c0=$(cputicks)
+		if [ -n "$PROFILE" ] && [ -n "$FWDPID" ] && [ ! -e "$PROFILE/$name.data" ] && [ "${name##*-}" = 1 ]; then
+			perf record -q -g -p "$FWDPID" -o "$PROFILE/$name.data" -- sleep "$DURATION" >/dev/null 2>&1 &
+			prof=$!
+		elif [ -n "${PERFSTAT:-}" ] && [ -n "$FWDPID" ]; then
+			perf stat -x, -e "${PERFSTAT_EVENTS:-task-clock,context-switches,raw_syscalls:sys_enter}" -p "$FWDPID" -o "$PERFSTAT/$name.csv" -- sleep "$DURATION" >/dev/null 2>&1 &
+			prof=$!
+		fi
+		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 ${IPERF_ARGS:-} \
 			-t "$DURATION" "$@" >"$TMP/$name.json" 2>&1 || true
 		# The server still busy with the previous test, or not listening
 		# yet: not a failure of the forwarder.
+		c1=$(cputicks)
+		if [ -n "$prof" ]; then wait "$prof" || true; prof=; fi
 		grep -qE 'server is busy|Connection refused' "$TMP/$name.json" || break
 		sleep 0.3
 	done
-	parse "$TMP/$name.json" $kind
+	echo "$(parse "$TMP/$name.json" $kind) $(echo "$c0 $c1" | awk '{print $4-$1, $5-$2, $6-$3}')"
 }
 
 # stats: python3 summary of a results file (lines "FORWARDER CASE BPS RETR ERR").
 summary() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 - "$1" "$2" ${3:+"$3"} <<'EOF'
 import sys, statistics as st
 path, cfg = sys.argv[1], sys.argv[2]
 rows = [l.split() for l in open(path) if l.strip()]
@@ -107,6 +144,7 @@ def pick(fwd, case, i): return [float(r[i]) for r in rows if r[0] == fwd and r[1
 # A run fails when iperf3 reported an error (or none at all) or received nothing.
 def fails(fwd, case): return sum(1 for r in rows if r[0] == fwd and r[1] == case and (r[4] != "-" or float(r[2]) == 0))
 udp = any(c.startswith("udp") for c in cases)
+hz = float(sys.argv[3]) if len(sys.argv) > 3 else 0
 print(f"{cfg}: received Mbit/s, median [min-max] of the runs; J÷L = ratio of medians; retransmits = the sender's, medians")
 print(f"  {'case':<18} {'Linux':>22} {'Junction':>22} {'J÷L':>7} {'retr L/J':>13} {'failed L/J':>10}")
 for c in cases:
@@ -116,6 +154,15 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
+if hz:
+    # CPU seconds per GB received, medians over the runs: columns 6-9 are
+    # bytes, forwarder ticks, softirq ticks, busy ticks.
+    def pergb(fwd, c, i):
+        v = [float(r[i]) / hz / (float(r[5]) / 1e9) for r in rows if r[0] == fwd and r[1] == c and len(r) > 8 and float(r[5]) > 0]
+        return st.median(v) if v else 0
+    print(f"  CPU s per GB received (medians): {'case':<8} {'fwd process J':>13} {'softirq L/J':>13} {'busy L/J':>13}")
+    for c in cases:
+        print(f"  {'':<32} {c:<8} {pergb('junction', c, 6):13.2f} {pergb('linux', c, 7):6.2f}/{pergb('junction', c, 7):<6.2f} {pergb('linux', c, 8):6.2f}/{pergb('junction', c, 8):<6.2f}")
 for c in cases:
     if not c.startswith("udp"): continue
     l, j = pick("linux", c, 2), pick("junction", c, 2)
@@ -125,7 +172,12 @@ for c in cases:
 EOF
 }
 
-CASES=("p1:-P 1" "p1-R:-P 1 -R" "p8:-P 8" "p8-R:-P 8 -R")
+CASES=()
+for c in "p1:-P 1" "p1-R:-P 1 -R" "p8:-P 8" "p8-R:-P 8 -R"; do
+	case " ${ONLY_CASES:-${c%%:*}} " in *" ${c%%:*} "*) CASES+=("$c") ;; esac
+done
+[ -n "$PROFILE" ] && mkdir -p "$PROFILE"
+[ -n "${PERFSTAT:-}" ] && mkdir -p "$PERFSTAT"
 # measure FORWARDER: every case RUNS times, appended to $TMP/res-$CFG.
 measure() {
 	local fwd=$1 c name args i
@@ -226,16 +278,22 @@ for CFG in $CONFIGS; do
 	measure junction
 	kill -INT $FWDPID
 	wait $FWDPID || true
+	FWDPID=
 	kill $SRVPID 2>/dev/null || true
 	wait $SRVPID 2>/dev/null || true
 
 	echo
-	summary "$TMP/res-$CFG" "$CFG"
+	if [ "$CPU" = 1 ]; then
+		summary "$TMP/res-$CFG" "$CFG" "$(getconf CLK_TCK)"
+	else
+		summary "$TMP/res-$CFG" "$CFG"
+	fi
 	if [ "$CFG" = nat ]; then
 		echo "  Conntrack: $(grep -E 'ct( w[0-9]+)? (count|drop) "(new|invalid: [a-z ]+)"' "$TMP/fwd-$CFG.log" |
 			sed 's/.*"\(.*\)": \([0-9]*\)/\1 \2/' | awk '{n=$NF; $NF=""; s[$0]+=n} END {for (k in s) printf "%s%d, ", k, s[k]}')"
 	fi
 	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  Junction /' | cut -c1-100
+	[ -n "${KEEP_RESULTS:-}" ] && cp "$TMP/res-$CFG" "$KEEP_RESULTS-$CFG"
 	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
 done
 if [ -n "${RESULT_JSON:-}" ]; then

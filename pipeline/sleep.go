@@ -33,7 +33,10 @@ type waiter struct {
 	pfds     []unix.PollFd
 	ts       unix.Timespec
 	timeout  time.Duration // the next ppoll's
-	polled   atomic.Uint64 // sleeps on descriptors (tests read it)
+	// gosched: the next yield is the idle period's first, which gives
+	// the P to the process's other goroutines (yieldOrSleep).
+	gosched bool
+	polled  atomic.Uint64 // sleeps on descriptors (tests read it)
 }
 
 func (w *worker) initWait() {
@@ -66,7 +69,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		// right after the spin), one-stream TCP through the router
 		// collapsed in some runs (benchmarks/drivers.md, "Idle
 		// workers").
-		yieldOrSleep(early, sleep)
+		yieldOrSleep(early, wt.gosched, sleep)
 		return
 	}
 	fds := wt.fds[:0]
@@ -83,7 +86,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	switch {
 	case mode == elements.SleepNot:
 	case mode == elements.SleepTimed || len(fds) == 0:
-		yieldOrSleep(early, sleep)
+		yieldOrSleep(early, wt.gosched, sleep)
 	default:
 		wt.pfds = wt.pfds[:0]
 		for _, fd := range fds {
@@ -113,12 +116,28 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 }
 
 // yieldOrSleep yields the processor (early) or sleeps on Go's timer.
-func yieldOrSleep(early bool, sleep *time.Duration) {
-	if early {
+//
+// Only the first yield of an idle period (gosched) is runtime.Gosched,
+// which lets the process's other goroutines have the worker's P; the
+// others are the kernel's sched_yield(2). A worker goroutine is locked to
+// its thread, and Gosched on a locked thread is a thread handoff (the
+// thread gives its P to another thread, which finds the locked goroutine
+// runnable and hands the P back: two futex wake-ups and two context
+// switches, even when nothing else wants to run). sched_yield gives the
+// CPU to whatever else is runnable on it (the hosts' softirqs and sockets
+// on a shared machine) and keeps the P; the process's other goroutines
+// also get it when the worker sleeps in ppoll (a system call through the
+// runtime) or when sysmon preempts it. The CPU and context switches per GB
+// this saves are in benchmarks/e2e-tcp.md ("CPU per GB").
+func yieldOrSleep(early, gosched bool, sleep *time.Duration) {
+	switch {
+	case early && gosched:
 		runtime.Gosched()
-		return
+	case early:
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	default:
+		timedSleep(sleep)
 	}
-	timedSleep(sleep)
 }
 
 // timedSleep sleeps on Go's timer and grows the next sleep.

@@ -217,6 +217,7 @@ func (w *worker) loop() {
 				break
 			}
 			if empty >= spinEmpty {
+				w.wait.gosched = empty == spinEmpty
 				w.idleWait(now, empty < yieldEmpty, &sleep)
 			}
 			if empty >= spinEmpty {

@@ -19,7 +19,11 @@
 // ring → completion ring → RX pool. A packet from any other pool is copied
 // into a TX-pool frame, freed at once, and the TX frame returns to the TX
 // pool on completion. The completion ring is mapped by the driver itself
-// (v0.3.3's Complete discards the addresses).
+// (v0.3.3's Complete discards the addresses), and so are the RX ring's
+// producer and consumer indices (read-only): RxPosition
+// (drivers.RxPositioner) reports how far each queue has been filled and
+// read, so that FromDevice keeps a flow in order when the sending host
+// moves it to another queue.
 //
 // Workers and queues. RX queue q is served by worker q mod workers (the
 // pipeline's rule). Worker w transmits on queue w's socket when w < queues

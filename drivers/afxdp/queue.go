@@ -42,6 +42,10 @@ type queue struct {
 	crDescs []uint64
 	crMask  uint32
 
+	// The RX ring's indices, mapped read-only (RxPosition).
+	rxMem          []byte
+	rxProd, rxCons *uint32
+
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
 	txDropped, txNoBuf, txErrors          atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
@@ -87,6 +91,10 @@ func newQueue(id int, xsk *xdp.Socket, frames, ring int) (*queue, error) {
 	q.crProd = (*uint32)(unsafe.Pointer(&mem[off.Cr.Producer]))
 	q.crCons = (*uint32)(unsafe.Pointer(&mem[off.Cr.Consumer]))
 	q.crDescs = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[off.Cr.Desc])), ring)
+	if err := q.mapRxIndices(xsk.FD(), off); err != nil {
+		unix.Munmap(q.crMem)
+		return nil, err
+	}
 	return q, nil
 }
 
@@ -318,6 +326,11 @@ func (q *queue) close() error {
 	if q.crMem != nil {
 		unix.Munmap(q.crMem)
 		q.crMem = nil
+	}
+	if q.rxMem != nil {
+		q.rxProd, q.rxCons = nil, nil
+		unix.Munmap(q.rxMem)
+		q.rxMem = nil
 	}
 	err := q.xsk.Close()
 	q.xsk = nil

@@ -53,9 +53,9 @@ func (f *FromDevice) TakeState(old elements.Element) error {
 var _ elements.Stranded = (*FromDevice)(nil)
 
 // Stranded implements elements.Stranded: the packets other workers handed
-// this instance that it never took (a FromDevice replaced rather than
-// kept: its rings are not carried over). Called once no worker runs the
-// old graph; Close then frees them.
+// this instance that it never took, and those it held for a queue move (a
+// FromDevice replaced rather than kept: its rings are not carried over).
+// Called once no worker runs the old graph; Close then frees them.
 func (f *FromDevice) Stranded() uint64 {
 	if f.sp == nil {
 		return 0
@@ -64,6 +64,12 @@ func (f *FromDevice) Stranded() uint64 {
 	for _, s := range f.sp.in {
 		r := f.sp.h.data[s][f.sp.me]
 		n += r.tail.Load() - r.head.Load()
+	}
+	if o := f.sp.ord; o != nil {
+		// Packets held for a queue move (order.go), freed by Close too.
+		for i := 0; i < o.active; i++ {
+			n += uint64(len(o.moves[i].held))
+		}
 	}
 	return n
 }

@@ -75,13 +75,15 @@ func init() {
 				"received and passed to another worker), \"handed in\" (received from other " +
 				"workers) and \"handoff waits\" (polls that left this worker's own queues unread " +
 				"because a worker it feeds had no room for a batch: backpressure); drop reason " +
-				"\"spread full\" (a packet that found no room all the same; should stay 0). The source is drained when every queue it serves " +
+				"\"spread full\" (a packet that found no room all the same; should stay 0); " +
+				"\"queue moves\" and \"queue move timeouts\" (flows held because the sending host moved " +
+				"them to another RX queue; see Queue moves). The source is drained when every queue it serves " +
 				"is (a pcap file read to its end, a gen device whose count is reached) and, with " +
 				"spreading, when every worker that hands it packets is drained and its rings are empty.",
 			Example: `"FromDevice(lan) -> cls :: Classifier(arp, ip, -)"`,
 			SeeAlso: "ToDevice",
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
-				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc,
+				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc + "\n\n" + orderDoc,
 		},
 		TakesState: true, // a reload keeps its state (reload.go)
 	})
@@ -215,7 +217,10 @@ func (f *FromDevice) Push(in int, b *packet.Batch) { b.FreeAll() }
 func (f *FromDevice) Poll() int {
 	n := 0
 	if f.sp != nil {
+		f.sp.outp = f.out
 		n = f.sp.receive(f.batch, f.out)
+		n += f.sp.released
+		f.sp.released = 0
 	}
 	if f.sp != nil && f.live > 0 && f.sp.congested(f.batch.Cap()) {
 		return n // backpressure: the own queues wait for the next poll
@@ -233,6 +238,9 @@ func (f *FromDevice) Poll() int {
 		q := f.queues[i]
 		b := f.batch
 		got := f.dev.Receive(q, b)
+		if f.sp != nil && f.sp.ord != nil && got == 0 {
+			f.sp.progressed(q)
+		}
 		if got == 0 {
 			if f.dev.Drained(q) {
 				f.drained[i] = true
@@ -248,12 +256,22 @@ func (f *FromDevice) Poll() int {
 		}
 		if f.sp != nil {
 			f.sp.handOff(b)
+			if f.sp.ord != nil {
+				f.sp.filter(b)
+			}
 		}
 		got = len(b.Pkts)
 		if got > 0 {
 			f.out.Push(b)
 		}
 		b.Reset() // in case the output was a no-op on an empty batch
+		if f.sp != nil && f.sp.ord != nil {
+			// After the push and the handoff's publish: whoever waits
+			// for this queue to pass a flow's last packet may go on.
+			f.sp.progressed(q)
+			got += f.sp.released // held packets the filter had to let go
+			f.sp.released = 0
+		}
 		return n + got
 	}
 	return n
@@ -285,6 +303,9 @@ func (f *FromDevice) Drained() bool {
 func (f *FromDevice) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
 	mode := elements.SleepOnFDs
 	if f.sp != nil {
+		if f.sp.holding() {
+			return fds, elements.SleepNot // held packets wait for another queue's reader
+		}
 		fds, mode = f.sp.prepareSleep(fds)
 		if mode == elements.SleepNot {
 			return fds, mode

@@ -33,7 +33,7 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`the order they were received; only a flow that the sending host moves from one queue to ` +
 	`another can be reordered, at the move (two RX queues carry no order between them: what the old ` +
 	`queue still holds may be passed by what the new one delivers, on veth up to a window's worth of ` +
-	`TCP segments; see TestTCPQueueSwitch). ` +
+	`TCP segments), unless the device reports its queues' positions (Queue moves, below). ` +
 	`Nothing on the way locks or allocates. Backpressure: a sender reads its own queues only ` +
 	`when every worker it feeds has room for a whole batch (ring slots and lent buffers); ` +
 	`otherwise it skips them for that poll (counted as "handoff waits"), so an overloaded ` +
@@ -70,6 +70,12 @@ type hub struct {
 	// the packets or the sender sees the flag: never neither.
 	asleep []atomic.Bool
 	wake   []int
+
+	// Queue moves (order.go): progress[q] is how far queue q's reader
+	// has read it (published after what it read is pushed or handed
+	// over); reader[q] is that worker (-1: none).
+	progress []paddedU32
+	reader   []int
 }
 
 // spreader is one worker's side of the hub.
@@ -93,6 +99,12 @@ type spreader struct {
 	efdBuf              [8]byte // an eventfd's counter, read and written
 	armed               bool    // asleep set by prepareSleep, not yet cleared by woke
 	due                 uint64  // wake-up writes owed by senders, not yet read
+
+	// Queue moves (order.go); nil when the device cannot say how far
+	// its queues are read, or has one queue.
+	ord      *order
+	outp     *elements.Output // the FromDevice's output (set by each Poll: a reload swaps it)
+	released int              // held packets pushed by this Poll
 }
 
 func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers, batch int) (*spreader, error) {
@@ -103,10 +115,21 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 			h.wake[w] = -1
 		}
 		nsend := 0
+		h.progress = make([]paddedU32, dev.RxQueues())
+		h.reader = make([]int, dev.RxQueues())
+		for q := range h.reader {
+			h.reader[q] = -1
+		}
 		for w := 0; w < workers; w++ {
-			h.senders[w] = len(ctx.Devices.Queues(name, w)) > 0
+			qs := ctx.Devices.Queues(name, w)
+			h.senders[w] = len(qs) > 0
 			if h.senders[w] {
 				nsend++
+			}
+			for _, q := range qs {
+				if q >= 0 && q < len(h.reader) {
+					h.reader[q] = w
+				}
 			}
 		}
 		h.data = make([][]*ring, workers)
@@ -159,6 +182,9 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 	}
 	for _, s := range sp.in {
 		sp.refill(s)
+	}
+	if pos, ok := dev.(drivers.RxPositioner); ok && dev.RxQueues() > 1 && len(h.progress) == dev.RxQueues() {
+		sp.ord = newOrder(pos, ctx.Stats, batch)
 	}
 	return sp, nil
 }
@@ -276,6 +302,9 @@ func copyPacket(q, p *packet.Packet) {
 // pushed.
 func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 	total := 0
+	if sp.ord != nil && sp.ord.active > 0 {
+		sp.settle()
+	}
 	for _, s := range sp.in {
 		r := sp.h.data[s][sp.me]
 		for !b.Full() {
@@ -287,6 +316,9 @@ func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 		}
 		r.release()
 		sp.refill(s)
+		if sp.ord != nil && len(b.Pkts) > 0 {
+			sp.filter(b)
+		}
 		if n := len(b.Pkts); n > 0 {
 			total += n
 			sp.inCount += uint64(n)
@@ -297,6 +329,9 @@ func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 	if sp.inCount > 0 {
 		sp.handedIn.Add(sp.inCount)
 		sp.inCount = 0
+	}
+	if sp.ord != nil && sp.ord.active > 0 {
+		sp.settle()
 	}
 	return total
 }
@@ -376,6 +411,9 @@ func (sp *spreader) finish() { sp.h.done[sp.me].Store(true) }
 
 // drained reports whether no sender can hand this worker anything more.
 func (sp *spreader) drained() bool {
+	if sp.holding() {
+		return false
+	}
 	for _, s := range sp.in {
 		// done first: a sender publishes its last packets before done.
 		if !sp.h.done[s].Load() || !sp.h.data[s][sp.me].empty() {
@@ -388,6 +426,7 @@ func (sp *spreader) drained() bool {
 // close frees what is left in this worker's incoming rings and takes back
 // the buffers it lent (all workers have stopped: no concurrency left).
 func (sp *spreader) close() {
+	sp.freeHeld()
 	if fd := sp.h.wake[sp.me]; fd >= 0 {
 		unix.Close(fd)
 		sp.h.wake[sp.me] = -1
