@@ -25,6 +25,15 @@ package drivers
 //     w mod queues) and which sockets are shared by more than one worker
 //     (locked per batch, copy on TX) are recomputed.
 //
+// The RX queue count itself can change in a reload only for a device
+// whose driver implements Reconfigurer (afxdp: its queues key): the
+// device stays open, the added queues are opened before the swap and the
+// removed ones closed after it (drivers/afxdp/reconfig.go). afpacket's
+// RX sockets form one fanout group whose members cannot leave it without
+// being closed (dropping what their rings hold), and the kernel spreads a
+// group's packets by its member count: a reload that changes an afpacket
+// device's keys reopens it instead (it is not exclusive).
+//
 // A device whose driver does not implement WorkerResizer cannot serve
 // another count in place, and a reload that changes the count while
 // keeping such a device is refused (restart the forwarder).
@@ -62,3 +71,20 @@ type NoWorkerChange struct{}
 func (NoWorkerChange) Apply()        {}
 func (NoWorkerChange) Abort()        {}
 func (NoWorkerChange) Finish() error { return nil }
+
+// Reconfigurer is a device that can take a new configuration of some of
+// its keys without being reopened (a reload that changes them keeps it
+// open, same instance). Reconfigure validates cfg (the driver's Config
+// for the device's new keys) against the running device: an error, for a
+// key that cannot change in place or a resource missing, fails the reload
+// with nothing changed. With dry, it only validates and returns a nil
+// change. Otherwise it prepares the change as ResizeWorkers does (what
+// can fail is done now, on the reloading goroutine), and from then until
+// Apply or Abort the device's RxQueues is the new count, so that the new
+// graph is built for it; the old graph's workers keep serving the old
+// queues. Apply is called with every worker parked, Finish after every
+// worker runs the new graph. summary says what changes, for the report
+// ("queues 2 → 1, kept open, reconfigured").
+type Reconfigurer interface {
+	Reconfigure(cfg any, dry bool) (change WorkerChange, summary string, err error)
+}

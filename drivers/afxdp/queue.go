@@ -44,6 +44,9 @@ type queue struct {
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
 	txDropped, txNoBuf, txErrors          atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
+	// rxRemoved counts the frames a reload that removed this queue found
+	// in its RX ring after the swap: no worker reads it any more.
+	rxRemoved atomic.Uint64
 
 	// kernelFinal is the socket's XDP_STATISTICS when close released it
 	// (under mu), so that the exit table still shows the kernel's drops.
