@@ -72,8 +72,8 @@ type ReloadReport struct {
 	// DevicesReconfigured are kept open with new keys applied in place
 	// (drivers.Reconfigurer: an afxdp device's queues).
 	DevicesReconfigured []string `json:"devices_reconfigured,omitempty"`
-	LinksAdded    []string `json:"links_added,omitempty"`
-	LinksRemoved  []string `json:"links_removed,omitempty"`
+	LinksAdded          []string `json:"links_added,omitempty"`
+	LinksRemoved        []string `json:"links_removed,omitempty"`
 
 	// Prepare is the time to load, validate, open and build; Swap from
 	// the first worker told to the last one running the new graph (as
