@@ -69,11 +69,12 @@ type ReloadReport struct {
 	DevicesOpened []string `json:"devices_opened,omitempty"`
 	DevicesClosed []string `json:"devices_closed,omitempty"`
 	DevicesKept   []string `json:"devices_kept,omitempty"`
+	LinksAdded    []string `json:"links_added,omitempty"`
+	LinksRemoved  []string `json:"links_removed,omitempty"`
+
 	// DevicesReconfigured are kept open with new keys applied in place
 	// (drivers.Reconfigurer: an afxdp device's queues).
 	DevicesReconfigured []string `json:"devices_reconfigured,omitempty"`
-	LinksAdded          []string `json:"links_added,omitempty"`
-	LinksRemoved        []string `json:"links_removed,omitempty"`
 
 	// Prepare is the time to load, validate, open and build; Swap from
 	// the first worker told to the last one running the new graph (as
