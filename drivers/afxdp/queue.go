@@ -308,6 +308,7 @@ func (q *queue) close() error {
 		unix.Munmap(q.crMem)
 		q.crMem = nil
 	}
+	unmapRings(q.xsk, q.ring)
 	err := q.xsk.Close()
 	q.xsk = nil
 	return err

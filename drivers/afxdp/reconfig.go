@@ -132,6 +132,9 @@ func (c *queueChange) open() error {
 		RxRingNumDescs: d.cfg.Ring, TxRingNumDescs: d.cfg.Ring,
 	}
 	for q := c.from; q < c.to; q++ {
+		if err := d.releaseRetired(q); err != nil {
+			return err
+		}
 		xsk, err := newSocket(d.ifindex, q, &opts, d.ZeroCopy)
 		if err != nil {
 			return conf.Errorf("queues", "%s: AF_XDP socket on added queue %d: %v", d.ifname, q, err)
@@ -163,7 +166,7 @@ func (c *queueChange) Apply() {
 		c.removed = d.queues[c.to:]
 		d.queues = d.queues[:c.to:c.to]
 		for _, q := range c.removed {
-			if err := d.prog.Unregister(int(q.id)); err != nil {
+			if err := d.unregister(int(q.id)); err != nil {
 				c.unregErr = errors.Join(c.unregErr, fmt.Errorf("%s: removing queue %d from the XDP program: %w", d.ifname, q.id, err))
 			}
 		}
@@ -180,7 +183,7 @@ func (c *queueChange) Abort() {
 	d.pending = nil
 	d.rxQueues.Store(int32(len(d.queues)))
 	for _, q := range c.added {
-		d.prog.Unregister(int(q.id))
+		d.unregister(int(q.id))
 		q.retire()
 		q.close()
 	}
@@ -232,4 +235,44 @@ func (q *queue) retire() bool {
 	}
 	withKernel := q.ring - q.xsk.NumFreeFillSlots()
 	return q.txOut == 0 && q.rx.Available()+withKernel == int(q.nrx)
+}
+
+// unregister takes queue q's socket out of the program: v0.3.3's
+// Unregister deletes from its queue map first, an array (EINVAL), and
+// then never reaches the XSKMAP, whose reference would keep the socket
+// bound to the queue after its close. The queue map's entry is zeroed
+// (the plain program then passes the queue's frames to the kernel; the
+// fast path's ignores it) and the XSKMAP's deleted.
+func (d *Device) unregister(q int) error {
+	if err := d.prog.Queues.Put(uint32(q), uint32(0)); err != nil {
+		return fmt.Errorf("queue map: %w", err)
+	}
+	if err := d.prog.Sockets.Delete(uint32(q)); err != nil {
+		return fmt.Errorf("xsks map: %w", err)
+	}
+	return nil
+}
+
+// releaseRetired closes the socket a previous reload removed from queue
+// q and left open because the graph still held its frames then: a queue
+// binds one socket.
+func (d *Device) releaseRetired(q int) error {
+	for _, r := range d.retired {
+		if int(r.id) != q || r.isClosed() {
+			continue
+		}
+		if !r.retire() {
+			return conf.Errorf("queues", "%s: queue %d: the graph still holds frames of the socket a previous reload removed from it (packets waiting in an element): reload again once they are sent", d.ifname, q)
+		}
+		if err := r.close(); err != nil {
+			return conf.Errorf("queues", "%s: queue %d: closing the removed socket: %v", d.ifname, q, err)
+		}
+	}
+	return nil
+}
+
+func (q *queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.xsk == nil
 }
