@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // TestReloadQueues: configs/router-veth.toml without its fast path
@@ -42,6 +44,12 @@ func TestReloadQueues(t *testing.T) {
 	one := strings.ReplaceAll(strings.Replace(two, "\nworkers = 2\n", "\nworkers = 1\n", 1), "queues    = 2", "queues    = 1")
 	oneQueue := strings.ReplaceAll(two, "queues    = 2", "queues    = 1")
 	cfg := filepath.Join(t.TempDir(), "router-veth.toml")
+	workersOf := func(file string) string {
+		if strings.Contains(file, "\nworkers = 1\n") {
+			return "1"
+		}
+		return "2"
+	}
 	if err := os.WriteFile(cfg, []byte(two), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +124,12 @@ func TestReloadQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 		reloads++
+		lossBefore, _ := countedLoss(tp.snapshot(t))
+		defer func() {
+			time.Sleep(100 * time.Millisecond)
+			lossAfter, _ := countedLoss(tp.snapshot(t))
+			t.Logf("reload %d (%s, workers %s): %d packets counted lost from the SIGHUP to 0.1 s after the report", reloads, change, workersOf(file), lossAfter-lossBefore)
+		}()
 		p.Signal(syscall.SIGHUP)
 		for deadline := time.Now().Add(10 * time.Second); strings.Count(p.Output(), "reloaded "+cfg) < reloads; time.Sleep(20 * time.Millisecond) {
 			if strings.Contains(p.Output(), "reload failed") || time.Now().After(deadline) {
@@ -191,21 +205,7 @@ func TestReloadQueues(t *testing.T) {
 	// RX ring, an empty fill ring: workers that did not keep up, as
 	// while the workers were parked or starting on a loaded machine), by
 	// the veths, by the graph, or as found in a removed queue's ring.
-	var counted uint64
-	var drops []string
-	for _, d := range snap.Devices {
-		for _, c := range d.Counters {
-			switch c.Name {
-			case "rx_kernel_dropped", "rx_dropped_queue_removed", "tx_dropped", "tx_dropped_nobuf", "tx_errors",
-				"link_tx_dropped", "link_peer_tx_dropped":
-				counted += c.Value
-				if c.Value != 0 {
-					drops = append(drops, d.Device+"."+c.Name+"="+strconv.FormatUint(c.Value, 10))
-				}
-			}
-		}
-	}
-	counted += snap.Totals.Drops
+	counted, drops := countedLoss(snap)
 	if lost := uint64(s - r); lost > counted {
 		t.Errorf("%d datagrams lost across the queue changes, %d counted (%v, graph drops %d)", lost, counted, drops, snap.Totals.Drops)
 	} else if lost > 0 {
@@ -228,4 +228,24 @@ func TestReloadQueues(t *testing.T) {
 	if devRX := deviceCounter(snap, "lan", "rx_packets") + deviceCounter(snap, "wan", "rx_packets"); devRX != tot.RX {
 		t.Errorf("the sources took %d packets, the devices received %d", tot.RX, devRX)
 	}
+}
+
+// countedLoss sums the counters of lost packets: the devices' (sockets,
+// veths, removed queues) and the graph's drops.
+func countedLoss(snap *pipeline.Snapshot) (uint64, []string) {
+	var counted uint64
+	var drops []string
+	for _, d := range snap.Devices {
+		for _, c := range d.Counters {
+			switch c.Name {
+			case "rx_kernel_dropped", "rx_dropped_queue_removed", "tx_dropped", "tx_dropped_nobuf", "tx_errors",
+				"link_tx_dropped", "link_peer_tx_dropped":
+				counted += c.Value
+				if c.Value != 0 {
+					drops = append(drops, d.Device+"."+c.Name+"="+strconv.FormatUint(c.Value, 10))
+				}
+			}
+		}
+	}
+	return counted + snap.Totals.Drops, drops
 }
