@@ -210,6 +210,14 @@ func (c *queueChange) Finish() error {
 // rxRemoved and its frames returned. It reports whether every RX frame is
 // back with the socket (in its pool or with the kernel), so that closing
 // it unmaps nothing a packet still points into.
+//
+// It runs while the new graph's workers run, none of which receives or
+// transmits on q any more: the only other user of q's pools is a kept
+// element releasing a packet it held across the swap (ARPQuerier's
+// waiting packets). Then the frames are not all back and the socket stays
+// open (closed with the device, or when a reload adds the queue again
+// and finds them back); a release racing with the returns here can at
+// worst miscount q's dead pool, which again only keeps the socket open.
 func (q *queue) retire() bool {
 	deadline := time.Now().Add(200 * time.Millisecond)
 	for q.flushStep() && time.Now().Before(deadline) {
