@@ -1,5 +1,7 @@
 package drivers
 
+import "errors"
+
 // Changing the number of workers of a running router (a reload that
 // changes [forwarder] workers). A device whose configuration is unchanged
 // stays open across such a reload: its sockets, rings, UMEMs and XDP
@@ -30,9 +32,10 @@ package drivers
 // device stays open, the added queues are opened before the swap and the
 // removed ones closed after it (drivers/afxdp/reconfig.go). afpacket's
 // RX sockets form one fanout group whose members cannot leave it without
-// being closed (dropping what their rings hold), and the kernel spreads a
-// group's packets by its member count: a reload that changes an afpacket
-// device's keys reopens it instead (it is not exclusive).
+// being closed (dropping what their rings hold): an afpacket device's
+// queues can grow in place (new members join the group before the swap),
+// a reload that lowers them is refused, and one that changes its other
+// keys reopens it (it is not exclusive).
 //
 // A device whose driver does not implement WorkerResizer cannot serve
 // another count in place, and a reload that changes the count while
@@ -85,6 +88,15 @@ func (NoWorkerChange) Finish() error { return nil }
 // queues. Apply is called with every worker parked, Finish after every
 // worker runs the new graph. summary says what changes, for the report
 // ("queues 2 → 1, kept open, reconfigured").
+//
+// A device of a driver that is not Exclusive may answer ErrReopen
+// (wrapped or not): the change is not one it makes in place, and the
+// reload opens a new device for the new keys as it does for drivers
+// without Reconfigure. Any other error fails the reload.
 type Reconfigurer interface {
 	Reconfigure(cfg any, dry bool) (change WorkerChange, summary string, err error)
 }
+
+// ErrReopen is a Reconfigurer's answer for a change that reopening the
+// device makes instead.
+var ErrReopen = errors.New("reopen the device for these keys")

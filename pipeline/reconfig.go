@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -17,32 +18,15 @@ import (
 // (Apply with every worker parked, Finish after); otherwise the reload is
 // refused before anything is opened (opening it again would fail, or,
 // where the kernel has no BPF links, take the XDP program off the
-// running device first). Devices of other drivers are reopened as before.
+// running device first). A device of another driver that implements
+// drivers.Reconfigurer is kept the same way when it can make the change in
+// place (afpacket: more queues), refused when it says it cannot, and
+// reopened as before when it answers drivers.ErrReopen.
 // The reconfigured devices are marked kept in keptNew and listed in
 // rep.DevicesReconfigured (instead of closed and opened).
 func reconfigureDevices(g1, g2 *Graph, running, devs []drivers.Device, keptNew []bool, rep *ReloadReport, dry bool) ([]drivers.WorkerChange, error) {
 	var changes []drivers.WorkerChange
-	fail := func(err error) ([]drivers.WorkerChange, error) {
-		for _, c := range changes {
-			c.Abort()
-		}
-		return nil, err
-	}
-	for i, d := range g2.Devices {
-		od := g1.Device(d.Name)
-		if keptNew[i] || od == nil || od.Driver == nil || !od.Driver.Exclusive {
-			continue
-		}
-		dev := running[od.Index]
-		rc, ok := dev.(drivers.Reconfigurer)
-		if !ok || d.Driver == nil || d.Driver.Name != od.Driver.Name || d.MAC != od.MAC || !slices.Equal(d.Addresses, od.Addresses) ||
-			reflect.TypeOf(d.Config) != reflect.TypeOf(od.Config) {
-			return fail(fmt.Errorf("%s: device %q (driver %s): its keys change, but the running device holds its interface exclusively until the swap and a reload cannot reopen it: restart the forwarder to change them", d.Pos, d.Name, driverName(d)))
-		}
-		c, summary, err := rc.Reconfigure(d.Config, dry)
-		if err != nil {
-			return fail(fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, driverName(d), err))
-		}
+	keep := func(i int, od, d *Device, dev drivers.Device, c drivers.WorkerChange, summary string, changes []drivers.WorkerChange) []drivers.WorkerChange {
 		devs[i] = dev
 		keptNew[i] = true
 		if c != nil {
@@ -51,6 +35,45 @@ func reconfigureDevices(g1, g2 *Graph, running, devs []drivers.Device, keptNew [
 		rep.DevicesClosed = slices.DeleteFunc(rep.DevicesClosed, func(s string) bool { return s == od.Name+" ("+driverName(od)+", changed)" })
 		rep.DevicesOpened = slices.DeleteFunc(rep.DevicesOpened, func(s string) bool { return s == d.Name+" ("+driverName(d)+", changed)" })
 		rep.DevicesReconfigured = append(rep.DevicesReconfigured, d.Name+" ("+driverName(d)+"): "+summary)
+		return changes
+	}
+	fail := func(err error) ([]drivers.WorkerChange, error) {
+		for _, c := range changes {
+			c.Abort()
+		}
+		return nil, err
+	}
+	for i, d := range g2.Devices {
+		od := g1.Device(d.Name)
+		if keptNew[i] || od == nil || od.Driver == nil {
+			continue
+		}
+		dev := running[od.Index]
+		rc, ok := dev.(drivers.Reconfigurer)
+		if !od.Driver.Exclusive {
+			if !ok || d.Driver == nil || d.Driver.Name != od.Driver.Name || d.MAC != od.MAC || !slices.Equal(d.Addresses, od.Addresses) ||
+				reflect.TypeOf(d.Config) != reflect.TypeOf(od.Config) {
+				continue // reopened
+			}
+			c, summary, err := rc.Reconfigure(d.Config, dry)
+			if errors.Is(err, drivers.ErrReopen) {
+				continue
+			}
+			if err != nil {
+				return fail(fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, driverName(d), err))
+			}
+			changes = keep(i, od, d, dev, c, summary, changes)
+			continue
+		}
+		if !ok || d.Driver == nil || d.Driver.Name != od.Driver.Name || d.MAC != od.MAC || !slices.Equal(d.Addresses, od.Addresses) ||
+			reflect.TypeOf(d.Config) != reflect.TypeOf(od.Config) {
+			return fail(fmt.Errorf("%s: device %q (driver %s): its keys change, but the running device holds its interface exclusively until the swap and a reload cannot reopen it: restart the forwarder to change them", d.Pos, d.Name, driverName(d)))
+		}
+		c, summary, err := rc.Reconfigure(d.Config, dry)
+		if err != nil {
+			return fail(fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, driverName(d), err))
+		}
+		changes = keep(i, od, d, dev, c, summary, changes)
 	}
 	return changes, nil
 }
