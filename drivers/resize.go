@@ -1,5 +1,7 @@
 package drivers
 
+import "errors"
+
 // Changing the number of workers of a running router (a reload that
 // changes [forwarder] workers). A device whose configuration is unchanged
 // stays open across such a reload: its sockets, rings, UMEMs and XDP
@@ -24,6 +26,16 @@ package drivers
 //     choice of the queue each worker transmits on (worker w on queue
 //     w mod queues) and which sockets are shared by more than one worker
 //     (locked per batch, copy on TX) are recomputed.
+//
+// The RX queue count itself can change in a reload only for a device
+// whose driver implements Reconfigurer (afxdp: its queues key): the
+// device stays open, the added queues are opened before the swap and the
+// removed ones closed after it (drivers/afxdp/reconfig.go). afpacket's
+// RX sockets form one fanout group whose members cannot leave it without
+// being closed (dropping what their rings hold): an afpacket device's
+// queues can grow in place (new members join the group before the swap),
+// a reload that lowers them is refused, and one that changes its other
+// keys reopens it (it is not exclusive).
 //
 // A device whose driver does not implement WorkerResizer cannot serve
 // another count in place, and a reload that changes the count while
@@ -62,3 +74,29 @@ type NoWorkerChange struct{}
 func (NoWorkerChange) Apply()        {}
 func (NoWorkerChange) Abort()        {}
 func (NoWorkerChange) Finish() error { return nil }
+
+// Reconfigurer is a device that can take a new configuration of some of
+// its keys without being reopened (a reload that changes them keeps it
+// open, same instance). Reconfigure validates cfg (the driver's Config
+// for the device's new keys) against the running device: an error, for a
+// key that cannot change in place or a resource missing, fails the reload
+// with nothing changed. With dry, it only validates and returns a nil
+// change. Otherwise it prepares the change as ResizeWorkers does (what
+// can fail is done now, on the reloading goroutine), and from then until
+// Apply or Abort the device's RxQueues is the new count, so that the new
+// graph is built for it; the old graph's workers keep serving the old
+// queues. Apply is called with every worker parked, Finish after every
+// worker runs the new graph. summary says what changes, for the report
+// ("queues 2 → 1, kept open, reconfigured").
+//
+// A device of a driver that is not Exclusive may answer ErrReopen
+// (wrapped or not): the change is not one it makes in place, and the
+// reload opens a new device for the new keys as it does for drivers
+// without Reconfigure. Any other error fails the reload.
+type Reconfigurer interface {
+	Reconfigure(cfg any, dry bool) (change WorkerChange, summary string, err error)
+}
+
+// ErrReopen is a Reconfigurer's answer for a change that reopening the
+// device makes instead.
+var ErrReopen = errors.New("reopen the device for these keys")

@@ -72,6 +72,10 @@ type ReloadReport struct {
 	LinksAdded    []string `json:"links_added,omitempty"`
 	LinksRemoved  []string `json:"links_removed,omitempty"`
 
+	// DevicesReconfigured are kept open with new keys applied in place
+	// (drivers.Reconfigurer: an afxdp device's queues).
+	DevicesReconfigured []string `json:"devices_reconfigured,omitempty"`
+
 	// Prepare is the time to load, validate, open and build; Swap from
 	// the first worker told to the last one running the new graph (as
 	// the workers' clocks say: a worker switches between two rounds, so
@@ -101,7 +105,7 @@ type ReloadReport struct {
 // Changed reports whether the new graph differs from the running one.
 func (rep *ReloadReport) Changed() bool {
 	return rep.WorkerChange != nil || len(rep.Added)+len(rep.Removed)+len(rep.Replaced)+len(rep.Reconfigured)+
-		len(rep.DevicesOpened)+len(rep.DevicesClosed)+len(rep.LinksAdded)+len(rep.LinksRemoved) > 0
+		len(rep.DevicesOpened)+len(rep.DevicesClosed)+len(rep.DevicesReconfigured)+len(rep.LinksAdded)+len(rep.LinksRemoved) > 0
 }
 
 // WriteText prints the report for an operator, one change per line.
@@ -147,6 +151,7 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 	list("device opened", rep.DevicesOpened)
 	list("device closed", rep.DevicesClosed)
 	list("device kept open", rep.DevicesKept)
+	list("device reconfigured", rep.DevicesReconfigured)
 	list("link added", rep.LinksAdded)
 	list("link removed", rep.LinksRemoved)
 	list("state not carried", rep.StateErrors)
@@ -251,15 +256,18 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			keptNew[i] = true
 		}
 	}
-	for i, d := range g2.Devices {
-		od := g1.Device(d.Name)
-		if keptNew[i] || od == nil || od.Driver == nil || !od.Driver.Exclusive {
-			continue
+	reconf, err := reconfigureDevices(g1, g2, r.devices, devs, keptNew, rep, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if want == n && len(reconf) > 0 {
+		// What check does with the new queue counts (as above).
+		if err := CheckEnv(g2, want); err != nil {
+			for _, c := range reconf {
+				c.Abort()
+			}
+			return nil, err
 		}
-		// Refused before anything is opened: opening it again would
-		// fail (or, where the kernel has no BPF links, take the XDP
-		// program off the running device first).
-		return nil, fmt.Errorf("%s: device %q (driver %s): its keys change, but the running device holds its interface exclusively until the swap and a reload cannot reopen it: restart the forwarder to change them", d.Pos, d.Name, driverName(d))
 	}
 	var resized []drivers.WorkerChange
 	if want != n {
@@ -267,10 +275,14 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		var err error
 		resized, lines, err = resizeDevices(g1, g2, devs, keptNew, n, want, dryRun)
 		if err != nil {
+			for _, c := range reconf {
+				c.Abort()
+			}
 			return nil, err
 		}
 		rep.WorkerChange.Devices = lines
 	}
+	resized = append(resized, reconf...)
 	if dryRun {
 		rep.Total = time.Since(t0)
 		return rep, nil
@@ -289,9 +301,9 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		base = filepath.Dir(g2.File)
 	}
 	for i, d := range g2.Devices {
-		if od := g1.Device(d.Name); od != nil && sameDevice(od, d) {
-			devs[i] = r.devices[od.Index]
-			keptDev[od.Index] = true
+		if keptNew[i] {
+			// Unchanged, or reconfigured in place (reconfig.go).
+			keptDev[g1.Device(d.Name).Index] = true
 			continue
 		}
 		if d.Driver == nil || d.Driver.Open == nil {
@@ -349,7 +361,9 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	// Swap.
 	nmax := max(n, want)
 	ng := &nextGen{ack: make(chan int, nmax), errs: make([][]string, nmax), adoptedAt: make([]int64, nmax), lost: make([]uint64, nmax)}
-	if want != n {
+	if want != n || len(reconf) > 0 {
+		// A queue count that changes needs every worker parked too:
+		// the device's queues change under all of them at once.
 		ng.resize = newResizeBarrier(n, want)
 		// The counters of kept elements on removed workers go to
 		// worker 0's (a kept element's Stats carry over).
@@ -387,7 +401,11 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		for _, e := range g2.Elements {
 			flowState = flowState || e.Type != nil && e.Type.FlowState
 		}
-		workers = r.resizeSwap(ng, built, resized, rep.WorkerChange, flowState)
+		wc := rep.WorkerChange
+		if wc == nil {
+			wc = &WorkerChange{From: n, To: want} // timings only
+		}
+		workers = r.resizeSwap(ng, built, resized, wc, flowState)
 	} else {
 		for _, wk := range r.workers {
 			wk.next.Store(ng)

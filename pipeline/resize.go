@@ -277,7 +277,7 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 	}
 	t0 := time.Now()
 	var rbs []elements.WorkerRebalancer
-	if flowState {
+	if flowState && from != to {
 		// Only a graph that keeps per-flow state per worker has any
 		// to move (the old graph's, when the new one drops it, goes
 		// with the old instances).

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -80,6 +81,16 @@ type Device struct {
 	rx      []*rxQueue
 	tx      []*txSocket
 	link    *linkstats.Reader // the interface's own drop counters
+	// cfg and group are the configuration and the fanout group id the
+	// device runs (group 0: one socket, no group yet), for a reload that
+	// adds RX sockets (reconfig.go); pending is that reload's prepared
+	// change until Apply or Abort: RxQueues counts its sockets.
+	cfg     Config
+	group   int
+	pending *rxGrow
+	// abortDrops counts what added sockets of a failed reload had
+	// received when they were closed.
+	abortDrops atomic.Uint64
 
 	mu     sync.Mutex // Close against Stats
 	closed bool
@@ -106,7 +117,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if workers < 1 {
 		workers = 1
 	}
-	d := &Device{ifname: c.Interface, index: uint16(ctx.Index)}
+	d := &Device{ifname: c.Interface, index: uint16(ctx.Index), cfg: *c}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -152,6 +163,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 			}
 		}
 	}
+	d.group = group
 	for w := 0; w < workers; w++ {
 		t, err := newTxSocket(d.ifindex)
 		if err != nil {
@@ -164,7 +176,12 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 }
 
 // RxQueues implements drivers.Device.
-func (d *Device) RxQueues() int { return len(d.rx) }
+func (d *Device) RxQueues() int {
+	if g := d.pending; g != nil {
+		return len(d.rx) + len(g.added)
+	}
+	return len(d.rx)
+}
 
 // Drained implements drivers.Device: an interface never drains.
 func (d *Device) Drained(int) bool { return false }
@@ -257,6 +274,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_own_skipped", Value: own},
 		{Name: "rx_kernel_dropped", Value: kdrop},
 		{Name: drivers.CounterTxTooLong, Value: txL},
+		{Name: "rx_dropped_reload_aborted", Value: d.abortDrops.Load()},
 	}
 	return d.link.Append(cs)
 }

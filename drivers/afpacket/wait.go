@@ -10,6 +10,9 @@ var _ drivers.RxWaiter = (*Device)(nil)
 // synchronous sendmmsg: nothing waits for a kick, so the device has no
 // TxIdle.
 func (d *Device) RxFD(q int) int {
+	if g := d.pending; g != nil && q >= len(d.rx) && q-len(d.rx) < len(g.added) {
+		return g.added[q-len(d.rx)].fd // a socket a reload is adding
+	}
 	if q < 0 || q >= len(d.rx) {
 		return -1
 	}

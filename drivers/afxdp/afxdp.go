@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -50,6 +51,18 @@ type Device struct {
 
 	queues []*queue
 	txq    []*queue // by worker
+	// retired are the queues a reload removed (reconfig.go): their
+	// counters stay in Stats, and those whose frames the graph still held
+	// at the reload are closed with the device.
+	retired []*queue
+	// cfg is the configuration the device runs (Queues as the last
+	// reload set it); progQueues the size of the XDP program's xsks map.
+	cfg        Config
+	progQueues int
+	// rxQueues is what RxQueues reports: len(queues), or during a
+	// reload's preparation the count the new graph is built for.
+	rxQueues atomic.Int32
+	pending  *queueChange // the reload's prepared change, until Apply or Abort
 
 	prog     *xdp.Program
 	fp       *fastpath.Program // with fastpath = true: prog is fp's
@@ -92,7 +105,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Device{ifname: c.Interface, index: uint16(ctx.Index), linkFD: -1}
+	d := &Device{ifname: c.Interface, index: uint16(ctx.Index), linkFD: -1, cfg: *c}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -150,6 +163,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if err := d.removeStale(link); err != nil {
 		return nil, conf.Errorf("interface", "%v", err)
 	}
+	d.progQueues = link.RxQueues
 	if c.FastPath {
 		if err := d.openFastPath(link.RxQueues); err != nil {
 			return nil, conf.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
@@ -315,6 +329,7 @@ func (d *Device) openQueues(c *Config, nq, workers int) error {
 	}
 	// Transmit queues per worker and which sockets are shared.
 	d.txq = txQueues(d.queues, workers)
+	d.rxQueues.Store(int32(len(d.queues)))
 	return nil
 }
 
@@ -348,7 +363,7 @@ func isBusy(err error) bool {
 }
 
 // RxQueues implements drivers.Device.
-func (d *Device) RxQueues() int { return len(d.queues) }
+func (d *Device) RxQueues() int { return int(d.rxQueues.Load()) }
 
 // Drained implements drivers.Device: an interface never drains.
 func (d *Device) Drained(int) bool { return false }
@@ -402,7 +417,7 @@ func (d *Device) Close() error {
 	if err := d.detach(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: detaching the XDP program: %w", d.ifname, err))
 	}
-	for _, q := range d.queues {
+	for _, q := range append(d.queues[:len(d.queues):len(d.queues)], d.retired...) {
 		if err := q.close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -431,8 +446,8 @@ func (d *Device) Close() error {
 func (d *Device) Stats() []drivers.Counter {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	var s [15]uint64
-	for _, q := range d.queues {
+	var s [16]uint64
+	for _, q := range append(d.queues[:len(d.queues):len(d.queues)], d.retired...) {
 		s[0] += q.rxPkts.Load()
 		s[1] += q.rxBytes.Load()
 		s[2] += q.txPkts.Load()
@@ -449,6 +464,7 @@ func (d *Device) Stats() []drivers.Counter {
 		s[11] += k.Rx_fill_ring_empty_descs
 		s[12] += k.Tx_invalid_descs
 		s[13] += k.Tx_ring_empty_descs
+		s[15] += q.rxRemoved.Load()
 	}
 	fc := d.fpFinal
 	if d.fp != nil && !d.closed {
@@ -470,6 +486,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_invalid_descs", Value: s[12]},
 		{Name: "tx_ring_empty", Value: s[13]},
 		{Name: drivers.CounterTxTooLong, Value: s[14]},
+		{Name: "rx_dropped_queue_removed", Value: s[15]},
 	}
 	cs = d.link.Append(cs)
 	if d.fp != nil {

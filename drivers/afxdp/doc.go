@@ -32,7 +32,8 @@
 // that way is "shared": every use of it (Receive, Transmit, completions)
 // takes the socket's mutex, once per batch, and it transmits by copy only,
 // so that the RX pool is touched by its owner alone. Unshared sockets take
-// no lock.
+// no lock. A reload may change workers (resize.go) and queues (reconfig.go)
+// with the device kept open.
 //
 // Transmit never blocks: packets beyond the free TX ring slots, or beyond
 // the free TX frames, are freed and counted. In copy mode the kernel sends

@@ -49,6 +49,9 @@ type queue struct {
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
 	txDropped, txNoBuf, txErrors          atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
+	// rxRemoved counts the frames a reload that removed this queue found
+	// in its RX ring after the swap: no worker reads it any more.
+	rxRemoved atomic.Uint64
 
 	// maxFrame is drivers.MaxFrame of the interface's MTU: longer
 	// frames are not sent but counted in txTooLong (tx_dropped_too_long).
@@ -332,6 +335,7 @@ func (q *queue) close() error {
 		unix.Munmap(q.rxMem)
 		q.rxMem = nil
 	}
+	unmapRings(q.xsk, q.ring)
 	err := q.xsk.Close()
 	q.xsk = nil
 	return err

@@ -12,6 +12,10 @@ var (
 // wakes it when it flushes frames onto the ring, in copy and zero-copy
 // mode alike).
 func (d *Device) RxFD(q int) int {
+	if c := d.pending; c != nil && q >= len(d.queues) && q-len(d.queues) < len(c.added) {
+		// A queue a reload is adding: the new graph is being built.
+		return c.added[q-len(d.queues)].xsk.FD()
+	}
 	if q < 0 || q >= len(d.queues) || d.queues[q].xsk == nil {
 		return -1
 	}

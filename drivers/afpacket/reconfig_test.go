@@ -1,0 +1,88 @@
+package afpacket
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
+)
+
+// TestReconfigureQueues: an afpacket device opened with one RX socket
+// grows to two in place (the first socket and the added one form a fanout
+// group): frames of 64 flows then reach both sockets, each frame once. A
+// lower count is refused, another key answers ErrReopen, and an aborted
+// growth counts what its added socket had received.
+func TestReconfigureQueues(t *testing.T) {
+	pr := drvtest.NewPair(t, 1)
+	c := cfg(pr.DevIf)
+	c.Queues = 1
+	d, err := openIn(t, pr.DevNS, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(q int) *Config {
+		n := *c
+		n.Queues = q
+		return &n
+	}
+	reconf := func(n *Config, dry bool) (ch drivers.WorkerChange, sum string, err error) {
+		err = pr.DevNS.Do(func() error {
+			ch, sum, err = d.Reconfigure(n, dry)
+			return err
+		})
+		return
+	}
+	other := with(1)
+	other.Frames *= 2
+	if _, _, err := reconf(other, false); !errors.Is(err, drivers.ErrReopen) {
+		t.Fatalf("frames changed: %v, want ErrReopen", err)
+	}
+	if _, sum, err := reconf(with(2), true); err != nil || sum != "queues 1 → 2, kept open, reconfigured" || d.RxQueues() != 1 {
+		t.Fatalf("dry run: %q %v, RxQueues %d", sum, err, d.RxQueues())
+	}
+	ch, _, err := reconf(with(2), false)
+	if err != nil || d.RxQueues() != 2 || d.RxFD(1) < 0 {
+		t.Fatalf("prepared 1 → 2: %v, RxQueues %d", err, d.RxQueues())
+	}
+	ch.Apply()
+	if err := ch.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	raw := pr.PeerNS.MustRaw(pr.PeerIf)
+	const n = 256
+	for i := 0; i < n; i++ {
+		raw.Send(drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%64, uint32(i), 64))
+	}
+	got, per := drvtest.Collect(d, []int{0, 1}, n, 3*time.Second)
+	if len(got) != n || per[0] == 0 || per[1] == 0 || per[0]+per[1] != n {
+		t.Fatalf("after 1 → 2: %d of %d frames, per socket %v", len(got), n, per)
+	}
+	if _, _, err := reconf(with(1), false); err == nil || !strings.Contains(err.Error(), "cannot drop RX sockets") {
+		t.Fatalf("2 → 1: %v", err)
+	}
+
+	// An aborted growth: what the added socket took is counted.
+	if ch, _, err = reconf(with(3), false); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		raw.Send(drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%64, uint32(1000+i), 64))
+	}
+	time.Sleep(200 * time.Millisecond)
+	got, _ = drvtest.Collect(d, []int{0, 1}, n, 300*time.Millisecond)
+	ch.Abort()
+	stat := func(name string) uint64 {
+		for _, s := range d.Stats() {
+			if s.Name == name {
+				return s.Value
+			}
+		}
+		return 0
+	}
+	if d.RxQueues() != 2 || len(got) == n || uint64(len(got))+stat("rx_dropped_reload_aborted") != n {
+		t.Fatalf("aborted 2 → 3: RxQueues %d, %d received, %d counted aborted, want %d in all", d.RxQueues(), len(got), stat("rx_dropped_reload_aborted"), n)
+	}
+}

@@ -1,0 +1,132 @@
+package afxdp
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
+)
+
+// TestChangedKeys: every key but queues is named when it differs.
+func TestChangedKeys(t *testing.T) {
+	a := cfg("lan0", "auto")
+	b := *a
+	b.Queues = 3
+	if k := changedKeys(a, &b); len(k) != 0 {
+		t.Fatalf("queues alone: %v", k)
+	}
+	b.Ring, b.Mode, b.FastPath, b.RSS, b.Frames, b.Interface = 128, "native", true, "symmetric", 1<<15, "lan1"
+	if k := strings.Join(changedKeys(a, &b), " "); k != "interface frames ring mode fastpath rss" {
+		t.Fatalf("changed keys %q", k)
+	}
+}
+
+// TestReconfigureQueues: a 2-queue veth device goes to 1 queue and back
+// to 2 in place. A key other than queues, or more queues than the
+// interface has, is refused with nothing changed; a dry run changes
+// nothing; frames left in the removed queue's RX ring are counted in
+// rx_dropped_queue_removed (none lost silently); the queue is released,
+// so that growing back binds a new socket on it, and both queues then
+// receive; an aborted change leaves the device as it was.
+func TestReconfigureQueues(t *testing.T) {
+	pr := drvtest.NewPair(t, 2)
+	c := cfg(pr.DevIf, "auto")
+	c.Queues = 2
+	var d *Device
+	if err := pr.DevNS.Do(func() (err error) {
+		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: 2, Batch: 64})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	with := func(queues int, mod func(*Config)) *Config {
+		n := *c
+		n.Queues = queues
+		if mod != nil {
+			mod(&n)
+		}
+		return &n
+	}
+	reconf := func(n *Config, dry bool) (drivers.WorkerChange, string, error) {
+		var ch drivers.WorkerChange
+		var sum string
+		err := pr.DevNS.Do(func() (err error) {
+			ch, sum, err = d.Reconfigure(n, dry)
+			return err
+		})
+		return ch, sum, err
+	}
+	if _, _, err := reconf(with(1, func(n *Config) { n.Ring = 1024 }), false); err == nil || !strings.Contains(err.Error(), "ring") {
+		t.Fatalf("ring changed: %v", err)
+	}
+	if _, _, err := reconf(with(3, nil), false); err == nil || !strings.Contains(err.Error(), "3 queues") {
+		t.Fatalf("3 queues on a 2-queue veth: %v", err)
+	}
+	if ch, sum, err := reconf(with(1, nil), true); err != nil || ch != nil || sum != "queues 2 → 1, kept open, reconfigured" || d.RxQueues() != 2 {
+		t.Fatalf("dry run: %v %q %v, RxQueues %d", ch, sum, err, d.RxQueues())
+	}
+	ch, _, err := reconf(with(1, nil), false)
+	if err != nil || d.RxQueues() != 1 {
+		t.Fatalf("prepared 2 → 1: %v, RxQueues %d", err, d.RxQueues())
+	}
+	ch.Abort()
+	if d.RxQueues() != 2 || len(d.queues) != 2 {
+		t.Fatalf("aborted: RxQueues %d, %d queues", d.RxQueues(), len(d.queues))
+	}
+
+	// Frames on both queues; only queue 0 is read before queue 1 goes.
+	raw := pr.PeerNS.MustRaw(pr.PeerIf)
+	const n = 256
+	for i := 0; i < n; i++ {
+		raw.Send(drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%64, uint32(i), 64))
+	}
+	time.Sleep(200 * time.Millisecond)
+	got, _ := drvtest.Collect(d, []int{0}, n, 300*time.Millisecond)
+	if len(got) == 0 || len(got) == n {
+		t.Fatalf("queue 0 received %d of %d: the frames must reach both queues", len(got), n)
+	}
+	if ch, _, err = reconf(with(1, nil), false); err != nil {
+		t.Fatal(err)
+	}
+	ch.Apply()
+	if err := ch.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	stat := func(name string) uint64 {
+		for _, s := range d.Stats() {
+			if s.Name == name {
+				return s.Value
+			}
+		}
+		t.Fatalf("no counter %s", name)
+		return 0
+	}
+	if d.RxQueues() != 1 || len(d.retired) != 1 || !d.retired[0].isClosed() {
+		t.Fatalf("after 2 → 1: RxQueues %d, %d retired", d.RxQueues(), len(d.retired))
+	}
+	if rx, removed := stat("rx_packets"), stat("rx_dropped_queue_removed"); rx != uint64(len(got)) || removed != uint64(n-len(got)) {
+		t.Fatalf("rx_packets %d, rx_dropped_queue_removed %d; want %d and %d", rx, removed, len(got), n-len(got))
+	}
+
+	// Back to 2: queue 1 binds a new socket and receives.
+	if ch, _, err = reconf(with(2, nil), false); err != nil {
+		t.Fatalf("1 → 2: %v", err)
+	}
+	ch.Apply()
+	if err := ch.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if d.RxQueues() != 2 || len(d.txq) != 2 {
+		t.Fatalf("after 1 → 2: RxQueues %d, TX for %d workers", d.RxQueues(), len(d.txq))
+	}
+	for i := 0; i < n; i++ {
+		raw.Send(drvtest.Frame(pr.DevMAC, pr.PeerMAC, i%64, uint32(1000+i), 64))
+	}
+	got, per := drvtest.Collect(d, []int{0, 1}, n, 3*time.Second)
+	if len(got) != n || per[1] == 0 {
+		t.Fatalf("after 1 → 2: received %d of %d, per queue %v", len(got), n, per)
+	}
+}
