@@ -115,18 +115,28 @@ func TestGraphStats(t *testing.T) {
 		return ""
 	}
 	rateRE := regexp.MustCompile(`([0-9.]+) kpps`)
-	checkRate := func(what, l string, want float64) {
+	rate := func(what, l string) float64 {
 		m := rateRE.FindStringSubmatch(l)
 		if m == nil {
 			t.Errorf("%s: no kpps rate: %s", what, l)
-			return
+			return 0
 		}
-		if v := atof(m[1]); v < want/2 || v > want*1.5 {
+		return atof(m[1])
+	}
+	checkRate := func(what, l string, want float64) {
+		if v := rate(what, l); v < want/2 || v > want*1.5 {
 			t.Errorf("%s: %v kpps, want about %v", what, v, want)
 		}
 	}
 	rt := line(`"rt" [`)
-	checkRate("rt", rt, 200)
+	// gen is asked for 200 kpps, but a starved worker makes fewer (its
+	// bucket catches up 10 ms at most): 97 kpps on a machine loaded by two
+	// busy loops and the whole suite. So rt's rate is only bounded, and
+	// the links are judged against it: the same interval's rates.
+	r := rate("rt", rt)
+	if r < 20 || r > 300 {
+		t.Errorf("rt: %v kpps, want about 200 (20 on a loaded machine)", r)
+	}
 	if !strings.Contains(rt, "ns/pkt") || strings.Contains(rt, "fillcolor=\"white\"") {
 		t.Errorf("rt without its ns/packet: %s", rt)
 	}
@@ -134,11 +144,11 @@ func TestGraphStats(t *testing.T) {
 	if !strings.Contains(sink, "drop discarded: ") || !strings.Contains(sink, `color="#b00000"`) {
 		t.Errorf("the Discard's drops are not drawn: %s", sink)
 	}
-	checkRate("ttl -> rt", line(`"ttl" -> "rt"`), 200)
+	checkRate("ttl -> rt", line(`"ttl" -> "rt"`), r)
 	if l := line(`"ttl" -> "rt"`); !strings.Contains(l, "penwidth=") {
 		t.Errorf("no pen width: %s", l)
 	}
-	checkRate("rt -> sink", line(`"rt" -> "sink"`), 100)
+	checkRate("rt -> sink", line(`"rt" -> "sink"`), r/2)
 	if !strings.Contains(got, "from "+addr) {
 		t.Errorf("the caption does not name %s", addr)
 	}

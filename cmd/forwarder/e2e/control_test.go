@@ -123,16 +123,10 @@ func TestControlRouter(t *testing.T) {
 	})
 
 	t.Run("trace", func(t *testing.T) {
-		cmd := exec.Command(bin, "trace", "-control", sock, "-n", "1", "-timeout", "20s", "-format", "json",
+		out, done := startArmed(t, bin, sock, "trace", "-n", "1", "-timeout", "20s", "-format", "json",
 			"icmp and dst host 10.1.0.1")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond) // armed before the ping
 		tp.cli.Run("ping", "-c3", "-i0.2", "-W1", "10.1.0.1")
-		if err := cmd.Wait(); err != nil {
+		if err := <-done; err != nil {
 			t.Fatalf("trace: %v: %s", err, out.String())
 		}
 		var tr struct {
@@ -169,15 +163,9 @@ func TestControlRouter(t *testing.T) {
 
 	t.Run("capture", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "replies.pcap")
-		cmd := exec.Command(bin, "capture", "-control", sock, "-element", "me", "-port", "0", "-n", "2", "-timeout", "20s", "-w", file)
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond)
+		out, done := startArmed(t, bin, sock, "capture", "-element", "me", "-port", "0", "-n", "2", "-timeout", "20s", "-w", file)
 		tp.cli.Run("ping", "-c3", "-i0.2", "-W1", "10.1.0.1")
-		if err := cmd.Wait(); err != nil {
+		if err := <-done; err != nil {
 			t.Fatalf("capture: %v: %s", err, out.String())
 		}
 		f, err := os.Open(file)
@@ -334,19 +322,60 @@ func TestControlNATFlows(t *testing.T) {
 	}
 }
 
+// traceBusy is what the forwarder answers a trace or capture while another
+// one is armed (elements.ErrTraceBusy).
+const traceBusy = "another trace or capture is running"
+
+// startArmed starts `forwarder command -control sock args...` (trace or
+// capture) and returns once its session is armed on the forwarder, which
+// a probe shows: a trace that matches nothing is then refused as busy.
+// A fixed wait instead missed the traffic on a loaded machine, where
+// starting the client can take longer. A probe that arms first makes the
+// command itself fail as busy; it is started again. done yields the
+// command's exit; out holds its output once done has.
+func startArmed(t *testing.T, bin, sock, command string, args ...string) (out *strings.Builder, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+start:
+	for {
+		cmd := exec.Command(bin, append([]string{command, "-control", sock}, args...)...)
+		out = new(strings.Builder)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for {
+			select {
+			case err := <-exited:
+				if strings.Contains(out.String(), traceBusy) && time.Now().Before(deadline) {
+					continue start // lost to the probe
+				}
+				exited <- err // ended without arming: the caller sees why
+				return out, exited
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not armed within 20 s", command)
+			}
+			probe, _ := exec.Command(bin, "trace", "-control", sock, "-n", "1", "-timeout", "1ms",
+				"icmp and dst host 192.0.2.222").CombinedOutput()
+			if strings.Contains(string(probe), traceBusy) {
+				return out, exited
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // traceJSON runs `forwarder trace` in the background, runs fire once the
 // trace is armed, and returns the decoded result.
 func traceJSON(t *testing.T, bin, sock string, fire func(), args ...string) traceOut {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"trace", "-control", sock, "-format", "json"}, args...)...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // armed before the traffic
+	out, done := startArmed(t, bin, sock, "trace", append([]string{"-format", "json"}, args...)...)
 	fire()
-	if err := cmd.Wait(); err != nil {
+	if err := <-done; err != nil {
 		t.Fatalf("trace: %v: %s", err, out.String())
 	}
 	var tr traceOut

@@ -80,6 +80,9 @@ func TestEndToEnd(t *testing.T) {
 // TestSameAsInProcess: the plugin and the in-process element send the same
 // frames to the same ports on random traffic.
 func TestSameAsInProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin: seconds (21 s under load)")
+	}
 	bin := builds.Get(t, pluginPkg)
 	tbl := map[string]any{"patterns": []any{"ab", "hex:00ff"}, "scope": "frame"}
 	cfg := &patternfilter.Config{Patterns: []string{"ab", "hex:00ff"}, Scope: "frame"}
