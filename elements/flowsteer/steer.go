@@ -112,17 +112,23 @@ func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint1
 	sport = binary.BigEndian.Uint16(h[ihl:])
 	dport = binary.BigEndian.Uint16(h[ihl+2:])
 	for i := range *tp {
-		r := &(*tp)[i]
-		if r.Proto != proto || r.Backend != src || r.Lo != 0 && (sport < r.Lo || sport > r.Hi) {
-			continue
+		if psrc, psport, hit := (*tp)[i].public(proto, src, sport); hit {
+			return psrc, dst, psport, dport, proto, true
 		}
-		src = r.Public
-		if !r.KeepPort {
-			sport = r.PubLo + (sport - r.Lo)
-		}
-		return src, dst, sport, dport, proto, true
 	}
 	return
+}
+
+// public maps a reply's source, a DNAT backend's address and port, back to
+// the public endpoint the rule serves, if the rule is the backend's.
+func (r *Reverse) public(proto uint8, src uint32, sport uint16) (uint32, uint16, bool) {
+	if r.Proto != proto || r.Backend != src || r.Lo != 0 && (sport < r.Lo || sport > r.Hi) {
+		return src, sport, false
+	}
+	if !r.KeepPort {
+		sport = r.PubLo + (sport - r.Lo)
+	}
+	return r.Public, sport, true
 }
 
 // HashTuple is Hash for a flow direction given by its tuple rather than a
@@ -136,15 +142,10 @@ func (t *Table) HashTuple(src, dst uint32, sport, dport uint16, proto uint8) uin
 	}
 	if tp := t.table.Load(); tp != nil {
 		for i := range *tp {
-			r := &(*tp)[i]
-			if r.Proto != proto || r.Backend != src || r.Lo != 0 && (sport < r.Lo || sport > r.Hi) {
-				continue
+			if psrc, psport, hit := (*tp)[i].public(proto, src, sport); hit {
+				src, sport = psrc, psport
+				break
 			}
-			src = r.Public
-			if !r.KeepPort {
-				sport = r.PubLo + (sport - r.Lo)
-			}
-			break
 		}
 	}
 	return packet.FlowHashV4(src, dst, sport, dport, proto)
