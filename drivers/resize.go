@@ -31,11 +31,12 @@ import "errors"
 // whose driver implements Reconfigurer (afxdp: its queues key): the
 // device stays open, the added queues are opened before the swap and the
 // removed ones closed after it (drivers/afxdp/reconfig.go). afpacket's
-// RX sockets form one fanout group whose members cannot leave it without
-// being closed (dropping what their rings hold): an afpacket device's
-// queues can grow in place (new members join the group before the swap),
-// a reload that lowers them is refused, and one that changes its other
-// keys reopens it (it is not exclusive).
+// RX sockets form one fanout group whose members leave it only by being
+// closed: an afpacket device's queues can grow in place (new members join
+// the group before the swap) or shrink (the members above the new count
+// are closed at the swap, what their rings still hold counted in
+// rx_dropped_queue_removed), and a reload that changes its other keys
+// reopens it (it is not exclusive).
 //
 // A device whose driver does not implement WorkerResizer cannot serve
 // another count in place, and a reload that changes the count while

@@ -88,6 +88,13 @@ type Device struct {
 	cfg     Config
 	group   int
 	pending *rxGrow
+	// shrinkTo is the RX socket count a prepared reload lowers the
+	// device to (0: none pending); retired are the sockets such reloads
+	// closed, whose counters stay in the totals; rxRemoved counts the
+	// frames those sockets still held when they closed.
+	shrinkTo  int
+	retired   []*rxQueue
+	rxRemoved atomic.Uint64
 	// abortDrops counts what added sockets of a failed reload had
 	// received when they were closed.
 	abortDrops atomic.Uint64
@@ -180,6 +187,9 @@ func (d *Device) RxQueues() int {
 	if g := d.pending; g != nil {
 		return len(d.rx) + len(g.added)
 	}
+	if d.shrinkTo > 0 {
+		return d.shrinkTo
+	}
 	return len(d.rx)
 }
 
@@ -244,7 +254,7 @@ func (d *Device) Stats() []drivers.Counter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE, txL uint64
-	for _, r := range d.rx {
+	for _, r := range append(d.rx[:len(d.rx):len(d.rx)], d.retired...) {
 		rxP += r.pkts.Load()
 		rxB += r.bytes.Load()
 		empty += r.poolEmpty.Load()
@@ -275,6 +285,7 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_kernel_dropped", Value: kdrop},
 		{Name: drivers.CounterTxTooLong, Value: txL},
 		{Name: "rx_dropped_reload_aborted", Value: d.abortDrops.Load()},
+		{Name: "rx_dropped_queue_removed", Value: d.rxRemoved.Load()},
 	}
 	return d.link.Append(cs)
 }

@@ -15,9 +15,11 @@ import (
 // the join on, the kernel spreads the flows over the larger group: the
 // flows that move to a new socket wait in its ring until the new graph's
 // workers read it after the swap, and none is lost or read twice. A
-// reload that lowers it is refused: a socket leaves a fanout group only
-// by being closed, which drops what its ring holds, and the remaining
-// members would take over its flows while it still holds their packets.
+// reload that lowers it closes the sockets above the new count at the
+// swap, while every worker is parked: a socket leaves a fanout group only
+// by being closed, so what its ring still holds is handed back to the
+// kernel unread and counted in rx_dropped_queue_removed, and from the
+// close on the remaining members take over its flows.
 // Any other key (interface, frames, block_size) is the sockets' own: a
 // reload that changes one reopens the device, as before.
 
@@ -45,12 +47,14 @@ func (d *Device) Reconfigure(cfg any, dry bool) (drivers.WorkerChange, string, e
 	switch {
 	case nq == cur:
 		return drivers.NoWorkerChange{}, fmt.Sprintf("queues %d, kept open", cur), nil
-	case nq < cur:
-		return nil, "", conf.Errorf("queues", "%d → %d: an afpacket device cannot drop RX sockets in place (a socket leaves its fanout group only by being closed, losing what its ring holds): restart the forwarder to lower queues", cur, nq)
 	}
 	summary := fmt.Sprintf("queues %d → %d, kept open, reconfigured", cur, nq)
 	if dry {
 		return nil, summary, nil
+	}
+	if nq < cur {
+		d.shrinkTo = nq
+		return &rxShrink{d: d, queues: c.Queues, keep: nq}, summary, nil
 	}
 	g := &rxGrow{d: d, queues: c.Queues}
 	group := d.group
@@ -120,3 +124,34 @@ func (g *rxGrow) Abort() {
 
 // Finish implements drivers.WorkerChange.
 func (g *rxGrow) Finish() error { return nil }
+
+// rxShrink is a prepared decrease of an afpacket device's RX sockets.
+type rxShrink struct {
+	d            *Device
+	queues, keep int
+}
+
+// Apply implements drivers.WorkerChange: every worker is parked, so no
+// one reads the sockets being removed. Closing one is not a blocking
+// call; its ring is emptied first and what it held counted.
+func (s *rxShrink) Apply() {
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.shrinkTo = 0
+	removed := d.rx[s.keep:]
+	d.rx = d.rx[:s.keep:s.keep]
+	for _, r := range removed {
+		d.rxRemoved.Add(uint64(r.discard()))
+		r.readKernelStats()
+		r.close()
+	}
+	d.retired = append(d.retired, removed...)
+	d.cfg.Queues = s.queues
+}
+
+// Abort implements drivers.WorkerChange: nothing was changed.
+func (s *rxShrink) Abort() { s.d.shrinkTo = 0 }
+
+// Finish implements drivers.WorkerChange.
+func (s *rxShrink) Finish() error { return nil }

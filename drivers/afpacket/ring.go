@@ -150,6 +150,25 @@ func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
 	return got
 }
 
+// discard hands every frame the kernel has put in the ring back to it
+// unread and reports how many there were: a socket a reload removes is
+// emptied this way before it closes.
+func (r *rxQueue) discard() int {
+	n := 0
+	for {
+		h := r.hdr(r.next)
+		if atomic.LoadUint32(&h.Status)&unix.TP_STATUS_USER == 0 {
+			return n
+		}
+		atomic.StoreUint32(&h.Status, unix.TP_STATUS_KERNEL)
+		r.next++
+		if r.next == r.frames {
+			r.next = 0
+		}
+		n++
+	}
+}
+
 // readKernelStats adds the socket's PACKET_STATISTICS drops to
 // kernelDrops: the kernel zeroes its counters on every read, so each
 // reading is what was dropped since the previous one.
