@@ -425,7 +425,7 @@ func TestControlTraceForwarded(t *testing.T) {
 			steps = append(steps, s.Element)
 		}
 		path := strings.Join(steps, " ")
-		if !strings.HasPrefix(path, "FromDevice(lan)") || !strings.Contains(path, " rt waq") || pk.Result != "sent" || pk.At != "device wan" {
+		if !strings.HasPrefix(path, "FromDevice(lan)") || !strings.Contains(path, " rt ") || !strings.HasSuffix(path, " waq") || pk.Result != "sent" || pk.At != "device wan" {
 			t.Errorf("%s (trace %d): path %q, %s at %s (%s)", what, i+1, path, pk.Result, pk.At, pk.Reason)
 		}
 	}

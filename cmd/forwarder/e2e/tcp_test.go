@@ -389,7 +389,13 @@ func tcpCompare(t *testing.T, g *gateway, runs int) {
 	for _, c := range tcpCases {
 		cr := &caseRuns{}
 		junction[c] = cr
-		floor := median(linux[c].bps) / 4
+		// A quarter of Linux's median, scaled by the share of the CPUs
+		// the workers can get when more tasks are runnable than there
+		// are CPUs (a loaded CI machine, the suite under busy loops):
+		// Linux forwards in softirq, ahead of every task, while the
+		// workers take turns with the busy ones.
+		share := cpuShare(t)
+		floor := median(linux[c].bps) / 4 * share
 		for i := 0; i < runs; i++ {
 			r := g.iperf(t, limit, c.args()...)
 			cr.bps = append(cr.bps, r.bps)
@@ -406,8 +412,8 @@ func tcpCompare(t *testing.T, g *gateway, runs int) {
 		// workers lost the CPU for a while; every run must still
 		// complete and receive something in every second.
 		if m := median(cr.bps); m < floor {
-			t.Errorf("%s %v: median %.1f Mbit/s over %d runs, below a quarter of Linux's median %.1f Mbit/s",
-				g.name, c, m/1e6, runs, 4*floor/1e6)
+			t.Errorf("%s %v: median %.1f Mbit/s over %d runs, below a quarter of Linux's median %.1f Mbit/s (scaled by a CPU share of %.2f)",
+				g.name, c, m/1e6, runs, 4*floor/share/1e6, share)
 		}
 	}
 	s := (&topo{fwd: g.fwd}).snapshot(t)
@@ -800,4 +806,25 @@ func TestUDP64(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cpuShare is the share of the CPUs a task can count on now: 1 while the
+// one-minute load average is at most the number of CPUs, else CPUs ÷
+// load, never below a quarter (so that a forwarder that collapses still
+// fails at any load).
+func cpuShare(t *testing.T) float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 1
+	}
+	share := 1.0
+	if n := float64(runtime.NumCPU()); load > n {
+		share = max(n/load, 0.25)
+		t.Logf("load average %.1f on %d CPUs: the floor is scaled by %.2f", load, runtime.NumCPU(), share)
+	}
+	return share
 }
