@@ -34,9 +34,9 @@ const (
 	orderMoves   = 4    // flows held at once per worker
 	orderHold    = 4096 // packets held per flow
 	// orderTimeout bounds a hold. On a loaded machine the old queue's
-	// reader may not run for milliseconds: 1 ms let 12 of 21 moves go
-	// early under load 16, 20 ms one of 9 under load 14 (both
-	// TestTCPQueueSwitch). 100 ms stays below TCP's minimum
+	// reader may not run for milliseconds, and shorter bounds let moves
+	// go early (benchmarks/e2e-tcp.md, "A flow moved between RX queues").
+	// 100 ms stays below TCP's minimum
 	// retransmission timeout (200 ms), so a hold alone never makes the
 	// sender retransmit.
 	orderTimeout = 100 * time.Millisecond
