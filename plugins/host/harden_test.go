@@ -385,6 +385,11 @@ func TestHungRestart(t *testing.T) {
 	install(t, pf)
 	crashAndWait(t, h, x, 5*time.Second, func() bool { return x.PID() != 0 })
 	checkAllDead(t, pidFile)
+	// The recovery is logged once the new process is up, which the
+	// worker may see (its PID) a moment before the line is written.
+	for deadline := time.Now().Add(2 * time.Second); !strings.Contains(logs.String(), "failed starts") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !strings.Contains(logs.String(), "failed starts") {
 		t.Errorf("recovery not logged:\n%s", logs.String())
 	}
