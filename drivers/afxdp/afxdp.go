@@ -393,10 +393,11 @@ func (d *Device) Transmit(w int, b *packet.Batch) {
 }
 
 // Flush waits (up to 200 ms) for the TX rings to drain. It is called when
-// the workers have stopped.
+// the workers have stopped. Queues a reload removed are flushed too: their
+// last frames may have completed after the reload gave up waiting.
 func (d *Device) Flush() error {
 	deadline := time.Now().Add(200 * time.Millisecond)
-	for _, q := range d.queues {
+	for _, q := range append(d.queues[:len(d.queues):len(d.queues)], d.retired...) {
 		for q.flushStep() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -447,6 +448,9 @@ func (d *Device) Stats() []drivers.Counter {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	var s [16]uint64
+	for _, q := range d.retired {
+		q.reapRetired()
+	}
 	for _, q := range append(d.queues[:len(d.queues):len(d.queues)], d.retired...) {
 		s[0] += q.rxPkts.Load()
 		s[1] += q.rxBytes.Load()

@@ -323,6 +323,9 @@ func (q *queue) close() error {
 	if q.xsk == nil {
 		return nil
 	}
+	if q.txOut > 0 {
+		q.reap() // completions that came after the last flush
+	}
 	size := uint32(unsafe.Sizeof(q.kernelFinal))
 	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(q.xsk.FD()), unix.SOL_XDP, unix.XDP_STATISTICS,
 		uintptr(unsafe.Pointer(&q.kernelFinal)), uintptr(unsafe.Pointer(&size)), 0)

@@ -246,6 +246,19 @@ func (q *queue) retire() bool {
 	return q.txOut == 0 && q.rx.Available()+withKernel == int(q.nrx)
 }
 
+// reapRetired counts the TX completions of a queue a reload removed whose
+// socket stayed open: retire gives up waiting after 200 ms, and on a veth
+// the kernel completes a frame only when the receiving host has taken it,
+// which on a loaded machine can be later. No worker transmits on q any
+// more, so reading its completion ring here races with no one.
+func (q *queue) reapRetired() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.xsk != nil && q.txOut > 0 {
+		q.reap()
+	}
+}
+
 // unregister takes queue q's socket out of the program: v0.3.3's
 // Unregister deletes from its queue map first, an array (EINVAL), and
 // then never reaches the XSKMAP, whose reference would keep the socket

@@ -7,6 +7,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
+	"github.com/junction-dataplane/junction/packet"
 )
 
 // TestChangedKeys: every key but queues is named when it differs.
@@ -128,5 +129,58 @@ func TestReconfigureQueues(t *testing.T) {
 	got, per := drvtest.Collect(d, []int{0, 1}, n, 3*time.Second)
 	if len(got) != n || per[1] == 0 {
 		t.Fatalf("after 1 → 2: received %d of %d, per queue %v", len(got), n, per)
+	}
+}
+
+// TestRetiredQueueLateCompletions: frames a removed queue sent whose
+// completions the kernel posts after the reload stopped waiting for them
+// (on a veth, when the receiving host has taken them, which a loaded
+// machine may delay past retire's 200 ms) are still counted in
+// tx_packets, and the device's exit flush reaps them too.
+func TestRetiredQueueLateCompletions(t *testing.T) {
+	pr := drvtest.NewPair(t, 2)
+	c := cfg(pr.DevIf, "auto")
+	c.Queues = 2
+	var d *Device
+	if err := pr.DevNS.Do(func() (err error) {
+		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: 2, Batch: 64})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	raw := pr.PeerNS.MustRaw(pr.PeerIf)
+	pool := packet.NewPool(256)
+	const n = 64
+	var fr [][]byte
+	for i := 0; i < n; i++ {
+		fr = append(fr, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(i), 64))
+	}
+	// Worker 1 sends on queue 1 and is not called again: nothing reaps
+	// the completions on its path.
+	d.Transmit(1, drvtest.Batch(pool, fr))
+	if peer := drvtest.PeerCollect(raw, n, 3*time.Second); len(peer) != n {
+		t.Fatalf("peer got %d of %d", len(peer), n)
+	}
+	var ch drivers.WorkerChange
+	if err := pr.DevNS.Do(func() (err error) {
+		n := *c
+		n.Queues = 1
+		ch, _, err = d.Reconfigure(&n, false)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The swap, without Finish's retire: as when retire's wait ended
+	// before the kernel completed the frames.
+	ch.Apply()
+	if got := drvtest.WaitCounter(d, "tx_packets", n)["tx_packets"]; got != n {
+		t.Fatalf("tx_packets %d after the removed queue's frames reached the peer; want %d", got, n)
+	}
+	if err := ch.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := drvtest.Counters(d)["tx_packets"]; got != n {
+		t.Fatalf("tx_packets %d after Finish; want %d", got, n)
 	}
 }

@@ -222,6 +222,8 @@ func TestReloadQueues(t *testing.T) {
 			t.Logf("%s:\n%s\n%s", ifn, tp.fwd.MustRun("ethtool", "-S", ifn), tp.fwd.MustRun("ip", "-s", "link", "show", ifn))
 		}
 		t.Logf("fwd nstat:\n%s", tp.fwd.MustRun("nstat", "-az"))
+		t.Logf("client eth0:\n%s", tp.cli.MustRun("ip", "-s", "-s", "link", "show", "eth0"))
+		t.Logf("server eth0:\n%s\nserver nstat:\n%s", tp.srv.MustRun("ip", "-s", "-s", "link", "show", "eth0"), tp.srv.MustRun("nstat", "-az"))
 	} else if lost > 0 {
 		t.Logf("%d datagrams lost, all counted: %v, graph drops %d", lost, drops, snap.Totals.Drops)
 	}
