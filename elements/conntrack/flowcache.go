@@ -379,7 +379,7 @@ func (t *Table) EnableCache() {
 func (t *Table) CacheEnabled() bool { return t.fc.e != nil }
 
 func (t *Table) allocCache() {
-	n := max(len(t.buckets)/2, 2) // a power of two ≥ 2: one slot a node
+	n := max(t.cacheSlots, 2) // a power of two ≥ 2: one slot a node
 	if p, m := allocRaw(n * int(unsafe.Sizeof(CacheEntry{}))); p != nil {
 		t.fc.e, t.fc.mem = unsafe.Slice((*CacheEntry)(p), n), m
 		runtime.AddCleanup(t, func(m *mapping) { m.free() }, m)
