@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"unsafe"
 )
@@ -27,9 +28,11 @@ import (
 const slotsPerBucket = 10
 
 // ibucket is one cache line of the index. An empty slot has node 0 (entry
-// 0 is never used).
+// 0 is never used) and fingerprint 0 (a node's is never 0). Fingerprints
+// are stored little-endian whatever the host, so that matches can compare
+// four at a time in a 64-bit word.
 type ibucket struct {
-	fp   [slotsPerBucket]uint16
+	fp   [2 * slotsPerBucket]byte
 	node [slotsPerBucket]uint32
 	ovf  uint32 // nodes whose probe passed this bucket full
 }
@@ -48,20 +51,36 @@ func indexBuckets(capacity int) int {
 }
 
 // fingerprint is the part of a tuple's hash (hash's result) stored in its
-// slot: the upper 16 bits, mixed so that the bits the bucket number also
-// uses do not make it the same for every node of a bucket in a large table.
-func fingerprint(h uint32) uint16 { return uint16((h * 0x9e3779b1) >> 16) }
+// slot: 15 bits of it mixed so that the bits the bucket number also uses
+// do not make it the same for every node of a bucket in a large table,
+// and the low bit set (0 marks an empty slot).
+func fingerprint(h uint32) uint16 { return uint16((h*0x9e3779b1)>>16) | 1 }
 
-// matches returns a bit per slot of b whose fingerprint is fp (a slot may
-// be empty: its node is 0).
+// setSlot writes node n with fingerprint fp into slot i.
+func (b *ibucket) setSlot(i int, n uint32, fp uint16) {
+	b.node[i] = n
+	binary.LittleEndian.PutUint16(b.fp[2*i:], fp)
+}
+
+const (
+	lanes16 = 0x0001000100010001
+	low15   = 0x7fff7fff7fff7fff
+)
+
+// matches returns a bit per slot of b whose fingerprint is fp (fp 0: the
+// empty slots), comparing four slots a word: a lane of w^pattern is zero
+// exactly where its high bit ends up set below (no carries cross lanes).
 func (b *ibucket) matches(fp uint16) uint32 {
-	var m uint32
-	for i, f := range b.fp {
-		if f == fp {
-			m |= 1 << i
-		}
+	pat := uint64(fp) * lanes16
+	lane := func(w uint64) uint64 {
+		x := w ^ pat
+		z := ^((x&low15 + low15) | x | low15) >> 15 // bit 16i: lane i is zero
+		return (z | z>>15 | z>>30 | z>>45) & 0xf
 	}
-	return m
+	m := lane(binary.LittleEndian.Uint64(b.fp[0:8]))
+	m |= lane(binary.LittleEndian.Uint64(b.fp[8:16])) << 4
+	m |= lane(uint64(binary.LittleEndian.Uint32(b.fp[16:20]))) & 3 << 8
+	return uint32(m)
 }
 
 // lookupIn finds the entry holding tuple k in either direction; h is
@@ -95,12 +114,9 @@ func (t *Table) link(idx uint32, dir uint8) {
 	bi := h & t.mask
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
-		for i, n := range b.node {
-			if n == 0 {
-				b.node[i] = idx<<1 | uint32(dir)
-				b.fp[i] = fingerprint(h)
-				return
-			}
+		if m := b.matches(0); m != 0 {
+			b.setSlot(bits.TrailingZeros32(m), idx<<1|uint32(dir), fingerprint(h))
+			return
 		}
 		b.ovf++
 		bi = (bi + 1) & t.mask
@@ -113,13 +129,14 @@ func (t *Table) link(idx uint32, dir uint8) {
 func (t *Table) unlink(idx uint32, dir uint8) {
 	node := idx<<1 | uint32(dir)
 	h := t.hash(&t.conns[idx].T[dir])
+	fp := fingerprint(h)
 	start := h & t.mask
 	bi := start
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
-		for i, n := range b.node {
-			if n == node {
-				b.node[i], b.fp[i] = 0, 0
+		for m := b.matches(fp); m != 0; m &= m - 1 {
+			if i := bits.TrailingZeros32(m); b.node[i] == node {
+				b.setSlot(i, 0, 0)
 				// The buckets it passed on its way here no
 				// longer have it beyond them.
 				for p := start; p != bi; p = (p + 1) & t.mask {
