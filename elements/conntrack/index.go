@@ -1,7 +1,6 @@
 package conntrack
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"unsafe"
 )
@@ -17,24 +16,28 @@ import (
 // entries each of those walked past other flows' entries, one cold line
 // each.
 //
+// A bucket's used slots are its first n (a delete moves the last one into
+// the hole), so an insert writes slot n and a lookup compares n
+// fingerprints: at a tenth of the capacity that is usually none, at a full
+// table four.
+//
 // A full bucket overflows into the next one (linear probing by buckets);
 // each bucket counts the nodes that passed it on the way to a later bucket
 // (ovf), so a lookup goes on to the next bucket only while that count is
 // not zero, and a delete decrements the counts its node passed. The index
-// has a bucket per two flows (ten slots for four nodes), so that at a full
-// table a bucket holds four nodes on average and overflows rarely (a
-// Poisson tail: ≈ 0.3% of the buckets), 32 bytes a flow.
+// has a bucket per two flows (nine slots for four nodes), so that at a
+// full table a bucket holds four nodes on average and overflows rarely (a
+// Poisson tail: ≈ 1% of the buckets), 32 bytes a flow.
 
-const slotsPerBucket = 10
+const slotsPerBucket = 9
 
-// ibucket is one cache line of the index. An empty slot has node 0 (entry
-// 0 is never used) and fingerprint 0 (a node's is never 0). Fingerprints
-// are stored little-endian whatever the host, so that matches can compare
-// four at a time in a 64-bit word.
+// ibucket is one cache line of the index: slots 0 to n-1 hold nodes and
+// their fingerprints.
 type ibucket struct {
-	fp   [2 * slotsPerBucket]byte
+	fp   [slotsPerBucket]uint16
 	node [slotsPerBucket]uint32
 	ovf  uint32 // nodes whose probe passed this bucket full
+	n    uint8  // slots in use
 }
 
 var _ [64 - unsafe.Sizeof(ibucket{})]struct{} // one cache line
@@ -51,37 +54,9 @@ func indexBuckets(capacity int) int {
 }
 
 // fingerprint is the part of a tuple's hash (hash's result) stored in its
-// slot: 15 bits of it mixed so that the bits the bucket number also uses
-// do not make it the same for every node of a bucket in a large table,
-// and the low bit set (0 marks an empty slot).
-func fingerprint(h uint32) uint16 { return uint16((h*0x9e3779b1)>>16) | 1 }
-
-// setSlot writes node n with fingerprint fp into slot i.
-func (b *ibucket) setSlot(i int, n uint32, fp uint16) {
-	b.node[i] = n
-	binary.LittleEndian.PutUint16(b.fp[2*i:], fp)
-}
-
-const (
-	lanes16 = 0x0001000100010001
-	low15   = 0x7fff7fff7fff7fff
-)
-
-// matches returns a bit per slot of b whose fingerprint is fp (fp 0: the
-// empty slots), comparing four slots a word: a lane of w^pattern is zero
-// exactly where its high bit ends up set below (no carries cross lanes).
-func (b *ibucket) matches(fp uint16) uint32 {
-	pat := uint64(fp) * lanes16
-	lane := func(w uint64) uint64 {
-		x := w ^ pat
-		z := ^((x&low15 + low15) | x | low15) >> 15 // bit 16i: lane i is zero
-		return (z | z>>15 | z>>30 | z>>45) & 0xf
-	}
-	m := lane(binary.LittleEndian.Uint64(b.fp[0:8]))
-	m |= lane(binary.LittleEndian.Uint64(b.fp[8:16])) << 4
-	m |= lane(uint64(binary.LittleEndian.Uint32(b.fp[16:20]))) & 3 << 8
-	return uint32(m)
-}
+// slot: 16 bits of it mixed so that the bits the bucket number also uses
+// do not make it the same for every node of a bucket in a large table.
+func fingerprint(h uint32) uint16 { return uint16((h * 0x9e3779b1) >> 16) }
 
 // lookupIn finds the entry holding tuple k in either direction; h is
 // hash(k).
@@ -90,11 +65,11 @@ func (t *Table) lookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
 	bi := h & t.mask
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
-		for m := b.matches(fp); m != 0; m &= m - 1 {
-			n := b.node[bits.TrailingZeros32(m)]
-			if n == 0 {
+		for i := range min(int(b.n), slotsPerBucket) {
+			if b.fp[i] != fp {
 				continue
 			}
+			n := b.node[i]
 			if c := &t.conns[n>>1]; c.T[n&1] == *k {
 				return n >> 1, uint8(n & 1), true
 			}
@@ -114,36 +89,39 @@ func (t *Table) link(idx uint32, dir uint8) {
 	bi := h & t.mask
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
-		if m := b.matches(0); m != 0 {
-			b.setSlot(bits.TrailingZeros32(m), idx<<1|uint32(dir), fingerprint(h))
+		if i := int(b.n); i < slotsPerBucket {
+			b.node[i], b.fp[i] = idx<<1|uint32(dir), fingerprint(h)
+			b.n++
 			return
 		}
 		b.ovf++
 		bi = (bi + 1) & t.mask
 	}
-	panic("conntrack: index full") // cannot happen: 5 slots a flow
+	panic("conntrack: index full") // cannot happen: 4.5 slots a flow
 }
 
 // unlink removes direction dir of entry idx from the index (its tuple
 // still holds the value it was linked with).
 func (t *Table) unlink(idx uint32, dir uint8) {
 	node := idx<<1 | uint32(dir)
-	h := t.hash(&t.conns[idx].T[dir])
-	fp := fingerprint(h)
-	start := h & t.mask
+	start := t.hash(&t.conns[idx].T[dir]) & t.mask
 	bi := start
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
-		for m := b.matches(fp); m != 0; m &= m - 1 {
-			if i := bits.TrailingZeros32(m); b.node[i] == node {
-				b.setSlot(i, 0, 0)
-				// The buckets it passed on its way here no
-				// longer have it beyond them.
-				for p := start; p != bi; p = (p + 1) & t.mask {
-					t.buckets[p].ovf--
-				}
-				return
+		for i := range min(int(b.n), slotsPerBucket) {
+			if b.node[i] != node {
+				continue
 			}
+			last := int(b.n) - 1
+			b.node[i], b.fp[i] = b.node[last], b.fp[last]
+			b.node[last], b.fp[last] = 0, 0
+			b.n--
+			// The buckets it passed on its way here no longer
+			// have it beyond them.
+			for p := start; p != bi; p = (p + 1) & t.mask {
+				t.buckets[p].ovf--
+			}
+			return
 		}
 		if b.ovf == 0 {
 			return // not linked

@@ -320,12 +320,12 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	for _, h := range hs {
 		b := &t.buckets[h&t.mask]
-		for m := b.matches(fingerprint(h)); m != 0; m &= m - 1 {
-			n := b.node[bits.TrailingZeros32(m)]
-			if n == 0 {
+		fp := fingerprint(h)
+		for i := range min(int(b.n), slotsPerBucket) {
+			if b.fp[i] != fp {
 				continue
 			}
-			a := cb + uintptr(n>>1)*unsafe.Sizeof(Conn{})
+			a := cb + uintptr(b.node[i]>>1)*unsafe.Sizeof(Conn{})
 			if len(pf)+2 > cap(pf) {
 				prefetchAll(pf)
 				pf = pf[:0]
@@ -337,7 +337,7 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 		}
 		if b.ovf != 0 {
 			// The key may be in the next bucket (rare: a
-			// bucket overflows at ≈ 0.3% of a full table's).
+			// bucket overflows at ≈ 1% of a full table's).
 			if len(pf) == cap(pf) {
 				prefetchAll(pf)
 				pf = pf[:0]
