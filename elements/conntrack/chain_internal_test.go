@@ -18,8 +18,8 @@ func checkChains(t *testing.T, tb *Table) {
 		bk := &tb.buckets[b]
 		for i, n := range bk.node {
 			if n == 0 {
-				if i < int(bk.n) {
-					t.Fatalf("bucket %d: slot %d of the %d in use is empty", b, i, bk.n)
+				if i < int(bk.n) || bk.slotFP(i) != 0 {
+					t.Fatalf("bucket %d: slot %d (%d in use) is empty with fingerprint %#x", b, i, bk.n, bk.slotFP(i))
 				}
 				continue
 			}
@@ -32,8 +32,8 @@ func checkChains(t *testing.T, tb *Table) {
 			}
 			seen[n] = true
 			h := tb.hash(&c.T[n&1])
-			if bk.fp[i] != fingerprint(h) {
-				t.Fatalf("bucket %d: node %d has fingerprint %#x, want %#x", b, n, bk.fp[i], fingerprint(h))
+			if bk.slotFP(i) != fingerprint(h) {
+				t.Fatalf("bucket %d: node %d has fingerprint %#x, want %#x", b, n, bk.slotFP(i), fingerprint(h))
 			}
 			if i >= int(bk.n) {
 				t.Fatalf("bucket %d: node %d in slot %d beyond the %d in use", b, n, i, bk.n)
@@ -123,6 +123,35 @@ func TestHashInverse(t *testing.T) {
 		inv := k.Inverse()
 		if tb.hashInverse(&k) != tb.hash(&inv) {
 			t.Fatalf("%+v: hashInverse %d, hash of the inverse %d", k, tb.hashInverse(&k), tb.hash(&inv))
+		}
+	}
+}
+
+// TestBucketMatches: the word-wise fingerprint compare finds exactly the
+// slots a slot-by-slot compare finds.
+func TestBucketMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var b ibucket
+		var fps [slotsPerBucket]uint16
+		for i := range slotsPerBucket {
+			// Few distinct values, so that lanes repeat and
+			// neighbours differ by one bit or one borrow.
+			fps[i] = []uint16{0, 1, 0x8001, 0x8000, 0xffff, 0x7fff, uint16(rng.Uint32()) | 1}[rng.IntN(7)]
+			b.setSlot(i, uint32(i+2), fps[i])
+		}
+		fp := fps[rng.IntN(slotsPerBucket)] | 1
+		if rng.IntN(4) == 0 {
+			fp = uint16(rng.Uint32()) | 1
+		}
+		var want uint32
+		for i, f := range fps {
+			if f == fp {
+				want |= 1 << i
+			}
+		}
+		if got := b.matches(fp); got != want {
+			t.Fatalf("fingerprints %#x, looking for %#x: %09b, want %09b", fps, fp, got, want)
 		}
 	}
 }

@@ -320,12 +320,12 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	for _, h := range hs {
 		b := &t.buckets[h&t.mask]
-		fp := fingerprint(h)
-		for i := range min(int(b.n), slotsPerBucket) {
-			if b.fp[i] != fp {
-				continue
-			}
-			a := cb + uintptr(b.node[i]>>1)*unsafe.Sizeof(Conn{})
+		m := uint32(0)
+		if b.n != 0 {
+			m = b.matches(fingerprint(h))
+		}
+		for ; m != 0; m &= m - 1 {
+			a := cb + uintptr(b.node[bits.TrailingZeros32(m)]>>1)*unsafe.Sizeof(Conn{})
 			if len(pf)+2 > cap(pf) {
 				prefetchAll(pf)
 				pf = pf[:0]
