@@ -128,16 +128,18 @@ func TestHashInverse(t *testing.T) {
 }
 
 // TestBucketMatches: the word-wise fingerprint compare finds exactly the
-// slots a slot-by-slot compare finds.
+// used slots a slot-by-slot compare finds, for every count of used slots.
 func TestBucketMatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 20000 {
 		var b ibucket
 		var fps [slotsPerBucket]uint16
-		for i := range slotsPerBucket {
+		n := rng.IntN(slotsPerBucket + 1)
+		b.n = uint8(n)
+		for i := range n {
 			// Few distinct values, so that lanes repeat and
 			// neighbours differ by one bit or one borrow.
-			fps[i] = []uint16{0, 1, 0x8001, 0x8000, 0xffff, 0x7fff, uint16(rng.Uint32()) | 1}[rng.IntN(7)]
+			fps[i] = []uint16{1, 3, 0x8001, 0x8003, 0xffff, 0x7fff, uint16(rng.Uint32()) | 1}[rng.IntN(7)]
 			b.setSlot(i, uint32(i+2), fps[i])
 		}
 		fp := fps[rng.IntN(slotsPerBucket)] | 1
@@ -145,7 +147,7 @@ func TestBucketMatches(t *testing.T) {
 			fp = uint16(rng.Uint32()) | 1
 		}
 		var want uint32
-		for i, f := range fps {
+		for i, f := range fps[:n] {
 			if f == fp {
 				want |= 1 << i
 			}

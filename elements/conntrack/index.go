@@ -76,24 +76,33 @@ func (b *ibucket) slotFP(i int) uint16 { return binary.LittleEndian.Uint16(b.fp[
 const (
 	lanes16 = 0x0001000100010001
 	low15   = 0x7fff7fff7fff7fff
+	// gather moves bit 16i of a word to bit 48+i (i < 4): the products
+	// of its four terms with the four lanes fall on distinct bits, so
+	// nothing carries into 48-51.
+	gather = 1<<48 | 1<<33 | 1<<18 | 1<<3
 )
 
-// matches returns a bit per slot of b whose fingerprint is fp (not 0),
-// comparing four slots a word: a lane of w^pattern is zero exactly where
-// its high bit ends up set below (no carry crosses lanes).
+// matches returns a bit per used slot of b whose fingerprint is fp (not
+// 0), comparing four slots a word (the second word and the ninth slot only
+// when they are in use).
 func (b *ibucket) matches(fp uint16) uint32 {
 	pat := uint64(fp) * lanes16
-	lane := func(w uint64) uint64 {
-		x := w ^ pat
-		z := ^((x&low15 + low15) | x | low15) >> 15 // bit 16i: lane i is zero
-		return (z | z>>15 | z>>30 | z>>45) & 0xf
+	m := lanesZero(binary.LittleEndian.Uint64(b.fp[0:8]) ^ pat)
+	if b.n > 4 {
+		m |= lanesZero(binary.LittleEndian.Uint64(b.fp[8:16])^pat) << 4
+		if b.n > 8 && b.slotFP(8) == fp {
+			m |= 1 << 8
+		}
 	}
-	m := lane(binary.LittleEndian.Uint64(b.fp[0:8]))
-	m |= lane(binary.LittleEndian.Uint64(b.fp[8:16])) << 4
-	if b.slotFP(8) == fp {
-		m |= 1 << 8
-	}
-	return uint32(m)
+	return m
+}
+
+// lanesZero returns a bit per 16-bit lane of x that is zero: a lane's
+// high bit ends up set in z exactly when the lane is zero (the additions
+// stay within their lanes), and gather collects the four bits.
+func lanesZero(x uint64) uint32 {
+	z := ^((x&low15 + low15) | x) &^ low15
+	return uint32((z>>15)*gather>>48) & 0xf
 }
 
 // lookupIn finds the entry holding tuple k in either direction; h is

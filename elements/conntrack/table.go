@@ -56,7 +56,7 @@ const (
 
 // Conn is one tracked flow: both directions' tuples (T[0] as the original
 // direction's packets arrive, T[1] as the reply's arrive, which NAT alters),
-// hash-chain and list links, timeout, counters and the fast-path rewrite of
+// eviction list links, timeout, counters and the fast-path rewrite of
 // each direction. It fits in 128 bytes (Linux's nf_conn is ~300).
 type Conn struct {
 	// Cache line 0: what a lookup and the tracking of a packet read and
