@@ -63,8 +63,8 @@ func indexBuckets(capacity int) int {
 // do not make it the same for every node of a bucket in a large table,
 // and the low bit set (0 is an empty slot's). The nodes of one bucket
 // differ only in the hash bits above the bucket's, 13 of them at 1M flows
-// (a lookup miss reads another flow's entry for ≈ 4 in 8,192), 9 at 16M
-// (≈ 1%); a false match costs a read, never a wrong answer.
+// (a lookup miss reads another flow's entry about once in a thousand),
+// 9 at 16M (≈ 1 in 60); a false match costs a read, never a wrong answer.
 func fingerprint(h uint32) uint16 { return uint16((h*0x9e3779b1)>>16) | 1 }
 
 // setSlot writes node n with fingerprint fp into slot i.
