@@ -5,37 +5,70 @@ import (
 	"testing"
 )
 
-// checkChains verifies the hash index: each node is in the chain of its
-// tuple's bucket, no chain loops, and the chains hold exactly the live
-// entries' two directions.
+// checkChains verifies the hash index: each node sits in its tuple's
+// bucket or, that one full, in a later one with every bucket passed
+// counting it in ovf; fingerprints match; no node is there twice; and the
+// index holds exactly the live entries' two directions.
 func checkChains(t *testing.T, tb *Table) {
 	t.Helper()
 	nodes := 0
-	for b, n := range tb.buckets {
-		for n != 0 {
+	ovf := make([]uint32, len(tb.buckets))
+	seen := map[uint32]bool{}
+	for b := range tb.buckets {
+		bk := &tb.buckets[b]
+		for i, n := range bk.node {
+			if n == 0 {
+				if i < int(bk.n) || bk.slotFP(i) != 0 {
+					t.Fatalf("bucket %d: slot %d (%d in use) is empty with fingerprint %#x", b, i, bk.n, bk.slotFP(i))
+				}
+				continue
+			}
 			c := &tb.conns[n>>1]
 			if c.Flags&flagLive == 0 {
 				t.Fatalf("bucket %d: node %d of a free entry", b, n)
 			}
-			if h := tb.hash(&c.T[n&1]); h != uint32(b) {
-				t.Fatalf("bucket %d: node %d hashes to %d", b, n, h)
+			if seen[n] {
+				t.Fatalf("node %d twice in the index", n)
 			}
-			n = c.next[n&1]
-			if nodes++; nodes > 2*tb.Capacity() {
-				t.Fatalf("a chain loops")
+			seen[n] = true
+			h := tb.hash(&c.T[n&1])
+			if bk.slotFP(i) != fingerprint(h) {
+				t.Fatalf("bucket %d: node %d has fingerprint %#x, want %#x", b, n, bk.slotFP(i), fingerprint(h))
 			}
+			if i >= int(bk.n) {
+				t.Fatalf("bucket %d: node %d in slot %d beyond the %d in use", b, n, i, bk.n)
+			}
+			for p := h & tb.mask; p != uint32(b); p = (p + 1) & tb.mask {
+				ovf[p]++
+			}
+			nodes++
+		}
+	}
+	for b := range tb.buckets {
+		if tb.buckets[b].ovf != ovf[b] {
+			t.Fatalf("bucket %d: ovf %d, %d nodes passed it", b, tb.buckets[b].ovf, ovf[b])
 		}
 	}
 	if nodes != 2*tb.Len() {
-		t.Fatalf("%d nodes in the chains for %d live flows", nodes, tb.Len())
+		t.Fatalf("%d nodes in the index for %d live flows", nodes, tb.Len())
 	}
 }
 
 // TestChainLinks: random creations (with eviction), deletions and reply
-// changes keep the chains consistent; the table is small and the tuples
-// few, so chains are long and every position is unlinked.
+// changes keep the index consistent and every live flow findable by both
+// tuples; the tuples are few, so lookups hit and miss alike.
 func TestChainLinks(t *testing.T) {
-	tb := NewTable(64, DefaultTimeouts(), func() int64 { return 1 })
+	t.Run("buckets", func(t *testing.T) { testIndexLinks(t, NewTable(64, DefaultTimeouts(), func() int64 { return 1 })) })
+	t.Run("overflowing", func(t *testing.T) {
+		// 16 nodes in two buckets of nine slots: buckets overflow
+		// all the time, and lookups and deletes cross them.
+		tb := NewTable(8, DefaultTimeouts(), func() int64 { return 1 })
+		tb.buckets, tb.mask = tb.buckets[:2], 1
+		testIndexLinks(t, tb)
+	})
+}
+
+func testIndexLinks(t *testing.T, tb *Table) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tuple := func() Tuple {
 		return Tuple{Src: 1 + rng.Uint32N(4), Dst: 10, Sport: uint16(rng.IntN(64)), Dport: 53, Proto: 17}
@@ -90,6 +123,37 @@ func TestHashInverse(t *testing.T) {
 		inv := k.Inverse()
 		if tb.hashInverse(&k) != tb.hash(&inv) {
 			t.Fatalf("%+v: hashInverse %d, hash of the inverse %d", k, tb.hashInverse(&k), tb.hash(&inv))
+		}
+	}
+}
+
+// TestBucketMatches: the word-wise fingerprint compare finds exactly the
+// used slots a slot-by-slot compare finds, for every count of used slots.
+func TestBucketMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var b ibucket
+		var fps [slotsPerBucket]uint16
+		n := rng.IntN(slotsPerBucket + 1)
+		b.n = uint8(n)
+		for i := range n {
+			// Few distinct values, so that lanes repeat and
+			// neighbours differ by one bit or one borrow.
+			fps[i] = []uint16{1, 3, 0x8001, 0x8003, 0xffff, 0x7fff, uint16(rng.Uint32()) | 1}[rng.IntN(7)]
+			b.setSlot(i, uint32(i+2), fps[i])
+		}
+		fp := fps[rng.IntN(slotsPerBucket)] | 1
+		if rng.IntN(4) == 0 {
+			fp = uint16(rng.Uint32()) | 1
+		}
+		var want uint32
+		for i, f := range fps[:n] {
+			if f == fp {
+				want |= 1 << i
+			}
+		}
+		if got := b.matches(fp); got != want {
+			t.Fatalf("fingerprints %#x, looking for %#x: %09b, want %09b", fps, fp, got, want)
 		}
 	}
 }

@@ -164,7 +164,7 @@ type Conntrack struct {
 	counts    [resCount]uint64 // per batch, published once per batch
 
 	// Per chunk: each packet's parsed tuple, L4 header, parse result and
-	// bucket.
+	// hash (Table.Warm).
 	keys [chunk]Tuple
 	l4   [chunk][]byte
 	res  [chunk]int

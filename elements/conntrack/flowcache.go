@@ -27,7 +27,7 @@ import (
 // anything but the fast path reads them (Sync folds on demand).
 //
 // The cache has a slot per node of the flow table (2 per flow, rounded
-// up to a power of two: half its buckets), and each direction may sit in
+// up to a power of two), and each direction may sit in
 // either of two slots chosen by two independent halves of a hash of its
 // RawKey: slot A from the lower half,
 // slot B from the upper. WarmCache prefetches A for a whole
@@ -379,7 +379,7 @@ func (t *Table) EnableCache() {
 func (t *Table) CacheEnabled() bool { return t.fc.e != nil }
 
 func (t *Table) allocCache() {
-	n := max(len(t.buckets)/2, 2) // a power of two ≥ 2: one slot a node
+	n := max(t.cacheSlots, 2) // a power of two ≥ 2: one slot a node
 	if p, m := allocRaw(n * int(unsafe.Sizeof(CacheEntry{}))); p != nil {
 		t.fc.e, t.fc.mem = unsafe.Slice((*CacheEntry)(p), n), m
 		runtime.AddCleanup(t, func(m *mapping) { m.free() }, m)

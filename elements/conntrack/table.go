@@ -56,13 +56,13 @@ const (
 
 // Conn is one tracked flow: both directions' tuples (T[0] as the original
 // direction's packets arrive, T[1] as the reply's arrive, which NAT alters),
-// hash-chain and list links, timeout, counters and the fast-path rewrite of
+// eviction list links, timeout, counters and the fast-path rewrite of
 // each direction. It fits in 128 bytes (Linux's nf_conn is ~300).
 type Conn struct {
 	// Cache line 0: what a lookup and the tracking of a packet read and
 	// write (tables are 2 MiB aligned, entries 128 bytes: two lines each).
 	T       [2]Tuple
-	next    [2]uint32 // hash chain per direction: node ids (index<<1 | dir), 0 ends
+	_       [2]uint32 // spare
 	Expires int64     // monotonic nanoseconds
 	Packets [2]uint32
 	State   uint8 // TCP state (tcp*); 0 for other protocols
@@ -86,20 +86,23 @@ func (c *Conn) Has(f uint8) bool { return c.Flags&f == f }
 type list struct{ head, tail uint32 }
 
 // Table is one worker's flow table: a fixed array of Conn (index 0 is never
-// used, so that 0 can mean "none"), a chained hash index holding both
-// directions of each entry, a free list and two lists for eviction: the
+// used, so that 0 can mean "none"), a bucketized hash index holding both
+// directions of each entry (index.go), a free list and two lists for eviction: the
 // evictable entries (unassured flows, closing TCP connections) in the order
 // they became evictable, and the assured ones. Only the owning
 // worker touches it, so it has no locks.
 type Table struct {
 	conns   []Conn
-	buckets []uint32
+	buckets []ibucket
 	mask    uint32
-	seed0   uint64
-	seed1   uint64
-	free    uint32
-	lists   [2]list // 0: evictable (unassured or closing TCP), 1: assured
-	live    int
+	// cacheSlots is the flow cache's size (a power of two ≥ the
+	// number of nodes: one slot a node).
+	cacheSlots int
+	seed0      uint64
+	seed1      uint64
+	free       uint32
+	lists      [2]list // 0: evictable (unassured or closing TCP), 1: assured
+	live       int
 
 	timeouts Timeouts
 	now      func() int64
@@ -144,21 +147,17 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 	}
 	capacity = max(capacity, 1)
 	t.release()
-	// Twice as many buckets as nodes (each flow has two): a chain
-	// holds half a node on average when the table is full, so a new
-	// flow's lookup miss, the victim's unlink and SNAT's check that a
-	// reply tuple is free each walk past fewer other flows' entries, a
-	// cold line each.
-	nb := 1 << bits.Len(uint(4*capacity-1))
+	nb := indexBuckets(capacity)
+	t.cacheSlots = 1 << bits.Len(uint(2*capacity-1))
 	if p, m := allocRaw((capacity + 1) * int(unsafe.Sizeof(Conn{}))); p != nil {
 		t.conns, t.mem[0] = unsafe.Slice((*Conn)(p), capacity+1), m
 	} else {
 		t.conns = make([]Conn, capacity+1)
 	}
-	if p, m := allocRaw(nb * 4); p != nil {
-		t.buckets, t.mem[1] = unsafe.Slice((*uint32)(p), nb), m
+	if p, m := allocRaw(nb * int(unsafe.Sizeof(ibucket{}))); p != nil {
+		t.buckets, t.mem[1] = unsafe.Slice((*ibucket)(p), nb), m
 	} else {
-		t.buckets = make([]uint32, nb)
+		t.buckets = make([]ibucket, nb)
 	}
 	if t.mem != [2]*mapping{} {
 		// A table nobody Releases (NewTable in tests) still returns
@@ -213,13 +212,14 @@ func (t *Table) Len() int { return t.live }
 // Conn returns entry i (1 ≤ i ≤ Capacity).
 func (t *Table) Conn(i uint32) *Conn { return &t.conns[i] }
 
-// hash maps a tuple to a bucket with a per-table random seed, so that a
-// sender cannot choose tuples that all collide.
+// hash hashes a tuple with a per-table random seed, so that a sender
+// cannot choose tuples that all collide: its low bits (& mask) are the
+// bucket, fingerprint takes the slot's tag from it.
 func (t *Table) hash(k *Tuple) uint32 {
 	a := uint64(k.Src)<<32 | uint64(k.Dst)
 	b := uint64(k.Sport)<<24 | uint64(k.Dport)<<8 | uint64(k.Proto)
 	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
-	return uint32(h^l) & t.mask
+	return uint32(h ^ l)
 }
 
 // hashInverse is hash(k.Inverse()), without building the tuple (warmNew
@@ -228,10 +228,10 @@ func (t *Table) hashInverse(k *Tuple) uint32 {
 	a := uint64(k.Dst)<<32 | uint64(k.Src)
 	b := uint64(k.Dport)<<24 | uint64(k.Sport)<<8 | uint64(k.Proto)
 	h, l := bits.Mul64(a^t.seed0, b^t.seed1)
-	return uint32(h^l) & t.mask
+	return uint32(h ^ l)
 }
 
-// Bucket returns the bucket of tuple k, LookupIn's second argument (Warm
+// Bucket returns the hash of tuple k, LookupIn's second argument (Warm
 // computes it for a whole chunk).
 func (t *Table) Bucket(k *Tuple) uint32 { return t.hash(k) }
 
@@ -242,20 +242,6 @@ func (t *Table) Lookup(k *Tuple) (idx uint32, dir uint8, ok bool) {
 		return 0, 0, false
 	}
 	return t.lookupIn(k, t.hash(k))
-}
-
-// lookupIn is Lookup in bucket h (the hash of k).
-func (t *Table) lookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
-	n := t.buckets[h&t.mask]
-	for n != 0 {
-		c := &t.conns[n>>1]
-		d := n & 1
-		if c.T[d] == *k {
-			return n >> 1, uint8(d), true
-		}
-		n = c.next[d]
-	}
-	return 0, 0, false
 }
 
 // Find is Lookup that treats an expired entry as absent (and removes it).
@@ -296,51 +282,29 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 }
 
 // Warm prepares the lookups of a batch's keys: it computes each key's
-// bucket into hs and prefetches, in two passes over the batch, the buckets
-// and then the two cache lines of the entry each bucket points to. At 1M
-// flows every one of those is a cache miss; done one packet at a time they
-// are paid one after another (~100 ns each), done batch-wise they overlap.
-// Use LookupIn with hs[i] afterwards (a lookup is still exact: Warm only
-// moves memory, so flows created or deleted in between are seen).
+// hash into hs and prefetches, in two passes over the batch, the buckets
+// and then the two cache lines of each entry whose fingerprint in its
+// key's bucket matches (for a flow that exists, its own entry; for a new
+// flow, almost never any). At 1M flows every one of those is a cache miss;
+// done one packet at a time they are paid one after another (~100 ns
+// each), done batch-wise they overlap. Use LookupIn with hs[i] afterwards
+// (a lookup is still exact: Warm only moves memory, so flows created or
+// deleted in between are seen).
 func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 
 // WarmTuples is Warm for lookups that only look for a tuple (NAT checking
-// that a reply tuple is free): of the entry each bucket points to it
-// brings in the line with the tuples and chain links, not the counters'
-// line, which such a lookup never reads (an entry that matches is one
-// another flow owns: the lookup ends there).
-//
-// It also brings in the second node of each chain: a lookup for a tuple
-// that is free walks the whole chain, and in a full table (half a node
-// per bucket) a chain's second node is there for 9% of the keys.
-func (t *Table) WarmTuples(keys []Tuple, hs []uint32) {
-	t.warm(keys, hs, 1)
-	if len(t.buckets) == 0 {
-		return
-	}
-	pf := t.pf[:0]
-	for _, h := range hs[:len(keys)] {
-		if n := t.buckets[h]; n != 0 {
-			if x := t.conns[n>>1].next[n&1]; x != 0 {
-				if len(pf) == cap(pf) {
-					prefetchAll(pf)
-					pf = pf[:0]
-				}
-				pf = append(pf, uintptr(unsafe.Pointer(&t.conns[x>>1])))
-			}
-		}
-	}
-	prefetchAll(pf)
-	runtime.KeepAlive(t)
-}
+// that a reply tuple is free): of an entry whose fingerprint matches it
+// brings in the line with the tuples, not the counters' line, which such
+// a lookup never reads (an entry that matches is one another flow owns:
+// the lookup ends there).
+func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
 
-// warm is Warm, prefetching lines (1 or 2) of each first entry.
+// warm is Warm, prefetching lines (1 or 2) of each matching entry.
 func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	if len(t.buckets) == 0 {
 		return
 	}
 	hs = hs[:len(keys)]
-	base := uintptr(unsafe.Pointer(&t.buckets[0]))
 	pf := t.pf[:0]
 	for i := range keys {
 		h := t.hash(&keys[i])
@@ -349,14 +313,19 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, base+uintptr(h)*4)
+		pf = append(pf, t.bucketAddr(h))
 	}
 	prefetchAll(pf)
 	pf = pf[:0]
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	for _, h := range hs {
-		if n := t.buckets[h]; n != 0 {
-			a := cb + uintptr(n>>1)*unsafe.Sizeof(Conn{})
+		b := &t.buckets[h&t.mask]
+		m := uint32(0)
+		if b.n != 0 {
+			m = b.matches(fingerprint(h))
+		}
+		for ; m != 0; m &= m - 1 {
+			a := cb + uintptr(b.node[bits.TrailingZeros32(m)]>>1)*unsafe.Sizeof(Conn{})
 			if len(pf)+2 > cap(pf) {
 				prefetchAll(pf)
 				pf = pf[:0]
@@ -366,55 +335,35 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 				pf = append(pf, a+64)
 			}
 		}
+		if b.ovf != 0 {
+			// The key may be in the next bucket (rare: a
+			// bucket overflows at ≈ 1% of a full table's).
+			if len(pf) == cap(pf) {
+				prefetchAll(pf)
+				pf = pf[:0]
+			}
+			pf = append(pf, t.bucketAddr(h+1))
+		}
 	}
 	prefetchAll(pf)
 	runtime.KeepAlive(t)
 }
 
 // warmNew is Warm's third pass for Conntrack: with the buckets and their
-// first entries in cache (or on their way), it looks every key up and
-// records what it found in found (node id + 1, 0: not found), so that track
-// does not walk the chain again, and prepares what a new flow will touch:
-// the bucket its reply tuple is linked into, and the entry Create will
-// take (the free list's head, or when fewer entries are free than keys
-// missed, the unassured flow eviction takes, and its buckets). It only
-// reads and prefetches: a lookup in track is still exact (an earlier packet
-// of the chunk may create or delete a flow; track checks the hint).
+// matching entries in cache (or on their way), it looks every key up and
+// records what it found in found (node id + 1, 0: not found), so that
+// track does not look again, and prepares what a new flow will touch: the
+// bucket its reply tuple is linked into, and the entry Create will take
+// (the free list's head, or when none is free, the unassured flow eviction
+// takes, and its buckets). It only reads and prefetches: a lookup in track
+// is still exact (an earlier packet of the chunk may create or delete a
+// flow; track checks the hint).
 func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	if len(t.buckets) == 0 {
 		return
 	}
 	pf := t.pf[:0]
-	// First the second node of each chain whose first node (Warm
-	// prefetched it) does not hold the key: the lookup below walks on
-	// to it, a cold line each; with one node per bucket a quarter of
-	// the chains have one. Below half a node per bucket (9% of the
-	// chains have a second node; a full table has that many since
-	// there are two buckets a node) the pass costs more than it saves:
-	// an established packet paid ≈ 5 ns for it at a quarter
-	// (BenchmarkCPSEstablished).
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
-	deep := len(keys)
-	if t.live*4 < len(t.buckets) {
-		deep = 0
-	}
-	for i := range deep {
-		if ok[i] != resOK {
-			continue
-		}
-		if n := t.buckets[hs[i]]; n != 0 {
-			if c := &t.conns[n>>1]; c.next[n&1] != 0 && c.T[n&1] != keys[i] {
-				if len(pf) == cap(pf) {
-					prefetchAll(pf)
-					pf = pf[:0]
-				}
-				pf = append(pf, cb+uintptr(c.next[n&1]>>1)*unsafe.Sizeof(Conn{}))
-			}
-		}
-	}
-	prefetchAll(pf)
-	pf = pf[:0]
-	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
 	misses := 0
 	for i := range keys {
 		found[i] = 0
@@ -430,7 +379,7 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 			prefetchAll(pf)
 			pf = pf[:0]
 		}
-		pf = append(pf, bb+uintptr(t.hashInverse(&keys[i]))*4)
+		pf = append(pf, t.bucketAddr(t.hashInverse(&keys[i])))
 	}
 	if misses > 0 {
 		if t.free != 0 {
@@ -453,26 +402,12 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 		pf = pf[:0]
 	}
 	c := &t.conns[h]
-	bb := uintptr(unsafe.Pointer(&t.buckets[0]))
-	pf = append(pf, bb+uintptr(t.hash(&c.T[0]))*4, bb+uintptr(t.hash(&c.T[1]))*4)
+	pf = append(pf, t.bucketAddr(t.hash(&c.T[0])), t.bucketAddr(t.hash(&c.T[1])))
 	if c.nxt != 0 {
 		// Both lines: the tuples (line 0) and the list links (line
 		// 1), which the pipeline reads next and listRemove writes.
 		a := uintptr(unsafe.Pointer(&t.conns[c.nxt]))
 		pf = append(pf, a, a+64)
-	}
-	return pf
-}
-
-// appendFront adds to pf the entries in front of entry n in its two hash
-// chains, the first node of each chain when it is not n's own (unlinking
-// n walks from the bucket; deeper nodes are not prepared).
-func (t *Table) appendFront(pf []uintptr, n uint32) []uintptr {
-	c := &t.conns[n]
-	for d := range uint32(2) {
-		if f := t.buckets[t.hash(&c.T[d])]; f != 0 && f != n<<1|d {
-			pf = append(pf, uintptr(unsafe.Pointer(&t.conns[f>>1])))
-		}
 	}
 	return pf
 }
@@ -483,28 +418,6 @@ func (t *Table) LookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
 		return 0, 0, false
 	}
 	return t.lookupIn(k, h)
-}
-
-func (t *Table) link(idx uint32, dir uint8) {
-	c := &t.conns[idx]
-	h := t.hash(&c.T[dir])
-	c.next[dir] = t.buckets[h]
-	t.buckets[h] = idx<<1 | uint32(dir)
-}
-
-func (t *Table) unlink(idx uint32, dir uint8) {
-	c := &t.conns[idx]
-	node := idx<<1 | uint32(dir)
-	p := &t.buckets[t.hash(&c.T[dir])]
-	for *p != 0 {
-		if *p == node {
-			*p = c.next[dir]
-			c.next[dir] = 0
-			return
-		}
-		q := &t.conns[*p>>1]
-		p = &q.next[*p&1]
-	}
 }
 
 func (t *Table) listAdd(which int, idx uint32) {
@@ -608,22 +521,16 @@ const evictScan = 8
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
 		// Evictions take the list in order, so the memory of the
-		// next ones is prepared in a pipeline three deep: for the
-		// entry after next (whose line the previous eviction
-		// prefetched) its buckets and the line of the entry after it;
-		// for the next entry (whose buckets the previous eviction
-		// prefetched) the entry in front of it in each of its chains,
-		// which unlinking it will read and which, as the table links
-		// new nodes at the head and the victim is the oldest, is
-		// there about as often as not and cold. So a batch of new
-		// flows in a full table does not wait for each victim's
-		// memory in turn.
+		// next ones is prepared in a pipeline: for the entry after
+		// next (whose lines the previous eviction prefetched) its
+		// buckets and the lines of the entry after it. Unlinking a
+		// victim reads only its two buckets (index.go), so a batch
+		// of new flows in a full table does not wait for each
+		// victim's memory in turn.
 		if n := t.conns[h].nxt; n != 0 {
-			pf := t.appendFront(t.pf[:0], n)
 			if m := t.conns[n].nxt; m != 0 {
-				pf = t.appendVictim(pf, m)
+				prefetchAll(t.appendVictim(t.pf[:0], m))
 			}
-			prefetchAll(pf)
 		}
 		t.evictProbes++
 		t.Sync(h)

@@ -1,0 +1,188 @@
+package conntrack
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
+
+// The IPv4 table's hash index is bucketized: a bucket is one 64-byte cache
+// line holding up to slotsPerBucket nodes (a node is a direction of an
+// entry: index<<1 | dir), each with a 16-bit fingerprint of its tuple's
+// hash. A lookup reads the key's bucket and only the entries whose
+// fingerprint matches (for a flow that exists, its own; for a new flow,
+// almost never another one); a delete finds its node by id in the bucket
+// without reading any other flow's entry; an insert writes one slot of a
+// bucket the lookup before it already read. With chains through the
+// entries each of those walked past other flows' entries, one cold line
+// each.
+//
+// A bucket's used slots are its first n (a delete moves the last one into
+// the hole), so an insert writes slot n without searching, and a lookup in
+// an empty bucket (most of them at a tenth of the capacity) compares
+// nothing; otherwise it compares the fingerprints four at a time in a
+// 64-bit word, without a branch per slot (at a full table four slots are
+// in use, and a loop over them mispredicts).
+//
+// A full bucket overflows into the next one (linear probing by buckets);
+// each bucket counts the nodes that passed it on the way to a later bucket
+// (ovf), so a lookup goes on to the next bucket only while that count is
+// not zero, and a delete decrements the counts its node passed. The index
+// has a bucket per two flows (nine slots for four nodes), so that at a
+// full table a bucket holds four nodes on average and overflows rarely (a
+// Poisson tail: ≈ 1% of the buckets), 32 bytes a flow.
+
+const slotsPerBucket = 9
+
+// ibucket is one cache line of the index: slots 0 to n-1 hold nodes and
+// their fingerprints, the others are zero (a node's fingerprint is never
+// 0). Fingerprints are stored little-endian whatever the host, so that
+// matches can read four lanes as one word.
+type ibucket struct {
+	fp   [2 * slotsPerBucket]byte
+	node [slotsPerBucket]uint32
+	ovf  uint32 // nodes whose probe passed this bucket full
+	n    uint8  // slots in use
+}
+
+var _ [64 - unsafe.Sizeof(ibucket{})]struct{} // one cache line
+var _ [unsafe.Sizeof(ibucket{}) - 64]struct{}
+
+// indexBuckets is the number of buckets for capacity flows: a power of two
+// ≥ capacity/2 (at least one).
+func indexBuckets(capacity int) int {
+	half := (capacity + 1) / 2
+	if half <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(half-1))
+}
+
+// fingerprint is the part of a tuple's hash (hash's result) stored in its
+// slot: 15 bits of it mixed so that the bits the bucket number also uses
+// do not make it the same for every node of a bucket in a large table,
+// and the low bit set (0 is an empty slot's). The nodes of one bucket
+// differ only in the hash bits above the bucket's, 13 of them at 1M flows
+// (a lookup miss reads another flow's entry about once in a thousand),
+// 9 at 16M (≈ 1 in 60); a false match costs a read, never a wrong answer.
+func fingerprint(h uint32) uint16 { return uint16((h*0x9e3779b1)>>16) | 1 }
+
+// setSlot writes node n with fingerprint fp into slot i.
+func (b *ibucket) setSlot(i int, n uint32, fp uint16) {
+	b.node[i] = n
+	binary.LittleEndian.PutUint16(b.fp[2*i:], fp)
+}
+
+// slotFP is slot i's fingerprint.
+func (b *ibucket) slotFP(i int) uint16 { return binary.LittleEndian.Uint16(b.fp[2*i:]) }
+
+const (
+	lanes16 = 0x0001000100010001
+	low15   = 0x7fff7fff7fff7fff
+	// gather moves bit 16i of a word to bit 48+i (i < 4): the products
+	// of its four terms with the four lanes fall on distinct bits, so
+	// nothing carries into 48-51.
+	gather = 1<<48 | 1<<33 | 1<<18 | 1<<3
+)
+
+// matches returns a bit per used slot of b whose fingerprint is fp (not
+// 0), comparing four slots a word (the second word and the ninth slot only
+// when they are in use).
+func (b *ibucket) matches(fp uint16) uint32 {
+	pat := uint64(fp) * lanes16
+	m := lanesZero(binary.LittleEndian.Uint64(b.fp[0:8]) ^ pat)
+	if b.n > 4 {
+		m |= lanesZero(binary.LittleEndian.Uint64(b.fp[8:16])^pat) << 4
+		if b.n > 8 && b.slotFP(8) == fp {
+			m |= 1 << 8
+		}
+	}
+	return m
+}
+
+// lanesZero returns a bit per 16-bit lane of x that is zero: a lane's
+// high bit ends up set in z exactly when the lane is zero (the additions
+// stay within their lanes), and gather collects the four bits.
+func lanesZero(x uint64) uint32 {
+	z := ^((x&low15 + low15) | x) &^ low15
+	return uint32((z>>15)*gather>>48) & 0xf
+}
+
+// lookupIn finds the entry holding tuple k in either direction; h is
+// hash(k).
+func (t *Table) lookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
+	fp := fingerprint(h)
+	bi := h & t.mask
+	for range len(t.buckets) {
+		b := &t.buckets[bi]
+		if b.n != 0 {
+			for m := b.matches(fp); m != 0; m &= m - 1 {
+				n := b.node[bits.TrailingZeros32(m)]
+				if c := &t.conns[n>>1]; c.T[n&1] == *k {
+					return n >> 1, uint8(n & 1), true
+				}
+			}
+		}
+		if b.ovf == 0 {
+			break
+		}
+		bi = (bi + 1) & t.mask
+	}
+	return 0, 0, false
+}
+
+// link adds direction dir of entry idx to the index.
+func (t *Table) link(idx uint32, dir uint8) {
+	c := &t.conns[idx]
+	h := t.hash(&c.T[dir])
+	bi := h & t.mask
+	for range len(t.buckets) {
+		b := &t.buckets[bi]
+		if i := int(b.n); i < slotsPerBucket {
+			b.setSlot(i, idx<<1|uint32(dir), fingerprint(h))
+			b.n++
+			return
+		}
+		b.ovf++
+		bi = (bi + 1) & t.mask
+	}
+	panic("conntrack: index full") // cannot happen: 4.5 slots a flow
+}
+
+// unlink removes direction dir of entry idx from the index (its tuple
+// still holds the value it was linked with).
+func (t *Table) unlink(idx uint32, dir uint8) {
+	node := idx<<1 | uint32(dir)
+	h := t.hash(&t.conns[idx].T[dir])
+	fp := fingerprint(h)
+	start := h & t.mask
+	bi := start
+	for range len(t.buckets) {
+		b := &t.buckets[bi]
+		for m := b.matches(fp); m != 0; m &= m - 1 {
+			i := bits.TrailingZeros32(m)
+			if b.node[i] != node {
+				continue
+			}
+			last := int(b.n) - 1
+			b.setSlot(i, b.node[last], b.slotFP(last))
+			b.setSlot(last, 0, 0)
+			b.n--
+			// The buckets it passed on its way here no longer
+			// have it beyond them.
+			for p := start; p != bi; p = (p + 1) & t.mask {
+				t.buckets[p].ovf--
+			}
+			return
+		}
+		if b.ovf == 0 {
+			return // not linked
+		}
+		bi = (bi + 1) & t.mask
+	}
+}
+
+// bucketAddr is the address of the bucket of hash h (for prefetching).
+func (t *Table) bucketAddr(h uint32) uintptr {
+	return uintptr(unsafe.Pointer(&t.buckets[0])) + uintptr(h&t.mask)*unsafe.Sizeof(ibucket{})
+}
