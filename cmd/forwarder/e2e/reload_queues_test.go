@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -137,6 +139,9 @@ func TestReloadQueues(t *testing.T) {
 		p.Signal(syscall.SIGHUP)
 		for deadline := time.Now().Add(10 * time.Second); strings.Count(p.Output(), "reloaded "+cfg) < reloads; time.Sleep(20 * time.Millisecond) {
 			if strings.Contains(p.Output(), "reload failed") || time.Now().After(deadline) {
+				// A reload that hangs: the goroutines say where.
+				p.Signal(syscall.SIGQUIT)
+				time.Sleep(2 * time.Second)
 				t.Fatalf("reload %d (%s) not reported:\n%s", reloads, change, p.Output())
 			}
 		}
@@ -181,6 +186,20 @@ func TestReloadQueues(t *testing.T) {
 	close(stop)
 	<-sending
 	time.Sleep(300 * time.Millisecond)
+	// The reader, starved on a loaded machine, may still be behind the
+	// socket: what reached the server counts once it has read it all.
+	readerDone := time.Now().Add(10 * time.Second)
+	for prev := int64(-1); time.Now().Before(readerDone); time.Sleep(100 * time.Millisecond) {
+		queued := 0
+		if rc, err := ln.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		}
+		if n := got.Load(); queued == 0 && n == prev {
+			break
+		} else {
+			prev = n
+		}
+	}
 
 	out := p.Output()
 	if testing.Verbose() {
@@ -240,6 +259,12 @@ func TestReloadQueues(t *testing.T) {
 	if in, out := tot.RX+created, tot.TX+tot.Drops+consumed+tot.InFlight+held; in != out {
 		t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d + held %d = %d",
 			tot.RX, created, in, tot.TX, tot.Drops, consumed, tot.InFlight, held, out)
+		for _, e := range snap.Elements {
+			t.Logf("element w%d %s (%s): packets %d, drops %d, %v", e.Worker, e.Element, e.Type, e.Packets, e.Drops, e.Counters)
+		}
+		for _, d := range snap.Devices {
+			t.Logf("device %s: %v", d.Device, d.Counters)
+		}
 	}
 	if devRX := deviceCounter(snap, "lan", "rx_packets") + deviceCounter(snap, "wan", "rx_packets"); devRX != tot.RX {
 		t.Errorf("the sources took %d packets, the devices received %d", tot.RX, devRX)
