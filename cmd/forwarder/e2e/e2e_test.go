@@ -152,7 +152,7 @@ func (tp *topo) stop(t *testing.T, p *netns.Proc) string {
 // snapshot reads the forwarder's stats endpoint (loopback of its namespace).
 func (tp *topo) snapshot(t *testing.T) *pipeline.Snapshot {
 	t.Helper()
-	out, err := tp.fwd.Run("curl", "-sf", "--max-time", "3", "http://"+pipeline.DefaultStatsAddr+"/stats")
+	out, err := tp.fwd.Run("curl", "-sf", "--max-time", "10", "http://"+pipeline.DefaultStatsAddr+"/stats")
 	if err != nil {
 		t.Fatalf("stats endpoint: %v: %s", err, out)
 	}

@@ -185,9 +185,11 @@ func TestReloadQueues(t *testing.T) {
 	}
 	close(stop)
 	<-sending
-	time.Sleep(300 * time.Millisecond)
-	// The reader, starved on a loaded machine, may still be behind the
-	// socket: what reached the server counts once it has read it all.
+	// The forwarder first: its counters stop moving once it holds
+	// nothing more (a starved worker may release held packets late).
+	snap := settled(t, tp)
+	// Then the reader, starved on a loaded machine, may still be behind
+	// the socket: what reached the server counts once it has read it all.
 	readerDone := time.Now().Add(10 * time.Second)
 	for prev := int64(-1); time.Now().Before(readerDone); time.Sleep(100 * time.Millisecond) {
 		queued := 0
@@ -221,7 +223,6 @@ func TestReloadQueues(t *testing.T) {
 		}
 	}
 	s, r := sent.Load(), got.Load()
-	snap := settled(t, tp)
 	t.Logf("UDP datagrams: %d sent, %d received; lan rx_dropped_queue_removed %d, wan %d", s, r,
 		deviceCounter(snap, "lan", "rx_dropped_queue_removed"), deviceCounter(snap, "wan", "rx_dropped_queue_removed"))
 	// Every datagram lost is counted: by the kernel for a socket (a full

@@ -47,7 +47,7 @@ func linuxNATRules(extra ...string) string {
 // natSnapshot reads the stats endpoint in the forwarder's namespace.
 func natSnapshot(t *testing.T, ns *netns.NS) *pipeline.Snapshot {
 	t.Helper()
-	out, err := ns.Run("curl", "-sf", "--max-time", "3", "http://"+pipeline.DefaultStatsAddr+"/stats")
+	out, err := ns.Run("curl", "-sf", "--max-time", "10", "http://"+pipeline.DefaultStatsAddr+"/stats")
 	if err != nil {
 		t.Fatalf("stats endpoint: %v: %s", err, out)
 	}
