@@ -141,9 +141,9 @@ func yieldOrSleep(early, gosched bool, sleep *time.Duration) {
 	}
 }
 
-// yieldSleep is what a yield round asks nanosleep(2) for; the thread's
-// timer slack (50 µs by default) bounds what it gets when nothing wakes
-// the CPU sooner.
+// yieldSleep is what a yield round asks nanosleep(2) for; the worker
+// thread's timer slack (workerTimerSlack) bounds what it gets when nothing
+// else wants the CPU.
 const yieldSleep = time.Microsecond
 
 // yieldCPU lets whatever else is runnable on the worker's CPU run, by
@@ -153,14 +153,13 @@ const yieldSleep = time.Microsecond
 // It does not call sched_yield(2): on Linux's EEVDF scheduler (6.6 on)
 // each sched_yield of a thread that shares its CPU moves the thread's
 // virtual deadline one slice later (yield_task_fair), and a thread that
-// has slept (so it is the only one eligible to run) gets the CPU straight
-// back after each of its yields: the 768 yield rounds of one idle period
-// pushed the worker's deadline hundreds of slices ahead, and it then
-// waited for the CPU while the others ran through them. Under two busy
-// loops one sched_yield took up to 2.8 s (pipeline's
-// TestYieldUnderContention), pings to the router went unanswered for
-// 0.3–1 s and a TCP SYN for seconds. A sleep gives the CPU away without
-// that debt: a thread that wakes is placed by its lag, as any.
+// has slept, the only one eligible on its CPU, gets the CPU straight back
+// after each of its yields. An idle period's yield rounds pushed the
+// worker's deadline hundreds of slices ahead, and it then waited, for up
+// to seconds, while the busy threads beside it ran through them; packets
+// waited with it (docs/testing.md, "Tests on a loaded machine";
+// TestYieldUnderContention). A sleep gives the CPU away without that
+// debt: a thread that wakes is placed by its lag, as any.
 func yieldCPU() {
 	ts := unix.Timespec{Nsec: int64(yieldSleep)}
 	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)

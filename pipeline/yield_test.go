@@ -1,3 +1,5 @@
+//go:build linux
+
 package pipeline
 
 import (
@@ -55,6 +57,7 @@ func TestYieldUnderContention(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		setTimerSlack() // as a worker's thread
 		if err := pinThread(cpu); err != nil {
 			done <- result{err: err}
 			return
