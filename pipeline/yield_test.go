@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,11 +16,13 @@ import (
 // CPU away without being held off it afterwards. A thread pinned to one
 // CPU with a busy loop pinned there too sleeps (as an idle worker does
 // in ppoll) and then makes an idle period's yield rounds, again and again
-// for two seconds; no one round may keep it off the CPU for long. With
-// sched_yield(2) as the yield, Linux's EEVDF scheduler pushed the
-// yielding thread's deadline one slice further per call, and single
-// rounds took 0.5–2.8 s; a sleep's wake-up waits a few of the busy
-// loop's slices at most.
+// for two seconds. With sched_yield(2) as the yield, Linux's EEVDF
+// scheduler pushed the yielding thread's deadline one slice further per
+// call, and one idle period's rounds took 2 s or more (the thread got
+// its CPU back only after the busy loop had run through the debt); with
+// a sleep they take tens of milliseconds. The median period is what is
+// checked: on a loaded machine any thread that wakes may now and then
+// wait long for its CPU, and a single period says little.
 func TestYieldUnderContention(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes two seconds")
@@ -50,9 +53,9 @@ func TestYieldUnderContention(t *testing.T) {
 	}
 
 	type result struct {
-		worst  time.Duration
-		rounds int
-		err    error
+		periods []time.Duration // each idle period's yield rounds
+		worst   time.Duration   // the longest single round
+		err     error
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -67,12 +70,13 @@ func TestYieldUnderContention(t *testing.T) {
 		nap := unix.NsecToTimespec(int64(2 * time.Millisecond))
 		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
 			unix.Nanosleep(&nap, nil)
+			p0 := time.Now()
 			for i := spinEmpty + 1; i < yieldEmpty; i++ {
 				t0 := time.Now()
 				yieldOrSleep(true, false, &sleep)
 				r.worst = max(r.worst, time.Since(t0))
-				r.rounds++
 			}
+			r.periods = append(r.periods, time.Since(p0))
 		}
 		done <- r
 	}()
@@ -80,9 +84,12 @@ func TestYieldUnderContention(t *testing.T) {
 	if r.err != nil {
 		t.Skipf("pinning to CPU %d: %v", cpu, r.err)
 	}
-	t.Logf("%d yield rounds on CPU %d beside a busy loop: the longest took %v", r.rounds, cpu, r.worst)
-	if r.worst > 400*time.Millisecond {
-		t.Errorf("a yield round beside a busy loop kept the thread off its CPU for %v", r.worst)
+	slices.Sort(r.periods)
+	med := r.periods[len(r.periods)/2]
+	t.Logf("%d idle periods of %d yield rounds on CPU %d beside a busy loop: median %v, longest %v; longest single round %v",
+		len(r.periods), yieldEmpty-spinEmpty-1, cpu, med, r.periods[len(r.periods)-1], r.worst)
+	if med > 500*time.Millisecond {
+		t.Errorf("an idle period's yield rounds beside a busy loop took %v (median of %d)", med, len(r.periods))
 	}
 }
 
