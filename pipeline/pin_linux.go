@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,21 +29,6 @@ func allowedCPUs() []int {
 		}
 	}
 	return cpus
-}
-
-// workerTimerSlack is a worker thread's timer slack (prctl
-// PR_SET_TIMERSLACK; Linux's default is 50 µs): what the kernel may add to
-// the short sleeps of the idle backoff (yieldCPU's 1 µs, ppoll's first 20
-// µs) to batch timer wake-ups. A worker is one thread on its own CPU; with
-// the default, each yield round of its backoff would last about 50 µs
-// instead of a few, and a packet arriving then would wait that long.
-const workerTimerSlack = time.Microsecond
-
-// setTimerSlack sets the calling thread's timer slack to workerTimerSlack
-// (the caller has locked its goroutine to it). A failure only leaves the
-// default.
-func setTimerSlack() {
-	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(workerTimerSlack), 0, 0, 0)
 }
 
 // pinThread pins the calling OS thread (the caller has locked its goroutine

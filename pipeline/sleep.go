@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -120,49 +119,25 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 //
 // Only the first yield of an idle period (gosched) is runtime.Gosched,
 // which lets the process's other goroutines have the worker's P; the
-// others are yieldCPU. A worker goroutine is locked to its thread, and
-// Gosched on a locked thread is a thread handoff (the thread gives its P
-// to another thread, which finds the locked goroutine runnable and hands
-// the P back: two futex wake-ups and two context switches, even when
-// nothing else wants to run). yieldCPU gives the CPU to whatever else is
-// runnable on it (the hosts' softirqs and sockets on a shared machine) and
-// keeps the P; the process's other goroutines also get it when the worker
-// sleeps in ppoll (a system call through the runtime) or when sysmon
-// preempts it. The CPU and context switches per GB this saves against
-// Gosched are in benchmarks/e2e-tcp.md ("CPU per GB").
+// others are the kernel's sched_yield(2). A worker goroutine is locked to
+// its thread, and Gosched on a locked thread is a thread handoff (the
+// thread gives its P to another thread, which finds the locked goroutine
+// runnable and hands the P back: two futex wake-ups and two context
+// switches, even when nothing else wants to run). sched_yield gives the
+// CPU to whatever else is runnable on it (the hosts' softirqs and sockets
+// on a shared machine) and keeps the P; the process's other goroutines
+// also get it when the worker sleeps in ppoll (a system call through the
+// runtime) or when sysmon preempts it. The CPU and context switches per GB
+// this saves are in benchmarks/e2e-tcp.md ("CPU per GB").
 func yieldOrSleep(early, gosched bool, sleep *time.Duration) {
 	switch {
 	case early && gosched:
 		runtime.Gosched()
 	case early:
-		yieldCPU()
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	default:
 		timedSleep(sleep)
 	}
-}
-
-// yieldSleep is what a yield round asks nanosleep(2) for; the worker
-// thread's timer slack (workerTimerSlack) bounds what it gets when nothing
-// else wants the CPU.
-const yieldSleep = time.Microsecond
-
-// yieldCPU lets whatever else is runnable on the worker's CPU run, by
-// sleeping for a moment, through a raw system call that keeps the P (as
-// sched_yield(2) did).
-//
-// It does not call sched_yield(2): on Linux's EEVDF scheduler (6.6 on)
-// each sched_yield of a thread that shares its CPU moves the thread's
-// virtual deadline one slice later (yield_task_fair), and a thread that
-// has slept, the only one eligible on its CPU, gets the CPU straight back
-// after each of its yields. An idle period's yield rounds pushed the
-// worker's deadline hundreds of slices ahead, and it then waited, for up
-// to seconds, while the busy threads beside it ran through them; packets
-// waited with it (docs/testing.md, "Tests on a loaded machine";
-// TestYieldUnderContention). A sleep gives the CPU away without that
-// debt: a thread that wakes is placed by its lag, as any.
-func yieldCPU() {
-	ts := unix.Timespec{Nsec: int64(yieldSleep)}
-	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
 // timedSleep sleeps on Go's timer and grows the next sleep.

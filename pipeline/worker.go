@@ -274,7 +274,6 @@ func (r *Router) runWorker(w *worker, ng *nextGen) {
 	// one-CPU affinity to unrelated goroutines), so the runtime ends it
 	// with the goroutine.
 	runtime.LockOSThread()
-	setTimerSlack()
 	if !r.noPin && len(r.cpus) > 0 {
 		cpu := r.cpus[w.id%len(r.cpus)]
 		if err := pinThread(cpu); err != nil {
