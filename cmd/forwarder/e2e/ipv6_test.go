@@ -53,7 +53,7 @@ func ping6OK(t *testing.T, ns *netns.NS, dst string) {
 	var out string
 	var err error
 	for i := 0; i < 5; i++ {
-		out, err = ns.Run("ping", "-6", "-c3", "-i0.2", "-W2", dst)
+		out, err = ns.Run("ping", "-6", "-c3", "-i0.2", "-W2", "-w6", dst)
 		if err == nil && strings.Contains(out, " 0% packet loss") {
 			return
 		}

@@ -92,7 +92,7 @@ func TestReloadAddsAndRemovesDevice(t *testing.T) {
 		}
 	}
 	reload(with, "2")
-	if out, err := dmz.Run("ping", "-c3", "-i0.2", "-W2", "10.3.0.1"); err != nil {
+	if out, err := dmz.Run("ping", "-c3", "-i0.2", "-W2", "-w6", "10.3.0.1"); err != nil {
 		t.Errorf("the added device does not answer: %v\n%s", err, out)
 	}
 	if tp.xdpProg(t, "dmz0") == "" {

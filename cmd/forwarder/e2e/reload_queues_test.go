@@ -266,6 +266,13 @@ func TestReloadQueues(t *testing.T) {
 		for _, d := range snap.Devices {
 			t.Logf("device %s: %v", d.Device, d.Counters)
 		}
+		t.Logf("client eth0 (lan's peer):\n%s", tp.cli.MustRun("ip", "-s", "link", "show", "eth0"))
+		t.Logf("server eth0 (wan's peer):\n%s", tp.srv.MustRun("ip", "-s", "link", "show", "eth0"))
+		for _, ifn := range []string{"lan0", "wan0"} {
+			// What the router's own kernel sent on the link (IPv6
+			// DAD, MLD, router solicitations) besides Junction.
+			t.Logf("%s:\n%s\n%s", ifn, tp.fwd.MustRun("ip", "-s", "link", "show", ifn), tp.fwd.MustRun("grep", "Out", "/proc/net/dev_snmp6/"+ifn))
+		}
 	}
 	if devRX := deviceCounter(snap, "lan", "rx_packets") + deviceCounter(snap, "wan", "rx_packets"); devRX != tot.RX {
 		t.Errorf("the sources took %d packets, the devices received %d", tot.RX, devRX)
