@@ -72,7 +72,8 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
-	for _, p := range b.Pkts {
+	for i, p := range b.Pkts {
+		e.nf.at[i] = 0
 		tt, c := undecided(p, conntrack.FlagSNATDone)
 		if c == nil {
 			continue
@@ -90,6 +91,7 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		}
 		t = tt
 		m++
+		e.nf.at[i] = uint16(m)
 	}
 	e.nf.warm(t, m)
 }
@@ -103,17 +105,20 @@ func (e *SNAT) address(k *conntrack.Tuple) uint32 {
 }
 
 // bind picks the outside address (by the inside host, so that a host keeps
-// one address) and a port whose reply tuple is free and hashes home.
-func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+// one address) and a port whose reply tuple is free and hashes home, and
+// makes it the flow's reply tuple. pos is the packet's position in the
+// batch (prepare's hash of the flow's own port).
+func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	k := &c.T[0]
 	addr := e.address(k)
 	reply := c.T[1]
 	reply.Dst = addr
+	e.pos = pos
 	if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
 		return true // a port whose reply needs no handoff (snatrss.go)
 	}
-	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
-		return e.commit(t, c, idx, &reply)
+	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, idx, &reply, k.Sport) {
+		return true
 	}
 	// Then a few ports drawn from the flow itself, the same after a
 	// restart: a forwarder restarted under load picks each TCP flow up
@@ -126,8 +131,8 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 	span := uint32(e.hi-e.lo) + 1
 	for range flowCandidates {
 		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
-		if e.try(t, c, &reply, e.lo+uint16(uint64(uint32(x>>32))*uint64(span)>>32)) {
-			return e.commit(t, c, idx, &reply)
+		if e.try(t, c, idx, &reply, e.lo+uint16(uint64(uint32(x>>32))*uint64(span)>>32)) {
+			return true
 		}
 	}
 	srvPort := reply.Sport
@@ -148,7 +153,7 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 		if n++; n == span {
 			n = 0
 		}
-		if e.try(t, c, &reply, e.lo+uint16(i)) {
+		if e.try(t, c, idx, &reply, e.lo+uint16(i)) {
 			found = true
 			break
 		}
@@ -157,12 +162,15 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 		}
 	}
 	*cursor = uint16(n)
-	return found && e.commit(t, c, idx, &reply)
+	return found
 }
 
-// try sets port in reply and reports whether the reply hashes to this
-// worker and is free (or is already the flow's own).
-func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple, port uint16) bool {
+// try sets port in reply and, if the reply hashes to this worker and is
+// free (or is already the flow's own), makes it flow idx's reply tuple
+// and reports true. The check and the change are one index operation
+// (ClaimReply), with the hash prepare computed when the tuple is the one
+// it prepared.
+func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, port uint16) bool {
 	reply.Dport = port
 	if reply.Proto == packet.ProtoICMP {
 		// Echo identifiers are not hashed by the steering: no
@@ -175,14 +183,9 @@ func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple
 		return true
 	}
 	e.lookups++
-	return !t.InUse(reply)
-}
-
-// commit gives flow idx the reply tuple try accepted.
-func (e *SNAT) commit(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple) bool {
-	if *reply != c.T[1] {
-		t.SetReply(idx, reply)
-		c.Flags |= conntrack.FlagSNAT
+	if !t.ClaimReply(idx, reply, e.nf.hash(t, reply, e.pos)) {
+		return false
 	}
+	c.Flags |= conntrack.FlagSNAT
 	return true
 }
