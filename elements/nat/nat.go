@@ -362,6 +362,8 @@ type newFlows struct {
 	// at maps a position in the batch to its packet's key (index + 1;
 	// 0: none).
 	at [packet.MaxBatch]uint16
+	// flows is the flow of each key (SNAT: WarmClaims).
+	flows [packet.MaxBatch]uint32
 }
 
 // hash is the table's hash of reply tuple k for the packet at pos in the

@@ -66,9 +66,9 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 	return hi ^ lo
 }
 
-// prepare prefetches what the batch's new flows will look up first: the
+// prepare prefetches what the batch's new flows will claim first: the
 // reply tuple that keeps the flow's own port (the usual choice while the
-// destination has free ports).
+// destination has free ports), and computes its hash for try.
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
@@ -90,10 +90,13 @@ func (e *SNAT) prepare(b *packet.Batch) {
 			r.Sport = k.Sport
 		}
 		t = tt
+		e.nf.flows[m] = p.Ct.Flow
 		m++
 		e.nf.at[i] = uint16(m)
 	}
-	e.nf.warm(t, m)
+	if t != nil && m > 0 {
+		t.WarmClaims(e.nf.keys[:m], e.nf.hs[:m], e.nf.flows[:m])
+	}
 }
 
 // address is the outside address of the inside host of tuple k.
