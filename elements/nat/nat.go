@@ -313,13 +313,18 @@ func (e *DNAT) prepare(b *packet.Batch) {
 		if c == nil {
 			continue
 		}
-		if r, match := e.target(c); match && r != c.T[1] {
+		if t == nil {
 			t = tt
+		} else if tt != t {
+			continue // another table's flow: hashed by try
+		}
+		if r, match := e.target(c); match && r != c.T[1] {
 			e.nf.keys[m] = r
 			m++
 			e.nf.at[i] = uint16(m)
 		}
 	}
+	e.nf.t = t
 	e.nf.warm(t, m)
 }
 
@@ -364,13 +369,15 @@ type newFlows struct {
 	at [packet.MaxBatch]uint16
 	// flows is the flow of each key (SNAT: WarmClaims).
 	flows [packet.MaxBatch]uint32
+	// t is the table the hashes are of (all keys are its flows').
+	t *conntrack.Table
 }
 
 // hash is the table's hash of reply tuple k for the packet at pos in the
 // batch: the one warm computed when k is the key prepared for it (the
 // usual case: the first tuple a new flow tries), else computed now.
 func (w *newFlows) hash(t *conntrack.Table, k *conntrack.Tuple, pos int) uint32 {
-	if pos < len(w.at) {
+	if t == w.t && pos < len(w.at) {
 		if a := w.at[pos]; a != 0 && w.keys[a-1] == *k {
 			return w.hs[a-1]
 		}

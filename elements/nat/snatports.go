@@ -82,6 +82,11 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if k.Sport < e.lo || k.Sport > e.hi {
 			continue
 		}
+		if t == nil {
+			t = tt
+		} else if tt != t {
+			continue // another table's flow: hashed by try
+		}
 		r := &e.nf.keys[m]
 		*r = c.T[1]
 		r.Dst = e.address(k)
@@ -89,11 +94,11 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if r.Proto == packet.ProtoICMP {
 			r.Sport = k.Sport
 		}
-		t = tt
 		e.nf.flows[m] = p.Ct.Flow
 		m++
 		e.nf.at[i] = uint16(m)
 	}
+	e.nf.t = t
 	if t != nil && m > 0 {
 		t.WarmClaims(e.nf.keys[:m], e.nf.hs[:m], e.nf.flows[:m])
 	}
