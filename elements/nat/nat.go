@@ -313,12 +313,11 @@ func (e *DNAT) prepare(b *packet.Batch) {
 		if c == nil {
 			continue
 		}
-		if t == nil {
-			t = tt
-		} else if tt != t {
-			continue // another table's flow: hashed by try
-		}
 		if r, match := e.target(c); match && r != c.T[1] {
+			if t != nil && tt != t {
+				continue // another table's flow: hashed by bind
+			}
+			t = tt
 			e.nf.keys[m] = r
 			m++
 			e.nf.at[i] = uint16(m)
