@@ -32,6 +32,9 @@ func checkChains(t *testing.T, tb *Table) {
 			}
 			seen[n] = true
 			h := tb.hash(&c.T[n&1])
+			if c.hs[n&1] != h {
+				t.Fatalf("node %d: hash %#x kept, %#x of its tuple", n, c.hs[n&1], h)
+			}
 			if bk.slotFP(i) != fingerprint(h) {
 				t.Fatalf("bucket %d: node %d has fingerprint %#x, want %#x", b, n, bk.slotFP(i), fingerprint(h))
 			}
@@ -55,7 +58,7 @@ func checkChains(t *testing.T, tb *Table) {
 }
 
 // TestChainLinks: random creations (with eviction), deletions and reply
-// changes keep the index consistent and every live flow findable by both
+// changes (SetReply after InUse, or ClaimReply) keep the index consistent and every live flow findable by both
 // tuples; the tuples are few, so lookups hit and miss alike.
 func TestChainLinks(t *testing.T) {
 	t.Run("buckets", func(t *testing.T) { testIndexLinks(t, NewTable(64, DefaultTimeouts(), func() int64 { return 1 })) })
@@ -91,7 +94,17 @@ func testIndexLinks(t *testing.T, tb *Table) {
 			}
 			r := tb.conns[idx].T[1]
 			r.Dport = uint16(1000 + rng.IntN(64))
-			if !tb.InUse(&r) {
+			used := tb.InUse(&r)
+			if rng.IntN(2) == 0 {
+				// ClaimReply: the check and the change at once.
+				old := tb.conns[idx].T[1]
+				if got := tb.ClaimReply(idx, &r, tb.hash(&r)); got == used {
+					t.Fatalf("ClaimReply of %+v (in use: %v) returned %v", r, used, got)
+				}
+				if want := map[bool]Tuple{true: old, false: r}[used]; tb.conns[idx].T[1] != want {
+					t.Fatalf("reply %+v after ClaimReply of %+v (in use: %v)", tb.conns[idx].T[1], r, used)
+				}
+			} else if !used {
 				tb.SetReply(idx, &r)
 			}
 		}

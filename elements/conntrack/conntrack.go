@@ -504,7 +504,7 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 			return resICMP // a reply to no request
 		}
 		var ok bool
-		if idx, ok = t.Create(&k, now); !ok {
+		if idx, ok = t.create(&k, hb, now); !ok {
 			return resFull
 		}
 		t.conns[idx].Dev[0] = uint8(p.InDevice)

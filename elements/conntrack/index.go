@@ -131,10 +131,10 @@ func (t *Table) lookupIn(k *Tuple, h uint32) (idx uint32, dir uint8, ok bool) {
 	return 0, 0, false
 }
 
-// link adds direction dir of entry idx to the index.
-func (t *Table) link(idx uint32, dir uint8) {
-	c := &t.conns[idx]
-	h := t.hash(&c.T[dir])
+// link adds direction dir of entry idx to the index; h is the hash of
+// its tuple, kept in the entry for unlink.
+func (t *Table) link(idx uint32, dir uint8, h uint32) {
+	t.conns[idx].hs[dir] = h
 	bi := h & t.mask
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
@@ -150,10 +150,10 @@ func (t *Table) link(idx uint32, dir uint8) {
 }
 
 // unlink removes direction dir of entry idx from the index (its tuple
-// still holds the value it was linked with).
+// and hash still hold the values it was linked with).
 func (t *Table) unlink(idx uint32, dir uint8) {
 	node := idx<<1 | uint32(dir)
-	h := t.hash(&t.conns[idx].T[dir])
+	h := t.conns[idx].hs[dir]
 	fp := fingerprint(h)
 	start := h & t.mask
 	bi := start

@@ -61,9 +61,12 @@ const (
 type Conn struct {
 	// Cache line 0: what a lookup and the tracking of a packet read and
 	// write (tables are 2 MiB aligned, entries 128 bytes: two lines each).
-	T       [2]Tuple
-	_       [2]uint32 // spare
-	Expires int64     // monotonic nanoseconds
+	T [2]Tuple
+	// hs holds the hash (Table.hash) each direction's tuple was linked
+	// into the index with, so that an unlink (a victim's, or NAT
+	// replacing the reply) finds its buckets without hashing again.
+	hs      [2]uint32
+	Expires int64 // monotonic nanoseconds
 	Packets [2]uint32
 	State   uint8 // TCP state (tcp*); 0 for other protocols
 	Flags   uint8
@@ -299,6 +302,37 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
 // the lookup ends there).
 func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
 
+// WarmClaims prepares ClaimReply for a batch's new flows: keys[i] is the
+// reply tuple flow flows[i] will try first. It computes each key's hash
+// into hs and prefetches the key's bucket (the lookup reads it, the link
+// writes it) and the bucket the flow's present reply is linked in (the
+// unlink writes it). Unlike WarmTuples it does not read the buckets to
+// prefetch the entries their fingerprints match: a tuple a new flow tries
+// is nearly always free, so that pass (which waits for the first buckets)
+// would fetch nothing.
+func (t *Table) WarmClaims(keys []Tuple, hs []uint32, flows []uint32) {
+	if len(t.buckets) == 0 {
+		return
+	}
+	hs = hs[:len(keys)]
+	flows = flows[:len(keys)]
+	pf := t.pf[:0]
+	for i := range keys {
+		h := t.hash(&keys[i])
+		hs[i] = h
+		if len(pf)+2 > cap(pf) {
+			prefetchAll(pf)
+			pf = pf[:0]
+		}
+		pf = append(pf, t.bucketAddr(h))
+		if f := flows[i]; f != 0 && int(f) < len(t.conns) {
+			pf = append(pf, t.bucketAddr(t.conns[f].hs[1]))
+		}
+	}
+	prefetchAll(pf)
+	runtime.KeepAlive(t)
+}
+
 // warm is Warm, prefetching lines (1 or 2) of each matching entry.
 func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	if len(t.buckets) == 0 {
@@ -402,7 +436,7 @@ func (t *Table) appendVictim(pf []uintptr, h uint32) []uintptr {
 		pf = pf[:0]
 	}
 	c := &t.conns[h]
-	pf = append(pf, t.bucketAddr(t.hash(&c.T[0])), t.bucketAddr(t.hash(&c.T[1])))
+	pf = append(pf, t.bucketAddr(c.hs[0]), t.bucketAddr(c.hs[1]))
 	if c.nxt != 0 {
 		// Both lines: the tuples (line 0) and the list links (line
 		// 1), which the pipeline reads next and listRemove writes.
@@ -491,6 +525,12 @@ func (t *Table) setTCPState(idx uint32, s uint8) {
 // returns ok == false when nothing could be freed: an assured live flow
 // that is not closing is never evicted to admit a new one.
 func (t *Table) Create(k *Tuple, now int64) (uint32, bool) {
+	return t.create(k, t.hash(k), now)
+}
+
+// create is Create for a key whose hash h is known (Conntrack's lookup
+// computed it).
+func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 	if t.free == 0 && !t.evict(now) {
 		return 0, false
 	}
@@ -506,8 +546,8 @@ func (t *Table) Create(k *Tuple, now int64) (uint32, bool) {
 		t.tag = 1
 	}
 	c.Tag = t.tag
-	t.link(idx, 0)
-	t.link(idx, 1)
+	t.link(idx, 0, h)
+	t.link(idx, 1, t.hashInverse(k))
 	t.listAdd(0, idx)
 	t.live++
 	t.Created++
@@ -598,7 +638,24 @@ func (t *Table) SetAssured(idx uint32) {
 func (t *Table) SetReply(idx uint32, k *Tuple) {
 	t.unlink(idx, 1)
 	t.conns[idx].T[1] = *k
-	t.link(idx, 1)
+	t.link(idx, 1, t.hash(k))
+}
+
+// ClaimReply is InUse and SetReply in one: if no live flow holds tuple k
+// in either direction, it makes k the reply tuple of flow idx and returns
+// true; otherwise it changes nothing. h is hash(k) (Bucket, or Warm's
+// hs). The key's bucket is read once, for the lookup, and the link that
+// follows writes it while it is in cache; the old reply is unlinked by
+// the hash it was linked with (no hashing). NAT calls it for each
+// candidate reply tuple of a new flow.
+func (t *Table) ClaimReply(idx uint32, k *Tuple, h uint32) bool {
+	if _, _, used := t.lookupIn(k, h); used {
+		return false
+	}
+	t.unlink(idx, 1)
+	t.conns[idx].T[1] = *k
+	t.link(idx, 1, h)
+	return true
 }
 
 // InUse reports whether some live flow holds tuple k in either direction.

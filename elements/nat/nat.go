@@ -280,9 +280,9 @@ func (e *DNAT) Push(_ int, b *packet.Batch) {
 
 // bindNew decides a new flow: its Done flag is set first, so that a flow
 // whose reply tuple was taken is not tried again.
-func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, made bool) {
+func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) (ok, made bool) {
 	c.Flags |= conntrack.FlagDNATDone
-	if !e.bind(t, c, idx) {
+	if !e.bind(t, c, idx, pos) {
 		return false, false
 	}
 	return true, c.Flags&conntrack.FlagDNAT != 0
@@ -290,15 +290,14 @@ func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, m
 
 // bind looks the flow's original tuple up in the rules and, on a match,
 // changes its reply tuple to come from the chosen backend.
-func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	reply, match := e.target(c)
 	if !match || reply == c.T[1] {
 		return true
 	}
-	if t.InUse(&reply) {
+	if !t.ClaimReply(idx, &reply, e.nf.hash(t, &reply, pos)) {
 		return false
 	}
-	t.SetReply(idx, &reply)
 	c.Flags |= conntrack.FlagDNAT
 	return true
 }
@@ -308,17 +307,23 @@ func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 func (e *DNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
-	for _, p := range b.Pkts {
+	for i, p := range b.Pkts {
+		e.nf.at[i] = 0
 		tt, c := undecided(p, conntrack.FlagDNATDone)
 		if c == nil {
 			continue
 		}
 		if r, match := e.target(c); match && r != c.T[1] {
+			if t != nil && tt != t {
+				continue // another table's flow: hashed by bind
+			}
 			t = tt
 			e.nf.keys[m] = r
 			m++
+			e.nf.at[i] = uint16(m)
 		}
 	}
+	e.nf.t = t
 	e.nf.warm(t, m)
 }
 
@@ -354,10 +359,29 @@ func (e *DNAT) target(c *conntrack.Conn) (reply conntrack.Tuple, match bool) {
 }
 
 // newFlows is what the NAT elements keep to prepare a batch's new flows:
-// the reply tuple each will look up first, and its bucket.
+// the reply tuple each will look up first, and its hash.
 type newFlows struct {
 	keys [packet.MaxBatch]conntrack.Tuple
 	hs   [packet.MaxBatch]uint32
+	// at maps a position in the batch to its packet's key (index + 1;
+	// 0: none).
+	at [packet.MaxBatch]uint16
+	// flows is the flow of each key (SNAT: WarmClaims).
+	flows [packet.MaxBatch]uint32
+	// t is the table the hashes are of (all keys are its flows').
+	t *conntrack.Table
+}
+
+// hash is the table's hash of reply tuple k for the packet at pos in the
+// batch: the one warm computed when k is the key prepared for it (the
+// usual case: the first tuple a new flow tries), else computed now.
+func (w *newFlows) hash(t *conntrack.Table, k *conntrack.Tuple, pos int) uint32 {
+	if t == w.t && pos < len(w.at) {
+		if a := w.at[pos]; a != 0 && w.keys[a-1] == *k {
+			return w.hs[a-1]
+		}
+	}
+	return t.Bucket(k)
 }
 
 // warm prefetches the flow-table memory the lookups of the first n keys
@@ -394,6 +418,7 @@ type SNAT struct {
 	worker, workers int
 	probes          *atomic.Uint64 // conntrack lookups made choosing ports
 	lookups         uint64         // this batch's, published once per batch
+	pos             int            // the batch position of the flow bind decides (newFlows.hash)
 	seed            [2]uint64      // destHash's key
 	cursors         [cursorSlots]uint16
 
@@ -438,8 +463,8 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 }
 
 // bindNew decides a new flow; only a bound one is marked done.
-func (e *SNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, made bool) {
-	if !e.bind(t, c, idx) {
+func (e *SNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) (ok, made bool) {
+	if !e.bind(t, c, idx, pos) {
 		return false, false
 	}
 	c.Flags |= conntrack.FlagSNATDone

@@ -19,8 +19,10 @@ type translator struct {
 	done   uint8 // the flow flag of a decided flow: FlagDNATDone or FlagSNATDone
 	active bool  // there are rules to bind new flows with
 	// bind decides a new flow (an indirect call, but only on a flow's
-	// first packet): ok false drops the packet; made counts a translation.
-	bind       func(t *conntrack.Table, c *conntrack.Conn, idx uint32) (ok, made bool)
+	// first packet), the packet at pos in the batch (where prepare left
+	// what it computed for it): ok false drops the packet; made counts a
+	// translation.
+	bind       func(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) (ok, made bool)
 	out        *elements.Output
 	st         *elements.Stats
 	fail       elements.Reason
@@ -30,7 +32,7 @@ type translator struct {
 func (x *translator) push(b *packet.Batch) {
 	n := 0
 	var made uint64
-	for _, p := range b.Pkts {
+	for i, p := range b.Pkts {
 		t, c := conntrack.FlowOf(p)
 		if c == nil {
 			b.Pkts[n] = p
@@ -46,7 +48,7 @@ func (x *translator) push(b *packet.Batch) {
 			continue
 		}
 		if dir == 0 && c.Flags&(x.done|conntrack.FlagSeenReply) == 0 && x.active {
-			ok, m := x.bind(t, c, p.Ct.Flow)
+			ok, m := x.bind(t, c, p.Ct.Flow, i)
 			if !ok {
 				x.st.Drop(p, x.fail)
 				continue

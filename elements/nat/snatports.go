@@ -66,13 +66,14 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 	return hi ^ lo
 }
 
-// prepare prefetches what the batch's new flows will look up first: the
+// prepare prefetches what the batch's new flows will claim first: the
 // reply tuple that keeps the flow's own port (the usual choice while the
-// destination has free ports).
+// destination has free ports), and computes its hash for try.
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
-	for _, p := range b.Pkts {
+	for i, p := range b.Pkts {
+		e.nf.at[i] = 0
 		tt, c := undecided(p, conntrack.FlagSNATDone)
 		if c == nil {
 			continue
@@ -81,6 +82,11 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if k.Sport < e.lo || k.Sport > e.hi {
 			continue
 		}
+		if t == nil {
+			t = tt
+		} else if tt != t {
+			continue // another table's flow: hashed by try
+		}
 		r := &e.nf.keys[m]
 		*r = c.T[1]
 		r.Dst = e.address(k)
@@ -88,10 +94,14 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if r.Proto == packet.ProtoICMP {
 			r.Sport = k.Sport
 		}
-		t = tt
+		e.nf.flows[m] = p.Ct.Flow
 		m++
+		e.nf.at[i] = uint16(m)
 	}
-	e.nf.warm(t, m)
+	e.nf.t = t
+	if t != nil && m > 0 {
+		t.WarmClaims(e.nf.keys[:m], e.nf.hs[:m], e.nf.flows[:m])
+	}
 }
 
 // address is the outside address of the inside host of tuple k.
@@ -103,17 +113,20 @@ func (e *SNAT) address(k *conntrack.Tuple) uint32 {
 }
 
 // bind picks the outside address (by the inside host, so that a host keeps
-// one address) and a port whose reply tuple is free and hashes home.
-func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
+// one address) and a port whose reply tuple is free and hashes home, and
+// makes it the flow's reply tuple. pos is the packet's position in the
+// batch (prepare's hash of the flow's own port).
+func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	k := &c.T[0]
 	addr := e.address(k)
 	reply := c.T[1]
 	reply.Dst = addr
+	e.pos = pos
 	if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
 		return true // a port whose reply needs no handoff (snatrss.go)
 	}
-	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, &reply, k.Sport) {
-		return e.commit(t, c, idx, &reply)
+	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, idx, &reply, k.Sport) {
+		return true
 	}
 	// Then a few ports drawn from the flow itself, the same after a
 	// restart: a forwarder restarted under load picks each TCP flow up
@@ -126,8 +139,8 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 	span := uint32(e.hi-e.lo) + 1
 	for range flowCandidates {
 		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
-		if e.try(t, c, &reply, e.lo+uint16(uint64(uint32(x>>32))*uint64(span)>>32)) {
-			return e.commit(t, c, idx, &reply)
+		if e.try(t, c, idx, &reply, e.lo+uint16(uint64(uint32(x>>32))*uint64(span)>>32)) {
+			return true
 		}
 	}
 	srvPort := reply.Sport
@@ -148,7 +161,7 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 		if n++; n == span {
 			n = 0
 		}
-		if e.try(t, c, &reply, e.lo+uint16(i)) {
+		if e.try(t, c, idx, &reply, e.lo+uint16(i)) {
 			found = true
 			break
 		}
@@ -157,12 +170,15 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32) bool {
 		}
 	}
 	*cursor = uint16(n)
-	return found && e.commit(t, c, idx, &reply)
+	return found
 }
 
-// try sets port in reply and reports whether the reply hashes to this
-// worker and is free (or is already the flow's own).
-func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple, port uint16) bool {
+// try sets port in reply and, if the reply hashes to this worker and is
+// free (or is already the flow's own), makes it flow idx's reply tuple
+// and reports true. The check and the change are one index operation
+// (ClaimReply), with the hash prepare computed when the tuple is the one
+// it prepared.
+func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, port uint16) bool {
 	reply.Dport = port
 	if reply.Proto == packet.ProtoICMP {
 		// Echo identifiers are not hashed by the steering: no
@@ -175,14 +191,9 @@ func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, reply *conntrack.Tuple
 		return true
 	}
 	e.lookups++
-	return !t.InUse(reply)
-}
-
-// commit gives flow idx the reply tuple try accepted.
-func (e *SNAT) commit(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple) bool {
-	if *reply != c.T[1] {
-		t.SetReply(idx, reply)
-		c.Flags |= conntrack.FlagSNAT
+	if !t.ClaimReply(idx, reply, e.nf.hash(t, reply, e.pos)) {
+		return false
 	}
+	c.Flags |= conntrack.FlagSNAT
 	return true
 }

@@ -259,3 +259,41 @@ func TestSNATPortAfterRestart(t *testing.T) {
 	}
 	t.Logf("%d of %d flows got their old port back", same, tried)
 }
+
+// TestSNATTwoTables: a batch whose new flows belong to two flow tables
+// (two Conntrack elements in front of one SNAT) gets every reply claimed
+// in its own table: a hash prepared with one table's seed is never used
+// in the other (each flow is then found by its translated reply).
+func TestSNATTwoTables(t *testing.T) {
+	a := newSNATRig(t, 256, 0, 1, "203.0.113.1", "1024-65535", true)
+	b := newSNATRig(t, 256, 0, 1, "203.0.113.1", "1024-65535", true)
+	if a.table == b.table {
+		t.Fatal("the two rigs share a table")
+	}
+	var fa, fb [32]uint32
+	batch := packet.NewBatch(packet.DefaultBatch)
+	for range 4 {
+		a.track(32, fa[:])
+		b.track(32, fb[:])
+		batch.Reset()
+		for i := range 32 {
+			batch.Add(a.batch.Pkts[i])
+			batch.Add(b.batch.Pkts[i])
+		}
+		a.s.Element.Push(0, batch)
+		for _, r := range []struct {
+			table *conntrack.Table
+			flows []uint32
+		}{{a.table, fa[:]}, {b.table, fb[:]}} {
+			for _, idx := range r.flows {
+				c := r.table.Conn(idx)
+				if !c.Has(conntrack.FlagSNAT) {
+					t.Fatalf("flow %d not translated", idx)
+				}
+				if got, dir, ok := r.table.Lookup(&c.T[1]); !ok || got != idx || dir != 1 {
+					t.Fatalf("flow %d: its reply %+v found as %d/%d/%v", idx, c.T[1], got, dir, ok)
+				}
+			}
+		}
+	}
+}

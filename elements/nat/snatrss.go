@@ -70,16 +70,16 @@ func (e *SNAT) rssHome(reply *conntrack.Tuple, port uint16) bool {
 // this worker's queue as well.
 func (e *SNAT) bindRSS(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, addr uint32) bool {
 	k := &c.T[0]
-	if k.Sport >= e.lo && k.Sport <= e.hi && e.rssHome(reply, k.Sport) && e.try(t, c, reply, k.Sport) {
-		return e.commit(t, c, idx, reply)
+	if k.Sport >= e.lo && k.Sport <= e.hi && e.rssHome(reply, k.Sport) && e.try(t, c, idx, reply, k.Sport) {
+		return true
 	}
 	x := uint64(packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto))<<32 | uint64(addr)
 	span := uint32(e.hi-e.lo) + 1
 	for range rssCandidates {
 		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
 		p := e.lo + uint16(uint64(uint32(x>>32))*uint64(span)>>32)
-		if e.rssHome(reply, p) && e.try(t, c, reply, p) {
-			return e.commit(t, c, idx, reply)
+		if e.rssHome(reply, p) && e.try(t, c, idx, reply, p) {
+			return true
 		}
 	}
 	return false
