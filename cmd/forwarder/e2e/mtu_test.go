@@ -70,7 +70,11 @@ func iperfBytes(t *testing.T, cli, srv *netns.NS, family, addr, n string) float6
 	}
 	got := res.End.SumReceived.Bytes
 	t.Logf("iperf3 %s -n %s to %s: %.0f bytes in %.2f s", family, n, addr, got, res.End.SumReceived.Seconds)
-	if got < 1<<20 || res.Error != "" {
+	// The receiver's count at the end lags the sender's n by what was
+	// still in flight when the sender had written it all (974,940 bytes
+	// of 4 MiB once, under the busy loops); a path MTU black hole
+	// delivers next to nothing past the handshake.
+	if got < 256<<10 || res.Error != "" {
 		t.Errorf("iperf3 %s to %s: received %.0f bytes (error %q)\n%.2000s", family, addr, got, res.Error, out)
 	}
 	return got
