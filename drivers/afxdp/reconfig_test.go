@@ -32,17 +32,7 @@ func TestChangedKeys(t *testing.T) {
 // so that growing back binds a new socket on it, and both queues then
 // receive; an aborted change leaves the device as it was.
 func TestReconfigureQueues(t *testing.T) {
-	pr := drvtest.NewPair(t, 2)
-	c := cfg(pr.DevIf, "auto")
-	c.Queues = 2
-	var d *Device
-	if err := pr.DevNS.Do(func() (err error) {
-		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: 2, Batch: 64})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	pr, c, d := openTwoQueues(t)
 	with := func(queues int, mod func(*Config)) *Config {
 		n := *c
 		n.Queues = queues
@@ -138,17 +128,7 @@ func TestReconfigureQueues(t *testing.T) {
 // machine may delay past retire's 200 ms) are still counted in
 // tx_packets, and the device's exit flush reaps them too.
 func TestRetiredQueueLateCompletions(t *testing.T) {
-	pr := drvtest.NewPair(t, 2)
-	c := cfg(pr.DevIf, "auto")
-	c.Queues = 2
-	var d *Device
-	if err := pr.DevNS.Do(func() (err error) {
-		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: 2, Batch: 64})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	pr, c, d := openTwoQueues(t)
 	raw := pr.PeerNS.MustRaw(pr.PeerIf)
 	pool := packet.NewPool(256)
 	const n = 64
@@ -183,4 +163,22 @@ func TestRetiredQueueLateCompletions(t *testing.T) {
 	if got := drvtest.Counters(d)["tx_packets"]; got != n {
 		t.Fatalf("tx_packets %d after Finish; want %d", got, n)
 	}
+}
+
+// openTwoQueues opens an afxdp device on both queues of a new veth pair,
+// for two workers; it is closed when the test ends.
+func openTwoQueues(t *testing.T) (*drvtest.Pair, *Config, *Device) {
+	t.Helper()
+	pr := drvtest.NewPair(t, 2)
+	c := cfg(pr.DevIf, "auto")
+	c.Queues = 2
+	var d *Device
+	if err := pr.DevNS.Do(func() (err error) {
+		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: 2, Batch: 64})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return pr, c, d
 }

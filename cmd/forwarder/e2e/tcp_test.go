@@ -528,7 +528,20 @@ func tcpRestartDir(t *testing.T, g *gateway, reverse bool) {
 		r := g.iperf(t, time.Duration(secs+6)*time.Second, args...)
 		done <- result{r, time.Since(begin)}
 	}()
-	time.Sleep(2 * time.Second)
+	// The restart comes 2 s in, and not before the stream carries data:
+	// on a loaded machine iperf3 took over 2 s to open its connections,
+	// and a restart in the middle of that is not what this tests.
+	rx0 := (&topo{fwd: g.fwd}).snapshot(t).Totals.RX
+	for deadline := begin.Add(time.Duration(secs) * time.Second / 2); ; time.Sleep(100 * time.Millisecond) {
+		flowing := (&topo{fwd: g.fwd}).snapshot(t).Totals.RX-rx0 >= 2000
+		if flowing && time.Since(begin) >= 2*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Logf("the stream had not carried 2000 packets %.1f s in: restarting anyway", time.Since(begin).Seconds())
+			break
+		}
+	}
 	killAt := time.Since(begin)
 	p.Signal(syscall.SIGTERM)
 	if err := p.Wait(10 * time.Second); err != nil {
