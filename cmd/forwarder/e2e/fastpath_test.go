@@ -166,13 +166,17 @@ func TestNATGatewayFastPath(t *testing.T) {
 
 	fw := &topo{fwd: tp.fwd}
 	before := fw.snapshot(t)
-	natUDPStream(t, tp)
+	// 6000 datagrams, at least half of them offloaded: the offload
+	// engages after FastTrack's first packets and the worker's next
+	// rounds, which under a CPU hog came after 1050 of them.
+	const n = 6000
+	natUDPStreamN(t, tp, n)
 	after := fw.snapshot(t)
 	off := counter(after, "FastTrack", "offloaded packets") - counter(before, "FastTrack", "offloaded packets")
 	kern := deviceCounter(after, "wan", "fastpath_forwarded") - deviceCounter(before, "wan", "fastpath_forwarded")
 	t.Logf("UDP stream: FastTrack offloaded %d packets; wan's fast path forwarded %d", off, kern)
-	if off < 1000 || kern < off {
-		t.Errorf("one-way DNAT'd UDP: %d packets offloaded (want most of 2000), the kernel forwarded %d", off, kern)
+	if off < n/2 || kern < off {
+		t.Errorf("one-way DNAT'd UDP: %d packets offloaded (want at least half of %d), the kernel forwarded %d", off, n, kern)
 	}
 	if n := counter(after, "FastTrack", "offload errors"); n != 0 {
 		t.Errorf("FastTrack: %d offload errors", n)

@@ -295,8 +295,10 @@ func natIperf(t *testing.T, tp *natTopo) {
 // natUDPStream sends a one-way UDP stream from the outside host to the
 // public :5000, counts what the inside host receives on :5000 and checks
 // that FastTrack carried (most of) it.
-func natUDPStream(t *testing.T, tp *natTopo) {
-	const n = 2000
+func natUDPStream(t *testing.T, tp *natTopo) { natUDPStreamN(t, tp, 2000) }
+
+// natUDPStreamN is natUDPStream with n datagrams.
+func natUDPStreamN(t *testing.T, tp *natTopo, n int) {
 	before := (&topo{fwd: tp.fwd}).snapshot(t)
 	var rx *net.UDPConn
 	if err := tp.in.Do(func() error {
