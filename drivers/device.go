@@ -78,6 +78,13 @@ type Counter struct {
 // itself (FastPath), which the pipeline's totals report apart.
 const CounterFastPathForwarded = "fastpath_forwarded"
 
+// CounterTxUnconfirmed names the counter of frames a driver handed to the
+// kernel without seeing their completion before it closed the socket
+// (afxdp: the kernel had not completed them). Whether they left is not
+// known; the snapshot's totals count them with the transmit losses, so
+// that every packet is accounted for once.
+const CounterTxUnconfirmed = "tx_unconfirmed"
+
 // OpenContext is what a driver gets when the pipeline opens a device.
 type OpenContext struct {
 	Name    string // the device's name in the graph

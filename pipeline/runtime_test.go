@@ -592,7 +592,7 @@ func TestPromName(t *testing.T) {
 }
 
 func TestDeviceCounterNames(t *testing.T) {
-	for name, want := range map[string]bool{"tx_dropped": true, "tx_errors": true, "tx drops": true,
+	for name, want := range map[string]bool{"tx_dropped": true, "tx_errors": true, "tx drops": true, "tx_unconfirmed": true, "tx_kicks_failed": false,
 		"tx_packets": false, "rx_dropped": false, "tx_bytes": false, "rx_pool_empty": false} {
 		if got := isTxDrop(name); got != want {
 			t.Errorf("isTxDrop(%q) = %v", name, got)

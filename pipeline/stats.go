@@ -103,7 +103,8 @@ type DeviceCounter struct {
 // TX is what the devices report sent (driver counters named "tx" or
 // "tx_packets"); Drops every element drop plus the devices' transmit
 // losses (counters whose name starts with "tx" and mentions "drop" or
-// "error": "tx_dropped", "tx_errors", "tx drops").
+// "error": "tx_dropped", "tx_errors", "tx drops"; and "tx_unconfirmed",
+// frames a device closed without the kernel's word that they left).
 //
 // The invariant, at any instant up to the skew of reading counters one
 // after another, and exactly on a graph that has stopped:
@@ -245,6 +246,9 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 // ring, a write error): packets that entered the graph and were freed by the
 // device instead of sent.
 func isTxDrop(name string) bool {
+	if name == drivers.CounterTxUnconfirmed {
+		return true // not known to have left (drivers.CounterTxUnconfirmed)
+	}
 	return strings.HasPrefix(name, "tx") && (strings.Contains(name, "drop") || strings.Contains(name, "error"))
 }
 

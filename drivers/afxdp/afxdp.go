@@ -447,7 +447,7 @@ func (d *Device) Close() error {
 func (d *Device) Stats() []drivers.Counter {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	var s [16]uint64
+	var s [17]uint64
 	for _, q := range d.retired {
 		q.reapRetired()
 	}
@@ -458,7 +458,8 @@ func (d *Device) Stats() []drivers.Counter {
 		s[3] += q.txBytes.Load()
 		s[4] += q.txDropped.Load()
 		s[5] += q.txNoBuf.Load()
-		s[6] += q.txErrors.Load()
+		s[6] += q.txKickFailed.Load()
+		s[16] += q.txUnconfirmed.Load()
 		s[7] += q.poolEmpty.Load()
 		s[8] += q.rxInvalid.Load()
 		s[14] += q.txTooLong.Load()
@@ -481,7 +482,8 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "tx_bytes", Value: s[3]},
 		{Name: "tx_dropped", Value: s[4]},
 		{Name: "tx_dropped_nobuf", Value: s[5]},
-		{Name: "tx_errors", Value: s[6]},
+		{Name: "tx_kicks_failed", Value: s[6]},
+		{Name: drivers.CounterTxUnconfirmed, Value: s[16]},
 		{Name: "rx_pool_empty", Value: s[7]},
 		{Name: "rx_invalid", Value: s[8]},
 		{Name: "rx_kernel_dropped", Value: s[9]},

@@ -40,7 +40,10 @@
 // about 32 frames per sendto(2) "kick", so the driver kicks at the end of
 // every Transmit (a few times for a big batch) and in every Receive while
 // frames wait in the TX ring. v0.3.3's Transmit panics on an unexpected
-// errno from that kick; the driver recovers and counts tx_errors.
+// errno from that kick; the driver recovers and counts tx_kicks_failed (a
+// count of kicks, not of frames: the frames stay on the ring for the next
+// kick). Frames whose completion has not come when the socket closes are
+// counted in tx_unconfirmed.
 //
 // The XDP program is v0.3.3's (redirect to the queue's socket when one is
 // registered, else pass to the kernel); its queue map is sized to the

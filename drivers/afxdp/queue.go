@@ -47,7 +47,14 @@ type queue struct {
 	rxProd, rxCons *uint32
 
 	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
-	txDropped, txNoBuf, txErrors          atomic.Uint64
+	txDropped, txNoBuf, txKickFailed      atomic.Uint64
+	// txUnconfirmed counts the frames handed to the kernel whose
+	// completion had not come when the socket closed (close): on a veth
+	// the kernel completes a frame only once the receiving side has
+	// taken it, which a starved peer may not have done within the
+	// flush's wait. Sent or not, the kernel never said; they are counted
+	// with the transmit losses so that every frame is accounted for.
+	txUnconfirmed atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
 	// rxRemoved counts the frames a reload that removed this queue found
 	// in its RX ring after the swap: no worker reads it any more.
@@ -286,7 +293,7 @@ func (q *queue) kick() {
 
 func (q *queue) recoverKick() {
 	if r := recover(); r != nil {
-		q.txErrors.Add(1)
+		q.txKickFailed.Add(1)
 	}
 }
 
@@ -325,6 +332,11 @@ func (q *queue) close() error {
 	}
 	if q.txOut > 0 {
 		q.reap() // completions that came after the last flush
+	}
+	if q.txOut > 0 {
+		q.txUnconfirmed.Add(uint64(q.txOut))
+		q.txOut = 0
+		clear(q.inflight) // their memory goes with the UMEM
 	}
 	size := uint32(unsafe.Sizeof(q.kernelFinal))
 	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(q.xsk.FD()), unix.SOL_XDP, unix.XDP_STATISTICS,

@@ -295,7 +295,7 @@ func countedLoss(snap *pipeline.Snapshot) (uint64, []string) {
 				sockets += c.Value
 			case "link_rx_dropped":
 				link = c.Value
-			case "rx_dropped_queue_removed", "tx_dropped", "tx_dropped_nobuf", "tx_errors",
+			case "rx_dropped_queue_removed", "tx_dropped", "tx_dropped_nobuf", "tx_unconfirmed",
 				"link_tx_dropped", "link_peer_tx_dropped":
 				counted += c.Value
 			default:
