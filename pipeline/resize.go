@@ -38,8 +38,9 @@ import (
 //     grows with the flows moved (benchmarks/reload.md): the devices' RX
 //     rings hold what arrives meanwhile.
 //  3. Release: the old workers that stay adopt their new pipeline
-//     (TakeState, as in any reload); those removed retire their instances
-//     (elements.Retirer) and exit; the new ones start, each on its
+//     (TakeState, as in any reload); those removed (whose instances let
+//     go of what they held, elements.Retirer, before they parked, so
+//     that step 2 adds what that counted to worker 0's counters) exit; the new ones start, each on its
 //     goroutine, pinned as the others (CPU list entry w mod len). The
 //     devices' queues kept their packets meanwhile (the parked time is the
 //     loss window, bounded by their rings).
@@ -98,6 +99,13 @@ func (w *worker) stepResize(ng *nextGen) int {
 		// more: what the rings hold is all there is.
 		for w.drainHandoffs() > 0 {
 		}
+		if w.id >= rb.to {
+			// Removed by the reload: its instances let go of what
+			// they hold now, while parked, so that what they count
+			// doing it ("unresolved") is in the counters the
+			// barrier adds to worker 0's (Stats.Absorb).
+			w.retireInstances(ng)
+		}
 		w.clock.Publish()
 		w.rphase = phaseParked
 		if int(rb.parked.Add(1)) == rb.from {
@@ -147,15 +155,19 @@ func (w *worker) drainHandoffs() int {
 	return n
 }
 
-// retire ends a worker that a reload removed: its instances let go of
-// what they hold of its pools (elements.Retirer), its counters are
-// published, and the reload is told.
-func (w *worker) retire(ng *nextGen) {
+// retireInstances has a removed worker's instances let go of what they
+// hold of its pools (elements.Retirer), on its goroutine, before it parks.
+func (w *worker) retireInstances(ng *nextGen) {
 	for _, el := range w.inst {
 		if rt, ok := el.(elements.Retirer); ok {
 			ng.lost[w.id] += rt.Retire()
 		}
 	}
+}
+
+// retire ends a worker that a reload removed (its instances retired when
+// it parked): its counters are published, and the reload is told.
+func (w *worker) retire(ng *nextGen) {
 	w.clock.Publish()
 	w.retired = true
 	ng.adoptedAt[w.id] = elements.Nanotime()
