@@ -104,6 +104,9 @@ type Router struct {
 	runMu   sync.Mutex
 	running int
 	allOut  chan struct{}
+	// housekept is set by Housekeep: a reload that changes the number
+	// of workers confines the other threads again (rehousekeep).
+	housekept atomic.Bool
 }
 
 // resolveWorkers is the number of workers for g: the override, else the

@@ -50,8 +50,10 @@ type Housekeeping struct {
 //
 // It waits (at most 5 seconds) for every worker to have pinned itself (or
 // to have been left unpinned: -nopin, a failed pin).
-// The confinement lasts until the router closes: then every thread gets
-// the process's CPUs back (GOMAXPROCS stays raised).
+// A reload that changes the number of workers confines the other threads
+// again (rehousekeep). The confinement lasts until the router closes:
+// then every thread gets the process's CPUs back (GOMAXPROCS stays
+// raised).
 func (r *Router) Housekeep() (Housekeeping, error) {
 	h := Housekeeping{}
 	// Every worker needs a P of its own (-cpus may put more workers
@@ -80,28 +82,88 @@ func (r *Router) Housekeep() (Housekeeping, error) {
 	if len(h.WorkerCPUs) == 0 {
 		return h, nil // not pinned: nothing to keep apart
 	}
-	slices.Sort(h.WorkerCPUs)
-	h.WorkerCPUs = slices.Compact(h.WorkerCPUs)
-	for _, c := range processCPUs {
-		if !slices.Contains(h.WorkerCPUs, c) {
-			h.CPUs = append(h.CPUs, c)
-		}
-	}
+	h.WorkerCPUs, h.CPUs = housekeepingCPUs(h.WorkerCPUs)
 	if len(h.CPUs) == 0 {
+		r.markHousekept()
 		return h, nil
 	}
 	if want := len(r.workers) + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 		h.Procs = want
 	}
-	n, err := confineThreads(h.CPUs, h.WorkerCPUs)
+	n, err := confineThreads(h.CPUs, workerThreads(r.workers))
 	h.Threads = n
-	// When the router closes (its workers have exited), the process gets
-	// its CPUs back: a test process, or any that starts another router,
-	// must not stay confined.
+	r.markHousekept()
+	return h, err
+}
+
+// workerThreads lists the workers' OS threads.
+func workerThreads(workers []*worker) []int {
+	var tids []int
+	for _, w := range workers {
+		if tid := w.tid.Load(); tid != 0 {
+			tids = append(tids, int(tid))
+		}
+	}
+	return tids
+}
+
+// housekeepingCPUs returns workerCPUs sorted and without repeats, and the
+// process's CPUs that are not among them.
+func housekeepingCPUs(workerCPUs []int) (workers, free []int) {
+	slices.Sort(workerCPUs)
+	workers = slices.Compact(workerCPUs)
+	for _, c := range processCPUs {
+		if !slices.Contains(workers, c) {
+			free = append(free, c)
+		}
+	}
+	return workers, free
+}
+
+// markHousekept records that Housekeep ran, once: a reload that changes
+// the number of workers then confines the other threads again, and when
+// the router closes (its workers have exited) the process gets its CPUs
+// back: a test process, or any that starts another router, must not stay
+// confined.
+func (r *Router) markHousekept() {
+	if r.housekept.Swap(true) {
+		return
+	}
 	r.onClose(func() error {
 		_, err := confineThreads(processCPUs, nil)
 		return err
 	})
+}
+
+// rehousekeep redoes Housekeep's confinement after a reload changed the
+// number of workers (every added worker has pinned itself by then): the
+// other threads move off the CPUs of added workers and onto those of
+// removed ones, or get every CPU back where each now has a worker.
+// GOMAXPROCS is left as it is (changing it stops the world; resizeSwap
+// raised it where a worker needed a P). It returns the confinement, or
+// nil when Housekeep never ran or the workers are not pinned.
+func (r *Router) rehousekeep(workers []*worker) (*Housekeeping, error) {
+	if !r.housekept.Load() {
+		return nil, nil
+	}
+	h := &Housekeeping{Procs: runtime.GOMAXPROCS(0)}
+	for _, w := range workers {
+		if cpu := w.cpu.Load(); cpu >= 0 {
+			h.WorkerCPUs = append(h.WorkerCPUs, int(cpu))
+		}
+	}
+	if len(h.WorkerCPUs) == 0 {
+		return nil, nil
+	}
+	h.WorkerCPUs, h.CPUs = housekeepingCPUs(h.WorkerCPUs)
+	cpus := h.CPUs
+	if len(cpus) == 0 {
+		cpus = processCPUs // every CPU has a worker: nothing kept apart
+	}
+	n, err := confineThreads(cpus, workerThreads(workers))
+	if len(h.CPUs) > 0 {
+		h.Threads = n
+	}
 	return h, err
 }

@@ -40,10 +40,14 @@ func pinThread(cpu int) error {
 	return unix.SchedSetaffinity(0, &set)
 }
 
+// threadID is the calling OS thread's id.
+func threadID() int { return unix.Gettid() }
+
 // confineThreads sets the affinity of every thread of the process to cpus,
-// except the threads pinned to exactly one of workerCPUs (the workers,
-// pinned before this runs). Threads that exit meanwhile are skipped.
-func confineThreads(cpus, workerCPUs []int) (int, error) {
+// except the workers' threads (workerTIDs, pinned before this runs: told
+// apart by id, as a housekeeping thread confined to one CPU looks like a
+// worker by its affinity). Threads that exit meanwhile are skipped.
+func confineThreads(cpus, workerTIDs []int) (int, error) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return 0, fmt.Errorf("housekeeping threads: %w", err)
@@ -59,11 +63,7 @@ func confineThreads(cpus, workerCPUs []int) (int, error) {
 		if err != nil {
 			continue
 		}
-		var cur unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &cur); err != nil {
-			continue // exited
-		}
-		if cur.Count() == 1 && slices.ContainsFunc(workerCPUs, cur.IsSet) {
+		if slices.Contains(workerTIDs, tid) {
 			continue // a worker
 		}
 		if err := unix.SchedSetaffinity(tid, &set); err != nil {

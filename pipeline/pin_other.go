@@ -9,4 +9,6 @@ var processCPUs []int
 
 func pinThread(cpu int) error { return errors.New("pinning is not supported on this OS") }
 
-func confineThreads(cpus, workerCPUs []int) (int, error) { return 0, nil }
+func confineThreads(cpus, workerTIDs []int) (int, error) { return 0, nil }
+
+func threadID() int { return 0 }

@@ -127,6 +127,16 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 		if !rep.DryRun {
 			fmt.Fprintf(&b, "  %-22s %d moved to a new owner, %d stayed (in %s)\n", "per-worker state", wc.Moved, wc.Kept, wc.Rebalance.Round(time.Microsecond))
 			fmt.Fprintf(&b, "  %-22s all parked after %s, for %s; all running again %s later\n", "barrier", wc.Barrier.Round(time.Microsecond), wc.Parked.Round(time.Microsecond), wc.Restart.Round(time.Microsecond))
+			if hk := wc.Housekeeping; hk != nil {
+				where := "share the workers' CPUs (every CPU has a worker)"
+				if len(hk.CPUs) > 0 {
+					where = fmt.Sprintf("confined to CPUs %v (%d threads), off the workers' %v", hk.CPUs, hk.Threads, hk.WorkerCPUs)
+				}
+				fmt.Fprintf(&b, "  %-22s other threads %s\n", "housekeeping", where)
+			}
+			if wc.HousekeepingErr != "" {
+				fmt.Fprintf(&b, "  %-22s not confined: %s\n", "housekeeping", wc.HousekeepingErr)
+			}
 			if wc.Pinned > 0 {
 				fmt.Fprintf(&b, "  %-22s %d flows whose reply hashes to another worker now, steered to their owner by exception\n", "pinned", wc.Pinned)
 			}
@@ -426,6 +436,16 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	}
 	r.gen = GraphGeneration{Generation: gen + 1, File: g2.File, LoadedAt: time.Now()}
 	r.genMu.Unlock()
+	if wc := rep.WorkerChange; wc != nil && n != want {
+		// The added workers have pinned themselves (they ack after),
+		// the removed ones have exited: the other threads move to the
+		// CPUs no worker has now.
+		hk, err := r.rehousekeep(workers)
+		wc.Housekeeping = hk
+		if err != nil {
+			wc.HousekeepingErr = err.Error()
+		}
+	}
 	for w := range ng.lost {
 		rep.Lost += ng.lost[w]
 		if w >= n {

@@ -208,6 +208,12 @@ type WorkerChange struct {
 	// the release to the last worker running the new graph (or retired).
 	Barrier time.Duration `json:"barrier_ns"`
 	Restart time.Duration `json:"restart_ns"`
+	// Housekeeping is where the other threads run after the change
+	// (Housekeep's confinement redone); nil when Housekeep never ran or
+	// the workers are not pinned. HousekeepingErr says why confining
+	// them failed, if it did.
+	Housekeeping    *Housekeeping `json:"housekeeping,omitempty"`
+	HousekeepingErr string        `json:"housekeeping_error,omitempty"`
 }
 
 // resizeDevices prepares every kept device for the new worker count; a
@@ -255,7 +261,8 @@ func (r *Router) resizeSwap(ng *nextGen, built []*worker, changes []drivers.Work
 		// before the barrier: GOMAXPROCS stops the world, which took
 		// half a second on the loaded 2-CPU machine, and must not
 		// lengthen the time no worker runs. The thread confinement
-		// Housekeep made at start is not redone.
+		// Housekeep made is redone once the new workers run
+		// (rehousekeep).
 		runtime.GOMAXPROCS(to)
 	}
 	handed := time.Now()

@@ -32,6 +32,7 @@ type worker struct {
 	r   *Router
 	id  int
 	cpu atomic.Int32 // the CPU it was pinned to, -1 when not pinned
+	tid atomic.Int32 // its OS thread (pinned or not), 0 before it runs
 	// placed is set once the worker has pinned itself, failed to, or
 	// was told not to (Housekeep waits for it).
 	placed atomic.Bool
@@ -274,6 +275,7 @@ func (r *Router) runWorker(w *worker, ng *nextGen) {
 	// one-CPU affinity to unrelated goroutines), so the runtime ends it
 	// with the goroutine.
 	runtime.LockOSThread()
+	w.tid.Store(int32(threadID()))
 	if !r.noPin && len(r.cpus) > 0 {
 		cpu := r.cpus[w.id%len(r.cpus)]
 		if err := pinThread(cpu); err != nil {
