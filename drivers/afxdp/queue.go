@@ -46,15 +46,15 @@ type queue struct {
 	rxMem          []byte
 	rxProd, rxCons *uint32
 
-	rxPkts, rxBytes, txPkts, txBytes      atomic.Uint64
-	txDropped, txNoBuf, txKickFailed      atomic.Uint64
+	rxPkts, rxBytes, txPkts, txBytes atomic.Uint64
+	txDropped, txNoBuf, txKickFailed atomic.Uint64
 	// txUnconfirmed counts the frames handed to the kernel whose
 	// completion had not come when the socket closed (close): on a veth
 	// the kernel completes a frame only once the receiving side has
 	// taken it, which a starved peer may not have done within the
 	// flush's wait. Sent or not, the kernel never said; they are counted
 	// with the transmit losses so that every frame is accounted for.
-	txUnconfirmed atomic.Uint64
+	txUnconfirmed                         atomic.Uint64
 	poolEmpty, rxInvalid, completeInvalid atomic.Uint64
 	// rxRemoved counts the frames a reload that removed this queue found
 	// in its RX ring after the swap: no worker reads it any more.
