@@ -1,6 +1,7 @@
 package ndp_test
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -68,4 +69,49 @@ func TestReloadKeepsNeighbours(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.CheckNoLeak()
+}
+
+// TestReloadKeepsAnnouncements: a reload that keeps NDPResponder on the
+// same MAC and addresses does not probe (DAD) or announce again; one that
+// adds an address starts over.
+func TestReloadKeepsAnnouncements(t *testing.T) {
+	h := newResponder(t)
+	r := h.Element.(elements.Ticker)
+	base := int64(time.Hour)
+	for i := 0; i < 5; i++ { // DAD, then three rounds of announcements
+		r.Tick(base + int64(i)*int64(time.Second))
+	}
+	if n := h.Counter("announcements"); n != 2+6 {
+		t.Fatalf("%d packets at start, want 8", n)
+	}
+	h.Reset()
+	typ, _ := elements.Lookup("NDPResponder")
+	renew := func(dev fakeDev) elements.Element {
+		hc := h.Context
+		ctx := elements.NewContext("nr", 0, 1, 64, hc.Outputs, hc.Stats, hc.Pool, devSet{"wan": dev}, &elements.SharedSlot{})
+		ctx.SetReloading(true)
+		ctx.SetPrevious(elements.Previous{Element: h.Element, SameConfig: true})
+		el, err := typ.New(responderCfg(), ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.(elements.StateTaker).TakeState(h.Element); err != nil {
+			t.Fatal(err)
+		}
+		return el
+	}
+	kept := renew(wanDev).(elements.Ticker)
+	for i := 5; i < 10; i++ {
+		kept.Tick(base + int64(i)*int64(time.Second))
+	}
+	if n := len(h.Outs[0].Frames()); n != 0 {
+		t.Errorf("the kept responder sent %d frames after the reload, want none", n)
+	}
+	more := wanDev
+	more.info.Addresses = append(append([]netip.Prefix(nil), wanDev.info.Addresses...), netip.MustParsePrefix("2001:db8:2::9/64"))
+	fresh := renew(more).(elements.Ticker)
+	fresh.Tick(base + 10*int64(time.Second))
+	if ns, _, _ := solicitations(t, h.Outs[0].Frames()); len(ns) != 3 {
+		t.Errorf("with an address added, %d DAD probes after the reload, want 3 (every address)", len(ns))
+	}
 }

@@ -2,6 +2,7 @@ package ndp
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +76,9 @@ func init() {
 				"probes every address for duplicates (RFC 4862 5.4: a solicitation from :: to its solicited-node " +
 				"group; an advertisement of it by another node counts as an address conflict), then a second " +
 				"later announces every address to all nodes (override set, not solicited) so that neighbours " +
-				"with a stale entry learn the MAC.",
+				"with a stale entry learn the MAC. A reload that keeps the element on the same MAC and " +
+				"addresses goes on where it was (no new probes or announcements); one that changes them " +
+				"starts over.",
 		},
 	})
 }
@@ -90,6 +93,7 @@ type Responder struct {
 	otherB, learnB    *packet.Batch
 	outB              *packet.Batch
 
+	announce     int // the config's announce
 	announceLeft int
 	nextAnnounce int64
 	dadPending   bool // worker 0: the start-up DAD probes are still to send
@@ -130,11 +134,31 @@ func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 			r.reasons[i] = st.Reason(n)
 		}
 	}
+	r.announce = c.Announce
 	if ctx.Worker == 0 {
 		r.announceLeft = c.Announce
 		r.dadPending = true
 	}
 	return r, nil
+}
+
+var _ elements.StateTaker = (*Responder)(nil)
+
+// TakeState implements elements.StateTaker: a reload that keeps the
+// responder on the same MAC and addresses goes on where the running one
+// was (DAD and the start-up announcements are not sent again: the
+// addresses did not change, and every reload would otherwise put a burst
+// of multicast on the link). An address added or removed, or another MAC,
+// starts over: DAD and the announcements of every address.
+func (r *Responder) TakeState(old elements.Element) error {
+	o, ok := old.(*Responder)
+	if !ok || !r.dadPending || o.mac != r.mac || !slices.Equal(o.ours.addrs, r.ours.addrs) {
+		return nil
+	}
+	r.dadPending = o.dadPending
+	r.announceLeft = min(o.announceLeft, r.announce)
+	r.nextAnnounce = o.nextAnnounce
+	return nil
 }
 
 // Addresses returns the IPv6 addresses answered for (tests, show).
