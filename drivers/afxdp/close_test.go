@@ -16,22 +16,14 @@ import (
 // not taken them yet.
 func TestCloseCountsUnconfirmed(t *testing.T) {
 	pr := drvtest.NewPair(t, 1)
-	var d *Device
-	if err := pr.DevNS.Do(func() (err error) {
-		d, err = Open(cfg(pr.DevIf, "auto"), drivers.OpenContext{Name: "dut", Workers: 1, Batch: 64})
-		return err
-	}); err != nil {
+	d, err := openIn(t, pr.DevNS, cfg(pr.DevIf, "auto"), 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
 	pr.DevNS.MustRun("ip", "link", "set", pr.DevIf, "down")
 	pool := packet.NewPool(64)
 	const n = 16
-	var fr [][]byte
-	for i := 0; i < n; i++ {
-		fr = append(fr, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(i), 64))
-	}
-	d.Transmit(0, drvtest.Batch(pool, fr))
+	d.Transmit(0, drvtest.Batch(pool, drvtest.Outgoing(pr, n)))
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}

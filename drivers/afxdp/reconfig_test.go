@@ -132,13 +132,9 @@ func TestRetiredQueueLateCompletions(t *testing.T) {
 	raw := pr.PeerNS.MustRaw(pr.PeerIf)
 	pool := packet.NewPool(256)
 	const n = 64
-	var fr [][]byte
-	for i := 0; i < n; i++ {
-		fr = append(fr, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(i), 64))
-	}
 	// Worker 1 sends on queue 1 and is not called again: nothing reaps
 	// the completions on its path.
-	d.Transmit(1, drvtest.Batch(pool, fr))
+	d.Transmit(1, drvtest.Batch(pool, drvtest.Outgoing(pr, n)))
 	if peer := drvtest.PeerCollect(raw, n, 3*time.Second); len(peer) != n {
 		t.Fatalf("peer got %d of %d", len(peer), n)
 	}

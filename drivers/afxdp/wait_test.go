@@ -28,10 +28,7 @@ func TestTxIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := packet.NewPool(256)
-	var out [][]byte
-	for i := 0; i < 200; i++ {
-		out = append(out, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(i), 64))
-	}
+	out := drvtest.Outgoing(pr, 200)
 	d.Transmit(0, drvtest.Batch(pool, out[:64]))
 	idle := false
 	for deadline := time.Now().Add(time.Second); !idle && time.Now().Before(deadline); {

@@ -1,7 +1,6 @@
 package reloadtest
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -22,23 +21,11 @@ func TestWorkersChangeRehousekeeps(t *testing.T) {
 		t.Skip("needs two CPUs")
 	}
 	graph := func(workers int) *pipeline.Graph {
-		g, err := pipeline.Parse("hk.toml", []byte(fmt.Sprintf(`[forwarder]
-workers = %d
-
-[devices.g]
-driver = "gen"
-queues = 2
-dst    = "198.19.0.1"
-flows  = 64
-rate   = 1000
+		return genGraphW(t, workers, `flows = 64
+rate  = 1000
 
 [graph]
-links = ["FromDevice(g, on) -> Discard"]
-`, workers)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
+links = ["FromDevice(g, on) -> Discard"]`)
 	}
 	r, err := pipeline.Start(graph(1), pipeline.Options{CPUs: cpus})
 	if err != nil {

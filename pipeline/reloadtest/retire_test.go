@@ -34,31 +34,39 @@ func init() {
 	})
 }
 
-// TestWorkersChangeCountsRetire: what a removed worker's instances count
-// when the reload retires them is in the snapshot afterwards (added to
-// worker 0's counters with the rest of the removed worker's), not left on
-// a worker no snapshot reads.
-func TestWorkersChangeCountsRetire(t *testing.T) {
-	graph := func(workers int) *pipeline.Graph {
-		g, err := pipeline.Parse("retire.toml", []byte(fmt.Sprintf(`[forwarder]
+// genGraphW is a graph of workers workers on one gen device g of two
+// queues to 198.19.0.1; rest follows the device's first keys (more keys,
+// then the elements and links).
+func genGraphW(t *testing.T, workers int, rest string) *pipeline.Graph {
+	t.Helper()
+	g, err := pipeline.Parse("genw.toml", []byte(fmt.Sprintf(`[forwarder]
 workers = %d
 
 [devices.g]
 driver = "gen"
 queues = 2
 dst    = "198.19.0.1"
-flows  = 64
+%s
+`, workers, rest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestWorkersChangeCountsRetire: what a removed worker's instances count
+// when the reload retires them is in the snapshot afterwards (added to
+// worker 0's counters with the rest of the removed worker's), not left on
+// a worker no snapshot reads.
+func TestWorkersChangeCountsRetire(t *testing.T) {
+	graph := func(workers int) *pipeline.Graph {
+		return genGraphW(t, workers, `flows = 64
 
 [elements.rc]
 type = "TestRetireCount"
 
 [graph]
-links = ["FromDevice(g, on) -> rc -> Discard"]
-`, workers)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return g
+links = ["FromDevice(g, on) -> rc -> Discard"]`)
 	}
 	r, err := pipeline.Build(graph(3), pipeline.Options{NoPin: true})
 	if err != nil {

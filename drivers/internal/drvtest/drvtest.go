@@ -77,6 +77,16 @@ func Frame(dst, src net.HardwareAddr, flow int, seq uint32, size int) []byte {
 	return f
 }
 
+// Outgoing builds n 64-byte test frames from the device's end of pr to
+// the peer's, flow and sequence number i for the i-th.
+func Outgoing(pr *Pair, n int) [][]byte {
+	fr := make([][]byte, n)
+	for i := range fr {
+		fr[i] = Frame(pr.PeerMAC, pr.DevMAC, i, uint32(i), 64)
+	}
+	return fr
+}
+
 // Seq returns a test frame's sequence number, or ok=false for any other
 // frame.
 func Seq(f []byte) (uint32, bool) {
