@@ -92,10 +92,17 @@ func TestReloadAddsAndRemovesDevices(t *testing.T) {
 		t.Error("device b still in the stats after its removal")
 	}
 	// c and a stay; a drains; c is endless: stop once a is done.
+	stopAfterA(t, r, l, perQueue)
+}
+
+// stopAfterA waits until device a has sent all of its 2 × perQueue
+// numbered packets, stops r and checks that every one arrived once.
+func stopAfterA(t *testing.T, r *pipeline.Router, l *seqLog, perQueue int) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		rx, _ := deviceCounter(r.Snapshot(), "a", "rx_packets")
-		if rx >= 2*perQueue {
+		if rx >= uint64(2*perQueue) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -97,17 +97,7 @@ const (
 // and counted; then with a smaller capacity: the flows that do not fit
 // are counted.
 func TestNATStateSurvivesReload(t *testing.T) {
-	r, err := pipeline.Build(natGraph(t, 65536, ruleA, ruleB), pipeline.Options{NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for i := 0; counter(r.Snapshot(), "ct", "entries") < 10001; i++ {
-		if i > 100000 {
-			t.Fatalf("only %d flows after %d rounds", counter(r.Snapshot(), "ct", "entries"), i)
-		}
-		r.Round(0)
-	}
+	r := buildTracking(t, natGraph(t, 65536, ruleA, ruleB), 1, 10001)
 	s0 := r.Snapshot()
 	if n := counter(s0, "dn", "translated"); n != 10001 {
 		t.Fatalf("translated %d flows, want 10001", n)
@@ -231,4 +221,24 @@ func TestSNATAddressRemoved(t *testing.T) {
 	if a, b := counter(s0, "sn", "translated"), counter(s, "sn", "translated"); b-a != 100 {
 		t.Errorf("%d flows bound again, want 100", b-a)
 	}
+}
+
+// buildTracking builds g and drives its workers until Conntrack "ct"
+// holds flows entries; the router is closed when the test ends.
+func buildTracking(t *testing.T, g *pipeline.Graph, workers, flows int) *pipeline.Router {
+	t.Helper()
+	r, err := pipeline.Build(g, pipeline.Options{NoPin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	for i := 0; counter(r.Snapshot(), "ct", "entries") < uint64(flows); i++ {
+		if i > 100000 {
+			t.Fatalf("only %d flows after %d rounds", counter(r.Snapshot(), "ct", "entries"), i)
+		}
+		for w := range workers {
+			r.Round(w)
+		}
+	}
+	return r
 }

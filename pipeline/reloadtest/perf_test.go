@@ -52,6 +52,26 @@ links = ["FromDevice(g, on) -> CheckIPHeader -> DecTTL -> %s -> rt -> chk -> Dis
 	return path
 }
 
+// millionRoutes writes a routes file of a million generated routes and a
+// default route (millionRoutesN in all) into dir and returns its path.
+func millionRoutes(t *testing.T, dir string) string {
+	t.Helper()
+	routes := filepath.Join(dir, "full.routes")
+	rs := ip.GenerateRoutes(ip.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Ports: 1})
+	rs = append(rs, ip.Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHop: netip.MustParseAddr("10.2.0.2")})
+	f, err := os.Create(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ip.WriteRoutes(f, rs); err != nil {
+		t.Fatal(err)
+	}
+	return routes
+}
+
+const millionRoutesN = 1_000_001
+
 // TestReloadTiming measures reloads of a 30-element graph holding a
 // million routes while two workers forward numbered packets at full load:
 // the time to load and validate the file, to build the new pipelines and
@@ -63,17 +83,7 @@ func TestReloadTiming(t *testing.T) {
 		t.Skip("set JUNCTION_RELOAD_PERF=1 to measure reload times (benchmarks/reload.md)")
 	}
 	dir := t.TempDir()
-	routes := filepath.Join(dir, "full.routes")
-	rs := ip.GenerateRoutes(ip.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Ports: 1})
-	rs = append(rs, ip.Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHop: netip.MustParseAddr("10.2.0.2")})
-	f, err := os.Create(routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ip.WriteRoutes(f, rs); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	routes := millionRoutes(t, dir)
 
 	const perQueue = 8_000_000
 	l := newSeqLog(2, perQueue)
@@ -84,7 +94,7 @@ func TestReloadTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("graph of %d elements, %d routes: loaded in %s", len(g.Elements), len(rs), time.Since(t0).Round(time.Millisecond))
+	t.Logf("graph of %d elements, %d routes: loaded in %s", len(g.Elements), millionRoutesN, time.Since(t0).Round(time.Millisecond))
 	r, err := pipeline.Start(g, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package reloadtest
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-dataplane/junction/elements/ip"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -80,17 +78,7 @@ func TestReloadTimingWorkers(t *testing.T) {
 		t.Skip("set JUNCTION_RELOAD_PERF=1 to measure reload times (benchmarks/reload.md)")
 	}
 	dir := t.TempDir()
-	routes := filepath.Join(dir, "full.routes")
-	rs := ip.GenerateRoutes(ip.GenOptions{Seed: 1, Routes: 1_000_000, NextHops: 300, Ports: 1})
-	rs = append(rs, ip.Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHop: netip.MustParseAddr("10.2.0.2")})
-	f, err := os.Create(routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ip.WriteRoutes(f, rs); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	routes := millionRoutes(t, dir)
 
 	const perQueue = 8_000_000
 	l := newSeqLog(2, perQueue)

@@ -266,18 +266,7 @@ func checkOwners(t *testing.T, r *pipeline.Router, backend uint32) (flows, bound
 // owns it, and the packets that follow find them (no new flow, no new
 // translation, none dropped).
 func TestWorkersChangeKeepsNATFlows(t *testing.T) {
-	r, err := pipeline.Build(natGraphW(t, 2, ruleA, ruleB), pipeline.Options{NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for i := 0; counter(r.Snapshot(), "ct", "entries") < 10001; i++ {
-		if i > 100000 {
-			t.Fatalf("only %d flows after %d rounds", counter(r.Snapshot(), "ct", "entries"), i)
-		}
-		r.Round(0)
-		r.Round(1)
-	}
+	r := buildTracking(t, natGraphW(t, 2, ruleA, ruleB), 2, 10001)
 	backend := uint32(10<<24 | 2) // 10.0.0.2, ruleA's
 	if f, b := checkOwners(t, r, backend); f != 10001 || b != 10000 {
 		t.Fatalf("before: %d flows, %d bound to 10.0.0.2", f, b)
@@ -567,21 +556,5 @@ func TestWorkersChangeWithDevices(t *testing.T) {
 	if _, ok := deviceCounter(r.Snapshot(), "b", "rx_packets"); ok {
 		t.Error("device b still in the stats after its removal")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rx, _ := deviceCounter(r.Snapshot(), "a", "rx_packets")
-		if rx >= 2*perQueue {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("device a sent only %d packets", rx)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // the last packets cross the graph
-	r.Stop()
-	if err := r.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	checkLog(t, l, perQueue)
+	stopAfterA(t, r, l, perQueue)
 }
