@@ -108,22 +108,9 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	noKernelIPv6(tp.fwd)
 	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 	addr6(t, tp.srv, "2001:db8:2::2/64", "2001:db8:2::1")
-	tp.fwd.MustRun("ip", "link", "set", "dev", "wan0", "mtu", "1400")
-	tp.srv.MustRun("ip", "link", "set", "dev", "eth0", "mtu", "1400")
 	// far, on a 1500-byte link behind srv: its TCP MSS (1440 / 1460)
 	// does not spare the sender the discovery.
-	far := tp.env.NS("far")
-	tp.env.Veth(tp.srv, "eth1", far, "eth0", 1)
-	tp.srv.MustRun("ethtool", "-K", "eth1", "tx", "off")
-	far.MustRun("ethtool", "-K", "eth0", "tx", "off")
-	tp.srv.MustRun("ip", "-6", "addr", "add", "2001:db8:16::1/64", "dev", "eth1", "nodad")
-	far.MustRun("ip", "-6", "addr", "add", "2001:db8:16::2/64", "dev", "eth0", "nodad")
-	far.MustRun("ip", "-6", "route", "add", "default", "via", "2001:db8:16::1")
-	tp.srv.Addr("eth1", "10.16.0.1/24")
-	far.Addr("eth0", "10.16.0.2/24")
-	far.Route("default", "via", "10.16.0.1")
-	tp.srv.Sysctl("net.ipv6.conf.all.forwarding", "1")
-	tp.srv.Sysctl("net.ipv4.ip_forward", "1")
+	far := narrowWAN(tp.env, tp.fwd, tp.srv, "10.16.0")
 
 	cfg := withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
@@ -221,20 +208,7 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
 	addr6(t, tp.ot, "2001:db8:2::2/64", "")
 	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
-	tp.fwd.MustRun("ip", "link", "set", "dev", "wan0", "mtu", "1400")
-	tp.ot.MustRun("ip", "link", "set", "dev", "eth0", "mtu", "1400")
-	far := tp.env.NS("far")
-	tp.env.Veth(tp.ot, "eth1", far, "eth0", 1)
-	tp.ot.MustRun("ethtool", "-K", "eth1", "tx", "off")
-	far.MustRun("ethtool", "-K", "eth0", "tx", "off")
-	tp.ot.MustRun("ip", "-6", "addr", "add", "2001:db8:16::1/64", "dev", "eth1", "nodad")
-	far.MustRun("ip", "-6", "addr", "add", "2001:db8:16::2/64", "dev", "eth0", "nodad")
-	far.MustRun("ip", "-6", "route", "add", "default", "via", "2001:db8:16::1")
-	tp.ot.Addr("eth1", "198.51.100.1/24")
-	far.Addr("eth0", "198.51.100.2/24")
-	far.Route("default", "via", "198.51.100.1")
-	tp.ot.Sysctl("net.ipv6.conf.all.forwarding", "1")
-	tp.ot.Sysctl("net.ipv4.ip_forward", "1")
+	far := narrowWAN(tp.env, tp.fwd, tp.ot, "198.51.100")
 
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
@@ -343,4 +317,27 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 		t.Errorf("lan: %d frames longer than the link reached the driver", n)
 	}
 	(&topo{fwd: tp.fwd}).stop(t, p)
+}
+
+// narrowWAN sets a 1400-byte MTU on the link between fwd's wan0 and the
+// wan host's eth0, and puts a host "far" behind the wan host on a
+// 1500-byte link (eth1 ── far's eth0): 2001:db8:16::1/64 and NET.1/24 on
+// the wan host, which routes, 2001:db8:16::2/64 and NET.2/24 on far, whose
+// default route is the wan host. It returns far.
+func narrowWAN(env *netns.Env, fwd, wan *netns.NS, net string) *netns.NS {
+	fwd.MustRun("ip", "link", "set", "dev", "wan0", "mtu", "1400")
+	wan.MustRun("ip", "link", "set", "dev", "eth0", "mtu", "1400")
+	far := env.NS("far")
+	env.Veth(wan, "eth1", far, "eth0", 1)
+	wan.MustRun("ethtool", "-K", "eth1", "tx", "off")
+	far.MustRun("ethtool", "-K", "eth0", "tx", "off")
+	wan.MustRun("ip", "-6", "addr", "add", "2001:db8:16::1/64", "dev", "eth1", "nodad")
+	far.MustRun("ip", "-6", "addr", "add", "2001:db8:16::2/64", "dev", "eth0", "nodad")
+	far.MustRun("ip", "-6", "route", "add", "default", "via", "2001:db8:16::1")
+	wan.Addr("eth1", net+".1/24")
+	far.Addr("eth0", net+".2/24")
+	far.Route("default", "via", net+".1")
+	wan.Sysctl("net.ipv6.conf.all.forwarding", "1")
+	wan.Sysctl("net.ipv4.ip_forward", "1")
+	return far
 }
