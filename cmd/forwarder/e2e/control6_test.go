@@ -33,21 +33,7 @@ func TestControlIPv6(t *testing.T) {
 		t.Fatalf("curl -6 from the inside: %v: %q", err, out)
 	}
 
-	type flow struct {
-		Proto string `json:"proto"`
-		Orig  struct {
-			Src   netip.Addr `json:"src"`
-			Dst   netip.Addr `json:"dst"`
-			Dport uint16     `json:"dport"`
-		} `json:"orig"`
-		State string `json:"state"`
-		NAT   string `json:"nat"`
-	}
-	var res struct {
-		Flows   []flow `json:"flows"`
-		Matched int    `json:"matched"`
-		Total   int    `json:"total"`
-	}
+	var res shownFlows
 	fwdctlJSON(t, tp.bin, sock, &res, "show", "flows", "ip6 and tcp and dst port 8080")
 	if res.Matched != 1 || len(res.Flows) != 1 {
 		t.Fatalf("show flows ip6 and tcp and dst port 8080: %+v", res)

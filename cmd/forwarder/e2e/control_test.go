@@ -277,25 +277,7 @@ func TestControlNATFlows(t *testing.T) {
 	serveHTTP(t, tp.in, natInside+":80", body)
 	natCurl(t, tp.ot, "http://203.0.113.1:8080/", body)
 
-	type flow struct {
-		Proto string `json:"proto"`
-		Orig  struct {
-			Src   netip.Addr `json:"src"`
-			Dst   netip.Addr `json:"dst"`
-			Dport uint16     `json:"dport"`
-		} `json:"orig"`
-		Reply struct {
-			Src   netip.Addr `json:"src"`
-			Sport uint16     `json:"sport"`
-		} `json:"reply"`
-		State string `json:"state"`
-		NAT   string `json:"nat"`
-	}
-	var res struct {
-		Flows   []flow `json:"flows"`
-		Matched int    `json:"matched"`
-		Total   int    `json:"total"`
-	}
+	var res shownFlows
 	fwdctlJSON(t, tp.bin, sock, &res, "show", "flows", "tcp and dst port 8080")
 	if res.Matched != 1 || len(res.Flows) != 1 {
 		t.Fatalf("show flows tcp and dst port 8080: %+v", res)
@@ -429,4 +411,25 @@ func TestControlTraceForwarded(t *testing.T) {
 			t.Errorf("%s (trace %d): path %q, %s at %s (%s)", what, i+1, path, pk.Result, pk.At, pk.Reason)
 		}
 	}
+}
+
+// shownFlows is what `forwarder show flows -json` prints, as far as the
+// tests read it.
+type shownFlows struct {
+	Flows []struct {
+		Proto string `json:"proto"`
+		Orig  struct {
+			Src   netip.Addr `json:"src"`
+			Dst   netip.Addr `json:"dst"`
+			Dport uint16     `json:"dport"`
+		} `json:"orig"`
+		Reply struct {
+			Src   netip.Addr `json:"src"`
+			Sport uint16     `json:"sport"`
+		} `json:"reply"`
+		State string `json:"state"`
+		NAT   string `json:"nat"`
+	} `json:"flows"`
+	Matched int `json:"matched"`
+	Total   int `json:"total"`
 }
