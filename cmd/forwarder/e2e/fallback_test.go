@@ -118,17 +118,7 @@ func TestFallbackRouter(t *testing.T) {
 	wantOffloadOff(t, tp.snapshot(t))
 	wantLoggedOnce(t, p.Output(), offloadOffLog)
 
-	// GRO on at both hosts: their veths take redirected frames now.
-	for _, ns := range []*netns.NS{tp.cli, tp.srv} {
-		ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for s := tp.snapshot(t); deviceCounter(s, "lan", "fastpath_egress_off")+deviceCounter(s, "wan", "fastpath_egress_off") != 0; s = tp.snapshot(t) {
-		if time.Now().After(deadline) {
-			t.Fatalf("offloading still off 2 s after GRO was turned on (it should resume within 100 ms)")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	groOnResumes(t, tp)
 	before := tp.snapshot(t)
 	bps = fallbackIperf(t, tp.cli, tp.srv, "10.2.0.2")
 	after := tp.snapshot(t)
@@ -187,4 +177,21 @@ func TestFallbackNAT(t *testing.T) {
 		t.Errorf("FastTrack fast-tracked %d packets of an iperf3 run in the graph", n)
 	}
 	wantLoggedOnce(t, p.Output(), offloadOffLog)
+}
+
+// groOnResumes turns GRO on at both hosts (their veths take redirected
+// frames then) and waits until the fast path offloads to both devices
+// again: it should resume within 100 ms, 2 s fail the test.
+func groOnResumes(t *testing.T, tp *topo) {
+	t.Helper()
+	for _, ns := range []*netns.NS{tp.cli, tp.srv} {
+		ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for s := tp.snapshot(t); deviceCounter(s, "lan", "fastpath_egress_off")+deviceCounter(s, "wan", "fastpath_egress_off") != 0; s = tp.snapshot(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("offloading still off 2 s after GRO was turned on (it should resume within 100 ms)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -108,16 +108,7 @@ func TestFallbackRouter6(t *testing.T) {
 	wantOffloadOff(t, tp.snapshot(t))
 	wantLoggedOnce(t, p.Output(), offloadOffLog)
 
-	for _, ns := range []*netns.NS{tp.cli, tp.srv} {
-		ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for s := tp.snapshot(t); deviceCounter(s, "lan", "fastpath_egress_off")+deviceCounter(s, "wan", "fastpath_egress_off") != 0; s = tp.snapshot(t) {
-		if time.Now().After(deadline) {
-			t.Fatalf("offloading still off 2 s after GRO was turned on")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	groOnResumes(t, tp)
 	// The neighbours may have gone STALE meanwhile: a ping through makes
 	// the graph confirm them (and copy them into the fast path again).
 	ping6OK(t, tp.cli, "2001:db8:2::2")
