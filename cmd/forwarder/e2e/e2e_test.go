@@ -254,34 +254,11 @@ func TestRouterVeth(t *testing.T) {
 	})
 	t.Run("curl", func(t *testing.T) { curlOK(t, tp, body) })
 	t.Run("iperf3", func(t *testing.T) {
-		netns.RequireTool(t, "iperf3")
-		srv := tp.srv.Start("iperf3", "-s", "-B", "10.2.0.2")
-		defer srv.Kill()
-		var res struct {
-			Error string `json:"error"`
-			End   struct {
-				SumReceived struct {
-					Bytes         float64 `json:"bytes"`
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			} `json:"end"`
-		}
-		var out string
-		// The server needs a moment to listen; a run that failed to
-		// start (connection refused) is retried.
-		for i := 0; i < 20; i++ {
-			var err error
-			out, err = tp.cli.Run("iperf3", "-c", "10.2.0.2", "-t", "2", "-J")
-			res.Error = ""
-			if jerr := json.Unmarshal([]byte(out), &res); jerr == nil && err == nil && res.Error == "" {
-				break
-			}
-			time.Sleep(150 * time.Millisecond)
-		}
-		bps := res.End.SumReceived.BitsPerSecond
-		t.Logf("iperf3 TCP through the forwarder: %.1f Mbit/s (%.0f bytes)", bps/1e6, res.End.SumReceived.Bytes)
-		if bps <= 0 {
-			t.Errorf("iperf3: zero throughput (error %q)\n%.3000s", res.Error, out)
+		rep, out := iperfTo(t, tp.cli, tp.srv, "10.2.0.2", true, "iperf3", "-c", "10.2.0.2", "-t", "2", "-J")
+		r := rep.End.SumReceived
+		t.Logf("iperf3 TCP through the forwarder: %.1f Mbit/s (%.0f bytes)", r.BitsPerSecond/1e6, r.Bytes)
+		if r.BitsPerSecond <= 0 {
+			t.Errorf("iperf3: zero throughput (error %q)\n%.3000s", rep.Error, out)
 		}
 	})
 	t.Run("arp", func(t *testing.T) {
@@ -433,4 +410,28 @@ func TestAfpacket(t *testing.T) {
 	if t.Failed() {
 		t.Logf("forwarder output:\n%s", fout)
 	}
+}
+
+// iperfTo starts an iperf3 server bound to srvAddr in srv and runs the
+// client in cli with "-c srvAddr -J" and args. A run that could not reach
+// the server (it needs a moment to listen) is tried again, up to 20
+// times; with retryFailed, so is any other failed run.
+func iperfTo(t *testing.T, cli, srv *netns.NS, srvAddr string, retryFailed bool, args ...string) (rep iperfReport, out string) {
+	t.Helper()
+	netns.RequireTool(t, "iperf3")
+	s := srv.Start("iperf3", "-s", "-B", srvAddr)
+	defer s.Kill()
+	for i := 0; i < 20; i++ {
+		var err error
+		out, err = cli.Run(args[0], args[1:]...)
+		rep = iperfReport{}
+		if jerr := json.Unmarshal([]byte(out), &rep); jerr == nil && err == nil && rep.Error == "" {
+			break
+		}
+		if !retryFailed && !strings.Contains(out, "unable to connect") && !strings.Contains(out, "Connection refused") {
+			break
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	return rep, out
 }

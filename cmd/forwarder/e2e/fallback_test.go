@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -31,31 +30,13 @@ const (
 // received rate in bit/s; a run that could not start is retried.
 func fallbackIperf(t *testing.T, cli, srv *netns.NS, srvAddr string, extra ...string) float64 {
 	t.Helper()
-	s := srv.Start("iperf3", "-s", "-B", srvAddr)
-	defer s.Kill()
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var out string
-	for i := 0; i < 20; i++ {
-		var err error
-		// A connection whose packets are lost stalls iperf3 forever:
-		// timeout(1) ends it, and the run fails.
-		out, err = cli.Run("timeout", append([]string{"-s", "INT", "-k", "2", "15", "iperf3", "-c", srvAddr, "-t", "3", "-J", "--connect-timeout", "3000"}, extra...)...)
-		res.Error = ""
-		if jerr := json.Unmarshal([]byte(out), &res); jerr == nil && err == nil && res.Error == "" {
-			break
-		}
-		time.Sleep(150 * time.Millisecond)
-	}
-	bps := res.End.SumReceived.BitsPerSecond
+	// A connection whose packets are lost stalls iperf3 forever:
+	// timeout(1) ends it, and the run fails.
+	rep, out := iperfTo(t, cli, srv, srvAddr, true, append([]string{"timeout", "-s", "INT", "-k", "2", "15",
+		"iperf3", "-c", srvAddr, "-t", "3", "-J", "--connect-timeout", "3000"}, extra...)...)
+	bps := rep.End.SumReceived.BitsPerSecond
 	if bps <= 0 {
-		t.Errorf("iperf3 to %s: no throughput (error %q)\n%.2000s", srvAddr, res.Error, out)
+		t.Errorf("iperf3 to %s: no throughput (error %q)\n%.2000s", srvAddr, rep.Error, out)
 	}
 	return bps
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -83,38 +82,17 @@ func httpServer6(t *testing.T, ns *netns.NS, addr string, port int, body string)
 // for 2 s, or for n bytes, and returns the received bit rate.
 func iperf6(t *testing.T, cli, srv *netns.NS, srvAddr string, extra ...string) float64 {
 	t.Helper()
-	netns.RequireTool(t, "iperf3")
-	s := srv.Start("iperf3", "-s", "-B", srvAddr)
-	defer s.Kill()
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			SumReceived struct {
-				Bytes         float64 `json:"bytes"`
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var out string
-	args := append([]string{"-6", "-c", srvAddr, "-J", "--connect-timeout", "2000"}, extra...)
+	args := append([]string{"iperf3", "-6", "-c", srvAddr, "-J", "--connect-timeout", "2000"}, extra...)
 	if len(extra) == 0 {
 		args = append(args, "-t", "2")
 	}
-	for i := 0; i < 20; i++ {
-		var err error
-		out, err = cli.Run("iperf3", args...)
-		res.Error = ""
-		if jerr := json.Unmarshal([]byte(out), &res); jerr == nil && err == nil && res.Error == "" {
-			break
-		}
-		time.Sleep(150 * time.Millisecond)
+	rep, out := iperfTo(t, cli, srv, srvAddr, true, args...)
+	r := rep.End.SumReceived
+	t.Logf("iperf3 -6 TCP to %s: %.1f Mbit/s (%.0f bytes)", srvAddr, r.BitsPerSecond/1e6, r.Bytes)
+	if r.BitsPerSecond <= 0 {
+		t.Errorf("iperf3 -6: zero throughput (error %q)\n%.3000s", rep.Error, out)
 	}
-	bps := res.End.SumReceived.BitsPerSecond
-	t.Logf("iperf3 -6 TCP to %s: %.1f Mbit/s (%.0f bytes)", srvAddr, bps/1e6, res.End.SumReceived.Bytes)
-	if bps <= 0 {
-		t.Errorf("iperf3 -6: zero throughput (error %q)\n%.3000s", res.Error, out)
-	}
-	return bps
+	return r.BitsPerSecond
 }
 
 // TestIPv6Router: the dual-stack router-veth.toml between real hosts.

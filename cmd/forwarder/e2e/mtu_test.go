@@ -42,40 +42,16 @@ func withWANMTU(t *testing.T, contract, mtu string, edits []string) string {
 // test on a stalled or failed transfer.
 func iperfBytes(t *testing.T, cli, srv *netns.NS, family, addr, n string) float64 {
 	t.Helper()
-	netns.RequireTool(t, "iperf3")
-	s := srv.Start("iperf3", "-s", "-B", addr)
-	defer s.Kill()
-	var res struct {
-		Error string `json:"error"`
-		End   struct {
-			SumReceived struct {
-				Bytes   float64 `json:"bytes"`
-				Seconds float64 `json:"seconds"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var out string
-	for i := 0; i < 20; i++ {
-		var err error
-		out, err = cli.Run("timeout", "30", "iperf3", family, "-c", addr, "-J", "--connect-timeout", "2000", "-n", n)
-		res.Error = ""
-		if jerr := json.Unmarshal([]byte(out), &res); jerr == nil && err == nil && res.Error == "" {
-			break
-		}
-		if strings.Contains(out, "unable to connect") || strings.Contains(out, "Connection refused") {
-			time.Sleep(150 * time.Millisecond) // the server is not listening yet
-			continue
-		}
-		break
-	}
-	got := res.End.SumReceived.Bytes
-	t.Logf("iperf3 %s -n %s to %s: %.0f bytes in %.2f s", family, n, addr, got, res.End.SumReceived.Seconds)
+	rep, out := iperfTo(t, cli, srv, addr, false, "timeout", "30", "iperf3", family, "-c", addr, "-J", "--connect-timeout", "2000", "-n", n)
+	r := rep.End.SumReceived
+	got := r.Bytes
+	t.Logf("iperf3 %s -n %s to %s: %.0f bytes in %.2f s", family, n, addr, got, r.Seconds)
 	// The receiver's count at the end lags the sender's n by what was
 	// still in flight when the sender had written it all (974,940 bytes
 	// of 4 MiB once, under the busy loops); a path MTU black hole
 	// delivers next to nothing past the handshake.
-	if got < 256<<10 || res.Error != "" {
-		t.Errorf("iperf3 %s to %s: received %.0f bytes (error %q)\n%.2000s", family, addr, got, res.Error, out)
+	if got < 256<<10 || rep.Error != "" {
+		t.Errorf("iperf3 %s to %s: received %.0f bytes (error %q)\n%.2000s", family, addr, got, rep.Error, out)
 	}
 	return got
 }
