@@ -1,6 +1,12 @@
 package drivers
 
-import "sync"
+import (
+	"net"
+	"sync"
+
+	"github.com/junction-dataplane/junction/conf"
+	"github.com/junction-dataplane/junction/packet"
+)
 
 // CheckFunc checks a device's config against the environment as Open
 // would — files that must exist, interfaces that must be there — without
@@ -35,4 +41,30 @@ func Check(driver string, cfg any, ctx OpenContext) (info Info, known bool, err 
 	}
 	info, err = f(cfg, ctx)
 	return info, err == nil, err
+}
+
+// CheckInterface is the check of a driver on a kernel interface (afxdp,
+// afpacket): the interface exists in this network namespace, and info's
+// MAC, when the mac key left it unset, is the interface's.
+func CheckInterface(info *Info, ifname string) error {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", ifname)
+	}
+	if info.MAC == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
+		copy(info.MAC[:], ifi.HardwareAddr)
+	}
+	return nil
+}
+
+// ValidInterfaceName checks an interface key's value without touching the
+// system: set, and no longer than an interface name can be.
+func ValidInterfaceName(name string) error {
+	if name == "" {
+		return conf.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
+	}
+	if len(name) > 15 {
+		return conf.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", name)
+	}
+	return nil
 }

@@ -2,11 +2,8 @@ package afpacket
 
 import (
 	"fmt"
-	"net"
 
-	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/packet"
 )
 
 func init() { drivers.RegisterCheck("afpacket", check) }
@@ -20,12 +17,6 @@ func check(cfg any, ctx drivers.OpenContext) (drivers.Info, error) {
 	if !ok {
 		return info, fmt.Errorf("afpacket: config is %T, want *afpacket.Config", cfg)
 	}
-	ifi, err := net.InterfaceByName(c.Interface)
-	if err != nil {
-		return info, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
-	}
-	if info.MAC == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
-		copy(info.MAC[:], ifi.HardwareAddr)
-	}
-	return info, nil
+	err := drivers.CheckInterface(&info, c.Interface)
+	return info, err
 }

@@ -2,11 +2,8 @@ package afxdp
 
 import (
 	"fmt"
-	"net"
 
-	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/packet"
 )
 
 func init() { drivers.RegisterCheck("afxdp", check) }
@@ -21,12 +18,6 @@ func check(cfg any, ctx drivers.OpenContext) (drivers.Info, error) {
 		return info, fmt.Errorf("afxdp: config is %T, want *afxdp.Config", cfg)
 	}
 	info.FastPath = c.FastPath
-	ifi, err := net.InterfaceByName(c.Interface)
-	if err != nil {
-		return info, conf.Errorf("interface", "no interface %q in this network namespace (run the forwarder in the interface's namespace: ip netns exec NS forwarder run ...)", c.Interface)
-	}
-	if info.MAC == (packet.MAC{}) && len(ifi.HardwareAddr) == 6 {
-		copy(info.MAC[:], ifi.HardwareAddr)
-	}
-	return info, nil
+	err := drivers.CheckInterface(&info, c.Interface)
+	return info, err
 }

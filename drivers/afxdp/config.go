@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/junction-dataplane/junction/conf"
+	"github.com/junction-dataplane/junction/drivers"
 )
 
 // Config is the afxdp driver's keys (see manual).
@@ -35,11 +36,8 @@ func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
 // Validate checks the keys without touching the system.
 func (c *Config) Validate() error {
-	if c.Interface == "" {
-		return conf.Errorf("interface", "required: the network interface to open (e.g. \"eth0\")")
-	}
-	if len(c.Interface) > 15 {
-		return conf.Errorf("interface", "%q is longer than an interface name can be (15 bytes)", c.Interface)
+	if err := drivers.ValidInterfaceName(c.Interface); err != nil {
+		return err
 	}
 	if c.Queues < 0 || c.Queues > maxQueues {
 		return conf.Errorf("queues", "%d out of range 0..%d (0 = the interface's RX queue count)", c.Queues, maxQueues)
