@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
+	"github.com/junction-dataplane/junction/internal/pcaptest"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -242,28 +241,14 @@ func TestTraceAndCapture(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("capture: %d %q %q", code, out, errs)
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		data, _, err := rd.ReadPacketData()
-		if err != nil {
-			break
-		}
-		n++
-		pk := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
+	pkts := pcaptest.Read(t, file)
+	for i, pk := range pkts {
 		ip, _ := pk.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 		if ip == nil || ip.TTL != 63 || !strings.HasPrefix(ip.DstIP.String(), "10.0.") {
-			t.Errorf("captured packet %d: %v", n, pk)
+			t.Errorf("captured packet %d: %v", i+1, pk)
 		}
 	}
+	n := len(pkts)
 	if n != 5 {
 		t.Errorf("%d packets in the pcap, want 5", n)
 	}

@@ -3,18 +3,16 @@ package e2e
 import (
 	"encoding/json"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
 	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/internal/pcaptest"
 )
 
 // The control socket against real hosts: the forwarder runs in its
@@ -168,28 +166,14 @@ func TestControlRouter(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("capture: %v: %s", err, out.String())
 		}
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		rd, err := pcapgo.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for {
-			data, _, err := rd.ReadPacketData()
-			if err != nil {
-				break
-			}
-			n++
-			pk := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
+		pkts := pcaptest.Read(t, file)
+		for i, pk := range pkts {
 			icmp, _ := pk.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
 			if icmp == nil || icmp.TypeCode.Type() != layers.ICMPv4TypeEchoReply {
-				t.Errorf("captured packet %d is not an echo reply: %v", n, pk)
+				t.Errorf("captured packet %d is not an echo reply: %v", i+1, pk)
 			}
 		}
+		n := len(pkts)
 		if n != 2 {
 			t.Errorf("%d packets in the pcap, want 2 (%s)", n, out.String())
 		}
