@@ -19,7 +19,15 @@ import (
 // worker with its control socket in a temporary directory.
 func ctlRouter(t *testing.T) string {
 	t.Helper()
-	g, err := pipeline.Parse(defaultGraphName, defaultGraph)
+	return ctlRouterFile(t, defaultGraphName, defaultGraph)
+}
+
+// ctlRouterFile starts a router of one worker on the graph src (named
+// file) with its control socket; it returns the socket's path. Both are
+// closed when the test ends.
+func ctlRouterFile(t *testing.T, file string, src []byte) string {
+	t.Helper()
+	g, err := pipeline.Parse(file, src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,38 +1,16 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // ctlRouterGraph runs graph text (gen devices: no root needed) on one
 // worker with its control socket in a temporary directory.
 func ctlRouterGraph(t *testing.T, text string) string {
 	t.Helper()
-	g, err := pipeline.Parse("test.toml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pipeline.Start(g, pipeline.Options{Workers: 1, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "fwd.sock")
-	rc, at, err := runControl(r, g, path, os.Stderr)
-	if err != nil || at != path {
-		t.Fatalf("control at %q: %v", at, err)
-	}
-	t.Cleanup(func() {
-		rc.close()
-		r.Stop()
-		r.Wait()
-	})
-	return path
+	return ctlRouterFile(t, "test.toml", []byte(text))
 }
 
 // dualStackGraph tracks IPv4 and IPv6 flows from two gen devices and
