@@ -119,7 +119,13 @@ type Table struct {
 	// admitting a flow into a full table is O(1)).
 	evictProbes uint64
 
-	tag        uint32
+	tag uint32
+	// born is a hint for eviction: born[tag & bornMask] is the entry
+	// created with that tag (see evictAhead). Never trusted: an entry
+	// read through it is checked (its tag) before its hashes are used,
+	// and eviction itself always takes the head of the evictable list.
+	born       []uint32
+	bornMask   uint32
 	refs       int        // Acquire references
 	slot       *tableSlot // where Acquire keeps it (nil: made by NewTable)
 	gen        *Generation
@@ -168,6 +174,9 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 		runtime.AddCleanup(t, func(m [2]*mapping) { m[0].free(); m[1].free() }, t.mem)
 	}
 	t.mask = uint32(nb - 1)
+	nl := 1 << bits.Len(uint(capacity-1))
+	t.born = make([]uint32, nl)
+	t.bornMask = uint32(nl - 1)
 	if t.cacheWanted {
 		t.allocCache()
 	}
@@ -189,6 +198,7 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 // empties the table (FlowOf then finds nothing in it).
 func (t *Table) release() {
 	t.conns, t.buckets, t.mask = nil, nil, 0
+	t.born, t.bornMask = nil, 0
 	t.releaseCache()
 	t.tw.release()
 	t.mem[0].free()
@@ -546,6 +556,7 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 		t.tag = 1
 	}
 	c.Tag = t.tag
+	t.born[t.tag&t.bornMask] = idx
 	t.link(idx, 0, h)
 	t.link(idx, 1, t.hashInverse(k))
 	t.listAdd(0, idx)
@@ -554,19 +565,58 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 	return idx, true
 }
 
+// Eviction's lookahead in creation order (evictAhead): the buckets of the
+// flow created aheadBuckets after the victim are prefetched, and the lines
+// of the one created aheadLines after it, whose buckets a later eviction
+// prefetches once those lines have arrived.
+const (
+	aheadBuckets = 4
+	aheadLines   = 2 * aheadBuckets
+)
+
+// evictAhead prepares the memory of later evictions without walking the
+// evictable list. The list is a pointer chase: the entry after the next
+// victim is known only once the next victim's line has arrived, so a walk
+// along it runs at most one memory latency ahead, and a batch of new flows
+// in a full table evicts faster than that. But the flows a full table
+// evicts are mostly unassured flows, which joined the list when they were
+// created: in creation order. So the victims after h are, mostly, the
+// flows created after it, and born finds those by tag without reading any
+// entry between. A wrong guess (the flow was deleted or became assured;
+// the entry was reused) costs a few prefetched lines, never a wrong
+// eviction: the victim is always the list's head.
+func (t *Table) evictAhead(h uint32) {
+	tag := t.conns[h].Tag
+	pf := t.pf[:0]
+	if v := t.born[(tag+aheadBuckets)&t.bornMask]; v != 0 {
+		// Its lines were prefetched aheadLines-aheadBuckets
+		// evictions ago: reading its tag and hashes does not wait.
+		if c := &t.conns[v]; c.Tag == tag+aheadBuckets && c.Flags&flagLive != 0 {
+			pf = append(pf, t.bucketAddr(c.hs[0]), t.bucketAddr(c.hs[1]))
+		}
+	}
+	if v := t.born[(tag+aheadLines)&t.bornMask]; v != 0 {
+		a := uintptr(unsafe.Pointer(&t.conns[v]))
+		pf = append(pf, a, a+64)
+	}
+	prefetchAll(pf)
+}
+
 // evictScan bounds how many assured entries Create looks at for an expired
 // one when there is no unassured flow to evict (O(1) per new flow).
 const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
+		t.evictAhead(h)
 		// Evictions take the list in order, so the memory of the
-		// next ones is prepared in a pipeline: for the entry after
+		// next ones is also prepared along it: for the entry after
 		// next (whose lines the previous eviction prefetched) its
-		// buckets and the lines of the entry after it. Unlinking a
-		// victim reads only its two buckets (index.go), so a batch
-		// of new flows in a full table does not wait for each
-		// victim's memory in turn.
+		// buckets and the lines of the entry after it. Where the
+		// list is in creation order evictAhead has brought all of
+		// that in already and these loads hit; where it is not
+		// (closing connections joined it later) this is what
+		// prepares the next victims.
 		if n := t.conns[h].nxt; n != 0 {
 			if m := t.conns[n].nxt; m != 0 {
 				prefetchAll(t.appendVictim(t.pf[:0], m))
