@@ -169,7 +169,8 @@ type Conntrack struct {
 	l4   [chunk][]byte
 	res  [chunk]int
 	hs   [chunk]uint32
-	// found is warmNew's lookup of each key (node id + 1, 0: none).
+	// found is warmNew's lookup of each key (node id + 1, 0: not looked up,
+	// missHint: missed).
 	found [chunk]uint32
 
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64

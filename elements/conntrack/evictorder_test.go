@@ -168,3 +168,62 @@ func testEvictionOrder(t *testing.T, capacity int) {
 		t.Fatalf("capacity %d: the tags did not wrap (%d)", capacity, tb.tag)
 	}
 }
+
+// TestMissHint checks warmNew's miss answers against the index: a chunk
+// of keys is looked up (warmNew) and then, as Conntrack's track loop
+// does, found one by one (findHinted, with warmNew's answer) and created
+// when missing; the chunk repeats keys and holds the inverses of earlier
+// ones, so that a key that missed in warmNew is linked by an earlier
+// packet of the chunk. Each findHinted must agree with a lookup made
+// then. In a table cut to two buckets every bucket overflows, so keys
+// are also linked past their own bucket (link bumps gen there too).
+// Checked by mutation: a miss trusted whatever the gen, or a link that
+// does not bump gen, fails it.
+func TestMissHint(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		now := int64(1)
+		tb := NewTable(64, DefaultTimeouts(), func() int64 { return now })
+		if cut {
+			// 16 nodes in two buckets of nine slots
+			// (TestChainLinks).
+			tb = NewTable(8, DefaultTimeouts(), func() int64 { return now })
+			tb.buckets, tb.mask = tb.buckets[:2], 1
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		for round := range 200 {
+			var keys []Tuple
+			for len(keys) < chunk {
+				switch r := rng.IntN(4); {
+				case r == 0 && len(keys) > 0:
+					keys = append(keys, keys[rng.IntN(len(keys))])
+				case r == 1 && len(keys) > 0:
+					keys = append(keys, keys[rng.IntN(len(keys))].Inverse())
+				default:
+					keys = append(keys, Tuple{Src: 10<<24 | uint32(rng.IntN(200)), Dst: 8<<24 | 8, Sport: 1000, Dport: 53, Proto: packet.ProtoUDP})
+				}
+			}
+			hs := make([]uint32, len(keys))
+			ok := make([]int, len(keys))
+			found := make([]uint32, len(keys))
+			tb.Warm(keys, hs)
+			tb.warmNew(keys, hs, ok, found)
+			for i := range keys {
+				wantIdx, wantDir, want := tb.lookupIn(&keys[i], hs[i])
+				idx, dir, got := tb.findHinted(&keys[i], hs[i], found[i], now)
+				if got != want || got && (idx != wantIdx || dir != wantDir) {
+					t.Fatalf("cut %v round %d key %d: findHinted %d/%d/%v, the index %d/%d/%v", cut, round, i, idx, dir, got, wantIdx, wantDir, want)
+				}
+				if !got {
+					idx, ok := tb.Create(&keys[i], now)
+					if !ok {
+						t.Fatalf("cut %v round %d: create refused", cut, round)
+					}
+					tb.Conn(idx).Expires = now + 1e15
+					if rng.IntN(8) == 0 {
+						tb.Delete(idx) // later packets of the chunk miss again
+					}
+				}
+			}
+		}
+	}
+}

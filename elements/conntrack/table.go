@@ -271,9 +271,15 @@ func (t *Table) findIn(k *Tuple, h uint32, now int64) (idx uint32, dir uint8, ok
 }
 
 // findHinted is findIn with warmNew's answer for k (node id + 1, 0:
-// none), which is checked: the entry still holds k.
+// none, or missHint with the gen of k's bucket), which is checked: the
+// entry still holds k, or nothing was linked into k's bucket since.
 func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir uint8, ok bool) {
-	if hint != 0 {
+	switch {
+	case hint >= missHint:
+		if t.stillMissing(h, hint) {
+			return 0, 0, false
+		}
+	case hint != 0:
 		idx, dir = (hint-1)>>1, uint8((hint-1)&1)
 		c := &t.conns[idx]
 		ok = c.Flags&flagLive != 0 && c.T[dir] == *k
@@ -418,6 +424,7 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 			found[i] = idx<<1 | uint32(dir) + 1
 			continue
 		}
+		found[i] = missHint | uint32(t.buckets[hs[i]&t.mask].gen)
 		misses++
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
