@@ -352,7 +352,7 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 		for i, p := range ps {
 			e.keys[i], e.l4[i], e.res[i] = parsePacket(p)
 		}
-		t.Warm(e.keys[:len(ps)], e.hs[:])
+		t.warm(e.keys[:len(ps)], e.hs[:], 2, e.found[:])
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
 		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {

@@ -309,14 +309,14 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // each), done batch-wise they overlap. Use LookupIn with hs[i] afterwards
 // (a lookup is still exact: Warm only moves memory, so flows created or
 // deleted in between are seen).
-func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
+func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2, nil) }
 
 // WarmTuples is Warm for lookups that only look for a tuple (NAT checking
 // that a reply tuple is free): of an entry whose fingerprint matches it
 // brings in the line with the tuples, not the counters' line, which such
 // a lookup never reads (an entry that matches is one another flow owns:
 // the lookup ends there).
-func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
+func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1, nil) }
 
 // WarmClaims prepares ClaimReply for a batch's new flows: keys[i] is the
 // reply tuple flow flows[i] will try first. It computes each key's hash
@@ -349,8 +349,12 @@ func (t *Table) WarmClaims(keys []Tuple, hs []uint32, flows []uint32) {
 	runtime.KeepAlive(t)
 }
 
-// warm is Warm, prefetching lines (1 or 2) of each matching entry.
-func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
+// warm is Warm, prefetching lines (1 or 2) of each matching entry. With
+// found (Conntrack's), it also records each key its bucket shows to be
+// absent (no fingerprint matches, nothing overflowed past it: most new
+// flows) as warmNew would (missHint), so that warmNew does not search that
+// bucket again; found[i] is 0 for the others.
+func (t *Table) warm(keys []Tuple, hs []uint32, lines int, found []uint32) {
 	if len(t.buckets) == 0 {
 		return
 	}
@@ -368,11 +372,17 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	prefetchAll(pf)
 	pf = pf[:0]
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
-	for _, h := range hs {
+	for i, h := range hs {
 		b := &t.buckets[h&t.mask]
 		m := uint32(0)
 		if b.n != 0 {
 			m = b.matches(fingerprint(h))
+		}
+		if found != nil {
+			found[i] = 0
+			if m == 0 && b.ovf == 0 {
+				found[i] = missHint | uint32(b.gen)
+			}
 		}
 		for ; m != 0; m &= m - 1 {
 			a := cb + uintptr(b.node[bits.TrailingZeros32(m)]>>1)*unsafe.Sizeof(Conn{})
@@ -400,9 +410,11 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 }
 
 // warmNew is Warm's third pass for Conntrack: with the buckets and their
-// matching entries in cache (or on their way), it looks every key up and
-// records what it found in found (node id + 1, 0: not found), so that
-// track does not look again, and prepares what a new flow will touch: the
+// matching entries in cache (or on their way), it looks up every key
+// warm did not already find absent and records the answers in found
+// (node id + 1; missHint | the bucket's gen: not found), so that track
+// does not look again while the bucket is unchanged (findHinted), and
+// prepares what a new flow will touch: the
 // bucket its reply tuple is linked into, and the entry Create will take
 // (the free list's head, or when none is free, the unassured flow eviction
 // takes, and its buckets). It only reads and prefetches: a lookup in track
@@ -416,15 +428,18 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	misses := 0
 	for i := range keys {
-		found[i] = 0
 		if ok[i] != resOK {
+			found[i] = 0
 			continue
 		}
-		if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
-			found[i] = idx<<1 | uint32(dir) + 1
-			continue
+		if found[i] < missHint {
+			// warm could not tell: look.
+			if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
+				found[i] = idx<<1 | uint32(dir) + 1
+				continue
+			}
+			found[i] = missHint | uint32(t.buckets[hs[i]&t.mask].gen)
 		}
-		found[i] = missHint | uint32(t.buckets[hs[i]&t.mask].gen)
 		misses++
 		if len(pf) == cap(pf) {
 			prefetchAll(pf)
