@@ -66,7 +66,7 @@ func init() {
 				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each and 16–32 of hash index, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 16–32 of hash index and 4 of eviction order hint, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
@@ -169,7 +169,8 @@ type Conntrack struct {
 	l4   [chunk][]byte
 	res  [chunk]int
 	hs   [chunk]uint32
-	// found is warmNew's lookup of each key (node id + 1, 0: none).
+	// found is warmNew's lookup of each key (node id + 1, 0: not looked up,
+	// missHint: missed).
 	found [chunk]uint32
 
 	newN, related, untracked, entries, evicted, expired *atomic.Uint64
@@ -351,7 +352,7 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 		for i, p := range ps {
 			e.keys[i], e.l4[i], e.res[i] = parsePacket(p)
 		}
-		t.Warm(e.keys[:len(ps)], e.hs[:])
+		t.warm(e.keys[:len(ps)], e.hs[:], 2, e.found[:])
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
 		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {

@@ -43,6 +43,12 @@ type ibucket struct {
 	node [slotsPerBucket]uint32
 	ovf  uint32 // nodes whose probe passed this bucket full
 	n    uint8  // slots in use
+	// gen changes whenever a node is linked into this bucket or passes
+	// it (link), so that a lookup that missed can be known to miss
+	// still, without looking again, while gen has not changed: every
+	// node with a given tuple is linked into its hash's bucket or
+	// passes it (missHint).
+	gen uint8
 }
 
 var _ [64 - unsafe.Sizeof(ibucket{})]struct{} // one cache line
@@ -138,6 +144,7 @@ func (t *Table) link(idx uint32, dir uint8, h uint32) {
 	bi := h & t.mask
 	for range len(t.buckets) {
 		b := &t.buckets[bi]
+		b.gen++
 		if i := int(b.n); i < slotsPerBucket {
 			b.setSlot(i, idx<<1|uint32(dir), fingerprint(h))
 			b.n++
@@ -180,6 +187,22 @@ func (t *Table) unlink(idx uint32, dir uint8) {
 		}
 		bi = (bi + 1) & t.mask
 	}
+}
+
+// A found value (warmNew's answer for a key: node id + 1, or 0) of
+// missHint or more is a miss: missHint | the gen of the key's bucket when
+// it missed. Node ids + 1 stay below it (at most 1<<31 + 2: MaxCapacity
+// entries, two directions each).
+const missHint = ^uint32(0xff)
+
+// stillMissing reports whether a key with hash h that missed when its
+// bucket's gen was gen (hint, a missHint value) is still absent: nothing
+// was linked into or past that bucket since. A node with the key's tuple
+// has the key's hash, so it would have been linked into that bucket or
+// past it. gen is a byte: Conntrack asks within one chunk of a batch,
+// which links at most two nodes a packet (fewer than 256 in all).
+func (t *Table) stillMissing(h, hint uint32) bool {
+	return t.buckets[h&t.mask].gen == uint8(hint)
 }
 
 // bucketAddr is the address of the bucket of hash h (for prefetching).

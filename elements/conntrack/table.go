@@ -119,7 +119,13 @@ type Table struct {
 	// admitting a flow into a full table is O(1)).
 	evictProbes uint64
 
-	tag        uint32
+	tag uint32
+	// born is a hint for eviction: born[tag & bornMask] is the entry
+	// created with that tag (see evictAhead). Never trusted: an entry
+	// read through it is checked (its tag) before its hashes are used,
+	// and eviction itself always takes the head of the evictable list.
+	born       []uint32
+	bornMask   uint32
 	refs       int        // Acquire references
 	slot       *tableSlot // where Acquire keeps it (nil: made by NewTable)
 	gen        *Generation
@@ -168,6 +174,9 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 		runtime.AddCleanup(t, func(m [2]*mapping) { m[0].free(); m[1].free() }, t.mem)
 	}
 	t.mask = uint32(nb - 1)
+	nl := 1 << bits.Len(uint(capacity-1))
+	t.born = make([]uint32, nl)
+	t.bornMask = uint32(nl - 1)
 	if t.cacheWanted {
 		t.allocCache()
 	}
@@ -189,6 +198,7 @@ func (t *Table) configure(capacity int, to Timeouts, now func() int64) {
 // empties the table (FlowOf then finds nothing in it).
 func (t *Table) release() {
 	t.conns, t.buckets, t.mask = nil, nil, 0
+	t.born, t.bornMask = nil, 0
 	t.releaseCache()
 	t.tw.release()
 	t.mem[0].free()
@@ -261,9 +271,15 @@ func (t *Table) findIn(k *Tuple, h uint32, now int64) (idx uint32, dir uint8, ok
 }
 
 // findHinted is findIn with warmNew's answer for k (node id + 1, 0:
-// none), which is checked: the entry still holds k.
+// none, or missHint with the gen of k's bucket), which is checked: the
+// entry still holds k, or nothing was linked into k's bucket since.
 func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir uint8, ok bool) {
-	if hint != 0 {
+	switch {
+	case hint >= missHint:
+		if t.stillMissing(h, hint) {
+			return 0, 0, false
+		}
+	case hint != 0:
 		idx, dir = (hint-1)>>1, uint8((hint-1)&1)
 		c := &t.conns[idx]
 		ok = c.Flags&flagLive != 0 && c.T[dir] == *k
@@ -293,14 +309,14 @@ func (t *Table) findHinted(k *Tuple, h, hint uint32, now int64) (idx uint32, dir
 // each), done batch-wise they overlap. Use LookupIn with hs[i] afterwards
 // (a lookup is still exact: Warm only moves memory, so flows created or
 // deleted in between are seen).
-func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2) }
+func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2, nil) }
 
 // WarmTuples is Warm for lookups that only look for a tuple (NAT checking
 // that a reply tuple is free): of an entry whose fingerprint matches it
 // brings in the line with the tuples, not the counters' line, which such
 // a lookup never reads (an entry that matches is one another flow owns:
 // the lookup ends there).
-func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1) }
+func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1, nil) }
 
 // WarmClaims prepares ClaimReply for a batch's new flows: keys[i] is the
 // reply tuple flow flows[i] will try first. It computes each key's hash
@@ -333,8 +349,12 @@ func (t *Table) WarmClaims(keys []Tuple, hs []uint32, flows []uint32) {
 	runtime.KeepAlive(t)
 }
 
-// warm is Warm, prefetching lines (1 or 2) of each matching entry.
-func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
+// warm is Warm, prefetching lines (1 or 2) of each matching entry. With
+// found (Conntrack's), it also records each key its bucket shows to be
+// absent (no fingerprint matches, nothing overflowed past it: most new
+// flows) as warmNew would (missHint), so that warmNew does not search that
+// bucket again; found[i] is 0 for the others.
+func (t *Table) warm(keys []Tuple, hs []uint32, lines int, found []uint32) {
 	if len(t.buckets) == 0 {
 		return
 	}
@@ -352,11 +372,17 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 	prefetchAll(pf)
 	pf = pf[:0]
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
-	for _, h := range hs {
+	for i, h := range hs {
 		b := &t.buckets[h&t.mask]
 		m := uint32(0)
 		if b.n != 0 {
 			m = b.matches(fingerprint(h))
+		}
+		if found != nil {
+			found[i] = 0
+			if m == 0 && b.ovf == 0 {
+				found[i] = missHint | uint32(b.gen)
+			}
 		}
 		for ; m != 0; m &= m - 1 {
 			a := cb + uintptr(b.node[bits.TrailingZeros32(m)]>>1)*unsafe.Sizeof(Conn{})
@@ -384,9 +410,11 @@ func (t *Table) warm(keys []Tuple, hs []uint32, lines int) {
 }
 
 // warmNew is Warm's third pass for Conntrack: with the buckets and their
-// matching entries in cache (or on their way), it looks every key up and
-// records what it found in found (node id + 1, 0: not found), so that
-// track does not look again, and prepares what a new flow will touch: the
+// matching entries in cache (or on their way), it looks up every key
+// warm did not already find absent and records the answers in found
+// (node id + 1; missHint | the bucket's gen: not found), so that track
+// does not look again while the bucket is unchanged (findHinted), and
+// prepares what a new flow will touch: the
 // bucket its reply tuple is linked into, and the entry Create will take
 // (the free list's head, or when none is free, the unassured flow eviction
 // takes, and its buckets). It only reads and prefetches: a lookup in track
@@ -400,13 +428,17 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	misses := 0
 	for i := range keys {
-		found[i] = 0
 		if ok[i] != resOK {
+			found[i] = 0
 			continue
 		}
-		if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
-			found[i] = idx<<1 | uint32(dir) + 1
-			continue
+		if found[i] < missHint {
+			// warm could not tell: look.
+			if idx, dir, hit := t.lookupIn(&keys[i], hs[i]); hit {
+				found[i] = idx<<1 | uint32(dir) + 1
+				continue
+			}
+			found[i] = missHint | uint32(t.buckets[hs[i]&t.mask].gen)
 		}
 		misses++
 		if len(pf) == cap(pf) {
@@ -546,6 +578,7 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 		t.tag = 1
 	}
 	c.Tag = t.tag
+	t.born[t.tag&t.bornMask] = idx
 	t.link(idx, 0, h)
 	t.link(idx, 1, t.hashInverse(k))
 	t.listAdd(0, idx)
@@ -554,19 +587,58 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 	return idx, true
 }
 
+// Eviction's lookahead in creation order (evictAhead): the buckets of the
+// flow created aheadBuckets after the victim are prefetched, and the lines
+// of the one created aheadLines after it, whose buckets a later eviction
+// prefetches once those lines have arrived.
+const (
+	aheadBuckets = 4
+	aheadLines   = 2 * aheadBuckets
+)
+
+// evictAhead prepares the memory of later evictions without walking the
+// evictable list. The list is a pointer chase: the entry after the next
+// victim is known only once the next victim's line has arrived, so a walk
+// along it runs at most one memory latency ahead, and a batch of new flows
+// in a full table evicts faster than that. But the flows a full table
+// evicts are mostly unassured flows, which joined the list when they were
+// created: in creation order. So the victims after h are, mostly, the
+// flows created after it, and born finds those by tag without reading any
+// entry between. A wrong guess (the flow was deleted or became assured;
+// the entry was reused) costs a few prefetched lines, never a wrong
+// eviction: the victim is always the list's head.
+func (t *Table) evictAhead(h uint32) {
+	tag := t.conns[h].Tag
+	pf := t.pf[:0]
+	if v := t.born[(tag+aheadBuckets)&t.bornMask]; v != 0 {
+		// Its lines were prefetched aheadLines-aheadBuckets
+		// evictions ago: reading its tag and hashes does not wait.
+		if c := &t.conns[v]; c.Tag == tag+aheadBuckets && c.Flags&flagLive != 0 {
+			pf = append(pf, t.bucketAddr(c.hs[0]), t.bucketAddr(c.hs[1]))
+		}
+	}
+	if v := t.born[(tag+aheadLines)&t.bornMask]; v != 0 {
+		a := uintptr(unsafe.Pointer(&t.conns[v]))
+		pf = append(pf, a, a+64)
+	}
+	prefetchAll(pf)
+}
+
 // evictScan bounds how many assured entries Create looks at for an expired
 // one when there is no unassured flow to evict (O(1) per new flow).
 const evictScan = 8
 
 func (t *Table) evict(now int64) bool {
 	if h := t.lists[0].head; h != 0 {
+		t.evictAhead(h)
 		// Evictions take the list in order, so the memory of the
-		// next ones is prepared in a pipeline: for the entry after
+		// next ones is also prepared along it: for the entry after
 		// next (whose lines the previous eviction prefetched) its
-		// buckets and the lines of the entry after it. Unlinking a
-		// victim reads only its two buckets (index.go), so a batch
-		// of new flows in a full table does not wait for each
-		// victim's memory in turn.
+		// buckets and the lines of the entry after it. Where the
+		// list is in creation order evictAhead has brought all of
+		// that in already and these loads hit; where it is not
+		// (closing connections joined it later) this is what
+		// prepares the next victims.
 		if n := t.conns[h].nxt; n != 0 {
 			if m := t.conns[n].nxt; m != 0 {
 				prefetchAll(t.appendVictim(t.pf[:0], m))

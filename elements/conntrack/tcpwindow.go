@@ -107,7 +107,7 @@ func (tw *tcpWindows) release() {
 }
 
 // warmWindows prefetches the window state of the flows warmNew found
-// (found: node id + 1), for the TCP packets among them.
+// (found: node id + 1, or a missHint), for the TCP packets among them.
 func (t *Table) warmWindows(keys []Tuple, found []uint32) {
 	if t.tw.w == nil {
 		return
@@ -115,7 +115,7 @@ func (t *Table) warmWindows(keys []Tuple, found []uint32) {
 	pf := t.pf[:0]
 	base := uintptr(unsafe.Pointer(&t.tw.w[0]))
 	for i := range keys {
-		if f := found[i]; f != 0 && keys[i].Proto == packet.ProtoTCP {
+		if f := found[i]; f != 0 && f < missHint && keys[i].Proto == packet.ProtoTCP {
 			pf = append(pf, base+uintptr((f-1)>>1)*unsafe.Sizeof(tcpWin{}))
 		}
 	}
