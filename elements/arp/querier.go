@@ -204,13 +204,9 @@ var (
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*QuerierConfig)
-	dev, _, ok := ctx.Devices.Device(c.Device)
-	if !ok || dev == nil {
-		return nil, elements.Errorf("device", "no device %q", c.Device)
-	}
-	info := dev.Info()
-	if info.MAC == (packet.MAC{}) {
-		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	dev, info, err := neighq.Device(ctx, c.Device)
+	if err != nil {
+		return nil, err
 	}
 	var fast drivers.FastPathTable
 	if fp, ok := dev.(drivers.FastPath); ok {

@@ -186,13 +186,9 @@ var (
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*QuerierConfig)
-	dev, _, ok := ctx.Devices.Device(c.Device)
-	if !ok || dev == nil {
-		return nil, elements.Errorf("device", "no device %q", c.Device)
-	}
-	info := dev.Info()
-	if info.MAC == (packet.MAC{}) {
-		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	dev, info, err := neighq.Device(ctx, c.Device)
+	if err != nil {
+		return nil, err
 	}
 	fast := newFastHook(dev, ctx.Stats)
 	v, err := ctx.Shared(keepNeighbours(ctx, func() (any, error) {

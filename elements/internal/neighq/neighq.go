@@ -2,7 +2,7 @@
 // header they write in front of L3, the per-worker queues of packets that
 // wait for a neighbour to resolve, the per-worker rate limit on the
 // requests (solicitations) they send, and the side batch those requests
-// and released packets leave by.
+// and released packets leave by, and the check of their device key.
 //
 // Everything here is concrete (no interfaces, no generics): the types sit
 // inside each querier and the small methods inline into its per-packet
@@ -13,6 +13,7 @@ package neighq
 import (
 	"encoding/binary"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -119,3 +120,18 @@ func (l *Limiter) Ready(now int64) bool {
 
 // Take spends one request.
 func (l *Limiter) Take() { l.tokens -= 1e9 }
+
+// Device returns the device named by an element's device key and its
+// info, or the located error of a missing device or of one without a MAC
+// (the source of every frame the neighbour elements write).
+func Device(ctx *elements.Context, name string) (drivers.Device, drivers.Info, error) {
+	dev, _, ok := ctx.Devices.Device(name)
+	if !ok || dev == nil {
+		return nil, drivers.Info{}, elements.Errorf("device", "no device %q", name)
+	}
+	info := dev.Info()
+	if info.MAC == (packet.MAC{}) {
+		return nil, drivers.Info{}, elements.Errorf("device", "device %q has no MAC address (set its mac key)", name)
+	}
+	return dev, info, nil
+}
