@@ -50,8 +50,7 @@ const (
 	grace = 3 * int64(time.Second)
 	// giveUp is how long packets wait for an unresolved next hop: three
 	// requests, one per second (Linux: mcast_solicit 3).
-	giveUp  = 3 * int64(time.Second)
-	maxHold = 64
+	giveUp = 3 * int64(time.Second)
 	// minFrame is the shortest Ethernet frame (without FCS): ARP requests
 	// are padded to it.
 	minFrame = 60
@@ -59,17 +58,8 @@ const (
 
 // Validate checks keys and parses the static neighbours.
 func (c *QuerierConfig) Validate() error {
-	if c.Device == "" {
-		return elements.Errorf("device", "required: the device the packets leave by")
-	}
-	if c.Timeout <= 0 {
-		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
-	}
-	if c.Hold < 1 || c.Hold > maxHold {
-		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
-	}
-	if c.Rate < 1 {
-		return elements.Errorf("rate", "must be at least 1 request per second, got %d", c.Rate)
+	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "request"); err != nil {
+		return err
 	}
 	tmp := &ResponderConfig{}
 	for _, n := range c.Neighbors {

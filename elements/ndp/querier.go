@@ -36,22 +36,12 @@ type staticEntry struct {
 const (
 	defaultHold = 8
 	defaultRate = 100
-	maxHold     = 64
 )
 
 // Validate checks the keys.
 func (c *QuerierConfig) Validate() error {
-	if c.Device == "" {
-		return elements.Errorf("device", "required: the device the packets leave by")
-	}
-	if c.Timeout <= 0 {
-		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
-	}
-	if c.Hold < 1 || c.Hold > maxHold {
-		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
-	}
-	if c.Rate < 1 {
-		return elements.Errorf("rate", "must be at least 1 solicitation per second, got %d", c.Rate)
+	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "solicitation"); err != nil {
+		return err
 	}
 	c.static = c.static[:0]
 	for _, s := range c.Neighbors {

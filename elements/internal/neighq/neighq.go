@@ -12,6 +12,7 @@ package neighq
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
@@ -134,4 +135,25 @@ func Device(ctx *elements.Context, name string) (drivers.Device, drivers.Info, e
 		return nil, drivers.Info{}, elements.Errorf("device", "device %q has no MAC address (set its mac key)", name)
 	}
 	return dev, info, nil
+}
+
+// MaxHold is the most packets the hold key keeps per next hop.
+const MaxHold = 64
+
+// CheckKeys checks the keys both queriers have: device, timeout, hold and
+// rate (request names what rate counts: "request", "solicitation").
+func CheckKeys(device string, timeout time.Duration, hold, rate int, request string) error {
+	if device == "" {
+		return elements.Errorf("device", "required: the device the packets leave by")
+	}
+	if timeout <= 0 {
+		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", timeout)
+	}
+	if hold < 1 || hold > MaxHold {
+		return elements.Errorf("hold", "must be 1..%d, got %d", MaxHold, hold)
+	}
+	if rate < 1 {
+		return elements.Errorf("rate", "must be at least 1 %s per second, got %d", request, rate)
+	}
+	return nil
 }
