@@ -344,17 +344,11 @@ func (q *Querier) holdPacket(p *packet.Packet, ip uint32, s *slot, now int64) {
 		}
 	}
 	key := neighq.Key4(ip)
-	i, fresh := q.holds.Lookup(&key)
-	if i < 0 {
-		q.st.Drop(p, q.tooMany)
-		return
-	}
+	i, fresh, ok := q.holds.Hold(&key, now, p, q.st, q.tooMany, q.queueFull)
 	if fresh {
-		q.holds.Open(i, &key, now)
 		q.holdSlot[i] = s
 	}
-	if !q.holds.Add(i, p) {
-		q.st.Drop(p, q.queueFull)
+	if !ok {
 		return
 	}
 	q.heldC.Add(1)

@@ -307,20 +307,13 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 }
 
 func (q *Querier) holdPacket(p *packet.Packet, ip [16]byte, n *neigh, now int64) {
-	i, fresh := q.holds.Lookup(&ip)
-	if i < 0 {
-		q.st.Drop(p, q.tooMany)
-		return
-	}
+	i, fresh, ok := q.holds.Hold(&ip, now, p, q.st, q.tooMany, q.queueFull)
 	if fresh {
-		q.holds.Open(i, &ip, now)
 		q.holdNeigh[i] = n
 	}
-	if !q.holds.Add(i, p) {
-		q.st.Drop(p, q.queueFull)
-		return
+	if ok {
+		q.heldC.Add(1)
 	}
-	q.heldC.Add(1)
 }
 
 // releaseResolved sends the held packets of neighbours now usable, drives

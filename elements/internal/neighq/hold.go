@@ -96,6 +96,26 @@ func (qs *Queues) Add(i int, p *packet.Packet) bool {
 	return true
 }
 
+// Hold queues p for key, opening a queue at now when key has none (fresh:
+// the caller records the next hop's table entry at i). When there is no
+// free queue, or key's is full, p is dropped as tooMany or queueFull and
+// ok is false.
+func (qs *Queues) Hold(key *Key, now int64, p *packet.Packet, st *elements.Stats, tooMany, queueFull elements.Reason) (i int, fresh, ok bool) {
+	i, fresh = qs.Lookup(key)
+	if i < 0 {
+		st.Drop(p, tooMany)
+		return i, false, false
+	}
+	if fresh {
+		qs.Open(i, key, now)
+	}
+	if !qs.Add(i, p) {
+		st.Drop(p, queueFull)
+		return i, fresh, false
+	}
+	return i, fresh, true
+}
+
 // Release sends queue i's packets to mac through o (framed with hdr; those
 // without room for it are dropped as noHeadroom), closes it and returns
 // how many were sent.
