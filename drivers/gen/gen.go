@@ -172,11 +172,7 @@ func newDevice(s settings, ctx drivers.OpenContext) *Device {
 // both checksums computed in full; Receive patches copies of it.
 func (d *Device) buildTemplate() {
 	s := &d.s
-	f := make([]byte, s.size)
-	eth := packet.Ethernet(f)
-	eth.SetDst(s.dstMAC)
-	eth.SetSrc(s.srcMAC)
-	eth.SetType(packet.EtherTypeIPv4)
+	f := d.newFrame(packet.EtherTypeIPv4)
 
 	d.tSrc, d.tDst, d.tSport, d.tDport = s.src.first, s.dst.first, uint16(s.sport0), uint16(s.dport0)
 	ip := packet.IPv4(f[l3Off:])
@@ -194,20 +190,10 @@ func (d *Device) buildTemplate() {
 	d.sportOff, d.addrMask = l4Off, ^uint32(0)
 	switch s.proto {
 	case packet.ProtoUDP:
-		u := packet.UDP(l4)
-		u.SetSrcPort(d.tSport)
-		u.SetDstPort(d.tDport)
-		u.SetLength(len(l4))
+		writeL4(l4, s.proto, d.tSport, d.tDport)
 		d.l4CsumOff = udpCsum
 	case packet.ProtoTCP:
-		t := packet.TCP(l4)
-		t.SetSrcPort(d.tSport)
-		t.SetDstPort(d.tDport)
-		t.SetSeq(1)
-		t.SetAck(1)
-		t.SetDataOffset(packet.TCPMinLen)
-		t.SetFlags(packet.TCPAck)
-		t.SetWindow(65535)
+		writeL4(l4, s.proto, d.tSport, d.tDport)
 		d.l4CsumOff = tcpCsum
 	case packet.ProtoICMP:
 		// An echo request; the identifier is the flow's "source port"
@@ -221,7 +207,50 @@ func (d *Device) buildTemplate() {
 	if d.addrMask != 0 {
 		acc = packet.PseudoHeaderSumV4(ip.Src4(), ip.Dst4(), s.proto, len(l4))
 	}
-	cs := ^packet.Fold(packet.Sum(l4, acc))
+	d.setTemplate(f, ^packet.Fold(packet.Sum(l4, acc)))
+	// ~HC + Σ~m over the template's words that fill rewrites.
+	d.ipBase = uint32(^d.tIPCsum) + complementSum(d.tSrc, d.tDst)
+	d.l4Base = uint32(^d.tL4Csum) + complementSum(d.tSrc, d.tDst)&d.addrMask + uint32(^d.tSport)
+	if s.dportN > 1 {
+		d.l4Base += uint32(^d.tDport) // fillGeneral rewrites the port
+	}
+	d.general = s.proto == packet.ProtoICMP || s.dportN > 1
+}
+
+// newFrame returns a zeroed frame of the configured size with its
+// Ethernet header written.
+func (d *Device) newFrame(etherType uint16) []byte {
+	f := make([]byte, d.s.size)
+	eth := packet.Ethernet(f)
+	eth.SetDst(d.s.dstMAC)
+	eth.SetSrc(d.s.srcMAC)
+	eth.SetType(etherType)
+	return f
+}
+
+// writeL4 writes the template's UDP or TCP header (an ACK with sequence
+// and acknowledgement 1) into l4, checksum left zero.
+func writeL4(l4 []byte, proto uint8, sport, dport uint16) {
+	if proto == packet.ProtoUDP {
+		u := packet.UDP(l4)
+		u.SetSrcPort(sport)
+		u.SetDstPort(dport)
+		u.SetLength(len(l4))
+		return
+	}
+	t := packet.TCP(l4)
+	t.SetSrcPort(sport)
+	t.SetDstPort(dport)
+	t.SetSeq(1)
+	t.SetAck(1)
+	t.SetDataOffset(packet.TCPMinLen)
+	t.SetFlags(packet.TCPAck)
+	t.SetWindow(65535)
+}
+
+// setTemplate makes f the frame fill copies, with cs, its L4 checksum,
+// written at l4CsumOff, and readies what fill derives from it.
+func (d *Device) setTemplate(f []byte, cs uint16) {
 	if d.udp && cs == 0 {
 		cs = 0xffff // RFC 768: a computed 0 is sent as all ones
 	}
@@ -236,13 +265,6 @@ func (d *Device) buildTemplate() {
 	if d.srcN > 1 {
 		d.srcM = divMagic(uint32(d.srcN))
 	}
-	// ~HC + Σ~m over the template's words that fill rewrites.
-	d.ipBase = uint32(^d.tIPCsum) + complementSum(d.tSrc, d.tDst)
-	d.l4Base = uint32(^d.tL4Csum) + complementSum(d.tSrc, d.tDst)&d.addrMask + uint32(^d.tSport)
-	if s.dportN > 1 {
-		d.l4Base += uint32(^d.tDport) // fillGeneral rewrites the port
-	}
-	d.general = s.proto == packet.ProtoICMP || s.dportN > 1
 }
 
 // splitmix is SplitMix64's finalizer: it turns seed+q into well-mixed,
@@ -372,19 +394,7 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 	ipBase, l4Base := d.ipBase, d.l4Base
 	csOff, udp, index := d.l4CsumOff, d.udp, d.index
 	for _, p := range b.Pkts[start : start+made] {
-		// GetRawN skips Reset: every annotation with a meaning when zero
-		// is set below. Scratch is left as it was, as its contract allows
-		// (an element reads only what it wrote), which saves clearing 32
-		// bytes per packet.
-		buf := p.Buffer()[packet.Headroom:]
-		// A buffer always has room for the 64 bytes, even when the frame
-		// is shorter: the bytes past the frame are not part of it.
-		f := (*[headLen]byte)(buf)
-		// Four 16-byte moves: a 64-byte array copy would call memmove.
-		*(*[16]byte)(f[0:]) = head[0]
-		*(*[16]byte)(f[16:]) = head[1]
-		*(*[16]byte)(f[32:]) = head[2]
-		*(*[16]byte)(f[48:]) = head[3]
+		buf, f := stamp(p, head)
 
 		r := wyrand(&rng)
 		// Multiply-shift maps 32 random bits onto [0, n) without a division.
@@ -411,25 +421,9 @@ func (d *Device) fill(qs *queue, q uint16, b *packet.Batch, n int) int {
 		binary.BigEndian.PutUint16(f[ipCsumOff:], ipcs)
 		binary.BigEndian.PutUint16(f[csOff&(headLen-2):], l4cs) // csOff < headLen, even
 
-		p.Data = buf[:size]
-		p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
-		p.NextHop = netip.Addr{}
-		// Field by field: zeroing the whole Ct (which holds an
-		// interface) calls runtime.wbZero while the GC runs, and any
-		// call in the loop makes the compiler keep its values on the
-		// stack.
-		p.Ct.Table = nil
-		p.Ct.Flow, p.Ct.Tag, p.Ct.State, p.Ct.Dir, p.Ct.TTL = 0, 0, 0, 0, 0
-		p.FlowHash = 0
+		arrived(p, buf, size, index, q)
 	}
-	// The rest of a longer frame, in a loop of its own: a call to memmove
-	// in the loop above, even one never made, would make the compiler
-	// keep that loop's values on the stack.
-	if size > headLen {
-		for _, p := range b.Pkts[start : start+made] {
-			copy(p.Data[headLen:], tmpl[headLen:])
-		}
-	}
+	copyTail(b.Pkts[start:start+made], tmpl)
 	if d.s.sequence {
 		seq := qs.seq
 		for _, p := range b.Pkts[start : start+made] {
@@ -465,19 +459,7 @@ func (d *Device) fillGeneral(qs *queue, q uint16, b *packet.Batch, n int) int {
 	csOff, udp, index := d.l4CsumOff, d.udp, d.index
 	sportOff, addrMask := d.sportOff, d.addrMask
 	for _, p := range b.Pkts[start : start+made] {
-		// GetRawN skips Reset: every annotation with a meaning when zero
-		// is set below. Scratch is left as it was, as its contract allows
-		// (an element reads only what it wrote), which saves clearing 32
-		// bytes per packet.
-		buf := p.Buffer()[packet.Headroom:]
-		// A buffer always has room for the 64 bytes, even when the frame
-		// is shorter: the bytes past the frame are not part of it.
-		f := (*[headLen]byte)(buf)
-		// Four 16-byte moves: a 64-byte array copy would call memmove.
-		*(*[16]byte)(f[0:]) = head[0]
-		*(*[16]byte)(f[16:]) = head[1]
-		*(*[16]byte)(f[32:]) = head[2]
-		*(*[16]byte)(f[48:]) = head[3]
+		buf, f := stamp(p, head)
 
 		r := wyrand(&rng)
 		// Multiply-shift maps 32 random bits onto [0, n) without a division.
@@ -510,25 +492,9 @@ func (d *Device) fillGeneral(qs *queue, q uint16, b *packet.Batch, n int) int {
 		binary.BigEndian.PutUint16(f[ipCsumOff:], ipcs)
 		binary.BigEndian.PutUint16(f[csOff&(headLen-2):], l4cs) // csOff < headLen, even
 
-		p.Data = buf[:size]
-		p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
-		p.NextHop = netip.Addr{}
-		// Field by field: zeroing the whole Ct (which holds an
-		// interface) calls runtime.wbZero while the GC runs, and any
-		// call in the loop makes the compiler keep its values on the
-		// stack.
-		p.Ct.Table = nil
-		p.Ct.Flow, p.Ct.Tag, p.Ct.State, p.Ct.Dir, p.Ct.TTL = 0, 0, 0, 0, 0
-		p.FlowHash = 0
+		arrived(p, buf, size, index, q)
 	}
-	// The rest of a longer frame, in a loop of its own: a call to memmove
-	// in the loop above, even one never made, would make the compiler
-	// keep that loop's values on the stack.
-	if size > headLen {
-		for _, p := range b.Pkts[start : start+made] {
-			copy(p.Data[headLen:], tmpl[headLen:])
-		}
-	}
+	copyTail(b.Pkts[start:start+made], tmpl)
 	qs.rng = rng
 	return made
 }
@@ -536,6 +502,51 @@ func (d *Device) fillGeneral(qs *queue, q uint16, b *packet.Batch, n int) int {
 // headLen is how much of the template fill copies in four 16-byte moves:
 // every header of a generated frame, and the whole of a 64-byte one.
 const headLen = 64
+
+// stamp copies the template's head into p's buffer and returns the buffer
+// and its head, for the fill loops to patch. GetRawN skips Reset: every
+// annotation with a meaning when zero is set by arrived. Scratch is left
+// as it was, as its contract allows (an element reads only what it
+// wrote), which saves clearing 32 bytes per packet. It and arrived inline
+// (go build -gcflags=-m): the fill loops must keep calls out.
+func stamp(p *packet.Packet, head *[headLen / 16][16]byte) ([]byte, *[headLen]byte) {
+	buf := p.Buffer()[packet.Headroom:]
+	// A buffer always has room for the 64 bytes, even when the frame
+	// is shorter: the bytes past the frame are not part of it.
+	f := (*[headLen]byte)(buf)
+	// Four 16-byte moves: a 64-byte array copy would call memmove.
+	*(*[16]byte)(f[0:]) = head[0]
+	*(*[16]byte)(f[16:]) = head[1]
+	*(*[16]byte)(f[32:]) = head[2]
+	*(*[16]byte)(f[48:]) = head[3]
+	return buf, f
+}
+
+// arrived makes p the size-byte frame at the start of buf, received on
+// queue q of device index.
+func arrived(p *packet.Packet, buf []byte, size int, index, q uint16) {
+	p.Data = buf[:size]
+	p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
+	p.NextHop = netip.Addr{}
+	// Field by field: zeroing the whole Ct (which holds an
+	// interface) calls runtime.wbZero while the GC runs, and any
+	// call in the loop makes the compiler keep its values on the
+	// stack.
+	p.Ct.Table = nil
+	p.Ct.Flow, p.Ct.Tag, p.Ct.State, p.Ct.Dir, p.Ct.TTL = 0, 0, 0, 0, 0
+	p.FlowHash = 0
+}
+
+// copyTail copies the rest of a frame longer than headLen into pkts, in a
+// loop of its own: a call to memmove in a fill loop, even one never made,
+// would make the compiler keep that loop's values on the stack.
+func copyTail(pkts []*packet.Packet, tmpl []byte) {
+	if len(tmpl) > headLen {
+		for _, p := range pkts {
+			copy(p.Data[headLen:], tmpl[headLen:])
+		}
+	}
+}
 
 // divMagic returns the multiplier with which fastDiv divides by d, for
 // 2 ≤ d < 2^32 (Lemire, Kaser and Kurz, "Faster remainder by direct

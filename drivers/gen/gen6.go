@@ -73,11 +73,7 @@ func parseRange6(key, s string) (base [16]byte, r addrRange, err error) {
 // buildTemplate6 is buildTemplate for IPv6.
 func (d *Device) buildTemplate6() {
 	s := &d.s
-	f := make([]byte, s.size)
-	eth := packet.Ethernet(f)
-	eth.SetDst(s.dstMAC)
-	eth.SetSrc(s.srcMAC)
-	eth.SetType(packet.EtherTypeIPv6)
+	f := d.newFrame(packet.EtherTypeIPv6)
 	d.tSrc, d.tDst, d.tSport = s.src.first, s.dst.first, FirstSrcPort
 	ip := packet.IPv6(f[l3Off:])
 	ip.Init()
@@ -89,39 +85,13 @@ func (d *Device) buildTemplate6() {
 	binary.BigEndian.PutUint32(f[ip6SrcLo:], d.tSrc)
 	binary.BigEndian.PutUint32(f[ip6DstLo:], d.tDst)
 	l4 := f[l4Off6:]
+	writeL4(l4, s.proto, d.tSport, DstPort)
+	d.l4CsumOff = tcpCsum6
 	if d.udp {
-		u := packet.UDP(l4)
-		u.SetSrcPort(d.tSport)
-		u.SetDstPort(DstPort)
-		u.SetLength(len(l4))
 		d.l4CsumOff = udpCsum6
-	} else {
-		t := packet.TCP(l4)
-		t.SetSrcPort(d.tSport)
-		t.SetDstPort(DstPort)
-		t.SetSeq(1)
-		t.SetAck(1)
-		t.SetDataOffset(packet.TCPMinLen)
-		t.SetFlags(packet.TCPAck)
-		t.SetWindow(65535)
-		d.l4CsumOff = tcpCsum6
 	}
 	acc := packet.PseudoHeaderSumV6(ip.Src16(), ip.Dst16(), s.proto, len(l4))
-	cs := ^packet.Fold(packet.Sum(l4, acc))
-	if d.udp && cs == 0 {
-		cs = 0xffff
-	}
-	binary.BigEndian.PutUint16(f[d.l4CsumOff:], cs)
-	d.tL4Csum = cs
-	d.tmpl = f
-	var head [headLen]byte
-	copy(head[:], f)
-	for i := range d.head {
-		d.head[i] = [16]byte(head[i*16:])
-	}
-	if d.srcN > 1 {
-		d.srcM = divMagic(uint32(d.srcN))
-	}
+	d.setTemplate(f, ^packet.Fold(packet.Sum(l4, acc)))
 	d.l4Base = uint32(^d.tL4Csum) + complementSum(d.tSrc, d.tDst) + uint32(^d.tSport)
 }
 
@@ -141,12 +111,7 @@ func (d *Device) fill6(qs *queue, q uint16, b *packet.Batch, n int) int {
 	csOff, udp, index := d.l4CsumOff, d.udp, d.index
 	inHead := csOff < headLen
 	for _, p := range b.Pkts[start : start+made] {
-		buf := p.Buffer()[packet.Headroom:]
-		f := (*[headLen]byte)(buf)
-		*(*[16]byte)(f[0:]) = head[0]
-		*(*[16]byte)(f[16:]) = head[1]
-		*(*[16]byte)(f[32:]) = head[2]
-		*(*[16]byte)(f[48:]) = head[3]
+		buf, f := stamp(p, head)
 		r := wyrand(&rng)
 		dst := dstFirst + uint32((uint64(uint32(r>>32))*dstN)>>32)
 		fl := flow0 + stride*uint32((uint64(uint32(r))*nflows)>>32)
@@ -168,18 +133,9 @@ func (d *Device) fill6(qs *queue, q uint16, b *packet.Batch, n int) int {
 		if inHead {
 			binary.BigEndian.PutUint16(f[csOff&(headLen-2):], l4cs)
 		}
-		p.Data = buf[:size]
-		p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
-		p.NextHop = netip.Addr{}
-		p.Ct.Table = nil
-		p.Ct.Flow, p.Ct.Tag, p.Ct.State, p.Ct.Dir, p.Ct.TTL = 0, 0, 0, 0, 0
-		p.FlowHash = 0
+		arrived(p, buf, size, index, q)
 	}
-	if size > headLen {
-		for _, p := range b.Pkts[start : start+made] {
-			copy(p.Data[headLen:], tmpl[headLen:])
-		}
-	}
+	copyTail(b.Pkts[start:start+made], tmpl)
 	if !inHead {
 		// TCP: the checksum lies past the copied head; recompute its
 		// patch from the words written above.

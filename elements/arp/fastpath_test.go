@@ -29,7 +29,7 @@ func (l *neighborLog) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.
 
 // fastWan is wanDev with a fast path.
 type fastWan struct {
-	fakeDev
+	elementtest.Device
 	log *neighborLog
 }
 
@@ -43,9 +43,9 @@ func TestARPQuerierFastPath(t *testing.T) {
 	log := &neighborLog{}
 	c := querierCfg("10.2.0.3 02:00:00:00:02:03")
 	c.Timeout = 20 * time.Second
-	h := newQuerier(t, c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
+	h := newQuerier(t, c, &elementtest.Options{Devices: elementtest.Devices{"wan": fastWan{wanDev, log}}})
 	h.Push(1, arpMsg(t, layers.ARPReply, peerMAC, "10.2.0.7", "10.2.0.1")) // unsolicited: not learnt
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))             // asks for 10.2.0.2
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))          // asks for 10.2.0.2
 	h.Push(1, arpMsg(t, layers.ARPReply, peerMAC, "10.2.0.2", "10.2.0.1")) // the answer
 	want := []string{
 		"wan 10.2.0.3 02:00:00:00:02:03 876000h0m0s",
@@ -74,8 +74,8 @@ func TestARPQuerierFastPathRefresh(t *testing.T) {
 	log := &neighborLog{}
 	c := querierCfg()
 	c.Timeout = 20 * time.Second
-	h := newQuerier(t, c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
+	h := newQuerier(t, c, &elementtest.Options{Devices: elementtest.Devices{"wan": fastWan{wanDev, log}}})
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
 	for i := 0; i < 10; i++ {
 		h.Push(1, arpMsg(t, layers.ARPReply, peerMAC, "10.2.0.2", "10.2.0.1"))
 		clk.add(100 * time.Millisecond)

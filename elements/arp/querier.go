@@ -10,6 +10,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -50,10 +51,6 @@ const (
 	// giveUp is how long packets wait for an unresolved next hop: three
 	// requests, one per second (Linux: mcast_solicit 3).
 	giveUp = 3 * int64(time.Second)
-	// maxHeldHops is the number of distinct unresolved next hops one
-	// worker holds packets for at once.
-	maxHeldHops = 64
-	maxHold     = 64
 	// minFrame is the shortest Ethernet frame (without FCS): ARP requests
 	// are padded to it.
 	minFrame = 60
@@ -61,17 +58,8 @@ const (
 
 // Validate checks keys and parses the static neighbours.
 func (c *QuerierConfig) Validate() error {
-	if c.Device == "" {
-		return elements.Errorf("device", "required: the device the packets leave by")
-	}
-	if c.Timeout <= 0 {
-		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
-	}
-	if c.Hold < 1 || c.Hold > maxHold {
-		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
-	}
-	if c.Rate < 1 {
-		return elements.Errorf("rate", "must be at least 1 request per second, got %d", c.Rate)
+	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "request"); err != nil {
+		return err
 	}
 	tmp := &ResponderConfig{}
 	for _, n := range c.Neighbors {
@@ -165,15 +153,6 @@ func init() {
 	})
 }
 
-// held is one unresolved next hop's queue on one worker.
-type held struct {
-	ip    uint32 // 0: free
-	n     int
-	since int64 // when the first packet was held
-	s     *slot
-	pkts  []*packet.Packet // len hold, a window of Querier.slab
-}
-
 // Querier is one worker's ARPQuerier.
 type Querier struct {
 	now    func() int64 // the monotonic clock (elements.Nanotime; tests move time by hand)
@@ -187,16 +166,14 @@ type Querier struct {
 	addrs  []netip.Prefix // the device's IPv4 addresses
 	ours   []uint32
 	tmo    int64
-	hold   int
-	active int // holds in use
 
-	holds   [maxHeldHops]held
-	slab    []*packet.Packet
-	outB    *packet.Batch // held packets released, ARP requests
-	ethHdr  [packet.EthernetLen]byte
-	tokens  int64 // request token bucket, in requests × 1e9
-	rate    int64
-	lastTok int64
+	// holds are the packets waiting for a next hop; holdSlot[i] is the
+	// table slot of holds' queue i.
+	holds    neighq.Queues
+	holdSlot [neighq.MaxHops]*slot
+	outB     neighq.Out // held packets released, ARP requests
+	eth      neighq.Header
+	limit    neighq.Limiter // ARP requests of this worker
 
 	requests, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
 
@@ -217,13 +194,9 @@ var (
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*QuerierConfig)
-	dev, _, ok := ctx.Devices.Device(c.Device)
-	if !ok || dev == nil {
-		return nil, elements.Errorf("device", "no device %q", c.Device)
-	}
-	info := dev.Info()
-	if info.MAC == (packet.MAC{}) {
-		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	dev, info, err := neighq.Device(ctx, c.Device)
+	if err != nil {
+		return nil, err
 	}
 	var fast drivers.FastPathTable
 	if fp, ok := dev.(drivers.FastPath); ok {
@@ -232,7 +205,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	v, err := ctx.Shared(keepNeighbours(ctx, c, func() (any, error) {
 		t := &table{gen: conntrack.GenerationOf(ctx)}
 		for _, e := range c.static {
-			if !t.setStatic(e.ip, macWord(e.mac)) {
+			if !t.setStatic(e.ip, neighq.MACWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
 			}
 			if fast != nil {
@@ -249,12 +222,11 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	st := ctx.Stats
 	q := &Querier{now: elements.Nanotime,
 		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
-		mac: info.MAC, macW: macWord(info.MAC),
-		tmo: int64(c.Timeout), hold: c.Hold, rate: int64(c.Rate),
-		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
-		// Released packets and requests of one call: at most every held
-		// packet plus one request per held hop plus one per input packet.
-		outB: ctx.SideBatch(),
+		mac: info.MAC, macW: neighq.MACWord(info.MAC),
+		tmo:   int64(c.Timeout),
+		outB:  neighq.NewOut(ctx.Outputs[0], ctx.SideBatch()),
+		eth:   neighq.NewHeader(info.MAC, packet.EtherTypeIPv4),
+		limit: neighq.NewLimiter(c.Rate),
 
 		requests:    st.Counter("requests"),
 		learned:     st.Counter("learned"),
@@ -275,7 +247,6 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if fast != nil {
 		q.fast, q.dev, q.fastErrs = fast, dev, st.Counter("fastpath errors")
 	}
-	q.tokens = q.rate * 1e9 // a full second's burst at start
 	for _, p := range info.Addresses {
 		if p.Addr().Is4() {
 			q.addrs = append(q.addrs, p)
@@ -283,11 +254,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 			q.ours = append(q.ours, binary.BigEndian.Uint32(a[:]))
 		}
 	}
-	for i := range q.holds {
-		q.holds[i].pkts = q.slab[i*c.Hold : (i+1)*c.Hold : (i+1)*c.Hold]
-	}
-	copy(q.ethHdr[6:12], info.MAC[:])
-	binary.BigEndian.PutUint16(q.ethHdr[12:], packet.EtherTypeIPv4)
+	q.holds.Init(c.Hold)
 	return q, nil
 }
 
@@ -296,13 +263,13 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 	now := q.now()
 	if in == 1 {
 		q.learnBatch(b, now)
-		q.flushOut()
+		q.outB.Flush()
 		return
 	}
-	if q.active > 0 {
+	if q.holds.Active() > 0 {
 		// Held packets of hops resolved since go out before this batch.
 		q.releaseResolved(now)
-		q.flushOut()
+		q.outB.Flush()
 	}
 	k := 0
 	for _, p := range b.Pkts {
@@ -315,7 +282,7 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 	if k > 0 {
 		q.out.Push(b)
 	}
-	q.flushOut()
+	q.outB.Flush()
 }
 
 // resolve writes p's Ethernet header and reports true, or holds or drops it
@@ -354,35 +321,16 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 				}
 			}
 		}
-		if !q.frame(p) {
+		if !q.eth.Frame(p) {
 			q.st.Drop(p, q.noHeadroom)
 			return false
 		}
-		putMAC(p.Data[0:6], m)
+		neighq.PutMAC(p.Data[0:6], m)
 		return true
 	}
 unresolved:
 	q.holdPacket(p, ip, s, now)
 	return false
-}
-
-// frame makes p.Data start with a 14-byte Ethernet header in front of L3
-// (using headroom if L3 < 14) and fills in everything but the destination.
-func (q *Querier) frame(p *packet.Packet) bool {
-	start := int(p.L3) - packet.EthernetLen
-	if start >= 0 {
-		p.Data = p.Data[start:]
-	} else {
-		h := p.Headroom()
-		if h < -start {
-			return false
-		}
-		buf := p.Buffer()
-		p.Data = buf[h+start : h+len(p.Data)]
-	}
-	p.L3 = packet.EthernetLen
-	copy(p.Data[6:packet.EthernetLen], q.ethHdr[6:])
-	return true
 }
 
 // holdPacket queues p for next hop ip (table slot s, nil if none yet) and
@@ -395,36 +343,14 @@ func (q *Querier) holdPacket(p *packet.Packet, ip uint32, s *slot, now int64) {
 			return
 		}
 	}
-	var h, free *held
-	if q.active > 0 {
-		for i := range q.holds {
-			x := &q.holds[i]
-			if x.ip == ip {
-				h = x
-				break
-			}
-			if free == nil && x.ip == 0 {
-				free = x
-			}
-		}
-	} else {
-		free = &q.holds[0]
+	key := neighq.Key4(ip)
+	i, fresh, ok := q.holds.Hold(&key, now, p, q.st, q.tooMany, q.queueFull)
+	if fresh {
+		q.holdSlot[i] = s
 	}
-	if h == nil {
-		if free == nil {
-			q.st.Drop(p, q.tooMany)
-			return
-		}
-		h = free
-		h.ip, h.n, h.since, h.s = ip, 0, now, s
-		q.active++
-	}
-	if h.n == len(h.pkts) {
-		q.st.Drop(p, q.queueFull)
+	if !ok {
 		return
 	}
-	h.pkts[h.n] = p
-	h.n++
 	q.heldC.Add(1)
 	if s.tryProbe(now, probeInterval) {
 		q.request(ip, 0)
@@ -434,89 +360,49 @@ func (q *Querier) holdPacket(p *packet.Packet, ip uint32, s *slot, now int64) {
 // releaseResolved sends the held packets of every hop now resolved, retries
 // requests for the others and gives up on those that waited too long.
 func (q *Querier) releaseResolved(now int64) {
-	for i := range q.holds {
-		h := &q.holds[i]
-		if h.ip == 0 {
+	for i := range q.holdSlot {
+		if !q.holds.InUse(i) {
 			continue
 		}
+		ip := binary.BigEndian.Uint32(q.holds.Key(i)[12:])
+		s := q.holdSlot[i]
 		m := uint64(0)
-		if h.s.key.Load() == h.ip {
-			m = h.s.mac.Load()
-			if m&(macValid|macStatic) == macValid && now-h.s.seen.Load() >= q.tmo+grace {
+		if s.key.Load() == ip {
+			m = s.mac.Load()
+			if m&(macValid|macStatic) == macValid && now-s.seen.Load() >= q.tmo+grace {
 				m = 0
 			}
 		}
 		if m&macValid != 0 {
-			for j := 0; j < h.n; j++ {
-				p := h.pkts[j]
-				h.pkts[j] = nil
-				if !q.frame(p) {
-					q.st.Drop(p, q.noHeadroom)
-					continue
-				}
-				putMAC(p.Data[0:6], m)
-				q.emit(p)
-				q.released.Add(1)
+			if n := q.holds.Release(i, &q.eth, m, &q.outB, q.st, q.noHeadroom); n > 0 {
+				q.released.Add(n)
 			}
-			q.freeHold(h)
+			q.holdSlot[i] = nil
 			continue
 		}
-		if now-h.since >= giveUp {
-			for j := 0; j < h.n; j++ {
-				q.st.Drop(h.pkts[j], q.unresolved)
-				h.pkts[j] = nil
-			}
-			q.freeHold(h)
+		if now-q.holds.Since(i) >= giveUp {
+			q.holds.Drop(i, q.st, q.unresolved)
+			q.holdSlot[i] = nil
 			continue
 		}
-		if h.s.key.Load() != h.ip {
+		if s.key.Load() != ip {
 			// The slot was recycled (only possible after giveUp): take
 			// a fresh one.
-			if s := q.t.insert(h.ip, now-q.tmo-grace-giveUp); s != nil {
-				h.s = s
+			if s := q.t.insert(ip, now-q.tmo-grace-giveUp); s != nil {
+				q.holdSlot[i] = s
 			}
 			continue
 		}
-		if h.s.tryProbe(now, probeInterval) {
-			q.request(h.ip, 0)
+		if s.tryProbe(now, probeInterval) {
+			q.request(ip, 0)
 		}
-	}
-}
-
-func (q *Querier) freeHold(h *held) {
-	h.ip, h.n, h.s = 0, 0, nil
-	q.active--
-}
-
-// emit adds p to the out batch, pushing it when full.
-func (q *Querier) emit(p *packet.Packet) {
-	if q.outB.Full() {
-		q.out.Push(q.outB)
-	}
-	q.outB.Add(p)
-}
-
-func (q *Querier) flushOut() {
-	if q.outB.Len() > 0 {
-		q.out.Push(q.outB)
 	}
 }
 
 // request sends an ARP request for ip: broadcast, or unicast to the MAC in
 // known (a re-probe) when it is valid. It is rate limited per worker.
 func (q *Querier) request(ip uint32, known uint64) {
-	now := q.now()
-	// Token bucket in units of 1/1e9 request: rate tokens per second.
-	el := now - q.lastTok
-	if el > int64(time.Second) || el < 0 {
-		el = int64(time.Second)
-	}
-	q.tokens += el * q.rate
-	q.lastTok = now
-	if maxT := q.rate * 1e9; q.tokens > maxT {
-		q.tokens = maxT
-	}
-	if q.tokens < 1e9 {
+	if !q.limit.Ready(q.now()) {
 		q.rateLimited.Add(1)
 		return
 	}
@@ -525,12 +411,12 @@ func (q *Querier) request(ip uint32, known uint64) {
 		q.noBuffer.Add(1)
 		return
 	}
-	q.tokens -= 1e9
+	q.limit.Take()
 	f := p.Data[:minFrame]
 	clear(f)
 	p.Data = f
 	if known&macValid != 0 {
-		putMAC(f[0:6], known)
+		neighq.PutMAC(f[0:6], known)
 	} else {
 		copy(f[0:6], "\xff\xff\xff\xff\xff\xff")
 	}
@@ -541,7 +427,7 @@ func (q *Querier) request(ip uint32, known uint64) {
 	binary.BigEndian.PutUint32(f[spa:], q.senderIP(ip))
 	binary.BigEndian.PutUint32(f[tpa:], ip)
 	q.requests.Add(1)
-	q.emit(p)
+	q.outB.Emit(p)
 }
 
 // senderIP picks the device address on the target's subnet, else the
@@ -604,7 +490,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			continue
 		}
 		create := op == packet.ARPRequest && q.isOurs(target)
-		mw := macWord([6]byte(smac))
+		mw := neighq.MACWord([6]byte(smac))
 		if q.t.learn(sender, mw, now, create, now-q.tmo-grace-giveUp) {
 			q.learned.Add(1)
 			learnedAny = true
@@ -615,7 +501,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		p.Free()
 	}
 	b.Reset()
-	if learnedAny && q.active > 0 {
+	if learnedAny && q.holds.Active() > 0 {
 		q.releaseResolved(now)
 	}
 }
@@ -623,11 +509,11 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 // Tick releases held packets resolved by other workers, retries requests
 // and gives up on silent next hops.
 func (q *Querier) Tick(now int64) {
-	if q.active == 0 {
+	if q.holds.Active() == 0 {
 		return
 	}
 	q.releaseResolved(now)
-	q.flushOut()
+	q.outB.Flush()
 }
 
 // Close frees the held packets.
@@ -638,19 +524,8 @@ func (q *Querier) Close() error {
 
 // dropHeld frees every held packet under reason r and returns how many.
 func (q *Querier) dropHeld(r elements.Reason) uint64 {
-	var n uint64
-	for i := range q.holds {
-		h := &q.holds[i]
-		for j := 0; j < h.n; j++ {
-			q.st.Drop(h.pkts[j], r)
-			h.pkts[j] = nil
-			n++
-		}
-		if h.ip != 0 {
-			q.freeHold(h)
-		}
-	}
-	return n
+	q.holdSlot = [neighq.MaxHops]*slot{}
+	return q.holds.DropAll(q.st, r)
 }
 
 // staticLifetime is how long the fast path trusts a static neighbour:
@@ -672,7 +547,7 @@ func (q *Querier) toFastPath(ip uint32, mac uint64, now int64) {
 		return
 	}
 	var m [6]byte
-	putMAC(m[:], mac)
+	neighq.PutMAC(m[:], mac)
 	if q.fast.SetNeighbor(q.dev, packet.AddrFromU32(ip), m, time.Duration(q.tmo)) != nil {
 		q.fastErrs.Add(1)
 		return

@@ -23,7 +23,7 @@ import (
 var (
 	devMAC  = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x02, 0x01}
 	peerMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x02, 0x02}
-	wanDev  = fakeDev{info: drivers.Info{Name: "wan", MAC: packet.MAC(devMAC), Addresses: []netip.Prefix{
+	wanDev  = elementtest.Device{DevInfo: drivers.Info{Name: "wan", MAC: packet.MAC(devMAC), Addresses: []netip.Prefix{
 		netip.MustParsePrefix("10.2.0.1/24"), netip.MustParsePrefix("2001:db8::1/64")}}}
 )
 
@@ -65,7 +65,7 @@ func newQuerier(t testing.TB, c *arp.QuerierConfig, o *elementtest.Options) *ele
 		o = &elementtest.Options{}
 	}
 	if o.Devices == nil {
-		o.Devices = devSet{"wan": wanDev}
+		o.Devices = elementtest.Devices{"wan": wanDev}
 	}
 	h := elementtest.New(t, "ARPQuerier", c, o)
 	withClock(h.Element)
@@ -87,19 +87,6 @@ func ipFrame(t testing.TB, src, dst string) []byte {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), buf.Bytes()...)
-}
-
-// pushIP pushes frames on input 0 with the given next hop annotation.
-func pushIP(h *elementtest.Harness, nh string, frames ...[]byte) {
-	var pk []*packet.Packet
-	for _, f := range frames {
-		p := h.Packet(f)
-		if nh != "" {
-			p.NextHop = netip.MustParseAddr(nh)
-		}
-		pk = append(pk, p)
-	}
-	h.PushBatch(0, pk...)
 }
 
 // arpMsg builds an ARP frame from sha/spa to tpa.
@@ -160,7 +147,7 @@ func TestARPQuerierResolve(t *testing.T) {
 	clk := useClock(t)
 	h := newQuerier(t, querierCfg(), nil)
 	// Two packets to an unknown next hop: one broadcast request, both held.
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"), ipFrame(t, "10.1.0.5", "10.16.0.2"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"), ipFrame(t, "10.1.0.5", "10.16.0.2"))
 	out := h.Outs[0].Frames()
 	if len(out) != 1 {
 		t.Fatalf("%d frames out, want 1 request", len(out))
@@ -172,7 +159,7 @@ func TestARPQuerierResolve(t *testing.T) {
 	h.Reset()
 	// Within a second no second request for that hop.
 	clk.add(500 * time.Millisecond)
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.3"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.3"))
 	h.Element.(elements.Ticker).Tick(clk.now())
 	if n := len(h.Outs[0].Pkts); n != 0 || h.Counter("requests") != 1 {
 		t.Fatalf("%d frames, %d requests within a second", n, h.Counter("requests"))
@@ -189,8 +176,8 @@ func TestARPQuerierResolve(t *testing.T) {
 	h.Reset()
 	// Now resolved: straight through, with the destination itself as next
 	// hop when there is no annotation.
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.9"))
-	pushIP(h, "", ipFrame(t, "10.1.0.5", "10.2.0.2"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.9"))
+	h.PushVia(0, "", ipFrame(t, "10.1.0.5", "10.2.0.2"))
 	out = h.Outs[0].Frames()
 	if len(out) != 2 {
 		t.Fatalf("%d frames for a resolved hop", len(out))
@@ -211,7 +198,7 @@ func TestARPQuerierAgeing(t *testing.T) {
 	if h.Counter("learned") != 1 {
 		t.Fatalf("request to us not learnt: %v", h.Stats.Counters())
 	}
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"))
 	if out := h.Outs[0].Frames(); len(out) != 1 {
 		t.Fatalf("learnt entry not used: %d frames", len(out))
 	}
@@ -219,7 +206,7 @@ func TestARPQuerierAgeing(t *testing.T) {
 	// Past the timeout: still used, and re-probed by unicast, once per
 	// second.
 	clk.add(11 * time.Second)
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"), ipFrame(t, "10.1.0.5", "10.2.0.2"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"), ipFrame(t, "10.1.0.5", "10.2.0.2"))
 	out := h.Outs[0].Frames()
 	if len(out) != 3 {
 		t.Fatalf("stale entry: %d frames, want 2 packets + 1 probe", len(out))
@@ -231,7 +218,7 @@ func TestARPQuerierAgeing(t *testing.T) {
 	h.Reset()
 	// Past the grace: unresolved, packets held, broadcast request.
 	clk.add(3 * time.Second)
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.2.0.2"))
 	out = h.Outs[0].Frames()
 	if len(out) != 1 || h.Counter("held") != 1 {
 		t.Fatalf("dead entry: %d frames, counters %v", len(out), h.Stats.Counters())
@@ -253,7 +240,7 @@ func TestARPQuerierAgeing(t *testing.T) {
 func TestARPQuerierStatic(t *testing.T) {
 	useClock(t)
 	h := newQuerier(t, querierCfg("10.2.0.2 02:00:00:00:02:02"), nil)
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
 	out := h.Outs[0].Frames()
 	if len(out) != 1 || h.Counter("requests") != 0 {
 		t.Fatalf("static: %d frames, %v", len(out), h.Stats.Counters())
@@ -279,7 +266,7 @@ func TestARPQuerierLearning(t *testing.T) {
 	if h.Counter("learned") != 0 {
 		t.Fatalf("learnt from unsolicited ARP: %v", h.Stats.Counters())
 	}
-	pushIP(h, "10.2.0.7", ipFrame(t, "10.1.0.5", "10.2.0.7"))
+	h.PushVia(0, "10.2.0.7", ipFrame(t, "10.1.0.5", "10.2.0.7"))
 	if h.Counter("held") != 1 {
 		t.Fatalf("unsolicited reply made an entry")
 	}
@@ -296,15 +283,15 @@ func TestARPQuerierDrops(t *testing.T) {
 	ipf := ipFrame(t, "10.1.0.5", "10.2.0.50")
 
 	// queue full: 3 packets for one hop with hold 2.
-	pushIP(h, "10.2.0.3", ipf, ipf, ipf)
+	h.PushVia(0, "10.2.0.3", ipf, ipf, ipf)
 	// too many unresolved: 65 distinct hops (one above is already held).
 	for i := 0; i < 64; i++ {
-		pushIP(h, fmt.Sprintf("10.2.1.%d", i+1), ipf)
+		h.PushVia(0, fmt.Sprintf("10.2.1.%d", i+1), ipf)
 	}
 	// truncated: no annotation and no IPv4 header.
 	h.Push(0, ipf[:20])
 	// not ipv4: an IPv6 next hop.
-	pushIP(h, "2001:db8::2", ipf)
+	h.PushVia(0, "2001:db8::2", ipf)
 	// no headroom: L3 at 0 with the frame at the start of its buffer.
 	p := h.Pool.Get()
 	p.Data = p.Buffer()[:len(ipf)-14]
@@ -343,7 +330,7 @@ func TestARPQuerierRate(t *testing.T) {
 	h := newQuerier(t, c, nil)
 	ipf := ipFrame(t, "10.1.0.5", "10.2.0.50")
 	for i := 0; i < 30; i++ {
-		pushIP(h, fmt.Sprintf("10.2.1.%d", i+1), ipf)
+		h.PushVia(0, fmt.Sprintf("10.2.1.%d", i+1), ipf)
 	}
 	if h.Counter("requests") != 10 || h.Counter("rate limited") != 20 {
 		t.Fatalf("counters %v", h.Stats.Counters())
@@ -353,7 +340,7 @@ func TestARPQuerierRate(t *testing.T) {
 func TestARPQuerierClose(t *testing.T) {
 	useClock(t)
 	h := newQuerier(t, querierCfg(), nil)
-	pushIP(h, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
+	h.PushVia(0, "10.2.0.2", ipFrame(t, "10.1.0.5", "10.16.0.1"))
 	h.Reset()
 	if h.Pool.Outstanding() != 1 {
 		t.Fatalf("outstanding %d", h.Pool.Outstanding())
@@ -390,7 +377,7 @@ func TestARPQuerierConfig(t *testing.T) {
 	}
 	// New: unknown device, device without MAC.
 	typ, _ := elements.Lookup("ARPQuerier")
-	for name, set := range map[string]devSet{"unknown": {}, "no mac": {"wan": fakeDev{}}} {
+	for name, set := range map[string]elementtest.Devices{"unknown": {}, "no mac": {"wan": elementtest.Device{}}} {
 		c := querierCfg()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
@@ -423,7 +410,7 @@ func TestARPQuerierSharedTable(t *testing.T) {
 		rec := &elementtest.Recorder{}
 		out.Connect(rec, 0, &elements.Stats{})
 		pool := packet.NewPool(64)
-		ctx := elements.NewContext("aq", w, 2, 64, []*elements.Output{out}, &elements.Stats{}, pool, devSet{"wan": wanDev}, slot)
+		ctx := elements.NewContext("aq", w, 2, 64, []*elements.Output{out}, &elements.Stats{}, pool, elementtest.Devices{"wan": wanDev}, slot)
 		q, err := typ.New(c, ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -482,7 +469,7 @@ func TestARPQuerierConcurrent(t *testing.T) {
 		out := elements.NewOutput(&elements.Clock{})
 		out.Connect(&elementtest.Sink{}, 0, &elements.Stats{})
 		pool := packet.NewPool(512)
-		ctx := elements.NewContext("aq", w, 2, 64, []*elements.Output{out}, &elements.Stats{}, pool, devSet{"wan": wanDev}, slot)
+		ctx := elements.NewContext("aq", w, 2, 64, []*elements.Output{out}, &elements.Stats{}, pool, elementtest.Devices{"wan": wanDev}, slot)
 		q, err := typ.New(c, ctx)
 		if err != nil {
 			t.Fatal(err)

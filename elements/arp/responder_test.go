@@ -242,23 +242,10 @@ func TestARPResponderConfig(t *testing.T) {
 	}
 }
 
-// fakeDev is just enough of a drivers.Device to give an Info.
-type fakeDev struct {
-	drivers.Device
-	info drivers.Info
-}
-
-func (d fakeDev) Info() drivers.Info { return d.info }
-
-type devSet map[string]drivers.Device
-
-func (s devSet) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
-func (s devSet) Queues(string, int) []int                       { return nil }
-
 func TestARPResponderDevice(t *testing.T) {
-	lan := fakeDev{info: drivers.Info{Name: "lan", MAC: packet.MAC(ourMAC), Addresses: []netip.Prefix{
+	lan := elementtest.Device{DevInfo: drivers.Info{Name: "lan", MAC: packet.MAC(ourMAC), Addresses: []netip.Prefix{
 		netip.MustParsePrefix("2001:db8::1/64"), netip.MustParsePrefix("10.1.0.1/24"), netip.MustParsePrefix("10.2.0.1/16")}}}
-	h := newResponder(t, &arp.ResponderConfig{Addresses: []string{"lan"}}, &elementtest.Options{Devices: devSet{"lan": lan}})
+	h := newResponder(t, &arp.ResponderConfig{Addresses: []string{"lan"}}, &elementtest.Options{Devices: elementtest.Devices{"lan": lan}})
 	h.Push(0, arpFrame{spa: "10.2.3.4", tpa: "10.2.0.1"}.bytes(t), arpFrame{spa: "10.2.3.4", tpa: "10.1.0.2"}.bytes(t))
 	out := h.Outs[0].Frames()
 	if len(out) != 1 || h.Counter("not for us") != 1 {
@@ -269,11 +256,11 @@ func TestARPResponderDevice(t *testing.T) {
 	// Errors from New: an unknown device, a device without IPv4.
 	bad := []struct {
 		name string
-		set  devSet
+		set  elementtest.Devices
 	}{
-		{"unknown device", devSet{}},
-		{"no IPv4 address", devSet{"lan": fakeDev{info: drivers.Info{MAC: packet.MAC(ourMAC)}}}},
-		{"no MAC", devSet{"lan": fakeDev{info: drivers.Info{Addresses: lan.info.Addresses}}}},
+		{"unknown device", elementtest.Devices{}},
+		{"no IPv4 address", elementtest.Devices{"lan": elementtest.Device{DevInfo: drivers.Info{MAC: packet.MAC(ourMAC)}}}},
+		{"no MAC", elementtest.Devices{"lan": elementtest.Device{DevInfo: drivers.Info{Addresses: lan.DevInfo.Addresses}}}},
 	}
 	typ, _ := elements.Lookup("ARPResponder")
 	for _, tt := range bad {

@@ -179,14 +179,3 @@ func (s *slot) tryProbe(now, interval int64) bool {
 	}
 	return s.probe.CompareAndSwap(last, now)
 }
-
-func macWord(m [6]byte) uint64 {
-	return uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
-}
-
-// putMAC writes the 48-bit MAC of w into b[0:6].
-func putMAC(b []byte, w uint64) {
-	_ = b[5]
-	b[0], b[1], b[2] = byte(w>>40), byte(w>>32), byte(w>>24)
-	b[3], b[4], b[5] = byte(w>>16), byte(w>>8), byte(w)
-}

@@ -1,6 +1,7 @@
 package elementtest
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/junction-dataplane/junction/drivers"
@@ -280,4 +281,38 @@ func (h *Harness) AllocsPerBatch(runs int, frames ...[]byte) float64 {
 		h.Element.Push(0, batch)
 		batch.Reset()
 	})
+}
+
+// Device is just enough of a drivers.Device to give an Info.
+type Device struct {
+	drivers.Device
+	DevInfo drivers.Info
+}
+
+// Info returns DevInfo.
+func (d Device) Info() drivers.Info { return d.DevInfo }
+
+// Devices is an elements.DeviceSet of the devices by name, none with RX
+// queues.
+type Devices map[string]drivers.Device
+
+// Device returns the device called name.
+func (s Devices) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
+
+// Queues returns none.
+func (s Devices) Queues(string, int) []int { return nil }
+
+// PushVia pushes frames as one batch on input in, each with the next-hop
+// annotation nh (none when nh is "").
+func (h *Harness) PushVia(in int, nh string, frames ...[]byte) {
+	h.T.Helper()
+	var pk []*packet.Packet
+	for _, f := range frames {
+		p := h.Packet(f)
+		if nh != "" {
+			p.NextHop = netip.MustParseAddr(nh)
+		}
+		pk = append(pk, p)
+	}
+	h.PushBatch(in, pk...)
 }

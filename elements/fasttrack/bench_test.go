@@ -22,13 +22,48 @@ import (
 // DNAT'd public address; it returns FastTrack and the flows' frames (flow
 // i has source 10.x.y.z derived from i and port 1000 + i>>24).
 func natChain(t testing.TB, pool *packet.Pool, capacity int) (ft elements.Element, fst *elements.Stats, slow, fast *elementtest.Sink) {
+	return natChainWith(t, pool, nil, capacity)
+}
+
+// natChainWith is natChain with FastTrack built on a device set.
+func natChainWith(t testing.TB, pool *packet.Pool, devs elements.DeviceSet, capacity int) (ft elements.Element, fst *elements.Stats, slow, fast *elementtest.Sink) {
 	slow, fast = &elementtest.Sink{}, &elementtest.Sink{}
 	learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slow)
 	ttl, _, _ := build(t, pool, "DecTTL", nil, learn)
 	dn, _, _ := build(t, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
 	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: capacity}, dn)
-	ft, fst, _ = build(t, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, fast)
+	ft, fst, _ = buildWith(t, pool, devs, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, fast)
 	return ft, fst, slow, fast
+}
+
+// warmFlows pushes the frames of flows flows (flowFrames, in order, 64
+// at a time) into e three times: every flow is made and, through
+// FastTrack, learned.
+func warmFlows(e elements.Element, pool *packet.Pool, batch *packet.Batch, flows int) {
+	warm, size := flowFrames(flows, flows)
+	for range 3 {
+		for off := 0; off+64 <= flows; off += 64 {
+			pushArena(e, pool, batch, warm, size, off)
+		}
+	}
+}
+
+// timeArena is a benchmark's timed loop: batches of 64 from an arena of
+// the flows in random order (flowFrames(flows, 65536)) into e, on a locked
+// thread; it reports ns/pkt and cpu-ns/pkt and returns the packets pushed.
+func timeArena(b *testing.B, e elements.Element, pool *packet.Pool, batch *packet.Batch, flows int) int {
+	arena, size := flowFrames(flows, 65536)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0 := cputime.Thread()
+	pkts, off := 0, 0
+	for b.Loop() {
+		off = pushArena(e, pool, batch, arena, size, off)
+		pkts += 64
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+	b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+	return pkts
 }
 
 // flowFrames returns n frames of distinct UDP flows, 64 bytes each, copied
@@ -85,26 +120,11 @@ func BenchmarkFastTrack(b *testing.B) {
 			ft, fst, _, fast := natChain(b, pool, flows+flows/4)
 			// Create every flow and teach the fast path: three packets
 			// per flow, in order.
-			warm, size := flowFrames(flows, flows)
 			batch := packet.NewBatch(64)
-			for range 3 {
-				for off := 0; off+64 <= flows; off += 64 {
-					pushArena(ft, pool, batch, warm, size, off)
-				}
-			}
-			arena, size := flowFrames(flows, 65536)
+			warmFlows(ft, pool, batch, flows)
 			h0 := counter(fst, "hits")
 			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c0 := cputime.Thread()
-			pkts, off := 0, 0
-			for b.Loop() {
-				off = pushArena(ft, pool, batch, arena, size, off)
-				pkts += 64
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+			pkts := timeArena(b, ft, pool, batch, flows)
 			if hits := counter(fst, "hits") - h0; hits < uint64(pkts)*99/100 {
 				b.Errorf("%d hits of %d packets (fast sink %d)", hits, pkts, fast.Count)
 			}
@@ -115,20 +135,7 @@ func BenchmarkFastTrack(b *testing.B) {
 // BenchmarkRefillBaseline is pushArena into a sink: what BenchmarkFastTrack
 // spends outside FastTrack.
 func BenchmarkRefillBaseline(b *testing.B) {
-	pool := packet.NewPool(1024)
-	arena, size := flowFrames(10000, 65536)
-	batch := packet.NewBatch(64)
-	sink := &elementtest.Sink{}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	c0 := cputime.Thread()
-	pkts, off := 0, 0
-	for b.Loop() {
-		off = pushArena(sink, pool, batch, arena, size, off)
-		pkts += 64
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-	b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+	timeArena(b, &elementtest.Sink{}, packet.NewPool(1024), packet.NewBatch(64), 10000)
 }
 
 // BenchmarkFastTrackMiss measures FastTrack alone on packets that miss:
@@ -146,13 +153,8 @@ func BenchmarkFastTrackMiss(b *testing.B) {
 			learn, _, _ := build(b, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, &elementtest.Sink{})
 			ctk, _, _ := build(b, pool, "Conntrack", &conntrack.Config{Capacity: flows + flows/4}, learn)
 			ft, fst, _ := build(b, pool, "FastTrack", &fasttrack.Config{After: 2, Policy: "both-directions", Outputs: 1}, &elementtest.Sink{}, &elementtest.Sink{})
-			warm, size := flowFrames(flows, flows)
 			batch := packet.NewBatch(64)
-			for range 3 {
-				for off := 0; off+64 <= flows; off += 64 {
-					pushArena(ctk, pool, batch, warm, size, off)
-				}
-			}
+			warmFlows(ctk, pool, batch, flows)
 			if used {
 				fwd := ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.1", Dst: "192.0.2.1", Sport: 1000, Dport: 53, Payload: 18})
 				rev := ct.Frame(ct.F{Proto: "udp", Src: "192.0.2.1", Dst: "198.51.100.1", Sport: 53, Dport: 1000, Payload: 18})
@@ -171,19 +173,9 @@ func BenchmarkFastTrackMiss(b *testing.B) {
 					b.Fatal("the two-way flow did not engage")
 				}
 			}
-			arena, size := flowFrames(flows, 65536)
 			m0 := counter(fst, "misses")
 			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c0 := cputime.Thread()
-			pkts, off := 0, 0
-			for b.Loop() {
-				off = pushArena(ft, pool, batch, arena, size, off)
-				pkts += 64
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+			pkts := timeArena(b, ft, pool, batch, flows)
 			if m := counter(fst, "misses") - m0; m != uint64(pkts) {
 				b.Errorf("%d misses of %d packets", m, pkts)
 			}

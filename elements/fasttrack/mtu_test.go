@@ -1,7 +1,6 @@
 package fasttrack_test
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/junction-dataplane/junction/drivers"
@@ -10,8 +9,6 @@ import (
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/fasttrack"
-	"github.com/junction-dataplane/junction/elements/nat"
-	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -96,31 +93,12 @@ func BenchmarkFastTrackMTU(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			const flows = 640
 			pool := packet.NewPool(1024)
-			learn, _, _ := build(b, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, &elementtest.Sink{})
-			ttl, _, _ := build(b, pool, "DecTTL", nil, learn)
-			dn, _, _ := build(b, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
-			ctk, _, _ := build(b, pool, "Conntrack", &conntrack.Config{Capacity: flows * 2}, dn)
-			ft, fst, _ := buildWith(b, pool, c.devs, "FastTrack", &fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 1}, ctk, &elementtest.Sink{})
-			warm, size := flowFrames(flows, flows)
+			ft, fst, _, _ := natChainWith(b, pool, c.devs, flows*2)
 			batch := packet.NewBatch(64)
-			for range 3 {
-				for off := 0; off+64 <= flows; off += 64 {
-					pushArena(ft, pool, batch, warm, size, off)
-				}
-			}
-			arena, size := flowFrames(flows, 65536)
+			warmFlows(ft, pool, batch, flows)
 			h0 := counter(fst, "hits")
 			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			c0 := cputime.Thread()
-			pkts, off := 0, 0
-			for b.Loop() {
-				off = pushArena(ft, pool, batch, arena, size, off)
-				pkts += 64
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(cputime.Thread()-c0)/float64(pkts), "cpu-ns/pkt")
+			pkts := timeArena(b, ft, pool, batch, flows)
 			if hits := counter(fst, "hits") - h0; hits < uint64(pkts)*99/100 {
 				b.Errorf("%d hits of %d packets", hits, pkts)
 			}

@@ -42,14 +42,53 @@ const (
 	deletesPerTick  = 32
 )
 
-// offloaded is one flow direction installed in a device's fast path.
+// offloaded is one flow direction (IPv4 or IPv6) queued for or installed
+// in a device's fast path.
 type offloaded struct {
 	idx        uint32
 	tag        uint32
 	dir        uint8
+	in         uint8 // IPv6: the low 8 bits of the input device index, as offload.ins
 	slot       int
 	flow       drivers.FastFlow
 	pkts, byts uint64 // kernel counters already folded
+}
+
+// directions are one family's queued and installed directions.
+type directions struct {
+	pending []offloaded    // queued by hits, installed by Tick
+	done    []offloaded    // installed, visited round robin from cur
+	byKey   map[offKey]int // index in done of each installed key
+	cur     int
+}
+
+// installed drops the first n pending directions (Tick installed them).
+func (l *directions) installed(n int) {
+	rest := copy(l.pending, l.pending[n:])
+	clear(l.pending[rest:])
+	l.pending = l.pending[:rest]
+}
+
+// visits is how many installed directions a tick at now visits: all of
+// them once per foldEvery, in proportion to the time since the last tick.
+func (l *directions) visits(now, lastTick int64) int {
+	visits := len(l.done)
+	if dt := now - lastTick; lastTick != 0 && dt < foldEvery {
+		visits = int((int64(len(l.done))*dt + foldEvery - 1) / foldEvery)
+	}
+	return visits
+}
+
+// cut takes done[i] out of the list (the last entry takes its place).
+func (l *directions) cut(i int) {
+	delete(l.byKey, keyOf(&l.done[i].flow))
+	last := len(l.done) - 1
+	if i != last {
+		l.done[i] = l.done[last]
+		l.byKey[keyOf(&l.done[i].flow)] = i
+	}
+	l.done[last] = offloaded{}
+	l.done = l.done[:last]
 }
 
 // offload is one FastTrack instance's link to its devices' fast path: the
@@ -59,22 +98,18 @@ type offload struct {
 	fp       drivers.FastPathTable
 	outs     []drivers.Device         // by fast output - 1
 	ins      map[uint8]drivers.Device // by the low 8 bits of the input device index (Conn.Dev)
-	pending  []offloaded              // queued by hits, installed by Tick
-	done     []offloaded              // installed, visited round robin from cur
-	byKey    map[offKey]int           // index in done of each installed key
-	cur      int
-	gen      uint32 // the generation the kernel has (SetFlowGeneration)
+	v4       directions
+	v6       directions // IPv6 flows (offload6.go)
+	gen      uint32     // the generation the kernel has (SetFlowGeneration)
 	lastTick int64
 
 	flows                                        *atomic.Uint64 // gauge: installed directions
 	packets, full, errs, ended, other, elsewhere *atomic.Uint64
-
-	v6 offload6 // IPv6 flows (offload6.go)
 }
 
 // newOffload resolves the offload key: one device name per fast output.
 func newOffload(names []string, ctx *elements.Context) (*offload, error) {
-	o := &offload{ins: map[uint8]drivers.Device{}, byKey: map[offKey]int{},
+	o := &offload{ins: map[uint8]drivers.Device{}, v4: directions{byKey: map[offKey]int{}},
 		flows: ctx.Stats.Counter("offloaded flows"), packets: ctx.Stats.Counter("offloaded packets"),
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
 		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
@@ -112,7 +147,7 @@ func keyOf(f *drivers.FastFlow) offKey {
 // may go to the kernel (no system call here: Tick installs it).
 func (o *offload) queue(idx uint32, c *conntrack.Conn, dir uint8) {
 	c.Fast[dir].Offload = offPending
-	o.pending = append(o.pending, offloaded{idx: idx, tag: c.Tag, dir: dir})
+	o.v4.pending = append(o.v4.pending, offloaded{idx: idx, tag: c.Tag, dir: dir})
 }
 
 // live reports whether the flow direction o describes may stay in (or go
@@ -166,17 +201,12 @@ func (e *FastTrack) tick(now int64) {
 		o.gen = gen
 	}
 	n := 0
-	for ; n < len(o.pending) && n < installsPerTick; n++ {
-		e.install(&o.pending[n], gen)
+	for ; n < len(o.v4.pending) && n < installsPerTick; n++ {
+		e.install(&o.v4.pending[n], gen)
 	}
-	rest := copy(o.pending, o.pending[n:])
-	clear(o.pending[rest:])
-	o.pending = o.pending[:rest]
+	o.v4.installed(n)
 
-	visits := len(o.done)
-	if dt := now - o.lastTick; o.lastTick != 0 && dt < foldEvery {
-		visits = int((int64(len(o.done))*dt + foldEvery - 1) / foldEvery)
-	}
+	visits := o.v4.visits(now, o.lastTick)
 	e.tick6(now, gen)
 	o.lastTick = now
 	e.fold(t.Now(), visits)
@@ -201,10 +231,15 @@ func (e *FastTrack) install(x *offloaded, gen uint32) {
 		return
 	}
 	fl.Gen = gen
-	k := keyOf(&fl)
-	if i, ok := o.byKey[k]; ok {
+	if i, ok := o.v4.byKey[keyOf(&fl)]; ok {
 		e.remove(i) // our own entry of an older generation, not yet deleted
 	}
+	o.set(&o.v4, x, f, fl)
+}
+
+// set installs fl, the kernel's description of x (whose conntrack state
+// is f), and adds x to l; or counts why the kernel refused it.
+func (o *offload) set(l *directions, x *offloaded, f *conntrack.Fast, fl drivers.FastFlow) {
 	slot, err := o.fp.SetFlow(fl)
 	if err != nil {
 		f.Offload = offRefused
@@ -218,12 +253,40 @@ func (e *FastTrack) install(x *offloaded, gen uint32) {
 		}
 		return
 	}
-	x.flow, x.slot = fl, slot
-	x.pkts, x.byts = 0, 0
+	x.flow, x.slot, x.pkts, x.byts = fl, slot, 0, 0
 	f.Offload = offDone
-	o.byKey[k] = len(o.done)
-	o.done = append(o.done, *x)
+	l.byKey[keyOf(&fl)] = len(l.done)
+	l.done = append(l.done, *x)
 	o.flows.Add(1)
+}
+
+// unset takes done[i] of l out of the kernel and of l; f is its conntrack
+// state (nil when the flow is no longer x's).
+func (o *offload) unset(l *directions, i int, f *conntrack.Fast) {
+	x := &l.done[i]
+	if err := o.fp.DeleteFlow(x.flow, x.slot); err != nil {
+		o.errs.Add(1)
+	}
+	if f != nil && f.Offload == offDone {
+		f.Offload = offNone
+	}
+	l.cut(i)
+	o.ended.Add(1)
+	o.flows.Add(^uint64(0))
+}
+
+// kernelCounts returns what the kernel forwarded for x since the last
+// visit, and remembers its counters.
+func (o *offload) kernelCounts(x *offloaded) (uint64, uint64) {
+	p, b := o.fp.FlowCounters(x.slot)
+	if p < x.pkts || b < x.byts {
+		// The slot was reset under us (it should not be: keys are
+		// not shared): count from zero.
+		x.pkts, x.byts = 0, 0
+	}
+	dp, db := p-x.pkts, b-x.byts
+	x.pkts, x.byts = p, b
+	return dp, db
 }
 
 // fold visits up to visits installed directions, round robin: it adds what
@@ -234,21 +297,22 @@ func (e *FastTrack) install(x *offloaded, gen uint32) {
 func (e *FastTrack) fold(now int64, visits int) {
 	o, t := e.off, e.t
 	gen := e.gen.Current()
+	l := &o.v4
 	var hits, bytes uint64
 	deletes := 0
-	for v := 0; v < visits && len(o.done) > 0; v++ {
-		if o.cur >= len(o.done) {
-			o.cur = 0
+	for v := 0; v < visits && len(l.done) > 0; v++ {
+		if l.cur >= len(l.done) {
+			l.cur = 0
 		}
-		x := &o.done[o.cur]
+		x := &l.done[l.cur]
 		dp, db := e.collect(x, now)
 		hits += dp
 		bytes += db
 		if live(t, x, gen, now) || deletes >= deletesPerTick {
-			o.cur++
+			l.cur++
 			continue
 		}
-		e.remove(o.cur) // the last entry moves to cur: visited next
+		e.remove(l.cur) // the last entry moves to cur: visited next
 		deletes++
 	}
 	e.count(hits, bytes)
@@ -257,15 +321,8 @@ func (e *FastTrack) fold(now int64, visits int) {
 // collect folds what the kernel forwarded for x since the last visit into
 // its flow and returns it.
 func (e *FastTrack) collect(x *offloaded, now int64) (uint64, uint64) {
-	o, t := e.off, e.t
-	p, b := o.fp.FlowCounters(x.slot)
-	if p < x.pkts || b < x.byts {
-		// The slot was reset under us (it should not be: keys are
-		// not shared): count from zero.
-		x.pkts, x.byts = 0, 0
-	}
-	dp, db := p-x.pkts, b-x.byts
-	x.pkts, x.byts = p, b
+	t := e.t
+	dp, db := e.off.kernelCounts(x)
 	if c := t.Conn(x.idx); dp != 0 && c.Tag == x.tag {
 		c.Packets[x.dir] += uint32(dp)
 		c.Bytes[x.dir] += db
@@ -291,38 +348,27 @@ func (e *FastTrack) count(hits, bytes uint64) {
 // remove takes done[i] out of the kernel and of done (the last entry
 // takes its place).
 func (e *FastTrack) remove(i int) {
-	o, t := e.off, e.t
-	x := &o.done[i]
-	if err := o.fp.DeleteFlow(x.flow, x.slot); err != nil {
-		o.errs.Add(1)
+	o := e.off
+	x := &o.v4.done[i]
+	var f *conntrack.Fast
+	if c := e.t.Conn(x.idx); c.Tag == x.tag {
+		f = &c.Fast[x.dir]
 	}
-	if c := t.Conn(x.idx); c.Tag == x.tag && c.Fast[x.dir].Offload == offDone {
-		c.Fast[x.dir].Offload = offNone
-	}
-	delete(o.byKey, keyOf(&x.flow))
-	last := len(o.done) - 1
-	if i != last {
-		o.done[i] = o.done[last]
-		o.byKey[keyOf(&o.done[i].flow)] = i
-	}
-	o.done[last] = offloaded{}
-	o.done = o.done[:last]
-	o.ended.Add(1)
-	o.flows.Add(^uint64(0))
+	o.unset(&o.v4, i, f)
 }
 
 // removeAll folds the last counts and takes every direction out of the
 // kernel (Close, or a generation the kernel did not take).
 func (e *FastTrack) removeAll() {
-	o := e.off
+	l := &e.off.v4
 	now := e.t.Now()
 	var hits, bytes uint64
-	for len(o.done) > 0 {
-		dp, db := e.collect(&o.done[len(o.done)-1], now)
+	for len(l.done) > 0 {
+		dp, db := e.collect(&l.done[len(l.done)-1], now)
 		hits += dp
 		bytes += db
-		e.remove(len(o.done) - 1)
+		e.remove(len(l.done) - 1)
 	}
-	o.cur = 0
+	l.cur = 0
 	e.count(hits, bytes)
 }

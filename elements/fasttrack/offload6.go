@@ -1,7 +1,6 @@
 package fasttrack
 
 import (
-	"errors"
 	"net/netip"
 
 	"github.com/junction-dataplane/junction/drivers"
@@ -17,26 +16,6 @@ import (
 // the driver. The IPv6 table keeps no input device per direction, so the
 // packet that queued the direction gives it.
 
-// offloaded6 is one IPv6 flow direction queued for or installed in the
-// kernel.
-type offloaded6 struct {
-	idx        uint32
-	tag        uint32
-	dir        uint8
-	in         uint8 // the low 8 bits of the input device index, as offload.ins
-	slot       int
-	flow       drivers.FastFlow
-	pkts, byts uint64
-}
-
-// offload6 is offload's IPv6 half: queued and installed directions.
-type offload6 struct {
-	pending []offloaded6
-	done    []offloaded6
-	byKey   map[offKey]int
-	cur     int
-}
-
 // queue6 records that direction dir of IPv6 flow idx, which p took on
 // FastTrack's path, may go to the kernel (Tick installs it). ICMPv6 is
 // refused at once: the kernel never forwards it.
@@ -51,12 +30,12 @@ func (o *offload) queue6(idx uint32, c *conntrack.Conn6, dir uint8, p *packet.Pa
 		o.v6.byKey = map[offKey]int{}
 	}
 	f.Offload = offPending
-	o.v6.pending = append(o.v6.pending, offloaded6{idx: idx, tag: c.Tag, dir: dir, in: uint8(p.InDevice)})
+	o.v6.pending = append(o.v6.pending, offloaded{idx: idx, tag: c.Tag, dir: dir, in: uint8(p.InDevice)})
 }
 
 // live6 is live for an IPv6 direction: same flow, path learned in this
 // generation, TCP established (or UDP), not expired.
-func live6(t6 *conntrack.Table6, x *offloaded6, gen uint32, now int64) bool {
+func live6(t6 *conntrack.Table6, x *offloaded, gen uint32, now int64) bool {
 	c := t6.Conn(x.idx)
 	f := &c.Fast[x.dir]
 	return c.Tag == x.tag && f.Valid && f.Gen == gen && (c.T[0].Proto != packet.ProtoTCP || c.State == conntrack.TCPEstablished) &&
@@ -65,7 +44,7 @@ func live6(t6 *conntrack.Table6, x *offloaded6, gen uint32, now int64) bool {
 
 // flowFor6 is the kernel's description of x: its tuple as it arrives,
 // unchanged on the way out.
-func (o *offload) flowFor6(c *conntrack.Conn6, x *offloaded6) (drivers.FastFlow, bool) {
+func (o *offload) flowFor6(c *conntrack.Conn6, x *offloaded) (drivers.FastFlow, bool) {
 	f := &c.Fast[x.dir]
 	in := o.ins[x.in]
 	if in == nil || f.Out == 0 || int(f.Out) > len(o.outs) || o.outs[f.Out-1] == nil {
@@ -89,18 +68,11 @@ func (e *FastTrack) tick6(now int64, gen uint32) {
 	for ; n < len(v.pending) && n < installsPerTick; n++ {
 		e.install6(t6, &v.pending[n], gen)
 	}
-	rest := copy(v.pending, v.pending[n:])
-	clear(v.pending[rest:])
-	v.pending = v.pending[:rest]
-
-	visits := len(v.done)
-	if dt := now - o.lastTick; o.lastTick != 0 && dt < foldEvery {
-		visits = int((int64(len(v.done))*dt + foldEvery - 1) / foldEvery)
-	}
-	e.fold6(t6, t6.Now(), visits, gen)
+	v.installed(n)
+	e.fold6(t6, t6.Now(), v.visits(now, o.lastTick), gen)
 }
 
-func (e *FastTrack) install6(t6 *conntrack.Table6, x *offloaded6, gen uint32) {
+func (e *FastTrack) install6(t6 *conntrack.Table6, x *offloaded, gen uint32) {
 	o := e.off
 	c := t6.Conn(x.idx)
 	if c.Tag != x.tag {
@@ -118,28 +90,10 @@ func (e *FastTrack) install6(t6 *conntrack.Table6, x *offloaded6, gen uint32) {
 		return
 	}
 	fl.Gen = gen
-	k := keyOf(&fl)
-	if i, ok := o.v6.byKey[k]; ok {
+	if i, ok := o.v6.byKey[keyOf(&fl)]; ok {
 		e.remove6(t6, i)
 	}
-	slot, err := o.fp.SetFlow(fl)
-	if err != nil {
-		f.Offload = offRefused
-		switch {
-		case errors.Is(err, drivers.ErrFlowsFull):
-			o.full.Add(1)
-		case errors.Is(err, drivers.ErrFlowExists):
-			o.elsewhere.Add(1)
-		default:
-			o.errs.Add(1)
-		}
-		return
-	}
-	x.flow, x.slot, x.pkts, x.byts = fl, slot, 0, 0
-	f.Offload = offDone
-	o.v6.byKey[k] = len(o.v6.done)
-	o.v6.done = append(o.v6.done, *x)
-	o.flows.Add(1)
+	o.set(&o.v6, x, f, fl)
 }
 
 func (e *FastTrack) fold6(t6 *conntrack.Table6, now int64, visits int, gen uint32) {
@@ -166,13 +120,8 @@ func (e *FastTrack) fold6(t6 *conntrack.Table6, now int64, visits int, gen uint3
 
 // collect6 folds what the kernel forwarded for x since the last visit
 // into its flow (packets, bytes as IPv6 datagram lengths, timeout).
-func (e *FastTrack) collect6(t6 *conntrack.Table6, x *offloaded6, now int64) (uint64, uint64) {
-	p, b := e.off.fp.FlowCounters(x.slot)
-	if p < x.pkts || b < x.byts {
-		x.pkts, x.byts = 0, 0
-	}
-	dp, db := p-x.pkts, b-x.byts
-	x.pkts, x.byts = p, b
+func (e *FastTrack) collect6(t6 *conntrack.Table6, x *offloaded, now int64) (uint64, uint64) {
+	dp, db := e.off.kernelCounts(x)
 	if c := t6.Conn(x.idx); dp != 0 && c.Tag == x.tag {
 		c.Packets[x.dir] += uint32(dp)
 		c.Bytes[x.dir] += db
@@ -187,24 +136,12 @@ func (e *FastTrack) collect6(t6 *conntrack.Table6, x *offloaded6, now int64) (ui
 
 func (e *FastTrack) remove6(t6 *conntrack.Table6, i int) {
 	o := e.off
-	v := &o.v6
-	x := &v.done[i]
-	if err := o.fp.DeleteFlow(x.flow, x.slot); err != nil {
-		o.errs.Add(1)
+	x := &o.v6.done[i]
+	var f *conntrack.Fast
+	if c := t6.Conn(x.idx); c.Tag == x.tag {
+		f = &c.Fast[x.dir]
 	}
-	if c := t6.Conn(x.idx); c.Tag == x.tag && c.Fast[x.dir].Offload == offDone {
-		c.Fast[x.dir].Offload = offNone
-	}
-	delete(v.byKey, keyOf(&x.flow))
-	last := len(v.done) - 1
-	if i != last {
-		v.done[i] = v.done[last]
-		v.byKey[keyOf(&v.done[i].flow)] = i
-	}
-	v.done[last] = offloaded6{}
-	v.done = v.done[:last]
-	o.ended.Add(1)
-	o.flows.Add(^uint64(0))
+	o.unset(&o.v6, i, f)
 }
 
 // removeAll6 folds the last counts and takes every IPv6 direction out.

@@ -5,11 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
-	"github.com/junction-dataplane/junction/elements/elementtest"
-	"github.com/junction-dataplane/junction/elements/fasttrack"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -19,27 +15,11 @@ import (
 // are folded back; a generation change takes them out; Close removes the
 // rest.
 func TestOffload6(t *testing.T) {
-	ff := &fakeFlows{flows: map[int]drivers.FastFlow{}, counts: map[int][2]uint64{}}
-	wan, lan := &fpDev{name: "wan", fp: ff}, &fpDev{name: "lan", fp: ff}
-	pool := packet.NewPool(512)
-	slowOut := &elementtest.Recorder{}
-	learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slowOut)
-	hl, _, _ := build(t, pool, "DecHopLimit", nil, learn)
-	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 1024}, hl)
-	fastOut := &elementtest.Recorder{}
-	ft, fst, _ := buildWith(t, pool, twoDevs{wan, lan}, "FastTrack",
-		&fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 2, Offload: []string{"lan", "wan"}}, ctk, fastOut)
-	tk := ft.(elements.Ticker)
-	b := packet.NewBatch(64)
-	push := func(frames [][]byte) {
-		for _, f := range frames {
-			b.Reset()
-			p := pool.Get()
-			p.SetFrame(f)
-			b.Add(p)
-			ft.Push(0, b)
-		}
-	}
+	r := newOffloadRig(t, func(pool *packet.Pool, learn elements.Element) elements.Element {
+		hl, _, _ := build(t, pool, "DecHopLimit", nil, learn)
+		return hl
+	})
+	ff, wan, lan, pool, slowOut, fastOut, ft, fst, tk, push := r.ff, r.wan, r.lan, r.pool, r.slowOut, r.fastOut, r.ft, r.fst, r.tk, r.push
 	var frames [][]byte
 	for i := range 4 {
 		frames = append(frames, udp6(t, "2001:db8:2::2", "2001:db8:1::10", uint16(40000+i), 53, 64))

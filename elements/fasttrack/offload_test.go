@@ -72,35 +72,56 @@ func (s twoDevs) Device(n string) (drivers.Device, int, bool) {
 }
 func (s twoDevs) Queues(string, int) []int { return nil }
 
+// offloadRig is FastTrack offloading to wan and lan (both with the fast
+// path ff) in front of Conntrack → the slow path → FastTrackLearn.
+type offloadRig struct {
+	ff               *fakeFlows
+	wan, lan         *fpDev
+	pool             *packet.Pool
+	slowOut, fastOut *elementtest.Recorder
+	ft               elements.Element
+	fst              *elements.Stats
+	tk               elements.Ticker
+}
+
+// newOffloadRig builds the rig; slowPath builds what runs between
+// Conntrack and FastTrackLearn (learn) and returns its first element.
+func newOffloadRig(t *testing.T, slowPath func(pool *packet.Pool, learn elements.Element) elements.Element) *offloadRig {
+	r := &offloadRig{ff: &fakeFlows{flows: map[int]drivers.FastFlow{}, counts: map[int][2]uint64{}},
+		pool: packet.NewPool(512), slowOut: &elementtest.Recorder{}, fastOut: &elementtest.Recorder{}}
+	r.wan, r.lan = &fpDev{name: "wan", fp: r.ff}, &fpDev{name: "lan", fp: r.ff}
+	learn, _, _ := build(t, r.pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, r.slowOut)
+	ctk, _, _ := build(t, r.pool, "Conntrack", &conntrack.Config{Capacity: 1024}, slowPath(r.pool, learn))
+	r.ft, r.fst, _ = buildWith(t, r.pool, twoDevs{r.wan, r.lan}, "FastTrack",
+		&fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 2, Offload: []string{"lan", "wan"}}, ctk, r.fastOut)
+	r.tk = r.ft.(elements.Ticker)
+	return r
+}
+
+// push sends the frames to FastTrack one per batch.
+func (r *offloadRig) push(frames [][]byte) {
+	b := packet.NewBatch(64)
+	for _, f := range frames {
+		b.Reset()
+		p := r.pool.Get()
+		p.SetFrame(f)
+		b.Add(p)
+		r.ft.Push(0, b)
+	}
+}
+
 // TestOffload: flows that take FastTrack's path are handed to the devices'
 // fast path at the next tick, with the slow path's rewrite; what the kernel
 // forwarded is folded back into the flows and the counters; a generation
 // change takes them all back; a full kernel table is counted and not
 // retried on every hit.
 func TestOffload(t *testing.T) {
-	ff := &fakeFlows{flows: map[int]drivers.FastFlow{}, counts: map[int][2]uint64{}}
-	wan, lan := &fpDev{name: "wan", fp: ff}, &fpDev{name: "lan", fp: ff}
-	devs := twoDevs{wan, lan}
-	pool := packet.NewPool(512)
-	slowOut := &elementtest.Recorder{}
-	learn, _, _ := build(t, pool, "FastTrackLearn", &fasttrack.LearnConfig{Outputs: 1}, slowOut)
-	ttl, _, _ := build(t, pool, "DecTTL", nil, learn)
-	dn, _, _ := build(t, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
-	ctk, _, _ := build(t, pool, "Conntrack", &conntrack.Config{Capacity: 1024}, dn)
-	fastOut := &elementtest.Recorder{}
-	ft, fst, _ := buildWith(t, pool, devs, "FastTrack",
-		&fasttrack.Config{After: 2, Policy: "either-direction", Outputs: 2, Offload: []string{"lan", "wan"}}, ctk, fastOut)
-	tk := ft.(elements.Ticker)
-	b := packet.NewBatch(64)
-	push := func(frames [][]byte) {
-		for _, f := range frames {
-			b.Reset()
-			p := pool.Get()
-			p.SetFrame(f)
-			b.Add(p)
-			ft.Push(0, b)
-		}
-	}
+	r := newOffloadRig(t, func(pool *packet.Pool, learn elements.Element) elements.Element {
+		ttl, _, _ := build(t, pool, "DecTTL", nil, learn)
+		dn, _, _ := build(t, pool, "DNAT", &nat.DNATConfig{Rules: []string{"udp 203.0.113.1:5000 -> 192.168.1.10"}}, ttl)
+		return dn
+	})
+	ff, wan, lan, pool, slowOut, fastOut, fst, tk, push := r.ff, r.wan, r.lan, r.pool, r.slowOut, r.fastOut, r.fst, r.tk, r.push
 	var frames [][]byte
 	for i := range 8 {
 		frames = append(frames, ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.20", Dst: "203.0.113.1", Sport: uint16(40000 + i), Dport: 5000, Payload: 18}))

@@ -3,8 +3,6 @@ package icmp
 import (
 	"encoding/binary"
 	"net/netip"
-	"strings"
-	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -31,19 +29,15 @@ type Config struct {
 // ICMPPingResponder(lan, wan) and ICMPPingResponder(10.1.0.1) both work.
 func (c *Config) Validate() error {
 	c.addrs = c.addrs[:0]
-	var rest []string
-	for _, a := range c.Addresses {
-		s := strings.TrimSpace(a)
+	rest, err := splitAddresses(c.Addresses, &c.Devices, func(s string) error {
 		ip, err := parseHost(s)
-		if err != nil {
-			if looksLikeName(s) {
-				c.Devices = append(c.Devices, s)
-				continue
-			}
-			return elements.Errorf("addresses", "%q: %v", a, err)
+		if err == nil {
+			c.addrs = append(c.addrs, ip)
 		}
-		rest = append(rest, s)
-		c.addrs = append(c.addrs, ip)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	c.Addresses = rest
 	if c.Device != "" {
@@ -57,11 +51,6 @@ func (c *Config) Validate() error {
 		return elements.Errorf("ttl", "must be 1..255, got %d", c.TTL)
 	}
 	return nil
-}
-
-// looksLikeName: a device name is a word without dots, colons or slashes.
-func looksLikeName(s string) bool {
-	return s != "" && !strings.ContainsAny(s, ".:/ \t")
 }
 
 // parseHost reads an address of the addresses key (packet.ParseHost4) as
@@ -119,13 +108,10 @@ func init() {
 
 // Responder is one worker's ICMPPingResponder.
 type Responder struct {
-	addrs   []uint32
-	ttl     uint8
-	out     *elements.Output
-	other   *elements.Output
-	st      *elements.Stats
-	replies *atomic.Uint64
-	otherB  *packet.Batch
+	replier
+	addrs []uint32
+	ttl   uint8
+	st    *elements.Stats
 
 	truncated, notForUs, fragment, badSource, badChecksum elements.Reason
 }
@@ -133,28 +119,18 @@ type Responder struct {
 func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*Config)
 	addrs := append([]uint32(nil), c.addrs...)
-	for _, name := range c.Devices {
-		dev, _, ok := ctx.Devices.Device(name)
-		if !ok || dev == nil {
-			return nil, elements.Errorf("devices", "no device %q", name)
-		}
-		n := 0
-		for _, p := range dev.Info().Addresses {
-			if p.Addr().Is4() {
-				a := p.Addr().As4()
-				addrs = append(addrs, binary.BigEndian.Uint32(a[:]))
-				n++
-			}
-		}
-		if n == 0 {
-			return nil, elements.Errorf("devices", "device %q has no IPv4 address (its addresses key)", name)
-		}
+	devAddrs, err := deviceAddrs(ctx, c.Devices, "IPv4", netip.Addr.Is4)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range devAddrs {
+		a4 := a.As4()
+		addrs = append(addrs, binary.BigEndian.Uint32(a4[:]))
 	}
 	st := ctx.Stats
 	return &Responder{
-		addrs: addrs, ttl: uint8(c.TTL), out: ctx.Outputs[0], other: ctx.Outputs[1], st: st,
-		replies:     st.Counter("replies"),
-		otherB:      ctx.SideBatch(),
+		replier: newReplier(ctx),
+		addrs:   addrs, ttl: uint8(c.TTL), st: st,
 		truncated:   st.Reason("truncated"),
 		notForUs:    st.Reason("not for us"),
 		fragment:    st.Reason("fragment"),
@@ -176,31 +152,10 @@ func (r *Responder) ours(a uint32) bool {
 func (r *Responder) Push(in int, b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {
-		switch r.answer(p) {
-		case verdictReply:
-			b.Pkts[k] = p
-			k++
-		case verdictOther:
-			r.otherB.Add(p)
-		}
+		k = r.keep(b, k, p, r.answer(p))
 	}
-	b.Truncate(k)
-	if k > 0 {
-		r.replies.Add(uint64(k))
-		r.out.Push(b)
-	}
-	if r.otherB.Len() > 0 {
-		r.other.Push(r.otherB)
-	}
+	r.send(b, k)
 }
-
-type verdict uint8
-
-const (
-	verdictDropped verdict = iota
-	verdictReply
-	verdictOther
-)
 
 // answer turns an echo request into its reply in place.
 func (r *Responder) answer(p *packet.Packet) verdict {

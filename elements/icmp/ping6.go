@@ -3,8 +3,6 @@ package icmp
 import (
 	"encoding/binary"
 	"net/netip"
-	"strings"
-	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -26,19 +24,15 @@ type Config6 struct {
 // Validate parses the addresses.
 func (c *Config6) Validate() error {
 	c.addrs = c.addrs[:0]
-	var rest []string
-	for _, a := range c.Addresses {
-		s := strings.TrimSpace(a)
+	rest, err := splitAddresses(c.Addresses, &c.Devices, func(s string) error {
 		ip, err := parseHost6(s)
-		if err != nil {
-			if s != "" && !strings.ContainsAny(s, ".:/ \t") {
-				c.Devices = append(c.Devices, s)
-				continue
-			}
-			return elements.Errorf("addresses", "%q: %v", a, err)
+		if err == nil {
+			c.addrs = append(c.addrs, ip)
 		}
-		rest = append(rest, s)
-		c.addrs = append(c.addrs, ip)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	c.Addresses = rest
 	if len(c.addrs) == 0 && len(c.Devices) == 0 {
@@ -97,13 +91,10 @@ func init() {
 
 // Responder6 is one worker's ICMP6PingResponder.
 type Responder6 struct {
-	addrs   [][16]byte
-	hop     uint8
-	out     *elements.Output
-	other   *elements.Output
-	st      *elements.Stats
-	replies *atomic.Uint64
-	otherB  *packet.Batch
+	replier
+	addrs [][16]byte
+	hop   uint8
+	st    *elements.Stats
 
 	truncated, notForUs, badSource, badChecksum, extHdrs elements.Reason
 }
@@ -111,27 +102,17 @@ type Responder6 struct {
 func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*Config6)
 	addrs := append([][16]byte(nil), c.addrs...)
-	for _, name := range c.Devices {
-		dev, _, ok := ctx.Devices.Device(name)
-		if !ok || dev == nil {
-			return nil, elements.Errorf("devices", "no device %q", name)
-		}
-		n := 0
-		for _, p := range dev.Info().Addresses {
-			if p.Addr().Is6() && !p.Addr().Is4In6() {
-				addrs = append(addrs, p.Addr().As16())
-				n++
-			}
-		}
-		if n == 0 {
-			return nil, elements.Errorf("devices", "device %q has no IPv6 address (its addresses key)", name)
-		}
+	devAddrs, err := deviceAddrs(ctx, c.Devices, "IPv6", func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() })
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range devAddrs {
+		addrs = append(addrs, a.As16())
 	}
 	st := ctx.Stats
 	return &Responder6{
-		addrs: addrs, hop: uint8(c.HopLimit), out: ctx.Outputs[0], other: ctx.Outputs[1], st: st,
-		replies:     st.Counter("replies"),
-		otherB:      ctx.SideBatch(),
+		replier: newReplier(ctx),
+		addrs:   addrs, hop: uint8(c.HopLimit), st: st,
 		truncated:   st.Reason("truncated"),
 		notForUs:    st.Reason("not for us"),
 		badSource:   st.Reason("bad source"),
@@ -153,22 +134,9 @@ func (r *Responder6) ours(a []byte) bool {
 func (r *Responder6) Push(_ int, b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {
-		switch r.answer(p) {
-		case verdictReply:
-			b.Pkts[k] = p
-			k++
-		case verdictOther:
-			r.otherB.Add(p)
-		}
+		k = r.keep(b, k, p, r.answer(p))
 	}
-	b.Truncate(k)
-	if k > 0 {
-		r.replies.Add(uint64(k))
-		r.out.Push(b)
-	}
-	if r.otherB.Len() > 0 {
-		r.other.Push(r.otherB)
-	}
+	r.send(b, k)
 }
 
 func (r *Responder6) answer(p *packet.Packet) verdict {

@@ -16,22 +16,10 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-type fakeDev struct {
-	drivers.Device
-	info drivers.Info
-}
-
-func (d fakeDev) Info() drivers.Info { return d.info }
-
-type devSet map[string]drivers.Device
-
-func (s devSet) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
-func (s devSet) Queues(string, int) []int                       { return nil }
-
-var devs = devSet{
-	"lan": fakeDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24")}}},
-	"wan": fakeDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/24"), netip.MustParsePrefix("2001:db8::1/64")}}},
-	"v6":  fakeDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64")}}},
+var devs = elementtest.Devices{
+	"lan": elementtest.Device{DevInfo: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24")}}},
+	"wan": elementtest.Device{DevInfo: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/24"), netip.MustParsePrefix("2001:db8::1/64")}}},
+	"v6":  elementtest.Device{DevInfo: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64")}}},
 }
 
 type frame struct {

@@ -148,21 +148,9 @@ func TestCheckIPHeader(t *testing.T) {
 	}
 }
 
-type chkDev struct {
-	drivers.Device
-	info drivers.Info
-}
-
-func (d chkDev) Info() drivers.Info { return d.info }
-
-type chkDevSet map[string]drivers.Device
-
-func (s chkDevSet) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
-func (s chkDevSet) Queues(string, int) []int                       { return nil }
-
-var chkDevs = chkDevSet{
-	"lan": chkDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24"), netip.MustParsePrefix("fd00::1/64")}}},
-	"wan": chkDev{info: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/16"),
+var chkDevs = elementtest.Devices{
+	"lan": elementtest.Device{DevInfo: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24"), netip.MustParsePrefix("fd00::1/64")}}},
+	"wan": elementtest.Device{DevInfo: drivers.Info{Addresses: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/16"),
 		netip.MustParsePrefix("198.51.100.0/31"), netip.MustParsePrefix("192.0.2.1/32")}}},
 }
 

@@ -64,29 +64,18 @@ func (c *ICMP6ErrorConfig) Validate() error {
 		return elements.Errorf("src", "%v is not a unicast address", a)
 	}
 	c.src = a.As16()
-	t := c.ICMPType.Num
-	if c.ICMPType.Name != "" {
-		v, ok := icmp6Types[normName(c.ICMPType.Name)]
-		if !ok {
-			return elements.Errorf("icmp_type", "unknown type %q: want unreachable, toobig, timeexceeded, parameterproblem or 1..4", c.ICMPType.Name)
-		}
-		t = v
+	t, ok := c.ICMPType.lookup(icmp6Types)
+	if !ok {
+		return elements.Errorf("icmp_type", "unknown type %q: want unreachable, toobig, timeexceeded, parameterproblem or 1..4", c.ICMPType.Name)
 	}
 	if t < icmp6Unreachable || t > icmp6ParamProblem {
 		return elements.Errorf("icmp_type", "type %d is not an ICMPv6 error type: want 1 (unreachable), 2 (toobig), 3 (timeexceeded) or 4 (parameterproblem)", t)
 	}
-	code := c.ICMPCode.Num
-	if c.ICMPCode.Name != "" {
-		v, ok := icmp6Codes[t][normName(c.ICMPCode.Name)]
-		if !ok {
-			return elements.Errorf("icmp_code", "unknown code %q for type %d", c.ICMPCode.Name, t)
-		}
-		code = v
+	code, err := icmpCode(c.ICMPCode, t, icmp6Codes)
+	if err != nil {
+		return err
 	}
-	if code < 0 || code > 255 {
-		return elements.Errorf("icmp_code", "code %d out of range 0..255", code)
-	}
-	c.typ, c.code = uint8(t), uint8(code)
+	c.typ, c.code = uint8(t), code
 	switch {
 	case t == icmp6TooBig && (c.MTU < ipv6MinMTU || c.MTU > 65535):
 		return elements.Errorf("mtu", "toobig needs the next-hop mtu, 1280..65535 (got %d)", c.MTU)
@@ -100,13 +89,7 @@ func (c *ICMP6ErrorConfig) Validate() error {
 	if c.HopLimit < 1 || c.HopLimit > 255 {
 		return elements.Errorf("hoplimit", "%d out of range 1..255", c.HopLimit)
 	}
-	if c.Rate < 0 || c.Rate > 1e9 {
-		return elements.Errorf("rate", "%d out of range 0..1000000000 (0 = unlimited)", c.Rate)
-	}
-	if c.Burst < 1 || c.Burst > 1e6 {
-		return elements.Errorf("burst", "%d out of range 1..1000000", c.Burst)
-	}
-	return nil
+	return checkRate(c.Rate, c.Burst)
 }
 
 func init() {
@@ -271,17 +254,7 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	var origSrc [16]byte
 	copy(origSrc[:], h[8:24])
 
-	buf := p.Buffer()
-	qsrc := p.Headroom() + l3
-	start := qsrc - err6Quote
-	if start < 0 {
-		start = 0
-		copy(buf[err6Quote:err6Quote+q], buf[qsrc:qsrc+q])
-	}
-	f := buf[start : start+err6Quote+q]
-	copy(f[0:6], osrc[:])
-	copy(f[6:12], odst[:])
-	binary.BigEndian.PutUint16(f[12:], packet.EtherTypeIPv6)
+	f := errorFrame(p, l3, err6Quote, q, &osrc, &odst, packet.EtherTypeIPv6)
 	ip := packet.IPv6(f[err6IP:])
 	ip.Init()
 	ip.SetPayloadLen(8 + q)
@@ -295,8 +268,6 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	ck := ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(e.src, origSrc, 58, len(ic))))
 	binary.BigEndian.PutUint16(ic[2:], ck)
 
-	p.Data = f
-	p.L3 = err6IP
-	p.NextHop = netip.Addr{}
+	sent(p, f)
 	return 0, true
 }

@@ -65,17 +65,7 @@ func (o frame6) bytes(t testing.TB) []byte {
 
 func icmp6Cfg(typ, code any, mtu int) *ICMP6ErrorConfig {
 	c := &ICMP6ErrorConfig{Src: "2001:db8:2::1", ICMPType: NumberOrName{Num: -1}, HopLimit: 64, Burst: 10, MTU: mtu}
-	for _, x := range []struct {
-		k *NumberOrName
-		v any
-	}{{&c.ICMPType, typ}, {&c.ICMPCode, code}} {
-		switch v := x.v.(type) {
-		case int:
-			x.k.UnmarshalTOML(int64(v))
-		case string:
-			x.k.UnmarshalTOML(v)
-		}
-	}
+	setTypeCode(&c.ICMPType, &c.ICMPCode, typ, code)
 	return c
 }
 

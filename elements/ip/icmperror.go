@@ -1,7 +1,6 @@
 package ip
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -60,13 +59,9 @@ func (c *ICMPErrorConfig) Validate() error {
 	}
 	c.src = a.As4()
 
-	t := c.ICMPType.Num
-	if c.ICMPType.Name != "" {
-		v, ok := icmpTypes[normName(c.ICMPType.Name)]
-		if !ok {
-			return elements.Errorf("icmp_type", "unknown type %q: want unreachable, timeexceeded, parameterproblem or 3, 11, 12", c.ICMPType.Name)
-		}
-		t = v
+	t, ok := c.ICMPType.lookup(icmpTypes)
+	if !ok {
+		return elements.Errorf("icmp_type", "unknown type %q: want unreachable, timeexceeded, parameterproblem or 3, 11, 12", c.ICMPType.Name)
 	}
 	switch t {
 	case -1:
@@ -75,18 +70,11 @@ func (c *ICMPErrorConfig) Validate() error {
 	default:
 		return elements.Errorf("icmp_type", "type %d is not an error type ICMPError builds: want 3 (unreachable), 11 (timeexceeded) or 12 (parameterproblem)", t)
 	}
-	code := c.ICMPCode.Num
-	if c.ICMPCode.Name != "" {
-		v, ok := icmpCodes[t][normName(c.ICMPCode.Name)]
-		if !ok {
-			return elements.Errorf("icmp_code", "unknown code %q for type %d", c.ICMPCode.Name, t)
-		}
-		code = v
+	code, err := icmpCode(c.ICMPCode, t, icmpCodes)
+	if err != nil {
+		return err
 	}
-	if code < 0 || code > 255 {
-		return elements.Errorf("icmp_code", "code %d out of range 0..255", code)
-	}
-	c.typ, c.code = uint8(t), uint8(code)
+	c.typ, c.code = uint8(t), code
 
 	needFrag := t == packet.ICMPDestUnreachable && code == 4
 	switch {
@@ -98,13 +86,7 @@ func (c *ICMPErrorConfig) Validate() error {
 	if c.TTL < 1 || c.TTL > 255 {
 		return elements.Errorf("ttl", "%d out of range 1..255", c.TTL)
 	}
-	if c.Rate < 0 || c.Rate > 1e9 {
-		return elements.Errorf("rate", "%d out of range 0..1000000000 (0 = unlimited)", c.Rate)
-	}
-	if c.Burst < 1 || c.Burst > 1e6 {
-		return elements.Errorf("burst", "%d out of range 1..1000000", c.Burst)
-	}
-	return nil
+	return checkRate(c.Rate, c.Burst)
 }
 
 func init() {
@@ -281,21 +263,7 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 	q := ihl + min(quoteL4, avail-ihl)
 	origSrc := h.Src4()
 
-	// Lay the message out so that the quoted bytes need not move: the
-	// new frame starts errQuote bytes before them, in the headroom. Only
-	// when the headroom is too small (an exotic driver) do they move.
-	buf := p.Buffer()
-	qsrc := p.Headroom() + l3
-	start := qsrc - errQuote
-	if start < 0 {
-		start = 0
-		copy(buf[errQuote:errQuote+q], buf[qsrc:qsrc+q])
-	}
-	f := buf[start : start+errQuote+q]
-
-	copy(f[0:6], osrc[:])
-	copy(f[6:12], odst[:])
-	binary.BigEndian.PutUint16(f[12:], packet.EtherTypeIPv4)
+	f := errorFrame(p, l3, errQuote, q, &osrc, &odst, packet.EtherTypeIPv4)
 
 	ip := packet.IPv4(f[errIP:errICMP])
 	ip[0] = 0x45
@@ -318,8 +286,6 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 	ic.SetRest(e.rest)
 	ic.SetChecksum(packet.Checksum(ic))
 
-	p.Data = f
-	p.L3 = errIP
-	p.NextHop = netip.Addr{}
+	sent(p, f)
 	return 0, true
 }

@@ -17,10 +17,17 @@ import (
 
 func icmpCfg(typ, code any) *ICMPErrorConfig {
 	c := &ICMPErrorConfig{Src: "192.0.2.1", ICMPType: NumberOrName{Num: -1}, TTL: 64, Rate: 0, Burst: 10}
+	setTypeCode(&c.ICMPType, &c.ICMPCode, typ, code)
+	return c
+}
+
+// setTypeCode sets the icmp_type and icmp_code keys from ints or names
+// (nil: left as is), as TOML would.
+func setTypeCode(t, c *NumberOrName, typ, code any) {
 	for _, x := range []struct {
 		k *NumberOrName
 		v any
-	}{{&c.ICMPType, typ}, {&c.ICMPCode, code}} {
+	}{{t, typ}, {c, code}} {
 		switch v := x.v.(type) {
 		case int:
 			x.k.UnmarshalTOML(int64(v))
@@ -28,7 +35,6 @@ func icmpCfg(typ, code any) *ICMPErrorConfig {
 			x.k.UnmarshalTOML(v)
 		}
 	}
-	return c
 }
 
 // checkICMPError decodes out with gopacket and checks the error about orig

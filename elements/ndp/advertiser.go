@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -146,13 +147,9 @@ var _ elements.Ticker = (*Advertiser)(nil)
 
 func newAdvertiser(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*AdvertiserConfig)
-	dev, _, ok := ctx.Devices.Device(c.Device)
-	if !ok || dev == nil {
-		return nil, elements.Errorf("device", "no device %q", c.Device)
-	}
-	info := dev.Info()
-	if info.MAC == (packet.MAC{}) {
-		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	_, info, err := neighq.Device(ctx, c.Device)
+	if err != nil {
+		return nil, err
 	}
 	prefixes := c.prefixes
 	if len(prefixes) == 0 {

@@ -37,7 +37,7 @@ func rsFrame(t testing.TB, src string, lla net.HardwareAddr, hop uint8) []byte {
 }
 
 func TestRouterAdvertisement(t *testing.T) {
-	h := elementtest.New(t, "RouterAdvertiser", advertiserCfg(), &elementtest.Options{Devices: devSet{"wan": wanDev}})
+	h := elementtest.New(t, "RouterAdvertiser", advertiserCfg(), &elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}})
 	clk := useClock(h)
 	tick := h.Element.(elements.Ticker)
 	tick.Tick(clk.now())

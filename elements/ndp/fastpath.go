@@ -7,6 +7,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -76,7 +77,7 @@ func (h fastHook) sync(t *table, a *[16]byte, now int64) {
 		return
 	}
 	var m packet.MAC
-	putMAC(m[:], mac)
+	neighq.PutMAC(m[:], mac)
 	if h.table.SetNeighbor(h.dev, netip.AddrFrom16(*a), m, time.Duration(left)) != nil {
 		h.errs.Add(1)
 		return
@@ -117,6 +118,6 @@ func (q *Querier) refreshFast(now int64) {
 		sent = true
 	}
 	if sent {
-		q.flushOut()
+		q.outB.Flush()
 	}
 }

@@ -44,7 +44,7 @@ func (l *neighborLog) take() []string {
 
 // fastWan is wanDev with a fast path.
 type fastWan struct {
-	fakeDev
+	elementtest.Device
 	log *neighborLog
 }
 
@@ -72,7 +72,7 @@ func TestQuerierFastPath(t *testing.T) {
 	log := &neighborLog{}
 	c := querierCfg("2001:db8:2::3 02:00:00:00:02:03")
 	c.Timeout = 20 * time.Second
-	h := elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
+	h := elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: elementtest.Devices{"wan": fastWan{wanDev, log}}})
 	clk := useClock(h)
 	wantCalls(t, "static", log.take(), "set wan 2001:db8:2::3 02:00:00:00:02:03 876000h0m0s")
 
@@ -81,7 +81,7 @@ func TestQuerierFastPath(t *testing.T) {
 	wantCalls(t, "STALE from a solicitation", log.take())
 
 	// A packet to it (DELAY), then a solicited NA: REACHABLE, copied.
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	na := ndFrame{typ: 136, src: peerIP.String(), dst: ourIP.String(), target: peerIP.String(), flags: 0x60, lla: peerMAC}
 	h.Push(1, na.bytes(t))
 	wantCalls(t, "REACHABLE", log.take(), "set wan 2001:db8:2::2 02:00:00:00:02:02 20s")
@@ -134,10 +134,10 @@ func TestQuerierFastPathRefresh(t *testing.T) {
 	log := &neighborLog{}
 	c := querierCfg()
 	c.Timeout = 20 * time.Second
-	h := elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: devSet{"wan": fastWan{wanDev, log}}})
+	h := elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: elementtest.Devices{"wan": fastWan{wanDev, log}}})
 	clk := useClock(h)
 	tick := h.Element.(interface{ Tick(int64) })
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	na := ndFrame{typ: 136, src: peerIP.String(), dst: ourIP.String(), target: peerIP.String(), flags: 0x60, lla: peerMAC}
 	h.Push(1, na.bytes(t))
 	wantCalls(t, "REACHABLE", log.take(), "set wan 2001:db8:2::2 02:00:00:00:02:02 20s")

@@ -15,7 +15,7 @@ func FuzzND(f *testing.F) {
 	f.Add(ndFrame{typ: 135, src: "::", dst: "ff02::1:ff00:1", target: "2001:db8:2::1"}.bytes(f))
 	f.Add(ndFrame{typ: 135, src: "2001:db8:2::2", dst: "ff02::1:ff00:1", target: "2001:db8:2::1", lla: peerMAC,
 		extraOpt: []byte{1, 1, 2, 0, 0, 0, 0, 3}}.bytes(f))
-	opts := &elementtest.Options{Devices: devSet{"wan": wanDev}, Sink: true, PoolSize: 1024}
+	opts := &elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}, Sink: true, PoolSize: 1024}
 	q := elementtest.New(f, "NDPQuerier", querierCfg(), opts)
 	useClock(q)
 	r := elementtest.New(f, "NDPResponder", responderCfg(), opts)
@@ -45,7 +45,7 @@ func FuzzRouterAdvertiser(f *testing.F) {
 	f.Add(rsFrame(f, "::", nil, 255))
 	f.Add(rsFrame(f, "fe80::2", peerMAC, 64))
 	f.Add(ndFrame{typ: 133, src: "fe80::2", dst: "ff02::2", lla: peerMAC, extraOpt: []byte{1, 0, 0, 0, 0, 0, 0, 0}}.bytes(f))
-	h := elementtest.New(f, "RouterAdvertiser", advertiserCfg("2001:db8:1::/64"), &elementtest.Options{Devices: devSet{"wan": wanDev}, PoolSize: 64})
+	h := elementtest.New(f, "RouterAdvertiser", advertiserCfg("2001:db8:1::/64"), &elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}, PoolSize: 64})
 	useClock(h)
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		if len(frame) > 1900 {

@@ -28,8 +28,8 @@ func TestNeighbors(t *testing.T) {
 		return m
 	}
 
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
-	pushIP(h, "2001:db8:2::9", ip6Frame(t, "2001:db8:16::6"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, "2001:db8:2::9", ip6Frame(t, "2001:db8:16::6"))
 	h.Push(1, na)
 	clk.add(2 * time.Second)
 	m := byAddr()
@@ -50,12 +50,12 @@ func TestNeighbors(t *testing.T) {
 	if p := byAddr()[peerIP.String()]; p.State != "reachable" && p.State != "stale" {
 		t.Errorf("after the reachable time: %+v", p)
 	}
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	if p := byAddr()[peerIP.String()]; p.State != "delay" || p.MAC != peerMAC.String() {
 		t.Errorf("a packet to a stale entry: %+v, want delay", p)
 	}
 	clk.add(5 * time.Second)
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	if p := byAddr()[peerIP.String()]; p.State != "probe" || p.MAC != peerMAC.String() {
 		t.Errorf("after the delay: %+v, want probe", p)
 	}

@@ -20,23 +20,11 @@ import (
 var (
 	devMAC  = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x02, 0x01}
 	peerMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x02, 0x02}
-	wanDev  = fakeDev{info: drivers.Info{Name: "wan", MAC: packet.MAC(devMAC), Addresses: []netip.Prefix{
+	wanDev  = elementtest.Device{DevInfo: drivers.Info{Name: "wan", MAC: packet.MAC(devMAC), Addresses: []netip.Prefix{
 		netip.MustParsePrefix("10.2.0.1/24"), netip.MustParsePrefix("2001:db8:2::1/64")}}}
 	ourIP  = netip.MustParseAddr("2001:db8:2::1")
 	peerIP = netip.MustParseAddr("2001:db8:2::2")
 )
-
-type fakeDev struct {
-	drivers.Device
-	info drivers.Info
-}
-
-func (d fakeDev) Info() drivers.Info { return d.info }
-
-type devSet map[string]drivers.Device
-
-func (s devSet) Device(name string) (drivers.Device, int, bool) { d, ok := s[name]; return d, 0, ok }
-func (s devSet) Queues(string, int) []int                       { return nil }
 
 type fakeClock struct{ ns atomic.Int64 }
 
@@ -111,7 +99,7 @@ func querierCfg(neigh ...string) *ndp.QuerierConfig {
 }
 
 func newQuerier(t testing.TB, c *ndp.QuerierConfig) *elementtest.Harness {
-	return elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: devSet{"wan": wanDev}})
+	return elementtest.New(t, "NDPQuerier", c, &elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}})
 }
 
 func responderCfg() *ndp.ResponderConfig {
@@ -122,7 +110,7 @@ func responderCfg() *ndp.ResponderConfig {
 }
 
 func newResponder(t testing.TB) *elementtest.Harness {
-	return elementtest.New(t, "NDPResponder", responderCfg(), &elementtest.Options{Devices: devSet{"wan": wanDev}})
+	return elementtest.New(t, "NDPResponder", responderCfg(), &elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}})
 }
 
 // ip6Frame is an Ethernet/IPv6/UDP frame to dst with a junk Ethernet header.
@@ -139,18 +127,6 @@ func ip6Frame(t testing.TB, dst string) []byte {
 		t.Fatal(err)
 	}
 	return append([]byte(nil), buf.Bytes()...)
-}
-
-func pushIP(h *elementtest.Harness, nh string, frames ...[]byte) {
-	var pk []*packet.Packet
-	for _, f := range frames {
-		p := h.Packet(f)
-		if nh != "" {
-			p.NextHop = netip.MustParseAddr(nh)
-		}
-		pk = append(pk, p)
-	}
-	h.PushBatch(0, pk...)
 }
 
 // decodeND decodes a frame with gopacket and checks the ICMPv6 checksum
@@ -351,7 +327,7 @@ func TestQuerierResolves(t *testing.T) {
 	h := newQuerier(t, querierCfg())
 	clk := useClock(h)
 	q := h.Element.(*ndp.Querier)
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"), ip6Frame(t, "2001:db8:16::6"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"), ip6Frame(t, "2001:db8:16::6"))
 	ns, ips, eths := solicitations(t, h.Outs[0].Frames())
 	if len(ns) != 1 || h.Counter("held") != 2 {
 		t.Fatalf("%d solicitations, counters %v", len(ns), h.Stats.Counters())
@@ -394,25 +370,25 @@ func TestQuerierStates(t *testing.T) {
 	na := ndFrame{typ: 136, src: peerIP.String(), dst: ourIP.String(), target: peerIP.String(), flags: 0x60, lla: peerMAC}.bytes(t)
 	state := func() ndp.State { s, _ := q.Neighbor(peerIP); return s }
 
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	h.Push(1, na)
 	if state() != ndp.Reachable {
 		t.Fatalf("state %v", state())
 	}
 	clk.add(29 * time.Second)
 	h.Reset()
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	if state() != ndp.Reachable || len(h.Outs[0].Frames()) != 1 {
 		t.Fatalf("at 29 s: %v, %d frames", state(), len(h.Outs[0].Frames()))
 	}
 	clk.add(2 * time.Second) // past the reachable time: stale, and this packet starts DELAY
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	if state() != ndp.Delay {
 		t.Fatalf("after reachable time: %v, want DELAY", state())
 	}
 	clk.add(5 * time.Second)
 	h.Reset()
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	ns, ips, eths := solicitations(t, h.Outs[0].Frames())
 	if state() != ndp.Probe || len(ns) != 1 || eths[0].DstMAC.String() != peerMAC.String() || ips[0].DstIP.String() != peerIP.String() {
 		t.Fatalf("after delay: %v, %d unicast probes", state(), len(ns))
@@ -423,11 +399,11 @@ func TestQuerierStates(t *testing.T) {
 	// Two more probes, a second apart, then it is resolved afresh.
 	for i := 0; i < 2; i++ {
 		clk.add(time.Second)
-		pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+		h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	}
 	h.Reset()
 	clk.add(time.Second)
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	ns, ips, _ = solicitations(t, h.Outs[0].Frames())
 	if state() != ndp.Incomplete || len(ns) != 1 || ips[0].DstIP.String() != "ff02::1:ff00:2" || h.Counter("held") != 2 {
 		t.Fatalf("after 3 unanswered probes: %v, %d multicast NS, counters %v", state(), len(ns), h.Stats.Counters())
@@ -458,7 +434,7 @@ func TestQuerierLearnsFromSolicitation(t *testing.T) {
 	}
 	clk.add(time.Millisecond)
 	h.Reset()
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	if len(h.Outs[0].Frames()) != 1 {
 		t.Fatalf("a STALE entry must be used")
 	}
@@ -477,8 +453,8 @@ func TestQuerierLearnsFromSolicitation(t *testing.T) {
 func TestQuerierStaticAndMulticast(t *testing.T) {
 	h := newQuerier(t, querierCfg("2001:db8:2::2 02:00:00:00:02:02"))
 	useClock(h)
-	pushIP(h, "2001:db8:2::2", ip6Frame(t, "2001:db8:16::5"))
-	pushIP(h, "", ip6Frame(t, "ff02::5"))
+	h.PushVia(0, "2001:db8:2::2", ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, "", ip6Frame(t, "ff02::5"))
 	out := h.Outs[0].Frames()
 	if len(out) != 2 || h.Counter("solicitations") != 0 {
 		t.Fatalf("%d frames, counters %v", len(out), h.Stats.Counters())
@@ -489,7 +465,7 @@ func TestQuerierStaticAndMulticast(t *testing.T) {
 	if d := net.HardwareAddr(out[1][0:6]).String(); d != "33:33:00:00:00:05" {
 		t.Errorf("multicast: dst %v", d)
 	}
-	pushIP(h, "10.2.0.2", ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, "10.2.0.2", ip6Frame(t, "2001:db8:16::5"))
 	if h.Counter("not ipv6") != 1 {
 		t.Errorf("IPv4 next hop: %v", h.Stats.Counters())
 	}
@@ -503,7 +479,7 @@ func TestQuerierFlood(t *testing.T) {
 	clk := useClock(h)
 	q := h.Element.(*ndp.Querier)
 	h.Push(1, ndFrame{typ: 135, src: peerIP.String(), dst: "ff02::1:ff00:1", target: ourIP.String(), lla: peerMAC}.bytes(t))
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5")) // in use
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5")) // in use
 	h.Reset()
 	for i := 0; i < 20000; i++ {
 		src := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 8: byte(i >> 16), 9: byte(i >> 8), 10: byte(i), 15: 7})
@@ -517,7 +493,7 @@ func TestQuerierFlood(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		clk.add(time.Microsecond)
 		nh := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 14: byte(i >> 8), 15: byte(i)}).String()
-		pushIP(h, nh, ip6Frame(t, "2001:db8:16::5"), ip6Frame(t, "2001:db8:16::5"))
+		h.PushVia(0, nh, ip6Frame(t, "2001:db8:16::5"), ip6Frame(t, "2001:db8:16::5"))
 		h.Reset()
 	}
 	if h.Counter("too many unresolved") == 0 || h.Counter("held") > 2*64 {
@@ -542,7 +518,7 @@ func TestQuerierFullTable(t *testing.T) {
 	f := ip6Frame(t, "2001:db8:16::5")
 	for i := 0; q.Entries() < 4096 && i < 8192; i++ {
 		h.Push(1, ndFrame{typ: 135, src: addr(i), dst: "ff02::1:ff00:1", target: ourIP.String(), lla: peerMAC}.bytes(t))
-		pushIP(h, addr(i), f) // STALE -> DELAY: in use
+		h.PushVia(0, addr(i), f) // STALE -> DELAY: in use
 		h.Reset()
 	}
 	if n := q.Entries(); n != 4096 {
@@ -564,7 +540,7 @@ func TestQuerierFullTable(t *testing.T) {
 
 func TestQuerierAllocs(t *testing.T) {
 	h := elementtest.New(t, "NDPQuerier", querierCfg("2001:db8:2::2 02:00:00:00:02:02"),
-		&elementtest.Options{Devices: devSet{"wan": wanDev}, Sink: true})
+		&elementtest.Options{Devices: elementtest.Devices{"wan": wanDev}, Sink: true})
 	useClock(h)
 	f := ip6Frame(t, "2001:db8:16::5")
 	nh := netip.MustParseAddr("2001:db8:2::2")

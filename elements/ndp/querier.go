@@ -1,7 +1,6 @@
 package ndp
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -36,25 +36,12 @@ type staticEntry struct {
 const (
 	defaultHold = 8
 	defaultRate = 100
-	maxHold     = 64
-	// maxHeldHops is the number of distinct unresolved neighbours one
-	// worker holds packets for at once.
-	maxHeldHops = 64
 )
 
 // Validate checks the keys.
 func (c *QuerierConfig) Validate() error {
-	if c.Device == "" {
-		return elements.Errorf("device", "required: the device the packets leave by")
-	}
-	if c.Timeout <= 0 {
-		return elements.Errorf("timeout", "must be positive (e.g. \"30s\"), got %v", c.Timeout)
-	}
-	if c.Hold < 1 || c.Hold > maxHold {
-		return elements.Errorf("hold", "must be 1..%d, got %d", maxHold, c.Hold)
-	}
-	if c.Rate < 1 {
-		return elements.Errorf("rate", "must be at least 1 solicitation per second, got %d", c.Rate)
+	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "solicitation"); err != nil {
+		return err
 	}
 	c.static = c.static[:0]
 	for _, s := range c.Neighbors {
@@ -149,14 +136,6 @@ func init() {
 	})
 }
 
-type held struct {
-	ip    [16]byte
-	inUse bool
-	n     int
-	nb    *neigh
-	pkts  []*packet.Packet
-}
-
 // Querier is one worker's NDPQuerier.
 type Querier struct {
 	now    func() int64 // the clock (SetClock in tests)
@@ -167,15 +146,14 @@ type Querier struct {
 	pool   *packet.Pool
 	mac    packet.MAC
 	ours   ourAddrs
-	hold   int
-	active int
 
-	holds   [maxHeldHops]held
-	slab    []*packet.Packet
-	outB    *packet.Batch
-	tokens  int64
-	rate    int64
-	lastTok int64
+	// holds are the packets waiting for a neighbour; holdNeigh[i] is the
+	// cache entry of holds' queue i.
+	holds     neighq.Queues
+	holdNeigh [neighq.MaxHops]*neigh
+	outB      neighq.Out // held packets released, solicitations
+	eth       neighq.Header
+	limit     neighq.Limiter // solicitations of this worker
 
 	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
 	ndFrames, notLearned                                           *atomic.Uint64
@@ -198,20 +176,16 @@ var (
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*QuerierConfig)
-	dev, _, ok := ctx.Devices.Device(c.Device)
-	if !ok || dev == nil {
-		return nil, elements.Errorf("device", "no device %q", c.Device)
-	}
-	info := dev.Info()
-	if info.MAC == (packet.MAC{}) {
-		return nil, elements.Errorf("device", "device %q has no MAC address (set its mac key)", c.Device)
+	dev, info, err := neighq.Device(ctx, c.Device)
+	if err != nil {
+		return nil, err
 	}
 	fast := newFastHook(dev, ctx.Stats)
 	v, err := ctx.Shared(keepNeighbours(ctx, func() (any, error) {
 		t := &table{tm: DefaultTimers, gen: conntrack.GenerationOf(ctx)}
 		t.tm.Reachable = int64(c.Timeout)
 		for _, e := range c.static {
-			if !t.setStatic(e.ip, macWord(e.mac)) {
+			if !t.setStatic(e.ip, neighq.MACWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
 			}
 			if err := fast.static(e.ip, e.mac); err != nil {
@@ -227,9 +201,10 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	q := &Querier{now: elements.Nanotime,
 		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, ours: newOurAddrs(info.MAC, info.Addresses),
-		hold: c.Hold, rate: int64(c.Rate),
-		slab: make([]*packet.Packet, maxHeldHops*c.Hold),
-		outB: ctx.SideBatch(), refresher: ctx.Worker == 0,
+		outB:      neighq.NewOut(ctx.Outputs[0], ctx.SideBatch()),
+		eth:       neighq.NewHeader(info.MAC, packet.EtherTypeIPv6),
+		limit:     neighq.NewLimiter(c.Rate),
+		refresher: ctx.Worker == 0,
 
 		solicitations: st.Counter("solicitations"),
 		learned:       st.Counter("learned"),
@@ -249,10 +224,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		unresolved:    st.Reason("unresolved"),
 	}
 	q.fast = fast
-	q.tokens = q.rate * 1e9
-	for i := range q.holds {
-		q.holds[i].pkts = q.slab[i*c.Hold : (i+1)*c.Hold : (i+1)*c.Hold]
-	}
+	q.holds.Init(c.Hold)
 	return q, nil
 }
 
@@ -263,9 +235,9 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 		q.learnBatch(b, now)
 		return
 	}
-	if q.active > 0 {
+	if q.holds.Active() > 0 {
 		q.releaseResolved(now)
-		q.flushOut()
+		q.outB.Flush()
 	}
 	k := 0
 	for _, p := range b.Pkts {
@@ -278,7 +250,7 @@ func (q *Querier) Push(in int, b *packet.Batch) {
 	if k > 0 {
 		q.out.Push(b)
 	}
-	q.flushOut()
+	q.outB.Flush()
 }
 
 func (q *Querier) resolve(p *packet.Packet, now int64) bool {
@@ -306,7 +278,7 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 		return false
 	}
 	if ip[0] == 0xff {
-		if !q.frame(p) {
+		if !q.eth.Frame(p) {
 			q.st.Drop(p, q.noHeadroom)
 			return false
 		}
@@ -323,128 +295,55 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 		q.solicit(ip, mac, sol == solUnicast)
 	}
 	if usable {
-		if !q.frame(p) {
+		if !q.eth.Frame(p) {
 			q.st.Drop(p, q.noHeadroom)
 			return false
 		}
-		putMAC(p.Data[0:6], mac)
+		neighq.PutMAC(p.Data[0:6], mac)
 		return true
 	}
-	q.holdPacket(p, ip, n)
+	q.holdPacket(p, ip, n, now)
 	return false
 }
 
-// frame makes p.Data start with a 14-byte Ethernet header in front of L3
-// and fills in everything but the destination.
-func (q *Querier) frame(p *packet.Packet) bool {
-	start := int(p.L3) - packet.EthernetLen
-	if start >= 0 {
-		p.Data = p.Data[start:]
-	} else {
-		h := p.Headroom()
-		if h < -start {
-			return false
-		}
-		buf := p.Buffer()
-		p.Data = buf[h+start : h+len(p.Data)]
+func (q *Querier) holdPacket(p *packet.Packet, ip [16]byte, n *neigh, now int64) {
+	i, fresh, ok := q.holds.Hold(&ip, now, p, q.st, q.tooMany, q.queueFull)
+	if fresh {
+		q.holdNeigh[i] = n
 	}
-	p.L3 = packet.EthernetLen
-	copy(p.Data[6:12], q.mac[:])
-	binary.BigEndian.PutUint16(p.Data[12:], packet.EtherTypeIPv6)
-	return true
-}
-
-func (q *Querier) holdPacket(p *packet.Packet, ip [16]byte, n *neigh) {
-	var h, free *held
-	for i := range q.holds {
-		x := &q.holds[i]
-		if x.inUse && x.ip == ip {
-			h = x
-			break
-		}
-		if free == nil && !x.inUse {
-			free = x
-		}
-		if q.active == 0 {
-			break
-		}
+	if ok {
+		q.heldC.Add(1)
 	}
-	if h == nil {
-		if free == nil {
-			q.st.Drop(p, q.tooMany)
-			return
-		}
-		h = free
-		h.ip, h.inUse, h.n, h.nb = ip, true, 0, n
-		q.active++
-	}
-	if h.n == len(h.pkts) {
-		q.st.Drop(p, q.queueFull)
-		return
-	}
-	h.pkts[h.n] = p
-	h.n++
-	q.heldC.Add(1)
 }
 
 // releaseResolved sends the held packets of neighbours now usable, drives
 // the solicitations of the others and gives up on failed ones.
 func (q *Querier) releaseResolved(now int64) {
-	for i := range q.holds {
-		h := &q.holds[i]
-		if !h.inUse {
+	for i := range q.holdNeigh {
+		if !q.holds.InUse(i) {
 			continue
 		}
-		if cur := q.t.find(&h.ip); cur != h.nb && cur != nil {
-			h.nb = cur // recycled and remade meanwhile
+		ip := q.holds.Key(i)
+		if cur := q.t.find(ip); cur != q.holdNeigh[i] && cur != nil {
+			q.holdNeigh[i] = cur // recycled and remade meanwhile
 		}
-		st := h.nb.State()
-		if st >= Reachable {
-			m := h.nb.mac.Load()
-			for j := 0; j < h.n; j++ {
-				p := h.pkts[j]
-				h.pkts[j] = nil
-				if !q.frame(p) {
-					q.st.Drop(p, q.noHeadroom)
-					continue
-				}
-				putMAC(p.Data[0:6], m)
-				q.emit(p)
-				q.released.Add(1)
+		nb := q.holdNeigh[i]
+		if nb.State() >= Reachable {
+			if n := q.holds.Release(i, &q.eth, nb.mac.Load(), &q.outB, q.st, q.noHeadroom); n > 0 {
+				q.released.Add(n)
 			}
-			q.freeHold(h)
+			q.holdNeigh[i] = nil
 			continue
 		}
-		sol, failed := q.t.retry(h.nb, now)
+		sol, failed := q.t.retry(nb, now)
 		if failed {
-			for j := 0; j < h.n; j++ {
-				q.st.Drop(h.pkts[j], q.unresolved)
-				h.pkts[j] = nil
-			}
-			q.freeHold(h)
+			q.holds.Drop(i, q.st, q.unresolved)
+			q.holdNeigh[i] = nil
 			continue
 		}
 		if sol {
-			q.solicit(h.ip, 0, false)
+			q.solicit(*ip, 0, false)
 		}
-	}
-}
-
-func (q *Querier) freeHold(h *held) {
-	h.inUse, h.n, h.nb = false, 0, nil
-	q.active--
-}
-
-func (q *Querier) emit(p *packet.Packet) {
-	if q.outB.Full() {
-		q.out.Push(q.outB)
-	}
-	q.outB.Add(p)
-}
-
-func (q *Querier) flushOut() {
-	if q.outB.Len() > 0 {
-		q.out.Push(q.outB)
 	}
 }
 
@@ -452,17 +351,7 @@ func (q *Querier) flushOut() {
 // solicited-node group, or unicast to the MAC in known (a probe). It is
 // rate limited per worker.
 func (q *Querier) solicit(target [16]byte, known uint64, unicast bool) {
-	now := q.now()
-	el := now - q.lastTok
-	if el > int64(time.Second) || el < 0 {
-		el = int64(time.Second)
-	}
-	q.tokens += el * q.rate
-	q.lastTok = now
-	if maxT := q.rate * 1e9; q.tokens > maxT {
-		q.tokens = maxT
-	}
-	if q.tokens < 1e9 {
+	if !q.limit.Ready(q.now()) {
 		q.rateLimited.Add(1)
 		return
 	}
@@ -471,19 +360,19 @@ func (q *Querier) solicit(target [16]byte, known uint64, unicast bool) {
 		q.noBuffer.Add(1)
 		return
 	}
-	q.tokens -= 1e9
+	q.limit.Take()
 	dst := solicitedNode(target)
 	ethDst := multicastMAC(dst)
 	if unicast {
 		dst = target
-		putMAC(ethDst[:], known)
+		neighq.PutMAC(ethDst[:], known)
 	}
 	f := p.Data[:frameLen]
 	n := build(f, ethDst, q.mac, q.ours.sourceFor(target), dst, TypeNeighborSolicitation, 0, target, q.mac, true)
 	p.Data = f[:n]
 	p.L3 = packet.EthernetLen
 	q.solicitations.Add(1)
-	q.emit(p)
+	q.outB.Emit(p)
 }
 
 // learnBatch learns from the valid solicitations and advertisements in b
@@ -512,7 +401,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			q.st.Drop(p, q.ndInvalid)
 			continue
 		}
-		mw := macWord(m.lla)
+		mw := neighq.MACWord(m.lla)
 		var ok bool
 		if m.typ == TypeNeighborSolicitation {
 			// Only solicitations for our addresses make entries (a
@@ -538,9 +427,9 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		p.Free()
 	}
 	b.Reset()
-	if learnedAny && q.active > 0 {
+	if learnedAny && q.holds.Active() > 0 {
 		q.releaseResolved(now)
-		q.flushOut()
+		q.outB.Flush()
 	}
 }
 
@@ -549,36 +438,23 @@ func (q *Querier) Tick(now int64) {
 	if q.fast.table != nil && q.refresher {
 		q.refreshFast(now)
 	}
-	if q.active == 0 {
+	if q.holds.Active() == 0 {
 		return
 	}
 	q.releaseResolved(now)
-	q.flushOut()
+	q.outB.Flush()
 }
 
 // Close frees the held packets.
 func (q *Querier) Close() error {
-	for i := range q.holds {
-		h := &q.holds[i]
-		for j := 0; j < h.n; j++ {
-			q.st.Drop(h.pkts[j], q.unresolved)
-			h.pkts[j] = nil
-		}
-		if h.inUse {
-			q.freeHold(h)
-		}
-	}
+	q.dropHeld()
 	return nil
 }
 
-func macWord(m packet.MAC) uint64 {
-	return uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
-}
-
-func putMAC(b []byte, w uint64) {
-	_ = b[5]
-	b[0], b[1], b[2] = byte(w>>40), byte(w>>32), byte(w>>24)
-	b[3], b[4], b[5] = byte(w>>16), byte(w>>8), byte(w)
+// dropHeld frees every held packet as "unresolved" and returns how many.
+func (q *Querier) dropHeld() uint64 {
+	q.holdNeigh = [neighq.MaxHops]*neigh{}
+	return q.holds.DropAll(q.st, q.unresolved)
 }
 
 // Neighbor returns the cache's state and MAC for a (Free when none): for
@@ -590,7 +466,7 @@ func (q *Querier) Neighbor(a netip.Addr) (State, packet.MAC) {
 		return Free, packet.MAC{}
 	}
 	var m packet.MAC
-	putMAC(m[:], n.mac.Load())
+	neighq.PutMAC(m[:], n.mac.Load())
 	return n.State(), m
 }
 

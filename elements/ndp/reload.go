@@ -26,11 +26,4 @@ var _ elements.Retirer = (*Querier)(nil)
 
 // Retire implements elements.Retirer: the held packets are dropped on the
 // worker whose pools they belong to.
-func (q *Querier) Retire() uint64 {
-	var n uint64
-	for i := range q.holds {
-		n += uint64(q.holds[i].n)
-	}
-	q.Close()
-	return n
-}
+func (q *Querier) Retire() uint64 { return q.dropHeld() }

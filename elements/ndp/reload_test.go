@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/ndp"
 )
 
@@ -40,7 +41,7 @@ func TestReloadKeepsNeighbours(t *testing.T) {
 	c := querierCfg()
 	h := newQuerier(t, c)
 	clk := useClock(h)
-	pushIP(h, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
+	h.PushVia(0, peerIP.String(), ip6Frame(t, "2001:db8:16::5"))
 	h.Reset()
 	clk.add(100 * time.Millisecond)
 	h.Push(1, ndFrame{typ: 136, src: peerIP.String(), dst: ourIP.String(), target: peerIP.String(), flags: 0x60, lla: peerMAC}.bytes(t))
@@ -60,7 +61,7 @@ func TestReloadKeepsNeighbours(t *testing.T) {
 	}
 
 	// A packet held for an unresolved next hop: Retire drops it.
-	pushIP(h, "2001:db8:2::99", ip6Frame(t, "2001:db8:16::7"))
+	h.PushVia(0, "2001:db8:2::99", ip6Frame(t, "2001:db8:16::7"))
 	h.Reset()
 	if n := h.Element.(elements.Retirer).Retire(); n != 1 {
 		t.Errorf("Retire dropped %d packets, want the 1 held", n)
@@ -86,9 +87,9 @@ func TestReloadKeepsAnnouncements(t *testing.T) {
 	}
 	h.Reset()
 	typ, _ := elements.Lookup("NDPResponder")
-	renew := func(dev fakeDev) elements.Element {
+	renew := func(dev elementtest.Device) elements.Element {
 		hc := h.Context
-		ctx := elements.NewContext("nr", 0, 1, 64, hc.Outputs, hc.Stats, hc.Pool, devSet{"wan": dev}, &elements.SharedSlot{})
+		ctx := elements.NewContext("nr", 0, 1, 64, hc.Outputs, hc.Stats, hc.Pool, elementtest.Devices{"wan": dev}, &elements.SharedSlot{})
 		ctx.SetReloading(true)
 		ctx.SetPrevious(elements.Previous{Element: h.Element, SameConfig: true})
 		el, err := typ.New(responderCfg(), ctx)
@@ -108,7 +109,7 @@ func TestReloadKeepsAnnouncements(t *testing.T) {
 		t.Errorf("the kept responder sent %d frames after the reload, want none", n)
 	}
 	more := wanDev
-	more.info.Addresses = append(append([]netip.Prefix(nil), wanDev.info.Addresses...), netip.MustParsePrefix("2001:db8:2::9/64"))
+	more.DevInfo.Addresses = append(append([]netip.Prefix(nil), wanDev.DevInfo.Addresses...), netip.MustParsePrefix("2001:db8:2::9/64"))
 	fresh := renew(more).(elements.Ticker)
 	fresh.Tick(base + 10*int64(time.Second))
 	if ns, _, _ := solicitations(t, h.Outs[0].Frames()); len(ns) != 3 {
