@@ -652,7 +652,7 @@ func (t *Table) ClaimReply(idx uint32, k *Tuple, h uint32) bool {
 	if _, _, used := t.lookupIn(k, h); used {
 		return false
 	}
-	t.unlink(idx, 1)
+	t.unlinkNewest(idx, 1) // claim.go
 	t.conns[idx].T[1] = *k
 	t.link(idx, 1, h)
 	return true

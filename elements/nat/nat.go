@@ -372,6 +372,15 @@ type newFlows struct {
 	t *conntrack.Table
 }
 
+// prepared is the key (index + 1; 0: none) prepared for the packet at pos
+// in the batch when it is a flow of table t.
+func (w *newFlows) prepared(t *conntrack.Table, pos int) uint16 {
+	if t != w.t || pos >= len(w.at) {
+		return 0
+	}
+	return w.at[pos]
+}
+
 // hash is the table's hash of reply tuple k for the packet at pos in the
 // batch: the one warm computed when k is the key prepared for it (the
 // usual case: the first tuple a new flow tries), else computed now.

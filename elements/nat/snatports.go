@@ -118,14 +118,28 @@ func (e *SNAT) address(k *conntrack.Tuple) uint32 {
 // batch (prepare's hash of the flow's own port).
 func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	k := &c.T[0]
-	addr := e.address(k)
-	reply := c.T[1]
-	reply.Dst = addr
+	var reply conntrack.Tuple
+	var addr uint32
+	kept := k.Sport >= e.lo && k.Sport <= e.hi
 	e.pos = pos
-	if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
-		return true // a port whose reply needs no handoff (snatrss.go)
+	if a := e.nf.prepared(t, pos); a != 0 && e.rss == nil {
+		// The usual case: the reply tuple that keeps the flow's own
+		// port, which prepare built (with the address) and hashed.
+		reply = e.nf.keys[a-1]
+		addr = reply.Dst
+		if e.home(&reply, reply.Dport) && e.claim(t, c, idx, &reply, e.nf.hs[a-1]) {
+			return true
+		}
+		kept = false // tried
+	} else {
+		reply = c.T[1]
+		addr = e.address(k)
+		reply.Dst = addr
+		if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
+			return true // a port whose reply needs no handoff (snatrss.go)
+		}
 	}
-	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, idx, &reply, k.Sport) {
+	if kept && e.try(t, c, idx, &reply, k.Sport) {
 		return true
 	}
 	// Then a few ports drawn from the flow itself, the same after a
@@ -180,18 +194,33 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 // it prepared.
 func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, port uint16) bool {
 	reply.Dport = port
+	if !e.home(reply, port) {
+		return false
+	}
+	return e.claim(t, c, idx, reply, e.nf.hash(t, reply, e.pos))
+}
+
+// home completes reply for port (an ICMP echo identifier is both ports)
+// and reports whether it may be claimed here: with several workers, it
+// hashes to this worker and no reload pinned it elsewhere.
+func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 	if reply.Proto == packet.ProtoICMP {
 		// Echo identifiers are not hashed by the steering: no
 		// worker check.
 		reply.Sport = port
-	} else if e.workers > 1 && (Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) != e.worker || e.pinned(reply)) {
-		return false
+		return true
 	}
+	return e.workers <= 1 || Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
+}
+
+// claim makes reply (h its hash) flow idx's reply tuple if it is free or
+// already the flow's own, and reports whether it did.
+func (e *SNAT) claim(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, h uint32) bool {
 	if *reply == c.T[1] {
 		return true
 	}
 	e.lookups++
-	if !t.ClaimReply(idx, reply, e.nf.hash(t, reply, e.pos)) {
+	if !t.ClaimReply(idx, reply, h) {
 		return false
 	}
 	c.Flags |= conntrack.FlagSNAT
