@@ -16,3 +16,21 @@ func (t *Table) unlinkNewest(idx uint32, dir uint8) {
 	}
 	t.unlink(idx, dir)
 }
+
+// WarmClaim is WarmClaims for one key whose hash h the caller has: it
+// prefetches the bucket ClaimReply of that key reads and writes, and the
+// bucket flow's present reply is linked in (flow 0: none). NAT calls it a
+// few new flows ahead of the one it claims for, so that the misses
+// overlap with the claims before them instead of queueing a batch's worth
+// of prefetches at once (the core holds only about ten misses in flight;
+// a prefetch beyond that waits).
+func (t *Table) WarmClaim(h uint32, flow uint32) {
+	if len(t.buckets) == 0 {
+		return
+	}
+	pf := append(t.pf[:0], t.bucketAddr(h))
+	if flow != 0 && int(flow) < len(t.conns) {
+		pf = append(pf, t.bucketAddr(t.conns[flow].hs[1]))
+	}
+	prefetchAll(pf)
+}

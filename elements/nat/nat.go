@@ -370,6 +370,8 @@ type newFlows struct {
 	flows [packet.MaxBatch]uint32
 	// t is the table the hashes are of (all keys are its flows').
 	t *conntrack.Table
+	// n is the number of keys (SNAT).
+	n int
 }
 
 // prepared is the key (index + 1; 0: none) prepared for the packet at pos

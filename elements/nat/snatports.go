@@ -99,10 +99,22 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		e.nf.at[i] = uint16(m)
 	}
 	e.nf.t = t
+	e.nf.n = m
 	if t != nil && m > 0 {
-		t.WarmClaims(e.nf.keys[:m], e.nf.hs[:m], e.nf.flows[:m])
+		// The first claimAhead keys are prefetched now, each
+		// further one when bind claims the key claimAhead before it.
+		a := min(m, claimAhead)
+		t.WarmClaims(e.nf.keys[:a], e.nf.hs[:a], e.nf.flows[:a])
+		for i := a; i < m; i++ {
+			e.nf.hs[i] = t.Bucket(&e.nf.keys[i])
+		}
 	}
 }
+
+// claimAhead is how many new flows ahead of the one bind claims for the
+// index memory of the claims is prefetched: a claim takes ≈ 50 ns, a
+// miss ≈ 100–150 ns on the machines measured.
+const claimAhead = 8
 
 // address is the outside address of the inside host of tuple k.
 func (e *SNAT) address(k *conntrack.Tuple) uint32 {
@@ -125,6 +137,9 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 	if a := e.nf.prepared(t, pos); a != 0 && e.rss == nil {
 		// The usual case: the reply tuple that keeps the flow's own
 		// port, which prepare built (with the address) and hashed.
+		if j := int(a) - 1 + claimAhead; j < e.nf.n {
+			t.WarmClaim(e.nf.hs[j], e.nf.flows[j])
+		}
 		reply = e.nf.keys[a-1]
 		addr = reply.Dst
 		if e.home(&reply, reply.Dport) && e.claim(t, c, idx, &reply, e.nf.hs[a-1]) {
