@@ -1,5 +1,7 @@
 package conntrack
 
+import "runtime"
+
 // unlinkNewest is unlink for a node that was most likely the last one
 // linked into its own bucket: a new flow's reply tuple, which Conntrack
 // linked a moment earlier in the same batch and NAT replaces (ClaimReply).
@@ -17,20 +19,19 @@ func (t *Table) unlinkNewest(idx uint32, dir uint8) {
 	t.unlink(idx, dir)
 }
 
-// WarmClaim is WarmClaims for one key whose hash h the caller has: it
-// prefetches the bucket ClaimReply of that key reads and writes, and the
-// bucket flow's present reply is linked in (flow 0: none). NAT calls it a
-// few new flows ahead of the one it claims for, so that the misses
-// overlap with the claims before them instead of queueing a batch's worth
-// of prefetches at once (the core holds only about ten misses in flight;
-// a prefetch beyond that waits).
-func (t *Table) WarmClaim(h uint32, flow uint32) {
+// WarmClaim prefetches the bucket that ClaimReply of a key with hash h
+// reads and then writes. NAT calls it a few new flows ahead of the one it
+// claims for, so that the misses overlap with the claims before them
+// instead of a batch's worth of prefetches queueing at once (the core
+// holds only about ten misses in flight; a prefetch beyond that waits).
+// The bucket of the flow's present reply, which the claim's unlink
+// writes, is not prefetched: Conntrack linked that reply a moment before,
+// in the same batch.
+func (t *Table) WarmClaim(h uint32) {
 	if len(t.buckets) == 0 {
 		return
 	}
 	pf := append(t.pf[:0], t.bucketAddr(h))
-	if flow != 0 && int(flow) < len(t.conns) {
-		pf = append(pf, t.bucketAddr(t.conns[flow].hs[1]))
-	}
 	prefetchAll(pf)
+	runtime.KeepAlive(t)
 }

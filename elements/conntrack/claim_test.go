@@ -4,8 +4,8 @@ import "testing"
 
 // TestClaimNewReply: a new flow's reply node is the last used slot of its
 // home bucket (what unlinkNewest relies on), ClaimReply of a free tuple
-// takes exactly that slot out of it and links the new tuple; WarmClaim
-// accepts any flow number (0, out of range) without touching the table.
+// takes exactly that slot out of it and links the new tuple (WarmClaim,
+// a prefetch, changes nothing).
 func TestClaimNewReply(t *testing.T) {
 	tb := NewTable(1024, DefaultTimeouts(), func() int64 { return 1 })
 	for i := range 500 {
@@ -22,9 +22,7 @@ func TestClaimNewReply(t *testing.T) {
 		n := b.n
 		r := c.T[1]
 		r.Dst, r.Dport = 0xcb007101, uint16(1024+i)
-		tb.WarmClaim(tb.hash(&r), idx)
-		tb.WarmClaim(tb.hash(&r), 0)
-		tb.WarmClaim(tb.hash(&r), uint32(len(tb.conns)))
+		tb.WarmClaim(tb.hash(&r))
 		if !tb.ClaimReply(idx, &r, tb.hash(&r)) {
 			t.Fatalf("flow %d: free tuple %+v refused", i, r)
 		}

@@ -366,8 +366,6 @@ type newFlows struct {
 	// at maps a position in the batch to its packet's key (index + 1;
 	// 0: none).
 	at [packet.MaxBatch]uint16
-	// flows is the flow of each key (SNAT: WarmClaims).
-	flows [packet.MaxBatch]uint32
 	// t is the table the hashes are of (all keys are its flows').
 	t *conntrack.Table
 	// n is the number of keys (SNAT).

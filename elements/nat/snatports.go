@@ -94,19 +94,19 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if r.Proto == packet.ProtoICMP {
 			r.Sport = k.Sport
 		}
-		e.nf.flows[m] = p.Ct.Flow
 		m++
 		e.nf.at[i] = uint16(m)
 	}
 	e.nf.t = t
 	e.nf.n = m
-	if t != nil && m > 0 {
+	if t != nil {
 		// The first claimAhead keys are prefetched now, each
 		// further one when bind claims the key claimAhead before it.
-		a := min(m, claimAhead)
-		t.WarmClaims(e.nf.keys[:a], e.nf.hs[:a], e.nf.flows[:a])
-		for i := a; i < m; i++ {
+		for i := range m {
 			e.nf.hs[i] = t.Bucket(&e.nf.keys[i])
+			if i < claimAhead {
+				t.WarmClaim(e.nf.hs[i])
+			}
 		}
 	}
 }
@@ -138,11 +138,11 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 		// The usual case: the reply tuple that keeps the flow's own
 		// port, which prepare built (with the address) and hashed.
 		if j := int(a) - 1 + claimAhead; j < e.nf.n {
-			t.WarmClaim(e.nf.hs[j], e.nf.flows[j])
+			t.WarmClaim(e.nf.hs[j])
 		}
 		reply = e.nf.keys[a-1]
 		addr = reply.Dst
-		if e.home(&reply, reply.Dport) && e.claim(t, c, idx, &reply, e.nf.hs[a-1]) {
+		if e.home(&reply, reply.Dport) && (reply == c.T[1] || e.claim(t, c, idx, &reply, e.nf.hs[a-1])) {
 			return true
 		}
 		kept = false // tried
@@ -212,12 +212,13 @@ func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *con
 	if !e.home(reply, port) {
 		return false
 	}
-	return e.claim(t, c, idx, reply, e.nf.hash(t, reply, e.pos))
+	return *reply == c.T[1] || e.claim(t, c, idx, reply, e.nf.hash(t, reply, e.pos))
 }
 
 // home completes reply for port (an ICMP echo identifier is both ports)
 // and reports whether it may be claimed here: with several workers, it
-// hashes to this worker and no reload pinned it elsewhere.
+// hashes to this worker and no reload pinned it elsewhere. Small enough
+// to be inlined: one worker decides nothing.
 func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 	if reply.Proto == packet.ProtoICMP {
 		// Echo identifiers are not hashed by the steering: no
@@ -225,19 +226,23 @@ func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 		reply.Sport = port
 		return true
 	}
-	return e.workers <= 1 || Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
+	return e.workers <= 1 || e.homeWorker(reply, port)
 }
 
-// claim makes reply (h its hash) flow idx's reply tuple if it is free or
-// already the flow's own, and reports whether it did.
+// homeWorker is home's check with several workers.
+func (e *SNAT) homeWorker(reply *conntrack.Tuple, port uint16) bool {
+	return Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
+}
+
+// claim makes reply (h its hash) flow idx's reply tuple if it is free,
+// and reports whether it did (the callers first check that it is not
+// already the flow's own: then there is nothing to claim). Small enough to
+// be inlined.
 func (e *SNAT) claim(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, h uint32) bool {
-	if *reply == c.T[1] {
-		return true
-	}
 	e.lookups++
-	if !t.ClaimReply(idx, reply, h) {
-		return false
+	ok := t.ClaimReply(idx, reply, h)
+	if ok {
+		c.Flags |= conntrack.FlagSNAT
 	}
-	c.Flags |= conntrack.FlagSNAT
-	return true
+	return ok
 }
