@@ -134,12 +134,13 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 	var addr uint32
 	kept := k.Sport >= e.lo && k.Sport <= e.hi
 	e.pos = pos
-	if a := e.nf.prepared(t, pos); a != 0 && e.rss == nil {
+	a := e.nf.prepared(t, pos)
+	if j := int(a) - 1 + claimAhead; a != 0 && j < e.nf.n {
+		t.WarmClaim(e.nf.hs[j])
+	}
+	if a != 0 && e.rss == nil {
 		// The usual case: the reply tuple that keeps the flow's own
 		// port, which prepare built (with the address) and hashed.
-		if j := int(a) - 1 + claimAhead; j < e.nf.n {
-			t.WarmClaim(e.nf.hs[j])
-		}
 		reply = e.nf.keys[a-1]
 		addr = reply.Dst
 		if e.home(&reply, reply.Dport) && (reply == c.T[1] || e.claim(t, c, idx, &reply, e.nf.hs[a-1])) {
