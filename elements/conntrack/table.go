@@ -318,37 +318,6 @@ func (t *Table) Warm(keys []Tuple, hs []uint32) { t.warm(keys, hs, 2, nil) }
 // the lookup ends there).
 func (t *Table) WarmTuples(keys []Tuple, hs []uint32) { t.warm(keys, hs, 1, nil) }
 
-// WarmClaims prepares ClaimReply for a batch's new flows: keys[i] is the
-// reply tuple flow flows[i] will try first. It computes each key's hash
-// into hs and prefetches the key's bucket (the lookup reads it, the link
-// writes it) and the bucket the flow's present reply is linked in (the
-// unlink writes it). Unlike WarmTuples it does not read the buckets to
-// prefetch the entries their fingerprints match: a tuple a new flow tries
-// is nearly always free, so that pass (which waits for the first buckets)
-// would fetch nothing.
-func (t *Table) WarmClaims(keys []Tuple, hs []uint32, flows []uint32) {
-	if len(t.buckets) == 0 {
-		return
-	}
-	hs = hs[:len(keys)]
-	flows = flows[:len(keys)]
-	pf := t.pf[:0]
-	for i := range keys {
-		h := t.hash(&keys[i])
-		hs[i] = h
-		if len(pf)+2 > cap(pf) {
-			prefetchAll(pf)
-			pf = pf[:0]
-		}
-		pf = append(pf, t.bucketAddr(h))
-		if f := flows[i]; f != 0 && int(f) < len(t.conns) {
-			pf = append(pf, t.bucketAddr(t.conns[f].hs[1]))
-		}
-	}
-	prefetchAll(pf)
-	runtime.KeepAlive(t)
-}
-
 // warm is Warm, prefetching lines (1 or 2) of each matching entry. With
 // found (Conntrack's), it also records each key its bucket shows to be
 // absent (no fingerprint matches, nothing overflowed past it: most new
@@ -724,7 +693,7 @@ func (t *Table) ClaimReply(idx uint32, k *Tuple, h uint32) bool {
 	if _, _, used := t.lookupIn(k, h); used {
 		return false
 	}
-	t.unlink(idx, 1)
+	t.unlinkNewest(idx, 1) // claim.go
 	t.conns[idx].T[1] = *k
 	t.link(idx, 1, h)
 	return true

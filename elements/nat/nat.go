@@ -366,10 +366,19 @@ type newFlows struct {
 	// at maps a position in the batch to its packet's key (index + 1;
 	// 0: none).
 	at [packet.MaxBatch]uint16
-	// flows is the flow of each key (SNAT: WarmClaims).
-	flows [packet.MaxBatch]uint32
 	// t is the table the hashes are of (all keys are its flows').
 	t *conntrack.Table
+	// n is the number of keys (SNAT).
+	n int
+}
+
+// prepared is the key (index + 1; 0: none) prepared for the packet at pos
+// in the batch when it is a flow of table t.
+func (w *newFlows) prepared(t *conntrack.Table, pos int) uint16 {
+	if t != w.t || pos >= len(w.at) {
+		return 0
+	}
+	return w.at[pos]
 }
 
 // hash is the table's hash of reply tuple k for the packet at pos in the

@@ -94,15 +94,27 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		if r.Proto == packet.ProtoICMP {
 			r.Sport = k.Sport
 		}
-		e.nf.flows[m] = p.Ct.Flow
 		m++
 		e.nf.at[i] = uint16(m)
 	}
 	e.nf.t = t
-	if t != nil && m > 0 {
-		t.WarmClaims(e.nf.keys[:m], e.nf.hs[:m], e.nf.flows[:m])
+	e.nf.n = m
+	if t != nil {
+		// The first claimAhead keys are prefetched now, each
+		// further one when bind claims the key claimAhead before it.
+		for i := range m {
+			e.nf.hs[i] = t.Bucket(&e.nf.keys[i])
+			if i < claimAhead {
+				t.WarmClaim(e.nf.hs[i])
+			}
+		}
 	}
 }
+
+// claimAhead is how many new flows ahead of the one bind claims for the
+// index memory of the claims is prefetched: a claim takes ≈ 50 ns, a
+// miss ≈ 100–150 ns on the machines measured.
+const claimAhead = 8
 
 // address is the outside address of the inside host of tuple k.
 func (e *SNAT) address(k *conntrack.Tuple) uint32 {
@@ -118,14 +130,32 @@ func (e *SNAT) address(k *conntrack.Tuple) uint32 {
 // batch (prepare's hash of the flow's own port).
 func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	k := &c.T[0]
-	addr := e.address(k)
-	reply := c.T[1]
-	reply.Dst = addr
+	var reply conntrack.Tuple
+	var addr uint32
+	kept := k.Sport >= e.lo && k.Sport <= e.hi
 	e.pos = pos
-	if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
-		return true // a port whose reply needs no handoff (snatrss.go)
+	a := e.nf.prepared(t, pos)
+	if j := int(a) - 1 + claimAhead; a != 0 && j < e.nf.n {
+		t.WarmClaim(e.nf.hs[j])
 	}
-	if k.Sport >= e.lo && k.Sport <= e.hi && e.try(t, c, idx, &reply, k.Sport) {
+	if a != 0 && e.rss == nil {
+		// The usual case: the reply tuple that keeps the flow's own
+		// port, which prepare built (with the address) and hashed.
+		reply = e.nf.keys[a-1]
+		addr = reply.Dst
+		if e.home(&reply, reply.Dport) && (reply == c.T[1] || e.claim(t, c, idx, &reply, e.nf.hs[a-1])) {
+			return true
+		}
+		kept = false // tried
+	} else {
+		reply = c.T[1]
+		addr = e.address(k)
+		reply.Dst = addr
+		if e.rss != nil && e.bindRSS(t, c, idx, &reply, addr) {
+			return true // a port whose reply needs no handoff (snatrss.go)
+		}
+	}
+	if kept && e.try(t, c, idx, &reply, k.Sport) {
 		return true
 	}
 	// Then a few ports drawn from the flow itself, the same after a
@@ -180,20 +210,40 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 // it prepared.
 func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, port uint16) bool {
 	reply.Dport = port
+	if !e.home(reply, port) {
+		return false
+	}
+	return *reply == c.T[1] || e.claim(t, c, idx, reply, e.nf.hash(t, reply, e.pos))
+}
+
+// home completes reply for port (an ICMP echo identifier is both ports)
+// and reports whether it may be claimed here: with several workers, it
+// hashes to this worker and no reload pinned it elsewhere. Small enough
+// to be inlined: one worker decides nothing.
+func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 	if reply.Proto == packet.ProtoICMP {
 		// Echo identifiers are not hashed by the steering: no
 		// worker check.
 		reply.Sport = port
-	} else if e.workers > 1 && (Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) != e.worker || e.pinned(reply)) {
-		return false
-	}
-	if *reply == c.T[1] {
 		return true
 	}
+	return e.workers <= 1 || e.homeWorker(reply, port)
+}
+
+// homeWorker is home's check with several workers.
+func (e *SNAT) homeWorker(reply *conntrack.Tuple, port uint16) bool {
+	return Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
+}
+
+// claim makes reply (h its hash) flow idx's reply tuple if it is free,
+// and reports whether it did (the callers first check that it is not
+// already the flow's own: then there is nothing to claim). Small enough to
+// be inlined.
+func (e *SNAT) claim(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, h uint32) bool {
 	e.lookups++
-	if !t.ClaimReply(idx, reply, e.nf.hash(t, reply, e.pos)) {
-		return false
+	ok := t.ClaimReply(idx, reply, h)
+	if ok {
+		c.Flags |= conntrack.FlagSNAT
 	}
-	c.Flags |= conntrack.FlagSNAT
-	return true
+	return ok
 }

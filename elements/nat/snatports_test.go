@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/drivers/rss"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	ct "github.com/junction-dataplane/junction/elements/conntrack/cttest"
 	"github.com/junction-dataplane/junction/elements/elementtest"
@@ -294,6 +295,41 @@ func TestSNATTwoTables(t *testing.T) {
 					t.Fatalf("flow %d: its reply %+v found as %d/%d/%v", idx, c.T[1], got, dir, ok)
 				}
 			}
+		}
+	}
+}
+
+// TestSNATOwnTuple: a flow that already comes from the outside address,
+// from a port in the range, keeps its tuple: the reply SNAT would claim is
+// the flow's own, so it is taken as it is, with no lookup (a claim would
+// find it in use, by the flow itself, and move the flow to another port).
+// With one and two workers (the tuple prepare built) and with the reply
+// device's RSS (bind's own try).
+func TestSNATOwnTuple(t *testing.T) {
+	// Flow 4 of a snatRig comes from 10.0.0.1:40000, to server:443.
+	k := conntrack.Tuple{Src: rigServer, Dst: 0x0a000001, Sport: 443, Dport: 40000, Proto: packet.ProtoUDP}
+	key := make([]byte, 40)
+	for i := range key {
+		key[i] = byte(i*37 + 11)
+	}
+	rssCfg := &rss.Config{Key: key, Table: make([]uint32, 128), HFunc: 1}
+	for _, v := range []struct {
+		workers int
+		rss     bool
+	}{{1, false}, {2, false}, {1, true}} {
+		w := nat.Target(packet.FlowHashV4(k.Src, k.Dst, k.Sport, k.Dport, k.Proto), v.workers) // the worker the tuple hashes to
+		r := newSNATRig(t, 256, w, v.workers, "10.0.0.1", "1024-65535", false)
+		if v.rss {
+			r.s.Element.(*nat.SNAT).SetReplyRSS(rssCfg)
+		}
+		r.next = 4
+		idx := r.push(1)[0]
+		c := r.table.Conn(idx)
+		if c.T[1] != k || c.Has(conntrack.FlagSNAT) || !c.Has(conntrack.FlagSNATDone) {
+			t.Fatalf("%+v: reply %+v flags %#x, want %+v, decided, not translated", v, c.T[1], c.Flags, k)
+		}
+		if n := r.s.Counter("port probes"); n != 0 {
+			t.Fatalf("%+v: %d lookups for a flow that keeps its own tuple", v, n)
 		}
 	}
 }
