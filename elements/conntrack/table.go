@@ -539,7 +539,12 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 	c := &t.conns[idx]
 	t.free = c.nxt
 	*c = Conn{}
-	c.T[0], c.T[1] = *k, k.Inverse()
+	// The reply tuple is written field by field: Inverse would build it
+	// on the stack, and copying it from there reads as one 16-byte load
+	// what was just stored in pieces (a store-forwarding stall).
+	c.T[0] = *k
+	r := &c.T[1]
+	r.Src, r.Dst, r.Sport, r.Dport, r.Proto = k.Dst, k.Src, k.Dport, k.Sport, k.Proto
 	c.Flags = flagLive
 	c.Expires = now
 	t.tag++
