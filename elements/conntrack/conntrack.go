@@ -547,7 +547,12 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	if c.Flags&FlagSeenReply != 0 {
 		state = packet.CtEstablished
 	}
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: state, Dir: dir, TTL: h[8]}
+	// Field by field (track cleared p.Ct): a composite literal is built
+	// on the stack and copied with 16-byte loads of what was just stored
+	// in pieces, which stalls (store forwarding).
+	ct := &p.Ct
+	ct.Table = t
+	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, state, dir, h[8]
 	return resOK
 }
 
