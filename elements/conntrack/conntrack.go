@@ -6,7 +6,7 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
-	_ "unsafe" // for go:linkname
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -349,7 +349,11 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 	pkts := b.Pkts
 	for off := 0; off < len(pkts); off += chunk {
 		ps := pkts[off:min(off+chunk, len(pkts))]
+		t.warmHeaders(ps[:min(len(ps), parseAhead)])
 		for i, p := range ps {
+			if i%parseAhead == 0 && i+parseAhead < len(ps) {
+				t.warmHeaders(ps[i+parseAhead : min(i+2*parseAhead, len(ps))])
+			}
 			e.l4[i], e.res[i] = parsePacket(p, &e.keys[i])
 		}
 		t.warm(e.keys[:len(ps)], e.hs[:], 2, e.found[:])
@@ -385,6 +389,25 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 	if len(inv.Pkts) > 0 {
 		e.out1.Push(inv)
 	}
+}
+
+// parseAhead is how many packets ahead of the parse Push prefetches the
+// network headers (warmHeaders), a group at a time.
+const parseAhead = 8
+
+// warmHeaders prefetches the line holding each packet's network header.
+// Conntrack is often the first element to read a packet past its
+// Ethernet header (the driver or a generator wrote it, a NIC's DMA may
+// have left it only in the last-level cache, if there), and the parse
+// otherwise waits for every packet's header in turn; a group of eight a
+// call keeps a few misses in flight without issuing more than the core
+// can track.
+func (t *Table) warmHeaders(ps []*packet.Packet) {
+	pf := t.pf[:0]
+	for _, p := range ps {
+		pf = append(pf, uintptr(unsafe.Pointer(unsafe.SliceData(p.Data)))+uintptr(p.L3))
+	}
+	prefetchAll(pf)
 }
 
 func (e *Conntrack) flushCounts() {
