@@ -360,6 +360,9 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
 		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {
+			if i%replyAhead == 0 && i+replyAhead < len(ps) {
+				t.warmReplies(i+replyAhead, min(i+2*replyAhead, len(ps)))
+			}
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
 				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], e.found[i], now)
