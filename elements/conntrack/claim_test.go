@@ -16,7 +16,11 @@ func TestClaimNewReply(t *testing.T) {
 		}
 		c := &tb.conns[idx]
 		b := &tb.buckets[c.hs[1]&tb.mask]
-		if b.n == 0 || b.node[b.n-1] != idx<<1|1 {
+		// A reply whose home bucket was full overflowed into a later
+		// bucket (the seed is random: a few runs in a hundred have
+		// one); unlinkNewest leaves such a node to unlink.
+		home := b.n != 0 && b.node[b.n-1] == idx<<1|1
+		if !home && b.n != slotsPerBucket {
 			t.Fatalf("flow %d: its reply is not its bucket's last slot", i)
 		}
 		n := b.n
@@ -26,8 +30,16 @@ func TestClaimNewReply(t *testing.T) {
 		if !tb.ClaimReply(idx, &r, tb.hash(&r)) {
 			t.Fatalf("flow %d: free tuple %+v refused", i, r)
 		}
-		if nb := &tb.buckets[c.hs[1]&tb.mask]; b != nb && b.n != n-1 {
-			t.Fatalf("flow %d: old reply's bucket has %d slots, want %d", i, b.n, n-1)
+		if nb := &tb.buckets[c.hs[1]&tb.mask]; home && b != nb {
+			want := n - 1
+			for _, x := range b.node[:b.n] {
+				if x == idx<<1|1 {
+					want++ // the new reply overflowed into it
+				}
+			}
+			if b.n != want {
+				t.Fatalf("flow %d: old reply's bucket has %d slots, want %d", i, b.n, want)
+			}
 		}
 		if got, dir, ok := tb.Lookup(&r); !ok || got != idx || dir != 1 {
 			t.Fatalf("flow %d: new reply found as %d/%d/%v", i, got, dir, ok)

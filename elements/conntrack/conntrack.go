@@ -6,7 +6,7 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
-	_ "unsafe" // for go:linkname
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -349,13 +349,20 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 	pkts := b.Pkts
 	for off := 0; off < len(pkts); off += chunk {
 		ps := pkts[off:min(off+chunk, len(pkts))]
+		t.warmHeaders(ps[:min(len(ps), parseAhead)])
 		for i, p := range ps {
-			e.keys[i], e.l4[i], e.res[i] = parsePacket(p)
+			if i%parseAhead == 0 && i+parseAhead < len(ps) {
+				t.warmHeaders(ps[i+parseAhead : min(i+2*parseAhead, len(ps))])
+			}
+			e.l4[i], e.res[i] = parsePacket(p, &e.keys[i])
 		}
 		t.warm(e.keys[:len(ps)], e.hs[:], 2, e.found[:])
 		t.warmNew(e.keys[:len(ps)], e.hs[:], e.res[:], e.found[:])
 		t.warmWindows(e.keys[:len(ps)], e.found[:])
 		for i, p := range ps {
+			if i%replyAhead == 0 && i+replyAhead < len(ps) {
+				t.warmReplies(i+replyAhead, min(i+2*replyAhead, len(ps)))
+			}
 			r := e.res[i]
 			if r == resOK || r == resICMPError {
 				r = t.track(p, &e.keys[i], e.l4[i], r, e.hs[i], e.found[i], now)
@@ -387,6 +394,25 @@ func (e *Conntrack) Push(_ int, b *packet.Batch) {
 	}
 }
 
+// parseAhead is how many packets ahead of the parse Push prefetches the
+// network headers (warmHeaders), a group at a time.
+const parseAhead = 8
+
+// warmHeaders prefetches the line holding each packet's network header.
+// Conntrack is often the first element to read a packet past its
+// Ethernet header (the driver or a generator wrote it, a NIC's DMA may
+// have left it only in the last-level cache, if there), and the parse
+// otherwise waits for every packet's header in turn; a group of eight a
+// call keeps a few misses in flight without issuing more than the core
+// can track.
+func (t *Table) warmHeaders(ps []*packet.Packet) {
+	pf := t.pf[:0]
+	for _, p := range ps {
+		pf = append(pf, uintptr(unsafe.Pointer(unsafe.SliceData(p.Data)))+uintptr(p.L3))
+	}
+	prefetchAll(pf)
+}
+
 func (e *Conntrack) flushCounts() {
 	c := &e.counts
 	if c[resUntracked] != 0 {
@@ -405,21 +431,27 @@ func (e *Conntrack) flushCounts() {
 	e.publish()
 }
 
-// ParseTuple reads the flow tuple of an IPv4 packet h (header and payload,
-// trimmed to its total length by the caller or not). It returns the tuple,
-// the TCP flags (TCP only) and resOK, or the reason the packet cannot be
-// tracked as a plain flow; ICMP errors return resICMPError.
-func parseTuple(h []byte) (k Tuple, l4 []byte, res int) {
+// parseTuple reads the flow tuple of an IPv4 packet h (header and
+// payload, trimmed to its total length by the caller or not) into *k. It
+// returns the L4 header and resOK, or the reason the packet cannot be
+// tracked as a plain flow (*k then is zero or partly read); ICMP errors
+// return resICMPError. The tuple is written in place, field by field,
+// rather than returned: a returned Tuple travels through the stack (its
+// padding array keeps it out of registers) and the copy into the chunk
+// reads the 16 bytes just stored as five pieces, which the core cannot
+// forward (a stall of a dozen cycles a packet).
+func parseTuple(h []byte, k *Tuple) (l4 []byte, res int) {
+	*k = Tuple{}
 	if len(h) < packet.IPv4MinLen || h[0]>>4 != 4 {
-		return k, nil, resMalformed
+		return nil, resMalformed
 	}
 	ihl := int(h[0]&0x0f) * 4
 	tl := int(binary.BigEndian.Uint16(h[2:]))
 	if ihl < packet.IPv4MinLen || tl < ihl || tl > len(h) {
-		return k, nil, resMalformed
+		return nil, resMalformed
 	}
 	if binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
-		return k, nil, resFragment
+		return nil, resFragment
 	}
 	l4 = h[ihl:tl]
 	k.Src = binary.BigEndian.Uint32(h[12:])
@@ -428,46 +460,48 @@ func parseTuple(h []byte) (k Tuple, l4 []byte, res int) {
 	switch k.Proto {
 	case packet.ProtoTCP:
 		if len(l4) < packet.TCPMinLen {
-			return k, nil, resMalformed
+			return nil, resMalformed
 		}
 		k.Sport = binary.BigEndian.Uint16(l4)
 		k.Dport = binary.BigEndian.Uint16(l4[2:])
 	case packet.ProtoUDP:
 		if len(l4) < packet.UDPLen {
-			return k, nil, resMalformed
+			return nil, resMalformed
 		}
 		k.Sport = binary.BigEndian.Uint16(l4)
 		k.Dport = binary.BigEndian.Uint16(l4[2:])
 	case packet.ProtoICMP:
 		if len(l4) < packet.ICMPLen {
-			return k, nil, resMalformed
+			return nil, resMalformed
 		}
 		switch l4[0] {
 		case packet.ICMPEchoRequest, packet.ICMPEchoReply:
 			id := binary.BigEndian.Uint16(l4[4:])
 			k.Sport, k.Dport = id, id
 		case packet.ICMPDestUnreachable, 4, packet.ICMPRedirect, packet.ICMPTimeExceeded, packet.ICMPParameterProblem:
-			return k, l4, resICMPError
+			return l4, resICMPError
 		default:
-			return k, nil, resICMP
+			return nil, resICMP
 		}
 	}
-	return k, l4, resOK
+	return l4, resOK
 }
 
 // resICMPError is parseTuple's answer for an ICMP error (not a result of
 // track).
 const resICMPError = 100
 
-// parsePacket reads a packet's flow tuple: resOK, resICMPError (then l4 is
-// the ICMP message), resUntracked (not IPv4) or why it is invalid.
-func parsePacket(p *packet.Packet) (Tuple, []byte, int) {
+// parsePacket reads a packet's flow tuple into *k: resOK, resICMPError
+// (then l4 is the ICMP message), resUntracked (not IPv4) or why it is
+// invalid.
+func parsePacket(p *packet.Packet, k *Tuple) ([]byte, int) {
 	d := p.Data
 	l3 := int(p.L3)
 	if l3 < packet.EthernetLen || l3 > len(d) || binary.BigEndian.Uint16(d[l3-2:]) != packet.EtherTypeIPv4 {
-		return Tuple{}, nil, resUntracked
+		*k = Tuple{}
+		return nil, resUntracked
 	}
-	return parseTuple(d[l3:])
+	return parseTuple(d[l3:], k)
 }
 
 // capacity6 is the size of the IPv6 table for a capacity key: a quarter
@@ -487,31 +521,30 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	if res == resICMPError {
 		return t.trackRelated(p, l4, now)
 	}
-	k := *kp
 	h := p.Data[p.L3:]
 	seg := segNone
-	if k.Proto == packet.ProtoTCP {
+	if kp.Proto == packet.ProtoTCP {
 		var ok bool
 		if seg, ok = tcpSegment(l4[13]); !ok {
 			return resTCPFlags
 		}
 	}
-	idx, dir, found := t.findHinted(&k, hb, hint, now)
+	idx, dir, found := t.findHinted(kp, hb, hint, now)
 	if !found {
 		switch {
-		case k.Proto == packet.ProtoTCP && seg != segSyn && seg != segAck:
+		case kp.Proto == packet.ProtoTCP && seg != segSyn && seg != segAck:
 			return resTCPState // only a SYN (or, picking up, an ACK) opens a flow
-		case k.Proto == packet.ProtoICMP && l4[0] != packet.ICMPEchoRequest:
+		case kp.Proto == packet.ProtoICMP && l4[0] != packet.ICMPEchoRequest:
 			return resICMP // a reply to no request
 		}
 		var ok bool
-		if idx, ok = t.create(&k, hb, now); !ok {
+		if idx, ok = t.create(kp, hb, now); !ok {
 			return resFull
 		}
 		t.conns[idx].Dev[0] = uint8(p.InDevice)
 	}
 	c := &t.conns[idx]
-	if k.Proto == packet.ProtoTCP {
+	if kp.Proto == packet.ProtoTCP {
 		if r := t.trackTCP(idx, c, dir, seg, l4, !found); r != resOK {
 			if !found {
 				t.Delete(idx)
@@ -523,7 +556,7 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 		c.Flags |= FlagSeenReply
 		c.Dev[1] = uint8(p.InDevice)
 	}
-	if c.Flags&(FlagAssured|FlagSeenReply) == FlagSeenReply && (k.Proto != packet.ProtoTCP || c.State == TCPEstablished) {
+	if c.Flags&(FlagAssured|FlagSeenReply) == FlagSeenReply && (kp.Proto != packet.ProtoTCP || c.State == TCPEstablished) {
 		t.SetAssured(idx)
 	}
 	tl := binary.BigEndian.Uint16(h[2:])
@@ -540,7 +573,12 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	if c.Flags&FlagSeenReply != 0 {
 		state = packet.CtEstablished
 	}
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: state, Dir: dir, TTL: h[8]}
+	// Field by field (track cleared p.Ct): a composite literal is built
+	// on the stack and copied with 16-byte loads of what was just stored
+	// in pieces, which stalls (store forwarding).
+	ct := &p.Ct
+	ct.Table = t
+	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, state, dir, h[8]
 	return resOK
 }
 

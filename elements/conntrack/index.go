@@ -1,7 +1,6 @@
 package conntrack
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"unsafe"
 )
@@ -36,10 +35,12 @@ const slotsPerBucket = 9
 
 // ibucket is one cache line of the index: slots 0 to n-1 hold nodes and
 // their fingerprints, the others are zero (a node's fingerprint is never
-// 0). Fingerprints are stored little-endian whatever the host, so that
-// matches can read four lanes as one word.
+// 0). The fingerprints of slots 0–7 are the 16-bit lanes of two words
+// (slot i in bits 16(i%4) of fpw[i/4]), so that matches compares four a
+// word with plain loads; slot 8's is fp8.
 type ibucket struct {
-	fp   [2 * slotsPerBucket]byte
+	fpw  [2]uint64
+	fp8  uint16
 	node [slotsPerBucket]uint32
 	ovf  uint32 // nodes whose probe passed this bucket full
 	n    uint8  // slots in use
@@ -76,11 +77,21 @@ func fingerprint(h uint32) uint16 { return uint16((h*0x9e3779b1)>>16) | 1 }
 // setSlot writes node n with fingerprint fp into slot i.
 func (b *ibucket) setSlot(i int, n uint32, fp uint16) {
 	b.node[i] = n
-	binary.LittleEndian.PutUint16(b.fp[2*i:], fp)
+	if i >= 8 {
+		b.fp8 = fp
+		return
+	}
+	w, sh := &b.fpw[i>>2&1], uint(i&3)*16
+	*w = *w&^(0xffff<<sh) | uint64(fp)<<sh
 }
 
 // slotFP is slot i's fingerprint.
-func (b *ibucket) slotFP(i int) uint16 { return binary.LittleEndian.Uint16(b.fp[2*i:]) }
+func (b *ibucket) slotFP(i int) uint16 {
+	if i >= 8 {
+		return b.fp8
+	}
+	return uint16(b.fpw[i>>2&1] >> (uint(i&3) * 16))
+}
 
 const (
 	lanes16 = 0x0001000100010001
@@ -92,26 +103,23 @@ const (
 )
 
 // matches returns a bit per used slot of b whose fingerprint is fp (not
-// 0), comparing four slots a word (the second word and the ninth slot only
-// when they are in use).
+// 0). It compares all nine slots, four a word and the ninth alone,
+// without a branch: an unused slot's fingerprint is 0 and never matches.
+// Small enough to be inlined into the lookups, unlink and warm (a call
+// per bucket searched cost more than the comparisons).
 func (b *ibucket) matches(fp uint16) uint32 {
 	pat := uint64(fp) * lanes16
-	m := lanesZero(binary.LittleEndian.Uint64(b.fp[0:8]) ^ pat)
-	if b.n > 4 {
-		m |= lanesZero(binary.LittleEndian.Uint64(b.fp[8:16])^pat) << 4
-		if b.n > 8 && b.slotFP(8) == fp {
-			m |= 1 << 8
-		}
-	}
-	return m
-}
-
-// lanesZero returns a bit per 16-bit lane of x that is zero: a lane's
-// high bit ends up set in z exactly when the lane is zero (the additions
-// stay within their lanes), and gather collects the four bits.
-func lanesZero(x uint64) uint32 {
-	z := ^((x&low15 + low15) | x) &^ low15
-	return uint32((z>>15)*gather>>48) & 0xf
+	x0 := b.fpw[0] ^ pat
+	x1 := b.fpw[1] ^ pat
+	// A lane's high bit is set in ^((x&low15 + low15) | x) exactly
+	// when the lane is zero (the additions stay within their lanes).
+	// Both words at once: bit 16i (slot i) or 16i+4 (slot 4+i) of z is
+	// set exactly when the slot's lane is zero; gather moves them to
+	// bits 48–55 (the products of its terms with those bits fall on
+	// distinct bits). Slot 8: bit 31 of
+	// uint32(fp8^fp)-1 is set exactly when fp8 == fp.
+	z := (^((x0&low15+low15)|x0)&^low15)>>15 | (^((x1&low15+low15)|x1)&^low15)>>11
+	return uint32(z*gather>>48) | (uint32(b.fp8^fp)-1)>>31<<8
 }
 
 // lookupIn finds the entry holding tuple k in either direction; h is

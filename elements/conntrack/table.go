@@ -132,9 +132,10 @@ type Table struct {
 	configured bool // a Conntrack element set the capacity
 	mem        [2]*mapping
 
-	fc          flowCache    // FastTrack's compiled flow directions (flowcache.go)
-	tw          tcpWindows   // TCP window state per entry (tcpwindow.go)
-	pf          [128]uintptr // addresses a batch pass prefetches with one call (prefetchAll)
+	fc          flowCache      // FastTrack's compiled flow directions (flowcache.go)
+	tw          tcpWindows     // TCP window state per entry (tcpwindow.go)
+	pf          [128]uintptr   // addresses a batch pass prefetches with one call (prefetchAll)
+	replyPF     [chunk]uintptr // warmNew: the bucket each new flow's reply goes to (0: none), for warmReplies
 	cacheWanted bool
 
 	t6 *Table6 // the worker's IPv6 flows (table6.go), set by Conntrack
@@ -397,6 +398,7 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 	cb := uintptr(unsafe.Pointer(&t.conns[0]))
 	misses := 0
 	for i := range keys {
+		t.replyPF[i] = 0
 		if ok[i] != resOK {
 			found[i] = 0
 			continue
@@ -410,11 +412,11 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 			found[i] = missHint | uint32(t.buckets[hs[i]&t.mask].gen)
 		}
 		misses++
-		if len(pf) == cap(pf) {
-			prefetchAll(pf)
-			pf = pf[:0]
+		a := t.bucketAddr(t.hashInverse(&keys[i]))
+		t.replyPF[i] = a
+		if i < replyAhead {
+			pf = append(pf, a)
 		}
-		pf = append(pf, t.bucketAddr(t.hashInverse(&keys[i])))
 	}
 	if misses > 0 {
 		if t.free != 0 {
@@ -424,6 +426,29 @@ func (t *Table) warmNew(keys []Tuple, hs []uint32, ok []int, found []uint32) {
 		}
 	}
 	prefetchAll(pf)
+	runtime.KeepAlive(t)
+}
+
+// replyAhead is how many packets ahead of track the bucket a new flow's
+// reply tuple is linked into is prefetched: warmNew prefetches the first
+// replyAhead packets' and notes the others' in replyPF, and Push asks for
+// them a group at a time (warmReplies) as it tracks. Issued all at once,
+// a chunk's 64 prefetches wait for one another (the core keeps about ten
+// misses in flight) before the first packet is tracked.
+const replyAhead = 8
+
+// warmReplies prefetches the reply buckets warmNew noted for packets i to
+// j-1 of the chunk.
+func (t *Table) warmReplies(i, j int) {
+	pf := t.pf[:0]
+	for _, a := range t.replyPF[i:j] {
+		if a != 0 {
+			pf = append(pf, a)
+		}
+	}
+	if len(pf) > 0 {
+		prefetchAll(pf)
+	}
 	runtime.KeepAlive(t)
 }
 
@@ -539,7 +564,12 @@ func (t *Table) create(k *Tuple, h uint32, now int64) (uint32, bool) {
 	c := &t.conns[idx]
 	t.free = c.nxt
 	*c = Conn{}
-	c.T[0], c.T[1] = *k, k.Inverse()
+	// The reply tuple is written field by field: Inverse would build it
+	// on the stack, and copying it from there reads as one 16-byte load
+	// what was just stored in pieces (a store-forwarding stall).
+	c.T[0] = *k
+	r := &c.T[1]
+	r.Src, r.Dst, r.Sport, r.Dport, r.Proto = k.Dst, k.Src, k.Dport, k.Sport, k.Proto
 	c.Flags = flagLive
 	c.Expires = now
 	t.tag++
