@@ -44,6 +44,11 @@ type Ct struct {
 	// TTL is the IPv4 TTL the packet had when it was tracked (FastTrackLearn
 	// learns the TTL change from it).
 	TTL uint8
+	// Learned is the FastTrack output (1-based) that this direction's
+	// fast path had been learned for, in the current generation, when
+	// the tracker saw the packet; 0: none. FastTrackLearn skips a packet
+	// whose direction it already knows without reading the flow.
+	Learned uint8
 }
 
 // Packet is one frame and its annotations. Data is the frame itself, a slice

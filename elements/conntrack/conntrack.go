@@ -579,6 +579,11 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	ct := &p.Ct
 	ct.Table = t
 	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, state, dir, h[8]
+	// The line of Fast was just written (Bytes): FastTrackLearn need not
+	// read it again for a direction it already learned.
+	if f := &c.Fast[dir]; f.Valid && t.gen != nil && f.Gen == t.gen.Current() {
+		ct.Learned = f.Out
+	}
 	return resOK
 }
 

@@ -695,7 +695,11 @@ func newLearn(cfg any, ctx *elements.Context) (elements.Element, error) {
 func (e *Learn) Push(in int, b *packet.Batch) {
 	gen := e.gen.Current()
 	var learned, bad uint64
+	out := uint8(in + 1)
 	for _, p := range b.Pkts {
+		if p.Ct.Learned == out {
+			continue // the tracker saw this direction learned for out
+		}
 		_, c := conntrack.FlowOf(p)
 		if c == nil {
 			if l, nl := learn6(p, uint8(in+1), gen); l {
