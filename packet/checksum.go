@@ -195,4 +195,12 @@ func ApplyFlow(h, l4 []byte, proto, ttlDec uint8, r *FlowRewrite) {
 }
 
 // patch is HC' = ~fold(~HC + delta).
-func patch(hc, delta uint16) uint16 { return ^FoldDelta(uint32(^hc) + uint32(delta)) }
+func patch(hc, delta uint16) uint16 { return PatchChecksum(hc, uint32(delta)) }
+
+// PatchChecksum is checksum hc with d added: d is an unfolded sum of
+// ChecksumDelta32/ChecksumDelta16 terms (RFC 1624 eqn. 3,
+// HC' = ~fold(~HC + d)). Several fields' changes summed and patched at
+// once write the same bytes as UpdateChecksum32/16 one field after the
+// other: a fold of a positive sum is the one value in 1–0xffff congruent
+// to it mod 0xffff, however it is grouped.
+func PatchChecksum(hc uint16, d uint32) uint16 { return ^FoldDelta(uint32(^hc) + d) }

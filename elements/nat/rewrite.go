@@ -26,26 +26,24 @@ func SetSrc(h []byte, addr uint32, port uint16) { setEndpoint(h, 12, 0, addr, po
 // address). A UDP checksum of 0 means "none" and stays 0; a computed 0 is
 // sent as 0xffff (RFC 768).
 //
-// The address's difference (RFC 1624: ~old + new, unfolded) is summed once
-// and goes into both checksums, and the L4 checksum takes the address's and
-// the port's differences in one fold: the same bytes as patching them one
-// after the other with UpdateChecksum32 and UpdateChecksum16 (a fold of a
-// positive sum is the one value in 1–0xffff congruent to it mod 0xffff,
-// however it is grouped; TestSetEndpointStepwise checks it).
+// The address's difference is summed once and goes into both checksums,
+// and the L4 checksum takes the address's and the port's differences in
+// one fold (packet.PatchChecksum: the same bytes as patching them one after
+// the other; TestSetEndpointStepwise checks it).
 func setEndpoint(h []byte, aoff, poff int, addr uint32, port uint16) {
 	old := binary.BigEndian.Uint32(h[aoff:])
 	ihl := int(h[0]&0x0f) * 4
 	tl := int(binary.BigEndian.Uint16(h[2:]))
 	l4 := h[ihl:tl]
-	da := ^old>>16 + ^old&0xffff + addr>>16 + addr&0xffff
+	da := packet.ChecksumDelta32(old, addr)
 	if old != addr {
 		binary.BigEndian.PutUint32(h[aoff:], addr)
-		binary.BigEndian.PutUint16(h[10:], patchChecksum(binary.BigEndian.Uint16(h[10:]), da))
+		binary.BigEndian.PutUint16(h[10:], packet.PatchChecksum(binary.BigEndian.Uint16(h[10:]), da))
 	}
 	switch h[9] {
 	case packet.ProtoTCP:
 		op := binary.BigEndian.Uint16(l4[poff:])
-		cs := patchChecksum(binary.BigEndian.Uint16(l4[16:]), da+uint32(^op)+uint32(port))
+		cs := packet.PatchChecksum(binary.BigEndian.Uint16(l4[16:]), da+packet.ChecksumDelta16(op, port))
 		binary.BigEndian.PutUint16(l4[poff:], port)
 		binary.BigEndian.PutUint16(l4[16:], cs)
 	case packet.ProtoUDP:
@@ -53,7 +51,7 @@ func setEndpoint(h []byte, aoff, poff int, addr uint32, port uint16) {
 		op := binary.BigEndian.Uint16(l4[poff:])
 		binary.BigEndian.PutUint16(l4[poff:], port)
 		if cs != 0 {
-			cs = patchChecksum(cs, da+uint32(^op)+uint32(port))
+			cs = packet.PatchChecksum(cs, da+packet.ChecksumDelta16(op, port))
 			if cs == 0 {
 				cs = 0xffff
 			}
@@ -69,16 +67,6 @@ func setEndpoint(h []byte, aoff, poff int, addr uint32, port uint16) {
 			}
 		}
 	}
-}
-
-// patchChecksum is checksum hc with the unfolded one's complement
-// difference d (at most six 16-bit terms) added: RFC 1624 eqn. 3, as
-// packet.UpdateChecksum16 computes it for one field.
-func patchChecksum(hc uint16, d uint32) uint16 {
-	s := uint32(^hc) + d
-	s = s>>16 + s&0xffff
-	s = s>>16 + s&0xffff
-	return ^uint16(s)
 }
 
 // Manip kinds: which endpoint a NAT element rewrites. DNAT rewrites
@@ -195,8 +183,7 @@ func setQuoted(in []byte, ihl, aoff, poff int, addr uint32, port uint16) {
 			if in[9] == packet.ProtoUDP && cs == 0 {
 				return
 			}
-			cs = packet.UpdateChecksum32(cs, old, addr)
-			cs = packet.UpdateChecksum16(cs, op, port)
+			cs = packet.PatchChecksum(cs, packet.ChecksumDelta32(old, addr)+packet.ChecksumDelta16(op, port))
 			if in[9] == packet.ProtoUDP && cs == 0 {
 				cs = 0xffff
 			}
