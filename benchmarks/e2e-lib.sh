@@ -148,3 +148,92 @@ e2e_json_runs() {
 		-command "sudo benchmarks/$1.sh" -traffic "$3" -runs "$TMP/runs" >"$RESULT_JSON"
 	echo "result: $RESULT_JSON"
 }
+
+# e2e_bounds FAMILY CLIGW SRVGW: what bounds every router between the
+# hosts of e2e-tcp.sh and e2e-tcp6.sh's router topology (BOUNDS=1), each
+# phase measured with the script's `measure NAME` (which runs its iperf3
+# client in $CLI against $DST). FAMILY is 4 or 6; CLIGW and SRVGW are the
+# hosts' gateway addresses. Linux's forwarding must be off.
+#   direct: the hosts' twins in two namespaces of their own, joined by one
+#           veth pair (10.9.0.1/24 and 10.9.0.2/24, or 2001:db8:9::1/64
+#           and ::2; the same queues and offloads): no router at all, what
+#           a router that cost nothing would give.
+#   null:   benchmarks/veth-bridge.toml, the afxdp driver moving frames
+#           unchanged lan0 <-> wan0 with no processing (each host's gateway
+#           neighbour set to the other host's MAC): the bound for any afxdp
+#           graph on these veths.
+#   bounce: (GRO=on only) benchmarks/xdpbounce on lan0 and on wan0, XDP
+#           programs redirecting every frame unchanged to the other veth in
+#           the kernel: the bound for the in-kernel fast path.
+e2e_bounds() {
+	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p b1 b2 cmac smac
+	if [ "$fam" = 6 ]; then
+		a1=2001:db8:9::1 a2=2001:db8:9::2 len=64 opt=nodad
+	else
+		a1=10.9.0.1 a2=10.9.0.2 len=24
+	fi
+	E2E_NS+=("$dc" "$ds")
+	for ns in $dc $ds; do
+		ip netns add "$ns"
+		ip -n "$ns" link set lo up
+	done
+	ip link add eth0 netns "$dc" numtxqueues "$QUEUES" numrxqueues "$QUEUES" type veth peer name eth0 netns "$ds" numtxqueues "$QUEUES" numrxqueues "$QUEUES"
+	for ns in $dc $ds; do
+		ip -n "$ns" link set eth0 up
+		ip netns exec "$ns" ethtool -K eth0 tx off >/dev/null
+		[ "${GRO:-off}" = on ] && ip netns exec "$ns" ethtool -K eth0 gro on >/dev/null
+	done
+	# shellcheck disable=SC2086
+	ip -n "$dc" addr add $a1/$len dev eth0 $opt
+	# shellcheck disable=SC2086
+	ip -n "$ds" addr add $a2/$len dev eth0 $opt
+	ip netns exec "$ds" iperf3 -s -B "$a2" >"$TMP/iperf3-server-direct.log" 2>&1 &
+	p=$!
+	PIDS+=($p)
+	sleep 0.5
+	CLI=$dc DST=$a2
+	measure direct
+	CLI=$cli DST=$dst
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+	ip netns del "$dc"
+	ip netns del "$ds"
+
+	# null and bounce: frames cross unchanged, so each host's gateway
+	# neighbour is the other host's MAC.
+	cmac=$(ip -n "$CLI" -br link show eth0 | awk '{print $3}')
+	smac=$(ip -n "$SRV" -br link show eth0 | awk '{print $3}')
+	ip -n "$CLI" -"$fam" neigh replace "$cgw" lladdr "$smac" dev eth0 nud permanent
+	ip -n "$SRV" -"$fam" neigh replace "$sgw" lladdr "$cmac" dev eth0 nud permanent
+	ip netns exec "$FWD" "$TMP/forwarder" run -config "$ROOT/benchmarks/veth-bridge.toml" -quiet >"$TMP/fwd-null.log" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	e2e_wait_path
+	measure null
+	kill -INT $FWDPID
+	wait $FWDPID || true
+	FWDPID=
+	if [ "${GRO:-off}" = on ]; then
+		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+		ip netns exec "$FWD" "$TMP/xdpbounce" -from lan0 -to wan0 >"$TMP/bounce-lan.log" 2>&1 &
+		b1=$!
+		ip netns exec "$FWD" "$TMP/xdpbounce" -from wan0 -to lan0 >"$TMP/bounce-wan.log" 2>&1 &
+		b2=$!
+		PIDS+=($b1 $b2)
+		e2e_wait_path
+		measure bounce
+		kill -INT $b1 $b2 2>/dev/null || true
+		wait $b1 $b2 2>/dev/null || true
+	fi
+	ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
+	ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
+}
+
+# e2e_wait_path: until the client's ping reaches $DST (15 s at most).
+e2e_wait_path() {
+	local i
+	for i in $(seq 75); do
+		ip netns exec "$CLI" ping -c1 -W1 "$DST" >/dev/null 2>&1 && return
+		sleep 0.2
+	done
+}

@@ -39,7 +39,16 @@
 # system calls, or the events PERFSTAT_EVENTS lists;
 # DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
 # each config's result lines to PREFIX-CONFIG), IPERF_ARGS (added to every
-# iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate).
+# iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate),
+# GRO=on (the hosts' eth0 with GRO on, for every phase: a veth takes frames
+# XDP-redirected into it only then, so the configs' in-kernel fast path
+# engages), BOUNDS=1 (router only: after Linux, the same cases through what
+# bounds every router on these links; see below).
+#
+# BOUNDS=1 adds three phases, each compared with Linux's medians:
+# direct (no router at all), null (the afxdp driver moving frames
+# unchanged) and, with GRO=on, bounce (an XDP redirect in the kernel);
+# e2e-lib.sh's e2e_bounds says what each is.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -47,6 +56,8 @@ DURATION=${DURATION:-2}
 CONFIGS=${CONFIGS:-router nat}
 QUEUES=${QUEUES:-2}
 UDP=${UDP:-0}
+GRO=${GRO:-off}
+BOUNDS=${BOUNDS:-0}
 CPU=${CPU:-0}
 PROFILE=${PROFILE:-}
 ONLY_CASES=${CASES:-}
@@ -65,7 +76,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES CONFIGS=\"$CONFIGS\""
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS CONFIGS=\"$CONFIGS\""
 
 # parse FILE REVERSE: "BPS RETRANSMITS ERROR" of one iperf3 -J report (the
 # receiver's rate; ERROR "-" when the run completed). UDP reports: "PPS LOSS ERROR".
@@ -90,16 +101,17 @@ else:
 EOF
 }
 
-# cputicks: "FWD SOFTIRQ BUSY", clock ticks so far: the forwarder's
-# user+system time (0 when none runs), the machine's softirq time and its
-# time not idle (all CPUs; /proc/stat's cpu line: user nice system idle
-# iowait irq softirq steal).
+# cputicks: "FWD SOFTIRQ BUSY FWDUSER", clock ticks so far: the
+# forwarder's user+system time (0 when none runs), the machine's softirq
+# time and its time not idle (all CPUs; /proc/stat's cpu line: user nice
+# system idle iowait irq softirq steal), and the forwarder's user time
+# alone (its own code, the kernel's work in its system calls left out).
 cputicks() {
-	local f=0
+	local f=0 u=0
 	if [ -n "$FWDPID" ] && [ -r /proc/$FWDPID/stat ]; then
-		f=$(sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12 + $13}')
+		read -r u f < <(sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12, $12 + $13}')
 	fi
-	awk -v f="$f" '/^cpu / {print f, $8, $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat
+	awk -v f="$f" -v u="$u" '/^cpu / {print f, $8, $2 + $3 + $4 + $7 + $8 + $9, u}' /proc/stat
 }
 
 # iperf NAME ARGS...: one client run into $TMP/NAME.json, with a time limit;
@@ -128,7 +140,7 @@ iperf() {
 		grep -qE 'server is busy|Connection refused' "$TMP/$name.json" || break
 		sleep 0.3
 	done
-	echo "$(parse "$TMP/$name.json" $kind) $(echo "$c0 $c1" | awk '{print $4-$1, $5-$2, $6-$3}')"
+	echo "$(parse "$TMP/$name.json" $kind) $(echo "$c0 $c1" | awk '{print $5-$1, $6-$2, $7-$3, $8-$4}')"
 }
 
 # stats: python3 summary of a results file (lines "FORWARDER CASE BPS RETR ERR").
@@ -154,21 +166,42 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
+bounds = [f for f in ("direct", "null", "bounce") if any(r[0] == f for r in rows)]
+if bounds:
+    print(f"  bounds (received Mbit/s, median [min-max]; ÷ Linux's median): direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel")
+    for c in cases:
+        if c.startswith("udp"): continue
+        lm = st.median(pick("linux", c, 2)) / 1e6
+        parts = []
+        for f in bounds:
+            v = pick(f, c, 2)
+            if v: parts.append(f"{f} {st.median(v)/1e6:.0f} [{min(v)/1e6:.0f}-{max(v)/1e6:.0f}] {st.median(v)/1e6/lm if lm else 0:.2f}x, retr {st.median(pick(f, c, 3)):.0f}, {fails(f, c)} failed")
+        print(f"  {c:<18} " + "; ".join(parts))
 if hz:
     # CPU seconds per GB received, medians over the runs: columns 6-9 are
-    # bytes, forwarder ticks, softirq ticks, busy ticks.
+    # bytes, forwarder ticks, softirq ticks, busy ticks; 10 the
+    # forwarder's user ticks.
     def pergb(fwd, c, i):
-        v = [float(r[i]) / hz / (float(r[5]) / 1e9) for r in rows if r[0] == fwd and r[1] == c and len(r) > 8 and float(r[5]) > 0]
+        v = [float(r[i]) / hz / (float(r[5]) / 1e9) for r in rows if r[0] == fwd and r[1] == c and len(r) > i and float(r[5]) > 0]
         return st.median(v) if v else 0
-    print(f"  CPU s per GB received (medians): {'case':<8} {'fwd process J':>13} {'softirq L/J':>13} {'busy L/J':>13}")
+    fwds = ["linux", "junction"] + bounds
+    print(f"  CPU s per GB received (medians): machine busy and softirq for each of {', '.join(fwds)}; the forwarder process (user+system, user)")
     for c in cases:
-        print(f"  {'':<32} {c:<8} {pergb('junction', c, 6):13.2f} {pergb('linux', c, 7):6.2f}/{pergb('junction', c, 7):<6.2f} {pergb('linux', c, 8):6.2f}/{pergb('junction', c, 8):<6.2f}")
+        if c.startswith("udp"): continue
+        busy = " ".join(f"{pergb(f, c, 8):.2f}" for f in fwds)
+        soft = " ".join(f"{pergb(f, c, 7):.2f}" for f in fwds)
+        procs = "; ".join(f"{f} {pergb(f, c, 6):.2f}, {pergb(f, c, 9):.2f}" for f in fwds if f in ("junction", "null"))
+        print(f"  {c:<18} busy {busy}; softirq {soft}; process {procs}")
 for c in cases:
     if not c.startswith("udp"): continue
     l, j = pick("linux", c, 2), pick("junction", c, 2)
     ll, jl = pick("linux", c, 3), pick("junction", c, 3)
     print(f"  {c:<18} received pps median: Linux {st.median(l):.0f} (loss {100*st.median(ll):.1f}%), "
           f"Junction {st.median(j):.0f} (loss {100*st.median(jl):.1f}%), J÷L {st.median(j)/st.median(l) if st.median(l) else 0:.2f}x")
+    for f in bounds:
+        v, vl = pick(f, c, 2), pick(f, c, 3)
+        if v:
+            print(f"  {'':<18} {f}: {st.median(v):.0f} pps (loss {100*st.median(vl):.1f}%), ÷ Linux {st.median(v)/st.median(l) if st.median(l) else 0:.2f}x")
 EOF
 }
 
@@ -205,6 +238,9 @@ topology() {
 	ip link add wan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $SRV numtxqueues $QUEUES numrxqueues $QUEUES
 	for l in "$FWD lan0" "$FWD wan0" "$CLI eth0" "$SRV eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
 	for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 tx off >/dev/null; done
+	if [ "$GRO" = on ]; then
+		for ns in $CLI $SRV; do ip netns exec $ns ethtool -K eth0 gro on >/dev/null; done
+	fi
 	case $cfg in
 	router)
 		ip -n $CLI addr add 10.1.0.2/24 dev eth0
@@ -267,6 +303,9 @@ for CFG in $CONFIGS; do
 	linux_up "$CFG"
 	measure linux
 	linux_down
+	if [ "$BOUNDS" = 1 ] && [ "$CFG" = router ]; then
+		e2e_bounds 4 10.1.0.1 10.2.0.1
+	fi
 
 	ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
 	FWDPID=$!

@@ -40,8 +40,13 @@
 # DELAY and probe confirm it), and prints the forwarder's exit line saying
 # how many packets the fast path forwarded.
 #
+# BOUNDS=1 (router only) adds, after Linux, the same cases over IPv6
+# through what bounds every router on these links (e2e-lib.sh's
+# e2e_bounds): direct (no router), null (the afxdp driver moving frames
+# unchanged) and, with GRO=on, bounce (an XDP redirect in the kernel).
+#
 # Usage: sudo benchmarks/e2e-tcp6.sh      (from the repository root)
-# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, CONFIGS="router nat", V4=1,
+# Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, BOUNDS=0, CONFIGS="router nat", V4=1,
 # FORWARDER=path (prebuilt binary), CONFIG=configs/router-veth.toml and
 # NATCONFIG=configs/nat-gateway.toml (e.g. copies without the fastpath
 # and offload lines, to measure the graph alone with GRO on).
@@ -51,6 +56,7 @@ RUNS=${RUNS:-5}
 DURATION=${DURATION:-2}
 QUEUES=${QUEUES:-2}
 GRO=${GRO:-off}
+BOUNDS=${BOUNDS:-0}
 V4=${V4:-1}
 CONFIGS=${CONFIGS:-router nat}
 CONFIG=${CONFIG:-configs/router-veth.toml}
@@ -66,7 +72,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO V4=$V4 CONFIGS=\"$CONFIGS\" CONFIG=$CONFIG NATCONFIG=$NATCONFIG"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS V4=$V4 CONFIGS=\"$CONFIGS\" CONFIG=$CONFIG NATCONFIG=$NATCONFIG"
 
 run() { # run NAME DST FAMILY ARGS...: prints the received bit/s of one run (0 on failure)
 	local name=$1 dst=$2 fam=$3
@@ -175,6 +181,9 @@ for CFG in $CONFIGS; do
 	ip netns exec $CLI ping -6 -c2 -W1 $DST >/dev/null || true
 	measure linux
 	linux_down
+	if [ "$BOUNDS" = 1 ] && [ "$CFG" = router ]; then
+		e2e_bounds 6 2001:db8:1::1 2001:db8:2::1
+	fi
 
 	ip netns exec $FWD "$TMP/forwarder" run -config "$FCONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
 	FWDPID=$!
@@ -214,6 +223,10 @@ for c in cases:
         line += "  Junction4 %s  J6÷J4 %.2fx" % (f(j4), m(j)/m(j4) if m(j4) else 0)
     line += "  failed L/J6/J4 %d/%d/%d" % tuple(sum(1 for x in v if x == 0) for v in (l, j, j4))
     print(line)
+    for b in ("direct", "null", "bounce"):
+        v = pick(b, c)
+        if v:
+            print("  %-6s   bound %-6s %s  ÷L6 %.2fx  failed %d" % ("", b, f(v), m(v)/m(l) if m(l) else 0, sum(1 for x in v if x == 0)))
 PYEOF
 	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
 done
