@@ -225,8 +225,31 @@ e2e_bounds() {
 		kill -INT $b1 $b2 2>/dev/null || true
 		wait $b1 $b2 2>/dev/null || true
 	fi
+	if [ "${BOUNDS_TC:-0}" = 1 ]; then
+		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+		e2e_tc_phase tcpeer peer
+		e2e_tc_phase tcpass peer -pass
+		e2e_tc_phase tcegress egress -pass
+	fi
 	ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
 	ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
+}
+
+# e2e_tc_phase NAME [-pass]: measure NAME with TC ingress programs on lan0
+# and wan0 redirecting every frame into the other veth's peer
+# (bpf_redirect_peer); -pass adds XDP programs passing every frame.
+e2e_tc_phase() {
+	local name=$1 how=$2 b1 b2
+	shift 2
+	ip netns exec "$FWD" "$TMP/xdpbounce" -from lan0 -to wan0 -tc "$how" "$@" >"$TMP/$name-lan.log" 2>&1 &
+	b1=$!
+	ip netns exec "$FWD" "$TMP/xdpbounce" -from wan0 -to lan0 -tc "$how" "$@" >"$TMP/$name-wan.log" 2>&1 &
+	b2=$!
+	PIDS+=($b1 $b2)
+	e2e_wait_path
+	measure "$name"
+	kill -INT $b1 $b2 2>/dev/null || true
+	wait $b1 $b2 2>/dev/null || true
 }
 
 # e2e_wait_path: until the client's ping reaches $DST (15 s at most).

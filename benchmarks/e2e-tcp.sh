@@ -166,7 +166,7 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
-bounds = [f for f in ("direct", "null", "bounce") if any(r[0] == f for r in rows)]
+bounds = [f for f in ("direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
 if bounds:
     print(f"  bounds (received Mbit/s, median [min-max]; ÷ Linux's median): direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel")
     for c in cases:

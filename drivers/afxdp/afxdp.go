@@ -3,6 +3,7 @@ package afxdp
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net/netip"
 	"strings"
@@ -69,6 +70,7 @@ type Device struct {
 	fpFinal  fastpath.Counters // fp's counters when Close released it
 	ft       *fastTable
 	out      *egressOut   // as an output of the fast path: its state and counters
+	tc       io.Closer    // the fast path's TC ingress program (tcx link), or nil
 	locals   []netip.Addr // addresses marked local in ft
 	mtu      int          // the interface's MTU at open: the fast path's limit for IPv6 datagrams out of it
 	nl       *nlink.Conn
@@ -165,7 +167,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	}
 	d.progQueues = link.RxQueues
 	if c.FastPath {
-		if err := d.openFastPath(link.RxQueues); err != nil {
+		if err := d.openFastPath(link.RxQueues, link.Kind); err != nil {
 			return nil, conf.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
 		}
 	} else if d.prog, err = newProgram(link.RxQueues); err != nil {

@@ -15,7 +15,10 @@ type Config struct {
 	Ring      int    `toml:"ring"`
 	Mode      string `toml:"mode"`
 	FastPath  bool   `toml:"fastpath"`
-	RSS       string `toml:"rss"`
+	// FastPathRedirect: how the fast path sends frames out of this
+	// device (see manual): "auto", "xdp" or "tc".
+	FastPathRedirect string `toml:"fastpath_redirect"`
+	RSS              string `toml:"rss"`
 }
 
 // Defaults. The rings are sized to hold a TCP sender's burst through a
@@ -29,7 +32,7 @@ const (
 )
 
 func newConfig() any {
-	return &Config{Frames: DefaultFrames, Ring: DefaultRing, Mode: "auto"}
+	return &Config{Frames: DefaultFrames, Ring: DefaultRing, Mode: "auto", FastPathRedirect: "auto"}
 }
 
 func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
@@ -55,6 +58,11 @@ func (c *Config) Validate() error {
 	case "auto", "native", "generic":
 	default:
 		return conf.Errorf("mode", "%q: must be \"auto\", \"native\" or \"generic\"", c.Mode)
+	}
+	switch c.FastPathRedirect {
+	case "", "auto", "xdp", "tc": // "": auto (a Config built in code)
+	default:
+		return conf.Errorf("fastpath_redirect", "%q: must be \"auto\", \"xdp\" or \"tc\"", c.FastPathRedirect)
 	}
 	switch c.RSS {
 	case "", "symmetric":

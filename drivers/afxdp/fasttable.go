@@ -44,6 +44,10 @@ type fastTable struct {
 	// it every output stays off.
 	watching bool
 	outs     map[int]*egressOut // by ifindex, under mu
+	// noTC: a device's TC ingress program could not be attached, so no
+	// output may be reached through TC (the frames would reach that
+	// input's stack): every output redirects with XDP. Under mu.
+	noTC bool
 	stop     chan struct{}      // closed by release: ends watch
 	stopped  chan struct{}      // closed by watch when it returns
 }
@@ -248,8 +252,10 @@ func (d *Device) FastPathTable() drivers.FastPathTable {
 var _ drivers.FastPath = (*Device)(nil)
 
 // openFastPath loads the device's fast-path program (in place of v0.3.3's
-// plain one) and marks the device's addresses local.
-func (d *Device) openFastPath(queues int) error {
+// plain one) and its TC ingress program, makes the device an output
+// (reached as fastpath_redirect says; kind is its link kind) and marks
+// its addresses local.
+func (d *Device) openFastPath(queues int, kind string) error {
 	ft, err := acquireFastTable()
 	if err != nil {
 		return err
@@ -259,7 +265,13 @@ func (d *Device) openFastPath(queues int) error {
 		return err
 	}
 	d.prog = d.fp.XDP()
-	if d.out, err = ft.addOut(d.ifindex, fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)); err != nil {
+	name := fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)
+	// Before the XDP program is attached, so that no frame this device
+	// receives is passed up for a TC program that is not there.
+	if d.tc, err = fastpath.AttachTC(d.ifindex); err != nil {
+		ft.tcFailed(name, err)
+	}
+	if d.out, err = ft.addOut(d.ifindex, name, redirectVia(d.cfg.FastPathRedirect, kind)); err != nil {
 		return err
 	}
 	for _, a := range d.info.Addresses {
@@ -283,6 +295,10 @@ func (d *Device) closeFastPath() error {
 	}
 	if d.out != nil {
 		d.ft.removeOut(d.out)
+	}
+	if d.tc != nil {
+		_ = d.tc.Close()
+		d.tc = nil
 	}
 	for _, a := range d.locals {
 		d.ft.removeLocal(a)
@@ -320,12 +336,31 @@ const (
 	egressConfirm     = time.Second
 )
 
+// redirectVia is how the fast path reaches an output whose
+// fastpath_redirect is key and whose link kind is kind: "auto" sends
+// through TC into a veth's peer (an XDP redirect into a veth needs its
+// peer in NAPI mode, runs through its 256-frame ring, and is refused
+// while the peer runs neither XDP nor GRO: benchmarks/e2e-tcp.md) and
+// redirects with XDP to every other device (a NIC's ndo_xdp_xmit).
+func redirectVia(key, kind string) fastpath.Via {
+	switch {
+	case key == "xdp":
+		return fastpath.ViaXDP
+	case kind == "veth":
+		return fastpath.ViaTCPeer
+	case key == "tc":
+		return fastpath.ViaTC
+	}
+	return fastpath.ViaXDP
+}
+
 // egressOut is one output's state; its counters outlive the device's
 // Close (Stats reads them after it).
 type egressOut struct {
 	ifindex int
 	name    string              // "wan (wan0)", for the log
 	probe   *fastpath.XmitProbe // nil: the kernel does not say
+	via     fastpath.Via        // under fastTable.mu
 
 	// Under fastTable.mu (watch).
 	off       bool      // not redirected to
@@ -358,11 +393,12 @@ func (o *egressOut) counters() []drivers.Counter {
 	}
 }
 
-// addOut makes the device ifindex an output of the fast path, off until
-// watch's first look (at once when the watcher runs, never otherwise).
-// Call it in the device's network namespace: the device map and the
-// features probe resolve ifindex there.
-func (f *fastTable) addOut(ifindex int, name string) (*egressOut, error) {
+// addOut makes the device ifindex an output of the fast path, reached
+// via via (XDP if no TC program may be relied on), off until watch's
+// first look (at once when the watcher runs, never otherwise). Call it
+// in the device's network namespace: the device map and the features
+// probe resolve ifindex there.
+func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressOut, error) {
 	o := &egressOut{ifindex: ifindex, name: name, off: true}
 	o.isOff.Store(true)
 	if p, err := fastpath.NewXmitProbe(); err == nil {
@@ -372,6 +408,14 @@ func (f *fastTable) addOut(ifindex int, name string) (*egressOut, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.noTC {
+		via = fastpath.ViaXDP
+	}
+	o.via = via
+	if err := f.t.SetEgressVia(ifindex, via); err != nil {
+		o.probe.Close()
+		return nil, err
+	}
 	if err := f.t.AddEgress(ifindex, false); err != nil {
 		o.probe.Close()
 		return nil, err
@@ -381,6 +425,23 @@ func (f *fastTable) addOut(ifindex int, name string) (*egressOut, error) {
 		f.step(o, time.Now())
 	}
 	return o, nil
+}
+
+// tcFailed records that a device's TC program could not be attached:
+// every output, now and later, is reached with XDP.
+func (f *fastTable) tcFailed(name string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.noTC {
+		log.Printf("afxdp: %s: fast path: %v: every output is reached by XDP redirects instead", name, err)
+	}
+	f.noTC = true
+	for _, o := range f.outs {
+		if o.via != fastpath.ViaXDP && f.t.SetEgressVia(o.ifindex, fastpath.ViaXDP) == nil {
+			o.via = fastpath.ViaXDP
+			_ = f.t.SetEgress(o.ifindex, !o.off)
+		}
+	}
 }
 
 func (f *fastTable) removeOut(o *egressOut) {
@@ -422,7 +483,10 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 		return
 	}
 	o.refused.Store(s.Errors)
-	if o.probe != nil && now.Sub(o.featureAt) >= egressFeaturePoll {
+	// Through TC nothing asks for ndo_xdp_xmit.
+	if o.via != fastpath.ViaXDP {
+		o.noXmit = false
+	} else if o.probe != nil && now.Sub(o.featureAt) >= egressFeaturePoll {
 		o.featureAt = now
 		if takes, err := o.probe.Takes(o.ifindex); err == nil {
 			o.noXmit = !takes

@@ -43,7 +43,7 @@ func TestEgressStates(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		o, err = f.addOut(ifi.Index, "wan (out0)")
+		o, err = f.addOut(ifi.Index, "wan (out0)", fastpath.ViaXDP)
 		return err
 	}); err != nil {
 		t.Fatal(err)

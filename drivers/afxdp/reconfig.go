@@ -89,6 +89,7 @@ func changedKeys(a, b *Config) []string {
 	add(a.Ring != b.Ring, "ring")
 	add(a.Mode != b.Mode, "mode")
 	add(a.FastPath != b.FastPath, "fastpath")
+	add(a.FastPathRedirect != b.FastPathRedirect, "fastpath_redirect")
 	add(a.RSS != b.RSS, "rss")
 	return keys
 }

@@ -134,8 +134,9 @@ func typeDrops(s *pipeline.Snapshot, typ string) uint64 {
 	return n
 }
 
-// noFastPathConfig is the contract router without its fast path, on
-// driver (afxdp or afpacket, as TestAfpacket runs it).
+// noFastPathConfig is a contract config (router-veth.toml or
+// nat-gateway.toml) without its fast path, on driver (afxdp or afpacket,
+// as TestAfpacket runs it).
 func noFastPathConfig(t *testing.T, contract, driver string) string {
 	data, err := os.ReadFile(contract)
 	if err != nil {
@@ -143,11 +144,11 @@ func noFastPathConfig(t *testing.T, contract, driver string) string {
 	}
 	cfg := strings.ReplaceAll(string(data), `driver    = "afxdp"`, `driver    = "`+driver+`"`)
 	cfg = strings.ReplaceAll(cfg, "fastpath  = true\n", "")
-	cfg = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(cfg, "") // IPLookup's, whatever its ports
+	cfg = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(cfg, "") // IPLookup's or FastTrack's, whatever its ports
 	if strings.Count(cfg, `driver    = "`+driver+`"`) != 2 || strings.Contains(cfg, "fastpath  = true") || strings.Contains(cfg, "offload =") {
-		t.Fatal("router-veth.toml: cannot turn it into a graph without fast path any more")
+		t.Fatalf("%s: cannot turn it into a graph without fast path any more", filepath.Base(contract))
 	}
-	path := filepath.Join(t.TempDir(), "router-"+driver+".toml")
+	path := filepath.Join(t.TempDir(), driver+"-nofastpath-"+filepath.Base(contract))
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -286,14 +286,16 @@ func TestRouterVeth(t *testing.T) {
 	tp.noXDP(t)
 }
 
-// TestMultiQueue: veths with 2 queues, 512 UDP flows: both workers carry
-// traffic and neither more than 60% of it.
+// TestMultiQueue: veths with 2 queues, 512 UDP flows through the router's
+// graph (its fast path off): both workers carry traffic and neither more
+// than 60% of it.
 func TestMultiQueue(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs")
 	}
 	tp := newTopo(t, 2)
-	p := tp.start(t, "")
+	// The graph's spreading is what is measured: no fast path.
+	p := tp.start(t, noFastPathConfig(t, tp.config, "afxdp"))
 	defer tp.stop(t, p)
 	pingOK(t, tp.cli, "10.2.0.2") // resolves both sides' ARP first
 	before := tp.snapshot(t)

@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +13,15 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// The contract configs ship with the in-kernel fast path on. On veths as
-// `ip link add` leaves them (GRO off), the kernel refuses frames that an
-// XDP program redirects to them, so the afxdp driver must not offload to
-// them: these tests check that such hosts work through the graph, that
-// the driver says so once per device and in its counters, and that the
-// fast path engages once the hosts turn GRO on.
+// The contract configs ship with the in-kernel fast path on. Into a veth
+// the driver forwards through TC by default (fastpath_redirect = "auto"),
+// which any veth takes (TestFastPathPlainHosts). With fastpath_redirect
+// = "xdp" it redirects with XDP as it does to a NIC, and on veths as `ip
+// link add` leaves them (GRO off) the kernel refuses such frames, so the
+// driver must not offload to them: these tests check, on the contract
+// configs with fastpath_redirect = "xdp", that such hosts work through
+// the graph, that the driver says so once per device and in its
+// counters, and that the fast path engages once the hosts turn GRO on.
 
 // offloadLog is the driver's log line when it stops offloading to a
 // device, and offloadBackLog when it resumes.
@@ -24,6 +29,25 @@ const (
 	offloadOffLog  = "fast path: not offloading to this device"
 	offloadBackLog = "fast path: offloading to this device again"
 )
+
+// xdpRedirectConfig is the config at path with fastpath_redirect = "xdp"
+// on every fast-path device, in a temporary file.
+func xdpRedirectConfig(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), "fastpath  = true\n", "fastpath  = true\nfastpath_redirect = \"xdp\"\n")
+	if strings.Count(cfg, "fastpath_redirect = \"xdp\"") != 2 {
+		t.Fatalf("%s: not two devices with fastpath  = true", path)
+	}
+	out := filepath.Join(t.TempDir(), "xdp-"+filepath.Base(path))
+	if err := os.WriteFile(out, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 // fallbackIperf runs iperf3 TCP for 3 s from cli to the server address
 // srvAddr in srv (extra: more client arguments, e.g. -P 8) and returns the
@@ -68,7 +92,7 @@ func wantLoggedOnce(t *testing.T, out, line string) {
 	}
 }
 
-// TestFallbackRouter: configs/router-veth.toml as shipped (fast path on)
+// TestFallbackRouter: configs/router-veth.toml (fast path on, XDP redirects)
 // between hosts with GRO off: ping, curl and iperf3 work through the
 // graph, the driver logs once per device that it does not offload to it
 // and counts it; with GRO turned on at both hosts, the fast path engages
@@ -78,7 +102,7 @@ func TestFallbackRouter(t *testing.T) {
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	tp := newTopo(t, 1)
-	p := tp.start(t, fastPathConfig(t, tp.config))
+	p := tp.start(t, xdpRedirectConfig(t, fastPathConfig(t, tp.config)))
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -125,8 +149,8 @@ func TestFallbackRouter(t *testing.T) {
 	tp.noXDP(t)
 }
 
-// TestFallbackNAT: configs/nat-gateway.toml as shipped (FastTrack
-// offloaded) between hosts with GRO off: DNAT'd curl and SNAT'd iperf3
+// TestFallbackNAT: configs/nat-gateway.toml (FastTrack offloaded, XDP
+// redirects) between hosts with GRO off: DNAT'd curl and SNAT'd iperf3
 // work, FastTrack handling the flows in the graph, and the driver does
 // not offload to either device.
 func TestFallbackNAT(t *testing.T) {
@@ -134,7 +158,7 @@ func TestFallbackNAT(t *testing.T) {
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	tp := newNATTopo(t)
-	tp.config = natFastPathConfig(t, tp.config)
+	tp.config = xdpRedirectConfig(t, natFastPathConfig(t, tp.config))
 	p := tp.start(t)
 	fw := &topo{fwd: tp.fwd}
 	defer func() {

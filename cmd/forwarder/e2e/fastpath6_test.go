@@ -85,15 +85,16 @@ func TestFastPath6(t *testing.T) {
 	}
 }
 
-// TestFallbackRouter6: router-veth.toml as shipped between hosts with GRO
-// off: iperf3 -6 works through the graph and nothing is redirected (or
-// lost); with GRO turned on, the IPv6 fast path engages.
+// TestFallbackRouter6: router-veth.toml with XDP redirects
+// (fastpath_redirect = "xdp", see fallback_test.go) between hosts with
+// GRO off: iperf3 -6 works through the graph and nothing is redirected
+// (or lost); with GRO turned on, the IPv6 fast path engages.
 func TestFallbackRouter6(t *testing.T) {
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	tp := newTopo(t, 1)
 	fastPath6Hosts(t, tp)
-	p := tp.start(t, fastPathConfig(t, tp.config))
+	p := tp.start(t, xdpRedirectConfig(t, fastPathConfig(t, tp.config)))
 	defer func() {
 		out := tp.stop(t, p)
 		if t.Failed() {

@@ -42,7 +42,8 @@ func tcpRuns(t *testing.T) int {
 // gateway is one topology with the two ways of forwarding on it: Linux
 // (linuxUp/linuxDown give the forwarder namespace's kernel the addresses,
 // routes and rules the config describes, and take them away again) and
-// Junction (start runs the contract config and waits until it answers).
+// Junction (start runs config, the contract config unless a test changes
+// it, and waits until it answers).
 type gateway struct {
 	name          string
 	cli, fwd, srv *netns.NS
@@ -55,15 +56,16 @@ type gateway struct {
 // routerGateway: configs/router-veth.toml; Linux: ip_forward=1.
 func routerGateway(t *testing.T) *gateway {
 	tp := newTopo(t, 2)
-	return &gateway{name: "router", cli: tp.cli, fwd: tp.fwd, srv: tp.srv, dst: "10.2.0.2",
+	g := &gateway{name: "router", cli: tp.cli, fwd: tp.fwd, srv: tp.srv, dst: "10.2.0.2",
 		bin: tp.bin, config: tp.config,
 		linuxUp: func(t *testing.T) {
 			tp.fwd.Addr("lan0", "10.1.0.1/24")
 			tp.fwd.Addr("wan0", "10.2.0.1/24")
 			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
 		},
-		start: func(t *testing.T) *netns.Proc { return tp.start(t, "") },
 	}
+	g.start = func(t *testing.T) *netns.Proc { return tp.start(t, g.config) }
+	return g
 }
 
 // linuxNAT is what configs/nat-gateway.toml does, in nftables: the inside
@@ -86,7 +88,7 @@ const linuxNAT = `table ip nat {
 func natGateway(t *testing.T) *gateway {
 	netns.RequireTool(t, "nft")
 	tp := newNATTopoQueues(t, 2)
-	return &gateway{name: "nat", cli: tp.in, fwd: tp.fwd, srv: tp.ot, dst: natOutside,
+	g := &gateway{name: "nat", cli: tp.in, fwd: tp.fwd, srv: tp.ot, dst: natOutside,
 		bin: tp.bin, config: tp.config,
 		linuxUp: func(t *testing.T) {
 			tp.fwd.Addr("lan0", natLANAddr+"/24")
@@ -99,8 +101,12 @@ func natGateway(t *testing.T) *gateway {
 			}
 			tp.fwd.MustRun("nft", "-f", rules)
 		},
-		start: func(t *testing.T) *netns.Proc { return tp.start(t) },
 	}
+	g.start = func(t *testing.T) *netns.Proc {
+		tp.config = g.config
+		return tp.start(t)
+	}
+	return g
 }
 
 // linuxDown takes the kernel out of the forwarding path again: no
@@ -662,6 +668,12 @@ func orOK(err string) string {
 // receiver's TcpExtTCPOFOQueue, logged) must be no more than Linux's on
 // the same veths plus 100. Without the hold a run had 1.5k-6k against
 // Linux's 0-54 (checked by mutation: FromDevice's filter made a no-op).
+//
+// The flow runs twice through Junction: through the graph alone (the
+// config without its fast path: the hold above), and as shipped, where
+// FastTrack hands it to the in-kernel fast path, which forwards it from
+// whichever queue it comes (its frames must be there, and the sender's
+// reorderings are held to the same bound).
 func TestTCPQueueSwitch(t *testing.T) {
 	netns.RequireRoot(t)
 	netns.RequireTool(t, "iperf3")
@@ -719,36 +731,59 @@ func TestTCPQueueSwitch(t *testing.T) {
 		lr.bps/1e6, lr.retrans, lofo, lreord)
 	g.linuxDown(t)
 
-	p := g.start(t)
-	defer stopFwd(t, p)
-	q0, q1 := lanQueues(t, g)
-	r, jofo, jreord := run()
-	q0b, q1b := lanQueues(t, g)
-	t.Logf("Junction: %.0f Mbit/s, %d retransmits, receiver TcpExtTCPOFOQueue +%.0f, sender's reorderings +%.0f; lan0 received on queue 0: %d, queue 1: %d",
-		r.bps/1e6, r.retrans, jofo, jreord, q0b-q0, q1b-q1)
-	if jreord > lreord+100 {
-		t.Errorf("Junction: the sender detected %.0f reorderings, Linux's run %.0f", jreord, lreord)
-	}
-	if q0b == q0 || q1b == q1 {
-		t.Errorf("the flow did not use both of lan0's queues (queue 0: %d packets, queue 1: %d)", q0b-q0, q1b-q1)
-	}
-	if r.err != "" {
-		t.Errorf("Junction: the run did not complete: %s", r.err)
-	} else if st := r.stall(); st != "" {
-		t.Errorf("Junction: the run stalled: %s", st)
-	}
-	s := (&topo{fwd: g.fwd}).snapshot(t)
-	if n := logInvalid(t, s); n != 0 {
-		t.Errorf("Conntrack found %d packets invalid", n)
-	}
-	off := counter(s, "FromDevice", "handed off")
-	t.Logf("FromDevice: handed off %d, handed in %d, queue moves %d, queue move timeouts %d", off,
-		counter(s, "FromDevice", "handed in"), counter(s, "FromDevice", "queue moves"), counter(s, "FromDevice", "queue move timeouts"))
-	if off == 0 {
-		t.Errorf("FromDevice handed nothing off: the packets on the other queue were not moved to the flow's worker")
-	}
-	if counter(s, "FromDevice", "queue moves") == 0 {
-		t.Errorf("FromDevice saw no queue move")
+	contract := g.config
+	for _, v := range []struct {
+		name, config string
+		graph        bool
+	}{
+		{"graph", noFastPathConfig(t, contract, "afxdp"), true},
+		{"as shipped", contract, false},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			g.config = v.config
+			p := g.start(t)
+			defer stopFwd(t, p)
+			q0, q1 := lanQueues(t, g)
+			before := (&topo{fwd: g.fwd}).snapshot(t)
+			r, jofo, jreord := run()
+			q0b, q1b := lanQueues(t, g)
+			t.Logf("Junction: %.0f Mbit/s, %d retransmits, receiver TcpExtTCPOFOQueue +%.0f, sender's reorderings +%.0f; lan0 received on queue 0: %d, queue 1: %d",
+				r.bps/1e6, r.retrans, jofo, jreord, q0b-q0, q1b-q1)
+			if jreord > lreord+100 {
+				t.Errorf("Junction: the sender detected %.0f reorderings, Linux's run %.0f", jreord, lreord)
+			}
+			if q0b == q0 || q1b == q1 {
+				t.Errorf("the flow did not use both of lan0's queues (queue 0: %d packets, queue 1: %d)", q0b-q0, q1b-q1)
+			}
+			if r.err != "" {
+				t.Errorf("Junction: the run did not complete: %s", r.err)
+			} else if st := r.stall(); st != "" {
+				t.Errorf("Junction: the run stalled: %s", st)
+			}
+			s := (&topo{fwd: g.fwd}).snapshot(t)
+			if n := logInvalid(t, s); n != 0 {
+				t.Errorf("Conntrack found %d packets invalid", n)
+			}
+			if !v.graph {
+				// The flow is FastTrack's, offloaded: the kernel
+				// forwards it whichever queue it arrives on.
+				fwd := deviceCounter(s, "lan", "fastpath_forwarded") - deviceCounter(before, "lan", "fastpath_forwarded")
+				t.Logf("lan's fast path forwarded %d frames", fwd)
+				if fwd < 1000 {
+					t.Errorf("the fast path forwarded %d frames of the run", fwd)
+				}
+				return
+			}
+			off := counter(s, "FromDevice", "handed off")
+			t.Logf("FromDevice: handed off %d, handed in %d, queue moves %d, queue move timeouts %d", off,
+				counter(s, "FromDevice", "handed in"), counter(s, "FromDevice", "queue moves"), counter(s, "FromDevice", "queue move timeouts"))
+			if off == 0 {
+				t.Errorf("FromDevice handed nothing off: the packets on the other queue were not moved to the flow's worker")
+			}
+			if counter(s, "FromDevice", "queue moves") == 0 {
+				t.Errorf("FromDevice saw no queue move")
+			}
+		})
 	}
 }
 

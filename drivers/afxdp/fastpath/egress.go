@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/cilium/ebpf"
@@ -34,20 +35,56 @@ import (
 //
 // Frames the kernel drops later, at flush time (ndo_xdp_xmit failing
 // for a full ring: congestion, like a full TX queue), fire
-// xdp:xdp_devmap_xmit instead and are not counted here.
+// xdp:xdp_devmap_xmit instead and are not counted here (a veth counts
+// them in its tx_dropped).
+//
+// An output may instead be reached through TC (SetEgressVia): the XDP
+// program rewrites the frame as always, leaves the output in the
+// frame's metadata and passes it up; the input's TC ingress program
+// (AttachTC) redirects the skb out of the output, or, for a veth, into
+// its peer's ingress. The kernel cannot refuse that the way it refuses
+// an XDP redirect, so such outputs never need the watcher.
 const (
 	// fp_egress (hash) key: u32 ifindex; value: u32 disabled (0 = the
 	// program may redirect there); i32 err (the last failure's errno,
-	// negative, as the tracepoint reported it).
-	egressValueSize = 8
+	// negative, as the tracepoint reported it); u32 via (Via).
+	egressValueSize = 12
 	egressOffOff    = 0
 	egressOffErr    = 4
+	egressOffVia    = 8
 	// maxEgress bounds the interfaces the fast path redirects to.
 	maxEgress = 4096
 
 	// RedirectTracepoint is the tracepoint the watcher attaches to.
 	RedirectTracepoint = "xdp_redirect_err"
 )
+
+// Via is how frames leave through an output.
+type Via uint32
+
+const (
+	// ViaXDP: XDP_REDIRECT through the device map (the default).
+	ViaXDP Via = 0
+	// ViaTC: XDP_PASS, then the input's TC program's bpf_redirect out
+	// of the output (its qdisc and driver transmit).
+	ViaTC Via = 1
+	// ViaTCPeer: XDP_PASS, then bpf_redirect_peer into the ingress of
+	// the output veth's peer (no backlog queue, no XDP ring): outputs
+	// that are veths only.
+	ViaTCPeer Via = 2
+)
+
+func (v Via) String() string {
+	switch v {
+	case ViaXDP:
+		return "xdp"
+	case ViaTC:
+		return "tc"
+	case ViaTCPeer:
+		return "tc-peer"
+	}
+	return fmt.Sprintf("Via(%d)", uint32(v))
+}
 
 // newEgressMaps creates fp_devmap, fp_egress and fp_egress_errors.
 func (t *Tables) newEgressMaps() error {
@@ -125,6 +162,11 @@ func (t *Tables) AddEgress(ifindex int, enabled bool) error {
 	if err := t.devmap.Put(k, k); err != nil {
 		return fmt.Errorf("fastpath: ifindex %d into the device map: %w", ifindex, err)
 	}
+	t.viaMu.Lock()
+	if _, ok := t.via[k]; !ok {
+		t.via[k] = ViaXDP
+	}
+	t.viaMu.Unlock()
 	if err := t.egressErrs.Update(k, uint64(0), ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
 		return fmt.Errorf("fastpath: ifindex %d error count: %w", ifindex, err)
 	}
@@ -137,11 +179,33 @@ func (t *Tables) SetEgress(ifindex int, enabled bool) error {
 	if err != nil {
 		return err
 	}
+	t.viaMu.Lock()
+	via := t.via[k]
+	t.viaMu.Unlock()
 	v := make([]byte, egressValueSize)
 	if !enabled {
 		binary.NativeEndian.PutUint32(v[egressOffOff:], 1)
 	}
+	binary.NativeEndian.PutUint32(v[egressOffVia:], uint32(via))
 	return t.egress.Put(k, v)
+}
+
+// SetEgressVia sets how frames leave through ifindex, from the next
+// SetEgress on (call it before AddEgress, or follow it with SetEgress).
+// ViaTC and ViaTCPeer need AttachTC on every fast-path input: without
+// it, frames forwarded to the output would reach the input's stack.
+func (t *Tables) SetEgressVia(ifindex int, via Via) error {
+	k, err := egressKey(ifindex)
+	if err != nil {
+		return err
+	}
+	if via > ViaTCPeer {
+		return fmt.Errorf("fastpath: bad via %d", via)
+	}
+	t.viaMu.Lock()
+	t.via[k] = via
+	t.viaMu.Unlock()
+	return nil
 }
 
 // RemoveEgress disables ifindex and removes it from the maps; a missing
@@ -152,6 +216,9 @@ func (t *Tables) RemoveEgress(ifindex int) error {
 		return err
 	}
 	var errs []error
+	t.viaMu.Lock()
+	delete(t.via, k)
+	t.viaMu.Unlock()
 	// Disabled first: a frame that passed the check before the device
 	// map entry goes is the only one that can still miss it.
 	for _, m := range []*ebpf.Map{t.egress, t.devmap, t.egressErrs} {
@@ -165,6 +232,7 @@ func (t *Tables) RemoveEgress(ifindex int) error {
 // EgressState is what the kernel says of one output.
 type EgressState struct {
 	Disabled bool
+	Via      Via
 	// Err is the errno of the last refused redirect (negative, as the
 	// kernel returned it; 0 if none since the last SetEgress).
 	Err int32
@@ -186,8 +254,30 @@ func (t *Tables) Egress(ifindex int) (EgressState, error) {
 	}
 	s.Disabled = binary.NativeEndian.Uint32(v[egressOffOff:]) != 0
 	s.Err = int32(binary.NativeEndian.Uint32(v[egressOffErr:]))
+	s.Via = Via(binary.NativeEndian.Uint32(v[egressOffVia:]))
 	if err := t.egressErrs.Lookup(k, &s.Errors); err != nil {
 		return s, err
 	}
 	return s, nil
+}
+
+// TCProgramName is the kernel's name for the TC ingress program.
+const TCProgramName = "junction_fp_tc"
+
+// AttachTC loads the TC ingress program (junction_fp_tc in
+// bpf/fastpath.c) and attaches it to ifindex's ingress (tcx, Linux 6.6),
+// where it sends on the frames the device's XDP program forwarded to
+// outputs reached through TC; closing the returned link detaches it.
+// The program uses no map: one per device.
+func AttachTC(ifindex int) (io.Closer, error) {
+	prog, err := load(newObjectSpec("junction_fp_tc", TCProgramName, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("fastpath: loading the TC program: %w", err)
+	}
+	defer prog.Close() // the link keeps its own reference
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return nil, fmt.Errorf("fastpath: attaching the TC program to ifindex %d's ingress (tcx, Linux 6.6): %w", ifindex, err)
+	}
+	return l, nil
 }

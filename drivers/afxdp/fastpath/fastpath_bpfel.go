@@ -32,6 +32,7 @@ const (
 	fastpathProgJunctionFp       = "junction_fp"
 	fastpathProgJunctionFpErr    = "junction_fp_err"
 	fastpathProgJunctionFpPtrlen = "junction_fp_ptrlen"
+	fastpathProgJunctionFpTc     = "junction_fp_tc"
 	fastpathVarDevmapId          = "devmap_id"
 	fastpathVarMacHi             = "mac_hi"
 	fastpathVarMacLo             = "mac_lo"
@@ -82,6 +83,7 @@ type fastpathProgramSpecs struct {
 	JunctionFp       *ebpf.ProgramSpec `ebpf:"junction_fp"`
 	JunctionFpErr    *ebpf.ProgramSpec `ebpf:"junction_fp_err"`
 	JunctionFpPtrlen *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen"`
+	JunctionFpTc     *ebpf.ProgramSpec `ebpf:"junction_fp_tc"`
 }
 
 // fastpathMapSpecs contains maps before they are loaded into the kernel.
@@ -181,6 +183,7 @@ type fastpathPrograms struct {
 	JunctionFp       *ebpf.Program `ebpf:"junction_fp"`
 	JunctionFpErr    *ebpf.Program `ebpf:"junction_fp_err"`
 	JunctionFpPtrlen *ebpf.Program `ebpf:"junction_fp_ptrlen"`
+	JunctionFpTc     *ebpf.Program `ebpf:"junction_fp_tc"`
 }
 
 func (p *fastpathPrograms) Close() error {
@@ -188,6 +191,7 @@ func (p *fastpathPrograms) Close() error {
 		p.JunctionFp,
 		p.JunctionFpErr,
 		p.JunctionFpPtrlen,
+		p.JunctionFpTc,
 	)
 }
 

@@ -139,7 +139,7 @@ func TestLayouts(t *testing.T) {
 			{"icmp_type", flowOffICMPType}, {"mtu", flowOffMTU}, {"gen", flowOffGen}}},
 		{"fp_flow_gen", true, flowGenSize, []field{{"gen", flowGenOffGen}, {"count", flowGenOffCount}}},
 		{"fp_flow_stats", true, flowStatSize, []field{{"packets", flowStatOffPkts}, {"bytes", flowStatOffBytes}}},
-		{"fp_egress", true, egressValueSize, []field{{"disabled", egressOffOff}, {"err", egressOffErr}}},
+		{"fp_egress", true, egressValueSize, []field{{"disabled", egressOffOff}, {"err", egressOffErr}, {"via", egressOffVia}}},
 		{"fp_routes6", false, route6KeySize, []field{{"prefixlen", 0}, {"addr", 4}}},
 		{"fp_routes6", true, route6ValueSize, []field{{"ifindex", route6OffIfindex}, {"flags", route6OffFlags}, {"gateway", route6OffGateway}}},
 		{"fp_neighbors6", false, neigh6KeySize, []field{{"ifindex", 0}, {"ip", 4}}},

@@ -138,6 +138,8 @@ type Tables struct {
 	egress     *ebpf.Map
 	egressErrs *ebpf.Map
 	devmapID   uint32
+	viaMu      sync.Mutex
+	via        map[uint32]Via // each added output's, written by SetEgress
 	watchMu    sync.Mutex
 	watchProg  *ebpf.Program
 	watchLink  io.Closer
@@ -184,7 +186,7 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 		routes.Close()
 		return nil, fmt.Errorf("fastpath: creating the neighbour map: %w", err)
 	}
-	t := &Tables{routes: routes, neighbors: neighbors}
+	t := &Tables{routes: routes, neighbors: neighbors, via: map[uint32]Via{}}
 	if err := t.newFlowMaps(maxFlows); err != nil {
 		t.Close()
 		return nil, err

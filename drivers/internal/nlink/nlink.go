@@ -21,6 +21,9 @@ type Link struct {
 	Up       bool
 	RxQueues int // allocated RX queues (IFLA_NUM_RX_QUEUES)
 	TxQueues int
+	// Kind is the link's type as `ip -d link` names it (IFLA_INFO_KIND:
+	// "veth", "bridge", ...); "" for devices without one (NICs, lo).
+	Kind string
 	// XDPAttached is the kernel's XDP_ATTACHED_* mode (0 = none, 1 drv,
 	// 2 skb, 3 hw, 4 several); XDPProgID the attached program, and
 	// XDPDrvProgID / XDPSkbProgID per mode when several are attached.
@@ -249,6 +252,8 @@ func parseLink(m syscall.NetlinkMessage) (Link, error) {
 			l.RxQueues = int(u32(a.Value))
 		case unix.IFLA_NUM_TX_QUEUES:
 			l.TxQueues = int(u32(a.Value))
+		case unix.IFLA_LINKINFO, unix.IFLA_LINKINFO | unix.NLA_F_NESTED:
+			l.Kind = linkKind(a.Value)
 		case unix.IFLA_XDP, unix.IFLA_XDP | unix.NLA_F_NESTED:
 			v := a.Value
 			for len(v) >= 4 {

@@ -55,6 +55,22 @@ struct xdp_md {
 	__u32 egress_ifindex;
 };
 
+/* struct __sk_buff: a TC program's context, up to data_meta (only data,
+ * data_end and data_meta are read; the others keep the offsets). */
+struct __sk_buff {
+	__u32 len, pkt_type, mark, queue_mapping, protocol, vlan_present, vlan_tci, vlan_proto;
+	__u32 priority, ingress_ifindex, ifindex, tc_index, cb[5], hash, tc_classid;
+	__u32 data;     /* offset 76 */
+	__u32 data_end; /* 80 */
+	__u32 napi_id, family, remote_ip4, local_ip4, remote_ip6[4], local_ip6[4], remote_port, local_port;
+	__u32 data_meta; /* 140 */
+};
+
+/* TC (tcx) verdicts: go on with the next program or the stack, and
+ * redirect. */
+#define TC_ACT_UNSPEC (-1)
+#define TC_ACT_REDIRECT 7
+
 /* struct bpf_raw_tracepoint_args: a raw tracepoint's context, the
  * tracepoint's TP_PROTO arguments as u64s. */
 struct bpf_raw_tracepoint_args {
@@ -65,7 +81,11 @@ struct bpf_raw_tracepoint_args {
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)2;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static long (*bpf_redirect)(__u32 ifindex, __u64 flags) = (void *)23;
+static long (*bpf_xdp_adjust_meta)(struct xdp_md *ctx, int delta) = (void *)54;
 static long (*bpf_redirect_map)(void *map, __u64 key, __u64 flags) = (void *)51;
+/* Linux 5.10. */
+static long (*bpf_redirect_peer)(__u32 ifindex, __u64 flags) = (void *)155;
 /* Linux 5.18. */
 static __u64 (*bpf_xdp_get_buff_len)(struct xdp_md *ctx) = (void *)188;
 

@@ -2,8 +2,9 @@
 /*
  * Junction's in-kernel fast path: the XDP program that forwards plain
  * IPv4 frames (routes, neighbours, offloaded flows) and hands every other
- * frame to the device's AF_XDP sockets, and the raw-tracepoint program
- * that notices outputs refusing redirected frames. The rules are
+ * frame to the device's AF_XDP sockets, the raw-tracepoint program
+ * that notices outputs refusing redirected frames, and the TC ingress
+ * program that sends on the frames forwarded through TC. The rules are
  * documented in doc.go; the map layouts in fastpath.h.
  *
  * Built by bpf2go (go generate ./drivers/afxdp/fastpath) into
@@ -177,10 +178,14 @@ static __always_inline __u16 csum_patch(__u16 hc, __u16 delta)
 }
 
 /* fp_egress[ifindex] exists and is enabled (egress.go). */
-static __always_inline int egress_enabled(__u32 ifindex)
+/* Whether the program may forward to ifindex, and *via how. */
+static __always_inline int egress_enabled(__u32 ifindex, __u32 *via)
 {
 	struct egress *e = bpf_map_lookup_elem(&fp_egress, &ifindex);
-	return e && e->disabled == 0;
+	if (!e || e->disabled != 0)
+		return 0;
+	*via = e->via;
+	return 1;
 }
 
 enum { FLOW_MISS, FLOW_SLOW, FLOW_HIT };
@@ -197,9 +202,9 @@ static __always_inline struct flow *flow_lookup(struct flow_key *key, const stru
 /* A hit may be applied: TTL > the entry's decrement, the datagram
  * within the output's MTU (longer ones: the slow path's CheckMTU sends
  * fragmentation needed), output enabled. */
-static __always_inline int flow_usable(const struct flow *f, void *data, __u32 tot)
+static __always_inline int flow_usable(const struct flow *f, void *data, __u32 tot, __u32 *via)
 {
-	return ld8(data + OFF_TTL) > f->ttl_dec && (f->mtu == 0 || tot <= f->mtu) && egress_enabled(f->ifindex);
+	return ld8(data + OFF_TTL) > f->ttl_dec && (f->mtu == 0 || tot <= f->mtu) && egress_enabled(f->ifindex, via);
 }
 
 /*
@@ -210,9 +215,9 @@ static __always_inline int flow_usable(const struct flow *f, void *data, __u32 t
  * a hit is rewritten as FastTrack would, counted in its slot, and its
  * output left in *out (FLOW_HIT). Every check precedes the first write.
  * Each protocol has its own lookup, so that the verifier knows on each
- * path which L4 bytes the frame holds.
+ * path which L4 bytes the frame holds. *via: how to reach the output.
  */
-static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_end, __u32 *out)
+static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_end, __u32 *out, __u32 *via)
 {
 	const __u32 min_l4 = 20 + 8; /* UDP header; ICMP echo header; TCP ports */
 	const __u32 tcp_min = 20 + 20;
@@ -257,7 +262,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data, tot))
+		if (!flow_usable(f, data, tot, via))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
 		st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
@@ -271,7 +276,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data, tot))
+		if (!flow_usable(f, data, tot, via))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
 		/* No checksum (0) stays so; a computed 0 is sent as 0xffff. */
@@ -299,7 +304,7 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		/* The echo type of this direction only. */
 		if (ld8(data + OFF_L4) != f->icmp_type)
 			return FLOW_SLOW;
-		if (!flow_usable(f, data, tot))
+		if (!flow_usable(f, data, tot, via))
 			return FLOW_SLOW;
 		st16(data + OFF_L4 + 4, f->sport);
 		st16(data + OFF_L4 + 2, csum_patch(ld16(data + OFF_L4 + 2), f->l4_delta));
@@ -358,7 +363,7 @@ static __always_inline int addr6_special(const void *a)
  * frame was rewritten for forwarding (a flow hit or a route), 0 for the
  * slow path, the frame unchanged. Every check precedes the first write.
  */
-static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_end, __u32 *out)
+static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_end, __u32 *out, __u32 *via)
 {
 	__u32 zero = 0, plen, tot, next;
 	__u8 hop;
@@ -422,7 +427,7 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 				/* A hit: hop limit above the decrement, the
 				 * datagram within the output's MTU, the output
 				 * enabled; otherwise the slow path. */
-				if (hop <= f->hop_dec || tot > f->mtu || !egress_enabled(f->ifindex))
+				if (hop <= f->hop_dec || tot > f->mtu || !egress_enabled(f->ifindex, via))
 					return 0;
 				st8(data + OFF6_HOP, hop - f->hop_dec);
 				set_macs(data, f->eth);
@@ -478,7 +483,7 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 		if (tot > n->mtu)
 			return 0;
 		/* 11. An output the kernel has not refused. */
-		if (!egress_enabled(nk.ifindex))
+		if (!egress_enabled(nk.ifindex, via))
 			return 0;
 
 		/* Forward: the hop limit (no header checksum in IPv6), MACs. */
@@ -498,7 +503,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 zero = 0, out, tot, s0, d0;
+	__u32 zero = 0, out, tot, s0, d0, via = VIA_XDP;
 	struct counters *c;
 	__u64 sum, len;
 
@@ -517,7 +522,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
 
 	/* The flows: a hit is rewritten and redirected, a miss continues
 	 * with the routes. */
-	switch (flow_path(ctx, data, data_end, &out)) {
+	switch (flow_path(ctx, data, data_end, &out, &via)) {
 	case FLOW_HIT:
 		goto forward;
 	case FLOW_SLOW:
@@ -585,7 +590,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
 		if (n->mtu != 0 && tot > n->mtu)
 			goto slow;
 		/* 11. An output the kernel has not refused (egress.go). */
-		if (!egress_enabled(nk.ifindex))
+		if (!egress_enabled(nk.ifindex, &via))
 			goto slow;
 
 		/* Forward. TTL - 1 and the checksum patched to match: the
@@ -609,6 +614,22 @@ forward:
 		c->forwarded++;
 		c->forwarded_bytes += len;
 	}
+	/* An output reached through TC: the frame goes up to the input's
+	 * TC ingress program (junction_fp_tc) with the output in its
+	 * metadata. On a veth this skips what an XDP redirect into it
+	 * costs (its peer's NAPI and 256-frame ring, and its refusal while
+	 * the peer runs neither XDP nor GRO). A driver without metadata
+	 * support: through fp_devmap as below. */
+	if (via != VIA_XDP && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct fp_meta)) == 0) {
+		struct fp_meta *m = (void *)(long)ctx->data_meta;
+
+		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
+			m->magic = FP_META_MAGIC;
+			m->ifindex = out;
+			m->via = via;
+			return XDP_PASS;
+		}
+	}
 	/* Through fp_devmap, not bpf_redirect: a refusal then names that
 	 * map's id in xdp:xdp_redirect_err, which is how the watcher tells
 	 * it from other programs' (egress.go). A missing entry (a device
@@ -618,7 +639,7 @@ forward:
 not_ipv4:
 	/* IPv6 is decided here, after IPv4's test and out of its way: IPv4
 	 * frames run the instructions they ran before IPv6 existed. */
-	if (ld16(data + OFF_TYPE) == fp_htons(0x86dd) && fastpath6(ctx, data, data_end, &out))
+	if (ld16(data + OFF_TYPE) == fp_htons(0x86dd) && fastpath6(ctx, data, data_end, &out, &via))
 		goto forward;
 slow:
 	/* Count, then what the AF_XDP default program does, with XDP_PASS
@@ -664,9 +685,29 @@ int junction_fp_err(struct bpf_raw_tracepoint_args *ctx)
 	 * written one; BPF_EXIST: only outputs AddEgress registered. */
 	v.disabled = 1;
 	v.err = (__s32)ctx->args[3];
+	v.via = VIA_XDP; /* the Go side sets it again when it turns the output on */
 	bpf_map_update_elem(&fp_egress, &key, &v, BPF_EXIST);
 	n = bpf_map_lookup_elem(&fp_egress_errs, &key);
 	if (n)
 		__sync_fetch_and_add(n, 1);
 	return 0;
+}
+
+/*
+ * The TC ingress program (tcx) of every fast-path device: a frame the
+ * XDP program forwarded through TC (metadata FP_META_MAGIC) is
+ * redirected to its output: into the output veth's peer's ingress, or
+ * out of the output. Every other frame (the XDP program passes those
+ * only when a queue has no AF_XDP socket) goes on to the stack.
+ */
+SEC("tcx/ingress")
+int junction_fp_tc(struct __sk_buff *skb)
+{
+	struct fp_meta *m = (void *)(long)skb->data_meta;
+
+	if ((void *)(m + 1) > (void *)(long)skb->data || m->magic != FP_META_MAGIC)
+		return TC_ACT_UNSPEC;
+	if (m->via == VIA_TC_PEER)
+		return bpf_redirect_peer(m->ifindex, 0);
+	return bpf_redirect(m->ifindex, 0);
 }

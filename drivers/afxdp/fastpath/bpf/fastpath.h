@@ -104,6 +104,25 @@ struct flow_stats {
 struct egress {
 	__u32 disabled;
 	__s32 err; /* the last refused redirect's errno, negative */
+	__u32 via; /* VIA_*: how frames leave through this output */
+};
+
+/* How a forwarded frame reaches its output: XDP_REDIRECT through
+ * fp_devmap, or XDP_PASS with the output in the frame's metadata
+ * (struct fp_meta) for the input's TC ingress program (junction_fp_tc),
+ * which redirects the skb out of it (bpf_redirect) or into its veth
+ * peer's ingress (bpf_redirect_peer). */
+#define VIA_XDP 0
+#define VIA_TC 1
+#define VIA_TC_PEER 2
+
+/* The metadata the XDP program leaves in front of a frame for the TC
+ * program. */
+#define FP_META_MAGIC 0x4a4e4354 /* "JNCT" */
+struct fp_meta {
+	__u32 magic;
+	__u32 ifindex; /* output */
+	__u32 via;     /* VIA_TC or VIA_TC_PEER */
 };
 
 /*

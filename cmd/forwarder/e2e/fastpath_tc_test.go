@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// plainIperfCases are the iperf3 runs through the fast path with ordinary
+// hosts: one and eight streams, both directions.
+var plainIperfCases = [][]string{nil, {"-R"}, {"-P", "8"}, {"-P", "8", "-R"}}
+
+// wantForwardedByKernel checks that the fast path carried a run: the
+// device the data entered by forwarded at least 1000 frames of it, and no
+// output refused a frame or was turned off.
+func wantForwardedByKernel(t *testing.T, what, in string, before, after *pipeline.Snapshot) {
+	t.Helper()
+	if fwd := deviceCounter(after, in, "fastpath_forwarded") - deviceCounter(before, in, "fastpath_forwarded"); fwd < 1000 {
+		t.Errorf("%s: %s's fast path forwarded %d frames of the run", what, in, fwd)
+	}
+	for _, dev := range []string{"lan", "wan"} {
+		for _, c := range []string{"fastpath_redirect_errors", "fastpath_egress_disabled", "fastpath_egress_off"} {
+			if n := deviceCounter(after, dev, c); n != 0 {
+				t.Errorf("%s: %s %s = %d, want 0", what, dev, c, n)
+			}
+		}
+	}
+}
+
+// TestFastPathPlainHosts: the contract configs as shipped between hosts
+// as `ip link add` leaves them (GRO off, no XDP on them). The driver
+// reaches their veths through TC (fastpath_redirect = "auto"), which
+// needs nothing of the receiving veth, so the in-kernel fast path
+// forwards their traffic: ping and curl work, and iperf3 TCP with one
+// and eight streams in both directions (and over IPv6 through the
+// router) is carried by the kernel, with no output refused or turned
+// off and nothing logged about offloading.
+func TestFastPathPlainHosts(t *testing.T) {
+	netns.RequireTool(t, "curl")
+	netns.RequireTool(t, "iperf3")
+	netns.RequireTool(t, "timeout")
+	t.Run("router", func(t *testing.T) {
+		tp := newTopo(t, 2)
+		fastPath6Hosts(t, tp)
+		p := tp.start(t, fastPathConfig(t, tp.config))
+		defer func() {
+			out := tp.stop(t, p)
+			if strings.Contains(out, offloadOffLog) {
+				t.Errorf("the driver stopped offloading:\n%s", out)
+			}
+			if t.Failed() {
+				t.Logf("forwarder output:\n%s", out)
+			}
+			tp.noXDP(t)
+		}()
+		const body = "hello through the kernel\n"
+		httpServer(t, tp.srv, body)
+		pingOK(t, tp.cli, "10.2.0.2")
+		pingOK(t, tp.srv, "10.1.0.2")
+		curlOK(t, tp, body)
+		ping6OK(t, tp.cli, "2001:db8:2::2")
+		for _, c := range append(plainIperfCases, []string{"-6"}) {
+			dst, in := "10.2.0.2", "lan"
+			if len(c) > 0 && c[len(c)-1] == "-R" {
+				in = "wan"
+			}
+			if len(c) > 0 && c[0] == "-6" {
+				dst = "2001:db8:2::2"
+			}
+			before := tp.snapshot(t)
+			bps := fallbackIperf(t, tp.cli, tp.srv, dst, c...)
+			after := tp.snapshot(t)
+			what := fmt.Sprintf("iperf3 %v", c)
+			t.Logf("%s: %.0f Mbit/s", what, bps/1e6)
+			wantForwardedByKernel(t, what, in, before, after)
+		}
+	})
+	t.Run("nat", func(t *testing.T) {
+		tp := newNATTopoQueues(t, 2)
+		tp.config = natFastPathConfig(t, tp.config)
+		p := tp.start(t)
+		fw := &topo{fwd: tp.fwd}
+		defer func() {
+			out := fw.stop(t, p)
+			if strings.Contains(out, offloadOffLog) {
+				t.Errorf("the driver stopped offloading:\n%s", out)
+			}
+			if t.Failed() {
+				t.Logf("forwarder output:\n%s", out)
+			}
+			fw.noXDP(t)
+		}()
+		pingOK(t, tp.in, natOutside)
+		const body = "inside web server via dnat, plain hosts\n"
+		log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
+		natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
+		onlyHost(t, "dnat", log, natOutside)
+		for _, c := range plainIperfCases {
+			in := "lan"
+			if len(c) > 0 && c[len(c)-1] == "-R" {
+				in = "wan"
+			}
+			before := fw.snapshot(t)
+			bps := fallbackIperf(t, tp.in, tp.ot, natOutside, c...)
+			after := fw.snapshot(t)
+			what := fmt.Sprintf("iperf3 %v through SNAT", c)
+			t.Logf("%s: %.0f Mbit/s, FastTrack offloaded %d packets", what, bps/1e6,
+				counter(after, "FastTrack", "offloaded packets")-counter(before, "FastTrack", "offloaded packets"))
+			wantForwardedByKernel(t, what, in, before, after)
+			if n := logInvalid(t, after); n != 0 {
+				t.Errorf("%s: Conntrack found %d packets invalid", what, n)
+			}
+		}
+	})
+}
