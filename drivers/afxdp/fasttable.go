@@ -47,9 +47,9 @@ type fastTable struct {
 	// noTC: a device's TC ingress program could not be attached, so no
 	// output may be reached through TC (the frames would reach that
 	// input's stack): every output redirects with XDP. Under mu.
-	noTC bool
-	stop     chan struct{}      // closed by release: ends watch
-	stopped  chan struct{}      // closed by watch when it returns
+	noTC    bool
+	stop    chan struct{} // closed by release: ends watch
+	stopped chan struct{} // closed by watch when it returns
 }
 
 // fastShared is the process's fast-path table. It is process-wide, not a
