@@ -13,6 +13,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/internal/nlink"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -361,12 +362,16 @@ type egressOut struct {
 	name    string              // "wan (wan0)", for the log
 	probe   *fastpath.XmitProbe // nil: the kernel does not say
 	via     fastpath.Via        // under fastTable.mu
+	// links asks whether a TC output is up and has carrier; nil: not
+	// asked (then it stays on).
+	links *nlink.Conn
 
 	// Under fastTable.mu (watch).
 	off       bool      // not redirected to
 	probing   bool      // on since since, not yet confirmed
 	logged    bool      // this outage was logged
 	noXmit    bool      // the last XDP features lacked ndo_xdp_xmit
+	down      bool      // through TC: the last look found it down or without carrier
 	featureAt time.Time // when they were last asked
 	probeAt   time.Time // when off: not on again before
 	since     time.Time
@@ -406,6 +411,9 @@ func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressO
 	} else if !errors.Is(err, fastpath.ErrNoXDPFeatures) {
 		log.Printf("afxdp: %s: fast path: %v (refused redirects are still noticed, one lost frame each)", name, err)
 	}
+	if c, err := nlink.Open(); err == nil {
+		o.links = c
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.noTC {
@@ -413,11 +421,11 @@ func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressO
 	}
 	o.via = via
 	if err := f.t.SetEgressVia(ifindex, via); err != nil {
-		o.probe.Close()
+		o.close()
 		return nil, err
 	}
 	if err := f.t.AddEgress(ifindex, false); err != nil {
-		o.probe.Close()
+		o.close()
 		return nil, err
 	}
 	f.outs[ifindex] = o
@@ -451,8 +459,16 @@ func (f *fastTable) removeOut(o *egressOut) {
 		delete(f.outs, o.ifindex)
 		_ = f.t.RemoveEgress(o.ifindex)
 	}
-	o.probe.Close()
+	o.close()
 	o.isOff.Store(true)
+}
+
+// close releases the output's netlink sockets.
+func (o *egressOut) close() {
+	o.probe.Close()
+	if o.links != nil {
+		o.links.Close()
+	}
 }
 
 // watch polls the outputs' kernel state every egressPoll until release.
@@ -483,13 +499,22 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 		return
 	}
 	o.refused.Store(s.Errors)
-	// Through TC nothing asks for ndo_xdp_xmit.
-	if o.via != fastpath.ViaXDP {
-		o.noXmit = false
-	} else if o.probe != nil && now.Sub(o.featureAt) >= egressFeaturePoll {
+	// Through TC nothing asks for ndo_xdp_xmit, but the kernel drops
+	// what it redirects into a device that is down or has no carrier
+	// (a veth whose peer is down) without a trace: ask for that instead.
+	if now.Sub(o.featureAt) >= egressFeaturePoll {
 		o.featureAt = now
-		if takes, err := o.probe.Takes(o.ifindex); err == nil {
-			o.noXmit = !takes
+		if o.via != fastpath.ViaXDP {
+			o.noXmit = false
+			if o.links != nil {
+				if l, err := o.links.LinkByIndex(o.ifindex); err == nil {
+					o.down = !l.Up || !l.Running
+				}
+			}
+		} else if o.probe != nil {
+			if takes, err := o.probe.Takes(o.ifindex); err == nil {
+				o.noXmit = !takes
+			}
 		}
 	}
 	turnOff := func(why string) { // one outage: logged once, counted once
@@ -519,7 +544,14 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 	case o.off && o.noXmit && !o.logged:
 		// Off from the start (addOut) and never going to work as is.
 		turnOff("the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it")
-	case o.off && !o.noXmit && !now.Before(o.probeAt):
+	case !o.off && o.down:
+		if f.t.SetEgress(o.ifindex, false) == nil {
+			o.probing = false
+			turnOff("it is down or has no carrier (a veth: its peer is down), and the kernel would drop what the fast path sent it through TC; on again when it is up")
+		}
+	case o.off && o.down && !o.logged:
+		turnOff("it is down or has no carrier (a veth: its peer is down), and the kernel would drop what the fast path sent it through TC; on again when it is up")
+	case o.off && !o.noXmit && !o.down && !now.Before(o.probeAt):
 		if f.t.SetEgress(o.ifindex, true) == nil {
 			o.off, o.probing, o.since = false, true, now
 		}

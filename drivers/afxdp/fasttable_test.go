@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"bytes"
+	"errors"
 	"log"
 	"net"
 	"strings"
@@ -120,5 +121,93 @@ func TestEgressStates(t *testing.T) {
 	want("1 s later: probing", false, 4)
 	if s, _ := tables.Egress(o.ifindex); s.Errors != 0 {
 		t.Errorf("%d refused frames counted; none was sent", s.Errors)
+	}
+}
+
+// TestTCOutputs: outputs reached through TC. With GRO off at the veth's
+// peer (no ndo_xdp_xmit) a TC output stays on, where an XDP one is turned
+// off; when a device's TC program could not be attached (tcFailed),
+// every output, present and later, is reached by XDP again, and the
+// kernel's entry says so.
+func TestTCOutputs(t *testing.T) {
+	netns.RequireRoot(t)
+	netns.RequireTool(t, "ethtool")
+	env := netns.New(t)
+	ns := env.NS("fptc")
+	env.Veth(ns, "out0", ns, "out1", 1)
+	env.Veth(ns, "out2", ns, "out3", 1)
+	ns.MustRun("ethtool", "-K", "out1", "gro", "off")
+	ns.MustRun("ethtool", "-K", "out3", "gro", "off")
+
+	tables, err := fastpath.NewTables(4, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tables.Close()
+	f := &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}
+	var logs bytes.Buffer
+	orig := log.Writer()
+	log.SetOutput(&logs)
+	defer log.SetOutput(orig)
+
+	add := func(name string, via fastpath.Via) *egressOut {
+		t.Helper()
+		var o *egressOut
+		if err := ns.Do(func() error {
+			ifi, err := net.InterfaceByName(name)
+			if err != nil {
+				return err
+			}
+			o, err = f.addOut(ifi.Index, "dev ("+name+")", via)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.removeOut(o) })
+		return o
+	}
+	state := func(o *egressOut) fastpath.EgressState {
+		t.Helper()
+		s, err := tables.Egress(o.ifindex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tc := add("out0", redirectVia("auto", "veth"))
+	if s := state(tc); tc.isOff.Load() || s.Disabled || s.Via != fastpath.ViaTCPeer {
+		t.Errorf("TC output, GRO off at its peer: off %v, kernel %+v; want on, via tc-peer", tc.isOff.Load(), s)
+	}
+	xdp := add("out2", redirectVia("xdp", "veth"))
+	if xdp.probe != nil && !xdp.isOff.Load() {
+		t.Errorf("XDP output, GRO off at its peer: on, want off")
+	}
+	f.tcFailed("dev (x)", errors.New("no tcx"))
+	if s := state(tc); tc.via != fastpath.ViaXDP || s.Via != fastpath.ViaXDP || s.Disabled != tc.isOff.Load() {
+		t.Errorf("after tcFailed: driver via %v, kernel %+v, off %v; want xdp", tc.via, s, tc.isOff.Load())
+	}
+	f.mu.Lock()
+	f.step(tc, time.Now().Add(time.Second)) // past the 100 ms feature poll
+	f.mu.Unlock()
+	if tc.probe != nil && !tc.isOff.Load() {
+		t.Errorf("after tcFailed, GRO off at the peer: on, want off as any XDP output")
+	}
+	later := add("out1", redirectVia("auto", "veth"))
+	if later.via != fastpath.ViaXDP || state(later).Via != fastpath.ViaXDP {
+		t.Errorf("an output added after tcFailed: via %v, want xdp", later.via)
+	}
+	if n := strings.Count(logs.String(), "every output is reached by XDP"); n != 1 {
+		t.Errorf("tcFailed logged %d times, want once:\n%s", n, logs.String())
+	}
+	for _, c := range []struct {
+		key, kind string
+		want      fastpath.Via
+	}{
+		{"auto", "veth", fastpath.ViaTCPeer}, {"auto", "", fastpath.ViaXDP}, {"tc", "", fastpath.ViaTC},
+		{"tc", "veth", fastpath.ViaTCPeer}, {"xdp", "veth", fastpath.ViaXDP}, {"", "veth", fastpath.ViaTCPeer},
+	} {
+		if v := redirectVia(c.key, c.kind); v != c.want {
+			t.Errorf("redirectVia(%q, %q) = %v, want %v", c.key, c.kind, v, c.want)
+		}
 	}
 }

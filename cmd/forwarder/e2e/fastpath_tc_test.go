@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/pipeline"
@@ -116,4 +117,65 @@ func TestFastPathPlainHosts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFastPathOutputDown: router-veth.toml as shipped, ordinary hosts.
+// The kernel drops without a trace what the fast path sends through TC
+// into a veth whose peer is down, so the driver watches its outputs' link
+// state: with the server's eth0 down, wan is turned off within the
+// 100 ms poll (counted, logged once), and on again once eth0 is back up,
+// when the fast path carries the traffic again.
+func TestFastPathOutputDown(t *testing.T) {
+	netns.RequireTool(t, "iperf3")
+	netns.RequireTool(t, "timeout")
+	tp := newTopo(t, 1)
+	p := tp.start(t, fastPathConfig(t, tp.config))
+	stopped := false
+	defer func() {
+		if !stopped {
+			out := tp.stop(t, p)
+			if t.Failed() {
+				t.Logf("forwarder output:\n%s", out)
+			}
+		}
+		tp.noXDP(t)
+	}()
+	pingOK(t, tp.cli, "10.2.0.2")
+	waitOff := func(want uint64) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for deviceCounter(tp.snapshot(t), "wan", "fastpath_egress_off") != want {
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("wan's fastpath_egress_off still not %d after 2 s", want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	waitOff(0)
+	tp.srv.MustRun("ip", "link", "set", "eth0", "down")
+	t.Logf("server's eth0 down: wan turned off after %v", waitOff(1))
+	if n := deviceCounter(tp.snapshot(t), "wan", "fastpath_egress_disabled"); n != 1 {
+		t.Errorf("fastpath_egress_disabled %d, want 1", n)
+	}
+	tp.srv.MustRun("ip", "link", "set", "eth0", "up")
+	// The server's kernel dropped its default route with the link.
+	tp.srv.MustRun("ip", "route", "replace", "default", "via", "10.2.0.1")
+	t.Logf("server's eth0 up: wan on again after %v", waitOff(0))
+	pingOK(t, tp.cli, "10.2.0.2")
+	before := tp.snapshot(t)
+	bps := fallbackIperf(t, tp.cli, tp.srv, "10.2.0.2")
+	after := tp.snapshot(t)
+	t.Logf("iperf3 after: %.0f Mbit/s", bps/1e6)
+	if fwd := deviceCounter(after, "lan", "fastpath_forwarded") - deviceCounter(before, "lan", "fastpath_forwarded"); fwd < 1000 {
+		t.Errorf("after eth0 came back, the fast path forwarded %d frames of an iperf3 run", fwd)
+	}
+	stopped = true
+	out := tp.stop(t, p)
+	if n := strings.Count(out, "wan (wan0): "+offloadOffLog); n != 1 {
+		t.Errorf("%q logged %d times for wan, want once:\n%s", offloadOffLog, n, out)
+	}
+	if strings.Contains(out, "lan (lan0): "+offloadOffLog) {
+		t.Errorf("lan was turned off too:\n%s", out)
+	}
 }

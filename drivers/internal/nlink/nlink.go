@@ -14,11 +14,13 @@ import (
 
 // Link is what the drivers need to know about an interface.
 type Link struct {
-	Index    int
-	Name     string
-	MAC      net.HardwareAddr
-	MTU      int
-	Up       bool
+	Index int
+	Name  string
+	MAC   net.HardwareAddr
+	MTU   int
+	Up    bool
+	// Running: IFF_RUNNING, the link has carrier (a veth: both ends up).
+	Running  bool
 	RxQueues int // allocated RX queues (IFLA_NUM_RX_QUEUES)
 	TxQueues int
 	// Kind is the link's type as `ip -d link` names it (IFLA_INFO_KIND:
@@ -226,6 +228,7 @@ func parseLink(m syscall.NetlinkMessage) (Link, error) {
 	var l Link
 	l.Index = int(int32(binary.NativeEndian.Uint32(m.Data[4:])))
 	l.Up = binary.NativeEndian.Uint32(m.Data[8:])&unix.IFF_UP != 0
+	l.Running = binary.NativeEndian.Uint32(m.Data[8:])&unix.IFF_RUNNING != 0
 	attrs, err := syscall.ParseNetlinkRouteAttr(&m)
 	if err != nil {
 		return Link{}, fmt.Errorf("netlink: %w", err)
