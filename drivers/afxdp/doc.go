@@ -70,13 +70,21 @@
 // changed later is not seen: frames up to the old MTU are still
 // redirected).
 //
-// Every fast-path device is also an output of that table (fasttable.go):
-// the program redirects to it only while the kernel takes redirected
-// frames there. It is off while the device's XDP features lack
-// ndo_xdp_xmit (fastpath.XmitProbe, asked every 100 ms), and turned off
-// in the kernel at the first refused frame (fastpath.Tables.WatchRedirects,
-// xdp:xdp_redirect_err) and retried with a doubling back-off; a goroutine
-// polls both every 10 ms, logs each outage once and keeps the counters.
+// Every fast-path device is also an output of that table (fasttable.go),
+// reached as its fastpath_redirect key says (redirectVia): a veth through
+// TC (the program passes the frame up with the output in its metadata,
+// and the input's TC ingress program, fastpath.AttachTC, redirects it into
+// the veth's peer), any other device by XDP redirects. An output reached
+// by XDP is used only while the kernel takes redirected frames there: it
+// is off while the device's XDP features lack ndo_xdp_xmit
+// (fastpath.XmitProbe, asked every 100 ms), and turned off in the kernel
+// at the first refused frame (fastpath.Tables.WatchRedirects,
+// xdp:xdp_redirect_err) and retried with a doubling back-off. An output
+// reached through TC is off while it is down or has no carrier (asked
+// every 100 ms): the kernel drops what is redirected into it then,
+// without a trace. A goroutine polls every 10 ms, logs each outage once
+// and keeps the counters. If one device's TC program cannot be attached
+// (tcx needs Linux 6.6), every output is reached by XDP.
 //
 // Namespaces: sockets, the program attachment and the netlink socket used
 // to detach it belong to the network namespace of the thread that calls

@@ -78,7 +78,9 @@
 // (RFC 1624 eqn. 3, whose result equals a full recompute, 0x0000 and
 // not 0xffff included), writes the neighbour's destination and source
 // MACs, counts the frame and returns bpf_redirect_map(fp_devmap,
-// ifindex, XDP_DROP) (a device removed meanwhile: dropped).
+// ifindex, XDP_DROP) (a device removed meanwhile: dropped), or, for an
+// output reached through TC (below), XDP_PASS with the output in the
+// frame's metadata.
 //
 // # IPv6
 //
@@ -145,7 +147,27 @@
 // XmitProbe asks the kernel beforehand, losslessly, whether a device has
 // ndo_xdp_xmit. Userspace (the afxdp driver) polls both and re-enables
 // with SetEgress. Frames the kernel drops later, at flush time (a full
-// ring: congestion), are not counted here.
+// ring: congestion), are not counted here (a veth counts them in its
+// tx_dropped).
+//
+// # Outputs reached through TC
+//
+// SetEgressVia(ifindex, ViaTCPeer or ViaTC) makes the program hand a
+// frame forwarded to that output up instead: it checks and rewrites it
+// as always, puts struct fp_meta {magic, output ifindex, via} in front of
+// it (bpf_xdp_adjust_meta) and returns XDP_PASS. AttachTC attaches
+// junction_fp_tc to the input's TC ingress (tcx, Linux 6.6); for a frame
+// carrying that metadata it returns bpf_redirect_peer(ifindex) (into the
+// output veth's peer's ingress: no backlog queue, no XDP ring, nothing
+// asked of the peer) or bpf_redirect(ifindex) (out of the output), and
+// for any other frame TC_ACT_UNSPEC (on to the stack). Every input must
+// have it before any output is reached this way, or forwarded frames
+// would climb the input's stack and be lost. On a veth this beats an XDP
+// redirect into it: that needs the peer in NAPI mode (an XDP program or
+// GRO on), goes through its 256-frame ring, and costs a copy more
+// (benchmarks/e2e-tcp.md). A driver without metadata support makes
+// bpf_xdp_adjust_meta fail; the frame is then redirected by XDP as for
+// other outputs.
 //
 // Every other frame takes the slow path: it is counted and the program
 // returns bpf_redirect_map(xsks, rx_queue_index, XDP_PASS), so a queue
@@ -243,8 +265,8 @@
 // # Building, regenerating, extending
 //
 // The sources are bpf/fastpath.c (the XDP program junction_fp, its
-// variant junction_fp_ptrlen for kernels before 5.18, and the redirect
-// watcher junction_fp_err), bpf/fastpath.h (the map layouts) and
+// variant junction_fp_ptrlen for kernels before 5.18, the redirect
+// watcher junction_fp_err and the TC ingress program junction_fp_tc), bpf/fastpath.h (the map layouts) and
 // bpf/bpf_defs.h (the few kernel UAPI numbers and macros they need,
 // written out: no kernel or libbpf headers). cilium/ebpf's bpf2go
 // compiles them with clang for little-endian hosts (-target bpfel:
