@@ -40,6 +40,8 @@
 # DIR/CONFIG-junction-CASE-RUN.csv), KEEP_RESULTS=PREFIX (copy
 # each config's result lines to PREFIX-CONFIG), IPERF_ARGS (added to every
 # iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate),
+# ROUTER_CONFIG and NAT_CONFIG (another file for Junction's phase, e.g. a
+# copy with other driver keys),
 # GRO=on (the hosts' eth0 with GRO on, for every phase: a veth takes frames
 # XDP-redirected into it only then, so the configs' in-kernel fast path
 # engages), BOUNDS=1 (router only: after Linux, the same cases through what
@@ -247,12 +249,12 @@ topology() {
 		ip -n $CLI route add default via 10.1.0.1
 		ip -n $SRV addr add 10.2.0.2/24 dev eth0
 		ip -n $SRV route add default via 10.2.0.1
-		DST=10.2.0.2 GW=10.1.0.1 CONFIG=$ROOT/configs/router-veth.toml ;;
+		DST=10.2.0.2 GW=10.1.0.1 CONFIG=${ROUTER_CONFIG:-$ROOT/configs/router-veth.toml} ;;
 	nat)
 		ip -n $CLI addr add 192.168.1.10/24 dev eth0
 		ip -n $CLI route add default via 192.168.1.1
 		ip -n $SRV addr add 203.0.113.2/24 dev eth0
-		DST=203.0.113.2 GW=192.168.1.1 CONFIG=$ROOT/configs/nat-gateway.toml ;;
+		DST=203.0.113.2 GW=192.168.1.1 CONFIG=${NAT_CONFIG:-$ROOT/configs/nat-gateway.toml} ;;
 	*) echo "e2e-tcp.sh: unknown config $cfg (router, nat)" >&2; exit 1 ;;
 	esac
 }
