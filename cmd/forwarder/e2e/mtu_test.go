@@ -278,7 +278,12 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 		}
 		time.Sleep(150 * time.Millisecond) // the server is not listening yet
 	}
-	if jerr != nil || err != nil || res.Error != "" || res.End.SumReceived.Bytes < 1<<20 {
+	// iperf3 -n ends when the sender has written everything, so the
+	// receiver's count lags by what is in flight (933 KB of 4 MiB once,
+	// with the fast path carrying the flow): 256 KiB, as in
+	// TestNATGatewayOwnPacketTooBig; a path MTU black hole delivers
+	// next to nothing.
+	if jerr != nil || err != nil || res.Error != "" || res.End.SumReceived.Bytes < 256<<10 {
 		t.Fatalf("iperf3 to the forwarded port: %v %v, received %.0f bytes (error %q)\n%.2000s", err, jerr, res.End.SumReceived.Bytes, res.Error, out)
 	}
 	t.Logf("iperf3 -n 4M to %s:8080 (DNAT to the inside host): %.0f bytes received", natWANAddr, res.End.SumReceived.Bytes)

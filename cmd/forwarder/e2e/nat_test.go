@@ -298,7 +298,11 @@ func natIperf(t *testing.T, tp *natTopo) {
 func natUDPStream(t *testing.T, tp *natTopo) { natUDPStreamN(t, tp, 2000) }
 
 // natUDPStreamN is natUDPStream with n datagrams.
-func natUDPStreamN(t *testing.T, tp *natTopo, n int) {
+func natUDPStreamN(t *testing.T, tp *natTopo, n int) { natUDPStreamFrom(t, tp, n, 0) }
+
+// natUDPStreamFrom is natUDPStreamN from source port lport (0: any), so
+// that two calls can be one flow.
+func natUDPStreamFrom(t *testing.T, tp *natTopo, n, lport int) {
 	before := (&topo{fwd: tp.fwd}).snapshot(t)
 	var rx *net.UDPConn
 	if err := tp.in.Do(func() error {
@@ -332,7 +336,11 @@ func natUDPStreamN(t *testing.T, tp *natTopo, n int) {
 		done <- r
 	}()
 	if err := tp.ot.Do(func() error {
-		c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(natWANAddr), Port: natUDPPort})
+		var laddr *net.UDPAddr
+		if lport != 0 {
+			laddr = &net.UDPAddr{Port: lport}
+		}
+		c, err := net.DialUDP("udp4", laddr, &net.UDPAddr{IP: net.ParseIP(natWANAddr), Port: natUDPPort})
 		if err != nil {
 			return err
 		}
