@@ -13,6 +13,23 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
+// testFastTable is a watching fastTable over new tables of four entries
+// each, with the log captured into the returned buffer until the test
+// ends.
+func testFastTable(t *testing.T) (*fastTable, *bytes.Buffer) {
+	t.Helper()
+	tables, err := fastpath.NewTables(4, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tables.Close() })
+	logs := new(bytes.Buffer)
+	orig := log.Writer()
+	log.SetOutput(logs)
+	t.Cleanup(func() { log.SetOutput(orig) })
+	return &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}, logs
+}
+
 // TestEgressStates drives one output's state machine (fastTable.step)
 // with a clock of its own: a refused frame (the kernel watcher's mark,
 // set here by hand) turns it off, logged once and counted; it is probed
@@ -27,16 +44,8 @@ func TestEgressStates(t *testing.T) {
 	env.Veth(ns, "out0", ns, "out1", 1)
 	ns.MustRun("ethtool", "-K", "out1", "gro", "on")
 
-	tables, err := fastpath.NewTables(4, 4, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tables.Close()
-	f := &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}
-	var logs bytes.Buffer
-	orig := log.Writer()
-	log.SetOutput(&logs)
-	defer log.SetOutput(orig)
+	f, logs := testFastTable(t)
+	tables := f.t
 
 	var o *egressOut
 	if err := ns.Do(func() error {
@@ -139,16 +148,8 @@ func TestTCOutputs(t *testing.T) {
 	ns.MustRun("ethtool", "-K", "out1", "gro", "off")
 	ns.MustRun("ethtool", "-K", "out3", "gro", "off")
 
-	tables, err := fastpath.NewTables(4, 4, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tables.Close()
-	f := &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}
-	var logs bytes.Buffer
-	orig := log.Writer()
-	log.SetOutput(&logs)
-	defer log.SetOutput(orig)
+	f, logs := testFastTable(t)
+	tables := f.t
 
 	add := func(name string, via fastpath.Via) *egressOut {
 		t.Helper()

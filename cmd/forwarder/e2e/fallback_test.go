@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,10 +167,7 @@ func TestFallbackNAT(t *testing.T) {
 		fw.noXDP(t)
 	}()
 	pingOK(t, tp.in, natOutside)
-	const body = "inside web server via dnat, fallback\n"
-	log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
-	natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
-	onlyHost(t, "dnat", log, natOutside)
+	natDNATCurl(t, tp, "inside web server via dnat, fallback\n")
 	before := fw.snapshot(t)
 	bps := fallbackIperf(t, tp.in, tp.ot, natOutside)
 	after := fw.snapshot(t)

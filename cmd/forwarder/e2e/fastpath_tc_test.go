@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +31,21 @@ func wantForwardedByKernel(t *testing.T, what, in string, before, after *pipelin
 	}
 }
 
+// stopOffloading stops the forwarder p of tp's namespace; it fails the
+// test if the driver logged that it stopped offloading to a device, and
+// checks that no XDP program is left.
+func stopOffloading(t *testing.T, tp *topo, p *netns.Proc) {
+	t.Helper()
+	out := tp.stop(t, p)
+	if strings.Contains(out, offloadOffLog) {
+		t.Errorf("the driver stopped offloading:\n%s", out)
+	}
+	if t.Failed() {
+		t.Logf("forwarder output:\n%s", out)
+	}
+	tp.noXDP(t)
+}
+
 // TestFastPathPlainHosts: the contract configs as shipped between hosts
 // as `ip link add` leaves them (GRO off, no XDP on them). The driver
 // reaches their veths through TC (fastpath_redirect = "auto"), which
@@ -48,16 +62,7 @@ func TestFastPathPlainHosts(t *testing.T) {
 		tp := newTopo(t, 2)
 		fastPath6Hosts(t, tp)
 		p := tp.start(t, fastPathConfig(t, tp.config))
-		defer func() {
-			out := tp.stop(t, p)
-			if strings.Contains(out, offloadOffLog) {
-				t.Errorf("the driver stopped offloading:\n%s", out)
-			}
-			if t.Failed() {
-				t.Logf("forwarder output:\n%s", out)
-			}
-			tp.noXDP(t)
-		}()
+		defer stopOffloading(t, tp, p)
 		const body = "hello through the kernel\n"
 		httpServer(t, tp.srv, body)
 		pingOK(t, tp.cli, "10.2.0.2")
@@ -85,21 +90,9 @@ func TestFastPathPlainHosts(t *testing.T) {
 		tp.config = natFastPathConfig(t, tp.config)
 		p := tp.start(t)
 		fw := &topo{fwd: tp.fwd}
-		defer func() {
-			out := fw.stop(t, p)
-			if strings.Contains(out, offloadOffLog) {
-				t.Errorf("the driver stopped offloading:\n%s", out)
-			}
-			if t.Failed() {
-				t.Logf("forwarder output:\n%s", out)
-			}
-			fw.noXDP(t)
-		}()
+		defer stopOffloading(t, fw, p)
 		pingOK(t, tp.in, natOutside)
-		const body = "inside web server via dnat, plain hosts\n"
-		log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
-		natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
-		onlyHost(t, "dnat", log, natOutside)
+		natDNATCurl(t, tp, "inside web server via dnat, plain hosts\n")
 		for _, c := range plainIperfCases {
 			in := "lan"
 			if len(c) > 0 && c[len(c)-1] == "-R" {

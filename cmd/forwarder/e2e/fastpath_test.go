@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,10 +157,7 @@ func TestNATGatewayFastPath(t *testing.T) {
 		(&topo{fwd: tp.fwd}).noXDP(t)
 	}()
 	pingOK(t, tp.in, natOutside)
-	const body = "inside web server via dnat, fast path\n"
-	log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
-	natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
-	onlyHost(t, "dnat", log, natOutside)
+	natDNATCurl(t, tp, "inside web server via dnat, fast path\n")
 
 	fw := &topo{fwd: tp.fwd}
 	// The offload engages after FastTrack's first packets and the

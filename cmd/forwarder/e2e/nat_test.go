@@ -200,13 +200,7 @@ func TestNATGateway(t *testing.T) {
 		pingOK(t, tp.in, natOutside)
 	})
 
-	t.Run("dnat curl", func(t *testing.T) {
-		const body = "inside web server via dnat\n"
-		log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
-		natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
-		// Destination NAT only: the inside server sees the real client.
-		onlyHost(t, "dnat", log, natOutside)
-	})
+	t.Run("dnat curl", func(t *testing.T) { natDNATCurl(t, tp, "inside web server via dnat\n") })
 
 	t.Run("snat curl", func(t *testing.T) {
 		const body = "outside web server\n"
@@ -290,6 +284,16 @@ func natIperf(t *testing.T, tp *natTopo) {
 			t.Errorf("iperf3 server saw the client at %s, want %s (masqueraded)", c.RemoteHost, natWANAddr)
 		}
 	}
+}
+
+// natDNATCurl: the outside host's curl of the gateway's forwarded port
+// reaches the inside web server, which answers body and sees the real
+// client (destination NAT only).
+func natDNATCurl(t *testing.T, tp *natTopo, body string) {
+	t.Helper()
+	log := serveHTTP(t, tp.in, net.JoinHostPort(natInside, "80"), body)
+	natCurl(t, tp.ot, fmt.Sprintf("http://%s:%d/", natWANAddr, natTCPPort), body)
+	onlyHost(t, "dnat", log, natOutside)
 }
 
 // natUDPStream sends a one-way UDP stream from the outside host to the
