@@ -166,7 +166,7 @@ e2e_json_runs() {
 #           programs redirecting every frame unchanged to the other veth in
 #           the kernel: the bound for the in-kernel fast path.
 e2e_bounds() {
-	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p b1 b2 cmac smac
+	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p cmac smac
 	if [ "$fam" = 6 ]; then
 		a1=2001:db8:9::1 a2=2001:db8:9::2 len=64 opt=nodad
 	else
@@ -214,36 +214,28 @@ e2e_bounds() {
 	wait $FWDPID || true
 	FWDPID=
 	if [ "${GRO:-off}" = on ]; then
-		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
-		ip netns exec "$FWD" "$TMP/xdpbounce" -from lan0 -to wan0 >"$TMP/bounce-lan.log" 2>&1 &
-		b1=$!
-		ip netns exec "$FWD" "$TMP/xdpbounce" -from wan0 -to lan0 >"$TMP/bounce-wan.log" 2>&1 &
-		b2=$!
-		PIDS+=($b1 $b2)
-		e2e_wait_path
-		measure bounce
-		kill -INT $b1 $b2 2>/dev/null || true
-		wait $b1 $b2 2>/dev/null || true
+		e2e_bounce_phase bounce
 	fi
 	if [ "${BOUNDS_TC:-0}" = 1 ]; then
-		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
-		e2e_tc_phase tcpeer peer
-		e2e_tc_phase tcpass peer -pass
-		e2e_tc_phase tcegress egress -pass
+		e2e_bounce_phase tcpeer -tc peer
+		e2e_bounce_phase tcpass -tc peer -pass
+		e2e_bounce_phase tcegress -tc egress -pass
 	fi
 	ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
 	ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
 }
 
-# e2e_tc_phase NAME [-pass]: measure NAME with TC ingress programs on lan0
-# and wan0 redirecting every frame into the other veth's peer
-# (bpf_redirect_peer); -pass adds XDP programs passing every frame.
-e2e_tc_phase() {
-	local name=$1 how=$2 b1 b2
-	shift 2
-	ip netns exec "$FWD" "$TMP/xdpbounce" -from lan0 -to wan0 -tc "$how" "$@" >"$TMP/$name-lan.log" 2>&1 &
+# e2e_bounce_phase NAME [ARGS...]: measure NAME with benchmarks/xdpbounce
+# on lan0 and on wan0, each sending every frame unchanged to the other
+# veth; ARGS are xdpbounce's (none: an XDP redirect; -tc peer|egress
+# [-pass]: a TC redirect, see its doc).
+e2e_bounce_phase() {
+	local name=$1 b1 b2
+	shift
+	[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+	ip netns exec "$FWD" "$TMP/xdpbounce" -from lan0 -to wan0 "$@" >"$TMP/$name-lan.log" 2>&1 &
 	b1=$!
-	ip netns exec "$FWD" "$TMP/xdpbounce" -from wan0 -to lan0 -tc "$how" "$@" >"$TMP/$name-wan.log" 2>&1 &
+	ip netns exec "$FWD" "$TMP/xdpbounce" -from wan0 -to lan0 "$@" >"$TMP/$name-wan.log" 2>&1 &
 	b2=$!
 	PIDS+=($b1 $b2)
 	e2e_wait_path

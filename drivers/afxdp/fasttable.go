@@ -362,8 +362,8 @@ type egressOut struct {
 	name    string              // "wan (wan0)", for the log
 	probe   *fastpath.XmitProbe // nil: the kernel does not say
 	via     fastpath.Via        // under fastTable.mu
-	// links asks whether a TC output is up and has carrier; nil: not
-	// asked (then it stays on).
+	// links asks whether a TC output is up and has carrier; nil for XDP
+	// outputs, or if it could not be opened (then a TC output stays on).
 	links *nlink.Conn
 
 	// Under fastTable.mu (watch).
@@ -411,15 +411,17 @@ func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressO
 	} else if !errors.Is(err, fastpath.ErrNoXDPFeatures) {
 		log.Printf("afxdp: %s: fast path: %v (refused redirects are still noticed, one lost frame each)", name, err)
 	}
-	if c, err := nlink.Open(); err == nil {
-		o.links = c
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.noTC {
 		via = fastpath.ViaXDP
 	}
 	o.via = via
+	if via != fastpath.ViaXDP {
+		if c, err := nlink.Open(); err == nil {
+			o.links = c
+		}
+	}
 	if err := f.t.SetEgressVia(ifindex, via); err != nil {
 		o.close()
 		return nil, err
@@ -539,18 +541,18 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 	case !o.off && o.noXmit:
 		if f.t.SetEgress(o.ifindex, false) == nil {
 			o.probing = false
-			turnOff("the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it")
+			turnOff(whyNoXmit)
 		}
 	case o.off && o.noXmit && !o.logged:
 		// Off from the start (addOut) and never going to work as is.
-		turnOff("the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it")
+		turnOff(whyNoXmit)
 	case !o.off && o.down:
 		if f.t.SetEgress(o.ifindex, false) == nil {
 			o.probing = false
-			turnOff("it is down or has no carrier (a veth: its peer is down), and the kernel would drop what the fast path sent it through TC; on again when it is up")
+			turnOff(whyDown)
 		}
 	case o.off && o.down && !o.logged:
-		turnOff("it is down or has no carrier (a veth: its peer is down), and the kernel would drop what the fast path sent it through TC; on again when it is up")
+		turnOff(whyDown)
 	case o.off && !o.noXmit && !o.down && !now.Before(o.probeAt):
 		if f.t.SetEgress(o.ifindex, true) == nil {
 			o.off, o.probing, o.since = false, true, now
@@ -564,6 +566,12 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 	}
 	o.isOff.Store(o.off)
 }
+
+// Why an output is off, for the log.
+const (
+	whyNoXmit = "the kernel would refuse frames redirected to it (its XDP features lack ndo_xdp_xmit: a veth has it only while its peer runs an XDP program or has GRO on); on again when it has it"
+	whyDown   = "it is down or has no carrier (a veth: its peer is down), and the kernel would drop what the fast path sent it through TC; on again when it is up"
+)
 
 // refusal explains the errno xdp:xdp_redirect_err reported.
 func refusal(errno int32) string {
