@@ -165,6 +165,11 @@ e2e_json_runs() {
 #   bounce: (GRO=on only) benchmarks/xdpbounce on lan0 and on wan0, XDP
 #           programs redirecting every frame unchanged to the other veth in
 #           the kernel: the bound for the in-kernel fast path.
+# With BOUNDS_TC=1 also, through TC ingress programs instead: tcpeer
+# (bpf_redirect_peer into the other veth's peer, no XDP on the veths),
+# tcpass (the same with XDP programs passing every frame, as the fast
+# path's TC outputs work) and tcegress (tcpass with bpf_redirect out of
+# the other veth).
 e2e_bounds() {
 	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p cmac smac
 	if [ "$fam" = 6 ]; then

@@ -50,7 +50,8 @@
 # BOUNDS=1 adds three phases, each compared with Linux's medians:
 # direct (no router at all), null (the afxdp driver moving frames
 # unchanged) and, with GRO=on, bounce (an XDP redirect in the kernel);
-# e2e-lib.sh's e2e_bounds says what each is.
+# e2e-lib.sh's e2e_bounds says what each is; BOUNDS_TC=1 adds the TC
+# redirect bounds tcpeer, tcpass and tcegress.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
