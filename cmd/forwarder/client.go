@@ -85,7 +85,7 @@ var subUsage = map[string]string{
 	"clear":   "clear [CONTROL] counters",
 	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
 	"trace":   "trace [CONTROL] [-n N] [-timeout D] [FILTER]",
-	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]",
+	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]",
 	"reload":  "reload [CONTROL] [-dry-run] | reload -dry-run -running FILE -config FILE",
 }
 
@@ -111,7 +111,8 @@ var subFlags = map[string]string{
   -port P           only this output port (default: every port)
   -n N              packets to capture
   -timeout D        give up after this long
-  -w FILE.pcap      the pcap file to write (required)
+  -w FILE.pcap      the pcap file to create (required; an existing one is refused)
+  -force            replace FILE.pcap if it is a regular file (a link is never followed)
 `,
 }
 

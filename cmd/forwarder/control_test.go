@@ -233,10 +233,10 @@ func TestTraceAndCapture(t *testing.T) {
 		{[]string{"trace", "tcp and"}, `filter "tcp and": col 8`},
 		{[]string{"trace", "-n", "0"}, "-n 0: want 1..10000"},
 		{[]string{"trace", "-timeout", "soon"}, "invalid value"},
-		{[]string{"capture", "-element", "rtt", "-w", "/dev/null"}, `no such element (did you mean "rt"?)`},
-		{[]string{"capture", "-element", "rt", "-port", "5", "-w", "/dev/null"}, "rt has output ports 0..1"},
+		{[]string{"capture", "-element", "rtt", "-w", filepath.Join(t.TempDir(), "x.pcap")}, `no such element (did you mean "rt"?)`},
+		{[]string{"capture", "-element", "rt", "-port", "5", "-w", filepath.Join(t.TempDir(), "x.pcap")}, "rt has output ports 0..1"},
 		{[]string{"capture", "-element", "rt"}, "-w FILE.pcap is required"},
-		{[]string{"capture", "-element", "ToDevice(out)@3", "-w", "/dev/null"}, "no output ports (a sink)"},
+		{[]string{"capture", "-element", "ToDevice(out)@3", "-w", filepath.Join(t.TempDir(), "x.pcap")}, "no output ports (a sink)"},
 	} {
 		code, _, errs := ctl(t, path, c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {

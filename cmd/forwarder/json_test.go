@@ -113,8 +113,8 @@ func TestControlBadInput(t *testing.T) {
 		{[]string{"route", "add", "2001:db8::/129", "out", "0"}, "not a prefix"},
 		{[]string{"trace", "ip6 and src host 2001:db8::zz"}, `filter "ip6 and src host 2001:db8::zz"`},
 		{[]string{"trace", "-n", "100000"}, "want 1..10000"},
-		{[]string{"capture", "-element", "cq", "-w", "/dev/null"}, "no such element"},
-		{[]string{"capture", "-element", "ct", "-port", "-2", "-w", "/dev/null"}, "-port -2: ct has output ports 0..1"},
+		{[]string{"capture", "-element", "cq", "-w", filepath.Join(t.TempDir(), "x.pcap")}, "no such element"},
+		{[]string{"capture", "-element", "ct", "-port", "-2", "-w", filepath.Join(t.TempDir(), "x.pcap")}, "-port -2: ct has output ports 0..1"},
 		{[]string{"reload", "extra"}, "unexpected arguments"},
 		{[]string{"show", "runtime", "-format", "yaml"}, `-format "yaml": want table or json`},
 	} {

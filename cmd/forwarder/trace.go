@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/classifier"
 	"github.com/junction-dataplane/junction/internal/control"
+	"github.com/junction-dataplane/junction/internal/safefile"
 )
 
 // Limits of one trace or capture.
@@ -388,11 +390,16 @@ func captureCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// -w is the client's: the file is written here, not by the server.
-	file := ""
+	// -w and -force are the client's: the file is written here, not by
+	// the server.
+	file, force := "", false
 	var send []string
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
+		if a == "-force" || a == "--force" {
+			force = true
+			continue
+		}
 		if a == "-w" || a == "--w" {
 			if i+1 >= len(rest) {
 				return cl.usage("flag needs an argument: -w")
@@ -410,6 +417,11 @@ func captureCmd(args []string, stdout, stderr io.Writer) error {
 	if file == "" {
 		return cl.usage("-w FILE.pcap is required")
 	}
+	// Refused before the capture waits for its packets; checked again
+	// when the file is made.
+	if err := checkCaptureFile(file, force); err != nil {
+		return err
+	}
 	data, err := cl.call("capture", send)
 	if err != nil {
 		return err
@@ -418,7 +430,7 @@ func captureCmd(args []string, stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return err
 	}
-	if err := writePcap(file, &r); err != nil {
+	if err := writePcap(file, force, &r); err != nil {
 		return err
 	}
 	if cl.format == "json" {
@@ -428,8 +440,32 @@ func captureCmd(args []string, stdout, stderr io.Writer) error {
 	return traceSummary(stdout, stderr, &r)
 }
 
-func writePcap(file string, r *traceResult) (err error) {
-	f, err := os.Create(file)
+// checkCaptureFile refuses a -w file that exists, unless force allows
+// replacing a regular file (never a symbolic link: a link planted in a
+// shared directory would otherwise point the write at another file).
+func checkCaptureFile(file string, force bool) error {
+	if force {
+		return safefile.CheckReplace(file)
+	}
+	if _, err := os.Lstat(file); err == nil {
+		return fmt.Errorf("%s exists: not overwritten (-force replaces a regular file)", file)
+	}
+	return nil
+}
+
+// writePcap writes the capture to a file it creates: exclusively, or with
+// force a new file renamed over the old one; either way no link is
+// followed and no other file is truncated.
+func writePcap(file string, force bool, r *traceResult) (err error) {
+	var f *os.File
+	if force {
+		f, err = safefile.Replace(file, 0o644)
+	} else {
+		f, err = safefile.CreateExcl(file, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%v (-force replaces a regular file)", err)
+		}
+	}
 	if err != nil {
 		return err
 	}
