@@ -13,10 +13,11 @@ func TestNeighbors(t *testing.T) {
 	q := &Querier{now: func() int64 { return now }, t: &table{}, device: "lan", tmo: int64(30 * time.Second)}
 	ip := func(d byte) uint32 { return 10<<24 | 1<<8 | uint32(d) }
 	q.t.setStatic(ip(1), 0x020000000001)
-	q.t.learn(ip(2), 0x020000000002, now-int64(time.Second), true, 0)
-	q.t.learn(ip(3), 0x020000000003, now-int64(31*time.Second), true, 0)
-	q.t.learn(ip(4), 0x020000000004, now-int64(60*time.Second), true, 0)
-	q.t.insert(ip(5), 0).probe.Store(now - int64(time.Second))
+	q.t.learn(ip(2), 0x020000000002, now-int64(time.Second), true)
+	q.t.learn(ip(3), 0x020000000003, now-int64(31*time.Second), true)
+	q.t.learn(ip(4), 0x020000000004, now-int64(60*time.Second), true)
+	s5, _ := q.t.insert(ip(5), 0)
+	s5.probe.Store(now - int64(time.Second))
 	want := map[string]string{
 		"10.0.1.1": "permanent 02:00:00:00:00:01 0s",
 		"10.0.1.2": "reachable 02:00:00:00:00:02 1s",

@@ -30,6 +30,10 @@ type QuerierConfig struct {
 	// Rate is the most ARP requests per second one worker sends (all
 	// next hops together); each next hop gets at most one per second.
 	Rate int `toml:"rate"`
+	// LearnRate is the most entries per second one worker makes from ARP
+	// requests for the device's addresses (a flood of them, spoofed, must
+	// not churn the table faster than this).
+	LearnRate int `toml:"learn_rate"`
 
 	static []entry
 }
@@ -41,6 +45,10 @@ const (
 	defaultTimeout = 30 * time.Second
 	defaultHold    = 8
 	defaultRate    = 100
+	// defaultLearnRate: a LAN whose hosts all ARP for the router at once
+	// (after it restarts) is learnt in seconds, and the rest are resolved
+	// by the router's own requests when it first sends to them.
+	defaultLearnRate = 100
 	// probeInterval is the least time between two requests for one next
 	// hop (Linux: retrans_time 1 s).
 	probeInterval = int64(time.Second)
@@ -60,6 +68,9 @@ const (
 func (c *QuerierConfig) Validate() error {
 	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "request"); err != nil {
 		return err
+	}
+	if c.LearnRate < 1 {
+		return elements.Errorf("learn_rate", "must be at least 1 entry per second, got %d", c.LearnRate)
 	}
 	tmp := &ResponderConfig{}
 	for _, n := range c.Neighbors {
@@ -87,7 +98,7 @@ func init() {
 	elements.Register(elements.Type{
 		Name: "ARPQuerier",
 		NewConfig: func() any {
-			return &QuerierConfig{Timeout: defaultTimeout, Hold: defaultHold, Rate: defaultRate}
+			return &QuerierConfig{Timeout: defaultTimeout, Hold: defaultHold, Rate: defaultRate, LearnRate: defaultLearnRate}
 		},
 		New: newQuerier,
 		In:  2,
@@ -118,11 +129,16 @@ func init() {
 				{Name: "rate", Type: "int", Default: "100",
 					Doc: "most ARP requests per second per worker, all next hops together (each next hop " +
 						"gets at most one per second, across workers)"},
+				{Name: "learn_rate", Type: "int", Default: "100",
+					Doc: "most entries per second per worker made from ARP requests for the device's " +
+						"addresses (updates of existing entries and the router's own next hops are not limited)"},
 			},
 			Stats: `counters "requests" (ARP requests sent), "learned" (entries made or confirmed by ` +
 				`ARP), "held" (packets queued for resolution), "released" (held packets sent once ` +
 				`resolved), "no buffer" (requests not sent: the worker's pool was empty), ` +
-				`"rate limited" (requests the per-worker rate suppressed). ` +
+				`"rate limited" (requests the per-worker rate suppressed), "off-link" (requests for our ` +
+				`address from a sender outside the device's prefixes, which make no entry), "learn limited" (entries not made from requests: learn_rate), "evicted" ` +
+				`(live entries recycled, least recently active first, to make room for a new one). ` +
 				`Drop reasons, input 0: "truncated" (shorter than its IPv4 header), "not ipv4" ` +
 				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
 				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
@@ -141,8 +157,14 @@ func init() {
 				"soon as it sees the entry resolved (on its next batch or tick, within a millisecond). " +
 				"Requests are broadcast, except re-probes of a known entry, which are unicast to it " +
 				"(as Linux does). Entries are made for next hops the router sends to and for hosts " +
-				"that ARP for the device's own addresses; any ARP frame from a known neighbour " +
-				"refreshes it; unsolicited replies make no entry (Linux's arp_accept=0). When DEVICE " +
+				"on the link (a sender inside one of DEVICE's IPv4 prefixes) that ARP for the " +
+				"device's own addresses, at most learn_rate a second per worker; a request from off " +
+				"the link makes no entry. Any ARP frame from a known neighbour refreshes it; " +
+				"unsolicited replies make no entry (Linux's arp_accept=0). The table holds 8,192 " +
+				"entries (per element, all workers); when a new entry finds no room, the least " +
+				"recently active one (confirmed, asked for or sent to) is evicted, never a static " +
+				"one nor an active next hop (resolved, confirmed and sent to within timeout): a flood " +
+				"of spoofed ARP recycles its own entries and the neighbours in use keep theirs. When DEVICE " +
 				"has a fast path (afxdp, fastpath = true), every neighbour learnt (and every static one) " +
 				"is copied into it for timeout, so the fast path forwards to it in the kernel; the copy is " +
 				"renewed when the neighbour's MAC changes or, on its next ARP frame, once it is a quarter " +
@@ -174,8 +196,10 @@ type Querier struct {
 	outB     neighq.Out // held packets released, ARP requests
 	eth      neighq.Header
 	limit    neighq.Limiter // ARP requests of this worker
+	learnLim neighq.Limiter // entries made from ARP requests on this worker
 
 	requests, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
+	offLink, learnLimited, evicted                            *atomic.Uint64
 
 	// fast is the device's fast-path table (nil without one): every
 	// neighbour learnt is copied into it for as long as it is trusted here.
@@ -203,7 +227,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		fast = fp.FastPathTable()
 	}
 	v, err := ctx.Shared(keepNeighbours(ctx, c, func() (any, error) {
-		t := &table{gen: conntrack.GenerationOf(ctx)}
+		t := &table{gen: conntrack.GenerationOf(ctx), tmo: int64(c.Timeout)}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, neighq.MACWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")
@@ -223,26 +247,30 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	q := &Querier{now: elements.Nanotime,
 		t: v.(*table), device: c.Device, out: ctx.Outputs[0], st: st, pool: ctx.Pool,
 		mac: info.MAC, macW: neighq.MACWord(info.MAC),
-		tmo:   int64(c.Timeout),
-		outB:  neighq.NewOut(ctx.Outputs[0], ctx.SideBatch()),
-		eth:   neighq.NewHeader(info.MAC, packet.EtherTypeIPv4),
-		limit: neighq.NewLimiter(c.Rate),
+		tmo:      int64(c.Timeout),
+		outB:     neighq.NewOut(ctx.Outputs[0], ctx.SideBatch()),
+		eth:      neighq.NewHeader(info.MAC, packet.EtherTypeIPv4),
+		limit:    neighq.NewLimiter(c.Rate),
+		learnLim: neighq.NewLimiter(c.LearnRate),
 
-		requests:    st.Counter("requests"),
-		learned:     st.Counter("learned"),
-		heldC:       st.Counter("held"),
-		released:    st.Counter("released"),
-		noBuffer:    st.Counter("no buffer"),
-		rateLimited: st.Counter("rate limited"),
-		truncated:   st.Reason("truncated"),
-		notIPv4:     st.Reason("not ipv4"),
-		noHeadroom:  st.Reason("no headroom"),
-		queueFull:   st.Reason("queue full"),
-		tooMany:     st.Reason("too many unresolved"),
-		tableFull:   st.Reason("table full"),
-		unresolved:  st.Reason("unresolved"),
-		notARP:      st.Reason("not arp"),
-		badSender:   st.Reason("bad sender"),
+		requests:     st.Counter("requests"),
+		learned:      st.Counter("learned"),
+		heldC:        st.Counter("held"),
+		released:     st.Counter("released"),
+		noBuffer:     st.Counter("no buffer"),
+		rateLimited:  st.Counter("rate limited"),
+		offLink:      st.Counter("off-link"),
+		learnLimited: st.Counter("learn limited"),
+		evicted:      st.Counter("evicted"),
+		truncated:    st.Reason("truncated"),
+		notIPv4:      st.Reason("not ipv4"),
+		noHeadroom:   st.Reason("no headroom"),
+		queueFull:    st.Reason("queue full"),
+		tooMany:      st.Reason("too many unresolved"),
+		tableFull:    st.Reason("table full"),
+		unresolved:   st.Reason("unresolved"),
+		notARP:       st.Reason("not arp"),
+		badSender:    st.Reason("bad sender"),
 	}
 	if fast != nil {
 		q.fast, q.dev, q.fastErrs = fast, dev, st.Counter("fastpath errors")
@@ -320,6 +348,11 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 					q.request(ip, m)
 				}
 			}
+			// Mark it an active next hop (kept when room is made for
+			// new entries); stored once per usedStep, not per packet.
+			if now-s.used.Load() >= usedStep {
+				s.used.Store(now)
+			}
 		}
 		if !q.eth.Frame(p) {
 			q.st.Drop(p, q.noHeadroom)
@@ -337,10 +370,13 @@ unresolved:
 // asks for it if nobody did in the last second.
 func (q *Querier) holdPacket(p *packet.Packet, ip uint32, s *slot, now int64) {
 	if s == nil {
-		s = q.t.insert(ip, now-q.tmo-grace-giveUp)
-		if s == nil {
+		var ev bool
+		if s, ev = q.t.insert(ip, now); s == nil {
 			q.st.Drop(p, q.tableFull)
 			return
+		}
+		if ev {
+			q.evicted.Add(1)
 		}
 	}
 	key := neighq.Key4(ip)
@@ -388,8 +424,11 @@ func (q *Querier) releaseResolved(now int64) {
 		if s.key.Load() != ip {
 			// The slot was recycled (only possible after giveUp): take
 			// a fresh one.
-			if s := q.t.insert(ip, now-q.tmo-grace-giveUp); s != nil {
+			if s, ev := q.t.insert(ip, now); s != nil {
 				q.holdSlot[i] = s
+				if ev {
+					q.evicted.Add(1)
+				}
 			}
 			continue
 		}
@@ -448,6 +487,40 @@ func (q *Querier) senderIP(target uint32) uint32 {
 	return 0
 }
 
+// onLink reports whether ip is inside one of the device's IPv4 prefixes
+// (on the link, as Linux's neighbour entries are: a host that asks for our
+// address from another subnet is answered but not remembered).
+func (q *Querier) onLink(ip uint32) bool {
+	for i, p := range q.addrs {
+		if b := p.Bits(); b > 0 && (ip^q.ours[i])>>(32-b) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mayCreate decides whether a request for our address from sender may make
+// its entry: the sender must be on the link, and a new entry takes a token
+// of the worker's learn_rate (an existing one is refreshed regardless, as
+// Linux does). Both refusals are counted; neither drops the frame.
+func (q *Querier) mayCreate(sender uint32, now int64) bool {
+	if !q.onLink(sender) {
+		if s, _ := q.t.find(sender); s == nil {
+			q.offLink.Add(1)
+		}
+		return false
+	}
+	if s, _ := q.t.find(sender); s != nil {
+		return true // an update, not an entry made
+	}
+	if !q.learnLim.Ready(now) {
+		q.learnLimited.Add(1)
+		return false
+	}
+	q.learnLim.Take()
+	return true
+}
+
 func (q *Querier) isOurs(ip uint32) bool {
 	for _, o := range q.ours {
 		if o == ip {
@@ -489,9 +562,13 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 			q.st.Drop(p, q.badSender)
 			continue
 		}
-		create := op == packet.ARPRequest && q.isOurs(target)
+		create := op == packet.ARPRequest && q.isOurs(target) && q.mayCreate(sender, now)
 		mw := neighq.MACWord([6]byte(smac))
-		if q.t.learn(sender, mw, now, create, now-q.tmo-grace-giveUp) {
+		ok, ev := q.t.learn(sender, mw, now, create)
+		if ev {
+			q.evicted.Add(1)
+		}
+		if ok {
 			q.learned.Add(1)
 			learnedAny = true
 			if q.fast != nil {

@@ -42,7 +42,10 @@ func keepNeighbours(ctx *elements.Context, c *QuerierConfig, mk func() (any, err
 			if ip == 0 || m&macValid == 0 || m&macStatic != 0 {
 				continue
 			}
-			t.learn(ip, m&macMask, s.seen.Load(), true, 0)
+			t.learn(ip, m&macMask, s.seen.Load(), true)
+			if ns, _ := t.find(ip); ns != nil {
+				ns.used.Store(s.used.Load()) // an active next hop stays one
+			}
 		}
 		return t, nil
 	}
