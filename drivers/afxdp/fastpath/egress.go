@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"io"
 	"math"
 
@@ -122,6 +123,9 @@ func (t *Tables) WatchRedirects() error {
 	}
 	if t.egress == nil {
 		return errors.New("fastpath: tables closed")
+	}
+	if err := kfeature.Have(kfeature.RawTracepoint); err != nil {
+		return fmt.Errorf("fastpath: the redirect watcher: %w", err)
 	}
 	// The watcher (junction_fp_err in bpf/fastpath.c): for an event
 	// of fp_devmap (map id devmapID), it sets fp_egress[index]
@@ -270,6 +274,9 @@ const TCProgramName = "junction_fp_tc"
 // outputs reached through TC; closing the returned link detaches it.
 // The program uses no map: one per device.
 func AttachTC(ifindex int) (io.Closer, error) {
+	if err := kfeature.HaveAll(kfeature.TCX, kfeature.RedirectPeer); err != nil {
+		return nil, fmt.Errorf("fastpath: the TC program: %w", err)
+	}
 	prog, err := load(newObjectSpec("junction_fp_tc", TCProgramName, nil, nil))
 	if err != nil {
 		return nil, fmt.Errorf("fastpath: loading the TC program: %w", err)

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"bytes"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"net"
 	"net/netip"
 	"testing"
@@ -67,6 +68,7 @@ func TestEgressGate(t *testing.T) {
 // are forwarded and arrive.
 func TestWatchRedirects(t *testing.T) {
 	needRoot(t)
+	kfeature.Require(t, kfeature.RawTracepoint)
 	netns.RequireTool(t, "ethtool")
 	env := netns.New(t)
 	ns := env.NS("fpw")

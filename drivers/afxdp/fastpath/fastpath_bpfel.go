@@ -16,26 +16,28 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	fastpathMapFpCounters        = "fp_counters"
-	fastpathMapFpDevmap          = "fp_devmap"
-	fastpathMapFpEgress          = "fp_egress"
-	fastpathMapFpEgressErrs      = "fp_egress_errs"
-	fastpathMapFpFlowGen         = "fp_flow_gen"
-	fastpathMapFpFlowStats       = "fp_flow_stats"
-	fastpathMapFpFlows           = "fp_flows"
-	fastpathMapFpFlows6          = "fp_flows6"
-	fastpathMapFpNeighbors       = "fp_neighbors"
-	fastpathMapFpNeighbors6      = "fp_neighbors6"
-	fastpathMapFpRoutes          = "fp_routes"
-	fastpathMapFpRoutes6         = "fp_routes6"
-	fastpathMapXsksMap           = "xsks_map"
-	fastpathProgJunctionFp       = "junction_fp"
-	fastpathProgJunctionFpErr    = "junction_fp_err"
-	fastpathProgJunctionFpPtrlen = "junction_fp_ptrlen"
-	fastpathProgJunctionFpTc     = "junction_fp_tc"
-	fastpathVarDevmapId          = "devmap_id"
-	fastpathVarMacHi             = "mac_hi"
-	fastpathVarMacLo             = "mac_lo"
+	fastpathMapFpCounters              = "fp_counters"
+	fastpathMapFpDevmap                = "fp_devmap"
+	fastpathMapFpEgress                = "fp_egress"
+	fastpathMapFpEgressErrs            = "fp_egress_errs"
+	fastpathMapFpFlowGen               = "fp_flow_gen"
+	fastpathMapFpFlowStats             = "fp_flow_stats"
+	fastpathMapFpFlows                 = "fp_flows"
+	fastpathMapFpFlows6                = "fp_flows6"
+	fastpathMapFpNeighbors             = "fp_neighbors"
+	fastpathMapFpNeighbors6            = "fp_neighbors6"
+	fastpathMapFpRoutes                = "fp_routes"
+	fastpathMapFpRoutes6               = "fp_routes6"
+	fastpathMapXsksMap                 = "xsks_map"
+	fastpathProgJunctionFp             = "junction_fp"
+	fastpathProgJunctionFpErr          = "junction_fp_err"
+	fastpathProgJunctionFpNometa       = "junction_fp_nometa"
+	fastpathProgJunctionFpPtrlen       = "junction_fp_ptrlen"
+	fastpathProgJunctionFpPtrlenNometa = "junction_fp_ptrlen_nometa"
+	fastpathProgJunctionFpTc           = "junction_fp_tc"
+	fastpathVarDevmapId                = "devmap_id"
+	fastpathVarMacHi                   = "mac_hi"
+	fastpathVarMacLo                   = "mac_lo"
 )
 
 // loadFastpath returns the embedded CollectionSpec for fastpath.
@@ -80,10 +82,12 @@ type fastpathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fastpathProgramSpecs struct {
-	JunctionFp       *ebpf.ProgramSpec `ebpf:"junction_fp"`
-	JunctionFpErr    *ebpf.ProgramSpec `ebpf:"junction_fp_err"`
-	JunctionFpPtrlen *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen"`
-	JunctionFpTc     *ebpf.ProgramSpec `ebpf:"junction_fp_tc"`
+	JunctionFp             *ebpf.ProgramSpec `ebpf:"junction_fp"`
+	JunctionFpErr          *ebpf.ProgramSpec `ebpf:"junction_fp_err"`
+	JunctionFpNometa       *ebpf.ProgramSpec `ebpf:"junction_fp_nometa"`
+	JunctionFpPtrlen       *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen"`
+	JunctionFpPtrlenNometa *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen_nometa"`
+	JunctionFpTc           *ebpf.ProgramSpec `ebpf:"junction_fp_tc"`
 }
 
 // fastpathMapSpecs contains maps before they are loaded into the kernel.
@@ -180,17 +184,21 @@ type fastpathVariables struct {
 //
 // It can be passed to loadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fastpathPrograms struct {
-	JunctionFp       *ebpf.Program `ebpf:"junction_fp"`
-	JunctionFpErr    *ebpf.Program `ebpf:"junction_fp_err"`
-	JunctionFpPtrlen *ebpf.Program `ebpf:"junction_fp_ptrlen"`
-	JunctionFpTc     *ebpf.Program `ebpf:"junction_fp_tc"`
+	JunctionFp             *ebpf.Program `ebpf:"junction_fp"`
+	JunctionFpErr          *ebpf.Program `ebpf:"junction_fp_err"`
+	JunctionFpNometa       *ebpf.Program `ebpf:"junction_fp_nometa"`
+	JunctionFpPtrlen       *ebpf.Program `ebpf:"junction_fp_ptrlen"`
+	JunctionFpPtrlenNometa *ebpf.Program `ebpf:"junction_fp_ptrlen_nometa"`
+	JunctionFpTc           *ebpf.Program `ebpf:"junction_fp_tc"`
 }
 
 func (p *fastpathPrograms) Close() error {
 	return _FastpathClose(
 		p.JunctionFp,
 		p.JunctionFpErr,
+		p.JunctionFpNometa,
 		p.JunctionFpPtrlen,
+		p.JunctionFpPtrlenNometa,
 		p.JunctionFpTc,
 	)
 }

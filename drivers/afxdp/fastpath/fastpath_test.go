@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"math/rand"
 	"net/netip"
 	"os"
@@ -33,7 +34,15 @@ func needRoot(t testing.TB) {
 		t.Skip("needs root (BPF maps, programs and BPF_PROG_TEST_RUN)")
 	}
 	netns.RequireRoot(t) // and ip, for addEgress's namespace
+	// What NewTables and NewProgram need; the variants' helpers are
+	// chosen by NewProgram, and TestWatchRedirects asks for its own.
+	kfeature.Require(t, fastpathFeatures...)
 }
+
+// fastpathFeatures are the kernel features without which there is no
+// fast path at all.
+var fastpathFeatures = []kfeature.Feature{kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap,
+	kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray}
 
 // csum is the Internet checksum of b (even length), computed from scratch.
 func csum(b []byte) uint16 {
@@ -627,28 +636,94 @@ func TestRandom(t *testing.T) {
 	}
 }
 
-// TestWithoutBuffLen runs the variant for kernels before 5.18, which
-// takes the frame length from data_end - data instead of
-// bpf_xdp_get_buff_len.
-func TestWithoutBuffLen(t *testing.T) {
-	f := newFixture(t)
-	prog, err := load(program(f.t, f.p, ourMAC, false))
-	if err != nil {
-		t.Fatalf("loading the variant: %v", err)
+// TestVariants runs every variant of the program the kernel takes (the
+// one for kernels before 5.18, which takes the frame length from
+// data_end - data instead of bpf_xdp_get_buff_len, and those for kernels
+// that refuse bpf_xdp_adjust_meta): each forwards and applies flows as
+// junction_fp does, and a variant without the hand-off redirects by XDP
+// a frame whose output is reached through TC.
+func TestVariants(t *testing.T) {
+	for _, v := range []variant{{true, true}, {false, true}, {true, false}, {false, false}} {
+		t.Run(v.name(), func(t *testing.T) {
+			if v.meta {
+				kfeature.Require(t, kfeature.XDPAdjustMeta)
+			}
+			if v.buffLen {
+				kfeature.Require(t, kfeature.XDPGetBuffLen)
+			}
+			f := newFixture(t)
+			prog, err := load(program(f.t, f.p, ourMAC, v))
+			if err != nil {
+				t.Fatalf("loading the variant: %v", err)
+			}
+			f.p.prog.Close()
+			f.p.prog = prog
+			f.wantForwarded("via gateway", frame("10.1.0.2", "10.2.4.4", 64, 26), gwMAC, outMAC7)
+			padded := frame("10.1.0.2", "10.3.0.9", 64, 200)
+			binary.BigEndian.PutUint16(padded[16:], 28)
+			recompute(padded)
+			f.wantForwarded("padded", padded, hostMAC, outMAC8)
+			f.wantSlow("no route", frame("10.1.0.2", "10.7.0.1", 64, 26))
+			// A flow hit counts its frame in ForwardedBytes too (run checks).
+			udp := pkt{proto: protoUDP, src: "192.168.1.11", dst: "203.0.113.5", sport: 5353, dport: 53, ttl: 17, payload: 40}
+			k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.8", 1024, 5300, 1)
+			f.setFlow(k, a)
+			f.wantFlow("flow", append(udp.frame(t), 0, 0, 0), k, a)
+			if !v.meta {
+				// An output reached through TC: without the hand-off,
+				// an XDP redirect like any other output's.
+				if err := f.t.SetEgressVia(7, ViaTCPeer); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.t.SetEgress(7, true); err != nil {
+					t.Fatal(err)
+				}
+				f.wantForwarded("TC output, no hand-off", frame("10.1.0.2", "10.2.4.4", 64, 26), gwMAC, outMAC7)
+			}
+		})
 	}
-	f.p.prog.Close()
-	f.p.prog = prog
-	f.wantForwarded("via gateway", frame("10.1.0.2", "10.2.4.4", 64, 26), gwMAC, outMAC7)
-	padded := frame("10.1.0.2", "10.3.0.9", 64, 200)
-	binary.BigEndian.PutUint16(padded[16:], 28)
-	recompute(padded)
-	f.wantForwarded("padded", padded, hostMAC, outMAC8)
-	f.wantSlow("no route", frame("10.1.0.2", "10.7.0.1", 64, 26))
-	// A flow hit counts its frame in ForwardedBytes too (run checks).
-	udp := pkt{proto: protoUDP, src: "192.168.1.11", dst: "203.0.113.5", sport: 5353, dport: 53, ttl: 17, payload: 40}
-	k, a := udp.key(loIfindex), natAction("198.51.100.1", "10.20.0.8", 1024, 5300, 1)
-	f.setFlow(k, a)
-	f.wantFlow("flow", append(udp.frame(t), 0, 0, 0), k, a)
+}
+
+// TestProbeAgreesWithLoad: what kfeature says of bpf_xdp_adjust_meta and
+// bpf_xdp_get_buff_len is what the kernel's verifier does with the
+// variants using them (a probe that said yes where the load fails would
+// make NewProgram fall back silently; one that said no would cost the
+// hand-off for nothing).
+func TestProbeAgreesWithLoad(t *testing.T) {
+	t.Setenv(kfeature.EnvMissing, "")
+	f := newFixture(t)
+	for _, c := range []struct {
+		f kfeature.Feature
+		v variant
+	}{{kfeature.XDPAdjustMeta, variant{buffLen: false, meta: true}}, {kfeature.XDPGetBuffLen, variant{buffLen: true, meta: false}}} {
+		s, perr := kfeature.StatusOf(c.f)
+		prog, err := load(program(f.t, f.p, ourMAC, c.v))
+		if err == nil {
+			prog.Close()
+		}
+		switch {
+		case s == kfeature.Yes && err != nil:
+			t.Errorf("%s: the probe says yes, but %s does not load: %v", c.f, c.v.name(), err)
+		case s == kfeature.No && err == nil:
+			t.Errorf("%s: the probe says no (%v), but %s loads", c.f, perr, c.v.name())
+		case s == kfeature.Unknown:
+			t.Errorf("%s: the probe could not tell: %v", c.f, perr)
+		}
+	}
+	// NewProgram picks the hand-off exactly when the probe allows it,
+	// and not when it is emulated missing.
+	if s, _ := kfeature.StatusOf(kfeature.XDPAdjustMeta); f.p.HandOff != (s == kfeature.Yes) {
+		t.Errorf("HandOff %v with xdp_adjust_meta %s", f.p.HandOff, s)
+	}
+	t.Setenv(kfeature.EnvMissing, "xdp_adjust_meta")
+	p, err := NewProgram(f.t, 1, ourMAC)
+	if err != nil {
+		t.Fatalf("NewProgram with xdp_adjust_meta emulated missing: %v", err)
+	}
+	defer p.Close()
+	if p.HandOff {
+		t.Error("NewProgram with xdp_adjust_meta emulated missing loaded the hand-off variant")
+	}
 }
 
 // TestRunStats: with the kernel's BPF statistics on, Counters reports the

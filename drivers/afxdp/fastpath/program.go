@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 
 	"github.com/asavie/xdp"
 	"github.com/cilium/ebpf"
@@ -31,6 +32,10 @@ type Counters struct {
 // Program is one device's XDP program with its own XSKMAP, queue map and
 // counters; the route and neighbour maps are the shared Tables'.
 type Program struct {
+	// HandOff: the program hands frames for outputs reached through TC
+	// to the input's TC program (the variant with bpf_xdp_adjust_meta);
+	// without it every output is reached by XDP redirects.
+	HandOff  bool
 	prog     *ebpf.Program
 	xsks     *ebpf.Map
 	queues   *ebpf.Map
@@ -47,6 +52,9 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 	if queues < 1 || queues > 1<<20 {
 		return nil, fmt.Errorf("fastpath: bad queue count %d", queues)
 	}
+	if err := kfeature.HaveAll(kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap, kfeature.PerCPUArray); err != nil {
+		return nil, fmt.Errorf("fastpath: %w", err)
+	}
 	p := &Program{}
 	var err error
 	// The same names as asavie/xdp's maps, so tools see the familiar
@@ -62,16 +70,24 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 		p.Close()
 		return nil, fmt.Errorf("fastpath: creating the counter map: %w", err)
 	}
-	// bpf_xdp_get_buff_len needs Linux 5.18; older kernels get the
-	// frame length by subtracting packet pointers, which the verifier
-	// allows only with CAP_PERFMON (or CAP_SYS_ADMIN).
-	p.prog, err = load(program(t, p, mac, true))
-	if err != nil {
-		var err2 error
-		if p.prog, err2 = load(program(t, p, mac, false)); err2 != nil {
-			p.Close()
-			return nil, fmt.Errorf("fastpath: loading the program: %w (without bpf_xdp_get_buff_len: %v)", err, err2)
+	// The variants the kernel's features allow, best first: with
+	// bpf_xdp_get_buff_len (Linux 5.18; else the frame length by
+	// subtracting packet pointers, which the verifier allows only with
+	// CAP_PERFMON or CAP_SYS_ADMIN) and with the hand-off to TC
+	// (bpf_xdp_adjust_meta, which some kernel builds refuse in XDP
+	// programs). A feature the probe could not decide is tried; its
+	// variant's load failure moves on to the next.
+	var errs []error
+	for _, v := range variants() {
+		if p.prog, err = load(program(t, p, mac, v)); err == nil {
+			p.HandOff = v.meta
+			break
 		}
+		errs = append(errs, fmt.Errorf("%s: %w", v.name(), err))
+	}
+	if p.prog == nil {
+		p.Close()
+		return nil, fmt.Errorf("fastpath: loading the program: %w", errors.Join(errs...))
 	}
 	p.x = &xdp.Program{Program: p.prog, Queues: p.queues, Sockets: p.xsks}
 	return p, nil
@@ -125,19 +141,48 @@ func (p *Program) Close() error {
 	return errors.Join(p.prog.Close(), p.xsks.Close(), p.queues.Close(), p.counters.Close())
 }
 
-// program prepares the XDP program (bpf/fastpath.c) for load: the
-// variant that reads the frame length with bpf_xdp_get_buff_len
-// (Linux 5.18), or, without haveBuffLen, the one that subtracts the
-// packet pointers; both under the kernel name ProgramName, with mac
-// compiled in (as the constants a 32-bit and a 16-bit load of its bytes
-// read, in host order) and with t's maps and p's XSKMAP and counters.
-func program(t *Tables, p *Program, mac [6]byte, haveBuffLen bool) objectSpec {
-	name := "junction_fp"
-	if !haveBuffLen {
-		name = "junction_fp_ptrlen"
+// variant is one build of the XDP program (bpf/fastpath.c): buffLen,
+// whether it reads the frame length with bpf_xdp_get_buff_len; meta,
+// whether it hands frames to TC through bpf_xdp_adjust_meta.
+type variant struct{ buffLen, meta bool }
+
+// name is the variant's program name in the object.
+func (v variant) name() string {
+	n := "junction_fp"
+	if !v.buffLen {
+		n += "_ptrlen"
 	}
+	if !v.meta {
+		n += "_nometa"
+	}
+	return n
+}
+
+// variants lists the variants to try, best first: none that needs a
+// feature kfeature knows to be missing (or emulated missing).
+func variants() []variant {
+	var vs []variant
+	for _, meta := range []bool{true, false} {
+		if meta && kfeature.Have(kfeature.XDPAdjustMeta) != nil {
+			continue
+		}
+		for _, bl := range []bool{true, false} {
+			if bl && kfeature.Have(kfeature.XDPGetBuffLen) != nil {
+				continue
+			}
+			vs = append(vs, variant{buffLen: bl, meta: meta})
+		}
+	}
+	return vs
+}
+
+// program prepares variant v of the XDP program (bpf/fastpath.c) for
+// load under the kernel name ProgramName, with mac compiled in (as the
+// constants a 32-bit and a 16-bit load of its bytes read, in host order)
+// and with t's maps and p's XSKMAP and counters.
+func program(t *Tables, p *Program, mac [6]byte, v variant) objectSpec {
 	ne := binary.NativeEndian
-	return newObjectSpec(name, ProgramName, map[string]any{
+	return newObjectSpec(v.name(), ProgramName, map[string]any{
 		"mac_lo": ne.Uint32(mac[0:4]),
 		"mac_hi": ne.Uint16(mac[4:6]),
 	}, map[string]*ebpf.Map{

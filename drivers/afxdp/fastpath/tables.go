@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"io"
 	"math"
 	"net/netip"
@@ -162,6 +163,12 @@ type Tables struct {
 func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	if maxRoutes < 1 || maxNeighbors < 1 || maxFlows < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 || maxFlows > maxFlowsLimit {
 		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours, %d flows)", maxRoutes, maxNeighbors, maxFlows)
+	}
+	// The map types and flags the tables need (kfeature), asked first
+	// so that a kernel without one gets the feature's name, not a
+	// map-creation errno.
+	if err := kfeature.HaveAll(kfeature.LPMTrie, kfeature.DevmapHash, kfeature.MmapableArray, kfeature.PerCPUArray); err != nil {
+		return nil, fmt.Errorf("fastpath: %w", err)
 	}
 	routes, err := newMap(&ebpf.MapSpec{
 		Name:       "fp_routes",

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
 // TestForwardViaTC: a frame forwarded to an output reached through TC
@@ -14,6 +16,10 @@ import (
 // from data_meta on.)
 func TestForwardViaTC(t *testing.T) {
 	f := newFixture(t)
+	kfeature.Require(t, kfeature.XDPAdjustMeta)
+	if !f.p.HandOff {
+		t.Fatal("the kernel has bpf_xdp_adjust_meta, but NewProgram loaded a variant without the hand-off to TC")
+	}
 	in := frame("10.1.0.2", "10.2.4.4", 64, 26)
 	for _, via := range []Via{ViaTCPeer, ViaTC} {
 		if err := f.t.SetEgressVia(7, via); err != nil {

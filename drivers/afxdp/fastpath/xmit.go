@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cilium/ebpf"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,9 +43,32 @@ const (
 	genlHdrLen           = 4
 )
 
+func init() {
+	// The feature probe (forwarder features, check): whether the
+	// kernel reports XDP features at all.
+	kfeature.Register(kfeature.XDPFeatures, func() error {
+		p, err := newXmitProbe()
+		if errors.Is(err, ErrNoXDPFeatures) {
+			return fmt.Errorf("%w: %w", err, ebpf.ErrNotSupported)
+		}
+		if err == nil {
+			p.Close()
+		}
+		return err
+	})
+}
+
 // NewXmitProbe opens a generic netlink socket and resolves the "netdev"
-// family.
+// family. It returns ErrNoXDPFeatures also when JUNCTION_KERNEL_MISSING
+// names xdp_features_netlink (kfeature).
 func NewXmitProbe() (*XmitProbe, error) {
+	if s, _ := kfeature.StatusOf(kfeature.XDPFeatures); s == kfeature.Emulated {
+		return nil, ErrNoXDPFeatures
+	}
+	return newXmitProbe()
+}
+
+func newXmitProbe() (*XmitProbe, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
 	if err != nil {
 		return nil, fmt.Errorf("fastpath: generic netlink socket: %w", err)

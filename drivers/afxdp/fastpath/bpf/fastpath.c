@@ -498,8 +498,12 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
  * The XDP program. have_buff_len: the frame length comes from
  * bpf_xdp_get_buff_len (Linux 5.18); without it, from data_end - data,
  * which the verifier allows only with CAP_PERFMON (or CAP_SYS_ADMIN).
+ * have_meta: outputs reached through TC get the frame with its output in
+ * the metadata (bpf_xdp_adjust_meta); without it (a kernel whose
+ * verifier refuses that helper in XDP programs) the program never calls
+ * it and every output is reached through fp_devmap.
  */
-static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len)
+static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len, const int have_meta)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
@@ -620,7 +624,7 @@ forward:
 	 * costs (its peer's NAPI and 256-frame ring, and its refusal while
 	 * the peer runs neither XDP nor GRO). A driver without metadata
 	 * support: through fp_devmap as below. */
-	if (via != VIA_XDP && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct fp_meta)) == 0) {
+	if (have_meta && via != VIA_XDP && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct fp_meta)) == 0) {
 		struct fp_meta *m = (void *)(long)ctx->data_meta;
 
 		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
@@ -654,14 +658,28 @@ slow:
 SEC("xdp")
 int junction_fp(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 1);
+	return fastpath(ctx, 1, 1);
 }
 
 /* For kernels before 5.18; loaded under the same name (ProgramName). */
 SEC("xdp")
 int junction_fp_ptrlen(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 0);
+	return fastpath(ctx, 0, 1);
+}
+
+/* For kernels that refuse bpf_xdp_adjust_meta in XDP programs: no
+ * hand-off to TC. */
+SEC("xdp")
+int junction_fp_nometa(struct xdp_md *ctx)
+{
+	return fastpath(ctx, 1, 0);
+}
+
+SEC("xdp")
+int junction_fp_ptrlen_nometa(struct xdp_md *ctx)
+{
+	return fastpath(ctx, 0, 0);
 }
 
 /*
