@@ -50,7 +50,7 @@ Usage:
   forwarder clear    [CONTROL] counters
   forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX | reload
   forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
-  forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [FILTER]
+  forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]
   forwarder reload   [CONTROL] [-dry-run] [-running FILE]
   forwarder version
   forwarder help     [COMMAND]

@@ -19,6 +19,7 @@ import (
 
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/internal/safefile"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -150,7 +151,9 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 }
 
 func (d *Device) openRead() error {
-	f, err := os.Open(d.readPath)
+	// Only a regular file: a FIFO would block the open (and check) until
+	// a writer came, and a device never ends.
+	f, err := safefile.OpenRegular(d.readPath)
 	if err != nil {
 		return err
 	}
@@ -192,18 +195,17 @@ func (d *Device) openRead() error {
 }
 
 func (d *Device) openWrite() error {
-	if d.readPath != "" {
-		same := d.writePath == d.readPath
-		if ws, err := os.Stat(d.writePath); err == nil && d.rf != nil {
-			if rs, err := d.rf.Stat(); err == nil && os.SameFile(ws, rs) {
-				same = true
-			}
-		}
-		if same {
-			return fmt.Errorf("%s is also the read file", d.writePath)
-		}
+	var rs os.FileInfo
+	if d.rf != nil {
+		rs, _ = d.rf.Stat()
 	}
-	f, err := os.Create(d.writePath)
+	if err := checkWrite(d.writePath, d.readPath, rs); err != nil {
+		return err
+	}
+	// A new file renamed over the old one: a file of that name is
+	// replaced, not truncated through a link, and a link, FIFO or device
+	// there is refused.
+	f, err := safefile.Replace(d.writePath, 0o644)
 	if err != nil {
 		return err
 	}
