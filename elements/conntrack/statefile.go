@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/junction-dataplane/junction/internal/safefile"
 )
 
 // Flows across a restart (the state_file key). A restarted forwarder picks
@@ -58,12 +60,13 @@ func StatePath(prefix string, w int) string { return prefix + ".w" + strconv.Ito
 // SaveState writes the table's live, unexpired flows to path (mode 0600,
 // replaced atomically) for a graph of workers workers.
 func (t *Table) SaveState(path string, workers int) error {
+	// A fresh file renamed over path: a link planted at path or at a
+	// temporary name next to it is not written through.
+	return safefile.WriteAtomic(path, 0o600, func(f *os.File) error { return t.writeState(f, workers) })
+}
+
+func (t *Table) writeState(f *os.File, workers int) error {
 	now := t.now()
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(f)
 	var n uint32
 	for i := 1; i < len(t.conns); i++ {
@@ -74,7 +77,7 @@ func (t *Table) SaveState(path string, workers int) error {
 			}
 		}
 	}
-	err = binary.Write(w, binary.LittleEndian, stateHeader{stateMagic, uint32(workers), n})
+	err := binary.Write(w, binary.LittleEndian, stateHeader{stateMagic, uint32(workers), n})
 	for i := 1; i < len(t.conns) && err == nil; i++ {
 		c := &t.conns[i]
 		if c.Flags&flagLive == 0 || now >= c.Expires {
@@ -91,15 +94,6 @@ func (t *Table) SaveState(path string, workers int) error {
 	if err == nil {
 		err = w.Flush()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
 	return err
 }
 
@@ -112,7 +106,9 @@ var errNoState = errors.New("no state file")
 // error (what was read before stays); flows that do not fit or whose
 // tuples are already in the table are skipped.
 func (t *Table) LoadState(path string, workers int) (int, error) {
-	f, err := os.Open(path)
+	// Only a regular file: a FIFO would block the worker's start (and
+	// run's -duration) until a writer came.
+	f, err := safefile.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, errNoState
 	}

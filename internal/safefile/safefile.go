@@ -208,3 +208,33 @@ func createTemp(path string, perm fs.FileMode) (*os.File, string, error) {
 	}
 	return nil, "", fmt.Errorf("%s: no free temporary name in %s", path, dir)
 }
+
+// WriteAtomic writes a new file at path with write: into a fresh file in
+// path's directory (created exclusively, mode perm under the umask),
+// renamed over path once written and closed, so that path is either the
+// old file or the whole new one, and nothing is written through a link
+// (a planted one at path or at a fixed temporary name). What
+// CheckReplace refuses at path is refused.
+func WriteAtomic(path string, perm fs.FileMode, write func(*os.File) error) error {
+	if err := CheckReplace(path); err != nil {
+		return err
+	}
+	f, tmp, err := createTemp(path, perm)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = CheckReplace(path)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

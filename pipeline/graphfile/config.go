@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/internal/safefile"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -87,16 +87,22 @@ func (l ErrorList) Unwrap() []error {
 	return out
 }
 
-// Load reads the graph file at path and parses it (see Parse). It reads at
-// most MaxFileSize bytes and one more: a larger file (or an endless one,
-// such as /dev/zero) is refused without being read to its end.
+// Load reads the graph file at path and parses it (see Parse). Only a
+// regular file is read (a link to one is followed): a FIFO, whose open
+// would wait for a writer and whose reads for its data, a device
+// (/dev/zero never ends) or a directory is refused without being read.
+// It reads at most MaxFileSize bytes and one more: a larger file (or one
+// growing while it is read) is refused without being read to its end.
 func Load(path string) (*Graph, error) { return LoadFor(path, nil) }
 
 // LoadFor is Load for the router whose graph state s is (a reload: the
 // running router's): configs that are elements.StateValidators validate
 // against s, to reuse what that router's elements keep. A nil s is Load.
 func LoadFor(path string, s *elements.GraphState) (*Graph, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenRegular(path)
+	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, ErrorList{{Pos: Pos{File: path, Line: 1}, Msg: "not a regular file but " + safefile.Kind(nr.Mode)}}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -203,8 +205,7 @@ func TestHostileErrorCount(t *testing.T) {
 	}
 }
 
-// TestHostileLoadEndless: Load reads no more than MaxFileSize+1 bytes of an
-// endless file.
+// TestHostileLoadEndless: Load does not read an endless device.
 func TestHostileLoadEndless(t *testing.T) {
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
@@ -216,10 +217,43 @@ func TestHostileLoadEndless(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || err.Error() != "/dev/zero:1: file larger than 4194304 bytes (MaxFileSize)" {
+		if err == nil || err.Error() != "/dev/zero:1: not a regular file but a character device" {
 			t.Fatalf("Load(/dev/zero): %v", err)
 		}
 	case <-time.After(budget):
 		t.Fatal("Load(/dev/zero) still reading")
+	}
+}
+
+// TestHostileLoadFIFO: a graph file that is a FIFO is refused at once,
+// with or without a writer, instead of blocking the open (no writer) or
+// the read (a writer that sends nothing).
+func TestHostileLoadFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "graph.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, writer := range []bool{false, true} {
+		if writer {
+			// A writer that holds the FIFO open and never writes.
+			w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(fifo)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != fifo+":1: not a regular file but a FIFO" {
+				t.Fatalf("writer %v: Load(FIFO): %v", writer, err)
+			}
+		case <-time.After(budget):
+			t.Fatalf("writer %v: Load(FIFO) still blocked", writer)
+		}
 	}
 }
