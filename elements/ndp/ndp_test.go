@@ -509,7 +509,9 @@ func TestQuerierFlood(t *testing.T) {
 // cannot make entries: they are refused and counted, and the neighbours
 // in use stay.
 func TestQuerierFullTable(t *testing.T) {
-	h := newQuerier(t, querierCfg())
+	c := querierCfg()
+	c.LearnRate = 1 << 30 // the table's limit, not learn_rate's
+	h := newQuerier(t, c)
 	useClock(h)
 	q := h.Element.(*ndp.Querier)
 	addr := func(i int) string {

@@ -24,6 +24,9 @@ type QuerierConfig struct {
 	Hold int `toml:"hold"`
 	// Rate is the most solicitations per second one worker sends.
 	Rate int `toml:"rate"`
+	// LearnRate is the most entries per second one worker makes from
+	// solicitations for the device's addresses.
+	LearnRate int `toml:"learn_rate"`
 
 	static []staticEntry
 }
@@ -36,12 +39,17 @@ type staticEntry struct {
 const (
 	defaultHold = 8
 	defaultRate = 100
+	// defaultLearnRate: as ARPQuerier's.
+	defaultLearnRate = 100
 )
 
 // Validate checks the keys.
 func (c *QuerierConfig) Validate() error {
 	if err := neighq.CheckKeys(c.Device, c.Timeout, c.Hold, c.Rate, "solicitation"); err != nil {
 		return err
+	}
+	if c.LearnRate < 1 {
+		return elements.Errorf("learn_rate", "must be at least 1 entry per second, got %d", c.LearnRate)
 	}
 	c.static = c.static[:0]
 	for _, s := range c.Neighbors {
@@ -66,7 +74,7 @@ func init() {
 	elements.Register(elements.Type{
 		Name: "NDPQuerier",
 		NewConfig: func() any {
-			return &QuerierConfig{Timeout: time.Duration(DefaultTimers.Reachable), Hold: defaultHold, Rate: defaultRate}
+			return &QuerierConfig{Timeout: time.Duration(DefaultTimers.Reachable), Hold: defaultHold, Rate: defaultRate, LearnRate: defaultLearnRate}
 		},
 		New: newQuerier,
 		In:  2,
@@ -93,11 +101,18 @@ func init() {
 					Doc: "packets kept per unresolved neighbour (1..64) while it is INCOMPLETE"},
 				{Name: "rate", Type: "int", Default: "100",
 					Doc: "most solicitations per second per worker, all neighbours together"},
+				{Name: "learn_rate", Type: "int", Default: "100",
+					Doc: "most entries per second per worker made from solicitations for the device's " +
+						"addresses (updates of existing entries and the router's own next hops are not limited)"},
 			},
 			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
 				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
 				`all are consumed, those that teach nothing as the drop "nd invalid"), "not learned: table full" (solicitations ` +
-				`for us from a sender the full cache had no slot for: a flood from random sources). Drop reasons, input 0: "truncated", ` +
+				`for us from a sender the full cache had no slot for: a flood from random sources), "off-link" ` +
+				`(solicitations for us from a sender neither link-local nor in DEVICE's prefixes: no entry made), ` +
+				`"learn limited" (entries not made from solicitations: learn_rate), "evicted" (entries in ` +
+				`use but not active next hops, least recently active first, evicted to make room for a new one). ` +
+				`Drop reasons, input 0: "truncated", ` +
 				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
 				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
 				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
@@ -119,8 +134,13 @@ func init() {
 				"(STALE), advertisements only update existing ones (with the override rules of 7.2.5). " +
 				"Multicast next hops map to 33:33:xx:xx:xx:xx (RFC 2464) without a cache entry. The cache " +
 				"is shared by all workers (lock-free reads); held packets belong to the worker that holds " +
-				"them. A flood of solicitations from random sources cannot evict the neighbours in use: only " +
-				"failed entries and STALE ones no packet was sent to within timeout are recycled. When " +
+				"them. Solicitations make entries only for senders on the link (link-local, or in one of " +
+				"DEVICE's prefixes), at most learn_rate a second per worker. A full cache chain first " +
+				"recycles failed entries, INCOMPLETE ones older than 6 s and resolved ones neither " +
+				"confirmed nor sent to within timeout; else it evicts the least recently active entry " +
+				"that is not an active next hop (resolved and sent to within timeout) nor static: a flood " +
+				"of solicitations or a scan of the link's addresses recycles its own entries, and the " +
+				"neighbours in use keep theirs. When " +
 				"DEVICE has a fast path (afxdp, fastpath = true), every REACHABLE neighbour (and every " +
 				"static one) is copied into it for what remains of its reachable time, so the fast path " +
 				"forwards IPv6 to it in the kernel; the copy is renewed on confirmations (at most once per " +
@@ -154,9 +174,11 @@ type Querier struct {
 	outB      neighq.Out // held packets released, solicitations
 	eth       neighq.Header
 	limit     neighq.Limiter // solicitations of this worker
+	learnLim  neighq.Limiter // entries made from solicitations on this worker
 
 	solicitations, learned, heldC, released, noBuffer, rateLimited *atomic.Uint64
 	ndFrames, notLearned                                           *atomic.Uint64
+	offLink, learnLimited, evicted                                 *atomic.Uint64
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
@@ -204,6 +226,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		outB:      neighq.NewOut(ctx.Outputs[0], ctx.SideBatch()),
 		eth:       neighq.NewHeader(info.MAC, packet.EtherTypeIPv6),
 		limit:     neighq.NewLimiter(c.Rate),
+		learnLim:  neighq.NewLimiter(c.LearnRate),
 		refresher: ctx.Worker == 0,
 
 		solicitations: st.Counter("solicitations"),
@@ -214,6 +237,9 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		rateLimited:   st.Counter("rate limited"),
 		ndFrames:      st.Counter("nd frames"),
 		notLearned:    st.Counter("not learned: table full"),
+		offLink:       st.Counter("off-link"),
+		learnLimited:  st.Counter("learn limited"),
+		evicted:       st.Counter("evicted"),
 		ndInvalid:     st.Reason("nd invalid"),
 		truncated:     st.Reason("truncated"),
 		notIPv6:       st.Reason("not ipv6"),
@@ -286,7 +312,7 @@ func (q *Querier) resolve(p *packet.Packet, now int64) bool {
 		copy(p.Data[0:6], m[:])
 		return true
 	}
-	n, mac, usable, sol := q.t.output(&ip, now)
+	n, mac, usable, sol := q.t.output(&ip, now, q.evicted)
 	if n == nil {
 		q.st.Drop(p, q.tableFull)
 		return false
@@ -405,9 +431,11 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		var ok bool
 		if m.typ == TypeNeighborSolicitation {
 			// Only solicitations for our addresses make entries (a
-			// host resolving us will be answered and talked to).
+			// host resolving us will be answered and talked to), from
+			// on-link senders, at most learn_rate new ones a second.
 			var full bool
-			if ok, full = q.t.learnNS(&m.src, mw, now, q.ours.has(m.target)); full {
+			create := q.ours.has(m.target) && q.mayCreate(&m.src, now)
+			if ok, full = q.t.learnNS(&m.src, mw, now, create, q.evicted); full {
 				q.notLearned.Add(1)
 			}
 		} else {
@@ -431,6 +459,43 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		q.releaseResolved(now)
 		q.outB.Flush()
 	}
+}
+
+// onLink reports whether a is a link-local address or inside one of the
+// device's IPv6 prefixes: a solicitation from anywhere else makes no
+// entry (its sender can only be spoofed: hop limit 255 means it was sent
+// on this link, and a host on the link has an address on it).
+func (q *Querier) onLink(a *[16]byte) bool {
+	if a[0] == 0xfe && a[1]&0xc0 == 0x80 {
+		return true
+	}
+	ad := netip.AddrFrom16(*a)
+	for _, p := range q.ours.prefixes {
+		if p.Contains(ad) {
+			return true
+		}
+	}
+	return false
+}
+
+// mayCreate decides whether a solicitation for our address from src may
+// make its entry: src must be on the link, and a new entry takes a token
+// of the worker's learn_rate (an existing entry is updated regardless).
+// Both refusals are counted; neither drops the frame.
+func (q *Querier) mayCreate(src *[16]byte, now int64) bool {
+	if q.t.find(src) != nil {
+		return true // an update, not an entry made
+	}
+	if !q.onLink(src) {
+		q.offLink.Add(1)
+		return false
+	}
+	if !q.learnLim.Ready(now) {
+		q.learnLimited.Add(1)
+		return false
+	}
+	q.learnLim.Take()
+	return true
 }
 
 // Tick releases packets resolved by other workers and retries solicitations.

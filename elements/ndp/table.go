@@ -139,23 +139,53 @@ func (t *table) recyclable(n *neigh, now int64) bool {
 	if n.static {
 		return false
 	}
-	switch n.State() {
+	switch st := n.State(); st {
 	case Free:
 		return true
 	case Incomplete:
 		return now-n.since.Load() > 2*int64(t.tm.MaxMulticast)*t.tm.Retrans
-	case Stale:
+	default:
+		// Resolved: recyclable once neither confirmed (REACHABLE) nor
+		// sent to within the reachable time.
+		if st == Reachable && now-n.since.Load() < t.tm.Reachable {
+			return false
+		}
 		u := n.used.Load()
 		return u == 0 || now-u > t.tm.Reachable
 	}
-	return false
 }
 
-// insert makes an entry for a in state st (under t.mu), or returns the
-// existing one; nil when a's chain holds only live entries.
-func (t *table) insertLocked(a *[16]byte, st State, mac uint64, now int64) *neigh {
+// active reports whether n is a next hop in use: resolved and sent to
+// within the reachable time. Making room never evicts one.
+func (t *table) active(n *neigh, now int64) bool {
+	if n.static {
+		return true
+	}
+	u := n.used.Load()
+	return n.State() >= Reachable && u != 0 && now-u <= t.tm.Reachable
+}
+
+// lastActive is when n last changed state (or was confirmed) or was sent to.
+func (n *neigh) lastActive() int64 {
+	a := n.since.Load()
+	if u := n.used.Load(); u > a {
+		a = u
+	}
+	return a
+}
+
+// insertLocked makes an entry for a in state st (under t.mu), or returns
+// the existing one. A slot is taken from a recyclable entry or a free
+// slot, else by evicting the least recently active entry that is not an
+// active next hop (evicted reports it): a flood that makes entries faster
+// than they age (a scan of the link's addresses from outside, each an
+// INCOMPLETE entry for 6 s) recycles its own, and a new neighbour always
+// finds room. nil only when a's chain holds only active next hops and
+// static entries.
+func (t *table) insertLocked(a *[16]byte, st State, mac uint64, now int64) (_ *neigh, evicted bool) {
 	i := hash16(a)
-	var dead *atomic.Pointer[neigh]
+	var dead, lru *atomic.Pointer[neigh]
+	var lruAt int64
 	for k := uint32(0); k < maxProbe; k++ {
 		s := &t.slots[(i+k)&(tableSlots-1)]
 		n := s.Load()
@@ -167,14 +197,30 @@ func (t *table) insertLocked(a *[16]byte, st State, mac uint64, now int64) *neig
 			break
 		}
 		if n.addr == *a {
-			return n
+			return n, false
 		}
-		if dead == nil && t.recyclable(n, now) {
+		if dead != nil {
+			continue
+		}
+		if t.recyclable(n, now) {
 			dead = s
+		} else if !t.active(n, now) {
+			if at := n.lastActive(); lru == nil || at < lruAt {
+				lru, lruAt = s, at
+			}
 		}
 	}
 	if dead == nil {
-		return nil
+		if lru == nil {
+			return nil, false
+		}
+		dead, evicted = lru, true
+	}
+	if old := dead.Load(); old != nil {
+		// A worker holding packets for the old entry sees it failed and
+		// drops them as unresolved, instead of soliciting for an entry
+		// no advertisement can reach any more.
+		old.state.Store(uint32(Free))
 	}
 	n := &neigh{addr: *a}
 	n.mac.Store(mac)
@@ -184,13 +230,13 @@ func (t *table) insertLocked(a *[16]byte, st State, mac uint64, now int64) *neig
 		n.probes.Store(1)
 	}
 	dead.Store(n)
-	return n
+	return n, evicted
 }
 
 func (t *table) setStatic(a [16]byte, mac uint64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := t.insertLocked(&a, Reachable, mac, 0)
+	n, _ := t.insertLocked(&a, Reachable, mac, 0)
 	if n == nil {
 		return false
 	}
@@ -209,13 +255,18 @@ const (
 
 // output decides for one packet to a: usable reports that mac may be used
 // now; solicit asks for a solicitation (multicast: resolve; unicast: probe
-// mac). n is nil only when the table has no room ("table full").
-func (t *table) output(a *[16]byte, now int64) (n *neigh, mac uint64, usable bool, solicit int) {
+// mac). n is nil only when the table has no room ("table full"). An
+// entry evicted to make room for a's is counted in evicted.
+func (t *table) output(a *[16]byte, now int64, evicted *atomic.Uint64) (n *neigh, mac uint64, usable bool, solicit int) {
 	n = t.find(a)
 	if n == nil {
 		t.mu.Lock()
-		n = t.insertLocked(a, Incomplete, 0, now)
+		var ev bool
+		n, ev = t.insertLocked(a, Incomplete, 0, now)
 		t.mu.Unlock()
+		if ev {
+			evicted.Add(1)
+		}
 		if n == nil {
 			return nil, 0, false, solNone
 		}
@@ -386,15 +437,19 @@ func (t *table) learnNA(target *[16]byte, mac uint64, hasLLA bool, flags uint8, 
 // full reports a new entry refused because the cache had no slot to
 // give (every entry in use), so that a flood of solicitations from
 // random sources is counted.
-func (t *table) learnNS(src *[16]byte, mac uint64, now int64, create bool) (ok, full bool) {
+func (t *table) learnNS(src *[16]byte, mac uint64, now int64, create bool, evicted *atomic.Uint64) (ok, full bool) {
 	n := t.find(src)
 	if n == nil {
 		if !create {
 			return false, false
 		}
 		t.mu.Lock()
-		n = t.insertLocked(src, Stale, mac, now)
+		var ev bool
+		n, ev = t.insertLocked(src, Stale, mac, now)
 		t.mu.Unlock()
+		if ev {
+			evicted.Add(1)
+		}
 		return n != nil, n == nil
 	}
 	if n.static {
