@@ -15,7 +15,10 @@ import (
 
 // The accounting invariant (pipeline.Totals), on real elements and drivers:
 //
-//	RX + created = TX + Drops + InFlight + held
+//	RX + created = TX + Drops + Consumed + InFlight + held
+//
+// (Drops are losses; Consumed what the graph freed by design: Discard,
+// ARPResponder handed ARP that needs no answer.)
 //
 // checked on every shape of graph the gen and pcap drivers can run: one
 // worker and several, spreading between workers (FromDevice's handoff),
@@ -178,19 +181,19 @@ func deviceSum(s *pipeline.Snapshot, name string) uint64 {
 	return n
 }
 
-// checkInvariant checks RX + created = TX + Drops + InFlight on a graph that
+// checkInvariant checks RX + created = TX + Drops + Consumed + InFlight on a graph that
 // has stopped (nothing held: ARPQuerier drops what it holds at close) and
 // RX against the devices' own count of received packets.
 func checkInvariant(t *testing.T, s *pipeline.Snapshot, deviceRX string) {
 	t.Helper()
 	tot := s.Totals
 	c := created(s)
-	if tot.RX+c != tot.TX+tot.Drops+tot.InFlight {
+	if out := tot.TX + tot.Drops + tot.Consumed + tot.InFlight; tot.RX+c != out {
 		var buf bytes.Buffer
 		s.WriteTable(&buf)
-		t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + in flight %d = %d (off by %d)\n%s",
-			tot.RX, c, tot.RX+c, tot.TX, tot.Drops, tot.InFlight, tot.TX+tot.Drops+tot.InFlight,
-			int64(tot.RX+c)-int64(tot.TX+tot.Drops+tot.InFlight), buf.String())
+		t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d = %d (off by %d)\n%s",
+			tot.RX, c, tot.RX+c, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, out,
+			int64(tot.RX+c)-int64(out), buf.String())
 	}
 	if deviceRX != "" {
 		if d := deviceSum(s, deviceRX); d != tot.RX {
@@ -245,6 +248,15 @@ func TestAccountingDrained(t *testing.T) {
 			}
 			if s.Totals.Drops == 0 || s.Totals.TX == 0 {
 				t.Errorf("tx %d drops %d: the graph should both send and drop", s.Totals.TX, s.Totals.Drops)
+			}
+			// The Tee's copies end in a Discard: consumed, every one,
+			// and not drops (the drops are the unrouted half).
+			var wantConsumed uint64
+			if tc.o.tee {
+				wantConsumed = count
+			}
+			if s.Totals.Consumed != wantConsumed {
+				t.Errorf("consumed %d, want %d (drops %d)", s.Totals.Consumed, wantConsumed, s.Totals.Drops)
 			}
 		})
 	}

@@ -8,7 +8,8 @@
 // the element's keys), a constructor that builds one instance for one worker,
 // and a Doc; register them in init(). The instance's Push processes a whole
 // batch: for each packet it decides an output (Output.Push), a drop
-// (Stats.Drop with a registered reason) or holds it. No allocation, lock, fmt
+// (Stats.Drop with a registered reason: a loss), a consumption (Stats.Consume
+// with a Consumption reason: freed by design, as Discard does) or holds it. No allocation, lock, fmt
 // or interface call per packet: one call per batch is the budget.
 //
 // State beyond one instance goes through the Context, never a package

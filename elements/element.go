@@ -6,7 +6,7 @@ import "github.com/junction-dataplane/junction/packet"
 //
 // Push receives batch b on input port in. When Push returns, the element has
 // disposed of every packet in b: passed it on through one of its Outputs,
-// dropped it (Stats.Drop) or kept it (a held packet, released later or on
+// dropped it (Stats.Drop), consumed it (Stats.Consume) or kept it (a held packet, released later or on
 // Close). The *Batch itself belongs to the caller, who reuses it: an element
 // that keeps packets copies the pointers, never the batch.
 type Element interface {

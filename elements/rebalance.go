@@ -94,7 +94,7 @@ func (s *Stats) Absorb(o *Stats) {
 	s.nanos += o.nanos
 	s.timedPackets += o.timedPackets
 	for i := 0; i < int(o.n.Load()); i++ {
-		s.vals[s.register(o.names[i], o.isDrop[i])].Add(o.vals[i].Load())
+		s.vals[s.register(o.names[i], o.kinds[i])].Add(o.vals[i].Load())
 	}
 	s.publish()
 }

@@ -7,8 +7,25 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Reason is the index of a registered drop reason in an element's Stats.
+// Reason is the index of a registered drop reason (or consumption
+// reason) in an element's Stats.
 type Reason uint8
+
+// CounterKind says what a named counter counts.
+type CounterKind uint8
+
+const (
+	// KindCount is an event count (not packets leaving the graph).
+	KindCount CounterKind = iota
+	// KindDrop counts packets lost: freed by an element because they
+	// could not be processed as the graph meant them to be (malformed,
+	// no route, a full queue...).
+	KindDrop
+	// KindConsumed counts packets the graph took in by design and freed:
+	// a Discard at the end of a branch, an ARPResponder handed an ARP
+	// reply. They leave the graph as drops do, but are not losses.
+	KindConsumed
+)
 
 // MaxCounters bounds the named counters (drop reasons and others) one
 // element instance may register.
@@ -40,10 +57,10 @@ type Stats struct {
 	// n counts the registered names; atomic because a reload registers
 	// on the Stats of a kept element while readers list its counters
 	// (names[i] is written before n passes i).
-	n      atomic.Int32
-	names  [MaxCounters]string
-	isDrop [MaxCounters]bool
-	vals   [MaxCounters]atomic.Uint64
+	n     atomic.Int32
+	names [MaxCounters]string
+	kinds [MaxCounters]CounterKind
+	vals  [MaxCounters]atomic.Uint64
 }
 
 func (s *Stats) publish() {
@@ -70,16 +87,26 @@ func (s *Stats) EstimatedNanos() float64 {
 
 // Reason registers (or finds) a drop reason by name, at construction time.
 func (s *Stats) Reason(name string) Reason {
-	return Reason(s.register(name, true))
+	return Reason(s.register(name, KindDrop))
+}
+
+// Consumption registers (or finds) a consumption reason by name, at
+// construction time: packets freed under it (Consume, ConsumeBatch, or
+// Drop and DropBatch given it) are counted as consumed by design, not as
+// drops (KindConsumed).
+func (s *Stats) Consumption(name string) Reason {
+	return Reason(s.register(name, KindConsumed))
 }
 
 // Counter registers (or finds) a named non-drop counter (e.g. "arp replies")
 // and returns it for the element to Add to.
 func (s *Stats) Counter(name string) *atomic.Uint64 {
-	return &s.vals[s.register(name, false)]
+	return &s.vals[s.register(name, KindCount)]
 }
 
-func (s *Stats) register(name string, drop bool) int {
+// register finds name, or registers it as a counter of kind k. A name
+// keeps the kind it was first registered with.
+func (s *Stats) register(name string, k CounterKind) int {
 	n := int(s.n.Load())
 	for i := 0; i < n; i++ {
 		if s.names[i] == name {
@@ -89,12 +116,13 @@ func (s *Stats) register(name string, drop bool) int {
 	if n == MaxCounters {
 		panic("elements: too many counters for one element")
 	}
-	s.names[n], s.isDrop[n] = name, drop
+	s.names[n], s.kinds[n] = name, k
 	s.n.Store(int32(n + 1))
 	return n
 }
 
-// Drop frees p and counts it under reason r.
+// Drop frees p and counts it under reason r (a drop reason, or a
+// consumption reason: then it is counted as consumed).
 func (s *Stats) Drop(p *packet.Packet, r Reason) {
 	s.vals[r].Add(1)
 	if p.Trace != 0 {
@@ -102,6 +130,14 @@ func (s *Stats) Drop(p *packet.Packet, r Reason) {
 	}
 	p.Free()
 }
+
+// Consume frees p, consumed by design, under r (a Consumption reason).
+// It is Drop under another name, for the reader of the element's code.
+func (s *Stats) Consume(p *packet.Packet, r Reason) { s.Drop(p, r) }
+
+// ConsumeBatch frees every packet of b, consumed by design, under r (a
+// Consumption reason), and empties b.
+func (s *Stats) ConsumeBatch(b *packet.Batch, r Reason) { s.DropBatch(b, r) }
 
 // DropBatch frees every packet of b under reason r and empties b.
 func (s *Stats) DropBatch(b *packet.Batch, r Reason) {
@@ -116,28 +152,36 @@ func (s *Stats) DropBatch(b *packet.Batch, r Reason) {
 	b.FreeAll()
 }
 
-// CounterValue is one named counter read at some instant.
+// CounterValue is one named counter read at some instant: a drop reason
+// (Drop), a consumption reason (Consumed), or an event count (neither).
 type CounterValue struct {
-	Name  string
-	Drop  bool
-	Value uint64
+	Name     string
+	Drop     bool
+	Consumed bool
+	Value    uint64
 }
 
-// Counters returns the named counters (drops and others) in registration
-// order.
+// Counters returns the named counters (drops, consumptions and others) in
+// registration order.
 func (s *Stats) Counters() []CounterValue {
 	out := make([]CounterValue, s.n.Load())
 	for i := range out {
-		out[i] = CounterValue{s.names[i], s.isDrop[i], s.vals[i].Load()}
+		out[i] = CounterValue{s.names[i], s.kinds[i] == KindDrop, s.kinds[i] == KindConsumed, s.vals[i].Load()}
 	}
 	return out
 }
 
-// Drops is the sum of all drop counters.
-func (s *Stats) Drops() uint64 {
+// Drops is the sum of all drop counters (losses; not what was consumed).
+func (s *Stats) Drops() uint64 { return s.sum(KindDrop) }
+
+// Consumed is the sum of all consumption counters: packets the element
+// freed by design.
+func (s *Stats) Consumed() uint64 { return s.sum(KindConsumed) }
+
+func (s *Stats) sum(k CounterKind) uint64 {
 	var t uint64
 	for i := 0; i < int(s.n.Load()); i++ {
-		if s.isDrop[i] {
+		if s.kinds[i] == k {
 			t += s.vals[i].Load()
 		}
 	}

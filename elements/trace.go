@@ -50,10 +50,12 @@ type TraceHop struct {
 	To, InPort int
 }
 
-// TraceDrop is where and why a traced packet was dropped.
+// TraceDrop is where and why a traced packet was dropped, or consumed
+// (Consumed: freed by design under a consumption reason).
 type TraceDrop struct {
-	Element int
-	Reason  string
+	Element  int
+	Reason   string
+	Consumed bool
 }
 
 // TraceRecord is one traced or captured packet.
@@ -246,13 +248,13 @@ func (o *Output) trace(b *packet.Batch) {
 	}
 }
 
-// traceDrop notes the drop of a marked packet.
+// traceDrop notes the drop (or consumption) of a marked packet.
 func (s *Stats) traceDrop(p *packet.Packet, r Reason) {
 	c := s.clock
 	if c == nil || len(c.active) == 0 {
 		return
 	}
 	if rec := c.record(p.Trace); rec != nil {
-		rec.Drop = &TraceDrop{Element: s.Element, Reason: s.names[r]}
+		rec.Drop = &TraceDrop{Element: s.Element, Reason: s.names[r], Consumed: s.kinds[r] == KindConsumed}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // The accounting invariant of Totals, on the test graph (rtGraph) and its
 // fake driver:
 //
-//	RX + created = TX + Drops + InFlight (+ what elements hold)
+//	RX + created = TX + Drops + Consumed + InFlight (+ what elements hold)
 //
 // and RX equals what the devices received. Real elements and drivers
 // (FromDevice's spreading, Tee, NAT, plugins, pcap) are checked in
@@ -36,11 +36,21 @@ func checkTotals(t *testing.T, s *Snapshot) {
 		}
 	}
 	tot := s.Totals
-	if tot.RX+created != tot.TX+tot.Drops+tot.InFlight {
+	if tot.RX+created != tot.TX+tot.Drops+tot.Consumed+tot.InFlight {
 		var buf bytes.Buffer
 		s.WriteTable(&buf)
-		t.Errorf("rx %d + created %d != tx %d + drops %d + in flight %d\n%s",
-			tot.RX, created, tot.TX, tot.Drops, tot.InFlight, buf.String())
+		t.Errorf("rx %d + created %d != tx %d + drops %d + consumed %d + in flight %d\n%s",
+			tot.RX, created, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, buf.String())
+	}
+	// Drops and Consumed are the sums of the elements' (and the devices'
+	// transmit losses, in Drops): each packet freed is in exactly one.
+	var drops, consumed uint64
+	for _, e := range s.Elements {
+		drops += e.Drops
+		consumed += e.Consumed
+	}
+	if txLost := txDrops(s); tot.Drops != drops+txLost || tot.Consumed != consumed {
+		t.Errorf("totals drops %d consumed %d; elements drop %d (+ devices %d) and consume %d", tot.Drops, tot.Consumed, drops, txLost, consumed)
 	}
 	if tot.RX != devRX {
 		t.Errorf("rx %d, but the devices received %d", tot.RX, devRX)
@@ -64,6 +74,8 @@ func TestAccountingInvariant(t *testing.T) {
 		{name: "source drops, 2 workers, clones", c: rtGraph{workers: 2, queues: 2, count: 7000, cloneEvery: 5, failOn: -1}, lossy: true},
 		{name: "stopped", c: rtGraph{workers: 2, queues: 2, cloneEvery: 3, txDropEvery: 5, failOn: -1}, stop: true},
 		{name: "stopped, source drops", c: rtGraph{workers: 2, queues: 2, failOn: -1}, lossy: true, stop: true},
+		{name: "consumed, tx drops", c: rtGraph{workers: 2, queues: 2, count: 5000, txDropEvery: 4, consume: true, failOn: -1}},
+		{name: "stopped, consumed, clones", c: rtGraph{workers: 2, queues: 2, cloneEvery: 3, consume: true, failOn: -1}, stop: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resetRtCounters()
@@ -83,6 +95,14 @@ func TestAccountingInvariant(t *testing.T) {
 			waitRouter(t, r, 20*time.Second)
 			s := r.Snapshot()
 			checkTotals(t, s)
+			// What the graph consumes by design is not a loss, and a
+			// loss is not counted as consumed.
+			if tc.c.consume && (s.Totals.Consumed == 0 || s.Totals.Drops != txDrops(s)) {
+				t.Errorf("consuming graph: consumed %d, drops %d (the device lost %d)", s.Totals.Consumed, s.Totals.Drops, txDrops(s))
+			}
+			if !tc.c.consume && s.Totals.Consumed != 0 {
+				t.Errorf("consumed %d by a graph that drops", s.Totals.Consumed)
+			}
 			if !tc.stop && s.Totals.RX != uint64(tc.c.queues*tc.c.count) {
 				t.Errorf("rx %d, want %d", s.Totals.RX, tc.c.queues*tc.c.count)
 			}
@@ -98,6 +118,19 @@ func TestAccountingInvariant(t *testing.T) {
 			checkPools(t, r)
 		})
 	}
+}
+
+// txDrops is what the devices lost on transmit.
+func txDrops(s *Snapshot) uint64 {
+	var n uint64
+	for _, d := range s.Devices {
+		for _, c := range d.Counters {
+			if isTxDrop(c.Name) {
+				n += c.Value
+			}
+		}
+	}
+	return n
 }
 
 // rtLossyFrom is TestRtFrom that drops every seventh packet it receives

@@ -30,7 +30,8 @@ type LiveStats struct {
 // ports, sources on the first rank and transmitters on the last. With
 // st, every element shows its packets per second, its sampled self time
 // per packet (also its fill colour, light below 8 ns, red from 256 ns)
-// and its drops by reason, and every link's pen width grows with its
+// and its drops by reason (red: losses) and what it consumed by design
+// (Discard's reason), and every link's pen width grows with its
 // packets per second. Links carry no counters of their own: a link's
 // rate is derived from its elements' (what its destination received,
 // less what arrived on the destination's other links; or what its source
@@ -62,6 +63,9 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 				label += fmt.Sprintf(", %.3g ns/pkt", f.ns)
 			}
 			for _, d := range f.dropLines() {
+				label += "\n" + d
+			}
+			for _, d := range f.consumedLines() {
 				label += "\n" + d
 			}
 			attrs = fmt.Sprintf(", fillcolor=%s", dotQuote(nsColour(f.ns)))
@@ -213,15 +217,20 @@ type liveFigures struct {
 }
 
 type elemFigures struct {
-	pps, ns float64
-	drops   map[string]float64 // per second, by reason
+	pps, ns  float64
+	drops    map[string]float64 // per second, by reason
+	consumed map[string]float64 // per second, by reason (not losses)
 }
 
-func (f *elemFigures) dropLines() []string {
+func (f *elemFigures) dropLines() []string { return reasonLines("drop", f.drops) }
+
+func (f *elemFigures) consumedLines() []string { return reasonLines("consumed", f.consumed) }
+
+func reasonLines(kind string, m map[string]float64) []string {
 	var out []string
-	for r, v := range f.drops {
+	for r, v := range m {
 		if v > 0 {
-			out = append(out, fmt.Sprintf("drop %s: %s", r, rate(v)))
+			out = append(out, fmt.Sprintf("%s %s: %s", kind, r, rate(v)))
 		}
 	}
 	sort.Strings(out)
@@ -241,6 +250,7 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 	type sums struct{ pkts, tns, tpk float64 }
 	acc := map[string]*sums{}
 	drops := map[string]map[string]float64{}
+	consumed := map[string]map[string]float64{}
 	add := func(s *Snapshot, sign float64) {
 		if s == nil {
 			return
@@ -251,13 +261,17 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 				a = &sums{}
 				acc[es.Element] = a
 				drops[es.Element] = map[string]float64{}
+				consumed[es.Element] = map[string]float64{}
 			}
 			a.pkts += sign * float64(es.Packets)
 			a.tns += sign * float64(es.TimedNanos)
 			a.tpk += sign * float64(es.TimedPackets)
 			for _, c := range es.Counters {
-				if c.Drop {
+				switch {
+				case c.Drop:
 					drops[es.Element][c.Name] += sign * float64(c.Value)
+				case c.Consumed:
+					consumed[es.Element][c.Name] += sign * float64(c.Value)
 				}
 			}
 		}
@@ -265,7 +279,7 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 	add(st.After, 1)
 	add(st.Before, -1)
 	for _, e := range g.Elements {
-		f := &elemFigures{drops: map[string]float64{}}
+		f := &elemFigures{drops: map[string]float64{}, consumed: map[string]float64{}}
 		if a := acc[e.Name]; a != nil {
 			f.pps = max(a.pkts, 0) / lf.secs
 			if a.tpk > 0 {
@@ -273,6 +287,9 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 			}
 			for r, v := range drops[e.Name] {
 				f.drops[r] = max(v, 0) / lf.secs
+			}
+			for r, v := range consumed[e.Name] {
+				f.consumed[r] = max(v, 0) / lf.secs
 			}
 		}
 		lf.elems[e.Name] = f
@@ -325,6 +342,9 @@ func (lf *liveFigures) solveLinks(g *Graph) {
 					for _, d := range f.drops {
 						pushed -= d
 					}
+					for _, d := range f.consumed {
+						pushed -= d
+					}
 				}
 				if settle(pushed, out[e.Name]) {
 					progress = true
@@ -363,5 +383,5 @@ func (lf *liveFigures) caption() string {
 		src = " from " + lf.st.Source
 	}
 	return fmt.Sprintf("packets/s %s%s\nedge width: packets/s (?: not derivable from the element counters)\n"+
-		"fill: sampled self time, ns/packet (yellow < 16, red ≥ 256); red outline: drops", what, src)
+		"fill: sampled self time, ns/packet (yellow < 16, red ≥ 256); red outline: drops (losses; consumed: freed by design)", what, src)
 }

@@ -49,3 +49,34 @@ links = [
 		t.Error("a drop reason that did not happen is drawn")
 	}
 }
+
+// TestLabelledDOTConsumed: what an element consumes by design is drawn by
+// reason as consumed, without the red outline that marks losses.
+func TestLabelledDOTConsumed(t *testing.T) {
+	g := mustParse(t, `[devices.lan]
+driver = "testld"
+[elements.f]
+type = "TestLdFilter"
+[graph]
+links = [
+  "src :: TestLdSource(lan) -> f[1] -> [0]j :: TestLdJoin -> sink :: TestLdSink(lan)",
+  "f -> [1]j",
+]
+`)
+	at := func(up time.Duration, n, consumed uint64) *Snapshot {
+		return &Snapshot{Uptime: up, Elements: []ElementStats{
+			{Element: "src", Packets: n},
+			{Element: "f", Packets: n},
+			{Element: "j", Packets: n, Consumed: consumed, Counters: []Counter{{Name: "by design", Consumed: true, Value: consumed}}},
+			{Element: "sink", Packets: n - consumed},
+		}}
+	}
+	got := LabelledDOT(g, &LiveStats{Before: at(time.Second, 1000, 100), After: at(3*time.Second, 3000, 300)})
+	want := `label="j: TestLdJoin\n1 kpps\nconsumed by design: 100 pps", fillcolor="white"];`
+	if !strings.Contains(got, want) {
+		t.Errorf("no %s in\n%s", want, got)
+	}
+	if strings.Contains(got, "#b00000") || strings.Contains(got, "drop by design") {
+		t.Errorf("a consumption drawn as a drop:\n%s", got)
+	}
+}

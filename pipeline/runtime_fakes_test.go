@@ -309,6 +309,13 @@ func init() {
 		},
 		Doc: elements.Doc{Synopsis: "TestRtDrop", Summary: "test discard"},
 	})
+	elements.Register(elements.Type{
+		Name: "TestRtConsume", In: 1, Out: 0,
+		New: func(cfg any, ctx *elements.Context) (elements.Element, error) {
+			return &rtDrop{st: ctx.Stats, r: ctx.Stats.Consumption("testrt consumed")}, nil
+		},
+		Doc: elements.Doc{Synopsis: "TestRtConsume", Summary: "test discard, consumed by design"},
+	})
 }
 
 // rtHold passes packets on, but holds every other batch back (up to

@@ -27,6 +27,7 @@ type rtGraph struct {
 	devFail                       bool
 	secondDevice                  bool // add a second device d1 (fails when devFail)
 	hold                          bool // a TestRtHold before the worker: ticks push packets
+	consume                       bool // output 1 of the worker to TestRtConsume (consumed), not TestRtDrop
 }
 
 func (c rtGraph) graph(t testing.TB) *Graph {
@@ -68,7 +69,11 @@ func (c rtGraph) graph(t testing.TB) *Graph {
 		g.Links = append(g.Links, Link{From: "hold", To: "w", Pos: Pos{File: "rt.toml", Line: 22}})
 	}
 	if !c.unconnected {
-		g.Elements = append(g.Elements, &Element{Name: "drop", Type: typ("TestRtDrop"), In: 1, Pos: Pos{File: "rt.toml", Line: 13}})
+		dt := typ("TestRtDrop")
+		if c.consume {
+			dt = typ("TestRtConsume")
+		}
+		g.Elements = append(g.Elements, &Element{Name: "drop", Type: dt, In: 1, Pos: Pos{File: "rt.toml", Line: 13}})
 		g.Links = append(g.Links, Link{From: "w", FromPort: 1, To: "drop", Pos: Pos{File: "rt.toml", Line: 21}})
 	}
 	return g

@@ -34,7 +34,11 @@ type ElementStats struct {
 	Worker  int    `json:"worker"`
 	Batches uint64 `json:"batches"`
 	Packets uint64 `json:"packets"`
-	Drops   uint64 `json:"drops"`
+	// Drops are the packets the element lost (its drop reasons);
+	// Consumed the packets it freed by design (its consumption reasons:
+	// Discard, an ARPResponder handed an ARP reply), which are not losses.
+	Drops    uint64 `json:"drops"`
+	Consumed uint64 `json:"consumed"`
 	// Nanos is the element's self time (its Push or Poll minus what the
 	// elements it pushed to took), estimated from the timed rounds:
 	// NsPerPacket × Packets. TimedNanos and TimedPackets are what the
@@ -47,12 +51,14 @@ type ElementStats struct {
 	Counters        []Counter `json:"counters,omitempty"`
 }
 
-// Counter is a named element counter: a drop reason (Drop) or an event
-// count.
+// Counter is a named element counter: a drop reason (Drop: packets lost),
+// a consumption reason (Consumed: packets freed by design, not a loss) or
+// an event count (neither).
 type Counter struct {
-	Name  string `json:"name"`
-	Drop  bool   `json:"drop,omitempty"`
-	Value uint64 `json:"value"`
+	Name     string `json:"name"`
+	Drop     bool   `json:"drop,omitempty"`
+	Consumed bool   `json:"consumed,omitempty"`
+	Value    uint64 `json:"value"`
 }
 
 // WorkerStats is one worker's time: busy (rounds that brought packets, and
@@ -105,11 +111,14 @@ type DeviceCounter struct {
 // losses (counters whose name starts with "tx" and mentions "drop" or
 // "error": "tx_dropped", "tx_errors", "tx drops"; and "tx_unconfirmed",
 // frames a device closed without the kernel's word that they left).
+// Consumed is what elements freed by design (their consumption reasons:
+// Discard, ARPResponder handed ARP that needs no answer): packets that
+// leave the graph as drops do, but are not losses, so not in Drops.
 //
 // The invariant, at any instant up to the skew of reading counters one
 // after another, and exactly on a graph that has stopped:
 //
-//	RX + packets elements created = TX + Drops + InFlight + packets elements hold
+//	RX + packets elements created = TX + Drops + Consumed + InFlight + packets elements hold
 //
 // Elements create packets from the worker's pool (Tee's copies, ARP
 // requests) and hold some for a while (ARPQuerier's packets waiting for a
@@ -119,6 +128,8 @@ type Totals struct {
 	RX    uint64 `json:"rx_packets"`
 	TX    uint64 `json:"tx_packets"`
 	Drops uint64 `json:"drops"`
+	// Consumed: packets elements freed by design (not losses).
+	Consumed uint64 `json:"consumed"`
 	// InFlight is what sources have received and passed between workers
 	// but not yet pushed into the graph: FromDevice's handoff rings
 	// ("handed off" less "handed in"). A run that stops with packets in
@@ -175,10 +186,12 @@ func (r *Router) Snapshot() *Snapshot {
 			}
 			source := e.Type != nil && e.Type.Source
 			for _, c := range st.Counters() {
-				es.Counters = append(es.Counters, Counter{Name: c.Name, Drop: c.Drop, Value: c.Value})
+				es.Counters = append(es.Counters, Counter{Name: c.Name, Drop: c.Drop, Consumed: c.Consumed, Value: c.Value})
 				switch {
 				case c.Drop:
 					es.Drops += c.Value
+				case c.Consumed:
+					es.Consumed += c.Value
 				case source && c.Name == counterHandedOff:
 					handedOff += c.Value
 				case source && c.Name == counterHandedIn:
@@ -189,9 +202,10 @@ func (r *Router) Snapshot() *Snapshot {
 			if source {
 				// A source's drops are packets it received and never
 				// pushed ("spread full"): received all the same.
-				s.Totals.RX += es.Packets + es.Drops
+				s.Totals.RX += es.Packets + es.Drops + es.Consumed
 			}
 			s.Totals.Drops += es.Drops
+			s.Totals.Consumed += es.Consumed
 			s.Elements = append(s.Elements, es)
 		}
 		ws := WorkerStats{Worker: w.id, CPU: int(w.cpu.Load()), BusyNanos: w.busy.Load(),

@@ -404,7 +404,7 @@ func (s *Snapshot) WritePrometheus(w io.Writer) error {
 	for _, e := range s.Elements {
 		pw.sample("junction_element_packets_total", e.Packets, "element", e.Element, "type", e.Type, "worker", itoa(e.Worker))
 	}
-	pw.family("junction_element_drops_total", "counter", "Packets dropped by an element instance, by reason.")
+	pw.family("junction_element_drops_total", "counter", "Packets an element instance lost, by reason (not what it consumed by design).")
 	for _, e := range s.Elements {
 		for _, c := range e.Counters {
 			if c.Drop {
@@ -412,10 +412,18 @@ func (s *Snapshot) WritePrometheus(w io.Writer) error {
 			}
 		}
 	}
-	pw.family("junction_element_events_total", "counter", "Element-specific event counters (not drops).")
+	pw.family("junction_element_consumed_total", "counter", "Packets an element instance freed by design (Discard, ARP that needs no answer), by reason: not losses.")
 	for _, e := range s.Elements {
 		for _, c := range e.Counters {
-			if !c.Drop {
+			if c.Consumed {
+				pw.sample("junction_element_consumed_total", c.Value, "element", e.Element, "type", e.Type, "worker", itoa(e.Worker), "reason", c.Name)
+			}
+		}
+	}
+	pw.family("junction_element_events_total", "counter", "Element-specific event counters (neither drops nor consumptions).")
+	for _, e := range s.Elements {
+		for _, c := range e.Counters {
+			if !c.Drop && !c.Consumed {
 				pw.sample("junction_element_events_total", c.Value, "element", e.Element, "type", e.Type, "worker", itoa(e.Worker), "counter", c.Name)
 			}
 		}
@@ -469,9 +477,11 @@ func (s *Snapshot) WritePrometheus(w io.Writer) error {
 	pw.sample("junction_rx_packets_total", s.Totals.RX)
 	pw.family("junction_tx_packets_total", "counter", "Packets the devices transmitted.")
 	pw.sample("junction_tx_packets_total", s.Totals.TX)
-	pw.family("junction_drops_total", "counter", "Packets dropped anywhere.")
+	pw.family("junction_drops_total", "counter", "Packets lost: dropped by elements or lost by the devices on transmit.")
 	pw.sample("junction_drops_total", s.Totals.Drops)
-	pw.family("junction_in_flight_packets", "gauge", "Packets handed between workers and not yet taken (rx = tx + drops + in flight).")
+	pw.family("junction_consumed_total", "counter", "Packets elements freed by design (Discard, ARP that needs no answer): not losses.")
+	pw.sample("junction_consumed_total", s.Totals.Consumed)
+	pw.family("junction_in_flight_packets", "gauge", "Packets handed between workers and not yet taken (rx + created = tx + drops + consumed + in flight + held).")
 	pw.sample("junction_in_flight_packets", s.Totals.InFlight)
 	pw.family("junction_uptime_seconds", "gauge", "Time since the workers started.")
 	pw.sampleFloat("junction_uptime_seconds", s.Uptime.Seconds())

@@ -23,30 +23,37 @@ const BusyLegend = "busy: share of the worker loop's wall time spent in rounds t
 
 // Render prints the accounting as operators read it (VPP's `show
 // runtime`): one row per element in graph order (sources first) with its
-// totals across workers — packets, drops, ns/packet (sampled self time),
-// packets per batch, batches — optionally each worker's rows under it;
+// totals across workers — packets, drops (losses), consumed (freed by
+// design; the column is left out when nothing was), ns/packet (sampled
+// self time), packets per batch, batches — optionally each worker's rows
+// under it;
 // then the counters by element, each worker's busy share and CPU time
 // with their definition, the devices' counters, and the totals. run's exit
 // table, forwarder stats and bench print it; it reads only s.
 func (s *Snapshot) Render(w io.Writer, o TableOptions) error {
-	t := &textTable{right: []bool{false, false, false, true, true, true, true, true}}
-	t.row("element", "type", "", "packets", "drops", "ns/pkt", "pkts/batch", "batches")
+	t := &textTable{right: []bool{false, false, false, true, true, true, true, true, true}}
+	t.row("element", "type", "", "packets", "drops", "consumed", "ns/pkt", "pkts/batch", "batches")
 	workers := map[int]bool{}
+	consumed := false
 	for _, e := range s.Elements {
 		workers[e.Worker] = true
+		consumed = consumed || e.Consumed > 0
 	}
 	for _, tot := range s.ElementTotals() {
-		t.row(tot.Element, tot.Type, "", fmt.Sprint(tot.Packets), fmt.Sprint(tot.Drops),
+		t.row(tot.Element, tot.Type, "", fmt.Sprint(tot.Packets), fmt.Sprint(tot.Drops), fmt.Sprint(tot.Consumed),
 			fixed(tot.NsPerPacket, 1), fixed(tot.PacketsPerBatch, 1), fmt.Sprint(tot.Batches))
 		if !o.PerWorker || len(workers) < 2 {
 			continue
 		}
 		for _, e := range s.Elements {
 			if e.Element == tot.Element {
-				t.row("", "", fmt.Sprintf("w%d", e.Worker), fmt.Sprint(e.Packets), fmt.Sprint(e.Drops),
+				t.row("", "", fmt.Sprintf("w%d", e.Worker), fmt.Sprint(e.Packets), fmt.Sprint(e.Drops), fmt.Sprint(e.Consumed),
 					fixed(e.NsPerPacket, 1), fixed(e.PacketsPerBatch, 1), fmt.Sprint(e.Batches))
 			}
 		}
+	}
+	if !consumed {
+		t.dropColumn(5)
 	}
 	if !o.PerWorker || len(workers) < 2 {
 		t.dropColumn(2)
@@ -69,8 +76,11 @@ func (s *Snapshot) Render(w io.Writer, o TableOptions) error {
 				continue
 			}
 			kind := "count"
-			if c.Drop {
+			switch {
+			case c.Drop:
 				kind = "drop"
+			case c.Consumed:
+				kind = "consumed"
 			}
 			who := e.Element
 			if o.PerWorker && len(workers) > 1 {
@@ -101,11 +111,14 @@ func (s *Snapshot) Render(w io.Writer, o TableOptions) error {
 	if s.Totals.FastPath > 0 {
 		fmt.Fprintf(w, "fast path: %d packets forwarded by the devices in the kernel, never in the graph (not in the total below)\n", s.Totals.FastPath)
 	}
-	var inFlight string
-	if s.Totals.InFlight > 0 {
-		inFlight = fmt.Sprintf("  in flight %d", s.Totals.InFlight)
+	var more string
+	if s.Totals.Consumed > 0 {
+		more = fmt.Sprintf("  consumed %d", s.Totals.Consumed)
 	}
-	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d%s\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops, inFlight)
+	if s.Totals.InFlight > 0 {
+		more += fmt.Sprintf("  in flight %d", s.Totals.InFlight)
+	}
+	_, err := fmt.Fprintf(w, "total: rx %d  tx %d  drops %d%s\n", s.Totals.RX, s.Totals.TX, s.Totals.Drops, more)
 	return err
 }
 
@@ -171,6 +184,7 @@ func (s *Snapshot) ElementTotals() []ElementStats {
 		t.Batches += e.Batches
 		t.Packets += e.Packets
 		t.Drops += e.Drops
+		t.Consumed += e.Consumed
 		t.TimedNanos += e.TimedNanos
 		t.TimedPackets += e.TimedPackets
 		for _, c := range e.Counters {
@@ -216,6 +230,7 @@ func (s *Snapshot) Since(prev *Snapshot) *Snapshot {
 		p := pe[ek{e.Element, e.Worker}]
 		n := ElementStats{Element: e.Element, Type: e.Type, Worker: e.Worker,
 			Batches: sub(e.Batches, p.Batches), Packets: sub(e.Packets, p.Packets), Drops: sub(e.Drops, p.Drops),
+			Consumed:   sub(e.Consumed, p.Consumed),
 			TimedNanos: sub(e.TimedNanos, p.TimedNanos), TimedPackets: sub(e.TimedPackets, p.TimedPackets)}
 		for _, c := range e.Counters {
 			v := c.Value
@@ -224,7 +239,7 @@ func (s *Snapshot) Since(prev *Snapshot) *Snapshot {
 					v = sub(v, pc.Value)
 				}
 			}
-			n.Counters = append(n.Counters, Counter{Name: c.Name, Drop: c.Drop, Value: v})
+			n.Counters = append(n.Counters, Counter{Name: c.Name, Drop: c.Drop, Consumed: c.Consumed, Value: v})
 		}
 		n.fill()
 		d.Elements = append(d.Elements, n)
@@ -261,7 +276,7 @@ func (s *Snapshot) Since(prev *Snapshot) *Snapshot {
 		d.Devices = append(d.Devices, n)
 	}
 	d.Totals = Totals{RX: sub(s.Totals.RX, prev.Totals.RX), TX: sub(s.Totals.TX, prev.Totals.TX),
-		Drops: sub(s.Totals.Drops, prev.Totals.Drops), FastPath: sub(s.Totals.FastPath, prev.Totals.FastPath),
+		Drops: sub(s.Totals.Drops, prev.Totals.Drops), Consumed: sub(s.Totals.Consumed, prev.Totals.Consumed), FastPath: sub(s.Totals.FastPath, prev.Totals.FastPath),
 		InFlight: s.Totals.InFlight}
 	return d
 }

@@ -113,7 +113,8 @@ func init() {
 			Summary:  "answers ARP requests for the router's own addresses",
 			Ports: "input 0: Ethernet frames (ARP requests, normally from a Classifier's arp port); " +
 				"output 0: the replies, built in place in the request's buffer (send them to " +
-				"ToDevice of the device they came from). Everything else is dropped and counted.",
+				"ToDevice of the device they came from). Everything else is freed and counted: ARP " +
+				"that needs no answer as consumed, malformed frames as drops (see STATS).",
 			Keys: []elements.Key{
 				{Name: "addresses", Type: "[]string", Variadic: true,
 					Doc: `entries "IP MAC" (e.g. "10.1.0.1 00:11:22:33:44:55"); "IP/len MAC" means the ` +
@@ -123,11 +124,14 @@ func init() {
 					Doc: "when addresses is empty: answer for this device's IPv4 addresses with its MAC " +
 						"(the device's addresses and mac keys)"},
 			},
-			Stats: `counter "replies"; drop reasons: "truncated" (shorter than an Ethernet+ARP header), ` +
-				`"not arp" (ethertype not 0x0806, or not Ethernet/IPv4 ARP), "not a request" (replies ` +
-				`and other opcodes), "not for us" (target IP not one of the addresses), "gratuitous" ` +
-				`(sender IP == target IP: an announcement, which expects no answer; one for our ` +
-				`own address means an address conflict), "bad sender" (sender MAC zero, multicast or ` +
+			Stats: `counter "replies"; consumption reasons (ARP traffic that needs no answer from ` +
+				`us, freed by design, not drops): "not a request" (replies and other opcodes: a ` +
+				`Tee'd ARP port hands it every reply, which the ARPQuerier beside it learns from), ` +
+				`"not for us" (target IP not one of the addresses: a request for another host on ` +
+				`the link), "gratuitous" (sender IP == target IP: an announcement, which expects no ` +
+				`answer; one for our own address means an address conflict). Drop reasons: ` +
+				`"truncated" (shorter than an Ethernet+ARP header), "not arp" (ethertype not ` +
+				`0x0806, or not Ethernet/IPv4 ARP), "bad sender" (sender MAC zero, multicast or ` +
 				`one of ours; sender IP multicast, broadcast or loopback).`,
 			Example: `"cls[0] -> ARPResponder(\"10.1.0.1 00:11:22:33:44:55\") -> ToDevice(lan)"` + "\n" +
 				`"cls[0] -> ARPResponder(lan) -> ToDevice(lan)"`,
@@ -180,9 +184,9 @@ func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 		replies:    st.Counter("replies"),
 		truncated:  st.Reason("truncated"),
 		notARP:     st.Reason("not arp"),
-		notRequest: st.Reason("not a request"),
-		notForUs:   st.Reason("not for us"),
-		gratuitous: st.Reason("gratuitous"),
+		notRequest: st.Consumption("not a request"),
+		notForUs:   st.Consumption("not for us"),
+		gratuitous: st.Consumption("gratuitous"),
 		badSender:  st.Reason("bad sender"),
 	}, nil
 }
@@ -218,7 +222,8 @@ func (r *Responder) ours(mac []byte) bool {
 	return false
 }
 
-// Push answers the requests in b and drops the rest.
+// Push answers the requests in b and frees the rest, under its reason (a
+// consumption for ARP that needs no answer, a drop for a malformed frame).
 func (r *Responder) Push(in int, b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {

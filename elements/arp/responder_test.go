@@ -77,6 +77,11 @@ func newResponder(t testing.TB, cfg *arp.ResponderConfig, o *elementtest.Options
 	return elementtest.New(t, "ARPResponder", &c, o)
 }
 
+// consumedReasons are ARPResponder's reasons for ARP that needs no answer
+// from it (a reply Tee'd to it beside an ARPQuerier, a request for another
+// host, an announcement): consumed by design, not drops.
+var consumedReasons = map[string]bool{"not a request": true, "not for us": true, "gratuitous": true}
+
 func TestARPResponder(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -120,6 +125,15 @@ func TestARPResponder(t *testing.T) {
 				}
 				if got := h.Counter(tt.drop); got != 1 {
 					t.Fatalf("drop %q = %d, want 1 (counters %v)", tt.drop, got, h.Stats.Counters())
+				}
+				// ARP that needs no answer from us is consumed, not
+				// lost; only malformed frames are drops.
+				wantDrops, wantConsumed := uint64(1), uint64(0)
+				if consumedReasons[tt.drop] {
+					wantDrops, wantConsumed = 0, 1
+				}
+				if d, c := h.Stats.Drops(), h.Stats.Consumed(); d != wantDrops || c != wantConsumed {
+					t.Fatalf("%q: drops %d consumed %d, want %d %d", tt.drop, d, c, wantDrops, wantConsumed)
 				}
 				h.CheckNoLeak()
 				return
@@ -317,8 +331,8 @@ func FuzzARPResponder(f *testing.F) {
 		}
 		h := newResponder(t, config, nil)
 		h.Push(0, frame)
-		if n := len(h.Outs[0].Pkts); uint64(n)+h.Stats.Drops() != 1 {
-			t.Fatalf("%d out + %d drops for one packet", n, h.Stats.Drops())
+		if n := len(h.Outs[0].Pkts); uint64(n)+h.Stats.Drops()+h.Stats.Consumed() != 1 {
+			t.Fatalf("%d out + %d drops + %d consumed for one packet", n, h.Stats.Drops(), h.Stats.Consumed())
 		}
 		h.CheckNoLeak()
 	})

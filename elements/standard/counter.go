@@ -1,7 +1,9 @@
 package standard
 
 import (
+	"strconv"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -23,18 +25,56 @@ func init() {
 		},
 	})
 	elements.Register(elements.Type{
-		Name: "Discard",
-		New:  newDiscard,
-		In:   1,
-		Out:  0,
+		Name:      "Discard",
+		NewConfig: func() any { return &DiscardConfig{Reason: DefaultDiscardReason} },
+		New:       newDiscard,
+		In:        1,
+		Out:       0,
 		Doc: elements.Doc{
-			Synopsis: "Discard",
-			Summary:  "frees every packet it receives",
+			Synopsis: "Discard  or  Discard(REASON)",
+			Summary:  "frees every packet it receives, counted as consumed (by design, not a drop)",
 			Ports:    "input 0: any packets; no outputs.",
-			Stats:    `drop reason "discarded": every packet.`,
-			Example:  `"cls[2] -> Discard"`,
+			Keys: []elements.Key{
+				{Name: "reason", Type: "string", Default: strconv.Quote(DefaultDiscardReason),
+					Doc: "the name its packets are counted under (forwarder show errors -all, the exit " +
+						"table's counters, the stats endpoint's junction_element_consumed_total{reason}): " +
+						"say why this branch ends here, e.g. Discard(firewall), Discard(not ip). " +
+						"1.." + strconv.Itoa(maxReasonLen) + " printable characters"},
+			},
+			Stats: `consumption reason REASON ("discarded" by default): every packet. What a Discard ` +
+				`takes is consumed, not dropped: the graph ends that branch on purpose, so it is left ` +
+				`out of the drops (forwarder show errors, the exit table's drops column and total, ` +
+				`junction_drops_total) and counted in the consumed column and total ` +
+				`(junction_consumed_total). To count a branch's packets as losses, end it in an ` +
+				`element that drops them for a reason instead.`,
+			Example: `"cls[2] -> Discard"` + "\n" + `"fw[1] -> Discard(firewall)"`,
+			SeeAlso: "Counter, forwarder show errors",
 		},
 	})
+}
+
+// DefaultDiscardReason is what a bare Discard counts its packets under.
+const DefaultDiscardReason = "discarded"
+
+// maxReasonLen bounds a Discard's reason.
+const maxReasonLen = 64
+
+// DiscardConfig is Discard's config.
+type DiscardConfig struct {
+	Reason string `toml:"reason"`
+}
+
+// Validate checks the reason: a short printable name.
+func (c *DiscardConfig) Validate() error {
+	if c.Reason == "" || len(c.Reason) > maxReasonLen {
+		return elements.Errorf("reason", "%q: want 1..%d characters", c.Reason, maxReasonLen)
+	}
+	for _, r := range c.Reason {
+		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
+			return elements.Errorf("reason", "%q: only printable characters, no quote or backslash", c.Reason)
+		}
+	}
+	return nil
 }
 
 // Counter counts what passes through it.
@@ -55,15 +95,19 @@ func (c *Counter) Push(in int, b *packet.Batch) {
 	c.out.Push(b)
 }
 
-// Discard drops everything, counted.
+// Discard consumes everything, counted under its reason.
 type Discard struct {
-	st        *elements.Stats
-	discarded elements.Reason
+	st     *elements.Stats
+	reason elements.Reason
 }
 
-func newDiscard(_ any, ctx *elements.Context) (elements.Element, error) {
-	return &Discard{st: ctx.Stats, discarded: ctx.Stats.Reason("discarded")}, nil
+func newDiscard(cfg any, ctx *elements.Context) (elements.Element, error) {
+	r := DefaultDiscardReason
+	if c, ok := cfg.(*DiscardConfig); ok && c != nil {
+		r = c.Reason
+	}
+	return &Discard{st: ctx.Stats, reason: ctx.Stats.Consumption(r)}, nil
 }
 
-// Push frees the whole batch.
-func (d *Discard) Push(in int, b *packet.Batch) { d.st.DropBatch(b, d.discarded) }
+// Push frees the whole batch, consumed.
+func (d *Discard) Push(in int, b *packet.Batch) { d.st.ConsumeBatch(b, d.reason) }

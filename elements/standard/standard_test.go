@@ -75,9 +75,38 @@ func TestDiscard(t *testing.T) {
 		if got := h.Counter("discarded"); got != uint64(n+1) {
 			t.Errorf("%d packets: discarded = %d", n, got)
 		}
+		// Consumed by design, not lost: no drop.
+		if d, c := h.Stats.Drops(), h.Stats.Consumed(); d != 0 || c != uint64(n+1) {
+			t.Errorf("%d packets: drops %d, consumed %d; want 0, %d", n, d, c, n+1)
+		}
 		if h.Pool.Outstanding() != 0 {
 			t.Errorf("%d packets not freed", h.Pool.Outstanding())
 		}
+	}
+}
+
+// TestDiscardReason: Discard(REASON) counts its packets as consumed under
+// REASON (and only there); a reason that is empty, too long or not
+// printable is refused, naming the key.
+func TestDiscardReason(t *testing.T) {
+	h := elementtest.New(t, "Discard", &standard.DiscardConfig{Reason: "firewall"}, nil)
+	h.Push(0, frame(60, 1), frame(60, 2), frame(60, 3))
+	cs := h.Stats.Counters()
+	if len(cs) != 1 || cs[0].Name != "firewall" || !cs[0].Consumed || cs[0].Drop || cs[0].Value != 3 {
+		t.Errorf("counters %+v; want only \"firewall\" consumed 3", cs)
+	}
+	if h.Stats.Drops() != 0 || h.Stats.Consumed() != 3 {
+		t.Errorf("drops %d consumed %d", h.Stats.Drops(), h.Stats.Consumed())
+	}
+	h.CheckNoLeak()
+	for _, bad := range []string{"", strings.Repeat("x", 65), "a\tb", `say "no"`} {
+		err := (&standard.DiscardConfig{Reason: bad}).Validate()
+		if err == nil || !strings.Contains(err.Error(), `key "reason"`) {
+			t.Errorf("reason %q: %v", bad, err)
+		}
+	}
+	if err := (&standard.DiscardConfig{Reason: "not ip"}).Validate(); err != nil {
+		t.Errorf("reason \"not ip\": %v", err)
 	}
 }
 
