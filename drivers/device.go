@@ -212,11 +212,30 @@ type FastPathTable interface {
 }
 
 // SetFlow's errors: the fast path's flow table is full; the flow
-// direction is already installed (by another worker's tracker).
+// direction is already installed (by another worker's tracker); the
+// device's in-kernel fast path is off (the kernel could not run it: see
+// Moder), so its flows stay in the graph.
 var (
 	ErrFlowsFull  = errors.New("fast path flow table full")
 	ErrFlowExists = errors.New("flow already in the fast path")
+	ErrNoFastPath = errors.New("the device's in-kernel fast path is off")
 )
+
+// Mode is one thing a driver settled on when it opened a device, where
+// the file left it a choice or the kernel did not allow what it asked:
+// afxdp's XDP attach mode, zero-copy, the fast path's way of forwarding.
+// Note says why, when the device runs short of what was asked.
+type Mode struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Moder is implemented by devices that report their Modes (forwarder
+// show interfaces, the stats endpoint).
+type Moder interface {
+	Modes() []Mode
+}
 
 // FastFlow is one direction of a fast-tracked flow: the packets arriving on
 // In with this 5-tuple (ICMP echo: both ports are the identifier) leave on

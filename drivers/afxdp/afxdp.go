@@ -20,6 +20,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"github.com/junction-dataplane/junction/drivers/rss"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -65,19 +66,22 @@ type Device struct {
 	rxQueues atomic.Int32
 	pending  *queueChange // the reload's prepared change, until Apply or Abort
 
-	prog     *xdp.Program
-	fp       *fastpath.Program // with fastpath = true: prog is fp's
-	fpFinal  fastpath.Counters // fp's counters when Close released it
-	ft       *fastTable
-	out      *egressOut   // as an output of the fast path: its state and counters
-	tc       io.Closer    // the fast path's TC ingress program (tcx link), or nil
-	locals   []netip.Addr // addresses marked local in ft
-	mtu      int          // the interface's MTU at open: the fast path's limit for IPv6 datagrams out of it
-	nl       *nlink.Conn
-	link     *linkstats.Reader // the interface's own drop counters
-	linkFD   int               // BPF link holding the program, or -1
-	xdpFlags uint32            // netlink attach flags, when linkFD < 0
-	attached bool
+	prog    *xdp.Program
+	fp      *fastpath.Program // with fastpath = true: prog is fp's
+	fpFinal fastpath.Counters // fp's counters when Close released it
+	ft      *fastTable
+	out     *egressOut // as an output of the fast path: its state and counters
+	tc      io.Closer  // the fast path's TC ingress program (tcx link), or nil
+	// fallbacks are the steps down from what the file asked of the fast
+	// path (openFastPath), in words for the log and Modes.
+	fallbacks []string
+	locals    []netip.Addr // addresses marked local in ft
+	mtu       int          // the interface's MTU at open: the fast path's limit for IPv6 datagrams out of it
+	nl        *nlink.Conn
+	link      *linkstats.Reader // the interface's own drop counters
+	linkFD    int               // BPF link holding the program, or -1
+	xdpFlags  uint32            // netlink attach flags, when linkFD < 0
+	attached  bool
 	// Mode is what Open settled on: "native" or "generic", and whether the
 	// sockets are zero-copy.
 	Mode     string
@@ -168,7 +172,10 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	d.progQueues = link.RxQueues
 	if c.FastPath {
 		if err := d.openFastPath(link.RxQueues, link.Kind); err != nil {
-			return nil, conf.Errorf("fastpath", "%s: loading the fast-path XDP program: %v", c.Interface, err)
+			if _, ok := errors.AsType[*conf.KeyError](err); ok {
+				return nil, err
+			}
+			return nil, conf.Errorf("fastpath", "%s: opening the fast path: %v", c.Interface, err)
 		}
 	} else if d.prog, err = newProgram(link.RxQueues); err != nil {
 		return nil, conf.Errorf("interface", "%s: loading the XDP program: %v", c.Interface, err)
@@ -241,14 +248,17 @@ func containsEPERM(err error) bool {
 // attach attaches the program in the requested mode: a BPF link when the
 // kernel has them, else netlink.
 func (d *Device) attach(mode string) error {
+	noLink := kfeature.Have(kfeature.XDPLink) != nil
 	try := func(flags uint32) error {
-		fd, err := nlink.LinkCreateXDP(d.prog.Program.FD(), d.ifindex, flags)
-		if err == nil {
-			d.linkFD, d.attached = fd, true
-			return nil
-		}
-		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
-			return err
+		if !noLink {
+			fd, err := nlink.LinkCreateXDP(d.prog.Program.FD(), d.ifindex, flags)
+			if err == nil {
+				d.linkFD, d.attached = fd, true
+				return nil
+			}
+			if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) {
+				return err
+			}
 		}
 		// No XDP BPF links (kernel < 5.9): netlink, detached by Close.
 		if err := d.nl.SetXDP(d.ifindex, d.prog.Program.FD(), flags|unix.XDP_FLAGS_UPDATE_IF_NOEXIST); err != nil {
@@ -497,6 +507,9 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_dropped_queue_removed", Value: s[15]},
 	}
 	cs = d.link.Append(cs)
+	if d.ft != nil {
+		cs = append(cs, drivers.Counter{Name: "fastpath_fallbacks", Value: uint64(len(d.fallbacks))})
+	}
 	if d.fp != nil {
 		cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: fc.Forwarded},
 			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
@@ -507,6 +520,23 @@ func (d *Device) Stats() []drivers.Counter {
 	}
 	return cs
 }
+
+// Modes implements drivers.Moder: the XDP attach mode, zero-copy, and
+// with fastpath the fast path's effective mode ("tc", "xdp" or "off",
+// see fastPathMode) with the fallbacks that led to it.
+func (d *Device) Modes() []drivers.Mode {
+	zc := "no"
+	if d.ZeroCopy {
+		zc = "yes"
+	}
+	ms := []drivers.Mode{{Name: "xdp", Value: d.Mode}, {Name: "zero_copy", Value: zc}}
+	if m := d.fastPathMode(); m != "" {
+		ms = append(ms, drivers.Mode{Name: "fastpath", Value: m, Note: strings.Join(d.fallbacks, "; ")})
+	}
+	return ms
+}
+
+var _ drivers.Moder = (*Device)(nil)
 
 // frameIndex is a packet's frame number in a UMEM starting at base.
 func frameIndex(p *packet.Packet, base uintptr) uint64 {

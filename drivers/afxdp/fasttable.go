@@ -11,9 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -35,8 +37,13 @@ const (
 // become interface indexes, and the devices' own addresses stay local
 // whatever routes are set over them.
 type fastTable struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// t is nil when the kernel cannot hold the fast path's maps
+	// (kfeature): the table then programs nothing, refuses flows with
+	// drivers.ErrNoFastPath, and every device's fast path is off (tErr
+	// says why).
 	t      *fastpath.Tables
+	tErr   error
 	refs   int
 	locals map[netip.Prefix]int // /32s of device addresses: how many devices hold each
 
@@ -69,12 +76,20 @@ func acquireFastTable() (*fastTable, error) {
 	fastMu.Lock()
 	defer fastMu.Unlock()
 	if fastShared == nil {
+		f := &fastTable{locals: map[netip.Prefix]int{}, outs: map[int]*egressOut{},
+			stop: make(chan struct{}), stopped: make(chan struct{})}
 		t, err := fastpath.NewTables(fastMaxRoutes, fastMaxNeighbors, fastMaxFlows)
 		if err != nil {
-			return nil, err
+			// No maps, no fast path: the devices open with the plain
+			// program (openFastPath), the table stays for the elements
+			// whose offload key names them.
+			f.tErr = err
+			close(f.stopped)
+			fastShared = f
+			fastShared.refs++
+			return fastShared, nil
 		}
-		f := &fastTable{t: t, locals: map[netip.Prefix]int{}, outs: map[int]*egressOut{},
-			stop: make(chan struct{}), stopped: make(chan struct{})}
+		f.t = t
 		if err := t.WatchRedirects(); err != nil {
 			log.Printf("afxdp: fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
 		} else {
@@ -96,6 +111,9 @@ func (f *fastTable) release() error {
 	fastShared = nil
 	close(f.stop)
 	<-f.stopped
+	if f.t == nil {
+		return nil
+	}
 	return f.t.Close()
 }
 
@@ -104,6 +122,9 @@ func (f *fastTable) release() error {
 func (f *fastTable) addLocal(a netip.Addr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.t == nil {
+		return nil
+	}
 	p := netip.PrefixFrom(a, a.BitLen())
 	if err := f.t.SetRoute(p, fastpath.Route{Local: true}); err != nil {
 		return err
@@ -115,6 +136,9 @@ func (f *fastTable) addLocal(a netip.Addr) error {
 func (f *fastTable) removeLocal(a netip.Addr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.t == nil {
+		return
+	}
 	p := netip.PrefixFrom(a, a.BitLen())
 	if f.locals[p]--; f.locals[p] > 0 {
 		return
@@ -148,8 +172,8 @@ func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.locals[p] > 0 {
-		return nil // the router's own address stays local
+	if f.t == nil || f.locals[p] > 0 {
+		return nil // no fast path; or the router's own address stays local
 	}
 	return f.t.SetRoute(p, r)
 }
@@ -162,7 +186,7 @@ func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 	p = p.Masked()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.locals[p] > 0 {
+	if f.t == nil || f.locals[p] > 0 {
 		return nil
 	}
 	return f.t.DeleteRoute(p)
@@ -174,7 +198,7 @@ func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 // big or fragmentation needed.
 func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MAC, lifetime time.Duration) error {
 	d, err := fastDevice(out)
-	if err != nil {
+	if err != nil || f.t == nil {
 		return err
 	}
 	if ip.Is6() && !ip.Is4In6() {
@@ -186,7 +210,7 @@ func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MA
 // DeleteNeighbor implements drivers.FastPathTable.
 func (f *fastTable) DeleteNeighbor(out drivers.Device, ip netip.Addr) error {
 	d, err := fastDevice(out)
-	if err != nil {
+	if err != nil || f.t == nil {
 		return err
 	}
 	return f.t.DeleteNeighbor(d.ifindex, ip)
@@ -201,6 +225,11 @@ func flowOf(f drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction, error) {
 	out, err := fastDevice(f.Out)
 	if err != nil {
 		return fastpath.FlowKey{}, fastpath.FlowAction{}, err
+	}
+	if in.fp == nil || out.out == nil {
+		// The input runs no fast-path program, or the output is none of
+		// its outputs: the flow stays in the graph.
+		return fastpath.FlowKey{}, fastpath.FlowAction{}, drivers.ErrNoFastPath
 	}
 	return fastpath.FlowKey{Ifindex: in.ifindex, Proto: f.Proto, Src: f.Src, Dst: f.Dst, Sport: f.Sport, Dport: f.Dport},
 		fastpath.FlowAction{Ifindex: out.ifindex, EthDst: f.EthDst, EthSrc: f.EthSrc, Src: f.NewSrc, Dst: f.NewDst,
@@ -229,6 +258,9 @@ func (f *fastTable) SetFlow(fl drivers.FastFlow) (int, error) {
 // DeleteFlow implements drivers.FastPathTable.
 func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
 	k, _, err := flowOf(fl)
+	if errors.Is(err, drivers.ErrNoFastPath) {
+		return nil // never installed
+	}
 	if err != nil {
 		return err
 	}
@@ -236,10 +268,20 @@ func (f *fastTable) DeleteFlow(fl drivers.FastFlow, slot int) error {
 }
 
 // FlowCounters implements drivers.FastPathTable.
-func (f *fastTable) FlowCounters(slot int) (uint64, uint64) { return f.t.FlowCounters(slot) }
+func (f *fastTable) FlowCounters(slot int) (uint64, uint64) {
+	if f.t == nil {
+		return 0, 0
+	}
+	return f.t.FlowCounters(slot)
+}
 
 // SetFlowGeneration implements drivers.FastPathTable.
-func (f *fastTable) SetFlowGeneration(g uint32) error { return f.t.SetFlowGeneration(g) }
+func (f *fastTable) SetFlowGeneration(g uint32) error {
+	if f.t == nil {
+		return nil
+	}
+	return f.t.SetFlowGeneration(g)
+}
 
 // FastPathTable implements drivers.FastPath: the shared table, or nil when
 // the device was opened without fastpath.
@@ -256,23 +298,55 @@ var _ drivers.FastPath = (*Device)(nil)
 // plain one) and its TC ingress program, makes the device an output
 // (reached as fastpath_redirect says; kind is its link kind) and marks
 // its addresses local.
+//
+// What the kernel cannot run is left out, step by step (kfeature): no
+// hand-off to TC (bpf_xdp_adjust_meta refused, no tcx or
+// bpf_redirect_peer): every output is reached by XDP redirects; no
+// fast-path program or maps at all: the device runs the plain program
+// and the graph forwards all its traffic. Each step is logged once,
+// counted (fastpath_fallbacks) and shown (Modes). Only an explicit
+// fastpath_redirect the kernel cannot honour is an error.
 func (d *Device) openFastPath(queues int, kind string) error {
 	ft, err := acquireFastTable()
 	if err != nil {
 		return err
 	}
 	d.ft = ft
+	key := d.cfg.FastPathRedirect
+	if key == "" {
+		key = "auto"
+	}
+	name := fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)
+	if ft.t == nil {
+		return d.fastPathOff(name, key, ft.tErr, queues)
+	}
 	if d.fp, err = fastpath.NewProgram(ft.t, queues, d.info.MAC); err != nil {
-		return err
+		return d.fastPathOff(name, key, err, queues)
 	}
 	d.prog = d.fp.XDP()
-	name := fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)
+	via := redirectVia(key, kind)
 	// Before the XDP program is attached, so that no frame this device
 	// receives is passed up for a TC program that is not there.
-	if d.tc, err = fastpath.AttachTC(d.ifindex); err != nil {
-		ft.tcFailed(name, err)
+	var noTC error
+	if !d.fp.HandOff {
+		noTC = kfeature.Have(kfeature.XDPAdjustMeta)
+		if noTC == nil {
+			noTC = errors.New("the kernel refused the program variant with bpf_xdp_adjust_meta")
+		}
+	} else if d.tc, err = fastpath.AttachTC(d.ifindex); err != nil {
+		noTC = err
 	}
-	if d.out, err = ft.addOut(d.ifindex, name, redirectVia(d.cfg.FastPathRedirect, kind)); err != nil {
+	if noTC != nil {
+		if key == "tc" {
+			return conf.Errorf("fastpath_redirect", "%s: \"tc\" cannot be honoured: %v (\"auto\" falls back to XDP redirects, and to the graph where those cannot reach the device)", d.ifname, noTC)
+		}
+		quiet := via != fastpath.ViaXDP
+		if quiet { // this device's own step down says it all
+			d.fallback(fmt.Sprintf("fastpath_redirect %q would reach this device through TC, but %v: reached by XDP redirects instead (a veth takes those only while its peer runs XDP or has GRO on; otherwise its traffic takes the graph)", key, noTC))
+		}
+		ft.tcFailed(name, noTC, quiet)
+	}
+	if d.out, err = ft.addOut(d.ifindex, name, via); err != nil {
 		return err
 	}
 	for _, a := range d.info.Addresses {
@@ -286,6 +360,53 @@ func (d *Device) openFastPath(queues int, kind string) error {
 		}
 	}
 	return nil
+}
+
+// fastPathOff opens the device without an in-kernel fast path (the plain
+// AF_XDP program: the graph forwards everything) because of why, unless
+// fastpath_redirect (key) asked explicitly for a way the fast path
+// cannot take.
+func (d *Device) fastPathOff(name, key string, why error, queues int) error {
+	if key != "auto" {
+		return conf.Errorf("fastpath_redirect", "%s: %q cannot be honoured: the in-kernel fast path cannot run: %v (with \"auto\" the graph forwards this device's traffic instead)", d.ifname, key, why)
+	}
+	d.fp = nil
+	d.fallback(fmt.Sprintf("no in-kernel fast path: %v; the graph forwards all of this device's traffic (every packet costs the graph's time, as without fastpath)", why))
+	var err error
+	if d.prog, err = newProgram(queues); err != nil {
+		return conf.Errorf("interface", "%s: loading the XDP program: %v", d.ifname, err)
+	}
+	return nil
+}
+
+// fallback records and logs, once, one step down from what the file
+// asked of the fast path.
+func (d *Device) fallback(what string) {
+	d.fallbacks = append(d.fallbacks, what)
+	log.Printf("afxdp: %s (%s): fast path: %s", d.info.Name, d.ifname, what)
+}
+
+// fastPathMode is the fast path the device settled on, as Modes shows
+// it: "tc" (forwards in the kernel; reached as an output through TC),
+// "xdp" (reached by XDP redirects), "off" (no fast-path program), or ""
+// without fastpath.
+func (d *Device) fastPathMode() string {
+	if d.ft == nil {
+		return ""
+	}
+	if d.fp == nil {
+		return "off"
+	}
+	via := fastpath.ViaXDP
+	if d.out != nil {
+		d.ft.mu.Lock()
+		via = d.out.via
+		d.ft.mu.Unlock()
+	}
+	if via != fastpath.ViaXDP {
+		return "tc"
+	}
+	return "xdp"
 }
 
 // closeFastPath undoes openFastPath but for the program, which d.prog's
@@ -437,13 +558,15 @@ func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressO
 	return o, nil
 }
 
-// tcFailed records that a device's TC program could not be attached:
-// every output, now and later, is reached with XDP.
-func (f *fastTable) tcFailed(name string, err error) {
+// tcFailed records that a device cannot hand frames to TC (its program
+// lacks the hand-off, or its TC program could not be attached): every
+// output, now and later, is reached with XDP.
+// quiet: the caller logged it.
+func (f *fastTable) tcFailed(name string, err error, quiet bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.noTC {
-		log.Printf("afxdp: %s: fast path: %v: every output is reached by XDP redirects instead", name, err)
+	if !f.noTC && !quiet {
+		log.Printf("afxdp: %s: fast path: %v: every output is reached by XDP redirects instead of through TC", name, err)
 	}
 	f.noTC = true
 	for _, o := range f.outs {

@@ -183,7 +183,7 @@ func TestTCOutputs(t *testing.T) {
 	if xdp.probe != nil && !xdp.isOff.Load() {
 		t.Errorf("XDP output, GRO off at its peer: on, want off")
 	}
-	f.tcFailed("dev (x)", errors.New("no tcx"))
+	f.tcFailed("dev (x)", errors.New("no tcx"), false)
 	if s := state(tc); tc.via != fastpath.ViaXDP || s.Via != fastpath.ViaXDP || s.Disabled != tc.isOff.Load() {
 		t.Errorf("after tcFailed: driver via %v, kernel %+v, off %v; want xdp", tc.via, s, tc.isOff.Load())
 	}

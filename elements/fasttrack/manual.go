@@ -34,7 +34,8 @@ func fastTrackManual() elements.Doc {
 			"forwarded for them, also counted in fasttracked packets and bytes), \"offload ended\" (directions taken back: " +
 			"flow ended, changed or timed out), \"offload full\" (the kernel's flow table was full: the direction stays in " +
 			"FastTrack), \"not offloadable\" (arrives on or leaves by a device the offload key does not name), \"offloaded elsewhere\" (another " +
-			"worker's FastTrack installed the same direction: a flow that reached two workers; the kernel counts it there), \"offload errors\".",
+			"worker's FastTrack installed the same direction: a flow that reached two workers; the kernel counts it there), \"offload unavailable\" (the input's or the output's in-kernel fast path is off because " +
+			"the kernel cannot run it, see forwarder show interfaces and forwarder features: the direction stays in FastTrack), \"offload errors\".",
 		Example: `"FromDevice(wan) -> ft :: FastTrack(2, either-direction) -> cls :: Classifier(arp, ip, -)", "ft[1] -> ToDevice(lan)", "ft[2] -> ToDevice(wan)"`,
 		SeeAlso: "FastTrackLearn, Conntrack, DNAT, SNAT",
 		Text: "IPv6 flows (fast6.go) take a plainer path, looked at only among the misses and only once FastTrackLearn has " +

@@ -105,6 +105,7 @@ type offload struct {
 
 	flows                                        *atomic.Uint64 // gauge: installed directions
 	packets, full, errs, ended, other, elsewhere *atomic.Uint64
+	unavailable                                  *atomic.Uint64 // the device's in-kernel fast path is off
 }
 
 // newOffload resolves the offload key: one device name per fast output.
@@ -113,7 +114,7 @@ func newOffload(names []string, ctx *elements.Context) (*offload, error) {
 		flows: ctx.Stats.Counter("offloaded flows"), packets: ctx.Stats.Counter("offloaded packets"),
 		full: ctx.Stats.Counter("offload full"), errs: ctx.Stats.Counter("offload errors"),
 		ended: ctx.Stats.Counter("offload ended"), other: ctx.Stats.Counter("not offloadable"),
-		elsewhere: ctx.Stats.Counter("offloaded elsewhere")}
+		elsewhere: ctx.Stats.Counter("offloaded elsewhere"), unavailable: ctx.Stats.Counter("offload unavailable")}
 	devs, idx, fp, err := offloadkey.Resolve(ctx.Devices, "offload", names)
 	if err != nil {
 		return nil, err
@@ -248,6 +249,8 @@ func (o *offload) set(l *directions, x *offloaded, f *conntrack.Fast, fl drivers
 			o.full.Add(1)
 		case errors.Is(err, drivers.ErrFlowExists):
 			o.elsewhere.Add(1)
+		case errors.Is(err, drivers.ErrNoFastPath):
+			o.unavailable.Add(1)
 		default:
 			o.errs.Add(1)
 		}

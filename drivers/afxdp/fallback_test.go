@@ -1,0 +1,170 @@
+package afxdp
+
+import (
+	"bytes"
+	"errors"
+	"log"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/junction-dataplane/junction/conf"
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/internal/nlink"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
+	"github.com/junction-dataplane/junction/internal/netns"
+)
+
+// TestFastPathFallbacks opens a fast-path device on a veth with kernel
+// features emulated missing (JUNCTION_KERNEL_MISSING), as on kernels
+// that lack them: "auto" steps down (TC hand-off → XDP redirects → no
+// fast path), logs each step once, counts it and shows it in Modes; an
+// explicit fastpath_redirect the kernel cannot honour is an error naming
+// the missing feature; without a fast path the device runs the plain
+// program and its table refuses flows with ErrNoFastPath, so FastTrack
+// keeps them in the graph.
+func TestFastPathFallbacks(t *testing.T) {
+	netns.RequireRoot(t)
+	kfeature.Require(t, kfeature.AFXDP, kfeature.XDPProgram, kfeature.XSKMap)
+	env := netns.New(t)
+	ns := env.NS("fpfb")
+	env.Veth(ns, "fb0", ns, "fb1", 1)
+
+	logs := new(bytes.Buffer)
+	orig := log.Writer()
+	log.SetOutput(logs)
+	t.Cleanup(func() { log.SetOutput(orig) })
+
+	open := func(t *testing.T, missing, redirect string) (*Device, error) {
+		t.Helper()
+		t.Setenv(kfeature.EnvMissing, missing)
+		logs.Reset()
+		c := cfg("fb0", "auto")
+		c.FastPath, c.FastPathRedirect = true, redirect
+		return openIn(t, ns, c, 1)
+	}
+	mode := func(d *Device) drivers.Mode {
+		for _, m := range d.Modes() {
+			if m.Name == "fastpath" {
+				return m
+			}
+		}
+		return drivers.Mode{}
+	}
+	counter := func(d *Device, name string) uint64 {
+		for _, c := range d.Stats() {
+			if c.Name == name {
+				return c.Value
+			}
+		}
+		return 1 << 63
+	}
+	progName := func() string {
+		var name string
+		if err := ns.Do(func() error {
+			c, err := nlink.Open()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.LinkByName("fb0")
+			if err != nil {
+				return err
+			}
+			id := l.XDPProgID
+			if id == 0 {
+				id = max(l.XDPDrvProgID, l.XDPSkbProgID)
+			}
+			name = nlink.ProgName(id)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+
+	t.Run("no hand-off", func(t *testing.T) {
+		for _, f := range []kfeature.Feature{kfeature.XDPAdjustMeta, kfeature.TCX, kfeature.RedirectPeer} {
+			d, err := open(t, string(f), "auto")
+			if err != nil {
+				t.Fatalf("%s missing, auto: %v", f, err)
+			}
+			m := mode(d)
+			if m.Value != "xdp" || !strings.Contains(m.Note, string(f)) {
+				t.Errorf("%s missing, auto: fast path mode %+v, want xdp with a note naming %s", f, m, f)
+			}
+			if n := counter(d, "fastpath_fallbacks"); n != 1 {
+				t.Errorf("%s missing: fastpath_fallbacks %d, want 1", f, n)
+			}
+			if n := strings.Count(logs.String(), string(f)); n < 1 || strings.Count(logs.String(), "reached by XDP redirects instead") != 1 {
+				t.Errorf("%s missing: the log should say once that TC is not used, naming %s:\n%s", f, f, logs)
+			}
+			if p := progName(); p != fastpath.ProgramName {
+				t.Errorf("%s missing: program %q attached, want the fast path's", f, p)
+			}
+			d.Close()
+
+			_, err = open(t, string(f), "tc")
+			var ke *conf.KeyError
+			if !errors.As(err, &ke) || ke.Key != "fastpath_redirect" || !strings.Contains(err.Error(), string(f)) {
+				t.Errorf("%s missing, fastpath_redirect = \"tc\": %v; want an error on fastpath_redirect naming %s", f, err, f)
+			}
+		}
+		d, err := open(t, "xdp_adjust_meta", "xdp")
+		if err != nil {
+			t.Fatalf("xdp_adjust_meta missing, fastpath_redirect = \"xdp\": %v", err)
+		}
+		if m := mode(d); m.Value != "xdp" || m.Note != "" || counter(d, "fastpath_fallbacks") != 0 {
+			t.Errorf("xdp_adjust_meta missing, \"xdp\" asked: mode %+v, fallbacks %d; want xdp, none", m, counter(d, "fastpath_fallbacks"))
+		}
+	})
+
+	t.Run("no fast path", func(t *testing.T) {
+		d, err := open(t, "optional", "auto")
+		if err != nil {
+			t.Fatalf("every optional feature missing, auto: %v", err)
+		}
+		m := mode(d)
+		if m.Value != "off" || !strings.Contains(m.Note, "the graph forwards") {
+			t.Errorf("no fast path: mode %+v, want off, saying the graph forwards", m)
+		}
+		if p := progName(); p == fastpath.ProgramName || p == "" {
+			t.Errorf("no fast path: program %q attached, want the plain AF_XDP one", p)
+		}
+		fp := d.FastPathTable()
+		if fp == nil {
+			t.Fatal("no fast path: FastPathTable nil: an offload key naming the device would refuse the graph")
+		}
+		a := netip.MustParseAddr("10.0.0.1")
+		if err := fp.SetRoute(netip.MustParsePrefix("10.0.0.0/8"), a, d); err != nil {
+			t.Errorf("no fast path: SetRoute: %v", err)
+		}
+		_, err = fp.SetFlow(drivers.FastFlow{In: d, Out: d, Proto: 17, Src: a, Dst: a, NewSrc: a, NewDst: a})
+		if !errors.Is(err, drivers.ErrNoFastPath) {
+			t.Errorf("no fast path: SetFlow = %v, want ErrNoFastPath", err)
+		}
+		d.Close()
+		for _, key := range []string{"xdp", "tc"} {
+			_, err := open(t, "optional", key)
+			var ke *conf.KeyError
+			if !errors.As(err, &ke) || ke.Key != "fastpath_redirect" || !strings.Contains(err.Error(), "lacks") {
+				t.Errorf("no fast path, fastpath_redirect = %q: %v; want an error on fastpath_redirect naming the missing feature", key, err)
+			}
+		}
+	})
+
+	t.Run("as the kernel is", func(t *testing.T) {
+		d, err := open(t, "", "auto")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "tc"
+		if kfeature.HaveAll(kfeature.XDPAdjustMeta, kfeature.TCX, kfeature.RedirectPeer) != nil {
+			want = "xdp"
+		}
+		if m := mode(d); m.Value != want {
+			t.Errorf("fast path mode %+v, want %s on this kernel (%s)", m, want, kfeature.Summary())
+		}
+	})
+}
