@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,25 @@ const DefaultDir = "/run/junction"
 
 // maxRequest bounds one request's size: commands are short.
 const maxRequest = 64 << 10
+
+// MaxClients bounds the connections served at once. A client beyond it is
+// answered at once that the forwarder is busy and its connection closed,
+// so that a flood of connections (a script in a loop, clients that never
+// send their request) holds at most this many descriptors for long and
+// cannot take the process to its descriptor limit.
+const MaxClients = 64
+
+// requestTimeout bounds the wait for a client's request.
+const requestTimeout = 10 * time.Second
+
+// maxAcceptDelay bounds the pause after a failed accept (at the
+// descriptor limit: EMFILE, ENFILE), doubling from 5 ms as net/http's
+// Server does but capped low, so that a command is answered within a
+// tenth of a second once descriptors are free again.
+const maxAcceptDelay = 100 * time.Millisecond
+
+// logf reports accept failures (a variable so that tests can read them).
+var logf = log.Printf
 
 // DefaultPath is the default socket of a forwarder running the graph file
 // config: /run/junction/<base name without extension>.sock ("default" for
@@ -82,12 +102,14 @@ type Server struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	slots    chan struct{} // one per connection being served (MaxClients)
 }
 
 // NewServer returns a server with no commands.
 func NewServer() *Server {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{handlers: map[string]HandlerFunc{}, uid: os.Getuid(), ctx: ctx, cancel: cancel}
+	return &Server{handlers: map[string]HandlerFunc{}, uid: os.Getuid(), ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, MaxClients)}
 }
 
 // Handle registers (or replaces) the command name.
@@ -161,19 +183,60 @@ func (s *Server) Close() error {
 	return err
 }
 
+// serve accepts until the listener closes. A failed accept (the process
+// at its descriptor limit) is retried after a pause rather than ending the
+// loop, which left the socket accepting into its backlog with nobody to
+// answer until a restart; it is logged once per episode.
 func (s *Server) serve() {
 	defer s.wg.Done()
+	var delay time.Duration
+	failed := 0
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
+			}
+			if failed == 0 {
+				logf("control socket %s: %v; accepting again when it clears", s.path, err)
+			}
+			failed++
+			delay = min(max(2*delay, 5*time.Millisecond), maxAcceptDelay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		if failed > 0 {
+			logf("control socket %s: accepting again (%d accepts had failed)", s.path, failed)
+			failed, delay = 0, 0
 		}
 		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.handle(c)
-		}()
+		select {
+		case s.slots <- struct{}{}:
+			go func() {
+				defer s.wg.Done()
+				defer func() { <-s.slots }()
+				s.handle(c)
+			}()
+		default:
+			go func() {
+				defer s.wg.Done()
+				s.busy(c)
+			}()
+		}
 	}
+}
+
+// busy answers a client beyond MaxClients and closes its connection.
+func (s *Server) busy(c *net.UnixConn) {
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	json.NewEncoder(c).Encode(Response{Error: fmt.Sprintf("control: busy: %d clients are being served (MaxClients); try again", MaxClients)})
 }
 
 // peerUID returns the connecting process's uid (SO_PEERCRED).
@@ -207,7 +270,7 @@ func (s *Server) handle(c *net.UnixConn) {
 		enc.Encode(Response{Error: fmt.Sprintf("control: permission denied: uid %d is neither root nor the forwarder's uid %d", uid, s.uid)})
 		return
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
 		enc.Encode(Response{Error: "control: malformed request: " + err.Error(), Usage: true})
