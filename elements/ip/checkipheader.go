@@ -19,6 +19,9 @@ type CheckIPHeaderConfig struct {
 	// Devices name the router's own devices: packets to the directed
 	// broadcast address of one of their subnets fail.
 	Devices []string `toml:"devices"`
+	// SourceRoute lets packets with a loose or strict source route option
+	// through; by default they fail (RFC 7126 4.3, 4.4).
+	SourceRoute bool `toml:"source_route"`
 
 	badsrc []prefix4
 }
@@ -54,6 +57,9 @@ const (
 	chkLen
 	chkLenFrame
 	chkChecksum
+	chkOptions
+	chkSourceRoute
+	chkFragment
 	chkMartian
 	chkLimitedBcast
 	chkMulticast
@@ -70,7 +76,13 @@ var checkNames = [chkN]string{
 	chkLen:      "bad total length",
 	chkLenFrame: "total length beyond frame",
 	chkChecksum: "bad checksum",
-	chkMartian:  "martian source",
+	chkOptions:  "bad options",
+	// Checked whatever forward_only says: a source route lets the
+	// sender pick the path past filters, an oversized fragment attacks
+	// the reassembly of the host it is for.
+	chkSourceRoute: "source route",
+	chkFragment:    "oversized fragment",
+	chkMartian:     "martian source",
 	// Destinations, checked only with forward_only.
 	chkLimitedBcast:  "limited broadcast",
 	chkMulticast:     "multicast destination",
@@ -86,7 +98,7 @@ func init() {
 		In:        1, Out: 2,
 		Optional: []int{1},
 		Doc: elements.Doc{
-			Synopsis: "CheckIPHeader([badsrc], [checksum], [forward_only], [devices])",
+			Synopsis: "CheckIPHeader([badsrc], [checksum], [forward_only], [devices], [source_route])",
 			Summary:  "checks IPv4 headers; bad packets go to output 1 or are dropped",
 			Ports: "input 0: frames with an IPv4 header at the L3 offset.\n" +
 				"output 0: packets that pass every check, trimmed to the IP total length.\n" +
@@ -101,11 +113,17 @@ func init() {
 				{Name: "devices", Type: "device", Doc: "the router's devices: with forward_only, a packet to the directed broadcast " +
 					"address of one of their IPv4 subnets (their addresses key; not /31 or /32) fails. Default: every device of " +
 					"the graph (directed broadcast forwarding is off, RFC 2644); name some to check only theirs"},
+				{Name: "source_route", Type: "bool", Default: "false", Doc: "let packets with a loose or strict source route " +
+					"option (LSRR 131, SSRR 137) pass; by default they fail, as RFC 7126 advises (a sender choosing the path " +
+					"around filters; Linux's accept_source_route = 0)"},
 			},
 			Stats: "One counter per failed check, counted whether the packet goes to output 1 or is dropped: " +
 				"\"too short\" (no 20 bytes at L3), \"bad version\" (not 4), \"bad ihl\" (IHL < 5), " +
 				"\"ihl beyond frame\", \"bad total length\" (total length < header length), " +
-				"\"total length beyond frame\", \"bad checksum\", \"martian source\"; with forward_only, by destination: " +
+				"\"total length beyond frame\", \"bad checksum\", \"bad options\" (an option whose length byte is missing, " +
+				"below 2 or runs past the header), \"source route\" (an LSRR or SSRR option, unless source_route), " +
+				"\"oversized fragment\" (fragment offset*8 + the bytes after the header > 65,535: it could only reassemble " +
+				"into a packet larger than IPv4 allows, the \"ping of death\"), \"martian source\"; with forward_only, by destination: " +
 				"\"limited broadcast\" (255.255.255.255), \"multicast destination\" (224.0.0.0/4), " +
 				"\"martian destination\" (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4 but the limited broadcast), " +
 				"\"directed broadcast\" (the broadcast address of a subnet of devices). " +
@@ -116,7 +134,10 @@ func init() {
 			Text: "Checks, in order: the frame holds 20 bytes at the L3 offset; version is 4; IHL >= 5; " +
 				"the header (IHL*4 bytes) fits in the frame; total length >= header length; total length " +
 				"fits in the frame (Ethernet padding after it is fine, and is trimmed away); the header " +
-				"checksum verifies (unless checksum = false); the source is not martian (RFC 1812 5.3.7: " +
+				"checksum verifies (unless checksum = false); the options, if any (IHL > 5), are well formed " +
+				"(EOL ends them, NOP is one byte, every other option has a length of at least 2 that stays in " +
+				"the header) and hold no source route (LSRR, SSRR; unless source_route = true); a fragment " +
+				"(offset > 0) ends at most at byte 65,535; the source is not martian (RFC 1812 5.3.7: " +
 				"0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 multicast, 240.0.0.0/4 reserved including " +
 				"255.255.255.255, plus the badsrc prefixes); with forward_only (the default), the destination " +
 				"is one a router may forward (RFC 1812 5.3.7, 4.2.2.11 and 5.3.5: not the limited broadcast " +
@@ -126,7 +147,8 @@ func init() {
 				"Put packets the router itself receives by broadcast or multicast (DHCP, RIP, OSPF) on their own " +
 				"path before the CheckIPHeader of the forwarding path, or give that path's CheckIPHeader " +
 				"forward_only = false. Elements after CheckIPHeader may trust the " +
-				"header's length fields. IP options are not interpreted.",
+				"header's length fields. Other options (record route, timestamp, router alert...) pass and are " +
+				"not interpreted.",
 		},
 	})
 }
@@ -142,6 +164,7 @@ type CheckIPHeader struct {
 	// that passes one destination in 2^(host bits of the smallest subnet).
 	bcasts   []uint32
 	bcastLow uint32
+	srcRoute bool // source_route: LSRR and SSRR pass
 }
 
 func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -150,7 +173,7 @@ func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) 
 	// dropped only if output 1 is unconnected, and then that output counts
 	// the drop itself; counting it here as a drop too would count it twice.
 	e := &CheckIPHeader{filter: newFilter(ctx, checkNames[:]),
-		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0)}
+		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0), srcRoute: c.SourceRoute}
 	names := c.Devices
 	if len(names) == 0 && c.ForwardOnly {
 		// Every device of the graph: directed broadcast is off by
@@ -209,6 +232,17 @@ func (e *CheckIPHeader) check(p *packet.Packet) int {
 	if e.checksum && !h.ChecksumValid() {
 		return chkChecksum
 	}
+	if ihl > packet.IPv4MinLen {
+		if r := e.checkOptions(h[packet.IPv4MinLen:ihl]); r >= 0 {
+			return r
+		}
+	}
+	// A fragment's data ends at offset*8 + its length after the header;
+	// beyond 65,535 the reassembled packet cannot exist, and a host that
+	// reassembles it anyway overflows its buffer.
+	if off := int(binary.BigEndian.Uint16(h[6:]) & 0x1fff); off != 0 && off*8+tl-ihl > 0xffff {
+		return chkFragment
+	}
 	src := h.SrcU32()
 	if martian(src) {
 		return chkMartian
@@ -226,6 +260,42 @@ func (e *CheckIPHeader) check(p *packet.Packet) int {
 	// Trim link-layer padding so that later elements see the IP packet's
 	// true end (as Click's CheckIPHeader does).
 	p.Data = p.Data[:int(p.L3)+tl]
+	return -1
+}
+
+// IPv4 option types (RFC 791) checkOptions knows.
+const (
+	optEOL  = 0
+	optNOP  = 1
+	optLSRR = 131
+	optSSRR = 137
+)
+
+// checkOptions walks the options (the header after its first 20 bytes)
+// and returns the failed check, or -1. Only packets with options pay for
+// it.
+func (e *CheckIPHeader) checkOptions(o []byte) int {
+	for i := 0; i < len(o); {
+		t := o[i]
+		if t == optEOL {
+			return -1
+		}
+		if t == optNOP {
+			i++
+			continue
+		}
+		if i+1 >= len(o) {
+			return chkOptions
+		}
+		l := int(o[i+1])
+		if l < 2 || i+l > len(o) {
+			return chkOptions
+		}
+		if (t == optLSRR || t == optSSRR) && !e.srcRoute {
+			return chkSourceRoute
+		}
+		i += l
+	}
 	return -1
 }
 
