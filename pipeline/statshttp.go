@@ -44,6 +44,15 @@ const (
 	statsMaxHeaderBytes      = 8 << 10
 )
 
+// statsBusyHeaderTimeout: while every connection slot is taken, a new
+// connection that has not sent its whole request header this long after
+// it was accepted is closed (a kept-alive one between requests is closed
+// at once: limitListener), so that slow clients (slowloris: a header line
+// every few seconds) cannot hold every slot for statsHeaderTimeout each
+// while others wait; a client sends its request in one write, in
+// microseconds. A variable for the tests.
+var statsBusyHeaderTimeout = time.Second
+
 // ErrStatsNotLoopback is what ServeStatsWith returns for an address that is
 // not a loopback one (":7999", "0.0.0.0:7999", "192.0.2.1:7999", a host
 // name other than localhost) unless StatsOptions.Public is set.
@@ -262,6 +271,7 @@ func (r *Router) serveStats(addr string, o StatsOptions) (net.Addr, *statsCache,
 	}
 	h, c := r.statsHandler(o)
 	limited := newLimitListener(ln, o.MaxConns)
+	limited.headerTimeout = statsBusyHeaderTimeout
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: min(statsHeaderTimeout, o.ReadTimeout),
@@ -313,14 +323,20 @@ func checkLoopback(addr string) error {
 // queue (what golang.org/x/net/netutil.LimitListener does). A kept-alive
 // connection idle while every slot is taken is closed (as nginx drains
 // keep-alive connections when it runs out of them): idle clients do not
-// keep waiting ones out until their idle timeout.
+// keep waiting ones out until their idle timeout. So is, while Accept
+// waits for a slot, one still sending its first request's header
+// headerTimeout after it was accepted (statsBusyHeaderTimeout).
 type limitListener struct {
 	net.Listener
-	slots     chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-	mu        sync.Mutex
-	idle      map[net.Conn]struct{} // served connections between requests
+	slots         chan struct{}
+	done          chan struct{}
+	closeOnce     sync.Once
+	headerTimeout time.Duration
+	mu            sync.Mutex
+	idle          map[net.Conn]struct{} // served connections between requests
+	// reading holds the new connections, reading their first request's
+	// header, with when they were accepted.
+	reading map[net.Conn]time.Time
 	// open counts the accepted connections not yet closed (a slot is
 	// also held by an Accept waiting for its connection).
 	open atomic.Int32
@@ -328,7 +344,7 @@ type limitListener struct {
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
 	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{}),
-		idle: map[net.Conn]struct{}{}}
+		idle: map[net.Conn]struct{}{}, reading: map[net.Conn]time.Time{}}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -336,6 +352,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	case l.slots <- struct{}{}:
 	case <-l.done:
 		return nil, net.ErrClosed
+	default:
+		if err := l.waitSlot(); err != nil {
+			return nil, err
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -348,13 +368,55 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitConn{Conn: c, release: func() { l.open.Add(-1); <-l.slots }}, nil
 }
 
-// connState tracks the idle connections (http.Server.ConnState).
+// waitSlot waits for a free slot, closing meanwhile the connections that
+// have been reading their request header for longer than headerTimeout.
+func (l *limitListener) waitSlot() error {
+	every := max(l.headerTimeout/4, 10*time.Millisecond)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return nil
+		case <-l.done:
+			return net.ErrClosed
+		case now := <-tick.C:
+			if l.headerTimeout > 0 {
+				l.closeSlow(now.Add(-l.headerTimeout))
+			}
+		}
+	}
+}
+
+// closeSlow closes the connections reading a request header since before
+// t.
+func (l *limitListener) closeSlow(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c, since := range l.reading {
+		if since.Before(t) {
+			c.Close()
+			delete(l.reading, c)
+		}
+	}
+}
+
+// connState tracks the idle connections and the new ones, which read
+// their first request's header until StateActive (net/http sets it once
+// the header is read, before the handler runs). A kept-alive connection
+// reads its next request's header while StateIdle: it is closed when
+// every slot is taken, as an idle one.
 func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	l.mu.Lock()
 	if st == http.StateIdle {
 		l.idle[c] = struct{}{}
 	} else {
 		delete(l.idle, c)
+	}
+	if st == http.StateNew {
+		l.reading[c] = time.Now()
+	} else {
+		delete(l.reading, c)
 	}
 	l.mu.Unlock()
 	if st == http.StateIdle && l.full() {
