@@ -43,6 +43,11 @@ type Device interface {
 
 // Info is what elements may need to know about a device.
 type Info struct {
+	// Warnings, from a driver's check: what run will do short of what
+	// the file asks, where it can still run (a kernel without a
+	// feature an optional accelerator needs). forwarder check prints
+	// them located at the device.
+	Warnings  []string
 	Name      string
 	Driver    string
 	MAC       packet.MAC

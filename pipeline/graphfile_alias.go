@@ -34,6 +34,11 @@ type Warning = graphfile.Warning
 // CheckEnv is graphfile.CheckEnv.
 func CheckEnv(g *Graph, workers int) error { return graphfile.CheckEnv(g, workers) }
 
+// CheckEnvWarn is graphfile.CheckEnvWarn.
+func CheckEnvWarn(g *Graph, workers int) ([]Warning, error) {
+	return graphfile.CheckEnvWarn(g, workers)
+}
+
 // Warnings is graphfile.Warnings.
 func Warnings(g *Graph) []Warning { return graphfile.Warnings(g) }
 

@@ -92,6 +92,10 @@ type DeviceStats struct {
 	// Queues are the counters per RX queue of a driver that keeps them
 	// (drivers.QueueStater: afxdp, afpacket); none for the others.
 	Queues []QueueStats `json:"queues,omitempty"`
+	// Modes are what the driver settled on at open (drivers.Moder: afxdp's
+	// XDP mode, zero-copy and effective fast path, with why it runs short
+	// of what the file asked).
+	Modes []drivers.Mode `json:"modes,omitempty"`
 }
 
 // DeviceCounter is one named driver counter.
@@ -240,6 +244,9 @@ func (r *Router) deviceStats(t *Totals) []DeviceStats {
 		// Queues before the device's totals: counters only grow, so a
 		// queue never shows more than its device.
 		ds.Queues = queueStats(d)
+		if m, ok := d.(drivers.Moder); ok {
+			ds.Modes = m.Modes()
+		}
 		for _, c := range d.Stats() {
 			ds.Counters = append(ds.Counters, DeviceCounter{c.Name, c.Value})
 			switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"io"
 
 	"github.com/junction-dataplane/junction/pipeline"
@@ -9,7 +10,8 @@ import (
 
 // checkCmd: forwarder check [-config FILE] [-strict]. It runs what run
 // runs before starting (loading, then pipeline.CheckEnv) and adds the
-// warnings of pipeline.Warnings.
+// warnings of the drivers' checks (a fast path this kernel cannot run in
+// full: run will step down) and of pipeline.Warnings.
 func checkCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", stderr)
 	config := fs.String("config", "", "graph file (default: the embedded default graph)")
@@ -25,10 +27,14 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := pipeline.CheckEnv(g, 0); err != nil {
+	if err := kfeature.CheckEmulation(); err != nil {
 		return err
 	}
-	ws := pipeline.Warnings(g)
+	ws, err := pipeline.CheckEnvWarn(g, 0)
+	if err != nil {
+		return err
+	}
+	ws = append(ws, pipeline.Warnings(g)...)
 	if *strict && len(ws) > 0 {
 		msg := ""
 		for i, w := range ws {

@@ -143,3 +143,49 @@ links = [
 		t.Errorf("check -strict: exit %d, want 1", code)
 	}
 }
+
+// TestCheckFastPathFallback: check runs the kernel-feature probe as run
+// does (features emulated missing here, as on kernels without them): a
+// located warning where run will step down (fastpath_redirect "auto"),
+// an error naming the feature where run would fail (an explicit "tc" or
+// "xdp"), and a misspelt emulated feature is an error.
+func TestCheckFastPathFallback(t *testing.T) {
+	src := func(redirect string) string {
+		return `[devices.x]
+driver = "afxdp"
+interface = "lo"
+fastpath = true
+fastpath_redirect = "` + redirect + `"
+
+[graph]
+links = ["FromDevice(x) -> Discard"]
+`
+	}
+	for _, c := range []struct {
+		name, missing, redirect string
+		code                    int
+		want                    string
+	}{
+		{"auto, no fast path", "optional", "auto", 0, `fallback.toml:1: device "x" (afxdp): no in-kernel fast path: this kernel lacks`},
+		{"auto, no hand-off", "xdp_adjust_meta", "auto", 0, ""}, // lo is no veth: "auto" reaches it by XDP anyway
+		{"tc, no hand-off", "xdp_adjust_meta", "tc", 1, `key "fastpath_redirect": lo: "tc" cannot be honoured: this kernel lacks xdp_adjust_meta`},
+		{"tc, no tcx", "tcx", "tc", 1, `"tc" cannot be honoured: this kernel lacks tcx`},
+		{"xdp, no fast path", "lpm_trie", "xdp", 1, `"xdp" cannot be honoured: the in-kernel fast path cannot run: this kernel lacks lpm_trie`},
+		{"misspelt", "xdp_ajust_meta", "auto", 1, `JUNCTION_KERNEL_MISSING: "xdp_ajust_meta" is not a kernel feature`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("JUNCTION_KERNEL_MISSING", c.missing)
+			path := writeFile(t, "fallback.toml", src(c.redirect))
+			code, out, errs := forwarder(t, "check", path)
+			if code != c.code || !strings.Contains(errs, c.want) {
+				t.Errorf("check: exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errs, c.code, c.want)
+			}
+			if c.code == 0 && c.want != "" && (!strings.HasPrefix(errs, "warning: ") || !strings.Contains(out, "1 warning")) {
+				t.Errorf("check: stdout %q, stderr %q; want ok with one warning", out, errs)
+			}
+			if c.code == 0 && c.want == "" && errs != "" {
+				t.Errorf("check: stderr %q, want nothing", errs)
+			}
+		})
+	}
+}

@@ -49,12 +49,18 @@ with status 1.`},
 		"routes [-config FILE] [-element NAME] [ADDR ...]",
 		"routes -generate N [-generate6 M] [-seed S] [-nexthops K] [-ports P] [-ecmp F] [-default]"},
 		"Prints a graph's route tables (size, memory, the route for each ADDR), or writes a synthetic table."},
+	"features": {[]string{"features [-format table|json]"}, `Probes the kernel features the drivers use (BPF helpers and map types,
+tcx, BPF links for XDP, raw tracepoints, XDP features over netlink,
+AF_XDP) and prints whether this kernel has each, the first mainline Linux
+with it, what Junction uses it for and what Junction does without it.
+JUNCTION_KERNEL_MISSING=NAME,... (or "optional") makes features read as
+missing ("emulated"), for Junction as for this command.`},
 	"version": {[]string{"version"}, "Prints the module version, the VCS revision and the Go version it was built with."},
 	"help":    {[]string{"help [COMMAND]"}, "Prints the usage of forwarder or of one command."},
 }
 
 // commandNames lists the subcommands in the order the usage shows them.
-var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "reload", "version", "help"}
+var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "reload", "features", "version", "help"}
 
 // writeCmdUsage prints "usage: forwarder SYNOPSIS" and the command's text.
 func writeCmdUsage(w io.Writer, name string) {

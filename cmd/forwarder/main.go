@@ -87,6 +87,8 @@ reload    validates a graph file and switches the running forwarder to it
           state, devices opened and closed, links). Without -config: the file
           it runs. SIGHUP does the same. -dry-run -running FILE compares two
           files offline, without a running forwarder.
+features  probes the kernel features the drivers use: which this kernel has,
+          and what Junction does without each.
 version   prints the module version, VCS revision and Go version.
 
 CONTROL stands for [-control PATH] [-config FILE] [-format table|json].
@@ -131,6 +133,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = traceCmd(rest, stdout, stderr)
 	case "capture":
 		err = captureCmd(rest, stdout, stderr)
+	case "features":
+		err = featuresCmd(rest, stdout, stderr)
 	case "version":
 		err = versionCmd(rest, stdout, stderr)
 	case "help":

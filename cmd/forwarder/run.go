@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"io"
 	"os"
 	"os/signal"
@@ -42,6 +43,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("-cpus: %v", err)
 	}
 	if err := checkCPUFlags(cpus, *nopin, onlineCPUs()); err != nil {
+		return err
+	}
+	// A misspelt emulated feature would emulate nothing, silently.
+	if err := kfeature.CheckEmulation(); err != nil {
 		return err
 	}
 	// Signals first: a SIGTERM while the graph loads (a plugin being

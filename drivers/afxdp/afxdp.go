@@ -270,6 +270,9 @@ func (d *Device) attach(mode string) error {
 	switch mode {
 	case "native":
 		if err := try(unix.XDP_FLAGS_DRV_MODE); err != nil {
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				return noNativeXDP(d.ifname)
+			}
 			return conf.Errorf("mode", "%s: native XDP not available: %v (use mode = \"generic\" or \"auto\")", d.ifname, err)
 		}
 		d.Mode = "native"

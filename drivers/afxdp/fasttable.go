@@ -338,11 +338,11 @@ func (d *Device) openFastPath(queues int, kind string) error {
 	}
 	if noTC != nil {
 		if key == "tc" {
-			return conf.Errorf("fastpath_redirect", "%s: \"tc\" cannot be honoured: %v (\"auto\" falls back to XDP redirects, and to the graph where those cannot reach the device)", d.ifname, noTC)
+			return tcRedirectErr(d.ifname, noTC)
 		}
 		quiet := via != fastpath.ViaXDP
 		if quiet { // this device's own step down says it all
-			d.fallback(fmt.Sprintf("fastpath_redirect %q would reach this device through TC, but %v: reached by XDP redirects instead (a veth takes those only while its peer runs XDP or has GRO on; otherwise its traffic takes the graph)", key, noTC))
+			d.fallback(viaXDPInstead(key, noTC))
 		}
 		ft.tcFailed(name, noTC, quiet)
 	}
@@ -368,10 +368,10 @@ func (d *Device) openFastPath(queues int, kind string) error {
 // cannot take.
 func (d *Device) fastPathOff(name, key string, why error, queues int) error {
 	if key != "auto" {
-		return conf.Errorf("fastpath_redirect", "%s: %q cannot be honoured: the in-kernel fast path cannot run: %v (with \"auto\" the graph forwards this device's traffic instead)", d.ifname, key, why)
+		return explicitRedirectErr(d.ifname, key, why)
 	}
 	d.fp = nil
-	d.fallback(fmt.Sprintf("no in-kernel fast path: %v; the graph forwards all of this device's traffic (every packet costs the graph's time, as without fastpath)", why))
+	d.fallback(noFastPathWhy(why))
 	var err error
 	if d.prog, err = newProgram(queues); err != nil {
 		return conf.Errorf("interface", "%s: loading the XDP program: %v", d.ifname, err)

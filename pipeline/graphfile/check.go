@@ -20,6 +20,16 @@ import (
 // are located as Start's are, one per line; workers is what Start will
 // run (0: one per CPU).
 func CheckEnv(g *Graph, workers int) error {
+	_, err := CheckEnvWarn(g, workers)
+	return err
+}
+
+// CheckEnvWarn is CheckEnv that also returns the drivers' warnings
+// (drivers.Info.Warnings: what run will do short of what the file asks,
+// such as a fast path stepping down on this kernel), located at their
+// devices. forwarder check prints them.
+func CheckEnvWarn(g *Graph, workers int) ([]Warning, error) {
+	var ws []Warning
 	if workers <= 0 {
 		workers = g.Workers
 	}
@@ -38,6 +48,9 @@ func CheckEnv(g *Graph, workers int) error {
 			Name: d.Name, Index: i, Workers: workers, Batch: batch, BaseDir: base,
 			Addresses: d.Addresses, MAC: d.MAC,
 		})
+		for _, w := range info.Warnings {
+			ws = append(ws, Warning{Pos: d.Pos, Device: d.Name, Type: d.Driver.Name, Msg: w})
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err))
 			continue
@@ -60,7 +73,7 @@ func CheckEnv(g *Graph, workers int) error {
 			errs = append(errs, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return ws, errors.Join(errs...)
 }
 
 // Warning is a part of a valid graph that cannot work as written: a NAT
@@ -69,13 +82,14 @@ func CheckEnv(g *Graph, workers int) error {
 // It is located like a ConfigError.
 type Warning struct {
 	Pos     Pos
+	Device  string // a device's warning (CheckEnvWarn), else Element's
 	Element string
 	Type    string
 	Msg     string
 }
 
 func (w Warning) String() string {
-	return (&ConfigError{Pos: w.Pos, Element: w.Element, Type: w.Type, Msg: w.Msg}).Error()
+	return (&ConfigError{Pos: w.Pos, Device: w.Device, Element: w.Element, Type: w.Type, Msg: w.Msg}).Error()
 }
 
 // The element types whose role the warnings need: routing ones decide a

@@ -141,6 +141,21 @@ func (p *Program) Close() error {
 	return errors.Join(p.prog.Close(), p.xsks.Close(), p.queues.Close(), p.counters.Close())
 }
 
+// Supported returns nil if this kernel has every feature the fast path
+// needs at all (kfeature); otherwise the first missing, which is also
+// what NewTables or NewProgram would fail with.
+func Supported() error {
+	return kfeature.HaveAll(kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap,
+		kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray)
+}
+
+// HandOffSupported returns nil if this kernel has what outputs reached
+// through TC need: the program variant with bpf_xdp_adjust_meta and the
+// TC program (tcx, bpf_redirect_peer); otherwise the first missing.
+func HandOffSupported() error {
+	return kfeature.HaveAll(kfeature.XDPAdjustMeta, kfeature.TCX, kfeature.RedirectPeer)
+}
+
 // variant is one build of the XDP program (bpf/fastpath.c): buffLen,
 // whether it reads the frame length with bpf_xdp_get_buff_len; meta,
 // whether it hands frames to TC through bpf_xdp_adjust_meta.

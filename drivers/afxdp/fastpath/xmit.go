@@ -38,6 +38,7 @@ const (
 	netdevCmdDevGet      = 1
 	netdevAttrIfindex    = 1
 	netdevAttrXDPFeature = 3
+	netdevXDPActBasic    = 1
 	netdevXDPActNdoXmit  = 4
 	ctrlAttrFamilyName   = 2
 	genlHdrLen           = 4
@@ -104,17 +105,30 @@ func newXmitProbe() (*XmitProbe, error) {
 
 // Takes reports whether the device ifindex takes redirected frames.
 func (p *XmitProbe) Takes(ifindex int) (bool, error) {
+	f, err := p.features(ifindex)
+	return f&netdevXDPActNdoXmit != 0, err
+}
+
+// NativeXDP reports whether the device ifindex runs XDP programs in its
+// driver (NETDEV_XDP_ACT_BASIC: mode = "native" can attach).
+func (p *XmitProbe) NativeXDP(ifindex int) (bool, error) {
+	f, err := p.features(ifindex)
+	return f&netdevXDPActBasic != 0, err
+}
+
+// features returns the device's XDP features (NETDEV_A_DEV_XDP_FEATURES).
+func (p *XmitProbe) features(ifindex int) (uint64, error) {
 	var v [4]byte
 	binary.NativeEndian.PutUint32(v[:], uint32(ifindex))
 	attrs, err := p.request(p.family, netdevCmdDevGet, attr(nil, netdevAttrIfindex, v[:]))
 	if err != nil {
-		return false, fmt.Errorf("fastpath: XDP features of ifindex %d: %w", ifindex, err)
+		return 0, fmt.Errorf("fastpath: XDP features of ifindex %d: %w", ifindex, err)
 	}
 	f, ok := attrs[netdevAttrXDPFeature]
 	if !ok || len(f) < 8 {
-		return false, fmt.Errorf("fastpath: XDP features of ifindex %d: not in the kernel's answer", ifindex)
+		return 0, fmt.Errorf("fastpath: XDP features of ifindex %d: not in the kernel's answer", ifindex)
 	}
-	return binary.NativeEndian.Uint64(f)&netdevXDPActNdoXmit != 0, nil
+	return binary.NativeEndian.Uint64(f), nil
 }
 
 // Close closes the socket; idempotent.

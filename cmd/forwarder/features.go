@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/junction-dataplane/junction/drivers/kfeature"
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// featuresCmd: forwarder features [-format table|json]. It probes every
+// kernel feature the drivers use (kfeature) and prints whether this
+// kernel has it, what Junction uses it for and what Junction does
+// without it, in the spirit of bpftool feature probe. Probing loads
+// small BPF programs and maps: as another user than root most features
+// read "unknown".
+func featuresCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("features", stderr)
+	format := fs.String("format", "table", "table or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("features takes no arguments")
+	}
+	if err := kfeature.CheckEmulation(); err != nil {
+		return err
+	}
+	rows := kfeature.Report()
+	switch *format {
+	case "json":
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(rows)
+	case "table":
+	default:
+		return usageErrorf("-format %q: want table or json", *format)
+	}
+	t := [][]string{{"FEATURE", "HAVE", "SINCE", "USED FOR", "WITHOUT IT"}}
+	for _, r := range rows {
+		have := string(r.Status)
+		if r.Status == kfeature.Unknown && r.Detail != "" {
+			have += " (" + r.Detail + ")"
+		}
+		t = append(t, []string{string(r.Name), have, r.Since, r.Uses, r.Without})
+	}
+	return pipeline.WriteTable(stdout, []bool{false, false, false, false, false}, t)
+}
