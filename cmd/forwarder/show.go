@@ -57,7 +57,7 @@ type ifaceStat struct {
 	RxBytes   uint64                   `json:"rx_bytes"`
 	TxPackets uint64                   `json:"tx_packets"`
 	TxBytes   uint64                   `json:"tx_bytes"`
-	Drops     []pipeline.DeviceCounter `json:"drops"` // drop and error counters by reason, the kernel's included (link_*)
+	Drops     []pipeline.DeviceCounter `json:"drops"` // loss counters by reason (drivers.IsLoss), the kernel's included (link_*)
 	Counters  []pipeline.DeviceCounter `json:"counters"`
 	Rate1     ifaceRate                `json:"rate_1s"`
 	Rate10    ifaceRate                `json:"rate_10s"`
@@ -79,6 +79,7 @@ type runtimeRow struct {
 	Drops           uint64  `json:"drops"`
 	NsPerPacket     float64 `json:"ns_per_packet"`
 	PacketsPerBatch float64 `json:"packets_per_batch"`
+	Consumed        uint64  `json:"consumed"` // freed by design (Discard...): not drops
 }
 
 type runtimeResult struct {
@@ -96,16 +97,22 @@ type runtimeResult struct {
 }
 
 type errorRow struct {
-	Element string `json:"element"`
-	Type    string `json:"type"`
-	Worker  int    `json:"worker"` // -1: all workers
-	Counter string `json:"counter"`
-	Drop    bool   `json:"drop"`
-	Value   uint64 `json:"value"`
+	Element  string `json:"element"`
+	Type     string `json:"type"`
+	Worker   int    `json:"worker"` // -1: all workers
+	Counter  string `json:"counter"`
+	Drop     bool   `json:"drop"`
+	Consumed bool   `json:"consumed,omitempty"` // freed by design (-all): not a drop
+	Value    uint64 `json:"value"`
 }
 
 type errorsResult struct {
 	Since time.Duration `json:"since_clear_ns"`
 	Rows  []errorRow    `json:"errors"`
-	Drops uint64        `json:"total_drops"`
+	// Drops are the elements' drops, DeviceDrops the devices' loss
+	// counters (drivers.IsLoss); Consumed what elements freed by design,
+	// which is not a drop.
+	Drops       uint64 `json:"total_drops"`
+	DeviceDrops uint64 `json:"device_drops"`
+	Consumed    uint64 `json:"total_consumed"`
 }

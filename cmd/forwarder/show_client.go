@@ -247,7 +247,10 @@ func printErrors(w io.Writer, r *errorsResult) error {
 	rows := [][]string{{"count", "element", "worker", "reason"}}
 	for _, e := range r.Rows {
 		reason := e.Counter
-		if !e.Drop {
+		switch {
+		case e.Consumed:
+			reason += " (consumed, not a drop)"
+		case !e.Drop:
 			reason += " (not a drop)"
 		}
 		rows = append(rows, []string{strconv.FormatUint(e.Value, 10), e.Element, workerCol(e.Worker), reason})
@@ -255,6 +258,7 @@ func printErrors(w io.Writer, r *errorsResult) error {
 	if err := pipeline.WriteTable(w, []bool{true, false, false, false}, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "total element drops %d, counted over %s\n", r.Drops, r.Since.Round(time.Millisecond))
+	_, err := fmt.Fprintf(w, "total drops %d (elements %d, devices %d), consumed %d (by design, not drops), counted over %s\n",
+		r.Drops+r.DeviceDrops, r.Drops, r.DeviceDrops, r.Consumed, r.Since.Round(time.Millisecond))
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -20,8 +21,9 @@ type ifaceQueue struct {
 	RxBytes   uint64 `json:"rx_bytes"`
 	TxPackets uint64 `json:"tx_packets"`
 	TxBytes   uint64 `json:"tx_bytes"`
-	// Drops are its non-zero drop counters by reason, the kernel's for its
-	// socket included (rx_kernel_dropped, rx_ring_full, rx_fill_empty...).
+	// Drops are its non-zero loss counters by reason (drivers.IsLoss), the
+	// kernel's for its socket included (rx_kernel_dropped, rx_ring_full...;
+	// not events such as tx_ring_empty or rx_fill_empty).
 	Drops    []pipeline.DeviceCounter `json:"drops"`
 	Counters []pipeline.DeviceCounter `json:"counters"`
 	RxPPS1   float64                  `json:"rx_pps_1s"`
@@ -78,7 +80,7 @@ func perQueue(d, raw, p1, p10 *pipeline.DeviceStats, age1, age10 time.Duration, 
 			}
 		}
 		for _, c := range qs.Counters {
-			if isDropCounter(c.Name) && c.Value > 0 {
+			if drivers.IsLoss(c.Name) && c.Value > 0 {
 				row.Drops = append(row.Drops, c)
 			}
 		}

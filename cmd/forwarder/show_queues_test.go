@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +13,18 @@ import (
 // queueTestDevice is a gen device that reports counters per queue, as
 // afxdp and afpacket do (their own tests check their figures against the
 // kernel): queue 0 has all the received packets, queue 1 seven kernel
-// drops.
+// drops. Like an idle afxdp socket, queue 1 also counts the kernel's
+// tx_ring_empty and rx_fill_empty events, which are not losses.
 type queueTestDevice struct{ drivers.Device }
+
+// idleTxRingEmpty is what an idle afxdp router counted in tx_ring_empty
+// after 23 s.
+const idleTxRingEmpty = 84480
+
+func (d queueTestDevice) Stats() []drivers.Counter {
+	return append(d.Device.Stats(), drivers.Counter{Name: "rx_ring_full", Value: 7},
+		drivers.Counter{Name: "rx_fill_empty", Value: 5}, drivers.Counter{Name: "tx_ring_empty", Value: idleTxRingEmpty})
+}
 
 func (d queueTestDevice) QueueStats() []drivers.QueueCounters {
 	var rx, rxb uint64
@@ -27,7 +38,8 @@ func (d queueTestDevice) QueueStats() []drivers.QueueCounters {
 	}
 	return []drivers.QueueCounters{
 		{Queue: 0, Counters: []drivers.Counter{{Name: "rx_packets", Value: rx}, {Name: "rx_bytes", Value: rxb}, {Name: "rx_ring_full", Value: 0}}},
-		{Queue: 1, Counters: []drivers.Counter{{Name: "rx_packets", Value: 0}, {Name: "rx_bytes", Value: 0}, {Name: "rx_ring_full", Value: 7}}},
+		{Queue: 1, Counters: []drivers.Counter{{Name: "rx_packets", Value: 0}, {Name: "rx_bytes", Value: 0}, {Name: "rx_ring_full", Value: 7},
+			{Name: "rx_fill_empty", Value: 5}, {Name: "tx_ring_empty", Value: idleTxRingEmpty}}},
 	}
 }
 
@@ -77,6 +89,29 @@ func TestShowInterfacesQueues(t *testing.T) {
 	if q1.Queue != 1 || q1.RxPackets != 0 || len(q1.Drops) != 1 || q1.Drops[0].Name != "rx_ring_full" || q1.Drops[0].Value != 7 {
 		t.Errorf("queue 1: %+v", q1)
 	}
+	// The device's drops are its losses only: rx_ring_full, not the
+	// kernel's tx_ring_empty and rx_fill_empty events.
+	for _, c := range ifs[0].Drops {
+		if c.Name == "tx_ring_empty" || c.Name == "rx_fill_empty" || c.Name == "rx_pool_empty" {
+			t.Errorf("device drops list the event counter %s %d: %+v", c.Name, c.Value, ifs[0].Drops)
+		}
+	}
+	// show errors: the one loss is the device's rx_ring_full; what the
+	// Discard took is consumed, and tx_ring_empty is no row at all.
+	var errs errorsResult
+	ctlJSON(t, path, &errs, "show", "errors")
+	if errs.Drops != 0 || errs.DeviceDrops != 7 || len(errs.Rows) != 1 || errs.Rows[0].Counter != "rx_ring_full" || errs.Consumed == 0 {
+		t.Errorf("show errors: %+v", errs)
+	}
+	code, out, _ := ctl(t, path, "show", "errors")
+	if code != 0 || strings.Contains(out, "tx_ring_empty") || strings.Contains(out, "discarded") ||
+		!strings.Contains(out, "total drops 7 (elements 0, devices 7), consumed ") {
+		t.Errorf("show errors: exit %d\n%s", code, out)
+	}
+	code, out, _ = ctl(t, path, "show", "errors", "-all")
+	if code != 0 || strings.Contains(out, "tx_ring_empty") || !regexp.MustCompile(`discarded \(consumed, not a drop\)`).MatchString(out) {
+		t.Errorf("show errors -all: exit %d\n%s", code, out)
+	}
 	for _, q := range ifs[0].Queues {
 		if len(q.Workers) != 1 || q.Workers[0] != 0 {
 			t.Errorf("queue %d polled by workers %v, want [0]", q.Queue, q.Workers)
@@ -86,13 +121,16 @@ func TestShowInterfacesQueues(t *testing.T) {
 		t.Errorf("per worker: %+v", ifs[0].Workers)
 	}
 
-	code, out, _ := ctl(t, path, "show", "interfaces")
+	code, out, _ = ctl(t, path, "show", "interfaces")
 	if code != 0 || !strings.Contains(out, "  queue 1 (workers [0]): rx 0 packets") || !strings.Contains(out, "drops: rx_ring_full 7") ||
 		!strings.Contains(out, "per worker (the gen driver keeps no per-queue counters)") || !strings.Contains(out, "worker 0 (FromDevice(in)") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 	if strings.Count(out, "per worker (") != 1 {
 		t.Errorf("the per-worker label belongs to gen's device only:\n%s", out)
+	}
+	if strings.Contains(out, "tx_ring_empty 84480;") || strings.Contains(out, "drops: rx_ring_full 7, rx_fill_empty") {
+		t.Errorf("an event counter listed with the drops:\n%s", out)
 	}
 
 	ctl(t, path, "clear", "counters")

@@ -97,7 +97,7 @@ func TestShowErrorsTable(t *testing.T) {
 		}
 	}
 	code, out, errs := ctl(t, path, "show", "errors", "-all")
-	if code != 0 || !strings.HasPrefix(out, "count  element") || !strings.Contains(out, "(not a drop)") || !strings.Contains(out, "total element drops") {
+	if code != 0 || !strings.HasPrefix(out, "count  element") || !strings.Contains(out, "(not a drop)") || !strings.Contains(out, "total drops 0 (elements 0, devices 0), consumed ") {
 		t.Errorf("table: exit %d %q %q", code, out, errs)
 	}
 	code, out, _ = ctl(t, path, "show", "errors", "-format", "json")

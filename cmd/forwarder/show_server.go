@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/classifier"
 	"github.com/junction-dataplane/junction/internal/control"
@@ -213,7 +214,7 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 	out.Elements = make([]pipeline.ElementStats, len(s.Elements))
 	for i, e := range s.Elements {
 		if b := be[ek{e.Element, e.Worker}]; b != nil {
-			e.Batches, e.Packets, e.Drops = d(e.Batches, b.Batches), d(e.Packets, b.Packets), d(e.Drops, b.Drops)
+			e.Batches, e.Packets, e.Drops, e.Consumed = d(e.Batches, b.Batches), d(e.Packets, b.Packets), d(e.Drops, b.Drops), d(e.Consumed, b.Consumed)
 			e.TimedNanos, e.TimedPackets = d(e.TimedNanos, b.TimedNanos), d(e.TimedPackets, b.TimedPackets)
 			cs := make([]pipeline.Counter, len(e.Counters))
 			for j, c := range e.Counters {
@@ -272,7 +273,8 @@ func subSnapshot(s, base *pipeline.Snapshot) *pipeline.Snapshot {
 		out.Devices[i] = dv
 	}
 	t, bt := s.Totals, base.Totals
-	out.Totals = pipeline.Totals{RX: d(t.RX, bt.RX), TX: d(t.TX, bt.TX), Drops: d(t.Drops, bt.Drops), InFlight: t.InFlight, FastPath: d(t.FastPath, bt.FastPath)}
+	out.Totals = pipeline.Totals{RX: d(t.RX, bt.RX), TX: d(t.TX, bt.TX), Drops: d(t.Drops, bt.Drops), Consumed: d(t.Consumed, bt.Consumed),
+		InFlight: t.InFlight, FastPath: d(t.FastPath, bt.FastPath)}
 	return &out
 }
 
@@ -293,7 +295,7 @@ func (cs *ctlServer) showRuntime(args []string) (any, error) {
 	// by worker; ElementTotals keeps that order.
 	row := func(e pipeline.ElementStats) runtimeRow {
 		return runtimeRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Packets: e.Packets, Batches: e.Batches,
-			Drops: e.Drops, NsPerPacket: e.NsPerPacket, PacketsPerBatch: e.PacketsPerBatch}
+			Drops: e.Drops, Consumed: e.Consumed, NsPerPacket: e.NsPerPacket, PacketsPerBatch: e.PacketsPerBatch}
 	}
 	for _, tot := range s.ElementTotals() {
 		res.Elements = append(res.Elements, row(tot))
@@ -321,17 +323,30 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 		return nil, control.Usagef("show errors: unexpected arguments %q", strings.Join(pos, " "))
 	}
 	s, _ := cs.current()
+	return errorsOf(s, *perWorker, *all), nil
+}
+
+// errorsOf is show errors' answer from s (the accounting since the last
+// clear): the elements' drops by reason and the devices' loss counters
+// (drivers.IsLoss), in graph order; with all, also what elements consumed
+// by design and their other counters, marked as not drops. Only drops are
+// summed as drops: elements' in Drops, devices' in DeviceDrops; what was
+// consumed is summed apart (Consumed).
+func errorsOf(s *pipeline.Snapshot, perWorker, all bool) *errorsResult {
 	res := &errorsResult{Since: s.Uptime, Rows: []errorRow{}}
 	for _, tot := range s.ElementTotals() { // graph order
 		for _, c := range tot.Counters {
-			if (!c.Drop && !*all) || c.Value == 0 {
+			if c.Consumed {
+				res.Consumed += c.Value
+			}
+			if (!c.Drop && !all) || c.Value == 0 {
 				continue
 			}
 			if c.Drop {
 				res.Drops += c.Value
 			}
-			res.Rows = append(res.Rows, errorRow{Element: tot.Element, Type: tot.Type, Worker: -1, Counter: c.Name, Drop: c.Drop, Value: c.Value})
-			if !*perWorker {
+			res.Rows = append(res.Rows, errorRow{Element: tot.Element, Type: tot.Type, Worker: -1, Counter: c.Name, Drop: c.Drop, Consumed: c.Consumed, Value: c.Value})
+			if !perWorker {
 				continue
 			}
 			for _, e := range s.Elements {
@@ -340,7 +355,7 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 				}
 				for _, wc := range e.Counters {
 					if wc.Name == c.Name && wc.Value > 0 {
-						res.Rows = append(res.Rows, errorRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Counter: c.Name, Drop: c.Drop, Value: wc.Value})
+						res.Rows = append(res.Rows, errorRow{Element: e.Element, Type: e.Type, Worker: e.Worker, Counter: c.Name, Drop: c.Drop, Consumed: c.Consumed, Value: wc.Value})
 					}
 				}
 			}
@@ -348,23 +363,13 @@ func (cs *ctlServer) showErrors(args []string) (any, error) {
 	}
 	for _, d := range s.Devices {
 		for _, c := range d.Counters {
-			if isDropCounter(c.Name) && c.Value > 0 {
+			if drivers.IsLoss(c.Name) && c.Value > 0 {
+				res.DeviceDrops += c.Value
 				res.Rows = append(res.Rows, errorRow{Element: "device " + d.Device, Type: d.Driver, Worker: -1, Counter: c.Name, Drop: true, Value: c.Value})
 			}
 		}
 	}
-	return res, nil
-}
-
-// isDropCounter reports whether a driver counter counts packets lost or
-// refused (the kernel's link_rx_dropped, a full ring, an empty pool...).
-func isDropCounter(name string) bool {
-	for _, w := range []string{"drop", "error", "missed", "full", "empty", "invalid", "truncated"} {
-		if strings.Contains(name, w) {
-			return true
-		}
-	}
-	return false
+	return res
 }
 
 func devCounter(d *pipeline.DeviceStats, names ...string) uint64 {
@@ -458,7 +463,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 			is.TxPackets, is.TxBytes = devCounter(d, "tx_packets", "tx"), devCounter(d, "tx_bytes")
 			is.Counters = d.Counters
 			for _, c := range d.Counters {
-				if isDropCounter(c.Name) {
+				if drivers.IsLoss(c.Name) {
 					is.Drops = append(is.Drops, c)
 				}
 			}
