@@ -110,8 +110,8 @@ func init() {
 				`all are consumed, those that teach nothing as the drop "nd invalid"), "not learned: table full" (solicitations ` +
 				`for us from a sender the full cache had no slot for: a flood from random sources), "off-link" ` +
 				`(solicitations for us from a sender neither link-local nor in DEVICE's prefixes: no entry made), ` +
-				`"learn limited" (entries not made from solicitations: learn_rate), "evicted" (entries in ` +
-				`use but not active next hops, least recently active first, evicted to make room for a new one). ` +
+				`"learn limited" (entries not made from solicitations: learn_rate), "evicted" (entries not ` +
+				`yet recyclable, evicted least recently active first to make room for a new one; never an active next hop). ` +
 				`Drop reasons, input 0: "truncated", ` +
 				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
 				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
