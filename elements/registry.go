@@ -53,6 +53,14 @@ type PortCounter interface {
 	Ports() (in, out int)
 }
 
+// LinkedOutputs is implemented by configs whose output count is not known
+// when the graph is loaded (a Plugin that forwarder check did not start):
+// while OutputsFromLinks is true, the element has as many outputs as the
+// graph's links use, none of them unconnected.
+type LinkedOutputs interface {
+	OutputsFromLinks() bool
+}
+
 // Validator is implemented by configs that check themselves after decoding
 // (conf.Validator). The error should name the key: use KeyError.
 type Validator = conf.Validator

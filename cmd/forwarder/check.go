@@ -8,20 +8,27 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// checkCmd: forwarder check [-config FILE] [-strict]. It runs what run
-// runs before starting (loading, then pipeline.CheckEnv) and adds the
-// warnings of the drivers' checks (a fast path this kernel cannot run in
-// full: run will step down) and of pipeline.Warnings.
+// checkCmd: forwarder check [-config FILE] [-strict] [-plugins]. It runs
+// what run runs before starting (loading, then pipeline.CheckEnv) and
+// adds the warnings of the drivers' checks (a fast path this kernel cannot
+// run in full: run will step down) and of pipeline.Warnings. A Plugin's
+// program is started (its handshake, its own config validation, its
+// outputs) only with -plugins: checking a file must not execute what the
+// file names.
 func checkCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", stderr)
 	config := fs.String("config", "", "graph file (default: the embedded default graph)")
 	strict := fs.Bool("strict", false, "treat warnings as errors (exit status 1)")
+	plugins := fs.Bool("plugins", false, "start the graph's Plugin programs to check their handshake, config and outputs, as run does")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	path, err := configArg(fs, *config)
 	if err != nil {
 		return err
+	}
+	if !*plugins {
+		defer withoutPlugins()()
 	}
 	g, err := loadGraph(path)
 	if err != nil {

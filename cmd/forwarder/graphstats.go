@@ -81,6 +81,7 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 			dotBin = ""
 		}
 	}
+	defer withoutPlugins()()
 	g, err := loadGraph(path)
 	if err != nil {
 		return err

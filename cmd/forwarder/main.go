@@ -35,7 +35,7 @@ const usage = `forwarder — Junction, a Click-style modular software router
 Usage:
   forwarder run      [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST]
                      [-stats ADDR] [-stats-public] [-quiet] [-per-worker] [-control PATH]
-  forwarder check    [-config FILE] [-strict]
+  forwarder check    [-config FILE] [-strict] [-plugins]
   forwarder graph    [-config FILE] [-stats ADDR | -control PATH | -live] [-interval D]
                      [-format dot|svg|png] [-plain]
   forwarder elements [TYPE]
@@ -61,6 +61,7 @@ run       runs the graph (without -config: the embedded default graph, a router
           -duration, or when every source is drained.
 check     validates a graph as run would, short of starting it: "ok: N elements,
           M links, K devices" and warnings, or every error with its file:line.
+          A Plugin's program is not executed unless -plugins is given.
 graph     prints the graph in Graphviz DOT (forwarder graph | dot -Tsvg > g.svg), or
           renders it (-format svg|png, with Graphviz installed); -stats ADDR
           (or -control PATH, -live: its control socket) draws a running

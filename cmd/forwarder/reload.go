@@ -58,6 +58,7 @@ func reloadCmd(args []string, stdout, stderr io.Writer) error {
 		if config == "" {
 			return errors.New("-dry-run -running FILE needs -config FILE: the new graph file")
 		}
+		defer withoutPlugins()() // offline: the files are compared, not run
 		g2, err := pipeline.Load(config)
 		if err != nil {
 			return err

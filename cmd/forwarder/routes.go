@@ -51,6 +51,7 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
+	defer withoutPlugins()()
 	g, err := loadGraph(*config)
 	if err != nil {
 		return err

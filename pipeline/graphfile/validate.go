@@ -212,6 +212,20 @@ func (l *loader) validate(links []*ilink) {
 		anyBad = anyBad || lk.from.bad || lk.to.bad
 	}
 
+	// An element whose outputs are not known yet (a Plugin not started)
+	// has those its links use.
+	for _, ei := range l.order {
+		if lo, ok := ei.Config.(elements.LinkedOutputs); ok && !ei.bad && lo.OutputsFromLinks() {
+			n := 1
+			for _, lk := range links {
+				if lk.from == ei {
+					n = max(n, lk.fromPort+1)
+				}
+			}
+			ei.Out = min(n, maxPort)
+		}
+	}
+
 	type portKey struct {
 		e    *elemInfo
 		port int

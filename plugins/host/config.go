@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -28,7 +29,26 @@ type Config struct {
 	abs     string
 	info    wire.ElementInfo
 	outputs int
+	// notStarted: Validate checked the keys and the executable's path
+	// without starting it (StartOnLoad off); its outputs are unknown.
+	notStarted bool
 }
+
+// startOnLoad: whether loading a graph starts its plugins to validate
+// them (StartOnLoad).
+var startOnLoad atomic.Bool
+
+func init() { startOnLoad.Store(true) }
+
+// StartOnLoad sets whether validating a Plugin config (loading a graph)
+// starts the plugin, and returns the previous setting. On, the default,
+// is what run needs: the handshake, the plugin's own config validation,
+// the element's outputs. Off is for commands that only read a graph
+// (forwarder check without -plugins, graph, routes): the file they are
+// given must not make them execute a program; a Plugin's keys and path
+// (with its ownership and mode) are checked, its config and outputs are
+// not, and its outputs are taken from the graph's links.
+func StartOnLoad(on bool) bool { return startOnLoad.Swap(on) }
 
 // Defaults.
 const (
@@ -71,6 +91,10 @@ func (c *Config) Validate() error {
 	text, err := c.configText()
 	if err != nil {
 		return elements.Errorf("config", "%v", err)
+	}
+	c.notStarted = !startOnLoad.Load()
+	if c.notStarted {
+		return nil
 	}
 	p, err := launch(context.Background(), abs, c.SHA256, "plugin "+c.Element+" (validating)", nil)
 	if err != nil {
@@ -160,9 +184,17 @@ func (c *Config) Ports() (in, out int) {
 	return 1, c.outputs
 }
 
+// OutputsFromLinks: a plugin not started at load has as many outputs as
+// the graph's links use.
+func (c *Config) OutputsFromLinks() bool { return c.notStarted }
+
+// NotStarted reports whether Validate left the plugin unstarted.
+func (c *Config) NotStarted() bool { return c.notStarted }
+
 var (
-	_ elements.Validator   = (*Config)(nil)
-	_ elements.PortCounter = (*Config)(nil)
+	_ elements.Validator     = (*Config)(nil)
+	_ elements.PortCounter   = (*Config)(nil)
+	_ elements.LinkedOutputs = (*Config)(nil)
 )
 
 func init() {

@@ -108,6 +108,10 @@ type Instance struct {
 
 func newInstance(cfgAny any, ctx *elements.Context) (elements.Element, error) {
 	cfg := cfgAny.(*Config)
+	if cfg.notStarted {
+		// Its ports came from the links, not from the plugin.
+		return nil, fmt.Errorf("plugin %s: the graph was loaded without starting it (StartOnLoad off): not runnable", cfg.Path)
+	}
 	if cfg.outputs == 0 {
 		// Built from a config that was not validated (a test, a tool):
 		// validate now so that the ports and reasons are known.
