@@ -211,7 +211,9 @@ func init() {
 			Text: "The plugin is an executable built with plugins/sdk (hashicorp/go-plugin over gRPC). " +
 				"At load the forwarder starts it, checks the handshake (magic cookie, protocol version, " +
 				"and the executable's SHA-256 if sha256 is set), asks it to validate config, and learns " +
-				"the element's outputs and drop reasons. Before every start, restarts included, the executable " +
+				"the element's outputs and drop reasons; forwarder check does so only with -plugins (checking a file " +
+				"does not execute what it names: without, the keys and the executable's path, owner and mode are checked " +
+				"and the element has the outputs its links use), and graph and routes never do. Before every start, restarts included, the executable " +
 				"is checked as OpenSSH checks what it executes: the file and every directory above it must be " +
 				"owned by root or the forwarder's user and not group- or world-writable (a world-writable " +
 				"directory only with the sticky bit), and its SHA-256 must match sha256 if set. A start " +
