@@ -16,6 +16,9 @@
 #   tcp:  one iperf3 TCP stream cli -> srv, -t DURATION (3): Mbit/s
 #         received.
 # It prints one line per run and, per binary, the medians of the rounds.
+# A forwarder that stops during its round (it failed to start, crashed, or
+# was killed) ends the script with its exit status and the last lines of
+# its log (e2e_alive).
 #
 # Usage: sudo BEFORE=/path/forwarder-a AFTER=/path/forwarder-b benchmarks/e2e-idle.sh
 # Knobs: ROUNDS=5, IDLE=10, DURATION=3, QUEUES=2, RESULT_JSON=path (also
@@ -53,9 +56,24 @@ PIDS+=($!)
 
 # cpu PID: the process's CPU time in milliseconds; cs PID: its threads'
 # context switches (voluntary and not), the count of their sleeps and
-# wake-ups.
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat"; }
+# wake-ups. Both print nothing for a process that is gone: measure reads
+# them, then checks that the forwarder still runs.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat" 2>/dev/null || true; }
 cs() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
+
+# fwd_alive: the running forwarder ($FWDPID, binary $b, round $r) still
+# runs, or the script ends saying why it stopped.
+fwd_alive() {
+	local bin=$BEFORE
+	[ "$b" = after ] && bin=$AFTER
+	e2e_alive "$FWDPID" "$TMP/fwd-$b-$r.log" "the forwarder ($b: $bin, round $r)"
+}
+# measure: CPU (ms) and CSW (context switches) of the running forwarder.
+measure() {
+	CPU=$(cpu "$FWDPID") CSW=$(cs "$FWDPID")
+	fwd_alive
+	[ -n "$CPU" ] && [ -n "$CSW" ] || { echo "e2e-idle.sh: could not read /proc/$FWDPID" >&2; exit 1; }
+}
 
 : >"$TMP/res"
 for r in $(seq "$ROUNDS"); do
@@ -65,15 +83,19 @@ for r in $(seq "$ROUNDS"); do
 		PIDS+=($FWDPID)
 		for i in $(seq 75); do
 			ip netns exec $CLI ping -c1 -W1 10.2.0.2 >/dev/null 2>&1 && break
+			fwd_alive
 			sleep 0.2
 		done
 		sleep 1
-		c0=$(cpu $FWDPID) s0=$(cs $FWDPID)
+		measure
+		c0=$CPU s0=$CSW
 		sleep "$IDLE"
-		idle=$(($(cpu $FWDPID) - c0)) idlecs=$((($(cs $FWDPID) - s0) / IDLE))
-		c0=$(cpu $FWDPID)
+		measure
+		idle=$((CPU - c0)) idlecs=$(((CSW - s0) / IDLE))
+		c0=$CPU
 		ip netns exec $CLI ping -c 50 -i 0.05 10.2.0.2 >"$TMP/ping-$b-$r.txt" 2>&1 || true
-		pingcpu=$(($(cpu $FWDPID) - c0))
+		measure
+		pingcpu=$((CPU - c0))
 		rtt=$(python3 - "$TMP/ping-$b-$r.txt" <<'PY'
 import re, sys
 v = sorted(float(m) for m in re.findall(r"time=([0-9.]+) ms", open(sys.argv[1]).read()))
@@ -83,7 +105,8 @@ PY
 )
 		bps=$(timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c 10.2.0.2 -J -t "$DURATION" 2>/dev/null |
 			python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % d["end"]["sum_received"]["bits_per_second"])' 2>/dev/null || echo 0)
-		kill -INT $FWDPID
+		fwd_alive
+		kill -INT $FWDPID || true
 		wait $FWDPID || true
 		set -- $rtt
 		e2e_run "$b" "binary=$b" "idle_cpu_ms=$idle,idle_cs_per_s=$idlecs,ping_cpu_ms=$pingcpu,rtt_med_ms=$1,rtt_p99_ms=$2,replies=$3,tcp_mbps=$((bps / 1000000))"

@@ -92,6 +92,32 @@ e2e_xdp_count() {
 # e2e_mark: the number of rate lines the sink has written so far.
 e2e_mark() { grep -c rx_pps "$TMP/sink.log" || true; }
 
+# e2e_alive PID LOG WHAT: returns if process PID (a child of the script)
+# still runs. If it has stopped (gone, or a zombie), says why on stderr —
+# WHAT ("the forwarder (before, round 2)") stopped, its exit status or the
+# signal that killed it (wait's), and the last lines of LOG, its output —
+# and exits 1, so that a script does not go on to read /proc/PID of a
+# process that is no more.
+e2e_alive() {
+	local pid=$1 log=$2 what=$3 state="" rc=0 how
+	# /proc/PID/stat: "PID (comm) STATE ..."; comm may hold spaces.
+	state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1 || true)
+	if [ -n "$state" ] && [ "$state" != Z ]; then
+		return 0
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
+		how="killed by signal $((rc - 128)) ($(kill -l $((rc - 128)) 2>/dev/null || echo '?'))"
+	else
+		how="exit status $rc"
+	fi
+	{
+		echo "$what stopped: $how; the last lines of its log ($log):"
+		tail -n "${E2E_LOG_LINES:-20}" "$log" 2>/dev/null | sed 's/^/  | /' || echo "  (no log)"
+	} >&2
+	exit 1
+}
+
 # e2e_window NAME FROM: the sink's per-second rates since mark FROM, the
 # first 2 s (ramp-up) and the last second (drain) left out, into
 # $TMP/win-NAME; sets MEAN (their mean), LAST (the last one) and SECS.

@@ -63,6 +63,99 @@ e2e_run "$CFG/gro-$GRO/linux/P1" "config=$CFG,gro=$GRO,forwarder=linux,streams=1
 	}
 }
 
+// TestE2EAlive: e2e-lib.sh's e2e_alive, as e2e-idle.sh calls it before
+// it reads /proc/PID: a process that runs passes; one that has exited, or
+// was killed, ends the script with exit status 1, saying which process,
+// its exit status or signal and the tail of its log.
+func TestE2EAlive(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	tmp := t.TempDir()
+	run := func(body string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bash, "-euo", "pipefail", "-c", ". ../e2e-lib.sh\n"+body)
+		cmd.Env = append(os.Environ(), "TMP="+tmp)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	log := filepath.Join(tmp, "fwd.log")
+	// Running: e2e_alive returns and the script goes on.
+	out, code := run(`sleep 30 & p=$!
+e2e_alive $p ` + log + ` "the sleeper"
+echo still here
+kill $p`)
+	if code != 0 || !strings.Contains(out, "still here") {
+		t.Errorf("a running process: exit %d\n%s", code, out)
+	}
+	// Exited with a status, reaped already (bash collects its background
+	// children): what e2e-idle.sh met as "awk: cannot open /proc/PID/stat".
+	out, code = run(`sh -c 'for i in $(seq 30); do echo line $i; done; echo "run: lan0: no such interface" >&2; exit 3' >` + log + ` 2>&1 & p=$!
+while [ -e /proc/$p/stat ] && [ "$(sed 's/^.*) //' /proc/$p/stat | cut -d' ' -f1)" != Z ]; do sleep 0.01; done
+sleep 0.1
+e2e_alive $p ` + log + ` "the forwarder (before: /x/forwarder, round 1)"
+echo not reached`)
+	for _, want := range []string{"the forwarder (before: /x/forwarder, round 1) stopped: exit status 3",
+		"  | run: lan0: no such interface", "  | line 30", "(" + log + ")"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("an exited process: no %q in\n%s", want, out)
+		}
+	}
+	if code != 1 || strings.Contains(out, "not reached") || strings.Contains(out, "line 10\n") {
+		t.Errorf("an exited process: exit %d (want 1, the log's last 20 lines only)\n%s", code, out)
+	}
+	// Killed.
+	out, code = run(`sleep 30 >` + log + ` 2>&1 & p=$!
+kill -9 $p
+sleep 0.1
+e2e_alive $p ` + log + ` "the forwarder (after, round 2)"`)
+	if code != 1 || !strings.Contains(out, "the forwarder (after, round 2) stopped: killed by signal 9 (KILL)") {
+		t.Errorf("a killed process: exit %d\n%s", code, out)
+	}
+}
+
+// TestE2EIdleForwarderStops: e2e-idle.sh with a "forwarder" that exits at
+// once (as one refusing its graph does) stops at the first check, saying
+// which binary stopped, its exit status and the end of its log, instead
+// of failing later to read /proc/PID/stat. Root (namespaces); seconds.
+func TestE2EIdleForwarderStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds namespaces")
+	}
+	netns.RequireRoot(t)
+	for _, tool := range []string{"iperf3", "ethtool", "python3"} {
+		netns.RequireTool(t, tool)
+	}
+	dir := t.TempDir()
+	fwd := filepath.Join(dir, "forwarder")
+	if err := os.WriteFile(fwd, []byte("#!/bin/sh\necho \"configs/router-veth.toml:12: device lan: no interface lan0\" >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("..", "e2e-idle.sh"))
+	cmd.Env = append(os.Environ(), "ROUNDS=1", "IDLE=1", "DURATION=1", "BEFORE="+fwd, "AFTER="+fwd, "RESULT_JSON=")
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("e2e-idle.sh succeeded with a forwarder that exits:\n%s", out)
+	}
+	for _, want := range []string{"the forwarder (before: " + fwd + ", round 1) stopped: exit status 2",
+		"  | configs/router-veth.toml:12: device lan: no interface lan0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "cannot open") || time.Since(t0) > 60*time.Second {
+		t.Errorf("in %v:\n%s", time.Since(t0).Round(time.Second), out)
+	}
+}
+
 // TestE2EScriptsJSON runs e2e-drops.sh, e2e-idle.sh and e2e-iperf.sh as
 // root with the shortest settings and RESULT_JSON, and decodes what each
 // wrote: every run named, with a rate, and the params the script
