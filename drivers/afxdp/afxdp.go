@@ -70,8 +70,9 @@ type Device struct {
 	fp      *fastpath.Program // with fastpath = true: prog is fp's
 	fpFinal fastpath.Counters // fp's counters when Close released it
 	ft      *fastTable
-	out     *egressOut // as an output of the fast path: its state and counters
-	tc      io.Closer  // the fast path's TC ingress program (tcx link), or nil
+	out     *egressOut   // as an output of the fast path: its state and counters
+	tc      io.Closer    // the fast path's TC ingress program (tcx link), or nil
+	watch   *attachWatch // its programs' watcher (attachwatch.go), or nil
 	// fallbacks are the steps down from what the file asked of the fast
 	// path (openFastPath), in words for the log and Modes.
 	fallbacks []string
@@ -186,6 +187,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if err := d.openQueues(c, nq, ctx.Workers); err != nil {
 		return nil, err
 	}
+	d.startAttachWatch()
 	return d, nil
 }
 
@@ -423,6 +425,9 @@ func (d *Device) Flush() error {
 // Close detaches the program and closes the sockets. Packets the graph
 // still holds must not be used afterwards: their memory is unmapped.
 func (d *Device) Close() error {
+	// Before the lock: the watcher may be waiting for it to attach the
+	// program again.
+	d.stopAttachWatch()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -510,6 +515,12 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_dropped_queue_removed", Value: s[15]},
 	}
 	cs = d.link.Append(cs)
+	if d.watch != nil {
+		cs = append(cs, drivers.Counter{Name: "xdp_reattached", Value: d.watch.reattached.Load()})
+		if d.watch.tcID != 0 {
+			cs = append(cs, drivers.Counter{Name: "fastpath_tc_lost", Value: d.watch.tcLost.Load()})
+		}
+	}
 	if d.ft != nil {
 		cs = append(cs, drivers.Counter{Name: "fastpath_fallbacks", Value: uint64(len(d.fallbacks))})
 	}

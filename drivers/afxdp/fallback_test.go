@@ -7,6 +7,10 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
@@ -167,4 +171,91 @@ func TestFastPathFallbacks(t *testing.T) {
 			t.Errorf("fast path mode %+v, want %s on this kernel (%s)", m, want, kfeature.Summary())
 		}
 	})
+}
+
+// TestProgramsDetached: another tool detaches the device's XDP program
+// (ip link set dev X xdp off, possible where it is attached through
+// netlink: the BPF link is emulated missing) and its TC program
+// (BPF_LINK_DETACH, as bpftool link detach does): the watcher attaches
+// the XDP program again and counts it, and turns the hand-off to TC off
+// (every output reached by XDP redirects), counted and logged once.
+func TestProgramsDetached(t *testing.T) {
+	netns.RequireRoot(t)
+	kfeature.Require(t, kfeature.AFXDP, kfeature.TCX, kfeature.XDPAdjustMeta, kfeature.RedirectPeer)
+	env := netns.New(t)
+	ns := env.NS("fpdt")
+	env.Veth(ns, "dt0", ns, "dt1", 1)
+	logs := new(bytes.Buffer)
+	orig := log.Writer()
+	log.SetOutput(logs)
+	t.Cleanup(func() { log.SetOutput(orig) })
+	t.Setenv(kfeature.EnvMissing, "xdp_bpf_link")
+
+	c := cfg("dt0", "auto")
+	c.FastPath = true
+	d, err := openIn(t, ns, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := func(name string) uint64 {
+		for _, c := range d.Stats() {
+			if c.Name == name {
+				return c.Value
+			}
+		}
+		return 1 << 63
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s; log:\n%s", what, logs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if counter("xdp_reattached") != 0 || counter("fastpath_tc_lost") != 0 {
+		t.Fatalf("xdp_reattached %d, fastpath_tc_lost %d at start", counter("xdp_reattached"), counter("fastpath_tc_lost"))
+	}
+
+	ns.MustRun("ip", "link", "set", "dev", "dt0", "xdp", "off")
+	waitFor("the XDP program attached again", func() bool { return counter("xdp_reattached") >= 1 && xdpAttached(t, ns, "dt0") })
+	waitFor("its return logged", func() bool { return strings.Contains(logs.String(), "its XDP program is attached again") })
+	if n := strings.Count(logs.String(), "XDP program was detached by another tool"); n != 1 {
+		t.Errorf("the detach logged %d times, want once:\n%s", n, logs)
+	}
+
+	if m := d.fastPathMode(); m != "tc" {
+		t.Fatalf("fast path mode %q before the TC program is detached, want tc", m)
+	}
+	if err := ns.Do(func() error {
+		r, err := link.QueryPrograms(link.QueryOptions{Target: d.ifindex, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		for _, p := range r.Programs {
+			id, ok := p.LinkID()
+			if !ok {
+				continue
+			}
+			l, err := link.NewFromID(id)
+			if err != nil {
+				return err
+			}
+			err = l.Detach()
+			l.Close()
+			return err
+		}
+		return errors.New("no tcx link on dt0")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the TC program's loss noticed", func() bool { return counter("fastpath_tc_lost") == 1 })
+	if m := d.fastPathMode(); m != "xdp" {
+		t.Errorf("fast path mode %q after the TC program was detached, want xdp", m)
+	}
+	if !strings.Contains(logs.String(), "TC ingress program was detached by another tool: every output is reached by XDP redirects") {
+		t.Errorf("the TC program's loss not logged:\n%s", logs)
+	}
 }
