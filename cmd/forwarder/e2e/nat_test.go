@@ -172,8 +172,9 @@ func onlyHost(t *testing.T, what string, log *peerLog, want string) {
 
 // TestNATGateway: the contract configs/nat-gateway.toml between real hosts:
 // ping of both router addresses, DNAT of tcp :8080 from outside, SNAT of the
-// inside network (curl, iperf3), and a one-way UDP stream through the
-// DNAT'd :5000 that FastTrack takes over.
+// inside network (curl, iperf3), a one-way UDP stream through the DNAT'd
+// :5000 that FastTrack takes over, and new inbound IPv4 to an inside
+// address refused.
 func TestNATGateway(t *testing.T) {
 	netns.RequireTool(t, "curl")
 	tp := newNATTopo(t)
@@ -218,6 +219,8 @@ func TestNATGateway(t *testing.T) {
 		natUDPStream(t, tp)
 	})
 
+	t.Run("inbound refused", func(t *testing.T) { natInboundRefused(t, tp) })
+
 	out := stop()
 	if !strings.Contains(out, "worker") {
 		t.Errorf("no exit table:\n%s", out)
@@ -227,6 +230,39 @@ func TestNATGateway(t *testing.T) {
 	if t.Failed() {
 		t.Logf("forwarder output:\n%s", out)
 	}
+}
+
+// natInboundRefused: the outside host, given a route to the inside
+// network through the gateway, can neither open a TCP connection to an
+// inside host's address nor ping it (IPv4 gets the same inbound filter as
+// IPv6: only DNAT'd ports reach the inside); the attempts reach the gateway
+// and are dropped by drop4, and the inside host still reaches out.
+func natInboundRefused(t *testing.T, tp *natTopo) {
+	tp.ot.MustRun("ip", "route", "replace", "192.168.1.0/24", "via", natWANAddr)
+	defer tp.ot.Run("ip", "route", "del", "192.168.1.0/24")
+	serveHTTP(t, tp.in, net.JoinHostPort(natInside, "81"), "inside, not forwarded\n")
+	drop4 := func() uint64 {
+		var n uint64
+		for _, e := range (&topo{fwd: tp.fwd}).snapshot(t).Elements {
+			if e.Element == "drop4" {
+				n += e.Packets
+			}
+		}
+		return n
+	}
+	before := drop4()
+	if out, err := tp.ot.Run("curl", "-sf", "--max-time", "2", "http://"+natInside+":81/"); err == nil {
+		t.Errorf("an outside host opened a connection to the inside: %q", out)
+	}
+	if out, err := tp.ot.Run("ping", "-c2", "-i0.2", "-W1", natInside); err == nil {
+		t.Errorf("an outside host pinged the inside:\n%s", out)
+	}
+	// The refusal is the gateway's filter, not a broken path: curl's SYN
+	// and its retransmissions, and both echo requests, were dropped there.
+	if d := drop4() - before; d < 3 {
+		t.Errorf("drop4 counted %d packets during the inbound attempts, want at least 3", d)
+	}
+	pingOK(t, tp.in, natOutside)
 }
 
 // natIperf runs iperf3 TCP from the inside host to the outside one and
