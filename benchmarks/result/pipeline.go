@@ -3,12 +3,14 @@ package result
 import "github.com/junction-dataplane/junction/pipeline"
 
 // ElementDeltas sums each element over workers and subtracts before from
-// after: packets received, sampled ns/packet and drops by reason.
+// after: packets received, sampled ns/packet, drops and consumptions by
+// reason.
 func ElementDeltas(before, after *pipeline.Snapshot) []Element {
 	type acc struct {
 		e            Element
 		tns, tpk     int64
 		drops        map[string]int64
+		consumed     map[string]int64
 		seen, placed bool
 	}
 	by := map[string]*acc{}
@@ -20,7 +22,7 @@ func ElementDeltas(before, after *pipeline.Snapshot) []Element {
 		for _, es := range s.Elements {
 			a := by[es.Element]
 			if a == nil {
-				a = &acc{e: Element{Name: es.Element, Type: es.Type}, drops: map[string]int64{}}
+				a = &acc{e: Element{Name: es.Element, Type: es.Type}, drops: map[string]int64{}, consumed: map[string]int64{}}
 				by[es.Element] = a
 				order = append(order, es.Element)
 			}
@@ -28,8 +30,11 @@ func ElementDeltas(before, after *pipeline.Snapshot) []Element {
 			a.tns += sign * int64(es.TimedNanos)
 			a.tpk += sign * int64(es.TimedPackets)
 			for _, c := range es.Counters {
-				if c.Drop {
+				switch {
+				case c.Drop:
 					a.drops[c.Name] += sign * int64(c.Value)
+				case c.Consumed:
+					a.consumed[c.Name] += sign * int64(c.Value)
 				}
 			}
 		}
@@ -48,6 +53,14 @@ func ElementDeltas(before, after *pipeline.Snapshot) []Element {
 					a.e.Drops = map[string]uint64{}
 				}
 				a.e.Drops[k] = uint64(v)
+			}
+		}
+		for k, v := range a.consumed {
+			if v > 0 {
+				if a.e.Consumed == nil {
+					a.e.Consumed = map[string]uint64{}
+				}
+				a.e.Consumed[k] = uint64(v)
 			}
 		}
 		out = append(out, a.e)

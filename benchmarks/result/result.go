@@ -61,8 +61,10 @@ type Element struct {
 	// Packets the element received; NsPerPacket its sampled self time.
 	Packets     uint64  `json:"packets"`
 	NsPerPacket float64 `json:"ns_per_packet"`
-	// Drops by reason.
-	Drops map[string]uint64 `json:"drops,omitempty"`
+	// Drops by reason (losses); Consumed by reason: what the element
+	// freed by design (Discard), not losses.
+	Drops    map[string]uint64 `json:"drops,omitempty"`
+	Consumed map[string]uint64 `json:"consumed,omitempty"`
 }
 
 // New returns a Result with the schema, the time and this machine.

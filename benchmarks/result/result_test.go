@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -73,5 +75,19 @@ func TestSummarize(t *testing.T) {
 	s := Summarize([]float64{3, 1, 2, 10})
 	if s.Median != 2.5 || s.Min != 1 || s.Max != 10 || s.N != 4 {
 		t.Errorf("%+v", s)
+	}
+}
+
+// TestElementDeltasConsumed: what an element consumed by design is kept
+// apart from its drops, by reason, over the interval.
+func TestElementDeltasConsumed(t *testing.T) {
+	snap := func(drops, consumed uint64) *pipeline.Snapshot {
+		return &pipeline.Snapshot{Elements: []pipeline.ElementStats{{Element: "d", Type: "Discard", Packets: drops + consumed,
+			Counters: []pipeline.Counter{{Name: "bad", Drop: true, Value: drops}, {Name: "firewall", Consumed: true, Value: consumed}}}}}
+	}
+	es := ElementDeltas(snap(1, 10), snap(3, 40))
+	if len(es) != 1 || es[0].Packets != 32 || len(es[0].Drops) != 1 || es[0].Drops["bad"] != 2 ||
+		len(es[0].Consumed) != 1 || es[0].Consumed["firewall"] != 30 {
+		t.Errorf("%+v", es)
 	}
 }

@@ -313,8 +313,11 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, j
 	for _, c := range b.Counters {
 		if v := c.Value - prev[c.Name]; v > 0 {
 			kind := "counter"
-			if c.Drop {
+			switch {
+			case c.Drop:
 				kind = "drop"
+			case c.Consumed:
+				kind = "consumed"
 			}
 			drops = append(drops, fmt.Sprintf("  %s %q: %d", kind, c.Name, v))
 		}

@@ -49,7 +49,8 @@ type tracedPacket struct {
 	// Result: "sent", "dropped", "held" (kept by an element past the
 	// round: ARPQuerier waiting for a resolution) or "consumed".
 	Result string `json:"result"`
-	// Where the packet ended and, for a drop, why.
+	// Where the packet ended and, for a drop or a consumption under a
+	// reason (Discard), why.
 	At       string   `json:"at,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
 	Final    []string `json:"final_headers,omitempty"` // as it last left an element, when rewritten
@@ -247,6 +248,9 @@ func (cs *ctlServer) describe(r *elements.TraceRecord, start int64) tracedPacket
 		tp.Path = append(tp.Path, st)
 	}
 	switch {
+	case r.Drop != nil && r.Drop.Consumed:
+		// Freed by design under a consumption reason (Discard's).
+		tp.Result, tp.At, tp.Reason = "consumed", cs.elementName(r.Drop.Element), r.Drop.Reason
 	case r.Drop != nil:
 		tp.Result, tp.At, tp.Reason = "dropped", cs.elementName(r.Drop.Element), r.Drop.Reason
 	case len(r.Hops) == 0:
@@ -361,7 +365,11 @@ func traceCmd(args []string, stdout, stderr io.Writer) error {
 		case "held":
 			fmt.Fprintf(stdout, "  held by %s: %s\n", p.At, p.Reason)
 		default:
-			fmt.Fprintf(stdout, "  consumed by %s\n", p.At)
+			if p.Reason != "" {
+				fmt.Fprintf(stdout, "  consumed by %s: %s\n", p.At, p.Reason)
+			} else {
+				fmt.Fprintf(stdout, "  consumed by %s\n", p.At)
+			}
 		}
 		if len(p.Final) > 0 {
 			fmt.Fprintf(stdout, "  as it left:\n")
