@@ -24,8 +24,10 @@ import (
 //	rx + created = tx + drops + consumed + in flight + held
 //
 // where created is what the graph made (ARP requests, the ARP Tees'
-// copies), consumed the ARP frames ARPQuerier learnt from (its input 1
-// ends them without a drop), and held what ARPQuerier still holds; rx
+// copies), consumed what the graph ended by design: the snapshot's
+// Consumed (Discard, ARPResponder handed ARP that needs no answer) and the
+// ARP and ND frames ARPQuerier and NDPQuerier learnt from (counted by
+// their own counters), and held what ARPQuerier still holds; rx
 // equals the devices' own rx_packets (what the fast path forwarded is
 // reported apart, in neither), and nothing is in flight.
 func TestAccountingRealDevices(t *testing.T) {
@@ -78,14 +80,25 @@ func TestAccountingRealDevices(t *testing.T) {
 			// ARPQuerier's input 0 is fed by rt alone (rt[0] and rt[1]):
 			// the rest of what it received came in on input 1, ARP
 			// frames it learnt from or dropped under an input-1 reason.
-			consumed := typePackets(s, "ARPQuerier") - (typePackets(s, "IPLookup") - typeDrops(s, "IPLookup")) -
+			learnt := typePackets(s, "ARPQuerier") - (typePackets(s, "IPLookup") - typeDrops(s, "IPLookup")) -
 				counter(s, "ARPQuerier", "not arp") - counter(s, "ARPQuerier", "bad sender")
-			consumed += counter(s, "NDPQuerier", "nd frames") - counter(s, "NDPQuerier", "nd invalid")
+			learnt += counter(s, "NDPQuerier", "nd frames") - counter(s, "NDPQuerier", "nd invalid")
+			consumed := tot.Consumed + learnt
 			if in, out := tot.RX+created, tot.TX+tot.Drops+consumed+tot.InFlight+held; in != out {
 				var buf bytes.Buffer
 				s.WriteTable(&buf)
-				t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d + held %d = %d\n%s",
-					tot.RX, created, in, tot.TX, tot.Drops, consumed, tot.InFlight, held, out, buf.String())
+				t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d (by design %d, learnt from %d) + in flight %d + held %d = %d\n%s",
+					tot.RX, created, in, tot.TX, tot.Drops, consumed, tot.Consumed, learnt, tot.InFlight, held, out, buf.String())
+			}
+			// What elements consumed is theirs: the totals' Consumed is
+			// the sum of the elements', none of it among the drops.
+			var elDrops, elConsumed uint64
+			for _, e := range s.Elements {
+				elDrops += e.Drops
+				elConsumed += e.Consumed
+			}
+			if tot.Consumed != elConsumed || tot.Drops < elDrops {
+				t.Errorf("totals: consumed %d, drops %d; the elements consumed %d and dropped %d", tot.Consumed, tot.Drops, elConsumed, elDrops)
 			}
 			var devRX uint64
 			for _, dev := range []string{"lan", "wan"} {
