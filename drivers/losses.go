@@ -56,4 +56,10 @@ var notLosses = map[string]bool{
 	// fastpath_redirect_errors).
 	"fastpath_egress_disabled": true,
 	"fastpath_egress_off":      true,
+	// afxdp: steps down from the fast path the file asked for, and the
+	// programs another tool removed (the driver put the XDP one back; a
+	// lost TC program leaves its outputs to XDP or the graph).
+	"fastpath_fallbacks": true,
+	"xdp_reattached":     true,
+	"fastpath_tc_lost":   true,
 }

@@ -18,6 +18,7 @@ var losses = map[string]bool{
 	// events that sound like losses
 	"tx_ring_empty": false, "rx_fill_empty": false, "rx_pool_empty": false, "tx_kicks_failed": false,
 	"fastpath_egress_disabled": false, "fastpath_egress_off": false,
+	"fastpath_fallbacks": false, "xdp_reattached": false, "fastpath_tc_lost": false,
 	// not known to have left: the totals count them with the transmit
 	// losses (pipeline.Totals), but nothing says they were lost
 	"tx_unconfirmed": false,

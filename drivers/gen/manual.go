@@ -35,7 +35,7 @@ IPv6: when src or dst is an IPv6 address or prefix (both must then be IPv6; src 
 			{Name: "dst_mac", Type: "MAC", Default: "device mac", Doc: "destination MAC; defaults to the device's mac key, else " + DefaultDstMAC + " (which is then also the device's own MAC)."},
 			{Name: "sequence", Type: "bool", Default: "false", Doc: "true (udp only): the first 10 bytes of each frame's UDP payload number it: the queue (2 bytes) and the packet's sequence number on that queue (8 bytes, from 0), big endian, so that a test can check loss, duplication and order; the UDP checksum is then 0 (none, as IPv4 allows). SeqOffset is where it starts."},
 		},
-		Stats: `rx_packets, rx_bytes, tx_packets, tx_bytes, rx_pool_empty (batches cut short because the queue's pool of ` + strconv.Itoa(PoolSize) + ` packets was empty: the graph holds too many packets).`,
+		Stats: `rx_packets, rx_bytes, tx_packets, tx_bytes, rx_pool_empty (batches cut short because the queue's pool of ` + strconv.Itoa(PoolSize) + ` packets was empty: the graph holds too many packets; the packets are made later, so it is not a loss).`,
 		Example: `[devices.lan]
 driver = "gen"
 dst    = "10.2.0.0/16"

@@ -19,7 +19,7 @@ Frames longer than a packet buffer holds (` + strconv.Itoa(maxFrame) + ` bytes) 
 			{Name: "loop", Type: "bool", Default: "false", Doc: "restart read at the start of the file at its end, so the file replays forever. A file that yields no packet in a whole pass (empty, or only unusable frames) is drained instead of spinning."},
 			{Name: "write", Type: "path", Doc: "pcap file every transmitted packet is written to (created, or a file of that name replaced: a new file is renamed over it, so the old one is never truncated nor written through a hard link; a symbolic link, a FIFO, a device, the read file, or, in a sticky directory such as /tmp, another user's file is refused, by forwarder check too; Ethernet, snaplen " + strconv.Itoa(Snaplen) + ", microsecond timestamps taken when a batch is written). Relative paths as for read. Several workers may transmit to one device: each batch is written whole, under a lock."},
 		},
-		Stats: `rx_packets, rx_bytes, tx_packets, tx_bytes, read_errors (a truncated or corrupt read file), oversize (frames too long for a packet buffer, skipped), rx_pool_empty (batches cut short: no free packet), tx_errors (writes that failed), tx_dropped (packets transmitted to a device without write), loops (times loop restarted the file).`,
+		Stats: `rx_packets, rx_bytes, tx_packets, tx_bytes, read_errors (a truncated or corrupt read file), oversize (frames too long for a packet buffer, skipped: a loss), rx_pool_empty (batches cut short: no free packet; the rest is read later, so it is not a loss), tx_errors (writes that failed), tx_dropped (packets transmitted to a device without write), loops (times loop restarted the file).`,
 		Example: `[devices.lan]
 driver = "pcap"
 read   = "testdata/lan-in.pcap"
