@@ -28,6 +28,10 @@ type Type struct {
 	Optional []int
 	// Source marks elements that receive from a device (FromDevice).
 	Source bool
+	// OnePerGraph, when set, says why a graph may hold at most one
+	// element of this type (Conntrack: a worker has one flow table); the
+	// loader refuses a second, as New would.
+	OnePerGraph string
 	// FlowState marks elements whose instances keep per-flow state per
 	// worker (Conntrack's table, FastTrack's flows, a plugin's, for all
 	// Junction knows): in a graph with one, every packet of a flow must

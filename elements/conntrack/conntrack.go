@@ -42,6 +42,11 @@ func (c *Config) Validate() error {
 	if c.Capacity < 1 || c.Capacity > MaxCapacity {
 		return elements.Errorf("capacity", "%d out of range 1..%d (flows per worker)", c.Capacity, MaxCapacity)
 	}
+	// One worker's tables must fit (the graph's validation adds up every
+	// worker's: elements.MemoryUser).
+	if err := c.checkMemory(1); err != nil {
+		return err
+	}
 	to, err := parseTimeouts(c.Timeouts)
 	if err != nil {
 		return elements.Errorf("timeouts", "%v", err)
@@ -52,11 +57,12 @@ func (c *Config) Validate() error {
 
 func init() {
 	elements.Register(elements.Type{
-		Name:      "Conntrack",
-		FlowState: true,
-		NewConfig: func() any { return &Config{Capacity: DefaultCapacity, TCPWindow: true} },
-		New:       newConntrack,
-		In:        1, Out: 2,
+		Name:        "Conntrack",
+		FlowState:   true,
+		OnePerGraph: "a worker has one flow table",
+		NewConfig:   func() any { return &Config{Capacity: DefaultCapacity, TCPWindow: true} },
+		New:         newConntrack,
+		In:          1, Out: 2,
 		Optional: []int{1},
 		Doc: elements.Doc{
 			Synopsis: "Conntrack([capacity], [timeouts...])",
@@ -66,7 +72,10 @@ func init() {
 				"(neither IPv4 nor IPv6, or IPv6 neighbour discovery and MLD: ct state untracked), each with its connection-tracking annotation (packet.Ct) set.\n" +
 				"output 1 (optional): invalid packets (ct state invalid); unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 16–32 of hash index and 4 of eviction order hint, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each)"},
+				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 16–32 of hash index and 4 of eviction order hint, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each). " +
+					"At most 2^30, and at most what memory holds: every worker's tables together (up to about 420 bytes a flow, FastTrack's flow cache counted) " +
+					"within half the machine's memory (MemTotal, or the cgroup's limit if lower); check and run refuse more, naming the largest capacity that fits " +
+					"(a table beyond memory would end the process in the runtime's \"out of memory\")"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
 						"tcp_syn_sent=120s tcp_syn_recv=60s tcp_established=5d tcp_fin_wait=120s tcp_close_wait=60s " +
@@ -198,6 +207,11 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	// Before anything is allocated: a table beyond memory ends the
+	// process when its free list is written.
+	if err := c.checkMemory(ctx.Workers); err != nil {
+		return nil, err
 	}
 	t := Acquire(ctx)
 	_, carried := ctx.Previous().Element.(*Conntrack)

@@ -11,3 +11,6 @@ func (t *Table6) Find6(k *Tuple6) (*Conn6, bool) {
 	}
 	return &t.conns[idx], true
 }
+
+// CheckMemory is what New checks of a config for workers workers.
+func CheckMemory(c *Config, workers int) error { return c.checkMemory(workers) }

@@ -73,6 +73,7 @@ func CheckEnvWarn(g *Graph, workers int) ([]Warning, error) {
 			errs = append(errs, fmt.Errorf("%s: element %q (%s): %w", e.Pos, e.Name, e.Type.Name, err))
 		}
 	}
+	errs = append(errs, checkMemory(g, workers)...) // check_memory.go
 	return ws, errors.Join(errs...)
 }
 

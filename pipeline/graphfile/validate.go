@@ -212,6 +212,21 @@ func (l *loader) validate(links []*ilink) {
 		anyBad = anyBad || lk.from.bad || lk.to.bad
 	}
 
+	// A type a graph may hold once (Conntrack): the second is refused
+	// here, by check too, rather than by New when run builds it.
+	firstOf := map[*elements.Type]*elemInfo{}
+	for _, ei := range l.order {
+		if ei.Type == nil || ei.Type.OnePerGraph == "" || ei.bad {
+			continue
+		}
+		if first, ok := firstOf[ei.Type]; ok {
+			l.elemErr(ei, ei.Pos.Line, "", "", "%s: only one %s per graph (the first is %q, line %d)", ei.Type.OnePerGraph, ei.Type.Name, first.Name, first.Pos.Line)
+			ei.bad = true
+			continue
+		}
+		firstOf[ei.Type] = ei
+	}
+
 	// An element whose outputs are not known yet (a Plugin not started)
 	// has those its links use.
 	for _, ei := range l.order {
