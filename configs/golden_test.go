@@ -274,7 +274,7 @@ func TestRouterGolden(t *testing.T) {
 	if consumed != 2 || snap.Totals.Consumed != 2 {
 		t.Errorf("consumed %d (totals %d), want 2 (arp not for us, ipv6)", consumed, snap.Totals.Consumed)
 	}
-	for _, want := range []string{"lchk: bad checksum", "lchk: martian source", "Discard@1: discarded", "ARPResponder@1: not for us"} {
+	for _, want := range []string{"lchk: bad checksum", "lchk: martian source", "Discard@1: unclassified", "ARPResponder@1: not for us"} {
 		if counters[want] != 1 {
 			t.Errorf("counter %q = %d, want 1", want, counters[want])
 		}
