@@ -186,21 +186,29 @@ func (s *Server) Close() error {
 // serve accepts until the listener closes. A failed accept (the process
 // at its descriptor limit) is retried after a pause rather than ending the
 // loop, which left the socket accepting into its backlog with nobody to
-// answer until a restart; it is logged once per episode.
+// answer until a restart. An episode of failures (failures less than
+// episodeGap apart) is logged twice: at its first failure, and at the
+// first accept that works again, however often a flood makes accept fail
+// and succeed in turn.
 func (s *Server) serve() {
 	defer s.wg.Done()
 	var delay time.Duration
-	failed := 0
+	failed := 0            // in this episode
+	var last time.Time     // the last failure
+	recoveryLogged := true // no episode yet
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
 				return
 			}
-			if failed == 0 {
-				logf("control socket %s: %v; accepting again when it clears", s.path, err)
+			now := time.Now()
+			if last.IsZero() || now.Sub(last) >= episodeGap {
+				failed, recoveryLogged = 0, false
+				logf("control socket %s: %v; retrying until descriptors are free", s.path, err)
 			}
 			failed++
+			last = now
 			delay = min(max(2*delay, 5*time.Millisecond), maxAcceptDelay)
 			t := time.NewTimer(delay)
 			select {
@@ -211,32 +219,36 @@ func (s *Server) serve() {
 			}
 			continue
 		}
-		if failed > 0 {
+		delay = 0
+		if !recoveryLogged {
 			logf("control socket %s: accepting again (%d accepts had failed)", s.path, failed)
-			failed, delay = 0, 0
+			recoveryLogged = true
 		}
-		s.wg.Add(1)
 		select {
 		case s.slots <- struct{}{}:
+			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
 				defer func() { <-s.slots }()
 				s.handle(c)
 			}()
 		default:
-			go func() {
-				defer s.wg.Done()
-				s.busy(c)
-			}()
+			s.busy(c)
 		}
 	}
 }
 
-// busy answers a client beyond MaxClients and closes its connection.
+// episodeGap is how long after the last failure another one starts a new
+// episode (new log lines).
+const episodeGap = time.Second
+
+// busy answers a client beyond MaxClients and closes its connection, in
+// the accept loop: the answer fits in the new socket's empty buffer, and
+// the descriptor is given back at once.
 func (s *Server) busy(c *net.UnixConn) {
-	defer c.Close()
-	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	json.NewEncoder(c).Encode(Response{Error: fmt.Sprintf("control: busy: %d clients are being served (MaxClients); try again", MaxClients)})
+	c.Close()
 }
 
 // peerUID returns the connecting process's uid (SO_PEERCRED).
