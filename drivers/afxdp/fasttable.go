@@ -349,6 +349,11 @@ func (d *Device) openFastPath(queues int, kind string) error {
 	if d.out, err = ft.addOut(d.ifindex, name, via); err != nil {
 		return err
 	}
+	how := "XDP redirects"
+	if m := d.fastPathMode(); m == "tc" {
+		how = "its input's TC program (the hand-off to TC)"
+	}
+	log.Printf("afxdp: %s: fast path on (program %s); as an output it is reached by %s", name, d.fp.Variant, how)
 	for _, a := range d.info.Addresses {
 		// IPv4 and global IPv6 addresses (link-local ones are never
 		// forwarded by the fast path anyway).

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func stopOffloading(t *testing.T, tp *topo, p *netns.Proc) {
 // router) is carried by the kernel, with no output refused or turned
 // off and nothing logged about offloading.
 func TestFastPathPlainHosts(t *testing.T) {
+	kfeature.Require(t, handOff...)
 	netns.RequireTool(t, "curl")
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
@@ -119,6 +121,7 @@ func TestFastPathPlainHosts(t *testing.T) {
 // 100 ms poll (counted, logged once), and on again once eth0 is back up,
 // when the fast path carries the traffic again.
 func TestFastPathOutputDown(t *testing.T) {
+	kfeature.Require(t, handOff...)
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	tp := newTopo(t, 1)

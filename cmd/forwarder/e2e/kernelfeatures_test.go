@@ -20,6 +20,11 @@ import (
 // left out, shows it in show interfaces, and ping, curl and iperf3 TCP
 // (one stream and more streams than workers, both directions) work.
 
+// handOff are the features the fast path needs to reach veths through
+// TC, the only way it reaches ordinary hosts (GRO off): a test of that
+// path requires them.
+var handOff = []kfeature.Feature{kfeature.XDPAdjustMeta, kfeature.TCX, kfeature.RedirectPeer}
+
 // degradedCases are the emulations and the fast-path mode each device
 // must settle on with fastpath_redirect = "auto" on a veth.
 var degradedCases = []struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"math"
 	"os"
 	"path/filepath"
@@ -764,6 +765,9 @@ func TestTCPQueueSwitch(t *testing.T) {
 				t.Errorf("Conntrack found %d packets invalid", n)
 			}
 			if !v.graph {
+				// Into these veths (GRO off at the hosts) the fast
+				// path forwards only through TC.
+				kfeature.Require(t, handOff...)
 				// The flow is FastTrack's, offloaded: the kernel
 				// forwards it whichever queue it arrives on.
 				// (Since this forwarder started: before the run its

@@ -35,7 +35,10 @@ type Program struct {
 	// HandOff: the program hands frames for outputs reached through TC
 	// to the input's TC program (the variant with bpf_xdp_adjust_meta);
 	// without it every output is reached by XDP redirects.
-	HandOff  bool
+	HandOff bool
+	// Variant is the name of the variant loaded (bpf/fastpath.c), for
+	// the log: junction_fp, junction_fp_nometa, ...
+	Variant  string
 	prog     *ebpf.Program
 	xsks     *ebpf.Map
 	queues   *ebpf.Map
@@ -80,7 +83,7 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 	var errs []error
 	for _, v := range variants() {
 		if p.prog, err = load(program(t, p, mac, v)); err == nil {
-			p.HandOff = v.meta
+			p.HandOff, p.Variant = v.meta, v.name()
 			break
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", v.name(), err))
