@@ -51,7 +51,7 @@ const (
 // every few seconds) cannot hold every slot for statsHeaderTimeout each
 // while others wait; a client sends its request in one write, in
 // microseconds. A variable for the tests.
-var statsBusyHeaderTimeout = time.Second
+var statsBusyHeaderTimeout = 100 * time.Millisecond
 
 // ErrStatsNotLoopback is what ServeStatsWith returns for an address that is
 // not a loopback one (":7999", "0.0.0.0:7999", "192.0.2.1:7999", a host
