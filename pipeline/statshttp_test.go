@@ -76,8 +76,13 @@ func TestStatsIdleTimeout(t *testing.T) {
 }
 
 // TestStatsConnLimit: with every slot held by a connection, another is
-// not served until one of them closes.
+// not served until one of them closes (the held ones send nothing, so
+// statsBusyHeaderTimeout, which would close them, is set beyond the test:
+// TestStatsSlowloris tests it).
 func TestStatsConnLimit(t *testing.T) {
+	old := statsBusyHeaderTimeout
+	statsBusyHeaderTimeout = time.Hour
+	defer func() { statsBusyHeaderTimeout = old }()
 	addr, _ := startStatsRouter(t, StatsOptions{MaxConns: 2, Rate: -1})
 	var held []net.Conn
 	for range 2 {
