@@ -52,6 +52,7 @@ Usage:
   forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
   forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]
   forwarder reload   [CONTROL] [-dry-run] [-running FILE]
+  forwarder features [-format table|json]
   forwarder version
   forwarder help     [COMMAND]
 

@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
 	"strings"
 	"testing"
@@ -64,6 +65,11 @@ func TestHelperProcess(t *testing.T) {
 func TestCrash(t *testing.T) {
 	for _, how := range []string{"netlink", "open"} {
 		t.Run(how, func(t *testing.T) {
+			if how == "open" {
+				// Open attaches with a BPF link where the kernel
+				// has them: only those die with their process.
+				kfeature.Require(t, kfeature.XDPLink)
+			}
 			pr := drvtest.NewPair(t, 1)
 			cmd := pr.DevNS.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 			cmd.Env = append(os.Environ(), helperEnv+"="+how, helperEnv+"_IF="+pr.DevIf)

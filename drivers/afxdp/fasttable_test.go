@@ -3,6 +3,7 @@ package afxdp
 import (
 	"bytes"
 	"errors"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"log"
 	"net"
 	"strings"
@@ -18,6 +19,7 @@ import (
 // ends.
 func testFastTable(t *testing.T) (*fastTable, *bytes.Buffer) {
 	t.Helper()
+	kfeature.Require(t, fastpath.Features...)
 	tables, err := fastpath.NewTables(4, 4, 4)
 	if err != nil {
 		t.Fatal(err)

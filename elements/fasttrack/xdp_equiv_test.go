@@ -2,6 +2,7 @@ package fasttrack_test
 
 import (
 	"bytes"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -45,6 +46,7 @@ func TestRandomEquivalenceXDP(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (BPF)")
 	}
+	kfeature.Require(t, fastpath.Features...)
 	tabs, err := fastpath.NewTables(16, 16, 4096)
 	if err != nil {
 		t.Fatal(err)

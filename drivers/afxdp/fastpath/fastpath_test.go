@@ -36,13 +36,8 @@ func needRoot(t testing.TB) {
 	netns.RequireRoot(t) // and ip, for addEgress's namespace
 	// What NewTables and NewProgram need; the variants' helpers are
 	// chosen by NewProgram, and TestWatchRedirects asks for its own.
-	kfeature.Require(t, fastpathFeatures...)
+	kfeature.Require(t, Features...)
 }
-
-// fastpathFeatures are the kernel features without which there is no
-// fast path at all.
-var fastpathFeatures = []kfeature.Feature{kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap,
-	kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray}
 
 // csum is the Internet checksum of b (even length), computed from scratch.
 func csum(b []byte) uint16 {

@@ -147,10 +147,12 @@ func (p *Program) Close() error {
 // Supported returns nil if this kernel has every feature the fast path
 // needs at all (kfeature); otherwise the first missing, which is also
 // what NewTables or NewProgram would fail with.
-func Supported() error {
-	return kfeature.HaveAll(kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap,
-		kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray)
-}
+func Supported() error { return kfeature.HaveAll(Features...) }
+
+// Features are the kernel features without which there is no fast path
+// at all (the tests of anything that loads it require them).
+var Features = []kfeature.Feature{kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap,
+	kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray}
 
 // HandOffSupported returns nil if this kernel has what outputs reached
 // through TC need: the program variant with bpf_xdp_adjust_meta and the
