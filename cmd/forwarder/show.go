@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/junction-dataplane/junction/drivers"
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -59,6 +60,7 @@ type ifaceStat struct {
 	TxBytes   uint64                   `json:"tx_bytes"`
 	Drops     []pipeline.DeviceCounter `json:"drops"` // loss counters by reason (drivers.IsLoss), the kernel's included (link_*)
 	Counters  []pipeline.DeviceCounter `json:"counters"`
+	Modes     []drivers.Mode           `json:"modes,omitempty"` // what the driver settled on (afxdp: XDP mode, zero-copy, effective fast path)
 	Rate1     ifaceRate                `json:"rate_1s"`
 	Rate10    ifaceRate                `json:"rate_10s"`
 	// Queues are the driver's counters per RX queue (afxdp: each
@@ -77,9 +79,9 @@ type runtimeRow struct {
 	Packets         uint64  `json:"packets"`
 	Batches         uint64  `json:"batches"`
 	Drops           uint64  `json:"drops"`
+	Consumed        uint64  `json:"consumed"` // freed by design (Discard...): not drops
 	NsPerPacket     float64 `json:"ns_per_packet"`
 	PacketsPerBatch float64 `json:"packets_per_batch"`
-	Consumed        uint64  `json:"consumed"` // freed by design (Discard...): not drops
 }
 
 type runtimeResult struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/junction-dataplane/junction/drivers"
 	"io"
 	"net/netip"
 	"strconv"
@@ -196,6 +197,7 @@ func printNeighbors(w io.Writer, rows []neighborRow) error {
 func printInterfaces(w io.Writer, rs []ifaceStat) error {
 	for _, is := range rs {
 		fmt.Fprintf(w, "%s (%s)\n", is.Device, is.Driver)
+		printModes(w, is.Modes)
 		fmt.Fprintf(w, "  rx %d packets %d bytes   tx %d packets %d bytes\n", is.RxPackets, is.RxBytes, is.TxPackets, is.TxBytes)
 		for _, r := range []ifaceRate{is.Rate1, is.Rate10} {
 			fmt.Fprintf(w, "  rate over %.0fs: rx %s %s  tx %s %s\n", r.Seconds, pipeline.FormatRate(r.RxPPS), bits(r.RxBPS), pipeline.FormatRate(r.TxPPS), bits(r.TxBPS))
@@ -210,6 +212,26 @@ func printInterfaces(w io.Writer, rs []ifaceStat) error {
 		printQueues(w, &is)
 	}
 	return nil
+}
+
+// printModes prints what the driver settled on: "  xdp native, zero_copy
+// no, fastpath xdp", and under it why a mode runs short of what the file
+// asked.
+func printModes(w io.Writer, ms []drivers.Mode) {
+	if len(ms) == 0 {
+		return
+	}
+	var parts, notes []string
+	for _, m := range ms {
+		parts = append(parts, m.Name+" "+m.Value)
+		if m.Note != "" {
+			notes = append(notes, m.Name+": "+m.Note)
+		}
+	}
+	fmt.Fprintf(w, "  %s\n", strings.Join(parts, ", "))
+	for _, n := range notes {
+		fmt.Fprintf(w, "    %s\n", n)
+	}
 }
 
 func bits(bps float64) string {

@@ -462,6 +462,7 @@ func (cs *ctlServer) showInterfaces(args []string) (any, error) {
 			is.RxPackets, is.RxBytes = devCounter(d, "rx_packets", "rx"), devCounter(d, "rx_bytes")
 			is.TxPackets, is.TxBytes = devCounter(d, "tx_packets", "tx"), devCounter(d, "tx_bytes")
 			is.Counters = d.Counters
+			is.Modes = d.Modes
 			for _, c := range d.Counters {
 				if drivers.IsLoss(c.Name) {
 					is.Drops = append(is.Drops, c)
