@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
+	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/internal/safefile"
 )
 
@@ -171,3 +174,34 @@ func (t *Table) LoadState(path string, workers int) (int, error) {
 	t.Created -= uint64(n) // not new flows
 	return n, nil
 }
+
+// CheckEnv refuses, as a run would find them, state files (PREFIX.wN)
+// that are not regular files: a FIFO, a device or a directory is neither
+// read nor replaced, and a symbolic link is read but not replaced
+// (elements.EnvChecker; forwarder check and run share it).
+func (c *Config) CheckEnv(elements.DeviceInfos) error {
+	if c.StateFile == "" {
+		return nil
+	}
+	files, _ := filepath.Glob(globEscape(c.StateFile) + ".w[0-9]*")
+	for _, f := range files {
+		if err := safefile.CheckReplace(f); err != nil {
+			return elements.Errorf("state_file", "%v", err)
+		}
+	}
+	return nil
+}
+
+// globEscape quotes the glob metacharacters of a path.
+func globEscape(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+var _ elements.EnvChecker = (*Config)(nil)

@@ -74,4 +74,13 @@ func TestStateFileHostile(t *testing.T) {
 	if err := tb.SaveState(fifo, 1); err == nil || !strings.Contains(err.Error(), "FIFO") {
 		t.Errorf("save over a FIFO: %v", err)
 	}
+	// check says so, on the key, as run would find it.
+	cfg := &conntrack.Config{Capacity: 16, StateFile: filepath.Join(dir, "fifo")}
+	if err := cfg.CheckEnv(nil); err == nil || !strings.Contains(err.Error(), `key "state_file"`) || !strings.Contains(err.Error(), "FIFO") {
+		t.Errorf("CheckEnv with a FIFO state file: %v", err)
+	}
+	cfg.StateFile = filepath.Join(dir, "ct")
+	if err := cfg.CheckEnv(nil); err != nil {
+		t.Errorf("CheckEnv with no state file: %v", err)
+	}
 }
