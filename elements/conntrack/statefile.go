@@ -185,6 +185,10 @@ func (c *Config) CheckEnv(elements.DeviceInfos) error {
 	}
 	files, _ := filepath.Glob(globEscape(c.StateFile) + ".w[0-9]*")
 	for _, f := range files {
+		n, ok := strings.CutPrefix(filepath.Base(f), filepath.Base(c.StateFile)+".w")
+		if _, err := strconv.ParseUint(n, 10, 32); !ok || err != nil {
+			continue // not PREFIX.wN
+		}
 		if err := safefile.CheckReplace(f); err != nil {
 			return elements.Errorf("state_file", "%v", err)
 		}
