@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // MemoryUser is implemented by configs whose element allocates, in every
@@ -24,8 +25,8 @@ type MemoryUser interface {
 }
 
 // MemoryBudget is what the elements' tables may take in all: half of the
-// machine's memory (MemTotal in /proc/meminfo) or of the cgroup's limit
-// if lower, leaving the other half to packets, route tables, the kernel
+// machine's memory (MemTotal in /proc/meminfo), or of the cgroup's limit
+// or the process's address-space limit if lower, leaving the other half to packets, route tables, the kernel
 // and the rest of the machine. what names the source ("MemTotal 24 GiB").
 // Zero when neither can be read (then nothing is refused).
 func MemoryBudget() (bytes uint64, what string) {
@@ -55,6 +56,12 @@ func readBudget() (uint64, string) {
 	}
 	if lim := cgroupLimit(); lim > 0 && (total == 0 || lim < total) {
 		total, what = lim, "the cgroup's memory limit "+FormatBytes(lim)
+	}
+	// An address-space limit (ulimit -v) fails the table's mapping, and
+	// the Go heap then ends the process.
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur < 1<<62 && (total == 0 || rl.Cur < total) {
+		total, what = rl.Cur, "the address-space limit (ulimit -v) "+FormatBytes(rl.Cur)
 	}
 	return total / 2, what
 }

@@ -74,7 +74,7 @@ func init() {
 			Keys: []elements.Key{
 				{Name: "capacity", Type: "int", Default: "262144", Doc: "IPv4 flows per worker (128 bytes each, 16–32 of hash index and 4 of eviction order hint, 64 more with tcp_window); a full table evicts the oldest unassured flow or closing TCP connection, never another assured one. IPv6 flows have a table of their own, a quarter this size (at least 1024, or capacity if smaller; ~150 bytes each). " +
 					"At most 2^30, and at most what memory holds: every worker's tables together (up to about 420 bytes a flow, FastTrack's flow cache counted) " +
-					"within half the machine's memory (MemTotal, or the cgroup's limit if lower); check and run refuse more, naming the largest capacity that fits " +
+					"within half the machine's memory (MemTotal, or the cgroup's or the address-space limit if lower); check and run refuse more, naming the largest capacity that fits " +
 					"(a table beyond memory would end the process in the runtime's \"out of memory\")"},
 				{Name: "timeouts", Type: "[]string", Variadic: true,
 					Doc: "NAME=DURATION overrides of the idle timeouts (Go durations or Nd days). Names and Linux's defaults: " +
