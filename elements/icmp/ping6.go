@@ -76,8 +76,11 @@ func init() {
 				{Name: "devices", Type: "device", Doc: "devices whose IPv6 addresses (their addresses key) are answered for"},
 				{Name: "hoplimit", Type: "int", Default: "64", Doc: "hop limit of the replies"},
 			},
-			Stats: `counter "replies"; drop reasons: "truncated" (no full IPv6+ICMPv6 header, or payload ` +
-				`length beyond the frame), "not for us", "bad source" (unspecified, multicast, loopback or ` +
+			Stats: `counter "replies"; consumption reason "multicast" (packets to a multicast group, ` +
+				`such as the MLD reports and router solicitations NDPResponder passes on, and echo ` +
+				`requests to a group: not answered, by design; not drops); drop reasons: "truncated" ` +
+				`(no full IPv6+ICMPv6 header, or payload length beyond the frame), "not for us" (a ` +
+				`unicast destination not one of the addresses), "bad source" (unspecified, multicast, loopback or ` +
 				`our own), "bad checksum", "extension headers" (echo requests behind extension headers ` +
 				`are not answered), and "unconnected output 1".`,
 			Example: `"loc6[0] -> ICMP6PingResponder(lan, wan) -> rt"`,
@@ -97,6 +100,7 @@ type Responder6 struct {
 	st    *elements.Stats
 
 	truncated, notForUs, badSource, badChecksum, extHdrs elements.Reason
+	multicast                                            elements.Reason // consumed
 }
 
 func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -118,6 +122,7 @@ func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
 		badSource:   st.Reason("bad source"),
 		badChecksum: st.Reason("bad checksum"),
 		extHdrs:     st.Reason("extension headers"),
+		multicast:   st.Consumption("multicast"),
 	}, nil
 }
 
@@ -153,7 +158,13 @@ func (r *Responder6) answer(p *packet.Packet) verdict {
 		return verdictDropped
 	}
 	if !r.ours(h[24:40]) {
-		r.st.Drop(p, r.notForUs)
+		if h[24] == 0xff {
+			// To a group the router is in (all-nodes, all-routers,
+			// MLDv2): nothing to answer, and nothing lost.
+			r.st.Consume(p, r.multicast)
+		} else {
+			r.st.Drop(p, r.notForUs)
+		}
 		return verdictDropped
 	}
 	if s := h[8:24]; s[0] == 0xff || r.ours(s) || // multicast, our own; ::, ::1 (the first 15 bytes zero)

@@ -66,6 +66,17 @@ func TestPing6(t *testing.T) {
 	if h.Counter("bad checksum") != 1 || h.Counter("not for us") != 1 || h.Counter("bad source") != 1 || len(h.Outs[1].Frames()) != 2 {
 		t.Fatalf("counters %v, %d others", h.Stats.Counters(), len(h.Outs[1].Frames()))
 	}
+	// A group's traffic (an MLD report, a router solicitation, an echo
+	// request to all nodes) is consumed, not dropped: an idle router on a
+	// LAN gets it all the time. A unicast address not ours is a drop.
+	h.Reset()
+	drops := h.Stats.Drops()
+	h.Push(0, echo6(t, "2001:db8::5", "ff02::1", 128, false), echo6(t, "fe80::5", "ff02::2", 133, false),
+		echo6(t, "2001:db8::5", "2001:db8::9", 128, false))
+	if h.Counter("multicast") != 2 || h.Stats.Consumed() != 2 || h.Stats.Drops() != drops+1 || h.Counter("not for us") != 2 {
+		t.Errorf("counters %v: consumed %d, drops %d (were %d)", h.Stats.Counters(), h.Stats.Consumed(), h.Stats.Drops(), drops)
+	}
+	h.CheckNoLeak()
 }
 
 func TestPing6Allocs(t *testing.T) {
