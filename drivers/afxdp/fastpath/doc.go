@@ -58,6 +58,9 @@
 //  3. the IPv4 header starts with 0x45 (version 4, no options);
 //  4. 20 <= total length and 14 + total length <= frame length
 //     (Ethernet padding after the datagram is allowed);
+//     and fragment offset × 8 + total length <= 65,535 (a fragment that
+//     could only reassemble beyond the largest datagram is the slow
+//     path's, whose CheckIPHeader drops it);
 //  5. the header checksum verifies;
 //  6. TTL > 1;
 //  7. neither the source's nor the destination's first octet is 0,

@@ -315,6 +315,13 @@ func TestSlow(t *testing.T) {
 	f.wantSlow("bad checksum", mod(func(b []byte) { b[25] ^= 1 }, false))
 	f.wantSlow("checksum-covered byte changed", mod(func(b []byte) { b[19] ^= 0x40 }, false))
 	f.wantSlow("IHL 6", mod(func(b []byte) { b[14] = 0x46 }, true))
+	// Fragments: forwarded while offset × 8 + total length <= 65,535
+	// (the last byte a reassembly could hold); beyond, the slow path's
+	// CheckIPHeader drops them.
+	f.wantForwarded("fragment ending at 65,535", mod(func(b []byte) {
+		binary.BigEndian.PutUint16(b[20:], 0x2000|uint16((65535-46)/8)) // MF, offset 65,488; 46 + 65,488 = 65,534
+	}, true), gwMAC, outMAC7)
+	f.wantSlow("fragment beyond 65,535", mod(func(b []byte) { binary.BigEndian.PutUint16(b[20:], 0x1fff) }, true))
 	f.wantSlow("version 6", mod(func(b []byte) { b[14] = 0x65 }, true))
 	for _, s := range []string{"0.0.0.0", "0.1.2.3", "127.0.0.1", "127.255.0.9", "224.0.0.1", "239.1.1.1", "240.0.0.1", "255.255.255.255"} {
 		f.wantSlow("martian source "+s, mod(setSrc(s), true))
@@ -538,6 +545,9 @@ func (r *ref) forward(in []byte) []byte {
 	tl := int(binary.BigEndian.Uint16(in[16:]))
 	if tl < 20 || 14+tl > len(in) {
 		return nil
+	}
+	if int(binary.BigEndian.Uint16(in[20:])&0x1fff)*8+tl > 65535 {
+		return nil // a fragment reaching beyond the largest datagram
 	}
 	var s uint32
 	for i := 14; i < 34; i += 2 {

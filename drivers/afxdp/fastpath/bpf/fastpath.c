@@ -539,6 +539,12 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 		goto slow;
 	if (data + ETH_LEN + tot > data_end)
 		goto slow;
+	/* 4b. A fragment whose offset plus payload reaches beyond 65,535
+	 * bytes (it could only reassemble into an oversized datagram, the
+	 * ping-of-death shape): the slow path's CheckIPHeader drops it,
+	 * counted. */
+	if (((__u32)(fp_ntohs(ld16(data + OFF_FRAG)) & 0x1fff) << 3) + tot > 65535)
+		goto slow;
 
 	/* 5. Header checksum: the one's-complement sum of the header,
 	 * checksum included, must be 0xffff. The sum depends neither on
