@@ -11,6 +11,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/junction-dataplane/junction/internal/safefile"
 	"github.com/junction-dataplane/junction/plugins/sdk"
 )
 
@@ -63,7 +64,9 @@ type Sampler struct {
 func New(cfg any) (sdk.Processor, error) {
 	c := cfg.(*Config)
 	name := strings.ReplaceAll(c.File, "%p", strconv.Itoa(os.Getpid()))
-	f, err := os.Create(name)
+	// A new file renamed over the name: a link or a FIFO there is
+	// refused rather than written through or waited on.
+	f, err := safefile.Replace(name, 0o644)
 	if err != nil {
 		return nil, sdk.Errorf("file", "%v", err)
 	}
@@ -150,7 +153,7 @@ func Element() sdk.Element {
 			Keys: []sdk.Key{
 				{Name: "n", Type: "int", Default: "100", Doc: "one in n packets (or flows) is written"},
 				{Name: "by", Type: "string", Default: "packet", Doc: `"packet": every nth packet; "flow": all packets of 1 in n flows (symmetric 5-tuple hash)`},
-				{Name: "file", Type: "string", Required: true, Doc: `the pcap file to write; "%p" becomes the plugin's pid (one process per worker)`},
+				{Name: "file", Type: "string", Required: true, Doc: `the pcap file to write (an existing file is replaced by a new one; a symbolic link, a FIFO or a device is refused); "%p" becomes the plugin's pid (one process per worker)`},
 				{Name: "snaplen", Type: "int", Default: "65535", Doc: "bytes written per packet at most"},
 			},
 			Stats:   "none (the file is the output).",
