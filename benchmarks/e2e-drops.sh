@@ -113,18 +113,24 @@ if len(sys.argv) > 3:
 EOF
 }
 
-# statsdelta BEFORE AFTER [JSON]: the forwarder's drop counters that grew;
-# with JSON, also as {"WHERE": N} into that file.
+# statsdelta BEFORE AFTER [JSON]: the forwarder's drop counters that grew
+# (the devices' losses, the elements' drop reasons: not what elements
+# consumed by design); with JSON, also as {"WHERE": N} into that file.
 statsdelta() {
 	python3 - "$@" <<'EOF'
 import json, re, sys
+NOT_LOSSES = {"tx_ring_empty", "rx_fill_empty", "rx_pool_empty", "tx_kicks_failed", "fastpath_egress_disabled",
+              "fastpath_egress_off", "fastpath_fallbacks", "xdp_reattached", "fastpath_tc_lost"}
 def counters(path):
     s = json.load(open(path))
     out = {}
     for d in s.get("devices") or []:
         for c in d["counters"]:
-            # tx_ring_empty counts kicks that found the TX ring empty, not losses.
-            if re.search("drop|full|empty|missed|error", c["name"]) and c["name"] != "tx_ring_empty":
+            # Losses as drivers.IsLoss has them: not the events whose
+            # names sound like losses (tx_ring_empty and rx_fill_empty
+            # count times the kernel found a ring empty, rx_pool_empty
+            # times the graph held every frame).
+            if re.search("drop|error|missed|full|invalid|truncated|oversize", c["name"]) and c["name"] not in NOT_LOSSES:
                 out["%s %s" % (d["device"], c["name"])] = c["value"]
     for e in s.get("elements") or []:
         for c in e.get("counters") or []:
