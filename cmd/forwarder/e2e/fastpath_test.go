@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 // to be the fast-path one it ships as: both devices load the fast-path
 // XDP program and IPLookup mirrors its routes into it.
 func fastPathConfig(t *testing.T, contract string) string {
+	kfeature.Require(t, fastpath.Features...)
 	data, err := os.ReadFile(contract)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +128,7 @@ func typePackets(s *pipeline.Snapshot, typ string) uint64 {
 // be the fast-path one it ships as: both devices load the fast-path XDP
 // program and both FastTracks hand their flows to it.
 func natFastPathConfig(t *testing.T, contract string) string {
+	kfeature.Require(t, fastpath.Features...)
 	data, err := os.ReadFile(contract)
 	if err != nil {
 		t.Fatal(err)

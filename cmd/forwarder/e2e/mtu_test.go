@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +73,7 @@ func iperfBytes(t *testing.T, cli, srv *netns.NS, family, addr, n string) float6
 //	                                       (2001:db8:16::2, 10.16.0.2)
 func TestRouterOwnPacketTooBig(t *testing.T) {
 	t.Run("graph", func(t *testing.T) { routerOwnPacketTooBig(t, false) })
-	t.Run("fast path", func(t *testing.T) { routerOwnPacketTooBig(t, true) })
+	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.Features...); routerOwnPacketTooBig(t, true) })
 }
 
 func routerOwnPacketTooBig(t *testing.T, fast bool) {
@@ -170,7 +172,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 //	                                       (2001:db8:16::2, 198.51.100.2)
 func TestNATGatewayOwnPacketTooBig(t *testing.T) {
 	t.Run("graph", func(t *testing.T) { natOwnPacketTooBig(t, false) })
-	t.Run("fast path", func(t *testing.T) { natOwnPacketTooBig(t, true) })
+	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.Features...); natOwnPacketTooBig(t, true) })
 }
 
 func natOwnPacketTooBig(t *testing.T, fast bool) {

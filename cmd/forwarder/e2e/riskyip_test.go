@@ -67,8 +67,10 @@ func TestRouterRiskyIPv4(t *testing.T) {
 			for _, ns := range []*netns.NS{tp.cli, tp.srv} {
 				ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
 			}
-			cfg := fastPathConfig(t, tp.config)
-			if !v.fastPath {
+			cfg := tp.config
+			if v.fastPath {
+				cfg = fastPathConfig(t, tp.config)
+			} else {
 				data, err := os.ReadFile(cfg)
 				if err != nil {
 					t.Fatal(err)
