@@ -185,8 +185,8 @@ func TestFiniteRun(t *testing.T) {
 			if tc.c.cloneEvery > 0 && clones == 0 {
 				t.Error("no clones made")
 			}
-			if s.Totals.RX+clones != s.Totals.TX+s.Totals.Drops {
-				t.Errorf("rx %d + clones %d != tx %d + drops %d", s.Totals.RX, clones, s.Totals.TX, s.Totals.Drops)
+			if s.Totals.RX+clones != s.Totals.TX+s.Totals.Drops+s.Totals.Consumed {
+				t.Errorf("rx %d + clones %d != tx %d + drops %d + consumed %d", s.Totals.RX, clones, s.Totals.TX, s.Totals.Drops, s.Totals.Consumed)
 			}
 			// A quarter of the packets (byte 1 a multiple of 4) go to
 			// output 1: dropped as unconnected, or by TestRtDrop.
@@ -298,8 +298,8 @@ func TestStopAndTick(t *testing.T) {
 	r.Stop()
 	waitRouter(t, r, 5*time.Second)
 	s := r.Snapshot()
-	if s.Totals.RX != s.Totals.TX+s.Totals.Drops {
-		t.Errorf("rx %d != tx %d + drops %d", s.Totals.RX, s.Totals.TX, s.Totals.Drops)
+	if s.Totals.RX != s.Totals.TX+s.Totals.Drops+s.Totals.Consumed {
+		t.Errorf("rx %d != tx %d + drops %d + consumed %d", s.Totals.RX, s.Totals.TX, s.Totals.Drops, s.Totals.Consumed)
 	}
 	if rtCloses.Load() != 2 || rtDevClose.Load() != 1 {
 		t.Errorf("closes: elements %d devices %d", rtCloses.Load(), rtDevClose.Load())
