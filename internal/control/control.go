@@ -34,6 +34,11 @@ const MaxClients = 64
 // requestTimeout bounds the wait for a client's request.
 const requestTimeout = 10 * time.Second
 
+// responseTimeout bounds writing a response: a client that sends a
+// command and never reads the answer (a large one fills the socket's
+// buffer) gives its slot back. A variable for the tests.
+var responseTimeout = 10 * time.Second
+
 // maxAcceptDelay bounds the pause after a failed accept (at the
 // descriptor limit: EMFILE, ENFILE), doubling from 5 ms as net/http's
 // Server does but capped low, so that a command is answered within a
@@ -314,6 +319,7 @@ func (s *Server) handle(c *net.UnixConn) {
 	} else {
 		resp.Data = data
 	}
+	c.SetWriteDeadline(time.Now().Add(responseTimeout))
 	enc.Encode(resp)
 }
 

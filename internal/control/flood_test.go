@@ -167,3 +167,44 @@ func TestClientLimit(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestUnreadResponse: clients that send a command and never read its
+// (large) response give their slots back after responseTimeout, instead
+// of holding them, and the control socket, for good.
+func TestUnreadResponse(t *testing.T) {
+	old := responseTimeout
+	responseTimeout = 200 * time.Millisecond
+	defer func() { responseTimeout = old }()
+	s, path := start(t, t.TempDir())
+	big := strings.Repeat("x", 8<<20)
+	s.Handle("big", func(ctx context.Context, args []string) (any, error) { return big, nil })
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range MaxClients {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write([]byte(`{"cmd":"big"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		data, err := Call(ctx, path, "echo", []string{"z"})
+		cancel()
+		if err == nil && string(data) == `["z"]` {
+			break
+		}
+		if time.Since(t0) > 3*time.Second {
+			t.Fatalf("a command with %d clients not reading their responses: %v after %v", len(conns), err, time.Since(t0))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
