@@ -259,3 +259,33 @@ func TestProgramsDetached(t *testing.T) {
 		t.Errorf("the TC program's loss not logged:\n%s", logs)
 	}
 }
+
+// TestNativeUnavailable: mode = "native" on a device without native XDP
+// (the loopback device has none) is an error on key mode naming the
+// missing capability, from check (its XDP features, asked over netlink)
+// as from Open (the kernel's refusal).
+func TestNativeUnavailable(t *testing.T) {
+	netns.RequireRoot(t)
+	kfeature.Require(t, kfeature.AFXDP, kfeature.XDPProgram, kfeature.XSKMap)
+	env := netns.New(t)
+	ns := env.NS("fpnat")
+	ns.MustRun("ip", "link", "set", "lo", "up")
+	want := func(from string, err error) {
+		t.Helper()
+		var ke *conf.KeyError
+		if !errors.As(err, &ke) || ke.Key != "mode" || !strings.Contains(err.Error(), "native XDP not available") {
+			t.Errorf("%s: mode = \"native\" on lo: %v; want an error on key mode saying native XDP is not available", from, err)
+		}
+	}
+	_, err := openIn(t, ns, cfg("lo", "native"), 1)
+	want("Open", err)
+	if err := ns.Do(func() error {
+		_, err := check(cfg("lo", "native"), drvOpenCtx())
+		if s, _ := kfeature.StatusOf(kfeature.XDPFeatures); s == kfeature.Yes {
+			want("check", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
