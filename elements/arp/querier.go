@@ -147,7 +147,8 @@ func init() {
 				`held when a reload switched the worker to a new graph: the neighbours are kept, the ` +
 				`packets waiting for one are not carried into the new graph). ` +
 				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
-				`our own MAC; unusable IP). With a fast-path device: "fastpath errors" (neighbours ` +
+				`our own MAC; unusable IP); every other frame of input 1 is consumed, not dropped: "arp in" ` +
+				`(ARP learnt from, or that teaches nothing new). With a fast-path device: "fastpath errors" (neighbours ` +
 				`the device's fast path refused).`,
 			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
 				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
@@ -209,6 +210,7 @@ type Querier struct {
 
 	truncated, notIPv4, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	notARP, badSender                                                         elements.Reason
+	arpIn                                                                     elements.Reason // consumed: an ARP frame learnt from (or a probe)
 }
 
 var (
@@ -271,6 +273,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		unresolved:   st.Reason("unresolved"),
 		notARP:       st.Reason("not arp"),
 		badSender:    st.Reason("bad sender"),
+		arpIn:        st.Consumption("arp in"),
 	}
 	if fast != nil {
 		q.fast, q.dev, q.fastErrs = fast, dev, st.Counter("fastpath errors")
@@ -554,7 +557,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 		smac := f[sha : sha+6]
 		if sender == 0 {
 			// A probe (RFC 5227) teaches nothing; not an error.
-			p.Free()
+			q.st.Consume(p, q.arpIn)
 			continue
 		}
 		if smac[0]&1 != 0 || string(smac) == "\x00\x00\x00\x00\x00\x00" || string(smac) == string(q.mac[:]) ||
@@ -575,7 +578,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 				q.toFastPath(sender, mw, now)
 			}
 		}
-		p.Free()
+		q.st.Consume(p, q.arpIn)
 	}
 	b.Reset()
 	if learnedAny && q.holds.Active() > 0 {

@@ -107,7 +107,7 @@ func init() {
 			},
 			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
 				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
-				`all are consumed, those that teach nothing as the drop "nd invalid"), "not learned: table full" (solicitations ` +
+				`each consumed as "nd in", or dropped as "nd invalid" when malformed or from an unusable link-layer address), "not learned: table full" (solicitations ` +
 				`for us from a sender the full cache had no slot for: a flood from random sources), "off-link" ` +
 				`(solicitations for us from a sender neither link-local nor in DEVICE's prefixes: no entry made), ` +
 				`"learn limited" (entries not made from solicitations: learn_rate), "evicted" (entries not ` +
@@ -182,6 +182,7 @@ type Querier struct {
 
 	truncated, notIPv6, noHeadroom, queueFull, tooMany, tableFull, unresolved elements.Reason
 	ndInvalid                                                                 elements.Reason
+	ndIn                                                                      elements.Reason // consumed: a solicitation or advertisement learnt from
 
 	// The device's in-kernel fast path (nil without one), fastpath.go;
 	// refresher: this worker re-confirms the neighbours the kernel
@@ -241,6 +242,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		learnLimited:  st.Counter("learn limited"),
 		evicted:       st.Counter("evicted"),
 		ndInvalid:     st.Reason("nd invalid"),
+		ndIn:          st.Consumption("nd in"),
 		truncated:     st.Reason("truncated"),
 		notIPv6:       st.Reason("not ipv6"),
 		noHeadroom:    st.Reason("no headroom"),
@@ -420,7 +422,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 					q.fast.sync(q.t, &m.target, now)
 				}
 			}
-			p.Free()
+			q.st.Consume(p, q.ndIn)
 			continue
 		}
 		if m.lla[0]&1 != 0 || m.lla == (packet.MAC{}) || m.lla == q.mac {
@@ -452,7 +454,7 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 				q.fast.sync(q.t, &m.target, now)
 			}
 		}
-		p.Free()
+		q.st.Consume(p, q.ndIn)
 	}
 	b.Reset()
 	if learnedAny && q.holds.Active() > 0 {
