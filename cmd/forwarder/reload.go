@@ -130,9 +130,12 @@ func (cs *ctlServer) reload(ctx context.Context, args []string) (any, error) {
 	return cs.r.Reload(path, *dry)
 }
 
-// reloadOnHUP reloads the file r was started from whenever the process
-// gets SIGHUP, until ctx ends, and logs the report or the located error.
-// The embedded default graph has no file to re-read.
+// reloadOnHUP reloads the graph file whenever the process gets SIGHUP,
+// until ctx ends, and logs the report or the located error. The file is
+// the one running now (the last loaded: `forwarder reload -config F`
+// switched the router to F, and re-reading the file it started with
+// would silently switch it back); the embedded default graph has no file
+// to re-read. path is the file run started with, "" for the embedded one.
 func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan os.Signal, stdout, stderr io.Writer) {
 	own := hup == nil
 	if own {
@@ -150,11 +153,15 @@ func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan 
 			case <-r.Done():
 				return
 			case <-hup:
-				if path == "" {
+				file := path
+				if _, f, _ := r.Generation(); f != "" {
+					file = f
+				}
+				if file == "" || file == defaultGraphName {
 					fmt.Fprintln(stderr, "SIGHUP: the embedded default graph has no file to re-read; nothing changed")
 					continue
 				}
-				rep, err := r.Reload(path, false)
+				rep, err := r.Reload(file, false)
 				if err != nil {
 					fmt.Fprintf(stderr, "SIGHUP: reload failed, the running graph is unchanged:\n  %s\n", indentLines(err.Error()))
 					continue

@@ -168,3 +168,50 @@ func TestReloadDryRunOfflineWorkers(t *testing.T) {
 		t.Errorf("a change of workers reported as no change:\n%s", out.String())
 	}
 }
+
+// TestSIGHUPReloadsLastFile: after `forwarder reload -config F` switched
+// the router to F, SIGHUP re-reads F (the file running), not the file run
+// was started with, which would switch the router back without a word.
+func TestSIGHUPReloadsLastFile(t *testing.T) {
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.toml")
+	second := filepath.Join(dir, "second.toml")
+	sock := filepath.Join(dir, "g.sock")
+	graphOf := func(extra string) []byte {
+		return []byte("[devices.a]\ndriver = \"gen\"\nrate = 10000\n\n[graph]\nlinks = [\"FromDevice(a) -> " + extra + "Discard\"]\n")
+	}
+	os.WriteFile(first, graphOf(""), 0o644)
+	os.WriteFile(second, graphOf("c :: Counter -> "), 0o644)
+	var out, errb lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main([]string{"run", "-config", first, "-duration", "4s", "-workers", "1", "-stats", "off", "-nopin", "-control", sock}, &out, &errb)
+	}()
+	waitFor := func(b *lockedBuffer, s string) {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Second); !strings.Contains(b.String(), s); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in:\n%s\n%s", s, out.String(), errb.String())
+			}
+		}
+	}
+	waitFor(&out, "junction: "+first)
+	var o, e bytes.Buffer
+	if c := Main([]string{"reload", "-control", sock, "-config", second}, &o, &e); c != 0 || !strings.Contains(o.String(), "reloaded "+second+": generation 2") {
+		t.Fatalf("live reload: exit %d\n%s%s", c, o.String(), e.String())
+	}
+	os.WriteFile(second, graphOf("c :: Counter -> d :: Counter -> "), 0o644)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(&out, "reloaded "+second+": generation 3")
+	waitFor(&out, "element added          d (Counter)")
+	o.Reset()
+	if c := Main([]string{"show", "runtime", "-control", sock}, &o, &e); c != 0 || !strings.Contains(o.String(), "graph "+second+", generation 3, loaded ") {
+		t.Errorf("show runtime: exit %d\n%s%s", c, o.String(), e.String())
+	}
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	if strings.Contains(out.String(), "reloaded "+first) {
+		t.Errorf("SIGHUP reloaded the file run started with:\n%s", out.String())
+	}
+}
