@@ -18,6 +18,8 @@ import (
 //
 // What is hashed:
 //   - IPv4/IPv6 TCP and UDP: addresses, ports and protocol;
+//   - ICMP and ICMPv6 errors: the tuple of the packet they quote (the flow
+//     they are about);
 //   - other IP protocols, IPv4 fragments (only the first one carries the
 //     ports, so none of them use ports) and IPv6 packets whose next header is
 //     not TCP/UDP: addresses and protocol;
@@ -108,11 +110,25 @@ func FlowHashFrame(frame []byte, l3 int) uint32 {
 }
 
 func flowHashIPv4(h []byte) uint32 {
+	// An ICMP error hashes as the packet it quotes, as an ICMPv6 error
+	// does (flowHashIPv6): the symmetric hash of the quoted tuple is the
+	// hash of the flow the error is about, so it reaches the worker that
+	// tracks that flow whatever its own addresses are (the error's
+	// sender is often a router on the way, not the flow's other end).
+	if q, ok := ICMPErrorQuote4(h); ok {
+		h = q
+	}
+	return FlowHashV4(Tuple4(h))
+}
+
+// Tuple4 is the tuple the flow hash takes from the IPv4 header h (at least
+// IPv4MinLen bytes; ports only for TCP and UDP packets that are not
+// fragments and hold them, else zero).
+func Tuple4(h []byte) (src, dst uint32, sport, dport uint16, proto uint8) {
 	_ = h[IPv4MinLen-1]
-	proto := h[ipv4Proto]
-	src := binary.BigEndian.Uint32(h[ipv4Src:])
-	dst := binary.BigEndian.Uint32(h[ipv4Dst:])
-	var sport, dport uint16
+	proto = h[ipv4Proto]
+	src = binary.BigEndian.Uint32(h[ipv4Src:])
+	dst = binary.BigEndian.Uint32(h[ipv4Dst:])
 	ihl := int(h[ipv4VerIHL]&0xf) * 4
 	// Fragments (MF set or offset != 0) have no ports past the first one, so
 	// all of them hash without ports and stay together.
@@ -121,7 +137,26 @@ func flowHashIPv4(h []byte) uint32 {
 		sport = binary.BigEndian.Uint16(h[ihl:])
 		dport = binary.BigEndian.Uint16(h[ihl+2:])
 	}
-	return FlowHashV4(src, dst, sport, dport, proto)
+	return
+}
+
+// ICMPErrorQuote4 returns the IPv4 header quoted by h when h (an IPv4
+// header and what follows it, at least IPv4MinLen bytes) is an ICMP error
+// (destination unreachable, source quench, redirect, time exceeded,
+// parameter problem) that is not a fragment and quotes at least a whole
+// IPv4 header; the quote runs to the end of h. Not an error: ok is false.
+func ICMPErrorQuote4(h []byte) (q []byte, ok bool) {
+	ihl := int(h[ipv4VerIHL]&0xf) * 4
+	if h[ipv4Proto] != ProtoICMP || ihl < IPv4MinLen || len(h) < ihl+ICMPLen+IPv4MinLen ||
+		binary.BigEndian.Uint16(h[ipv4Frag:])&(IPv4FlagMF|IPv4FragOffset) != 0 ||
+		!ICMP(h[ihl:]).IsError() {
+		return nil, false
+	}
+	q = h[ihl+ICMPLen:]
+	if q[ipv4VerIHL]>>4 != 4 {
+		return nil, false
+	}
+	return q, true
 }
 
 func flowHashIPv6(h []byte) uint32 {

@@ -80,3 +80,30 @@ func TestFlowHashICMPv6Error(t *testing.T) {
 		t.Fatalf("an echo request hashed as the quoted flow")
 	}
 }
+
+// TestFlowHashICMPError: an ICMP error hashes as the flow it quotes (the
+// quote's tuple, symmetrically: the error travels against the quoted
+// packet), so that it reaches the worker tracking that flow; an echo
+// request with the same bytes is its own flow.
+func TestFlowHashICMPError(t *testing.T) {
+	for _, proto := range []uint8{ProtoUDP, ProtoTCP, ProtoICMP} {
+		quoted := frame4(0xcb007101, 0xc6336402, 41234, 53, proto) // 203.0.113.1 -> 198.51.100.2
+		flow := FlowHashFrame(quoted, EthernetLen)
+		// From a router on the way back to the packet's source: its
+		// header and 8 bytes quoted.
+		e := frame4(0xcb007102, 0xcb007101, uint16(ICMPDestUnreachable)<<8|4, 0, ProtoICMP)
+		e = append(e, quoted[EthernetLen:]...)
+		IPv4(e[EthernetLen:]).SetTotalLen(len(e) - EthernetLen)
+		if got := FlowHashFrame(e, EthernetLen); got != flow {
+			t.Errorf("proto %d: error hashes %#x, its flow %#x", proto, got, flow)
+		}
+		e[EthernetLen+IPv4MinLen] = ICMPTimeExceeded
+		if got := FlowHashFrame(e, EthernetLen); got != flow {
+			t.Errorf("proto %d: time exceeded hashes %#x, its flow %#x", proto, got, flow)
+		}
+		e[EthernetLen+IPv4MinLen] = 8 // echo request
+		if FlowHashFrame(e, EthernetLen) != FlowHashV4(0xcb007102, 0xcb007101, 0, 0, ProtoICMP) {
+			t.Errorf("proto %d: an echo request hashed as its payload", proto)
+		}
+	}
+}

@@ -95,7 +95,11 @@ func (s *Pins) Lookup(src, dst uint32, sport, dport uint16, proto uint8) (int, b
 }
 
 // Owner returns the worker the frame's flow direction is pinned to, if it
-// is an IPv4 TCP or UDP packet (not a fragment) with a pinned tuple. It
+// is an IPv4 TCP or UDP packet (not a fragment) with a pinned tuple, or an
+// ICMP error about a packet whose reply tuple is pinned: a pin is a reply
+// tuple (the far end to the masqueraded address and port), and an error
+// from the far end's side quotes the masqueraded packet that went the
+// other way, so the error is pinned where that packet's reply is. It
 // allocates nothing and takes no lock.
 func (s *Pins) Owner(frame []byte, l3 int) (int, bool) {
 	if l3 < packet.EthernetLen || l3+packet.IPv4MinLen+4 > len(frame) ||
@@ -103,6 +107,13 @@ func (s *Pins) Owner(frame []byte, l3 int) (int, bool) {
 		return 0, false
 	}
 	h := frame[l3:]
+	if q, isErr := packet.ICMPErrorQuote4(h); isErr {
+		src, dst, sport, dport, proto := packet.Tuple4(q)
+		if proto != packet.ProtoTCP && proto != packet.ProtoUDP || sport == 0 && dport == 0 {
+			return 0, false
+		}
+		return s.Lookup(dst, src, dport, sport, proto)
+	}
 	proto := h[9]
 	ihl := int(h[0]&0x0f) * 4
 	if proto != packet.ProtoTCP && proto != packet.ProtoUDP || h[0]>>4 != 4 || ihl < packet.IPv4MinLen ||

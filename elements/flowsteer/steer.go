@@ -76,9 +76,15 @@ func (t *Table) Set(owner any, rs []Reverse) {
 // Hash is packet.FlowHashFrame for choosing a packet's worker: for a TCP or
 // UDP packet from a DNAT backend endpoint (of any DNAT element of the
 // graph) the source is first mapped back to the public address and port it
-// serves, so that both directions of a DNAT'd flow hash alike. Other
-// packets get FlowHashFrame's hash. It takes no lock and allocates nothing;
-// with no DNAT rules it costs one atomic load more than FlowHashFrame.
+// serves, so that both directions of a DNAT'd flow hash alike. An ICMP
+// error hashes as the packet it quotes (FlowHashFrame does that too), with
+// either quoted endpoint that is a DNAT backend mapped back to its public
+// one: the quote is the packet as it was when the error's sender saw it,
+// on the backend's side of the router (translated) or on the client's
+// (public), and either way it names the flow whose owner must get the
+// error. Other packets get FlowHashFrame's hash. It takes no lock and
+// allocates nothing; with no DNAT rules it costs one atomic load more than
+// FlowHashFrame.
 func (t *Table) Hash(frame []byte, l3 int) uint32 {
 	if src, dst, sport, dport, proto, ok := t.Tuple(frame, l3); ok {
 		return packet.FlowHashV4(src, dst, sport, dport, proto)
@@ -86,8 +92,9 @@ func (t *Table) Hash(frame []byte, l3 int) uint32 {
 	return packet.FlowHashFrame(frame, l3)
 }
 
-// Tuple returns the tuple Hash hashes for a packet from a DNAT backend
-// (ok == false: the packet is not one, hash it as it is).
+// Tuple returns the tuple Hash hashes for a packet from a DNAT backend, or
+// for an ICMP error quoting a packet from or to one (ok == false: the
+// packet is neither, hash it as it is).
 func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint16, proto uint8, ok bool) {
 	tp := t.table.Load()
 	if tp == nil || len(*tp) == 0 || l3 < packet.EthernetLen || l3+packet.IPv4MinLen+4 > len(frame) ||
@@ -95,6 +102,9 @@ func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint1
 		return
 	}
 	h := frame[l3:]
+	if q, isErr := packet.ICMPErrorQuote4(h); isErr {
+		return quoteTuple(*tp, q)
+	}
 	proto = h[9]
 	ihl := int(h[0]&0x0f) * 4
 	if proto != packet.ProtoTCP && proto != packet.ProtoUDP || h[0]>>4 != 4 || ihl < packet.IPv4MinLen ||
@@ -111,6 +121,29 @@ func (t *Table) Tuple(frame []byte, l3 int) (src, dst uint32, sport, dport uint1
 		}
 	}
 	return
+}
+
+// quoteTuple is Tuple for an ICMP error quoting q: the quoted tuple with
+// each endpoint that is a DNAT backend's mapped to the public one it
+// serves, ok when one was.
+func quoteTuple(rs []Reverse, q []byte) (src, dst uint32, sport, dport uint16, proto uint8, ok bool) {
+	src, dst, sport, dport, proto = packet.Tuple4(q)
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP {
+		return src, dst, sport, dport, proto, false
+	}
+	for i := range rs {
+		if a, p, hit := rs[i].public(proto, src, sport); hit {
+			src, sport, ok = a, p, true
+			break
+		}
+	}
+	for i := range rs {
+		if a, p, hit := rs[i].public(proto, dst, dport); hit {
+			dst, dport, ok = a, p, true
+			break
+		}
+	}
+	return src, dst, sport, dport, proto, ok
 }
 
 // public maps a reply's source, a DNAT backend's address and port, back to
