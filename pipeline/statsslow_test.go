@@ -58,7 +58,8 @@ func TestStatsSlowloris(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDeadline(t0.Add(3 * time.Second))
+		// Before, the first waited at least the 5 s header timeout.
+		c.SetDeadline(t0.Add(4 * time.Second))
 		io.WriteString(c, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
