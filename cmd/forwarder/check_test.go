@@ -48,8 +48,13 @@ func TestCheckWarnings(t *testing.T) {
 			`element "ToDevice(wan)@1" (ToDevice): packets routed by DecTTL@1 (DecTTL) reach it with the Ethernet addresses they arrived with`},
 		{"Classifier rule after a catch-all", []string{"FromDevice(lan) -> c :: Classifier(ip, -, arp)", "c[0] -> Discard", "c[1] -> Discard", "c[2] -> Discard", "FromDevice(wan) -> Discard"},
 			`element "c" (Classifier): rule 1 is "-" (every packet): the rules after it never match, outputs 2..2 receive nothing`},
-		{"ARPQuerier on another device", []string{"FromDevice(lan) -> [0]ARPQuerier(lan) -> ToDevice(wan)", "FromDevice(wan) -> Discard"},
+		{"ARPQuerier on another device", []string{"FromDevice(lan) -> [0]q :: ARPQuerier(lan) -> ToDevice(wan)", "FromDevice(wan) -> [1]q"},
 			`(ARPQuerier): resolves next hops on device "lan" but its packets leave by ToDevice(wan)@1 (device "wan")`},
+		// It runs, and pings through it get no answer.
+		{"ARPQuerier that never learns", []string{"FromDevice(lan) -> DecTTL -> q :: ARPQuerier(lan) -> ToDevice(lan)", "FromDevice(wan) -> Discard"},
+			`g.toml:11: element "q" (ARPQuerier): input 1 is not connected: it learns neighbours only from the ARP frames given there, so no next hop is ever resolved`},
+		{"NDPQuerier that never learns", []string{"FromDevice(lan) -> DecHopLimit -> q :: NDPQuerier(lan) -> ToDevice(lan)", "FromDevice(wan) -> Discard"},
+			`g.toml:11: element "q" (NDPQuerier): input 1 is not connected: it learns neighbours only from the solicitations and advertisements given there, so no next hop is ever resolved and every packet sent through it is dropped ("unresolved"); connect NDPResponder(lan)'s output 2 to [1]q`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := checkGraph(t, "", c.links...)
@@ -73,7 +78,7 @@ func TestCheckNoWarnings(t *testing.T) {
 		// sends the router's own ping replies through SNAT untracked).
 		{"FromDevice(lan) -> x :: SNAT(203.0.113.1) -> Discard", "FromDevice(wan) -> Conntrack -> x"},
 		{"FromDevice(lan) -> DecTTL -> EtherRewrite(02:00:00:00:01:01, 02:00:00:00:01:02) -> ToDevice(wan)", "FromDevice(wan) -> Discard"},
-		{"FromDevice(lan) -> DecTTL -> [0]ARPQuerier(lan) -> ToDevice(lan)", "FromDevice(wan) -> Discard"},
+		{"FromDevice(lan) -> c :: Classifier(arp, -)", "c[0] -> [1]q :: ARPQuerier(lan) -> ToDevice(lan)", "c[1] -> DecTTL -> q", "FromDevice(wan) -> Discard"},
 	} {
 		code, out, errs := checkGraph(t, "", links...)
 		if code != 0 || strings.Contains(out, "warning") || errs != "" {

@@ -115,6 +115,7 @@ func Warnings(g *Graph) []Warning {
 	ws = append(ws, a.sharedSourceWarnings()...)
 	ws = append(ws, a.unrewrittenWarnings()...)
 	ws = append(ws, a.querierDeviceWarnings()...)
+	ws = append(ws, a.learnWarnings()...) // check_learn.go
 	ws = append(ws, a.configWarnings()...)
 	ws = append(ws, a.directionWarnings()...) // check_direction.go
 	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Pos.Line < ws[j].Pos.Line })
