@@ -59,6 +59,7 @@ func startControl(r *pipeline.Router, path string) (*control.Server, *ctlServer,
 	srv.Handle("capture", pin((*ctlServer).capture))
 	srv.Handle("reload", pin((*ctlServer).reload))
 	srv.Handle("snapshot", pin((*ctlServer).snapshot))
+	srv.Handle("graph", pin((*ctlServer).graphDOT)) // graphctl.go
 	if err := srv.Listen(path); err != nil {
 		return nil, nil, err
 	}

@@ -69,3 +69,41 @@ func TestGraphControl(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphControlRunningGraph: graph -control without -config draws the
+// graph the forwarder runs (here not the embedded default, which graph
+// without -config used to load and then refuse as "another graph"), with
+// its counters, and after a reload the new one.
+func TestGraphControlRunningGraph(t *testing.T) {
+	src := "[devices.a]\ndriver = \"gen\"\nrate = 10000\n\n[graph]\nlinks = [\"FromDevice(a) -> mine :: Counter -> Discard\"]\n"
+	path := ctlRouterGraph(t, src)
+	code, out, errs := forwarder(t, "graph", "-control", path, "-interval", "200ms")
+	if code != 0 {
+		t.Fatalf("graph -control: exit %d: %s", code, errs)
+	}
+	if !regexp.MustCompile(`"mine" \[[^\n]*pps`).MatchString(out) {
+		t.Errorf("the running graph's element mine is not drawn with its rate:\n%s", out)
+	}
+	if !strings.Contains(out, "from "+path) || !strings.Contains(out, "test.toml") {
+		t.Errorf("the caption names neither the graph nor the socket:\n%s", out)
+	}
+	if strings.Contains(out, `"rt"`) {
+		t.Errorf("the embedded default graph drawn:\n%s", out)
+	}
+	// -interval 0: averages since start.
+	if code, out, errs := forwarder(t, "graph", "-control", path, "-interval", "0"); code != 0 || !strings.Contains(out, `"mine"`) {
+		t.Errorf("-interval 0: exit %d: %s%s", code, out, errs)
+	}
+
+	other := filepath.Join(t.TempDir(), "other.toml")
+	if err := os.WriteFile(other, []byte(strings.Replace(src, "mine :: Counter", "theirs :: Counter", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := ctl(t, path, "reload", "-config", other); code != 0 {
+		t.Fatalf("reload: exit %d: %s", code, errs)
+	}
+	code, out, errs = forwarder(t, "graph", "-control", path, "-interval", "0")
+	if code != 0 || !strings.Contains(out, `"theirs"`) || strings.Contains(out, `"mine"`) {
+		t.Errorf("after the reload: exit %d: %s%s", code, out, errs)
+	}
+}

@@ -25,7 +25,9 @@ The counters come from its stats endpoint (-stats ADDR, as given to
 forwarder run -stats) or from its control socket: -control PATH, or -live
 for the default socket, as the control client commands find it
 (/run/junction/<config name>.sock, named by -config; without -config the
-only socket there).
+only socket there). With -control or -live and no -config, the graph
+drawn is the one the forwarder runs (the file it last loaded, as loaded),
+drawn by the forwarder itself.
 -format svg or png runs Graphviz's dot (without it: DOT, and a note on
 stderr); dot prints
 the DOT text (forwarder graph | dot -Tsvg > g.svg). -plain prints the
@@ -81,6 +83,18 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 			dotBin = ""
 		}
 	}
+	if path == "" && (*ctl != "" || *live) {
+		// No file named: the forwarder draws the graph it runs.
+		sock := *ctl
+		if sock == "" {
+			sock = defaultSocket("")
+		}
+		res, err := controlGraph(sock, *interval)
+		if err != nil {
+			return err
+		}
+		return writeGraph(stdout, res.DOT, dotBin, *format)
+	}
 	defer withoutPlugins()()
 	g, err := loadGraph(path)
 	if err != nil {
@@ -107,17 +121,23 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	default:
 		text = pipeline.LabelledDOT(g, nil)
 	}
+	return writeGraph(stdout, text, dotBin, *format)
+}
+
+// writeGraph writes DOT text, or with dotBin what Graphviz's dot makes of
+// it in format.
+func writeGraph(stdout io.Writer, text, dotBin, format string) error {
 	if dotBin == "" {
-		_, err = io.WriteString(stdout, text)
+		_, err := io.WriteString(stdout, text)
 		return err
 	}
-	cmd := exec.Command(dotBin, "-T"+*format)
+	cmd := exec.Command(dotBin, "-T"+format)
 	cmd.Stdin = bytes.NewReader([]byte(text))
 	cmd.Stdout = stdout
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("dot -T%s: %v\n%s", *format, err, errb.String())
+		return fmt.Errorf("dot -T%s: %v\n%s", format, err, errb.String())
 	}
 	return nil
 }
