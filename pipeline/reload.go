@@ -100,6 +100,11 @@ type ReloadReport struct {
 	// Notes are what the operator should know that is not an error (a
 	// workers key overridden by the command line).
 	Notes []string `json:"notes,omitempty"`
+	// LiveState is what the reload keeps and drops of state that kept
+	// elements hold beyond their configuration (elements.ReloadPlanner:
+	// IPLookup's routes added live), one line per item, each naming its
+	// element.
+	LiveState []string `json:"live_state,omitempty"`
 }
 
 // Changed reports whether the new graph differs from the running one.
@@ -155,6 +160,7 @@ func (rep *ReloadReport) WriteText(w io.Writer) error {
 	list("element replaced", rep.Replaced)
 	list("element reconfigured", rep.Reconfigured)
 	list("kept with state", rep.KeptWithState)
+	list("live state", rep.LiveState)
 	if len(rep.Kept) > 0 {
 		fmt.Fprintf(&b, "  %-22s %d elements without state\n", "kept", len(rep.Kept))
 	}
@@ -252,6 +258,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 	if want != n {
 		rep.WorkerChange = &WorkerChange{From: n, To: want}
 	}
+	rep.LiveState = r.reloadPlans(g1, g2) // reloadplan.go
 	if r.optWorkers > 0 && g2.Workers > 0 && g2.Workers != r.optWorkers {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the file's workers = %d is overridden by the %d workers the router was started with (-workers): the count stays %d", g2.Workers, r.optWorkers, want))
 	}
@@ -675,12 +682,7 @@ func (c *carry) prevOf(w, i int) elements.Previous {
 // old device (a fast-path mirror).
 func (r *Router) carryFor(g1, g2 *Graph) *carry {
 	c := &carry{}
-	reopened := map[string]bool{}
-	for _, d := range g2.Devices {
-		if od := g1.Device(d.Name); od != nil && !sameDevice(od, d) {
-			reopened[d.Name] = true
-		}
-	}
+	reopened := reopenedDevices(g1, g2) // reloadplan.go
 	oldIdx := make(map[string]int, len(g1.Elements))
 	for i, e := range g1.Elements {
 		oldIdx[e.Name] = i
@@ -698,7 +700,7 @@ func (r *Router) carryFor(g1, g2 *Graph) *carry {
 			pv[i] = elements.Previous{
 				Element:    wk.inst[j],
 				Shared:     r.shared[j].SharedValue(),
-				SameConfig: reflect.DeepEqual(g1.Elements[j].Config, e.Config) && !mentions(reflect.ValueOf(e.Config), reopened, 0),
+				SameConfig: sameConfig(g1.Elements[j], e, reopened),
 			}
 		}
 		c.stats = append(c.stats, st)

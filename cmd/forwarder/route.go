@@ -33,6 +33,28 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A change waits for a reload in progress, and a reload for it: a
+	// reload builds its tables from the running ones with their live
+	// routes (elements/ip/livecarry.go), so a route added in the middle
+	// would be in neither its report nor its table. Inside, the graph is
+	// the one running now, which no reload replaces meanwhile.
+	var res any
+	err = cs.r.ExclusiveOfReload(func() error {
+		cs.g = cs.r.Graph()
+		var err error
+		res, err = cs.routeVerb(verb, *el, pos)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// routeVerb carries out route VERB on the element named el (or the only
+// IPLookup) with the positional arguments pos.
+func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
+	el := &elName
 	switch verb {
 	case "add", "replace", "change":
 		if len(pos) == 0 {

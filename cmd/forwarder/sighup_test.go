@@ -32,8 +32,9 @@ func (l *lockedBuffer) String() string {
 
 // TestSIGHUPReloadsRoutes runs the forwarder as a process on a graph whose
 // IPLookup reads a routes_file: SIGHUP replaces the table with the file's
-// new content (dropping a route added live), and a file with an error
-// leaves the table as it was and says why.
+// new content (a route added live is applied again on top, and the
+// report says so), and a file with an error leaves the table as it was
+// and says why.
 func TestSIGHUPReloadsRoutes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the forwarder")
@@ -113,9 +114,12 @@ func TestSIGHUPReloadsRoutes(t *testing.T) {
 
 	write("10.1.0.0/24 out 0\n10.0.0.0/16 via 10.2.0.2 out 1\n0.0.0.0/0 via 10.2.0.3 out 1\n")
 	cmd.Process.Signal(syscall.SIGHUP)
-	waitFor("0.0.0.0/0 via 10.2.0.3 out 1; 10.0.0.0/16 via 10.2.0.2 out 1; 10.1.0.0/24 connected out 0")
+	waitFor("0.0.0.0/0 via 10.2.0.3 out 1; 10.0.0.0/16 via 10.2.0.2 out 1; 10.1.0.0/24 connected out 0; 10.7.0.0/16 connected out 1  [live]")
 	if !strings.Contains(out.String(), "reloaded "+config+": generation 2") || !strings.Contains(out.String(), "element reconfigured   rt (IPLookup)") {
 		t.Errorf("no reload message in %q", out.String())
+	}
+	if !strings.Contains(out.String(), "rt (IPLookup): live route kept: 10.7.0.0/16 out 1 (applied over the file's routes)") {
+		t.Errorf("the reload does not say that the live route is kept: %q", out.String())
 	}
 
 	write("10.1.0.0/24 out 0\n10.9.0.0/33 out 1\n")
@@ -130,5 +134,5 @@ func TestSIGHUPReloadsRoutes(t *testing.T) {
 	if !strings.Contains(out.String(), "10.9.0.0/33") {
 		t.Errorf("the error does not say which line: %q", out.String())
 	}
-	waitFor("0.0.0.0/0 via 10.2.0.3 out 1; 10.0.0.0/16 via 10.2.0.2 out 1; 10.1.0.0/24 connected out 0")
+	waitFor("0.0.0.0/0 via 10.2.0.3 out 1; 10.0.0.0/16 via 10.2.0.2 out 1; 10.1.0.0/24 connected out 0; 10.7.0.0/16 connected out 1  [live]")
 }

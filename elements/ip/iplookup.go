@@ -294,16 +294,21 @@ type IPLookup struct {
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
+	prev, _ := ctx.Previous().Shared.(*sharedTable) // a reload's running table
 	v, err := ctx.Shared(keepTable(ctx, func() (any, error) {
 		t, err := route.NewTableChecked(c.routes, c.limits, c.checked)
 		if err != nil {
+			return nil, err
+		}
+		sh := &sharedTable{table: t, cfg: c}
+		// The routes added live to the running table stay (livecarry.go).
+		if err := applyLive(prev, c, t, sh); err != nil {
 			return nil, err
 		}
 		// The router's next reload finds these routes validated.
 		route.ContextCache(ctx).Remember(c.set)
 		// Every new version makes the graph's fast-path entries stale.
 		t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
-		sh := &sharedTable{table: t, cfg: c}
 		if c.srcName == "kernel" {
 			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS}, ctx.Stats)
 			if err != nil {

@@ -9,7 +9,8 @@ import "github.com/junction-dataplane/junction/elements"
 // since start, and the kernel and fast-path mirrors still running. The
 // table lives until the last instance of either generation closes. With
 // another configuration the table is built anew from it (and a kernel
-// mirror started afresh), as at start. Validating the new configuration
+// mirror started afresh), as at start, and the routes added live are
+// applied again on top (livecarry.go). Validating the new configuration
 // does not parse an unchanged routes_file again (route.LoadSet).
 
 // keepTable returns mk, or, in a reload of an unchanged IPLookup, a
