@@ -22,7 +22,7 @@ const spreadDoc = `Flow affinity (software spreading, the handoff of VPP's worke
 	`flowsteer.Table.Hash) and keep the packets of their own flows; an ICMP or ICMPv6 error hashes as ` +
 	`the packet it quotes (a DNAT backend among the quoted endpoints mapped back to its public one, a ` +
 	`pinned reply tuple followed), so that it reaches the worker tracking the flow it is about, ` +
-	`whoever sent it (RFC 5508 REQ-3: a NAT forwards the errors about its flows); the others go to the worker the ` +
+	`whoever sent it (RFC 5508 REQ-4 and REQ-5: a NAT reverts and forwards the errors about its flows); the others go to the worker the ` +
 	`hash names, over one lock-free single-producer single-consumer ring per (sender, receiver) ` +
 	`pair. When the queue a packet arrived on already belongs to its owner, nothing is copied: ` +
 	`the only cost is the hash. Packet pools ` +

@@ -47,14 +47,15 @@ var (
 )
 
 // TestICMPErrorSteeredByQuote: every ICMP error about a flow is steered
-// where the flow's own packets are, whatever the error's addresses. This
-// is what RFC 5508 REQ-3 (a NAT forwards ICMP errors about its flows,
-// translated) needs of a router with one flow table per worker: only the
-// flow's owner can match and translate the error; the others count it as
-// invalid. The cases: the replies of a masqueraded flow (RFC 4787 REQ-3
-// and RFC 5382 REQ-5 errors from the destination and from a router on
-// the way: port unreachable, fragmentation needed); both sides of a DNAT'd
-// flow, the quote translated (from the backend's side) or not (from the
+// where the flow's own packets are, whatever the error's addresses. RFC
+// 5508 REQ-4 (an error from outside about a translated flow is reverted
+// and forwarded) and REQ-5 (the same from inside) need that of a router
+// with one flow table per worker: only the flow's owner can match and
+// translate the error; any other counts it as invalid. The cases: errors
+// about a masqueraded flow, from its destination (port unreachable) and
+// from routers on the way (host unreachable, time exceeded, fragmentation
+// needed: path MTU discovery); errors about a DNAT'd flow from both sides,
+// the quote translated (from the backend's side) or not (from the
 // client's); a reload's pins; a quoted echo request.
 func TestICMPErrorSteeredByQuote(t *testing.T) {
 	tb := &Table{}
@@ -77,7 +78,7 @@ func TestICMPErrorSteeredByQuote(t *testing.T) {
 			}
 		}
 		// A masqueraded TCP flow: fragmentation needed (path MTU
-		// discovery, RFC 5508 REQ-3a) from a router on the way.
+		// discovery) from a router on the way.
 		tout := ip4Frame(public, far, packet.ProtoTCP, snatPrt, 443, nil)
 		treply := ip4Frame(far, public, packet.ProtoTCP, 443, snatPrt, nil)
 		if got, want := tb.Hash(icmpError(router, public, unreach, 4, tout), l3), tb.Hash(treply, l3); got != want {
