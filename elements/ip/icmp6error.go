@@ -33,6 +33,7 @@ type ICMP6ErrorConfig struct {
 	Burst    int          `toml:"burst"`
 
 	src       [16]byte
+	auto      bool // src = "auto" (icmpsrc.go)
 	typ, code uint8
 }
 
@@ -56,14 +57,16 @@ func (c *ICMP6ErrorConfig) Validate() error {
 	if c.Src == "" {
 		return elements.Errorf("src", "missing: the router's IPv6 address to send ICMPv6 errors from")
 	}
-	a, err := netip.ParseAddr(c.Src)
-	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
-		return elements.Errorf("src", "%q is not an IPv6 address", c.Src)
+	if c.auto = isAuto(c.Src); !c.auto {
+		a, err := netip.ParseAddr(c.Src)
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return elements.Errorf("src", "%q is neither an IPv6 address nor auto", c.Src)
+		}
+		if a.IsMulticast() || a.IsUnspecified() || a.IsLoopback() {
+			return elements.Errorf("src", "%v is not a unicast address", a)
+		}
+		c.src = a.As16()
 	}
-	if a.IsMulticast() || a.IsUnspecified() || a.IsLoopback() {
-		return elements.Errorf("src", "%v is not a unicast address", a)
-	}
-	c.src = a.As16()
 	t, ok := c.ICMPType.lookup(icmp6Types)
 	if !ok {
 		return elements.Errorf("icmp_type", "unknown type %q: want unreachable, toobig, timeexceeded, parameterproblem or 1..4", c.ICMPType.Name)
@@ -108,7 +111,7 @@ func init() {
 				"output 0: the ICMPv6 error messages to each packet's source, in an Ethernet frame (MACs " +
 				"swapped; L3 = 14; next-hop annotation cleared): route them.",
 			Keys: []elements.Key{
-				{Name: "src", Type: "address", Required: true, Doc: "the router's IPv6 address the errors come from"},
+				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv6") + " (global addresses only: an error to a routed source cannot come from a link-local one)"},
 				{Name: "icmp_type", Type: "int or name", Required: true,
 					Doc: "1 or unreachable, 2 or toobig, 3 or timeexceeded, 4 or parameterproblem"},
 				{Name: "icmp_code", Type: "int or name", Default: "0",
@@ -129,7 +132,7 @@ func init() {
 			Example: `"hl[1] -> ICMP6Error(2001:db8:1::1, timeexceeded) -> rt"` + "\n" +
 				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"`,
 			SeeAlso: "ICMPError, DecHopLimit, CheckMTU, IPLookup",
-			Text: "The message is a new IPv6 header (src from the key, dst = the original source, hop limit " +
+			Text: "The message is a new IPv6 header (src from the key — with \"auto\", per packet, see the key —, dst = the original source, hop limit " +
 				"from the key, next header 58), the ICMPv6 header (type, code, checksum over the " +
 				"pseudo-header and the whole message; toobig's MTU or parameterproblem's pointer), and as " +
 				"much of the original packet as keeps the message within the minimum MTU of 1280 bytes " +
@@ -148,6 +151,7 @@ type ICMP6Error struct {
 	st  *elements.Stats
 
 	src       [16]byte
+	auto      *auto6 // src = "auto": chosen per packet (icmpsrc.go)
 	typ, code uint8
 	hop       uint8
 	rest      uint32
@@ -179,6 +183,13 @@ func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
 		e.rest = uint32(c.MTU)
 	case icmp6ParamProblem:
 		e.rest = uint32(c.Pointer)
+	}
+	if c.auto {
+		a, err := newAuto6(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.auto = a
 	}
 	return e, nil
 }
@@ -253,6 +264,10 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	q := min(avail, maxQuote6)
 	var origSrc [16]byte
 	copy(origSrc[:], h[8:24])
+	src := &e.src
+	if e.auto != nil {
+		src = e.auto.pick(h[8:24], h[24:40], int(p.InDevice))
+	}
 
 	f := errorFrame(p, l3, err6Quote, q, &osrc, &odst, packet.EtherTypeIPv6)
 	ip := packet.IPv6(f[err6IP:])
@@ -260,12 +275,12 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	ip.SetPayloadLen(8 + q)
 	ip.SetNextHeader(58)
 	ip.SetHopLimit(e.hop)
-	copy(ip[8:24], e.src[:])
+	copy(ip[8:24], src[:])
 	copy(ip[24:40], origSrc[:])
 	ic := f[err6ICMP:]
 	ic[0], ic[1], ic[2], ic[3] = e.typ, e.code, 0, 0
 	binary.BigEndian.PutUint32(ic[4:], e.rest)
-	ck := ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(e.src, origSrc, 58, len(ic))))
+	ck := ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(*src, origSrc, 58, len(ic))))
 	binary.BigEndian.PutUint16(ic[2:], ck)
 
 	sent(p, f)

@@ -1,6 +1,7 @@
 package ip
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -20,6 +21,7 @@ type ICMPErrorConfig struct {
 	Burst    int          `toml:"burst"`
 
 	src       [4]byte
+	auto      bool // src = "auto" (icmpsrc.go)
 	typ, code uint8
 }
 
@@ -50,14 +52,16 @@ func (c *ICMPErrorConfig) Validate() error {
 	if c.Src == "" {
 		return elements.Errorf("src", "missing: the router's address to send ICMP errors from")
 	}
-	a, err := netip.ParseAddr(c.Src)
-	if err != nil || !a.Is4() {
-		return elements.Errorf("src", "%q is not an IPv4 address", c.Src)
+	if c.auto = isAuto(c.Src); !c.auto {
+		a, err := netip.ParseAddr(c.Src)
+		if err != nil || !a.Is4() {
+			return elements.Errorf("src", "%q is neither an IPv4 address nor auto", c.Src)
+		}
+		if !route.Unicast4(a) {
+			return elements.Errorf("src", "%v is not a unicast address", a)
+		}
+		c.src = a.As4()
 	}
-	if !route.Unicast4(a) {
-		return elements.Errorf("src", "%v is not a unicast address", a)
-	}
-	c.src = a.As4()
 
 	t, ok := c.ICMPType.lookup(icmpTypes)
 	if !ok {
@@ -104,7 +108,7 @@ func init() {
 				"output 0: the ICMP error messages, addressed to each packet's source, in an Ethernet " +
 				"frame (MACs swapped from the original; L3 = 14; next-hop annotation cleared) — route them.",
 			Keys: []elements.Key{
-				{Name: "src", Type: "address", Required: true, Doc: "the router's IPv4 address the errors come from"},
+				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv4")},
 				{Name: "icmp_type", Type: "int or name", Required: true,
 					Doc: "3 or unreachable, 11 or timeexceeded, 12 or parameterproblem (case, '-' and '_' ignored: time-exceeded works)"},
 				{Name: "icmp_code", Type: "int or name", Default: "0",
@@ -123,7 +127,7 @@ func init() {
 				`[elements.toobig]` + "\n" + `type = "ICMPError"` + "\n" + `src = "192.0.2.1"` + "\n" +
 				`icmp_type = "unreachable"` + "\n" + `icmp_code = "needfrag"` + "\n" + `mtu = 1400`,
 			SeeAlso: "DecTTL, IPLookup",
-			Text: "The message is a new IPv4 header (src from the key, dst = the original source, TTL from " +
+			Text: "The message is a new IPv4 header (src from the key — with \"auto\", per packet, see the key —, dst = the original source, TTL from " +
 				"the key, protocol 1, DF clear, TOS 0xc0 = precedence 6 as RFC 1812 4.3.2.5 suggests, " +
 				"a fresh ID), an 8-byte ICMP header (type, code, checksum over the whole ICMP message; " +
 				"for needfrag the next-hop MTU), and the quoted original: its IP header with options and " +
@@ -142,6 +146,7 @@ type ICMPError struct {
 	st  *elements.Stats
 
 	src       [4]byte
+	auto      *auto4 // src = "auto": chosen per packet (icmpsrc.go)
 	typ, code uint8
 	ttl       uint8
 	rest      uint32 // the ICMP header's second word (needfrag: next-hop MTU)
@@ -179,6 +184,13 @@ func newICMPError(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	if c.typ == packet.ICMPDestUnreachable && c.code == 4 {
 		e.rest = uint32(c.MTU)
+	}
+	if c.auto {
+		a, err := newAuto4(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.auto = a
 	}
 	return e, nil
 }
@@ -262,6 +274,10 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 
 	q := ihl + min(quoteL4, avail-ihl)
 	origSrc := h.Src4()
+	src := e.src
+	if e.auto != nil {
+		binary.BigEndian.PutUint32(src[:], e.auto.pick(h.SrcU32(), dst, int(p.InDevice)))
+	}
 
 	f := errorFrame(p, l3, errQuote, q, &osrc, &odst, packet.EtherTypeIPv4)
 
@@ -275,7 +291,7 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 	ip.SetTTL(e.ttl)
 	ip.SetProtocol(packet.ProtoICMP)
 	ip.SetChecksum(0)
-	ip.SetSrc4(e.src)
+	ip.SetSrc4(src)
 	ip.SetDst4(origSrc)
 	ip.SetChecksum(packet.Checksum(ip))
 
