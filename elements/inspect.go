@@ -49,6 +49,10 @@ type FlowLister interface {
 type RouteHop struct {
 	Via netip.Addr `json:"via,omitzero"` // zero: directly connected
 	Out int        `json:"out"`
+	// Device is the device output Out leads to alone, when it does: the
+	// control socket fills it from the graph, for `show routes` to print
+	// "out wan" as ip route prints "dev wan".
+	Device string `json:"device,omitempty"`
 }
 
 // LiveRoute is one route of a running table.

@@ -83,7 +83,7 @@ func clientArgs(name string, args []string, stderr io.Writer) (*ctlClient, []str
 var subUsage = map[string]string{
 	"show":    "show [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX] | neighbors [-element NAME] | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
 	"clear":   "clear [CONTROL] counters",
-	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
+	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT|DEVICE... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
 	"trace":   "trace [CONTROL] [-n N] [-timeout D] [FILTER]",
 	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]",
 	"reload":  "reload [CONTROL] [-dry-run] | reload -dry-run -running FILE -config FILE",

@@ -158,7 +158,7 @@ func TestRouteLive(t *testing.T) {
 		want string
 	}{
 		{[]string{"route", "add", "10.0.128.0/17", "out", "1"}, 2, "exists (use route replace)"},
-		{[]string{"route", "replace", "10.0.128.0/17", "via", "10.2.0.9", "out", "1"}, 0, "replaced rt: 10.0.128.0/17 via 10.2.0.9 out 1"},
+		{[]string{"route", "replace", "10.0.128.0/17", "via", "10.2.0.9", "out", "1"}, 0, "replaced rt: 10.0.128.0/17 via 10.2.0.9 out out  [live]"}, // rt[1] leads to device "out"
 		{[]string{"route", "replace", "10.77.0.0/16", "out", "1"}, 2, "no route for this prefix"},
 		{[]string{"route", "add", "10.0.0.0/33", "out", "1"}, 2, `"10.0.0.0/33": not a prefix`},
 		{[]string{"route", "add", "10.1.0.0/8", "out", "1"}, 2, "host bits set"},

@@ -20,7 +20,7 @@
 //	forwarder show runtime [-workers]               the exit table live (pipeline's Snapshot.Render), graph generation
 //	forwarder show errors [-workers] [-all]         drop reasons in graph order (every counter with -all)
 //	forwarder clear counters                        show counts from now (a baseline; the workers' counters are untouched)
-//	forwarder route add|replace PREFIX [via NH]... out PORT... [-element NAME]
+//	forwarder route add|replace PREFIX [via NH]... out PORT|DEVICE... [-element NAME]
 //	forwarder route del PREFIX [-element NAME]
 //	forwarder route reload [-element NAME]          re-read routes_file
 //	forwarder reload [-config FILE] [-dry-run]      reload the whole graph (SIGHUP reloads the file run was given)

@@ -48,7 +48,7 @@ Usage:
   forwarder show     [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX]
   forwarder show     [CONTROL] neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]
   forwarder clear    [CONTROL] counters
-  forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT... [-element NAME] | del PREFIX | reload
+  forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT|DEVICE... [-element NAME] | del PREFIX | reload
   forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
   forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]
   forwarder reload   [CONTROL] [-dry-run] [-running FILE]

@@ -67,7 +67,12 @@ func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", verb, err)
 		}
-		r, err := rt.SetRoute(strings.Join(pos, " "), verb != "add")
+		name := cs.graph().Elements[i].Name
+		words, err := resolveOutNames(cs.graph(), name, pos) // routedev.go: "out wan"
+		if err != nil {
+			return nil, control.Usagef("route %s: %v", verb, err)
+		}
+		r, err := rt.SetRoute(strings.Join(words, " "), verb != "add")
 		if err != nil {
 			return nil, control.Usagef("route %s: %v", verb, err)
 		}
@@ -75,7 +80,9 @@ func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
 		if verb != "add" {
 			action = "replaced"
 		}
-		return &routeResult{Element: cs.graph().Elements[i].Name, Action: action, Route: &r}, nil
+		rs := []elements.LiveRoute{r}
+		nameHops(cs.graph(), name, rs)
+		return &routeResult{Element: name, Action: action, Route: &rs[0]}, nil
 	case "del", "delete":
 		if len(pos) != 1 {
 			return nil, control.Usagef("route del: want one PREFIX, got %q", strings.Join(pos, " "))

@@ -154,7 +154,7 @@ func routeLine(r elements.LiveRoute) string {
 		} else if i == 0 || len(r.Hops) > 1 {
 			b.WriteString(" connected")
 		}
-		fmt.Fprintf(&b, " out %d", h.Out)
+		fmt.Fprintf(&b, " out %s", hopOut(h)) // the device's name where the port leads to one
 	}
 	if r.Source != "config" {
 		fmt.Fprintf(&b, "  [%s]", r.Source)

@@ -107,6 +107,7 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 	if len(pos) == 0 {
 		res.Routes = rt.RouteList()
 		res.Found = len(res.Routes) > 0
+		nameHops(cs.graph(), res.Element, res.Routes) // routedev.go
 		return res, nil
 	}
 	res.Query = pos[0]
@@ -123,6 +124,7 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 	if res.Found {
 		res.Routes = append(res.Routes, r)
 	}
+	nameHops(cs.graph(), res.Element, res.Routes) // routedev.go
 	return res, nil
 }
 

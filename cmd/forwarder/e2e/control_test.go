@@ -99,12 +99,12 @@ func TestControlRouter(t *testing.T) {
 		if rr.Found {
 			t.Fatal("show routes 10.99.0.1 finds a route before route add")
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "1", "-element", "rt"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "wan", "-element", "rt"); code != 0 {
 			t.Fatalf("route add: %d %s", code, out)
 		}
 		pingOK(t, tp.cli, "10.99.0.1")
 		code, out := fwdctl(t, bin, sock, "show", "routes", "-element", "rt", "10.99.0.1")
-		if code != 0 || !strings.Contains(out, "10.99.0.0/24 via 10.2.0.2 out 1  [live]") {
+		if code != 0 || !strings.Contains(out, "10.99.0.0/24 via 10.2.0.2 out wan  [live]") {
 			t.Errorf("show routes after add: %d %q", code, out)
 		}
 		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24", "-element", "rt"); code != 0 {
