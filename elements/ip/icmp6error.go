@@ -111,7 +111,7 @@ func init() {
 				"output 0: the ICMPv6 error messages to each packet's source, in an Ethernet frame (MACs " +
 				"swapped; L3 = 14; next-hop annotation cleared): route them.",
 			Keys: []elements.Key{
-				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv6") + " (global addresses only: an error to a routed source cannot come from a link-local one)"},
+				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv6", " (global ones: an error to a routed source cannot come from a link-local one)")},
 				{Name: "icmp_type", Type: "int or name", Required: true,
 					Doc: "1 or unreachable, 2 or toobig, 3 or timeexceeded, 4 or parameterproblem"},
 				{Name: "icmp_code", Type: "int or name", Default: "0",
@@ -130,7 +130,8 @@ func init() {
 				"code 2), \"bad source\" (unspecified, multicast, loopback, link-local or IPv4-mapped), " +
 				"\"rate limited\".",
 			Example: `"hl[1] -> ICMP6Error(2001:db8:1::1, timeexceeded) -> rt"` + "\n" +
-				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"`,
+				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"` + "\n" +
+				`"hl[1] -> ICMP6Error(auto, timeexceeded) -> rt"`,
 			SeeAlso: "ICMPError, DecHopLimit, CheckMTU, IPLookup",
 			Text: "The message is a new IPv6 header (src from the key — with \"auto\", per packet, see the key —, dst = the original source, hop limit " +
 				"from the key, next header 58), the ICMPv6 header (type, code, checksum over the " +
@@ -266,7 +267,7 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	copy(origSrc[:], h[8:24])
 	src := &e.src
 	if e.auto != nil {
-		src = e.auto.pick(h[8:24], h[24:40], int(p.InDevice))
+		src = e.auto.pick(h[8:24], int(p.InDevice))
 	}
 
 	f := errorFrame(p, l3, err6Quote, q, &osrc, &odst, packet.EtherTypeIPv6)

@@ -108,7 +108,7 @@ func init() {
 				"output 0: the ICMP error messages, addressed to each packet's source, in an Ethernet " +
 				"frame (MACs swapped from the original; L3 = 14; next-hop annotation cleared) — route them.",
 			Keys: []elements.Key{
-				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv4")},
+				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv4", "")},
 				{Name: "icmp_type", Type: "int or name", Required: true,
 					Doc: "3 or unreachable, 11 or timeexceeded, 12 or parameterproblem (case, '-' and '_' ignored: time-exceeded works)"},
 				{Name: "icmp_code", Type: "int or name", Default: "0",
@@ -124,6 +124,7 @@ func init() {
 				"(destination MAC broadcast or multicast), \"bad source\" (source not a unicast address), " +
 				"\"rate limited\" (token bucket empty).",
 			Example: `"ttl[1] -> ICMPError(192.0.2.1, timeexceeded) -> rt"` + "\n" +
+				`"mtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1400) -> rt"` + "\n" +
 				`[elements.toobig]` + "\n" + `type = "ICMPError"` + "\n" + `src = "192.0.2.1"` + "\n" +
 				`icmp_type = "unreachable"` + "\n" + `icmp_code = "needfrag"` + "\n" + `mtu = 1400`,
 			SeeAlso: "DecTTL, IPLookup",
@@ -276,7 +277,7 @@ func (e *ICMPError) build(p *packet.Packet) (elements.Reason, bool) {
 	origSrc := h.Src4()
 	src := e.src
 	if e.auto != nil {
-		binary.BigEndian.PutUint32(src[:], e.auto.pick(h.SrcU32(), dst, int(p.InDevice)))
+		binary.BigEndian.PutUint32(src[:], e.auto.pick(h.SrcU32(), int(p.InDevice)))
 	}
 
 	f := errorFrame(p, l3, errQuote, q, &osrc, &odst, packet.EtherTypeIPv4)

@@ -20,19 +20,22 @@ import (
 // before the error is routed, so it predicts the interface from what the
 // graph's devices say (their addresses keys), in this order:
 //
-//  1. the packet was addressed to one of the router's own addresses: that
-//     address (the router answers as the host it was asked to be, as
-//     Linux does; traceroute to that address ends at it);
-//  2. the packet's source (the error's destination) is on a link of one of
+//  1. the packet's source (the error's destination) is on a link of one of
 //     the router's devices (inside the prefix of one of its addresses):
 //     that address: the error leaves by that link;
-//  3. otherwise the first address of the device the packet arrived on: the
+//  2. otherwise the first address of the device the packet arrived on: the
 //     error goes back towards its source the way the packet came, which is
 //     the interface it leaves by wherever routes are symmetric (the
 //     contract configs' are: every source beyond a next hop is reached
 //     through the device its packets arrive on);
-//  4. a device without an address of the family: the first address of the
+//  3. a device without an address of the family: the first address of the
 //     family of any device (RFC 1812's router-id fallback).
+//
+// A packet addressed to the router itself (a port unreachable) is answered
+// by the same rule, from the interface the answer leaves by, not from the
+// address it was sent to: traceroute to the router's far address ends at
+// hop 1 showing the near one, as RFC 1812 asks (Linux would answer from
+// the address asked).
 //
 // It is all comparisons against a few words per device: no allocation, no
 // lock.
@@ -44,8 +47,7 @@ func isAuto(s string) bool { return strings.EqualFold(strings.TrimSpace(s), srcA
 
 // auto4 chooses an IPv4 error's source.
 type auto4 struct {
-	own    []uint32 // the router's addresses
-	nets   []net4   // their prefixes, with the address in each
+	nets   []net4   // the router's addresses' prefixes, with the address in each
 	byDev  []uint32 // by device index: the device's first address, 0: none
 	router uint32   // the first address of all
 }
@@ -58,7 +60,6 @@ type net4 struct {
 // auto6 is auto4 for IPv6 (link-local addresses left out: an error to a
 // routed source cannot come from one).
 type auto6 struct {
-	own    [][16]byte
 	nets   []net6
 	byDev  [][16]byte
 	hasDev []bool
@@ -114,7 +115,6 @@ func newAuto4(ctx *elements.Context) (*auto4, error) {
 		if e.p.Bits() == 0 {
 			mask = 0
 		}
-		a.own = append(a.own, addr)
 		a.nets = append(a.nets, net4{p: prefix4{addr: addr & mask, mask: mask}, addr: addr})
 		if a.byDev[e.dev] == 0 {
 			a.byDev[e.dev] = addr
@@ -129,14 +129,9 @@ func newAuto4(ctx *elements.Context) (*auto4, error) {
 	return a, nil
 }
 
-// pick returns the source of the error about a packet from src to dst
-// that arrived on device dev.
-func (a *auto4) pick(src, dst uint32, dev int) uint32 {
-	for _, o := range a.own {
-		if o == dst {
-			return o
-		}
-	}
+// pick returns the source of the error about a packet from src that
+// arrived on device dev.
+func (a *auto4) pick(src uint32, dev int) uint32 {
 	for i := range a.nets {
 		if a.nets[i].p.contains(src) {
 			return a.nets[i].addr
@@ -173,7 +168,6 @@ func newAuto6(ctx *elements.Context) (*auto6, error) {
 			m[i/8] |= 0x80 >> (i % 8)
 		}
 		mhi, mlo := binary.BigEndian.Uint64(m[:8]), binary.BigEndian.Uint64(m[8:])
-		a.own = append(a.own, addr)
 		a.nets = append(a.nets, net6{hi: binary.BigEndian.Uint64(addr[:8]) & mhi, lo: binary.BigEndian.Uint64(addr[8:]) & mlo,
 			mhi: mhi, mlo: mlo, addr: addr})
 		if !a.hasDev[e.dev] {
@@ -189,14 +183,8 @@ func newAuto6(ctx *elements.Context) (*auto6, error) {
 	return a, nil
 }
 
-// pick is auto4.pick for IPv6 (src and dst: the packet's 16-byte
-// addresses).
-func (a *auto6) pick(src, dst []byte, dev int) *[16]byte {
-	for i := range a.own {
-		if [16]byte(dst) == a.own[i] {
-			return &a.own[i]
-		}
-	}
+// pick is auto4.pick for IPv6 (src: the packet's 16-byte source).
+func (a *auto6) pick(src []byte, dev int) *[16]byte {
 	hi, lo := binary.BigEndian.Uint64(src[:8]), binary.BigEndian.Uint64(src[8:16])
 	for i := range a.nets {
 		n := &a.nets[i]
@@ -210,11 +198,12 @@ func (a *auto6) pick(src, dst []byte, dev int) *[16]byte {
 	return &a.router
 }
 
-// autoDoc is the src key's documentation of "auto" (both elements).
-func autoDoc(family string) string {
+// autoDoc is the src key's documentation of "auto" (both elements; note
+// qualifies the addresses chosen from).
+func autoDoc(family, note string) string {
 	return fmt.Sprintf("the router's %s address the errors come from, or \"auto\": the address of the interface "+
-		"each error leaves by (RFC 1812 4.3.2.4), chosen per packet from the graph's devices' addresses: the "+
-		"packet's own destination when it was one of the router's addresses; else the router's address on "+
-		"the link of the packet's source; else the first address of the device the packet arrived on (the "+
-		"error goes back the way the packet came); else the first of any device", family)
+		"each error leaves by (RFC 1812 4.3.2.4), chosen per packet from the graph's devices' addresses%s: the "+
+		"router's address on the link of the packet's source; else the first address of the device the "+
+		"packet arrived on (the error goes back the way the packet came); else the first of any device. "+
+		"Errors about packets to the router itself follow the same rule", family, note)
 }

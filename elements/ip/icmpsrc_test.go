@@ -62,7 +62,7 @@ func TestICMPErrorAutoSource(t *testing.T) {
 		{"from the wan host, to the lan", "10.2.0.2", "10.1.0.2", 1, "10.2.0.1"},
 		{"from beyond the wan (routed), arrived on wan", "10.16.0.2", "10.1.0.2", 1, "10.2.0.1"},
 		{"from beyond the lan (routed), arrived on lan", "172.16.5.5", "10.16.0.2", 0, "10.1.0.1"},
-		{"to the router's wan address, from the lan", "10.1.0.2", "10.2.0.1", 0, "10.2.0.1"},
+		{"to the router's wan address, from the lan", "10.1.0.2", "10.2.0.1", 0, "10.1.0.1"},
 		{"a lan source arriving on wan (spoofed): the link wins", "10.1.0.7", "10.1.0.2", 1, "10.1.0.1"},
 	}
 	cfg := icmpCfg("unreachable", "needfrag")
@@ -127,7 +127,7 @@ func TestICMP6ErrorAutoSource(t *testing.T) {
 		{"from the lan host", "2001:db8:1::10", "2001:db8:16::5", 0, "2001:db8:1::1"},
 		{"from the wan host", "2001:db8:2::2", "2001:db8:1::10", 1, "2001:db8:2::1"},
 		{"from beyond the wan, arrived on wan", "2001:db8:16::5", "2001:db8:1::10", 1, "2001:db8:2::1"},
-		{"to the router's wan address, from the lan", "2001:db8:1::10", "2001:db8:2::1", 0, "2001:db8:2::1"},
+		{"to the router's wan address, from the lan", "2001:db8:1::10", "2001:db8:2::1", 0, "2001:db8:1::1"},
 	}
 	cfg := icmp6Cfg("toobig", 0, 1400)
 	cfg.Src = "auto"

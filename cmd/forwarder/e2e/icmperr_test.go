@@ -159,3 +159,58 @@ func TestNATGatewayPathMTUBeyond(t *testing.T) {
 		}
 	})
 }
+
+// TestNATGatewayTraceroute: traceroute from the inside host through the
+// NAT gateway, over IPv4 (UDP probes, masqueraded) and IPv6 (routed), five
+// times each: hop 1 is the gateway, from its LAN address, on every probe
+// (RFC 1812 5.3.1 and RFC 4443 3.3: a router that discards a packet for
+// its TTL or hop limit sends time exceeded; RFC 1812 4.3.2.4: from the
+// address of the interface the message leaves by), and hop 2 is the
+// outside host, whose port unreachable about the masqueraded probe comes
+// back translated (RFC 5508 REQ-4) whichever worker tracks the probe.
+// The gateway used to discard IPv4 packets whose TTL expired: hop 1 was
+// "* * *".
+func TestNATGatewayTraceroute(t *testing.T) {
+	netns.RequireTool(t, "traceroute")
+	tp := newNATTopo(t)
+	noKernelIPv6(tp.fwd)
+	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")
+	addr6(t, tp.ot, "2001:db8:2::2/64", "")
+	tp.ot.MustRun("ip", "-6", "route", "add", "2001:db8:1::/64", "via", "2001:db8:2::1")
+	tp.ot.Sysctl("net.ipv4.icmp_ratelimit", "0")
+	p := tp.start(t)
+	defer (&topo{fwd: tp.fwd}).stop(t, p)
+	tp.in.Run("ping", "-c1", "-W2", natOutside) // ARP on every hop first
+	ping6OK(t, tp.in, "2001:db8:2::2")
+
+	for _, c := range []struct {
+		name, family, dst, hop1 string
+	}{
+		{"ipv4", "-4", natOutside, natLANAddr},
+		{"ipv6", "-6", "2001:db8:2::2", "2001:db8:1::1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for run := 0; run < 5; run++ {
+				// Three probes per hop, one at a time (-N1: the
+				// gateway's ICMPError is rate limited per worker).
+				out, err := tp.in.Run("traceroute", c.family, "-n", "-N1", "-q3", "-w2", "-m4", c.dst)
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				if err != nil || len(lines) != 3 {
+					t.Fatalf("run %d: traceroute %s: %v\n%s", run, c.dst, err, out)
+				}
+				hop1, hop2 := strings.Fields(lines[1]), lines[2]
+				// " 1  192.168.1.1  0.1 ms  0.1 ms  0.1 ms"
+				if len(hop1) < 2 || hop1[1] != c.hop1 || strings.Contains(lines[1], "*") {
+					t.Errorf("run %d: hop 1 is not %s on every probe:\n%s", run, c.hop1, out)
+				}
+				if !strings.Contains(hop2, c.dst) || strings.Contains(hop2, "*") {
+					t.Errorf("run %d: hop 2 is not %s on every probe:\n%s", run, c.dst, out)
+				}
+			}
+		})
+	}
+	s := (&topo{fwd: tp.fwd}).snapshot(t)
+	if n := counter(s, "ICMPError", "rate limited"); n != 0 {
+		t.Errorf("ICMPError rate limited %d time exceeded", n)
+	}
+}

@@ -92,9 +92,9 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 
 	cfg := withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
-		`ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1500)`,
+		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
 		`wmtu4 :: CheckMTU(1500)`,
-		`ICMPError(10.2.0.1, unreachable, needfrag, 64, 1500)`,
+		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t, cfg)
 	ping6OK(t, tp.cli, "2001:db8:16::2")
@@ -110,8 +110,10 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	t.Run("ipv6 ping", func(t *testing.T) {
 		tp.cli.MustRun("ip", "-6", "route", "flush", "cache")
 		out, _ := tp.cli.Run("ping", "-6", "-c1", "-W2", "-M", "do", "-s", "1452", "2001:db8:16::2")
-		if !strings.Contains(out, "From 2001:db8:2::1") || !strings.Contains(out, "mtu=1400") {
-			t.Errorf("a 1500-byte ping -6: no packet too big (mtu 1400) from 2001:db8:2::1:\n%s", out)
+		// From the router's address on the link it leaves by, the
+		// LAN's (RFC 1812 4.3.2.4, src = "auto").
+		if !strings.Contains(out, "From 2001:db8:1::1") || !strings.Contains(out, "mtu=1400") {
+			t.Errorf("a 1500-byte ping -6: no packet too big (mtu 1400) from 2001:db8:1::1:\n%s", out)
 		}
 	})
 	t.Run("ipv4 tcp", func(t *testing.T) {
@@ -123,8 +125,8 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	t.Run("ipv4 ping", func(t *testing.T) {
 		tp.cli.MustRun("ip", "route", "flush", "cache")
 		out, _ := tp.cli.Run("ping", "-c1", "-W2", "-M", "do", "-s", "1472", "10.16.0.2")
-		if !strings.Contains(out, "From 10.2.0.1") || !strings.Contains(out, "mtu = 1400") {
-			t.Errorf("a 1500-byte ping with DF: no fragmentation needed (mtu 1400) from 10.2.0.1:\n%s", out)
+		if !strings.Contains(out, "From 10.1.0.1") || !strings.Contains(out, "mtu = 1400") {
+			t.Errorf("a 1500-byte ping with DF: no fragmentation needed (mtu 1400) from 10.1.0.1 (the LAN's address, RFC 1812 4.3.2.4):\n%s", out)
 		}
 		// Without DF: not fragmented, not answered, counted.
 		before := counter(tp.snapshot(t), "CheckMTU", "too big, not DF")
@@ -190,9 +192,9 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
-		`ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1500)`,
+		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
 		`wmtu4 :: CheckMTU(1500)`,
-		`ICMPError(192.168.1.1, unreachable, needfrag, 64, 1500)`,
+		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t)
 	ping6OK(t, tp.in, "2001:db8:16::2")
@@ -256,7 +258,7 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 	tp.fwd.MustRun("ip", "link", "set", "dev", "lan0", "mtu", "1400")
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`lmtu4 :: CheckMTU(1500)`,
-		`ICMPError(203.0.113.1, unreachable, needfrag, 64, 1500)`,
+		`lmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t)
 	srv := tp.in.Start("iperf3", "-s", "-p", "80")
