@@ -56,7 +56,7 @@ func TestGraphControl(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"graph", "-config", "../../configs/nat-gateway.toml", "-control", path, "-interval", "0"}, 1, "runs another graph"},
+		{[]string{"graph", "-config", "../../configs/nat-gateway.toml", "-control", path, "-interval", "0"}, 1, "(it runs " + defaultGraphName + ": give -config with that file, or -control SOCKET without -config to draw the graph it runs)"},
 		{[]string{"graph", "-control", filepath.Join(t.TempDir(), "none.sock")}, 1, "no forwarder at"},
 		{[]string{"graph", "-live", "-config", cfg}, 1, "no forwarder at /run/junction/junction-test-none.sock"},
 		{[]string{"graph", "-control", path, "-stats", "127.0.0.1:1"}, 2, "give one"},

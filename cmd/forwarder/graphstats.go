@@ -187,7 +187,13 @@ func liveStats(g *pipeline.Graph, addr string, fetch func() (*pipeline.Snapshot,
 		if len(foreign) > 5 {
 			foreign = append(foreign[:5], "…")
 		}
-		return nil, fmt.Errorf("the forwarder at %s runs another graph than %s: %s", addr, g.File, strings.Join(foreign, ", "))
+		hint := ""
+		if f := after.Graph.File; f != "" && f != g.File {
+			// What to give instead: the file it runs, or nothing (over
+			// the control socket, without -config, it draws its own).
+			hint = fmt.Sprintf(" (it runs %s: give -config with that file, or -control SOCKET without -config to draw the graph it runs)", f)
+		}
+		return nil, fmt.Errorf("the forwarder at %s runs another graph than %s: %s%s", addr, g.File, strings.Join(foreign, ", "), hint)
 	}
 	return &pipeline.LiveStats{Before: before, After: after, Source: addr}, nil
 }
