@@ -3,6 +3,7 @@ package ip
 import (
 	"encoding/binary"
 	"slices"
+	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
@@ -127,7 +128,9 @@ func init() {
 				"\"limited broadcast\" (255.255.255.255), \"multicast destination\" (224.0.0.0/4), " +
 				"\"martian destination\" (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4 but the limited broadcast), " +
 				"\"directed broadcast\" (the broadcast address of a subnet of devices). " +
-				"Drops are counted under \"unconnected output 1\" when output 1 is unconnected.",
+				"Drops are counted under \"unconnected output 1\" when output 1 is unconnected. " +
+				"Counters, not verdicts: \"record route option\", \"timestamp option\" (packets carrying one, which " +
+				"pass with it unchanged; see below).",
 			Example: "[elements.chk]\ntype = \"CheckIPHeader\"\nbadsrc = [\"192.0.2.0/24\"]\n\n" +
 				"[graph]\nlinks = [\"cls[1] -> chk -> DecTTL -> rt\", \"chk[1] -> Print(bad) -> Discard\"]",
 			SeeAlso: "DecTTL, IPLookup",
@@ -147,8 +150,14 @@ func init() {
 				"Put packets the router itself receives by broadcast or multicast (DHCP, RIP, OSPF) on their own " +
 				"path before the CheckIPHeader of the forwarding path, or give that path's CheckIPHeader " +
 				"forward_only = false. Elements after CheckIPHeader may trust the " +
-				"header's length fields. Other options (record route, timestamp, router alert...) pass and are " +
-				"not interpreted.",
+				"header's length fields. Other options (router alert...) pass and are not interpreted. " +
+				"Record route (7) and timestamp (68) pass unchanged, counted: RFC 791 and RFC 1812 5.3.13 " +
+				"describe a router entering its address or a timestamp into them; Junction does not, " +
+				"deliberately: it would cost a header rewrite, a checksum update and a per-packet choice of " +
+				"address on the forwarding path for options that networks filter (RFC 7126 4.3 and 4.8 " +
+				"describe routers that drop them, ignore them or process them, the choice documented). " +
+				"A packet carrying one is forwarded as if the router were not on the recorded path; the " +
+				"counters show how many were.",
 		},
 	})
 }
@@ -165,6 +174,10 @@ type CheckIPHeader struct {
 	bcasts   []uint32
 	bcastLow uint32
 	srcRoute bool // source_route: LSRR and SSRR pass
+
+	// Packets carrying record route or timestamp options, forwarded
+	// with them unchanged (rare: one atomic add each).
+	recordRoute, timestamp *atomic.Uint64
 }
 
 func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -173,7 +186,8 @@ func newCheckIPHeader(cfg any, ctx *elements.Context) (elements.Element, error) 
 	// dropped only if output 1 is unconnected, and then that output counts
 	// the drop itself; counting it here as a drop too would count it twice.
 	e := &CheckIPHeader{filter: newFilter(ctx, checkNames[:]),
-		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0), srcRoute: c.SourceRoute}
+		checksum: c.Checksum, badsrc: append([]prefix4(nil), c.badsrc...), fwdOnly: c.ForwardOnly, bcastLow: ^uint32(0), srcRoute: c.SourceRoute,
+		recordRoute: ctx.Stats.Counter("record route option"), timestamp: ctx.Stats.Counter("timestamp option")}
 	names := c.Devices
 	if len(names) == 0 && c.ForwardOnly {
 		// Every device of the graph: directed broadcast is off by
@@ -267,6 +281,8 @@ func (e *CheckIPHeader) check(p *packet.Packet) int {
 const (
 	optEOL  = 0
 	optNOP  = 1
+	optRR   = 7
+	optTS   = 68
 	optLSRR = 131
 	optSSRR = 137
 )
@@ -291,8 +307,15 @@ func (e *CheckIPHeader) checkOptions(o []byte) int {
 		if l < 2 || i+l > len(o) {
 			return chkOptions
 		}
-		if (t == optLSRR || t == optSSRR) && !e.srcRoute {
-			return chkSourceRoute
+		switch t {
+		case optLSRR, optSSRR:
+			if !e.srcRoute {
+				return chkSourceRoute
+			}
+		case optRR:
+			e.recordRoute.Add(1)
+		case optTS:
+			e.timestamp.Add(1)
 		}
 		i += l
 	}

@@ -278,3 +278,37 @@ func BenchmarkCheckIPHeaderDevices(b *testing.B) {
 func ipTrimmed(f []byte) []byte {
 	return f[:14+int(binary.BigEndian.Uint16(f[16:]))]
 }
+
+// TestCheckIPHeaderRecordRouteTimestamp: packets with a record route or a
+// timestamp option pass unchanged (the router does not enter itself:
+// a deliberate choice, documented), each counted; allocation-free.
+func TestCheckIPHeaderRecordRouteTimestamp(t *testing.T) {
+	withOpt := func(opt ...byte) []byte {
+		return edit(mkFrame(t, frameOpts{options: true, payload: 8}), func(f []byte) []byte {
+			copy(f[34:38], opt)
+			return fixIPChecksum(f)
+		})
+	}
+	rr := withOpt(7, 3, 4, 0)     // record route, no room: pointer past the end
+	ts := withOpt(68, 4, 5, 0x00) // timestamp, no room
+	h := elementtest.New(t, "CheckIPHeader", nil, nil)
+	h.Push(0, rr, ts, rr)
+	if n := len(h.Outs[0].Pkts); n != 3 {
+		t.Fatalf("%d of 3 packets passed: %v", n, h.Stats.Counters())
+	}
+	for i, want := range [][]byte{rr, ts, rr} {
+		// Unchanged up to the IP packet's end (the Ethernet padding
+		// after it is trimmed).
+		if got := h.Outs[0].Pkts[i].Data; len(got) != 14+40 || string(got) != string(want[:len(got)]) {
+			t.Errorf("packet %d changed:\n got %x\nwant %x", i, got, want)
+		}
+	}
+	if h.Counter("record route option") != 2 || h.Counter("timestamp option") != 1 {
+		t.Errorf("counted %d record route and %d timestamp, want 2 and 1", h.Counter("record route option"), h.Counter("timestamp option"))
+	}
+	h.Reset()
+	ha := elementtest.New(t, "CheckIPHeader", nil, &elementtest.Options{Sink: true})
+	if a := ha.AllocsPerBatch(100, rr, ts); a != 0 {
+		t.Errorf("allocs per batch = %v, want 0", a)
+	}
+}
