@@ -69,3 +69,41 @@ func IPv6Upper(h []byte) IPv6L4 {
 		}
 	}
 }
+
+// IPv6RoutingHeader returns the offset, from the start of the IPv6 header
+// h, of the first Routing header in h's extension-header chain, with its
+// routing type and segments left; ok is false when the chain (walked as
+// IPv6Upper walks it) holds none whose first 4 bytes are in the packet.
+// It allocates nothing.
+func IPv6RoutingHeader(h []byte) (off int, typ, segLeft uint8, ok bool) {
+	if len(h) < IPv6Len {
+		return 0, 0, 0, false
+	}
+	nh := h[ipv6Next]
+	end := min(IPv6Len+int(binary.BigEndian.Uint16(h[ipv6PayLen:])), len(h))
+	off = IPv6Len
+	for i := 0; i <= MaxIPv6ExtHeaders; i++ {
+		switch nh {
+		case IPv6Routing:
+			if off+4 > end {
+				return 0, 0, 0, false
+			}
+			return off, h[off+2], h[off+3], true
+		case IPv6HopByHop, IPv6DestOpts, IPv6AH, IPv6Fragment:
+		default:
+			return 0, 0, 0, false
+		}
+		if off+8 > end {
+			return 0, 0, 0, false
+		}
+		switch nh {
+		case IPv6AH:
+			nh, off = h[off], off+(int(h[off+1])+2)*4
+		case IPv6Fragment:
+			nh, off = h[off], off+8
+		default:
+			nh, off = h[off], off+(int(h[off+1])+1)*8
+		}
+	}
+	return 0, 0, 0, false
+}

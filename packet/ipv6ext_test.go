@@ -1,6 +1,9 @@
 package packet
 
-import "testing"
+import (
+	"encoding/binary"
+	"testing"
+)
 
 func TestIPv6Upper(t *testing.T) {
 	hdr := func(next uint8, ext ...byte) []byte {
@@ -105,5 +108,47 @@ func TestFlowHashICMPError(t *testing.T) {
 		if FlowHashFrame(e, EthernetLen) != FlowHashV4(0xcb007102, 0xcb007101, 0, 0, ProtoICMP) {
 			t.Errorf("proto %d: an echo request hashed as its payload", proto)
 		}
+	}
+}
+
+// TestIPv6RoutingHeader: the routing header is found right after the
+// fixed header and behind a hop-by-hop header; a packet without one, or
+// with one cut short, has none.
+func TestIPv6RoutingHeader(t *testing.T) {
+	mk := func(hbh bool, rhLen int) []byte {
+		h := make([]byte, IPv6Len)
+		h[0] = 0x60
+		h[ipv6Next] = IPv6Routing
+		var ext []byte
+		if hbh {
+			h[ipv6Next] = IPv6HopByHop
+			ext = append(ext, IPv6Routing, 0, 1, 4, 0, 0, 0, 0) // PadN
+		}
+		rh := []byte{ProtoUDP, 2, 0, 1, 0, 0, 0, 0} // type 0, 1 segment left
+		rh = append(rh, make([]byte, 16)...)
+		ext = append(ext, rh[:rhLen]...)
+		h = append(h, ext...)
+		binary.BigEndian.PutUint16(h[ipv6PayLen:], uint16(len(ext)))
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		h    []byte
+		off  int
+		ok   bool
+	}{
+		{"after the fixed header", mk(false, 24), 40, true},
+		{"behind hop-by-hop", mk(true, 24), 48, true},
+		{"cut short", mk(false, 3), 0, false},
+	} {
+		off, typ, sl, ok := IPv6RoutingHeader(c.h)
+		if ok != c.ok || off != c.off || ok && (typ != 0 || sl != 1) {
+			t.Errorf("%s: off %d type %d left %d ok %v, want off %d ok %v", c.name, off, typ, sl, ok, c.off, c.ok)
+		}
+	}
+	udp := mk(false, 24)
+	udp[ipv6Next] = ProtoUDP
+	if _, _, _, ok := IPv6RoutingHeader(udp); ok {
+		t.Errorf("a routing header found in a UDP packet")
 	}
 }

@@ -3,6 +3,7 @@ package icmp
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -59,8 +60,8 @@ func init() {
 		NewConfig: func() any { return &Config6{HopLimit: 64} },
 		New:       newResponder6,
 		In:        1,
-		Out:       2,
-		Optional:  []int{1},
+		Out:       3,
+		Optional:  []int{1, 2},
 		Doc: elements.Doc{
 			Synopsis: "ICMP6PingResponder(ADDRESS or DEVICE, ...)",
 			Summary:  "answers ICMPv6 echo requests addressed to the router's own IPv6 addresses, in place",
@@ -69,6 +70,10 @@ func init() {
 				"swapped, type 129, hop limit reset, checksum updated incrementally), next-hop annotation " +
 				"cleared: route them. output 1 (optional): packets for one of our addresses that are not " +
 				"echo requests (UDP, TCP, other ICMPv6), e.g. for an ICMP6Error(unreachable, port); " +
+				"unconnected, they are dropped and counted. output 2 (optional): packets for one of our " +
+				"addresses that carry a type-0 routing header with segments left, which RFC 5095 " +
+				"deprecates: never processed, answered with a parameter problem pointing at the routing " +
+				"type (connect an ICMP6Error(auto, parameterproblem, header, 64, 0, routing)); " +
 				"unconnected, they are dropped and counted.",
 			Keys: []elements.Key{
 				{Name: "addresses", Type: "[]string", Variadic: true,
@@ -82,12 +87,16 @@ func init() {
 				`(no full IPv6+ICMPv6 header, or payload length beyond the frame), "not for us" (a ` +
 				`unicast destination not one of the addresses), "bad source" (unspecified, multicast, loopback or ` +
 				`our own), "bad checksum", "extension headers" (echo requests behind extension headers ` +
-				`are not answered), and "unconnected output 1".`,
+				`are not answered), "unconnected output 1" and "unconnected output 2"; counter "routing header type 0" ` +
+				`(packets sent to output 2).`,
 			Example: `"loc6[0] -> ICMP6PingResponder(lan, wan) -> rt"`,
 			SeeAlso: "ICMPPingResponder, ICMP6Error, NDPResponder",
 			Text: "Identifier, sequence and data are returned unchanged. Swapping the addresses leaves the " +
 				"pseudo-header sum unchanged, so the checksum is verified once and updated for the type " +
-				"change only (RFC 1624).",
+				"change only (RFC 1624). RFC 5095: a packet for the router with a type-0 routing header " +
+				"whose segments left is not zero is neither answered nor passed on as another packet for " +
+				"us: it goes to output 2, for the parameter problem (code 0) the RFC asks for; with " +
+				"segments left zero the routing header is ignored, as the RFC says.",
 		},
 	})
 }
@@ -101,6 +110,11 @@ type Responder6 struct {
 
 	truncated, notForUs, badSource, badChecksum, extHdrs elements.Reason
 	multicast                                            elements.Reason // consumed
+
+	// Packets with a type-0 routing header (RFC 5095): output 2.
+	rh0Out *elements.Output
+	rh0B   *packet.Batch
+	rh0    *atomic.Uint64
 }
 
 func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -123,6 +137,9 @@ func newResponder6(cfg any, ctx *elements.Context) (elements.Element, error) {
 		badChecksum: st.Reason("bad checksum"),
 		extHdrs:     st.Reason("extension headers"),
 		multicast:   st.Consumption("multicast"),
+		rh0Out:      ctx.Outputs[2],
+		rh0B:        ctx.SideBatch(),
+		rh0:         st.Counter("routing header type 0"),
 	}, nil
 }
 
@@ -139,7 +156,16 @@ func (r *Responder6) ours(a []byte) bool {
 func (r *Responder6) Push(_ int, b *packet.Batch) {
 	k := 0
 	for _, p := range b.Pkts {
-		k = r.keep(b, k, p, r.answer(p))
+		v := r.answer(p)
+		if v == verdictRH0 {
+			r.rh0B.Add(p)
+			continue
+		}
+		k = r.keep(b, k, p, v)
+	}
+	if n := r.rh0B.Len(); n > 0 {
+		r.rh0.Add(uint64(n))
+		r.rh0Out.Push(r.rh0B)
 	}
 	r.send(b, k)
 }
@@ -173,6 +199,11 @@ func (r *Responder6) answer(p *packet.Packet) verdict {
 		return verdictDropped
 	}
 	if h.NextHeader() != 58 {
+		// RFC 5095: a type-0 routing header with segments left is not
+		// processed (nor the packet behind it): parameter problem.
+		if _, typ, left, ok := packet.IPv6RoutingHeader(h); ok && typ == 0 && left != 0 {
+			return verdictRH0
+		}
 		if up := packet.IPv6Upper(h); up.OK && up.Proto == 58 && up.End-up.Off >= 4 && h[up.Off] == 128 {
 			r.st.Drop(p, r.extHdrs)
 			return verdictDropped

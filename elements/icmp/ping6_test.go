@@ -87,3 +87,47 @@ func TestPing6Allocs(t *testing.T) {
 		t.Fatalf("%v allocations", a)
 	}
 }
+
+// withRH0 inserts a type-0 routing header with segLeft segments left
+// between f's IPv6 header and its upper layer.
+func withRH0(f []byte, segLeft uint8) []byte {
+	rh := make([]byte, 24)
+	rh[0], rh[1], rh[2], rh[3] = f[14+6], 2, 0, segLeft
+	rh[8], rh[9] = 0x20, 0x01 // 2001:: the next hop on the route
+	out := append(append(append([]byte(nil), f[:54]...), rh...), f[54:]...)
+	out[14+6] = 43
+	pl := int(out[18])<<8 | int(out[19]) + len(rh)
+	out[18], out[19] = byte(pl>>8), byte(pl)
+	return out
+}
+
+// TestPing6RoutingHeader0: RFC 5095. A packet for the router with a
+// type-0 routing header and segments left is neither answered nor handed
+// on as another packet for us: it goes to output 2 (for the parameter
+// problem), counted; with no segments left the header is ignored (an echo
+// request behind it is not answered, as behind any extension header).
+func TestPing6RoutingHeader0(t *testing.T) {
+	h := elementtest.New(t, "ICMP6PingResponder", &icmp.Config6{Addresses: []string{"v6"}, HopLimit: 64},
+		&elementtest.Options{Devices: devs})
+	req := echo6(t, "2001:db8::5", "2001:db8::1", 128, false)
+	udp := echo6(t, "2001:db8::5", "2001:db8::1", 0, true)
+	h.Push(0, withRH0(req, 1), withRH0(udp, 2), withRH0(req, 0), withRH0(udp, 0))
+	if n := len(h.Outs[2].Pkts); n != 2 {
+		t.Errorf("%d packets on output 2, want the 2 with segments left: %v", n, h.Stats.Counters())
+	}
+	if n := len(h.Outs[0].Pkts); n != 0 {
+		t.Errorf("%d echo replies to packets with a routing header", n)
+	}
+	if n := len(h.Outs[1].Pkts); n != 1 {
+		t.Errorf("%d packets on output 1, want the UDP one without segments left", n)
+	}
+	if h.Counter("routing header type 0") != 2 {
+		t.Errorf("counted %d, want 2", h.Counter("routing header type 0"))
+	}
+	h.Reset()
+	ha := elementtest.New(t, "ICMP6PingResponder", &icmp.Config6{Addresses: []string{"v6"}, HopLimit: 64},
+		&elementtest.Options{Devices: devs, Sink: true})
+	if a := ha.AllocsPerBatch(100, withRH0(req, 1), req); a != 0 {
+		t.Errorf("allocs per batch = %v, want 0", a)
+	}
+}

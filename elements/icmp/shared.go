@@ -85,6 +85,7 @@ const (
 	verdictDropped verdict = iota
 	verdictReply
 	verdictOther
+	verdictRH0 // ICMP6PingResponder: a type-0 routing header (RFC 5095), output 2
 )
 
 // keep files p under v: a reply is kept in b at k (returning the next k),

@@ -28,14 +28,19 @@ type ICMP6ErrorConfig struct {
 	ICMPCode NumberOrName `toml:"icmp_code"`
 	HopLimit int          `toml:"hoplimit"`
 	MTU      int          `toml:"mtu"`
-	Pointer  int          `toml:"pointer"`
+	Pointer  NumberOrName `toml:"pointer"`
 	Rate     int          `toml:"rate"`
 	Burst    int          `toml:"burst"`
 
-	src       [16]byte
-	auto      bool // src = "auto" (icmpsrc.go)
-	typ, code uint8
+	src        [16]byte
+	auto       bool // src = "auto" (icmpsrc.go)
+	typ, code  uint8
+	pointer    int
+	ptrRouting bool // pointer = "routing": per packet
 }
+
+// pointerRouting is the pointer key's "routing" (RFC 5095).
+const pointerRouting = -2
 
 var icmp6Types = map[string]int{
 	"unreachable": icmp6Unreachable, "destunreachable": icmp6Unreachable, "destinationunreachable": icmp6Unreachable,
@@ -84,10 +89,19 @@ func (c *ICMP6ErrorConfig) Validate() error {
 		return elements.Errorf("mtu", "toobig needs the next-hop mtu, 1280..65535 (got %d)", c.MTU)
 	case t != icmp6TooBig && c.MTU != 0:
 		return elements.Errorf("mtu", "mtu is only used with toobig")
-	case t != icmp6ParamProblem && c.Pointer != 0:
+	case t != icmp6ParamProblem && (c.Pointer.Num != 0 || c.Pointer.Name != ""):
 		return elements.Errorf("pointer", "pointer is only used with parameterproblem")
-	case c.Pointer < 0:
-		return elements.Errorf("pointer", "%d is negative", c.Pointer)
+	}
+	ptr, ok := c.Pointer.lookup(map[string]int{"routing": pointerRouting})
+	switch {
+	case !ok:
+		return elements.Errorf("pointer", "unknown pointer %q: want an offset or routing", c.Pointer.Name)
+	case ptr == pointerRouting && c.Pointer.Name != "":
+		c.ptrRouting = true
+	case ptr < 0:
+		return elements.Errorf("pointer", "%d is negative", ptr)
+	default:
+		c.pointer = ptr
 	}
 	if c.HopLimit < 1 || c.HopLimit > 255 {
 		return elements.Errorf("hoplimit", "%d out of range 1..255", c.HopLimit)
@@ -120,7 +134,9 @@ func init() {
 						"nextheader, option"},
 				{Name: "hoplimit", Type: "int", Default: "64", Doc: "hop limit of the error messages"},
 				{Name: "mtu", Type: "int", Default: "0", Doc: "the next-hop MTU of toobig (1280..65535), required there and only there"},
-				{Name: "pointer", Type: "int", Default: "0", Doc: "parameterproblem's pointer: the offset of the faulty field"},
+				{Name: "pointer", Type: "int or routing", Default: "0", Doc: "parameterproblem's pointer: the offset of the faulty field, " +
+					"or \"routing\": per packet, the offset of its first routing header's Routing Type field (RFC 5095: " +
+					"the answer to a type-0 routing header; packets without a routing header are dropped, \"no routing header\")"},
 				{Name: "rate", Type: "int", Default: "100", Doc: "errors per second per worker (token bucket); 0 = unlimited"},
 				{Name: "burst", Type: "int", Default: "10", Doc: "token bucket depth"},
 			},
@@ -128,7 +144,7 @@ func init() {
 				"ICMPv6 error or a redirect), \"truncated icmp6\" (ICMPv6 without its 4-byte header), " +
 				"\"multicast destination\" (IPv6 or link-layer multicast, except for toobig and parameterproblem " +
 				"code 2), \"bad source\" (unspecified, multicast, loopback, link-local or IPv4-mapped), " +
-				"\"rate limited\".",
+				"\"rate limited\", \"no routing header\" (pointer = routing).",
 			Example: `"hl[1] -> ICMP6Error(2001:db8:1::1, timeexceeded) -> rt"` + "\n" +
 				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"` + "\n" +
 				`"hl[1] -> ICMP6Error(auto, timeexceeded) -> rt"`,
@@ -161,6 +177,8 @@ type ICMP6Error struct {
 	now func() int64
 
 	badHdr, aboutICMP, truncICMP, mcastDst, badSrc, limited elements.Reason
+	noRouting                                               elements.Reason
+	ptrRouting                                              bool // pointer = "routing"
 }
 
 func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -179,11 +197,14 @@ func newICMP6Error(cfg any, ctx *elements.Context) (elements.Element, error) {
 		badSrc:    st.Reason("bad source"),
 		limited:   st.Reason("rate limited"),
 	}
+	if c.ptrRouting {
+		e.ptrRouting, e.noRouting = true, st.Reason("no routing header")
+	}
 	switch c.typ {
 	case icmp6TooBig:
 		e.rest = uint32(c.MTU)
 	case icmp6ParamProblem:
-		e.rest = uint32(c.Pointer)
+		e.rest = uint32(c.pointer)
 	}
 	if c.auto {
 		a, err := newAuto6(ctx)
@@ -259,6 +280,14 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	if badSrc6Err(h[8:24]) {
 		return e.badSrc, false
 	}
+	rest := e.rest
+	if e.ptrRouting {
+		off, _, _, ok := packet.IPv6RoutingHeader(h)
+		if !ok {
+			return e.noRouting, false
+		}
+		rest = uint32(off + 2) // the Routing Type field
+	}
 	if e.tb.limited() && !e.tb.take() {
 		return e.limited, false
 	}
@@ -280,7 +309,7 @@ func (e *ICMP6Error) build(p *packet.Packet) (elements.Reason, bool) {
 	copy(ip[24:40], origSrc[:])
 	ic := f[err6ICMP:]
 	ic[0], ic[1], ic[2], ic[3] = e.typ, e.code, 0, 0
-	binary.BigEndian.PutUint32(ic[4:], e.rest)
+	binary.BigEndian.PutUint32(ic[4:], rest)
 	ck := ^packet.Fold(packet.Sum(ic, packet.PseudoHeaderSumV6(*src, origSrc, 58, len(ic))))
 	binary.BigEndian.PutUint16(ic[2:], ck)
 

@@ -279,3 +279,60 @@ func TestCheckMTUIPv4(t *testing.T) {
 	}
 	checkICMPError(t, out[0], bigDF, 14, 3, 4, 1400)
 }
+
+// TestICMP6ErrorPointerRouting: pointer = "routing" points each parameter
+// problem at the packet's routing type field (RFC 5095: the answer to a
+// type-0 routing header), after the fixed header or behind a hop-by-hop
+// header; a packet without a routing header is dropped, counted.
+func TestICMP6ErrorPointerRouting(t *testing.T) {
+	rh0 := func(f []byte) []byte { // a type-0 routing header, 1 segment left, after the IPv6 header
+		next := f[14+6]
+		rh := append([]byte{next, 2, 0, 1, 0, 0, 0, 0}, make([]byte, 16)...)
+		out := append(append(append([]byte(nil), f[:54]...), rh...), f[54:]...)
+		out[14+6] = 43
+		pl := int(out[18])<<8 | int(out[19]) + len(rh)
+		out[18], out[19] = byte(pl>>8), byte(pl)
+		return out
+	}
+	plain := frame6{dst: "2001:db8:2::1", payload: 8}.bytes(t)
+	behindHBH := frame6{dst: "2001:db8:2::1", payload: 8, hopByHop: true}.bytes(t)
+	// Behind the hop-by-hop header: insert after it (it ends at 14+48).
+	hbh := append(append([]byte(nil), behindHBH[:62]...), append([]byte{behindHBH[54], 2, 0, 1, 0, 0, 0, 0}, make([]byte, 16)...)...)
+	hbh = append(hbh, behindHBH[62:]...)
+	hbh[54] = 43
+	pl := int(hbh[18])<<8 | int(hbh[19]) + 24
+	hbh[18], hbh[19] = byte(pl>>8), byte(pl)
+
+	cfg := icmp6Cfg("parameterproblem", "header", 0)
+	cfg.Pointer.UnmarshalTOML("routing")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := elementtest.New(t, "ICMP6Error", cfg, nil)
+	h.Push(0, rh0(plain), hbh, plain)
+	out := h.Outs[0].Frames()
+	if len(out) != 2 {
+		t.Fatalf("%d errors, want 2: %v", len(out), h.Stats.Counters())
+	}
+	for i, want := range []uint32{42, 50} {
+		f := out[i]
+		if got := uint32(f[58])<<24 | uint32(f[59])<<16 | uint32(f[60])<<8 | uint32(f[61]); f[54] != 4 || f[55] != 0 || got != want {
+			t.Errorf("error %d: type %d code %d pointer %d, want 4 0 %d", i, f[54], f[55], got, want)
+		}
+	}
+	if h.Counter("no routing header") != 1 {
+		t.Errorf("counters %v: want one \"no routing header\"", h.Stats.Counters())
+	}
+	for _, bad := range []string{"route", "-1"} {
+		c := icmp6Cfg("parameterproblem", "header", 0)
+		c.Pointer.UnmarshalTOML(bad)
+		if c.Validate() == nil {
+			t.Errorf("pointer %q accepted", bad)
+		}
+	}
+	c := icmp6Cfg("timeexceeded", 0, 0)
+	c.Pointer.UnmarshalTOML("routing")
+	if c.Validate() == nil {
+		t.Errorf("pointer = routing accepted without parameterproblem")
+	}
+}
