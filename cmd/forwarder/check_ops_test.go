@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,6 +162,13 @@ fastpath_redirect = "` + redirect + `"
 links = ["FromDevice(x) -> Discard"]
 `
 	}
+	// A kernel that really lacks bpf_xdp_adjust_meta names it whatever
+	// else is emulated missing: it is asked first.
+	t.Setenv("JUNCTION_KERNEL_MISSING", "")
+	noTCX := `"tc" cannot be honoured: this kernel lacks tcx`
+	if kfeature.Have(kfeature.XDPAdjustMeta) != nil {
+		noTCX = `"tc" cannot be honoured: this kernel lacks xdp_adjust_meta`
+	}
 	for _, c := range []struct {
 		name, missing, redirect string
 		code                    int
@@ -169,7 +177,7 @@ links = ["FromDevice(x) -> Discard"]
 		{"auto, no fast path", "optional", "auto", 0, `fallback.toml:1: device "x" (afxdp): no in-kernel fast path: this kernel lacks`},
 		{"auto, no hand-off", "xdp_adjust_meta", "auto", 0, ""}, // lo is no veth: "auto" reaches it by XDP anyway
 		{"tc, no hand-off", "xdp_adjust_meta", "tc", 1, `key "fastpath_redirect": lo: "tc" cannot be honoured: this kernel lacks xdp_adjust_meta`},
-		{"tc, no tcx", "tcx", "tc", 1, `"tc" cannot be honoured: this kernel lacks tcx`},
+		{"tc, no tcx", "tcx", "tc", 1, noTCX},
 		{"xdp, no fast path", "lpm_trie", "xdp", 1, `"xdp" cannot be honoured: the in-kernel fast path cannot run: this kernel lacks lpm_trie`},
 		{"misspelt", "xdp_ajust_meta", "auto", 1, `JUNCTION_KERNEL_MISSING: "xdp_ajust_meta" is not a kernel feature`},
 	} {
