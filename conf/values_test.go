@@ -14,18 +14,19 @@ type valEmbedded struct {
 type valConfig struct {
 	valEmbedded
 	Untagged int
-	Skip     int               `toml:"-"`
-	hidden   int               // unexported fields are not keys
-	F32      float32           `toml:"f32"`
-	Arr      [2]int            `toml:"arr"`
-	M        map[string]int    `toml:"m"`
-	P        *int              `toml:"p"`
-	Any      any               `toml:"any"`
-	When     time.Time         `toml:"when"`
-	Tables   []valEmbedded     `toml:"tables"`
-	Ch       chan int          `toml:"ch"`
-	Omit     string            `toml:"omit,omitempty"`
-	Nested   map[string][]bool `toml:"nested"`
+	Skip     int `toml:"-"`
+	//lint:ignore U1000 present so that decoding is seen to skip it
+	hidden int               // unexported fields are not keys
+	F32    float32           `toml:"f32"`
+	Arr    [2]int            `toml:"arr"`
+	M      map[string]int    `toml:"m"`
+	P      *int              `toml:"p"`
+	Any    any               `toml:"any"`
+	When   time.Time         `toml:"when"`
+	Tables []valEmbedded     `toml:"tables"`
+	Ch     chan int          `toml:"ch"`
+	Omit   string            `toml:"omit,omitempty"`
+	Nested map[string][]bool `toml:"nested"`
 }
 
 func TestStructFields(t *testing.T) {

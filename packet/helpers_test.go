@@ -1,10 +1,8 @@
 package packet
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"testing"
 
 	"github.com/google/gopacket"
@@ -42,11 +40,6 @@ func serialize(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	return append([]byte(nil), buf.Bytes()...)
 }
 
-// decode parses a frame with gopacket starting at Ethernet.
-func decode(frame []byte) gopacket.Packet {
-	return gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
-}
-
 func ip4(s string) net.IP { return net.ParseIP(s).To4() }
 func ip6(s string) net.IP { return net.ParseIP(s).To16() }
 
@@ -59,14 +52,6 @@ func hw(s string) net.HardwareAddr {
 }
 
 func macOf(h net.HardwareAddr) (m MAC) { copy(m[:], h); return }
-
-func addrOf(ip net.IP) netip.Addr {
-	a, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		panic("bad ip")
-	}
-	return a
-}
 
 // naiveSum is the textbook RFC 1071 sum, two bytes at a time with an
 // end-around carry after every addition: a reference independent of Sum's
@@ -98,5 +83,3 @@ func randIPv4Header(r *rand.Rand) IPv4 {
 	h.SetChecksum(h.ComputeChecksum())
 	return h
 }
-
-func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }

@@ -2,9 +2,7 @@ package packet
 
 import (
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -16,11 +14,9 @@ func TestInlining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the package with -gcflags=-m")
 	}
-	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(gotool); err != nil {
-		if gotool, err = exec.LookPath("go"); err != nil {
-			t.Skipf("no go tool: %v", err)
-		}
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go tool: %v", err)
 	}
 	cmd := exec.Command(gotool, "build", "--gcflags=-m", ".")
 	out, err := cmd.CombinedOutput()

@@ -332,7 +332,7 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			Addresses: d.Addresses, MAC: d.MAC,
 		})
 		if err == nil && dev == nil {
-			err = errors.New("Open returned no device")
+			err = errors.New("the driver's Open returned no device")
 		}
 		if err != nil {
 			closeOpened()

@@ -65,10 +65,7 @@ func (s *Snapshot) Render(w io.Writer, o TableOptions) error {
 	var lines []string
 	counters := s.Elements
 	if !o.PerWorker {
-		counters = nil
-		for _, tot := range s.ElementTotals() {
-			counters = append(counters, tot)
-		}
+		counters = s.ElementTotals()
 	}
 	for _, e := range counters {
 		for _, c := range e.Counters {

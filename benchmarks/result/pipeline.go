@@ -7,11 +7,10 @@ import "github.com/junction-dataplane/junction/pipeline"
 // reason.
 func ElementDeltas(before, after *pipeline.Snapshot) []Element {
 	type acc struct {
-		e            Element
-		tns, tpk     int64
-		drops        map[string]int64
-		consumed     map[string]int64
-		seen, placed bool
+		e        Element
+		tns, tpk int64
+		drops    map[string]int64
+		consumed map[string]int64
 	}
 	by := map[string]*acc{}
 	var order []string

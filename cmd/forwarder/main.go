@@ -221,21 +221,6 @@ func configArg(fs *flag.FlagSet, config string) (string, error) {
 	}
 }
 
-// graphFlag parses the -config flag (or a plain argument) of a subcommand
-// that reads one graph, and loads it.
-func graphFlag(name string, args []string, stderr io.Writer) (*pipeline.Graph, error) {
-	fs := newFlags(name, stderr)
-	config := fs.String("config", "", "graph file (default: the embedded default graph)")
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	path, err := configArg(fs, *config)
-	if err != nil {
-		return nil, err
-	}
-	return loadGraph(path)
-}
-
 func graphCmd(args []string, stdout, stderr io.Writer) error {
 	return graphLiveCmd(args, stdout, stderr)
 }

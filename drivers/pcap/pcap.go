@@ -160,7 +160,9 @@ func (d *Device) openRead() error {
 	// pcapgo wraps its reader in a bufio.Reader unless it already is one of
 	// at least 4 KiB; handing it ours keeps one buffer we can rewind.
 	br := bufio.NewReaderSize(f, ioBuffer)
-	magic, err := br.Peek(4)
+	// A file shorter than 4 bytes gives what it has (Peek's error says
+	// only that): the cases below decide on the bytes.
+	magic, _ := br.Peek(4)
 	switch {
 	case len(magic) == 0:
 		err = fmt.Errorf("%s: empty file, not a pcap file", d.readPath)

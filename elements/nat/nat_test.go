@@ -13,9 +13,8 @@ import (
 
 // chain is Conntrack → DNAT → SNAT, built from three harnesses.
 type chain struct {
-	t         *testing.T
-	ct, d, s  *elementtest.Harness
-	snatWorks bool
+	t        *testing.T
+	ct, d, s *elementtest.Harness
 }
 
 func newChain(t *testing.T, rules []string, to string) *chain {

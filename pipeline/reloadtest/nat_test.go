@@ -124,7 +124,7 @@ func TestNATStateSurvivesReload(t *testing.T) {
 		t.Errorf("after adding a rule: %d flows removed", n)
 	}
 
-	rep = reloadBuilt(t, r, natGraph(t, 65536, ruleA, ruleC))
+	reloadBuilt(t, r, natGraph(t, 65536, ruleA, ruleC))
 	s2 := r.Snapshot()
 	if n := counter(s2, "dn", "reload: rule removed"); n != 1 {
 		t.Errorf("after removing a rule: %d flows removed with their rule, want 1", n)

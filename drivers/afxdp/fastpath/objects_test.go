@@ -50,8 +50,8 @@ func generateArgs(t *testing.T) []string {
 	return nil
 }
 
-// TestObjectsUpToDate compiles bpf/fastpath.c again, with objects.go's
-// go:generate command into a temporary directory, and requires the
+// TestObjectsUpToDate compiles bpf/fastpath.c again, with the generate
+// command of objects.go, into a temporary directory, and requires the
 // committed fastpath_bpfel.o and fastpath_bpfel.go to be byte for byte
 // the same. bpf2go makes the output independent of the directory
 // (-fdebug-prefix-map, -fno-ident, DWARF stripped, BTF kept), so only
@@ -211,8 +211,8 @@ func memberOffsets(members []btf.Member, base int, offs map[string]int) {
 // (inlines array and hash lookups, calls the map type's redirect
 // directly); a call site that two maps reach, which clang's tail merging
 // makes of two "return bpf_redirect_map(...)", falls back to the generic
-// helper and its indirect call: 20 ns more per frame. objects.go's
-// go:generate line therefore passes -mllvm -enable-tail-merge=false;
+// helper and its indirect call: 20 ns more per frame. The generate line
+// of objects.go therefore passes -mllvm -enable-tail-merge=false;
 // this test catches a build without it (checked: it fails then).
 func TestOneMapPerCallSite(t *testing.T) {
 	spec, err := loadFastpath()

@@ -122,15 +122,6 @@ type node6 struct {
 	gen   uint64
 }
 
-func (n *node6) kid(b byte) *node6 {
-	w := n.bits[b>>6]
-	m := uint64(1) << (b & 63)
-	if w&m == 0 {
-		return nil
-	}
-	return n.kids[int(n.rank[b>>6])+bits.OnesCount64(w&(m-1))]
-}
-
 // lookup6 returns the next-hop value for dst (0: no route).
 func (f *fib) lookup6(dst *[16]byte) uint16 {
 	best := f.def6

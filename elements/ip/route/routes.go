@@ -199,17 +199,6 @@ func (rs *routeSet) ports() int {
 	return rs.outs
 }
 
-// parseRoutes parses the routes key's entries and the routes_file's lines
-// into one list; a prefix given twice is an error (which one would win is
-// not obvious to a reader). Errors name the key, the entry or file line.
-func parseRoutes(entries []string, file string) ([]Route, error) {
-	rs, err := parseRouteSet(entries, file, 0)
-	if err != nil {
-		return nil, err
-	}
-	return rs.routes, nil
-}
-
 // parseRouteSet is parseRoutes with a limit on the number of routes (0:
 // none), checked while reading so that a huge file is refused early.
 func parseRouteSet(entries []string, file string, limit int) (*routeSet, error) {
