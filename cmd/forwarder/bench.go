@@ -68,6 +68,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if *duration <= 0 {
 		return usageErrorf("-duration must be positive")
 	}
+	origin := benchOriginNow()
 	if *config != "" {
 		if *element != "" || *pluginPath != "" || len(sets) > 0 || *traffic != "" {
 			return usageErrorf("-config benchmarks a whole graph: -element, -plugin, -set and -traffic do not apply")
@@ -76,7 +77,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchGraph(g, *duration, "", stdout, benchJSON(*asJSON, "graph "+*config, args))
+		return benchGraph(g, *duration, "", origin, stdout, benchJSON(*asJSON, "graph "+*config, args))
 	}
 	if *element == "" {
 		fs.Usage()
@@ -93,7 +94,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w\n(the generated graph was:\n%s)", err, src)
 	}
-	return benchGraph(g, *duration, "bench", stdout, benchJSON(*asJSON, "element "+*element, args))
+	return benchGraph(g, *duration, "bench", origin, stdout, benchJSON(*asJSON, "element "+*element, args))
 }
 
 // tomlValue renders a -set or -traffic value: TOML if it parses as a TOML
@@ -218,9 +219,10 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 }
 
 // benchGraph runs g on one worker for d (or until its sources are
-// drained) and prints the figures; focus names the element under test
-// (empty: the whole graph's table).
-func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, js *benchJSONOut) error {
+// drained) and prints the figures, headed by where they were measured
+// (origin); focus names the element under test (empty: the whole graph's
+// table).
+func benchGraph(g *pipeline.Graph, d time.Duration, focus string, origin benchOrigin, w io.Writer, js *benchJSONOut) error {
 	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: 4})
 	if err != nil {
 		return err
@@ -263,8 +265,9 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, w io.Writer, j
 	interval.Uptime = elapsed
 	ns := float64(elapsed.Nanoseconds()) / float64(pkts)
 	if js != nil {
-		return js.write(w, g, pkts, elapsed, m1.Mallocs-m0.Mallocs, before, after)
+		return js.write(w, g, origin, pkts, elapsed, m1.Mallocs-m0.Mallocs, before, after)
 	}
+	origin.write(w)
 	fmt.Fprintf(w, "%d packets in %v on 1 worker, batch %d\n", pkts, elapsed.Round(time.Millisecond), g.Batch)
 	fmt.Fprintf(w, "  %.1f ns/packet  %.2f Mpps  %.4f allocs/packet  (whole graph: generator, elements, sinks)\n",
 		ns, float64(pkts)/elapsed.Seconds()/1e6, float64(m1.Mallocs-m0.Mallocs)/float64(pkts))

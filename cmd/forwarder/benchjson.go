@@ -26,11 +26,13 @@ func benchJSON(on bool, name string, args []string) *benchJSONOut {
 	return &benchJSONOut{name: name, command: "forwarder bench " + strings.Join(args, " ")}
 }
 
-// write prints the run as one result.Result: the whole graph's figures,
+// write prints the run as one result.Result: where it ran (origin: the
+// machine, the commit, the load at the start), the whole graph's figures,
 // and every element's packets, sampled self time and drops by reason
 // over the measured interval (after less before).
-func (j *benchJSONOut) write(w io.Writer, g *pipeline.Graph, pkts int, elapsed time.Duration, mallocs uint64, before, after *pipeline.Snapshot) error {
+func (j *benchJSONOut) write(w io.Writer, g *pipeline.Graph, origin benchOrigin, pkts int, elapsed time.Duration, mallocs uint64, before, after *pipeline.Snapshot) error {
 	r := result.New(j.name)
+	r.Machine = origin.machine
 	r.Command = j.command
 	r.Description = "whole graph on one worker, generator and sinks included; element figures are sampled self time"
 	r.Traffic = genTraffic(g)

@@ -77,7 +77,7 @@ func TestBenchConfigCounts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	head := regexp.MustCompile(`^(\d+) packets in`).FindStringSubmatch(out)
+	head := regexp.MustCompile(`(?m)^(\d+) packets in`).FindStringSubmatch(out)
 	src := regexp.MustCompile(`(?m)^FromDevice\(lan\)@1\s+FromDevice\s+(\d+)`).FindStringSubmatch(out)
 	total := regexp.MustCompile(`(?m)^total: rx (\d+)`).FindStringSubmatch(out)
 	if head == nil || src == nil || total == nil {
