@@ -86,13 +86,23 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	if *batch < 1 || *batch > packet.MaxBatch {
 		return usageErrorf("-batch %d: want 1..%d", *batch, packet.MaxBatch)
 	}
+	// What goes wrong from here to a built graph is in the flags (an
+	// unknown type, a malformed or invalid -set or -traffic): wrong
+	// usage, except what a plugin's program says when it starts.
 	src, err := benchGraphText(*element, *pluginPath, sets, *traffic, *batch)
 	if err != nil {
+		if *pluginPath == "" {
+			return usageErrorf("%v", err)
+		}
 		return err
 	}
 	g, err := pipeline.Parse("bench", []byte(src))
 	if err != nil {
-		return fmt.Errorf("%w\n(the generated graph was:\n%s)", err, src)
+		err = fmt.Errorf("%w\n(the generated graph was:\n%s)", err, src)
+		if *pluginPath == "" {
+			return usageErrorf("%v", err)
+		}
+		return err
 	}
 	return benchGraph(g, *duration, "bench", origin, stdout, benchJSON(*asJSON, "element "+*element, args))
 }
@@ -139,7 +149,7 @@ func benchGraphText(typ, plugin string, sets []string, traffic string, batch int
 		for _, kv := range strings.Split(traffic, ",") {
 			k, v, err := keyValue(kv)
 			if err != nil {
-				return "", fmt.Errorf("-traffic: %v", err)
+				return "", usageErrorf("-traffic: %v", err)
 			}
 			fmt.Fprintf(&b, "%s = %s\n", k, v)
 		}
@@ -148,7 +158,7 @@ func benchGraphText(typ, plugin string, sets []string, traffic string, batch int
 	for _, kv := range sets {
 		k, v, err := keyValue(kv)
 		if err != nil {
-			return "", fmt.Errorf("-set: %v", err)
+			return "", usageErrorf("-set: %v", err)
 		}
 		line := k + " = " + v
 		if plugin != "" && k != "on_failure" && k != "timeout" && k != "sha256" {

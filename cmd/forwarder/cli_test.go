@@ -61,7 +61,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"bench", "-config", "x.toml", "-element", "DecTTL"}, 2, "do not apply"},
 		{[]string{"stats", "-format", "xml"}, 2, "-format must be"},
 		{[]string{"routes", "not-an-address"}, 2, "is not an IPv4 or IPv6 address"},
-		{[]string{"bench", "-element", "NoSuchElement"}, 1, "unknown element type"},
+		{[]string{"bench", "-element", "NoSuchElement"}, 2, "unknown element type"},
 		{[]string{"version"}, 0, ""},
 	} {
 		code, _, errs := forwarder(t, c.args...)

@@ -23,18 +23,17 @@ func featuresCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("features takes no arguments")
 	}
+	if *format != "table" && *format != "json" {
+		return usageErrorf("-format %q: want table or json", *format)
+	}
 	if err := kfeature.CheckEmulation(); err != nil {
 		return err
 	}
 	rows := kfeature.Report()
-	switch *format {
-	case "json":
+	if *format == "json" {
 		e := json.NewEncoder(stdout)
 		e.SetIndent("", "  ")
 		return e.Encode(rows)
-	case "table":
-	default:
-		return usageErrorf("-format %q: want table or json", *format)
 	}
 	t := [][]string{{"FEATURE", "HAVE", "SINCE", "USED FOR", "WITHOUT IT"}}
 	for _, r := range rows {

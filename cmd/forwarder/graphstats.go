@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -57,7 +56,7 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *format != "dot" && *format != "svg" && *format != "png" {
-		return fmt.Errorf("-format must be dot, svg or png, got %q", *format)
+		return usageErrorf("-format must be dot, svg or png, got %q", *format)
 	}
 	sources := 0
 	for _, given := range []bool{*stats != "", *ctl != "", *live} {
@@ -70,10 +69,10 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	if *plain && sources > 0 {
-		return errors.New("-plain draws no counters: drop -plain, or -stats, -control and -live")
+		return usageErrorf("-plain draws no counters: drop -plain, or -stats, -control and -live")
 	}
 	if *interval < 0 {
-		return errors.New("-interval must not be negative")
+		return usageErrorf("-interval must not be negative")
 	}
 	dotBin := ""
 	if *format != "dot" {

@@ -172,6 +172,16 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	if len(rest) == 0 {
 		return cl.usage("want add, del, replace or reload")
 	}
+	// A mistyped verb is wrong usage whether or not a forwarder runs.
+	switch rest[0] {
+	case "add", "replace", "change", "del", "delete", "reload":
+	default:
+		msg := fmt.Sprintf("route %q: want add, del, replace or reload", rest[0])
+		if s := nearest(rest[0], []string{"add", "del", "replace", "reload"}); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return cl.usage(msg)
+	}
 	data, err := cl.call("route", rest)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -34,7 +35,30 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *gen > 0 || *gen6 > 0 {
+	genFlags := map[string]bool{"generate": true, "generate6": true, "seed": true, "nexthops": true, "ports": true, "ecmp": true, "default": true}
+	generating, given := false, []string{}
+	fs.Visit(func(f *flag.Flag) {
+		generating = generating || f.Name == "generate" || f.Name == "generate6"
+		if genFlags[f.Name] {
+			given = append(given, "-"+f.Name)
+		}
+	})
+	switch {
+	case !generating && len(given) > 0:
+		return usageErrorf("%s: only with -generate N", strings.Join(given, ", "))
+	case !generating:
+	case *gen < 0 || *gen6 < 0:
+		return usageErrorf("-generate and -generate6 take a count of routes ≥ 0")
+	case *gen == 0 && *gen6 == 0:
+		return usageErrorf("-generate 0 -generate6 0: nothing to generate")
+	case *hops < 1 || *ports < 1:
+		return usageErrorf("-nexthops and -ports must be ≥ 1")
+	case *ecmp < 0 || *ecmp > 1:
+		return usageErrorf("-ecmp %v: want a share from 0 to 1", *ecmp)
+	case *config != "" || *element != "" || fs.NArg() > 0:
+		return usageErrorf("-generate writes a synthetic table: -config, -element and addresses do not apply")
+	}
+	if generating {
 		rs := ip.GenerateRoutes(ip.GenOptions{Seed: *seed, Routes: *gen, Routes6: *gen6, NextHops: *hops,
 			Ports: *ports, ECMP: *ecmp, Default: *def})
 		return ip.WriteRoutes(stdout, rs)

@@ -38,6 +38,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if *workers < 0 {
 		return usageErrorf("-workers must be ≥ 0, got %d", *workers)
 	}
+	if *duration < 0 {
+		return usageErrorf("-duration must be ≥ 0 (0: until Ctrl-C or every source is drained), got %v", *duration)
+	}
 	cpus, err := parseCPUList(*cpuList)
 	if err != nil {
 		return usageErrorf("-cpus: %v", err)

@@ -330,10 +330,17 @@ func Call(ctx context.Context, path, cmd string, args []string) (json.RawMessage
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			return nil, fmt.Errorf("no forwarder at %s (is it running? give -control PATH)", path)
+		case errors.Is(err, unix.ECONNREFUSED):
+			// A socket file left by a forwarder that is gone, or a file
+			// that is not a socket.
+			return nil, fmt.Errorf("no forwarder at %s: nothing listens on it (a socket left behind by a forwarder that has ended, or a file that is not a socket)", path)
+		case errors.Is(err, os.ErrPermission):
+			return nil, fmt.Errorf("control socket %s: permission denied (only root and the forwarder's own user may use it)", path)
 		}
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
