@@ -3,7 +3,7 @@
 // pipeline per worker (build.go), runs each worker's poll loop pinned to a
 // core (worker.go; an idle worker sleeps until a packet arrives, sleep.go)
 // and keeps the accounting of where time goes (stats.go), printed by
-// Snapshot.Render (table.go) in graph order (order.go). CheckEnv (check.go)
+// Snapshot.Render (table.go) in graph order (order.go). CheckEnv (graphfile/check.go)
 // is the validation pass forwarder check and Start share — the drivers'
 // and elements' checks against the environment — and Warnings points out
 // what a valid graph cannot do as written.

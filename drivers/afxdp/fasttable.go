@@ -47,7 +47,7 @@ type fastTable struct {
 	refs   int
 	locals map[netip.Prefix]int // /32s of device addresses: how many devices hold each
 
-	// Outputs (egress.go of package fastpath): every fast-path device is
+	// Outputs (fastpath/egress.go): every fast-path device is
 	// one. watching says whether the kernel's refusals are seen; without
 	// it every output stays off.
 	watching bool

@@ -85,7 +85,7 @@ func init() {
 			Text: "Each received packet's InDevice and InQueue annotations are set to the device's " +
 				"index and the queue it came from.\n\n" + sleepDoc + "\n\n" + spreadDoc + "\n\n" + orderDoc,
 		},
-		TakesState: true, // a reload keeps its state (reload.go)
+		TakesState: true, // a reload keeps its state (carry.go)
 	})
 	elements.Register(elements.Type{
 		Name:      "ToDevice",

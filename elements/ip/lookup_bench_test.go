@@ -84,7 +84,7 @@ func BenchmarkLookup1M(b *testing.B) {
 	tb, dsts := big1M(b)
 	f := tb.Current()
 	m := tb.Mem()
-	// The part of the table the kernel backs with 2 MiB pages (slab.go;
+	// The part of the table the kernel backs with 2 MiB pages (route/slab.go;
 	// -1 MiB where it cannot tell).
 	huge := tb.HugeBytes()
 	for _, c := range dstSets(dsts) {

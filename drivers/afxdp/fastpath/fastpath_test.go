@@ -410,7 +410,7 @@ func TestDelete(t *testing.T) {
 
 func TestTableErrors(t *testing.T) {
 	f := newFixture(t)
-	// IPv6 routes have their own map (tables6_test.go); an IPv4-mapped
+	// IPv6 routes have their own map (tables6.go); an IPv4-mapped
 	// prefix is neither.
 	if err := f.t.SetRoute(netip.MustParsePrefix("::ffff:10.0.0.0/104"), Route{Ifindex: 7}); err == nil {
 		t.Error("IPv4-mapped route accepted")
