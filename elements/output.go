@@ -9,8 +9,10 @@ import (
 // Nanotime is the runtime's monotonic clock in nanoseconds. time.Now reads
 // both the wall and the monotonic clock; accounting needs only the latter,
 // so it calls the runtime directly (the runtime keeps this linkname
-// available on purpose). It costs ~28 ns on the reference VM (kvm-clock),
-// which is why element timing is sampled (see Clock).
+// available on purpose). A read costs as much as a simple element's work
+// on a packet where the clock source is slow (a VM's kvm-clock; the figure
+// is in benchmarks/l3.md), which is why element timing is sampled (see
+// Clock).
 //
 //go:linkname Nanotime runtime.nanotime
 func Nanotime() int64

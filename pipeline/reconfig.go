@@ -21,7 +21,8 @@ import (
 // running device first). A device of another driver that implements
 // drivers.Reconfigurer is kept the same way when it can make the change in
 // place (afpacket: more queues), refused when it says it cannot, and
-// reopened as before when it answers drivers.ErrReopen.
+// closed and opened again, like any other changed device, when it answers
+// drivers.ErrReopen.
 // The reconfigured devices are marked kept in keptNew and listed in
 // rep.DevicesReconfigured (instead of closed and opened).
 func reconfigureDevices(g1, g2 *Graph, running, devs []drivers.Device, keptNew []bool, rep *ReloadReport, dry bool) ([]drivers.WorkerChange, error) {

@@ -18,7 +18,7 @@ import (
 // and never passes the next tick, so that Tickers (ARP retries, conntrack
 // expiry) and the published counters keep their millisecond cadence.
 // Otherwise (gen, pcap, a TX ring that waits for a kick) it sleeps on Go's
-// timer as before.
+// timer.
 const (
 	pollSleep    = 20 * time.Microsecond
 	maxPollSleep = time.Millisecond
@@ -61,7 +61,7 @@ func (w *worker) initWait() {
 // descriptors if they all allow it, not at all if one has work pending,
 // and otherwise yields (early: fewer than yieldEmpty empty rounds) or
 // sleeps on Go's timer (sleep, which it grows). Without Sleepers it yields
-// or sleeps on the timer as before.
+// or sleeps on the timer.
 func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	wt := &w.wait
 	if !wt.ok || early {

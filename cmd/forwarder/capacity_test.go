@@ -15,7 +15,7 @@ import (
 // worker's table in memory but not every worker's, 2^30 (the documented
 // maximum), and more than one Conntrack: check refuses each with a located
 // error, and run refuses it the same way before it allocates anything
-// (run used to end in "fatal error: runtime: out of memory").
+// (allocating would end in "fatal error: runtime: out of memory").
 func TestCapacityCheckedAsRunWould(t *testing.T) {
 	budget, _ := elements.MemoryBudget()
 	if budget == 0 {

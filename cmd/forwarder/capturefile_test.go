@@ -34,7 +34,7 @@ func TestCaptureFileHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A filter that matches nothing: the capture times out with no
-	// packets, which used to write an empty pcap over the file.
+	// packets, and must not write an empty pcap over the file.
 	none := []string{"-element", "rt", "-n", "1", "-timeout", "200ms", "tcp"}
 	for _, c := range []struct {
 		file  string

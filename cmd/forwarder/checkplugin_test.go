@@ -8,8 +8,8 @@ import (
 )
 
 // TestCheckDoesNotRunPlugins: forwarder check on a graph whose Plugin
-// names a program does not execute it (it used to start it for the
-// handshake); check -plugins does, as run does. graph and routes do not.
+// names a program does not execute it (not even for the handshake);
+// check -plugins does, as run does. graph and routes do not.
 func TestCheckDoesNotRunPlugins(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")

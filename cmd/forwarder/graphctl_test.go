@@ -71,9 +71,9 @@ func TestGraphControl(t *testing.T) {
 }
 
 // TestGraphControlRunningGraph: graph -control without -config draws the
-// graph the forwarder runs (here not the embedded default, which graph
-// without -config used to load and then refuse as "another graph"), with
-// its counters, and after a reload the new one.
+// graph the forwarder runs (here not the embedded default: graph without
+// -config must not load that one and then refuse it as "another graph"),
+// with its counters, and after a reload the new one.
 func TestGraphControlRunningGraph(t *testing.T) {
 	src := "[devices.a]\ndriver = \"gen\"\nrate = 10000\n\n[graph]\nlinks = [\"FromDevice(a) -> mine :: Counter -> Discard\"]\n"
 	path := ctlRouterGraph(t, src)

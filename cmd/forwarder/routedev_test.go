@@ -61,7 +61,7 @@ links = [
 
 // TestRouteDeviceNames: a route's out may name the device its port leads
 // to, as ip route's dev does; show routes prints the device (JSON: the
-// port and the device); numbers work as before; a name that leads
+// port and the device); port numbers work too; a name that leads
 // nowhere alone or by several ports is refused with the choices.
 func TestRouteDeviceNames(t *testing.T) {
 	sock := ctlRouterGraph(t, routeDevGraph)

@@ -21,7 +21,7 @@ import (
 // kernel unread and counted in rx_dropped_queue_removed, and from the
 // close on the remaining members take over its flows.
 // Any other key (interface, frames, block_size) is the sockets' own: a
-// reload that changes one reopens the device, as before.
+// reload that changes one closes the device and opens it again.
 
 var _ drivers.Reconfigurer = (*Device)(nil)
 

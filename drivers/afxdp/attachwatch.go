@@ -22,7 +22,7 @@ import (
 // frames the fast path hands to TC climb the input's stack and are lost.
 // watchAttach looks every attachPoll: a missing XDP program is attached
 // again (the same program, whose socket map still holds the sockets: the
-// traffic flows as before, through the graph for whatever the fast path
+// traffic flows again as it did, through the graph for whatever the fast path
 // does not take), a missing TC program turns the hand-off off (every
 // output reached by XDP redirects, or the graph). Each is logged once per
 // loss and counted (xdp_reattached, fastpath_tc_lost).

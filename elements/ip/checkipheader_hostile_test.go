@@ -37,7 +37,7 @@ func fragment(f []byte, off uint16, mf bool) []byte {
 // RFC 7126 4.3 and 4.4: drop by default) and fragments that would
 // reassemble beyond 65,535 bytes (offset*8 + payload; the "ping of death")
 // fail by default; source_route = true lets source routes through;
-// other options (record route, NOP, EOL) pass as before.
+// other options (record route, NOP, EOL) pass.
 func TestCheckIPHeaderHostile(t *testing.T) {
 	good := mkFrame(t, frameOpts{payload: 10}) // UDP: 8 + 10 bytes of payload
 	lsrr := []byte{131, 7, 4, 192, 0, 2, 9}

@@ -15,8 +15,9 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// -ip.heaptable builds the benchmark table as before slabs (every page a
-// separate heap object, on small pages), to compare in one binary.
+// -ip.heaptable builds the benchmark table without slabs (every page a
+// separate heap object, on small pages), to compare both layouts in one
+// binary.
 var heapTable = flag.Bool("ip.heaptable", false, "build benchmark tables on the plain heap, without huge-page slabs")
 
 var (

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRoutesFileOnlyRegular: a routes_file that is not a regular file —
-// /dev/zero, which used to be read without end (9.8 GB after 20 s), a FIFO
+// /dev/zero, which a reader that trusts the file would read without end, a FIFO
 // no one writes to, a directory — or that is larger than MaxRoutesFileSize
 // is refused at once with an error naming the key and the reason, and an
 // overlong line is refused with its quote cut.

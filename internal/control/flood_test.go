@@ -33,8 +33,8 @@ func logs(t *testing.T) func() []string {
 // TestAcceptAtDescriptorLimit: connections that take the process to its
 // descriptor limit make accept fail (EMFILE); once they close, the next
 // command is answered within a second, and the episode was logged once.
-// The accept loop used to end on the first failure: every later command
-// waited in the backlog until the forwarder restarted.
+// An accept loop that ended on the first failure would leave every later
+// command waiting in the backlog until the forwarder restarted.
 func TestAcceptAtDescriptorLimit(t *testing.T) {
 	_, path := start(t, t.TempDir())
 	got := logs(t)

@@ -168,8 +168,6 @@ func TestNATGatewayPathMTUBeyond(t *testing.T) {
 // address of the interface the message leaves by), and hop 2 is the
 // outside host, whose port unreachable about the masqueraded probe comes
 // back translated (RFC 5508 REQ-4) whichever worker tracks the probe.
-// The gateway used to discard IPv4 packets whose TTL expired: hop 1 was
-// "* * *".
 func TestNATGatewayTraceroute(t *testing.T) {
 	netns.RequireTool(t, "traceroute")
 	tp := newNATTopo(t)

@@ -131,7 +131,7 @@ func newTable(routes []Route, lim Limits, checked bool) (*Table, error) {
 // pageLayout chooses where a table's IPv4 pages live; the zero value is
 // the production choice (slab.go). Tests and benchmarks compare the others.
 type pageLayout struct {
-	heapOnly bool // every page on the ordinary heap, as before slabs existed
+	heapOnly bool // every page a separate object on the ordinary heap, no slabs
 	noAdvice bool // slabs without huge-page advice (where the kernel refuses it)
 }
 
