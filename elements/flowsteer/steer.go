@@ -181,3 +181,24 @@ func (t *Table) HashTuple(src, dst uint32, sport, dport uint16, proto uint8) uin
 // Owner is the worker among workers that flow hash h is steered to (the
 // mapping FromDevice's spreading and SNAT's port choice use).
 func Owner(h uint32, workers int) int { return int(uint64(h) * uint64(workers) >> 32) }
+
+// Public is the endpoint Hash hashes for a TCP or UDP source src:sport:
+// the public address and port a DNAT backend endpoint serves, else
+// src:sport itself. SNAT's port choice hashes a reply tuple through it,
+// because the reply of a hairpinned flow (DNAT'd to an inside backend and
+// masqueraded) comes from the backend, and FromDevice steers it by the
+// public endpoint. No lock, no allocation: one atomic load and a walk of
+// the (few) reverses.
+func (t *Table) Public(proto uint8, src uint32, sport uint16) (uint32, uint16) {
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP {
+		return src, sport
+	}
+	if tp := t.table.Load(); tp != nil {
+		for i := range *tp {
+			if psrc, psport, hit := (*tp)[i].public(proto, src, sport); hit {
+				return psrc, psport
+			}
+		}
+	}
+	return src, sport
+}

@@ -133,6 +133,9 @@ type SNATConfig struct {
 	Ports string `toml:"ports"`
 	// ReplyDevice names the device replies arrive on (snatrss.go).
 	ReplyDevice string `toml:"reply_device"`
+	// Hairpin limits the bindings to flows DNAT translated: the SNAT on
+	// the path back into the inside network (hairpinning).
+	Hairpin bool `toml:"hairpin"`
 
 	to     []uint32
 	lo, hi uint16
@@ -207,6 +210,11 @@ func init() {
 				{Name: "reply_device", Type: "string", Default: "\"\"", Doc: "the device the replies arrive on (e.g. \"wan\"): when its driver " +
 					"reports the NIC's RSS key and indirection table (afxdp on a NIC; not veth), a new flow gets, if it can, a port whose " +
 					"reply lands on a queue this worker polls (no handoff): its own port or one drawn from the flow, else the usual choice"},
+				{Name: "hairpin", Type: "bool", Default: "false", Doc: "true: bind only flows whose destination DNAT translated " +
+					"(the SNAT of the path back into the inside network, behind a Classifier of inside sources): an inside host " +
+					"reaching a DNAT'd port of the public address gets to the inside server from `to` (hairpinning, RFC 4787 REQ-9, " +
+					"RFC 5382 REQ-8), so that the server's reply comes back through the router to be translated; other flows pass " +
+					"unbound (their existing rewrites applied). An empty `to` turns hairpinning off"},
 			},
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
@@ -231,7 +239,18 @@ func init() {
 				"address (with W workers, about 1/W of them on each worker). ICMP echo identifiers " +
 				"are not hashed by the steering, so with several workers echo flows are only guaranteed to come home " +
 				"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
-				"(their source goes back to the public address) and translates ICMP errors about its flows.",
+				"(their source goes back to the public address) and translates ICMP errors about its flows. " +
+				"A port qualifies by the hash FromDevice steers the reply by: a reply from a DNAT backend endpoint " +
+				"hashes as the public endpoint it serves (flowsteer), which is what a hairpinned flow's reply is. " +
+				"Hairpinning (hairpin = true): an inside host connecting to the public address and a DNAT'd port " +
+				"is DNAT'd to the inside server and, by this SNAT on the way back into the inside network, given " +
+				"the source `to` (the public address: RFC 4787 REQ-9a and RFC 5382 REQ-8a ask for the external " +
+				"address and port, what any outside client would show) and a port of the same choice; the server's " +
+				"reply then goes to the router, DNAT gives it back the client's address and this SNAT the public " +
+				"address and port the client connected to. Both directions are steered to one worker (the reply by " +
+				"the public endpoint, the port chosen to hash home). Hairpinning to a masqueraded mapping (an inside " +
+				"host sending to another's external address and port) is not done: SNAT's mappings are per " +
+				"destination, and a packet to one from elsewhere is a packet to the router.",
 		},
 		TakesState: true, // a reload keeps its bindings (reload.go)
 	})
@@ -434,7 +453,12 @@ type SNAT struct {
 	flows    conntrack.TableRef // the worker's flow table, for a reload
 	addrGone *atomic.Uint64     // flows a reload removed (reload.go)
 	rss      *rss.Config        // the reply device's RSS (snatrss.go), or nil
-	steer    *flowsteer.Table   // the graph's, for its pins (pins.go)
+	steer    *flowsteer.Table   // the graph's, for its pins (pins.go) and the replies' steering
+	hairpin  bool               // bind only DNAT'd flows
+	// hsrc, hsport are the source of the reply tuple bind is choosing a
+	// port for, as FromDevice steers it (flowsteer.Table.Public).
+	hsrc   uint32
+	hsport uint16
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -450,7 +474,8 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		seed:  [2]uint64{rand.Uint64(), rand.Uint64()},
-		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed"), steer: flowsteer.Of(ctx)}
+		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed"), steer: flowsteer.Of(ctx),
+		hairpin: c.Hairpin}
 	e.translator = translator{manip: manipSrc, done: conntrack.FlagSNATDone, active: len(c.to) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}
@@ -473,6 +498,9 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 
 // bindNew decides a new flow; only a bound one is marked done.
 func (e *SNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) (ok, made bool) {
+	if e.hairpin && c.Flags&conntrack.FlagDNAT == 0 {
+		return true, false // not hairpinned: forwarded as it is
+	}
 	if !e.bind(t, c, idx, pos) {
 		return false, false
 	}

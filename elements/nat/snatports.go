@@ -75,7 +75,7 @@ func (e *SNAT) prepare(b *packet.Batch) {
 	for i, p := range b.Pkts {
 		e.nf.at[i] = 0
 		tt, c := undecided(p, conntrack.FlagSNATDone)
-		if c == nil {
+		if c == nil || e.hairpin && c.Flags&conntrack.FlagDNAT == 0 {
 			continue
 		}
 		k := &c.T[0]
@@ -134,6 +134,12 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 	var addr uint32
 	kept := k.Sport >= e.lo && k.Sport <= e.hi
 	e.pos = pos
+	e.hsrc, e.hsport = c.T[1].Src, c.T[1].Sport
+	if e.workers > 1 {
+		// A hairpinned flow's reply comes from a DNAT backend, which
+		// FromDevice hashes as the public endpoint it serves.
+		e.hsrc, e.hsport = e.steer.Public(k.Proto, e.hsrc, e.hsport)
+	}
 	a := e.nf.prepared(t, pos)
 	if j := int(a) - 1 + claimAhead; a != 0 && j < e.nf.n {
 		t.WarmClaim(e.nf.hs[j])
@@ -230,9 +236,10 @@ func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 	return e.workers <= 1 || e.homeWorker(reply, port)
 }
 
-// homeWorker is home's check with several workers.
+// homeWorker is home's check with several workers: the reply's source as
+// FromDevice steers it (bind set hsrc, hsport from reply's).
 func (e *SNAT) homeWorker(reply *conntrack.Tuple, port uint16) bool {
-	return Target(packet.FlowHashV4(reply.Src, reply.Dst, reply.Sport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
+	return Target(packet.FlowHashV4(e.hsrc, reply.Dst, e.hsport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
 }
 
 // claim makes reply (h its hash) flow idx's reply tuple if it is free,
