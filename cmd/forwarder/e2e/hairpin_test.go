@@ -91,14 +91,7 @@ func TestNATGatewayHairpin(t *testing.T) {
 	})
 
 	t.Run("udp", func(t *testing.T) {
-		var srv *net.UDPConn
-		if err := tp.in.Do(func() error {
-			var err error
-			srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(natInside), Port: natUDPPort})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		srv := listenInside(t, tp)
 		defer srv.Close()
 		peers := make(chan string, 1024)
 		go func() {
@@ -165,62 +158,18 @@ func TestNATGatewayHairpin(t *testing.T) {
 	})
 
 	t.Run("udp stream", func(t *testing.T) {
-		var srv *net.UDPConn
-		if err := tp.in.Do(func() error {
-			var err error
-			srv, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(natInside), Port: natUDPPort})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		srv := listenInside(t, tp)
 		defer srv.Close()
-		srv.SetReadBuffer(1 << 20)
-		type result struct {
-			got   int
-			peers map[string]int
-		}
-		done := make(chan result, 1)
-		go func() {
-			r := result{peers: map[string]int{}}
-			buf := make([]byte, 2048)
-			for {
-				srv.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
-				_, from, err := srv.ReadFromUDP(buf)
-				if err != nil {
-					break
-				}
-				r.got++
-				r.peers[from.IP.String()]++
-			}
-			done <- r
-		}()
+		done := tallyUDP(srv, "junction-hairpin-e2e")
 		const n = 3000
-		if err := in2.Do(func() error {
-			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.ParseIP(natWANAddr), Port: natUDPPort})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			msg := []byte(fmt.Sprintf("%-32s", "junction-hairpin-e2e"))
-			for i := range n {
-				if _, err := c.Write(msg); err != nil {
-					return err
-				}
-				if i%50 == 49 {
-					time.Sleep(time.Millisecond) // stay below the rings' sizes
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		sendUDPStream(t, in2, "junction-hairpin-e2e", n, 0)
 		r := <-done
-		t.Logf("hairpinned UDP stream: %d of %d received, from %v", r.got, n, r.peers)
+		t.Logf("hairpinned UDP stream: %d of %d received, from %v", r.got, n, r.from)
 		if r.got < n*9/10 {
 			t.Errorf("only %d of %d hairpinned datagrams reached the server", r.got, n)
 		}
-		for peer := range r.peers {
-			if peer != natWANAddr {
+		for peer := range r.from {
+			if h, _, _ := net.SplitHostPort(peer); h != natWANAddr {
 				t.Errorf("the UDP server saw datagrams from %s, want %s", peer, natWANAddr)
 			}
 		}

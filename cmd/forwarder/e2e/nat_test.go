@@ -344,6 +344,43 @@ func natUDPStreamN(t *testing.T, tp *natTopo, n int) { natUDPStreamFrom(t, tp, n
 // that two calls can be one flow.
 func natUDPStreamFrom(t *testing.T, tp *natTopo, n, lport int) {
 	before := (&topo{fwd: tp.fwd}).snapshot(t)
+	rx := listenInside(t, tp)
+	defer rx.Close()
+	done := tallyUDP(rx, "junction-nat-e2e")
+	sendUDPStream(t, tp.ot, "junction-nat-e2e", n, lport)
+	r := <-done
+	after := (&topo{fwd: tp.fwd}).snapshot(t)
+	ft := counter(after, "FastTrack", "fasttracked packets") - counter(before, "FastTrack", "fasttracked packets")
+	t.Logf("UDP %s → %s:%d (public) → %s:%d: %d of %d received (from %v); FastTrack fasttracked %d packets, DNAT %d → %d",
+		natOutside, natWANAddr, natUDPPort, natInside, natUDPPort, r.got, n, r.from, ft,
+		counter(before, "DNAT", "translated"), counter(after, "DNAT", "translated"))
+	if r.got < n*9/10 {
+		t.Errorf("only %d of %d UDP packets reached the inside host", r.got, n)
+	}
+	for src := range r.from {
+		if h, _, _ := net.SplitHostPort(src); h != natOutside {
+			t.Errorf("inside host received from %s, want %s (destination NAT only)", src, natOutside)
+		}
+	}
+	if ft == 0 {
+		t.Errorf("FastTrack's fasttracked packets did not move for a one-way DNAT'd UDP stream")
+	} else if ft < uint64(r.got)/2 {
+		t.Errorf("FastTrack carried only %d of %d delivered packets", ft, r.got)
+	}
+}
+
+// udpTally is what tallyUDP's receiver got: the datagrams that carried
+// its marker, and how many came from each source (host:port).
+type udpTally struct {
+	got  int
+	from map[string]int
+}
+
+// listenInside opens a UDP socket on the inside host's natInside and
+// natUDPPort (the NAT gateway's DNAT'd UDP port's backend), with a 1 MiB
+// receive buffer.
+func listenInside(t *testing.T, tp *natTopo) *net.UDPConn {
+	t.Helper()
 	var rx *net.UDPConn
 	if err := tp.in.Do(func() error {
 		var err error
@@ -352,15 +389,16 @@ func natUDPStreamFrom(t *testing.T, tp *natTopo, n, lport int) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer rx.Close()
 	rx.SetReadBuffer(1 << 20)
-	type result struct {
-		got     int
-		sources map[string]int
-	}
-	done := make(chan result, 1)
+	return rx
+}
+
+// tallyUDP counts what rx receives of sendUDPStream's 32-byte datagrams
+// carrying marker, until 1.5 s pass without a datagram.
+func tallyUDP(rx *net.UDPConn, marker string) <-chan udpTally {
+	done := make(chan udpTally, 1)
 	go func() {
-		r := result{sources: map[string]int{}}
+		r := udpTally{from: map[string]int{}}
 		buf := make([]byte, 2048)
 		for {
 			rx.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
@@ -368,14 +406,22 @@ func natUDPStreamFrom(t *testing.T, tp *natTopo, n, lport int) {
 			if err != nil {
 				break
 			}
-			if m == 32 && strings.HasPrefix(string(buf[:m]), "junction-nat-e2e") {
+			if m == 32 && strings.HasPrefix(string(buf[:m]), marker) {
 				r.got++
-				r.sources[from.String()]++
+				r.from[from.String()]++
 			}
 		}
 		done <- r
 	}()
-	if err := tp.ot.Do(func() error {
+	return done
+}
+
+// sendUDPStream sends n 32-byte datagrams carrying marker from ns (source
+// port lport, 0: any) to the gateway's public natWANAddr:natUDPPort,
+// pausing a millisecond every 50 to stay below the rings' sizes.
+func sendUDPStream(t *testing.T, ns *netns.NS, marker string, n, lport int) {
+	t.Helper()
+	if err := ns.Do(func() error {
 		var laddr *net.UDPAddr
 		if lport != 0 {
 			laddr = &net.UDPAddr{Port: lport}
@@ -385,36 +431,17 @@ func natUDPStreamFrom(t *testing.T, tp *natTopo, n, lport int) {
 			return err
 		}
 		defer c.Close()
-		msg := []byte(fmt.Sprintf("%-32s", "junction-nat-e2e"))
+		msg := []byte(fmt.Sprintf("%-32s", marker))
 		for i := 0; i < n; i++ {
 			if _, err := c.Write(msg); err != nil {
 				return err
 			}
 			if i%50 == 49 {
-				time.Sleep(time.Millisecond) // stay below the rings' sizes
+				time.Sleep(time.Millisecond)
 			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
-	}
-	r := <-done
-	after := (&topo{fwd: tp.fwd}).snapshot(t)
-	ft := counter(after, "FastTrack", "fasttracked packets") - counter(before, "FastTrack", "fasttracked packets")
-	t.Logf("UDP %s → %s:%d (public) → %s:%d: %d of %d received (from %v); FastTrack fasttracked %d packets, DNAT %d → %d",
-		natOutside, natWANAddr, natUDPPort, natInside, natUDPPort, r.got, n, r.sources, ft,
-		counter(before, "DNAT", "translated"), counter(after, "DNAT", "translated"))
-	if r.got < n*9/10 {
-		t.Errorf("only %d of %d UDP packets reached the inside host", r.got, n)
-	}
-	for src := range r.sources {
-		if h, _, _ := net.SplitHostPort(src); h != natOutside {
-			t.Errorf("inside host received from %s, want %s (destination NAT only)", src, natOutside)
-		}
-	}
-	if ft == 0 {
-		t.Errorf("FastTrack's fasttracked packets did not move for a one-way DNAT'd UDP stream")
-	} else if ft < uint64(r.got)/2 {
-		t.Errorf("FastTrack carried only %d of %d delivered packets", ft, r.got)
 	}
 }
