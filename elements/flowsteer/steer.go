@@ -131,19 +131,20 @@ func quoteTuple(rs []Reverse, q []byte) (src, dst uint32, sport, dport uint16, p
 	if proto != packet.ProtoTCP && proto != packet.ProtoUDP {
 		return src, dst, sport, dport, proto, false
 	}
+	src, sport, okSrc := publicOf(rs, proto, src, sport)
+	dst, dport, okDst := publicOf(rs, proto, dst, dport)
+	return src, dst, sport, dport, proto, okSrc || okDst
+}
+
+// publicOf maps a:port to the public endpoint it serves when it is a DNAT
+// backend endpoint of one of rs (hit), else returns it unchanged.
+func publicOf(rs []Reverse, proto uint8, a uint32, port uint16) (uint32, uint16, bool) {
 	for i := range rs {
-		if a, p, hit := rs[i].public(proto, src, sport); hit {
-			src, sport, ok = a, p, true
-			break
+		if pa, pp, hit := rs[i].public(proto, a, port); hit {
+			return pa, pp, true
 		}
 	}
-	for i := range rs {
-		if a, p, hit := rs[i].public(proto, dst, dport); hit {
-			dst, dport, ok = a, p, true
-			break
-		}
-	}
-	return src, dst, sport, dport, proto, ok
+	return a, port, false
 }
 
 // public maps a reply's source, a DNAT backend's address and port, back to
@@ -194,11 +195,7 @@ func (t *Table) Public(proto uint8, src uint32, sport uint16) (uint32, uint16) {
 		return src, sport
 	}
 	if tp := t.table.Load(); tp != nil {
-		for i := range *tp {
-			if psrc, psport, hit := (*tp)[i].public(proto, src, sport); hit {
-				return psrc, psport
-			}
-		}
+		src, sport, _ = publicOf(*tp, proto, src, sport)
 	}
 	return src, sport
 }
