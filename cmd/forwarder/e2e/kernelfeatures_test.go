@@ -78,10 +78,10 @@ func checkWarns(t *testing.T, ns *netns.NS, bin, config, what string) {
 }
 
 // iperfBoth runs iperf3 TCP from cli to srvAddr with one stream and with
-// four (more than the configs' two workers), each also reversed.
+// eight (more than the configs' two workers), each also reversed.
 func iperfBoth(t *testing.T, cli, srv *netns.NS, srvAddr string) {
 	t.Helper()
-	for _, args := range [][]string{nil, {"-R"}, {"-P", "4"}, {"-P", "4", "-R"}} {
+	for _, args := range [][]string{nil, {"-R"}, {"-P", "8"}, {"-P", "8", "-R"}} {
 		bps := fallbackIperf(t, cli, srv, srvAddr, args...)
 		t.Logf("iperf3 %v: %.0f Mbit/s", args, bps/1e6)
 	}
