@@ -203,21 +203,21 @@ func checkUsageBlock(t *testing.T, where, block string) {
 	}
 }
 
-// TestUsageMatchesFlags: the README's usage block and forwarder's own
-// usage name every flag of every command, and no other, with optional
+// TestUsageMatchesFlags: the usage block of docs/cli.md and forwarder's
+// own usage name every flag of every command, and no other, with optional
 // flags in brackets.
 func TestUsageMatchesFlags(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	i := strings.Index(text, "```\nforwarder run ")
 	if i < 0 {
-		t.Fatal("README.md has no usage block starting with forwarder run")
+		t.Fatal("docs/cli.md has no usage block starting with forwarder run")
 	}
 	block := text[i+4:]
 	block = block[:strings.Index(block, "```")]
-	checkUsageBlock(t, "README.md", block)
+	checkUsageBlock(t, "docs/cli.md", block)
 	checkUsageBlock(t, "forwarder help", usage[strings.Index(usage, "Usage:"):strings.Index(usage, "\nrun ")])
 }
