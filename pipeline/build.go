@@ -164,36 +164,18 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	}()
 
 	// Devices: opened once, shared by every worker.
-	base := "."
-	if g.File != "" {
-		base = filepath.Dir(g.File)
-	}
 	r.devices = make([]drivers.Device, len(g.Devices))
-	for i, d := range g.Devices {
-		if d.Driver == nil || d.Driver.Open == nil {
-			return r, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
+	for i := range g.Devices {
+		if r.devices[i], err = openDevice(g, i, n, batch); err != nil {
+			return r, err
 		}
-		dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
-			Name: d.Name, Index: i, Workers: n, Batch: batch, BaseDir: base,
-			Addresses: d.Addresses, MAC: d.MAC,
-		})
-		if err != nil {
-			return r, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
-		}
-		if dev == nil {
-			return r, fmt.Errorf("%s: device %q (driver %s): Open returned no device", d.Pos, d.Name, d.Driver.Name)
-		}
-		r.devices[i] = dev
 	}
 
 	plan, err := planGraph(g)
 	if err != nil {
 		return r, err
 	}
-	shared := make([]*elements.SharedSlot, len(g.Elements))
-	for i := range shared {
-		shared[i] = &elements.SharedSlot{}
-	}
+	shared := sharedSlots(len(g.Elements))
 	devs := &deviceSet{g: g, devs: r.devices, workers: n}
 	timing := o.TimingEvery
 	if timing <= 0 {
@@ -212,6 +194,39 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 		}
 	}
 	return r, nil
+}
+
+// openDevice opens g's device i for n workers: the one path by which both
+// the first start and a reload open a device.
+func openDevice(g *Graph, i, n, batch int) (drivers.Device, error) {
+	d := g.Devices[i]
+	if d.Driver == nil || d.Driver.Open == nil {
+		return nil, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
+	}
+	base := "."
+	if g.File != "" {
+		base = filepath.Dir(g.File)
+	}
+	dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
+		Name: d.Name, Index: i, Workers: n, Batch: batch, BaseDir: base,
+		Addresses: d.Addresses, MAC: d.MAC,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
+	}
+	if dev == nil {
+		return nil, fmt.Errorf("%s: device %q (driver %s): Open returned no device", d.Pos, d.Name, d.Driver.Name)
+	}
+	return dev, nil
+}
+
+// sharedSlots returns one SharedSlot per element of a graph.
+func sharedSlots(n int) []*elements.SharedSlot {
+	s := make([]*elements.SharedSlot, n)
+	for i := range s {
+		s[i] = &elements.SharedSlot{}
+	}
+	return s
 }
 
 // plan is the graph reduced to indices: construction order and, per element,
@@ -429,6 +444,9 @@ func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.Shared
 		if t, ok := el.(elements.Ticker); ok {
 			wk.tickers = append(wk.tickers, t)
 		}
+		if k, ok := el.(elements.Waker); ok {
+			wk.wakers = append(wk.wakers, k)
+		}
 		if h, ok := el.(elements.PacketHolder); ok {
 			var mask uint64
 			for port := 0; port < e.In && port < 64; port++ {
@@ -542,7 +560,8 @@ func Build(g *Graph, o Options) (*Router, error) {
 
 // Round runs one poll round of worker w on the calling goroutine (a router
 // from Build only): every source polled once, the elements' clock advanced,
-// tickers called when a millisecond has passed. It returns the packets
+// wakers whose time has come woken, tickers called when a millisecond has
+// passed. It returns the packets
 // received.
 func (r *Router) Round(w int) int {
 	var ws []*worker
@@ -571,6 +590,9 @@ func (r *Router) Round(w int) int {
 	now := elements.Nanotime()
 	wk.clock.Round(now)
 	n := wk.poll()
+	if len(wk.wakers) > 0 {
+		wk.wake(elements.Nanotime())
+	}
 	if now-wk.lastTick >= tickEvery {
 		wk.lastTick = now
 		wk.tick(now)

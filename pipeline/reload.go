@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -223,12 +222,87 @@ func (r *Router) ReloadGraph(g *Graph, dryRun bool) (*ReloadReport, error) {
 	return r.reload("", g, dryRun)
 }
 
-func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport, err error) {
+// reloadTxn is one reload between its steps: what it has opened, changed
+// and built so far, so that one rollback undoes exactly that.
+type reloadTxn struct {
+	r       *Router
+	g1, g2  *Graph
+	dryRun  bool
+	t0      time.Time
+	n, want int // workers now, after
+	gen     uint64
+	rep     *ReloadReport
+	devs    []drivers.Device       // the new graph's devices, by index
+	keptNew []bool                 // devs[i] is a running device, kept (or reconfigured in place)
+	reconf  []drivers.WorkerChange // devices reconfigured in place (queues)
+	resized []drivers.WorkerChange // reconf, and the devices told of a new worker count
+	opened  []int                  // devices opened for the new graph
+	built   []*worker
+	shared  []*elements.SharedSlot
+	cy      *carry
+}
+
+// rollback undoes what the reload did before its swap: built pipelines
+// closed, devices opened closed, in-place device changes aborted.
+func (t *reloadTxn) rollback() {
+	for _, b := range t.built {
+		var running []elements.Element
+		if b.id < t.n {
+			running = t.r.workers[b.id].inst
+		}
+		closeInstances(b.inst, running)
+	}
+	for _, c := range t.resized {
+		c.Abort()
+	}
+	for _, i := range t.opened {
+		t.devs[i].Close()
+	}
+}
+
+// reload runs a reload's steps: validate and plan (nothing changes), open
+// and build (undone by one rollback on error), swap, publish, close the
+// old graph.
+func (r *Router) reload(path string, g2 *Graph, dryRun bool) (*ReloadReport, error) {
+	t, err := r.prepareReload(path, g2, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.planDevices(); err != nil {
+		t.rollback()
+		return nil, err
+	}
+	if dryRun {
+		t.rep.Total = time.Since(t.t0)
+		return t.rep, nil
+	}
+	if err := t.openDevices(); err != nil {
+		t.rollback()
+		return nil, err
+	}
+	if err := t.buildWorkers(); err != nil {
+		t.rollback()
+		return nil, err
+	}
+	t.rep.Prepare = time.Since(t.t0)
+	ng, old, workers := t.swap()
+	oldDevs := r.devices
+	t.publish(workers)
+	t.account(ng, old)
+	t.closeOld(old, oldDevs)
+	t.rep.Total = time.Since(t.t0)
+	return t.rep, nil
+}
+
+// prepareReload loads and validates the new graph and says what would
+// change. Nothing is opened.
+func (r *Router) prepareReload(path string, g2 *Graph, dryRun bool) (*reloadTxn, error) {
 	t0 := time.Now()
 	if r.closing() {
 		return nil, errors.New("reload: the router has stopped")
 	}
 	if g2 == nil {
+		var err error
 		if g2, err = LoadFor(path, r.state); err != nil {
 			return nil, err
 		}
@@ -238,147 +312,116 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			return nil, err
 		}
 	}
-	g1 := r.g
-	n := len(r.workers)
-	want := resolveWorkers(r.optWorkers, g2)
+	t := &reloadTxn{r: r, g1: r.g, g2: g2, dryRun: dryRun, t0: t0, n: len(r.workers)}
+	t.want = resolveWorkers(r.optWorkers, g2)
 	if b := resolveBatch(g2); b != r.batch {
 		return nil, fmt.Errorf("%s: batch = %d: the running router's batch is %d; a reload cannot change it (restart the forwarder)", g2.File, b, r.batch)
 	}
-	if want != n {
+	if t.want != t.n {
 		// What check does with the new count (the environment checks
 		// are per worker count: queues, CPUs).
-		if err := CheckEnv(g2, want); err != nil {
+		if err := CheckEnv(g2, t.want); err != nil {
 			return nil, err
 		}
 	}
-	rep = diffGraphs(g1, g2)
-	rep.File, rep.DryRun, rep.Workers = g2.File, dryRun, want
-	gen, _, _ := r.Generation()
-	rep.Generation = gen + 1
-	if want != n {
-		rep.WorkerChange = &WorkerChange{From: n, To: want}
+	rep := diffGraphs(t.g1, g2)
+	rep.File, rep.DryRun, rep.Workers = g2.File, dryRun, t.want
+	t.gen, _, _ = r.Generation()
+	rep.Generation = t.gen + 1
+	if t.want != t.n {
+		rep.WorkerChange = &WorkerChange{From: t.n, To: t.want}
 	}
-	rep.LiveState = r.reloadPlans(g1, g2) // reloadplan.go
+	rep.LiveState = r.reloadPlans(t.g1, g2) // reloadplan.go
 	if r.optWorkers > 0 && g2.Workers > 0 && g2.Workers != r.optWorkers {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the file's workers = %d is overridden by the %d workers the router was started with (-workers): the count stays %d", g2.Workers, r.optWorkers, want))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the file's workers = %d is overridden by the %d workers the router was started with (-workers): the count stays %d", g2.Workers, r.optWorkers, t.want))
 	}
+	t.rep = rep
+	return t, nil
+}
 
-	// Devices: kept ones stay open; the others are opened now.
-	keptDev := make([]bool, len(g1.Devices))
-	keptNew := make([]bool, len(g2.Devices))
-	devs := make([]drivers.Device, len(g2.Devices))
-	for i, d := range g2.Devices {
-		if od := g1.Device(d.Name); od != nil && sameDevice(od, d) {
-			devs[i] = r.devices[od.Index]
-			keptNew[i] = true
+// planDevices finds the running devices the new graph keeps and changes
+// those it changes in place (queues, worker count): prepared, not done,
+// until the swap (a dry run only reports them).
+func (t *reloadTxn) planDevices() error {
+	t.keptNew = make([]bool, len(t.g2.Devices))
+	t.devs = make([]drivers.Device, len(t.g2.Devices))
+	for i, d := range t.g2.Devices {
+		if od := t.g1.Device(d.Name); od != nil && sameDevice(od, d) {
+			t.devs[i] = t.r.devices[od.Index]
+			t.keptNew[i] = true
 		}
 	}
-	reconf, err := reconfigureDevices(g1, g2, r.devices, devs, keptNew, rep, dryRun)
+	reconf, err := reconfigureDevices(t.g1, t.g2, t.r.devices, t.devs, t.keptNew, t.rep, t.dryRun)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if want == n && len(reconf) > 0 {
+	t.reconf = reconf
+	t.resized = append(t.resized, reconf...)
+	if t.want == t.n && len(reconf) > 0 {
 		// What check does with the new queue counts (as above).
-		if err := CheckEnv(g2, want); err != nil {
-			for _, c := range reconf {
-				c.Abort()
-			}
-			return nil, err
+		if err := CheckEnv(t.g2, t.want); err != nil {
+			return err
 		}
 	}
-	var resized []drivers.WorkerChange
-	if want != n {
-		var lines []string
-		var err error
-		resized, lines, err = resizeDevices(g1, g2, devs, keptNew, n, want, dryRun)
+	if t.want != t.n {
+		resized, lines, err := resizeDevices(t.g1, t.g2, t.devs, t.keptNew, t.n, t.want, t.dryRun)
 		if err != nil {
-			for _, c := range reconf {
-				c.Abort()
-			}
-			return nil, err
+			return err
 		}
-		rep.WorkerChange.Devices = lines
+		t.rep.WorkerChange.Devices = lines
+		t.resized = append(t.resized, resized...)
 	}
-	resized = append(resized, reconf...)
-	if dryRun {
-		rep.Total = time.Since(t0)
-		return rep, nil
-	}
-	var opened []int
-	closeOpened := func() {
-		for _, c := range resized {
-			c.Abort()
-		}
-		for _, i := range opened {
-			devs[i].Close()
-		}
-	}
-	base := "."
-	if g2.File != "" {
-		base = filepath.Dir(g2.File)
-	}
-	for i, d := range g2.Devices {
-		if keptNew[i] {
-			// Unchanged, or reconfigured in place (reconfig.go).
-			keptDev[g1.Device(d.Name).Index] = true
-			continue
-		}
-		if d.Driver == nil || d.Driver.Open == nil {
-			closeOpened()
-			return nil, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
-		}
-		dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
-			Name: d.Name, Index: i, Workers: want, Batch: r.batch, BaseDir: base,
-			Addresses: d.Addresses, MAC: d.MAC,
-		})
-		if err == nil && dev == nil {
-			err = errors.New("the driver's Open returned no device")
-		}
-		if err != nil {
-			closeOpened()
-			return nil, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
-		}
-		devs[i] = dev
-		opened = append(opened, i)
-	}
+	return nil
+}
 
-	// Pipelines: built with the running workers' pools, the Stats of kept
-	// elements and what each element replaces.
-	plan, err := planGraph(g2)
+// openDevices opens the devices the new graph adds or changes, by the
+// path the first start uses (openDevice).
+func (t *reloadTxn) openDevices() error {
+	for i := range t.g2.Devices {
+		if t.keptNew[i] {
+			continue // unchanged, or reconfigured in place (reconfig.go)
+		}
+		dev, err := openDevice(t.g2, i, t.want, t.r.batch)
+		if err != nil {
+			return err
+		}
+		t.devs[i] = dev
+		t.opened = append(t.opened, i)
+	}
+	return nil
+}
+
+// buildWorkers builds every worker's new pipeline with the running
+// workers' pools, the Stats of kept elements and what each element
+// replaces.
+func (t *reloadTxn) buildWorkers() error {
+	plan, err := planGraph(t.g2)
 	if err != nil {
-		closeOpened()
-		return nil, err
+		return err
 	}
-	cy := r.carryFor(g1, g2)
-	shared := make([]*elements.SharedSlot, len(g2.Elements))
-	for i := range shared {
-		shared[i] = &elements.SharedSlot{}
-	}
-	ds := &deviceSet{g: g2, devs: devs, workers: want}
-	built := make([]*worker, 0, want)
-	for w := 0; w < want; w++ {
-		wk, err := newWorker(r, g2, w, want, plan, shared, ds, r.timing, cy)
+	t.cy = t.r.carryFor(t.g1, t.g2)
+	t.shared = sharedSlots(len(t.g2.Elements))
+	ds := &deviceSet{g: t.g2, devs: t.devs, workers: t.want}
+	for w := 0; w < t.want; w++ {
+		wk, err := newWorker(t.r, t.g2, w, t.want, plan, t.shared, ds, t.r.timing, t.cy)
 		if wk != nil {
-			built = append(built, wk)
+			t.built = append(t.built, wk)
 		}
 		if err != nil {
-			for _, b := range built {
-				var running []elements.Element
-				if b.id < n {
-					running = r.workers[b.id].inst
-				}
-				closeInstances(b.inst, running)
-			}
-			closeOpened()
-			return nil, err
+			return err
 		}
 	}
-	rep.Prepare = time.Since(t0)
+	return nil
+}
 
-	// Swap.
+// swap hands every worker its new pipeline and waits until all have
+// adopted it. It returns the hand-over, the old instances per worker and
+// the workers running now.
+func (t *reloadTxn) swap() (*nextGen, [][]elements.Element, []*worker) {
+	r, n, want, g2, cy := t.r, t.n, t.want, t.g2, t.cy
 	nmax := max(n, want)
 	ng := &nextGen{ack: make(chan int, nmax), errs: make([][]string, nmax), adoptedAt: make([]int64, nmax), lost: make([]uint64, nmax)}
-	if want != n || len(reconf) > 0 {
+	if want != n || len(t.reconf) > 0 {
 		// A queue count that changes needs every worker parked too:
 		// the device's queues change under all of them at once.
 		ng.resize = newResizeBarrier(n, want)
@@ -392,11 +435,11 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			}
 		}
 	}
-	for w := range built {
-		ng.workers = append(ng.workers, built[w])
+	for w := range t.built {
+		ng.workers = append(ng.workers, t.built[w])
 		var takes []take
 		for i, e := range g2.Elements {
-			st, ok := built[w].inst[i].(elements.StateTaker)
+			st, ok := t.built[w].inst[i].(elements.StateTaker)
 			if !ok {
 				continue
 			}
@@ -406,7 +449,6 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		}
 		ng.takes = append(ng.takes, takes)
 	}
-	oldDevs := r.devices
 	old := make([][]elements.Element, n)
 	for w, wk := range r.workers {
 		old[w] = wk.inst
@@ -418,32 +460,37 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 		for _, e := range g2.Elements {
 			flowState = flowState || e.Type != nil && e.Type.FlowState
 		}
-		wc := rep.WorkerChange
+		wc := t.rep.WorkerChange
 		if wc == nil {
 			wc = &WorkerChange{From: n, To: want} // timings only
 		}
-		workers = r.resizeSwap(ng, built, resized, wc, flowState)
+		workers = r.resizeSwap(ng, t.built, t.resized, wc, flowState)
 	} else {
 		for _, wk := range r.workers {
 			wk.next.Store(ng)
 		}
 		r.awaitSwap(ng)
 	}
-	rep.Swap = time.Duration(slices.Max(ng.adoptedAt) - handed)
+	t.rep.Swap = time.Duration(slices.Max(ng.adoptedAt) - handed)
+	return ng, old, workers
+}
 
-	// Publish.
+// publish makes the new graph the one the stats readers see, and moves
+// the other threads to the CPUs no worker has after a change of workers.
+func (t *reloadTxn) publish(workers []*worker) {
+	r := t.r
 	r.genMu.Lock()
-	r.g, r.devices, r.shared = g2, devs, shared
+	r.g, r.devices, r.shared = t.g2, t.devs, t.shared
 	r.workers = workers
 	if r.roundWorkers.Load() != nil {
 		r.roundWorkers.Store(&workers)
 	}
 	for w, wk := range r.workers {
-		wk.stats, wk.pubInst = built[w].stats, built[w].inst
+		wk.stats, wk.pubInst = t.built[w].stats, t.built[w].inst
 	}
-	r.gen = GraphGeneration{Generation: gen + 1, File: g2.File, LoadedAt: time.Now()}
+	r.gen = GraphGeneration{Generation: t.gen + 1, File: t.g2.File, LoadedAt: time.Now()}
 	r.genMu.Unlock()
-	if wc := rep.WorkerChange; wc != nil && n != want {
+	if wc := t.rep.WorkerChange; wc != nil && t.n != t.want {
 		// The added workers have pinned themselves (they ack after),
 		// the removed ones have exited: the other threads move to the
 		// CPUs no worker has now.
@@ -453,56 +500,72 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			wc.HousekeepingErr = err.Error()
 		}
 	}
+}
+
+// account adds to the report what the switch lost and the state the kept
+// elements could not carry.
+func (t *reloadTxn) account(ng *nextGen, old [][]elements.Element) {
 	for w := range ng.lost {
-		rep.Lost += ng.lost[w]
-		if w >= n {
+		t.rep.Lost += ng.lost[w]
+		if w >= t.n {
 			continue // a new worker: no old instances
 		}
-		var running []elements.Element
-		if w < want {
-			running = built[w].inst
-		}
 		for _, el := range old[w] {
-			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, running) {
-				rep.Lost += st.Stranded()
+			if st, ok := el.(elements.Stranded); ok && !reusedIn(el, t.runningOn(w)) {
+				t.rep.Lost += st.Stranded()
 			}
 		}
 	}
 	for w, es := range ng.errs {
 		for _, e := range es {
-			rep.StateErrors = append(rep.StateErrors, fmt.Sprintf("worker %d: %s", w, e))
+			t.rep.StateErrors = append(t.rep.StateErrors, fmt.Sprintf("worker %d: %s", w, e))
 		}
 	}
+}
 
-	// Close the old graph: every old instance (a kept one's TakeState
-	// left it nothing to release), then the devices no longer used.
+// runningOn is worker w's new instances (nil: the worker was removed).
+func (t *reloadTxn) runningOn(w int) []elements.Element {
+	if w < t.want {
+		return t.built[w].inst
+	}
+	return nil
+}
+
+// closeOld closes the old graph: every old instance the new graph does
+// not run (a kept one's TakeState left it nothing to release), the
+// in-place device changes, then the devices no longer used. What closing
+// reports is told, not fatal: the new graph runs.
+func (t *reloadTxn) closeOld(old [][]elements.Element, oldDevs []drivers.Device) {
 	var errs []error
 	for w := range old {
-		var running []elements.Element
-		if w < want {
-			running = built[w].inst
-		}
+		running := t.runningOn(w)
 		for i, el := range old[w] {
 			if reusedIn(el, running) {
 				continue // the new graph runs this very instance
 			}
 			if c, ok := el.(elements.Closer); ok {
 				if err := c.Close(); err != nil {
-					errs = append(errs, fmt.Errorf("element %q worker %d: close: %w", g1.Elements[i].Name, w, err))
+					errs = append(errs, fmt.Errorf("element %q worker %d: close: %w", t.g1.Elements[i].Name, w, err))
 				}
 			}
 		}
 	}
-	for _, c := range resized {
+	for _, c := range t.resized {
 		if err := c.Finish(); err != nil {
 			errs = append(errs, fmt.Errorf("devices: after the change of workers: %w", err))
 		}
 	}
+	kept := make([]bool, len(t.g1.Devices))
+	for i, d := range t.g2.Devices {
+		if t.keptNew[i] {
+			kept[t.g1.Device(d.Name).Index] = true
+		}
+	}
 	for i, d := range oldDevs {
-		if d == nil || keptDev[i] {
+		if d == nil || kept[i] {
 			continue
 		}
-		name := g1.Devices[i].Name
+		name := t.g1.Devices[i].Name
 		if err := d.Flush(); err != nil {
 			errs = append(errs, fmt.Errorf("device %q: flush: %w", name, err))
 		}
@@ -510,13 +573,9 @@ func (r *Router) reload(path string, g2 *Graph, dryRun bool) (rep *ReloadReport,
 			errs = append(errs, fmt.Errorf("device %q: close: %w", name, err))
 		}
 	}
-	rep.Total = time.Since(t0)
 	if len(errs) > 0 {
-		// The new graph runs; what the old one reported on closing is
-		// told, not fatal.
-		fmt.Fprintf(r.log, "reload: closing the previous graph: %v\n", errors.Join(errs...))
+		fmt.Fprintf(t.r.log, "reload: closing the previous graph: %v\n", errors.Join(errs...))
 	}
-	return rep, nil
 }
 
 // closing reports whether the workers have been told to stop or have
@@ -604,7 +663,7 @@ func (w *worker) adopt(ng *nextGen) {
 		}
 	}
 	w.inst, w.outs = nw.inst, nw.outs
-	w.sources, w.srcStats, w.tickers = nw.sources, nw.srcStats, nw.tickers
+	w.sources, w.srcStats, w.tickers, w.wakers = nw.sources, nw.srcStats, nw.tickers, nw.wakers
 	w.clock = nw.clock
 	w.clock.Adopt(nw.stats)
 	w.initWait()
