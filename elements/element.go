@@ -73,3 +73,22 @@ type Sleeper interface {
 	// Woke disarms what PrepareSleep armed and consumes the wake-up.
 	Woke()
 }
+
+// NoWake is what Waker.NextWake returns when the element holds nothing.
+const NoWake = int64(1<<63 - 1)
+
+// Waker is an element that holds packets until a time of its own choosing
+// (a shaper's next departure) rather than until a packet or a tick comes.
+// Every round the worker asks each Waker of its pipeline when it next has
+// work and calls Wake once that time has come; an idle worker sleeps no
+// longer than until the earliest such time, so a held packet leaves on
+// time without the worker polling for it. NextWake must be cheap (it is
+// called every round); neither is called per packet.
+type Waker interface {
+	// NextWake returns the monotonic time (Nanotime) at which the
+	// element next has work, or NoWake.
+	NextWake() int64
+	// Wake does the work due at now: it pushes downstream what may
+	// leave. It returns the packets it pushed.
+	Wake(now int64) int
+}

@@ -561,8 +561,7 @@ func Build(g *Graph, o Options) (*Router, error) {
 // Round runs one poll round of worker w on the calling goroutine (a router
 // from Build only): every source polled once, the elements' clock advanced,
 // wakers whose time has come woken, tickers called when a millisecond has
-// passed. It returns the packets
-// received.
+// passed. It returns the packets received.
 func (r *Router) Round(w int) int {
 	var ws []*worker
 	if p := r.roundWorkers.Load(); p != nil {

@@ -64,12 +64,22 @@ func (w *worker) initWait() {
 // or sleeps on the timer.
 func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	wt := &w.wait
+	// A Waker's next time bounds every sleep: a held packet leaves
+	// when it is due, not when a tick or a packet wakes the worker.
+	untilWake := maxPollSleep
+	if len(w.wakers) > 0 {
+		next := w.nextWake()
+		if next <= now {
+			return
+		}
+		untilWake = min(time.Duration(next-now), maxPollSleep)
+	}
 	if !wt.ok || early {
 		// The yield rounds stay, descriptors or not: without them (ppoll
 		// right after the spin), one-stream TCP through the router
 		// collapsed in some runs (benchmarks/drivers.md, "Idle
 		// workers").
-		yieldOrSleep(early, wt.gosched, sleep)
+		w.yieldOrSleep(early, sleep, untilWake)
 		return
 	}
 	fds := wt.fds[:0]
@@ -86,7 +96,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	switch {
 	case mode == elements.SleepNot:
 	case mode == elements.SleepTimed || len(fds) == 0:
-		yieldOrSleep(early, wt.gosched, sleep)
+		w.yieldOrSleep(early, sleep, untilWake)
 	default:
 		wt.pfds = wt.pfds[:0]
 		for _, fd := range fds {
@@ -96,6 +106,7 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		if untilTick := time.Duration(w.lastTick + tickEvery - now); d > untilTick {
 			d = max(untilTick, 0)
 		}
+		d = min(d, untilWake)
 		wt.ts = unix.NsecToTimespec(int64(d))
 		// Through the runtime's system call path, so that the worker's
 		// P serves other goroutines (and the GC) while it sleeps. It has
@@ -113,6 +124,16 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 	for _, s := range wt.sleepers {
 		s.Woke()
 	}
+}
+
+// yieldOrSleep is the package's yieldOrSleep with the timed sleep ended by
+// the next Waker's time (untilWake), the grown sleep kept for later.
+func (w *worker) yieldOrSleep(early bool, sleep *time.Duration, untilWake time.Duration) {
+	if early || *sleep <= untilWake {
+		yieldOrSleep(early, w.wait.gosched, sleep)
+		return
+	}
+	time.Sleep(untilWake)
 }
 
 // yieldOrSleep yields the processor (early) or sleeps on Go's timer.

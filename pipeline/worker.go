@@ -49,6 +49,11 @@ type worker struct {
 	tickers  []elements.Ticker
 	lastTick int64
 
+	// wakers hold packets until times of their own (elements.Waker):
+	// asked every round, woken when due; the idle sleep ends by the
+	// earliest (sleep.go).
+	wakers []elements.Waker
+
 	wait waiter // sleeping on the sources' descriptors (sleep.go)
 
 	// next is a new generation of the graph handed over by a reload,
@@ -91,6 +96,27 @@ func (w *worker) tick(now int64) {
 	for _, t := range w.tickers {
 		t.Tick(now)
 	}
+}
+
+// wake calls Wake on every Waker whose time has come and returns the
+// packets they pushed.
+func (w *worker) wake(now int64) int {
+	n := 0
+	for _, k := range w.wakers {
+		if k.NextWake() <= now {
+			n += k.Wake(now)
+		}
+	}
+	return n
+}
+
+// nextWake is the earliest time a Waker has work (elements.NoWake: none).
+func (w *worker) nextWake() int64 {
+	t := elements.NoWake
+	for _, k := range w.wakers {
+		t = min(t, k.NextWake())
+	}
+	return t
 }
 
 // drained reports whether every source of this worker is finite and done.
@@ -186,6 +212,16 @@ func (w *worker) loop() {
 			idle += d
 			empty++
 		}
+		if len(w.wakers) > 0 && w.wake(now) > 0 {
+			// Released packets are work, accounted as a tick's; they
+			// do not end the idle backoff: the next is timed.
+			t := elements.Nanotime()
+			busy += uint64(t - last)
+			if timed {
+				timedBusy += uint64(t - last)
+			}
+			last = t
+		}
 		if now-w.lastTick >= tickEvery {
 			if len(w.tickers) > 0 {
 				w.tick(now)
@@ -214,7 +250,8 @@ func (w *worker) loop() {
 			}
 		}
 		if n == 0 {
-			if w.drained() {
+			if w.drained() && (len(w.wakers) == 0 || w.nextWake() == elements.NoWake) {
+				// Finite sources done and nothing held for later.
 				break
 			}
 			if empty >= spinEmpty {
