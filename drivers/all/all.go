@@ -5,4 +5,5 @@ import (
 	_ "github.com/junction-dataplane/junction/drivers/afxdp"
 	_ "github.com/junction-dataplane/junction/drivers/gen"
 	_ "github.com/junction-dataplane/junction/drivers/pcap"
+	_ "github.com/junction-dataplane/junction/drivers/tap"
 )
