@@ -532,8 +532,9 @@ func (r *Router) Graph() *Graph {
 	return r.g
 }
 
-// onClose registers f to run when the router closes (after the devices).
-func (r *Router) onClose(f func() error) {
+// OnClose registers f to run when the router closes (after the devices):
+// how an observer (the stats endpoint) stops with it.
+func (r *Router) OnClose(f func() error) {
 	r.mu.Lock()
 	if !r.isClosed {
 		r.closed = append(r.closed, f)

@@ -130,7 +130,7 @@ func (r *Router) markHousekept() {
 	if r.housekept.Swap(true) {
 		return
 	}
-	r.onClose(func() error {
+	r.OnClose(func() error {
 		_, err := confineThreads(processCPUs, nil)
 		return err
 	})

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -534,46 +532,6 @@ func TestSnapshotOutputs(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(p)
-	}
-}
-
-// TestStatsEndpoint serves a running router's stats over HTTP and reads
-// them back as JSON and Prometheus text.
-func TestStatsEndpoint(t *testing.T) {
-	resetRtCounters()
-	c := rtGraph{workers: 1, queues: 1, failOn: -1}
-	r, err := Start(c.graph(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
-	addr, err := r.ServeStats("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	receiving(t, r, 1)
-	s, err := FetchSnapshot(addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Totals.RX == 0 || len(s.Workers) != 1 || !s.Workers[0].Running {
-		t.Errorf("fetched snapshot: %+v", s.Totals)
-	}
-	m, err := FetchRaw(addr.String(), "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(m, []byte("junction_element_packets_total{")) {
-		t.Errorf("metrics: %s", m)
-	}
-	resp, err := http.Post("http://"+addr.String()+"/stats", "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST /stats: %s", resp.Status)
 	}
 }
 

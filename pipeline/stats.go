@@ -11,6 +11,11 @@ import (
 	"github.com/junction-dataplane/junction/elements"
 )
 
+// DefaultStatsAddr is where `forwarder run` serves its stats unless told
+// otherwise (pipeline/statshttp): loopback only, since the counters
+// describe the network.
+const DefaultStatsAddr = "127.0.0.1:7879"
+
 // Snapshot is the router's accounting read at one instant: per element and
 // worker, per worker, per device, and totals. Counters only grow, so two
 // snapshots give rates (RateLine). It is what the stats endpoint serves as

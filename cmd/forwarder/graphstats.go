@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statshttp"
 )
 
 const graphUsage = `usage: forwarder graph [-config FILE] [-stats ADDR | -control PATH | -live] [-interval D] [-format dot|svg|png] [-plain]
@@ -104,7 +105,7 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 	case *plain:
 		text = g.DOT()
 	case sources > 0:
-		src, fetch := *stats, func() (*pipeline.Snapshot, error) { return pipeline.FetchSnapshot(*stats) }
+		src, fetch := *stats, func() (*pipeline.Snapshot, error) { return statshttp.Fetch(*stats) }
 		if *stats == "" {
 			sock := *ctl
 			if sock == "" {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statshttp"
 )
 
 // forwarder runs the command line in-process.
@@ -391,7 +392,7 @@ func TestStatsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { r.Stop(); r.Wait() }()
-	a, err := r.ServeStats("127.0.0.1:0")
+	a, err := statshttp.Serve(r, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statshttp"
 )
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -52,6 +53,19 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err := kfeature.CheckEmulation(); err != nil {
 		return err
 	}
+	// A socket given explicitly (as the service's unit does) that a live
+	// forwarder serves: refused before any device is opened (ctlbusy.go).
+	if *ctlPath != "" && *ctlPath != "off" {
+		if err := checkControlFree(*ctlPath); err != nil {
+			return err
+		}
+	}
+	// Under systemd (Type=notify): readiness, reloads, stopping.
+	sd, err := newSDNotifier()
+	if err != nil {
+		return err
+	}
+	defer sd.close()
 	// Signals first: a SIGTERM while the graph loads (a plugin being
 	// validated) ends the run once loading returns, instead of killing
 	// the process and orphaning the plugin.
@@ -73,7 +87,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		file:     path,
 		hup:      hup,
 		duration: *duration, workers: *workers, stats: *stats, statsPublic: *statsPublic, quiet: *quiet, nopin: *nopin, cpus: cpus,
-		control: *ctlPath, perWorker: *perWorker,
+		control: *ctlPath, perWorker: *perWorker, notify: sd,
 	}, stdout, stderr)
 }
 
@@ -96,6 +110,8 @@ type runOptions struct {
 	every time.Duration
 	// control is the control socket's path ("": the default; "off").
 	control string
+	// notify tells a service manager the forwarder's state (nil: none).
+	notify *sdNotifier
 }
 
 // run starts g, prints a rate line every second until the router finishes
@@ -131,8 +147,8 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	}
 	statsAt := ""
 	if addr != "off" {
-		a, err := r.ServeStatsWith(addr, pipeline.StatsOptions{Public: o.statsPublic})
-		if errors.Is(err, pipeline.ErrStatsNotLoopback) {
+		a, err := statshttp.ServeWith(r, addr, statshttp.Options{Public: o.statsPublic})
+		if errors.Is(err, statshttp.ErrNotLoopback) {
 			err = fmt.Errorf("%w; give -stats-public to serve it there anyway", err)
 		}
 		switch {
@@ -174,9 +190,15 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 		}
 	}
 
+	// The devices are open and the stats endpoint and control socket
+	// answer: the service is up.
+	if err := o.notify.ready(r); err != nil {
+		fmt.Fprintf(stderr, "warning: telling the service manager the forwarder is ready: %v\n", err)
+	}
+
 	// SIGHUP reloads the file (pipeline.Router.Reload): the workers
 	// switch graphs between two batches, flows and neighbours stay.
-	reloadOnHUP(ctx, r, o.file, o.hup, stdout, stderr)
+	reloadOnHUP(ctx, r, o.file, o.hup, o.notify, stdout, stderr)
 
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
@@ -192,9 +214,11 @@ loop:
 			}
 			prev = cur
 		case <-r.Done():
+			o.notify.stopping("the graph stopped")
 			break loop
 		case <-ctx.Done():
 			why = "signal"
+			o.notify.stopping(why)
 			r.Stop()
 			<-r.Done()
 			break loop

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statshttp"
 )
 
 // statsCmd reads a running forwarder's stats endpoint.
@@ -21,7 +22,7 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch *format {
 	case "table":
-		s, err := pipeline.FetchSnapshot(*addr)
+		s, err := statshttp.Fetch(*addr)
 		if err != nil {
 			return err
 		}
@@ -32,7 +33,7 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 		if *format == "prom" {
 			path = "/metrics"
 		}
-		body, err := pipeline.FetchRaw(*addr, path)
+		body, err := statshttp.FetchRaw(*addr, path)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package statshttp
 
 import (
 	"bufio"
@@ -7,32 +7,67 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
-	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	_ "github.com/junction-dataplane/junction/drivers/all"
+	_ "github.com/junction-dataplane/junction/elements/all"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// startStatsRouter starts the fake graph and serves its stats with o.
-func startStatsRouter(t *testing.T, o StatsOptions) (string, *statsCache) {
+// testGraph: one worker forwarding endless generated traffic to a sink.
+const testGraph = `
+[forwarder]
+workers = 1
+
+[devices.src]
+driver = "gen"
+rate   = 100000
+
+[graph]
+links = ["FromDevice(src) -> Counter -> Discard"]
+`
+
+// startRouter starts testGraph (stopped at the test's end) and returns
+// once it has received packets.
+func startRouter(t *testing.T) *pipeline.Router {
 	t.Helper()
-	resetRtCounters()
-	c := rtGraph{workers: 1, queues: 1, failOn: -1}
-	r, err := Start(c.graph(t), Options{NoPin: true})
+	g, err := pipeline.Parse("stats.toml", []byte(testGraph))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Stop(); waitRouter(t, r, 5*time.Second) })
-	addr, cache, err := r.serveStats("127.0.0.1:0", o)
+	r, err := pipeline.Start(g, pipeline.Options{NoPin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return addr.String(), cache
+	t.Cleanup(func() {
+		r.Stop()
+		select {
+		case <-r.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the router did not stop")
+		}
+		r.Close()
+	})
+	for deadline := time.Now().Add(10 * time.Second); r.Snapshot().Totals.RX == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no packet received in 10 s")
+		}
+	}
+	return r
+}
+
+// startStatsRouter starts testGraph and serves its stats with o.
+func startStatsRouter(t *testing.T, o Options) (string, *cache) {
+	t.Helper()
+	r := startRouter(t)
+	addr, c, err := serve(r, "127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr.String(), c
 }
 
 // rawGet sends GET path on c (keep-alive) and reads the response.
@@ -54,7 +89,7 @@ func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) *http.Respo
 // the server after its idle timeout (without one, 900 idle connections
 // were still open 20 s after their last request).
 func TestStatsIdleTimeout(t *testing.T) {
-	addr, _ := startStatsRouter(t, StatsOptions{IdleTimeout: 200 * time.Millisecond, Rate: -1})
+	addr, _ := startStatsRouter(t, Options{IdleTimeout: 200 * time.Millisecond, Rate: -1})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -77,13 +112,13 @@ func TestStatsIdleTimeout(t *testing.T) {
 
 // TestStatsConnLimit: with every slot held by a connection, another is
 // not served until one of them closes (the held ones send nothing, so
-// statsBusyHeaderTimeout, which would close them, is set beyond the test:
+// busyHeaderTimeout, which would close them, is set beyond the test:
 // TestStatsSlowloris tests it).
 func TestStatsConnLimit(t *testing.T) {
-	old := statsBusyHeaderTimeout
-	statsBusyHeaderTimeout = time.Hour
-	defer func() { statsBusyHeaderTimeout = old }()
-	addr, _ := startStatsRouter(t, StatsOptions{MaxConns: 2, Rate: -1})
+	old := busyHeaderTimeout
+	busyHeaderTimeout = time.Hour
+	defer func() { busyHeaderTimeout = old }()
+	addr, _ := startStatsRouter(t, Options{MaxConns: 2, Rate: -1})
 	var held []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", addr)
@@ -128,7 +163,7 @@ func TestStatsConnLimit(t *testing.T) {
 // is taken is closed at once, not after its idle timeout, so that idle
 // clients cannot keep others out.
 func TestStatsIdleDrained(t *testing.T) {
-	addr, _ := startStatsRouter(t, StatsOptions{MaxConns: 2, Rate: -1})
+	addr, _ := startStatsRouter(t, Options{MaxConns: 2, Rate: -1})
 	a, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +198,7 @@ func TestStatsIdleDrained(t *testing.T) {
 
 // TestStatsKeepAliveLimit: a connection is closed after MaxRequests.
 func TestStatsKeepAliveLimit(t *testing.T) {
-	addr, _ := startStatsRouter(t, StatsOptions{MaxRequests: 3, Rate: -1})
+	addr, _ := startStatsRouter(t, Options{MaxRequests: 3, Rate: -1})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +215,7 @@ func TestStatsKeepAliveLimit(t *testing.T) {
 // TestStatsSnapshotCached: requests within the refresh interval get the
 // same snapshot, built once; a request after it gets a new one.
 func TestStatsSnapshotCached(t *testing.T) {
-	addr, cache := startStatsRouter(t, StatsOptions{Rate: -1})
+	addr, cache := startStatsRouter(t, Options{Rate: -1})
 	// A connection per try: a connection serves DefaultStatsMaxRequests
 	// requests, fewer than the tries of a slow machine make in all.
 	var c net.Conn
@@ -216,7 +251,7 @@ func TestStatsSnapshotCached(t *testing.T) {
 			same = same && bytes.Equal(body("/stats"), first)
 			body("/metrics")
 		}
-		if time.Since(start) >= StatsRefresh/2 {
+		if time.Since(start) >= Refresh/2 {
 			if try < 5 {
 				continue // too slow a machine to tell: again
 			}
@@ -230,7 +265,7 @@ func TestStatsSnapshotCached(t *testing.T) {
 		}
 		break
 	}
-	time.Sleep(StatsRefresh + 10*time.Millisecond)
+	time.Sleep(Refresh + 10*time.Millisecond)
 	before := cache.builds.Load()
 	if bytes.Equal(body("/stats"), first) {
 		t.Error("a request after the refresh interval got the old snapshot")
@@ -242,7 +277,7 @@ func TestStatsSnapshotCached(t *testing.T) {
 
 // TestStatsPacing: requests beyond the rate wait for their turn.
 func TestStatsPacing(t *testing.T) {
-	addr, _ := startStatsRouter(t, StatsOptions{Rate: 20})
+	addr, _ := startStatsRouter(t, Options{Rate: 20})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -262,133 +297,124 @@ func TestStatsPacing(t *testing.T) {
 // TestStatsNotLoopback: an address that is not loopback is refused
 // unless Public is set (":7999" listened on every interface silently).
 func TestStatsNotLoopback(t *testing.T) {
-	resetRtCounters()
-	c := rtGraph{workers: 1, queues: 1, failOn: -1}
-	r, err := Start(c.graph(t), Options{NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
+	r := startRouter(t)
 	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
-		if _, err := r.ServeStatsWith(addr, StatsOptions{}); !errors.Is(err, ErrStatsNotLoopback) || !strings.Contains(err.Error(), addr) {
-			t.Errorf("%s: %v, want ErrStatsNotLoopback naming the address", addr, err)
+		if _, err := ServeWith(r, addr, Options{}); !errors.Is(err, ErrNotLoopback) || !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: %v, want ErrNotLoopback naming the address", addr, err)
 		}
 	}
-	if _, err := r.ServeStats(":0"); !errors.Is(err, ErrStatsNotLoopback) {
-		t.Errorf("ServeStats(\":0\"): %v", err)
+	if _, err := Serve(r, ":0"); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("Serve(\":0\"): %v", err)
 	}
 	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "127.0.0.2:0"} {
-		if _, err := r.ServeStats(addr); err != nil {
+		if _, err := Serve(r, addr); err != nil {
 			t.Errorf("%s: %v", addr, err)
 		}
 	}
 	if err := checkLoopback("[::1]:0"); err != nil {
 		t.Errorf("[::1]: %v", err)
 	}
-	if _, err := r.ServeStatsWith(":0", StatsOptions{Public: true}); err != nil {
+	if _, err := ServeWith(r, ":0", Options{Public: true}); err != nil {
 		t.Errorf(":0 with Public: %v", err)
 	}
 }
 
-// threadAffinities maps each thread of the process to its CPU set.
-func threadAffinities(t *testing.T) map[int]unix.CPUSet {
-	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Skip(err)
-	}
-	m := map[int]unix.CPUSet{}
-	for _, e := range tasks {
-		tid, _ := strconv.Atoi(e.Name())
-		var s unix.CPUSet
-		if unix.SchedGetaffinity(tid, &s) == nil {
-			m[tid] = s
-		}
-	}
-	return m
-}
 
-// TestHousekeep: with a worker pinned to one CPU and others free, every
-// other thread of the process is confined to the free CPUs, and the
-// scheduler has a P beyond the workers'.
-func TestHousekeep(t *testing.T) {
-	if len(processCPUs) < 2 {
-		t.Skip("needs 2 CPUs")
+// TestStatsSlowloris: clients that send their request header a line at a
+// time, and connect again when cut, do not keep a normal request waiting:
+// while every slot is taken, one still reading its header after
+// busyHeaderTimeout is closed. Before, each held its slot for the
+// whole header timeout (5 s), and 500 of them kept a request unanswered
+// for 40 s.
+func TestStatsSlowloris(t *testing.T) {
+	old := busyHeaderTimeout
+	busyHeaderTimeout = 200 * time.Millisecond
+	defer func() { busyHeaderTimeout = old }()
+	addr, _ := startStatsRouter(t, Options{MaxConns: 4, Rate: -1})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				io.WriteString(c, "GET /stats HTTP/1.1\r\nHost: x\r\n")
+				for {
+					select {
+					case <-stop:
+						c.Close()
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+					if _, err := io.WriteString(c, "X-Slow: 1\r\n"); err != nil {
+						break
+					}
+				}
+				c.Close()
+			}
+		}()
 	}
-	procs := runtime.GOMAXPROCS(0)
-	defer func() {
-		// Give every thread the process's CPUs back for the other tests.
-		var all unix.CPUSet
-		for _, c := range processCPUs {
-			all.Set(c)
+	time.Sleep(300 * time.Millisecond) // the slow clients hold the slots
+
+	for i := range 3 {
+		t0 := time.Now()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for tid := range threadAffinities(t) {
-			unix.SchedSetaffinity(tid, &all)
+		// Before, the first waited at least the 5 s header timeout.
+		c.SetDeadline(t0.Add(4 * time.Second))
+		io.WriteString(c, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			c.Close()
+			t.Fatalf("request %d among slow clients: %v after %v", i+1, err, time.Since(t0))
 		}
-		runtime.GOMAXPROCS(procs)
-	}()
-	resetRtCounters()
-	workerCPU := processCPUs[0]
-	c := rtGraph{workers: 1, queues: 1, failOn: -1}
-	r, err := Start(c.graph(t), Options{CPUs: []int{workerCPU}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
-	runtime.GOMAXPROCS(1) // as if there were one CPU per worker
-	h, err := r.Housekeep()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(h.WorkerCPUs, []int{workerCPU}) || !slices.Equal(h.CPUs, processCPUs[1:]) || h.Threads == 0 {
-		t.Fatalf("housekeeping %+v, process CPUs %v", h, processCPUs)
-	}
-	if runtime.GOMAXPROCS(0) < 2 || h.Procs != runtime.GOMAXPROCS(0) {
-		t.Errorf("GOMAXPROCS %d, Procs %d: want ≥ workers + 1", runtime.GOMAXPROCS(0), h.Procs)
-	}
-	workers := 0
-	for tid, s := range threadAffinities(t) {
-		switch {
-		case s.Count() == 1 && s.IsSet(workerCPU):
-			workers++
-		case s.IsSet(workerCPU):
-			t.Errorf("thread %d may still run on the worker's CPU %d", tid, workerCPU)
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("request %d: %s", i+1, resp.Status)
 		}
-	}
-	// At least the worker (a worker thread of an earlier test's router may
-	// still be exiting).
-	if workers < 1 {
-		t.Errorf("no thread pinned to the worker's CPU")
-	}
-	// Closing the router gives every thread the process's CPUs back.
-	r.Stop()
-	waitRouter(t, r, 5*time.Second)
-	for tid, s := range threadAffinities(t) {
-		if s.Count() != len(processCPUs) {
-			t.Errorf("after close, thread %d may run on %d CPUs, want %d", tid, s.Count(), len(processCPUs))
-		}
+		t.Logf("request %d answered after %v", i+1, time.Since(t0).Round(time.Millisecond))
 	}
 }
 
-// TestHousekeepEveryCPU: when every CPU has a worker nothing is confined.
-func TestHousekeepEveryCPU(t *testing.T) {
-	if len(processCPUs) == 0 {
-		t.Skip("pinning is not supported here")
-	}
-	procs := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(procs)
-	resetRtCounters()
-	c := rtGraph{workers: len(processCPUs), queues: len(processCPUs), failOn: -1}
-	r, err := Start(c.graph(t), Options{})
+// TestStatsEndpoint serves a running router's stats over HTTP and reads
+// them back as JSON and Prometheus text.
+func TestStatsEndpoint(t *testing.T) {
+	r := startRouter(t)
+	addr, err := Serve(r, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { r.Stop(); waitRouter(t, r, 5*time.Second) }()
-	h, err := r.Housekeep()
+	s, err := Fetch(addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.CPUs) != 0 || h.Threads != 0 || len(h.WorkerCPUs) != len(processCPUs) {
-		t.Errorf("housekeeping %+v with a worker on each of %v", h, processCPUs)
+	if s.Totals.RX == 0 || len(s.Workers) != 1 || !s.Workers[0].Running {
+		t.Errorf("fetched snapshot: %+v", s.Totals)
+	}
+	m, err := FetchRaw(addr.String(), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(m, []byte("junction_element_packets_total{")) {
+		t.Errorf("metrics: %s", m)
+	}
+	resp, err := http.Post("http://"+addr.String()+"/stats", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /stats: %s", resp.Status)
 	}
 }
+
