@@ -7,6 +7,7 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/devices"
 	_ "github.com/junction-dataplane/junction/elements/ethernet"
 	_ "github.com/junction-dataplane/junction/elements/fasttrack"
+	_ "github.com/junction-dataplane/junction/elements/host"
 	_ "github.com/junction-dataplane/junction/elements/icmp"
 	_ "github.com/junction-dataplane/junction/elements/ip"
 	_ "github.com/junction-dataplane/junction/elements/nat"
