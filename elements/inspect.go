@@ -63,6 +63,9 @@ type LiveRoute struct {
 	// "kernel" (mirrored from a kernel table) or "live" (added through
 	// the control socket).
 	Source string `json:"source"`
+	// Type is the route's type when it is not unicast: "blackhole",
+	// "unreachable" or "prohibit" (the route has no hops).
+	Type string `json:"type,omitempty"`
 }
 
 // RouteTable is an element with a live route table (IPLookup). Every
