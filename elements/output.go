@@ -1,21 +1,17 @@
 package elements
 
 import (
-	_ "unsafe" // for go:linkname
-
+	"github.com/junction-dataplane/junction/internal/monotime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Nanotime is the runtime's monotonic clock in nanoseconds. time.Now reads
-// both the wall and the monotonic clock; accounting needs only the latter,
-// so it calls the runtime directly (the runtime keeps this linkname
-// available on purpose). A read costs as much as a simple element's work
+// Nanotime is the runtime's monotonic clock in nanoseconds (monotime.Now,
+// inlined). time.Now reads both the wall and the monotonic clock;
+// accounting needs only the latter. A read costs as much as a simple element's work
 // on a packet where the clock source is slow (a VM's kvm-clock; the figure
 // is in benchmarks/l3.md), which is why element timing is sampled (see
 // Clock).
-//
-//go:linkname Nanotime runtime.nanotime
-func Nanotime() int64
+func Nanotime() int64 { return monotime.Now() }
 
 // DefaultTimingEvery is the default sampling interval of element timing:
 // one poll round in this many is timed element by element.

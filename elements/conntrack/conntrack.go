@@ -9,11 +9,12 @@ import (
 	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/internal/monotime"
 	"github.com/junction-dataplane/junction/packet"
 )
 
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+// nanotime is the monotonic clock flows are timed by.
+func nanotime() int64 { return monotime.Now() }
 
 // DefaultCapacity is the default number of flows per worker (32 MiB of
 // entries).

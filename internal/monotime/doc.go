@@ -1,4 +1,5 @@
-// Package monotime reads the runtime's monotonic clock, for packages that
-// must not import the element contract to get it (drivers). It is the
-// same clock as elements.Nanotime.
+// Package monotime reads the runtime's monotonic clock: the one place
+// Junction links runtime.nanotime. elements.Nanotime (the accounting's
+// clock) and the flow tables' clock are this function, inlined; drivers,
+// which must not import the element contract, call it directly.
 package monotime
