@@ -136,7 +136,7 @@ func (cs *ctlServer) reload(ctx context.Context, args []string) (any, error) {
 // switched the router to F, and re-reading the file it started with
 // would silently switch it back); the embedded default graph has no file
 // to re-read. path is the file run started with, "" for the embedded one.
-func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan os.Signal, stdout, stderr io.Writer) {
+func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan os.Signal, sd *sdNotifier, stdout, stderr io.Writer) {
 	own := hup == nil
 	if own {
 		hup = make(chan os.Signal, 1)
@@ -161,7 +161,11 @@ func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan 
 					fmt.Fprintln(stderr, "SIGHUP: the embedded default graph has no file to re-read; nothing changed")
 					continue
 				}
+				// The service manager sees the reload begin and end
+				// (systemctl reload, then status), failed or not.
+				sd.reloading()
 				rep, err := r.Reload(file, false)
+				sd.ready(r)
 				if err != nil {
 					fmt.Fprintf(stderr, "SIGHUP: reload failed, the running graph is unchanged:\n  %s\n", indentLines(err.Error()))
 					continue

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// The service manager's readiness protocol (systemd's sd_notify, for a
+// unit of Type=notify): `forwarder run` under systemd sends one datagram
+// per state change to the unix socket named by $NOTIFY_SOCKET —
+// READY=1 once its devices are open and the stats endpoint and control
+// socket answer, RELOADING=1 then READY=1 around a SIGHUP reload,
+// STOPPING=1 when it starts to shut down — each with a STATUS= line that
+// `systemctl status` shows. The protocol is a few newline-separated
+// KEY=VALUE lines in one datagram; it needs no library.
+
+// sdNotifier sends those datagrams; a nil *sdNotifier (no service
+// manager) sends nothing.
+type sdNotifier struct {
+	conn *net.UnixConn
+}
+
+// newSDNotifier connects to $NOTIFY_SOCKET, or returns nil when it is
+// unset. It unsets the variable: processes the graph starts (a Plugin's)
+// must not speak for the forwarder.
+func newSDNotifier() (*sdNotifier, error) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return nil, nil
+	}
+	os.Unsetenv("NOTIFY_SOCKET")
+	// A path, or "@name" for Linux's abstract namespace (the net
+	// package maps the leading @ to the NUL byte). systemd may also name
+	// an AF_VSOCK address ("vsock:CID:PORT") for a whole virtual machine;
+	// a forwarder is never that machine's init.
+	if !strings.HasPrefix(addr, "/") && !strings.HasPrefix(addr, "@") {
+		return nil, fmt.Errorf("NOTIFY_SOCKET=%q: not a unix socket path or @abstract name, the only kinds supported", addr)
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("NOTIFY_SOCKET: %w", err)
+	}
+	return &sdNotifier{conn: c}, nil
+}
+
+// send writes one notification: the lines in one datagram.
+func (n *sdNotifier) send(lines ...string) error {
+	if n == nil {
+		return nil
+	}
+	// The service manager reads at once; a full buffer means it is gone
+	// or stuck, and the forwarder must not wait on it.
+	n.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := n.conn.Write([]byte(strings.Join(lines, "\n") + "\n"))
+	return err
+}
+
+// ready says the forwarder runs r's graph: at start once the devices are
+// open, and after each reload, failed or not (the old graph runs on).
+func (n *sdNotifier) ready(r *pipeline.Router) error {
+	return n.send("READY=1", "STATUS="+runningStatus(r))
+}
+
+// reloading says a reload has begun; ready ends it. MONOTONIC_USEC is
+// CLOCK_MONOTONIC now, which systemd (Type=notify-reload) matches against
+// the time it sent the signal.
+func (n *sdNotifier) reloading() error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return err
+	}
+	usec := ts.Sec*1e6 + ts.Nsec/1e3
+	return n.send("RELOADING=1", fmt.Sprintf("MONOTONIC_USEC=%d", usec), "STATUS=reloading")
+}
+
+// stopping says the forwarder is shutting down (a signal, -duration, its
+// sources drained).
+func (n *sdNotifier) stopping(why string) error {
+	return n.send("STOPPING=1", "STATUS=stopping: "+why)
+}
+
+func (n *sdNotifier) close() {
+	if n != nil {
+		n.conn.Close()
+	}
+}
+
+// runningStatus is the STATUS= line: what runs, in a few words.
+func runningStatus(r *pipeline.Router) string {
+	gen, file, _ := r.Generation()
+	g := r.Graph()
+	if file == "" {
+		file = g.File
+	}
+	return fmt.Sprintf("running %s (generation %d): %s, %s, %s", file, gen,
+		count(r.Workers(), "worker"), count(len(g.Elements), "element"), count(len(g.Devices), "device"))
+}

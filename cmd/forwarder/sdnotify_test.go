@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/internal/control"
+)
+
+// serviceGraph is a gen device writing into a pcap file: the file exists
+// exactly when the devices have been opened.
+func serviceGraph(t *testing.T) (config, pcap string) {
+	dir := t.TempDir()
+	pcap = filepath.Join(dir, "out.pcap")
+	config = filepath.Join(dir, "svc.toml")
+	text := fmt.Sprintf(`[forwarder]
+workers = 1
+
+[devices.src]
+driver = "gen"
+rate   = 1000
+
+[devices.out]
+driver = "pcap"
+write  = %q
+
+[graph]
+links = ["FromDevice(src) -> ToDevice(out)"]
+`, pcap)
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config, pcap
+}
+
+// fakeNotifySocket is a service manager's end of $NOTIFY_SOCKET: the
+// datagrams the forwarder sends, one message each.
+func fakeNotifySocket(t *testing.T) <-chan string {
+	path := filepath.Join(t.TempDir(), "notify")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	msgs := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	return msgs
+}
+
+func nextNotify(t *testing.T, msgs <-chan string, want string) string {
+	t.Helper()
+	select {
+	case m := <-msgs:
+		if !strings.HasPrefix(m, want+"\n") {
+			t.Fatalf("notification %q, want %s first", m, want)
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s notification within 10s", want)
+	}
+	return ""
+}
+
+// TestSDNotify runs the forwarder as systemd's Type=notify would, with a
+// fake $NOTIFY_SOCKET: READY=1 comes once the devices are open (the pcap
+// device's file exists by then), SIGHUP brings RELOADING=1 (with
+// MONOTONIC_USEC) and then READY=1 for generation 2, and the end brings
+// STOPPING=1. Plugins the graph would start do not inherit the variable.
+func TestSDNotify(t *testing.T) {
+	config, pcap := serviceGraph(t)
+	msgs := fakeNotifySocket(t)
+	var out, errs lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"run", "-config", config, "-duration", "3s", "-stats", "off", "-control", "off", "-nopin", "-quiet"}, &out, &errs)
+	}()
+	ready := nextNotify(t, msgs, "READY=1")
+	if _, err := os.Stat(pcap); err != nil {
+		t.Errorf("READY=1 before the devices were opened: %v", err)
+	}
+	if !strings.Contains(ready, "STATUS=running "+config+" (generation 1): 1 worker, ") {
+		t.Errorf("READY=1 status: %q", ready)
+	}
+	if v, ok := os.LookupEnv("NOTIFY_SOCKET"); ok {
+		t.Errorf("NOTIFY_SOCKET=%q still set: a plugin would inherit it", v)
+	}
+
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	reloading := nextNotify(t, msgs, "RELOADING=1")
+	if !strings.Contains(reloading, "\nMONOTONIC_USEC=") {
+		t.Errorf("RELOADING=1 without MONOTONIC_USEC: %q", reloading)
+	}
+	if again := nextNotify(t, msgs, "READY=1"); !strings.Contains(again, "(generation 2)") {
+		t.Errorf("READY=1 after the reload: %q", again)
+	}
+	if stop := nextNotify(t, msgs, "STOPPING=1"); !strings.Contains(stop, "STATUS=stopping") {
+		t.Errorf("STOPPING=1: %q", stop)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+}
+
+// TestSDNotifyAddress: a NOTIFY_SOCKET that is no unix socket address is a
+// located error before anything starts; an unset one is no notifier.
+func TestSDNotifyAddress(t *testing.T) {
+	t.Setenv("NOTIFY_SOCKET", "")
+	if n, err := newSDNotifier(); n != nil || err != nil {
+		t.Errorf("unset: %v, %v", n, err)
+	}
+	t.Setenv("NOTIFY_SOCKET", "vsock:2:1234")
+	code, _, errs := forwarder(t, "run", "-duration", "1s", "-stats", "off", "-control", "off")
+	if code != 1 || !strings.Contains(errs, `NOTIFY_SOCKET="vsock:2:1234": not a unix socket path`) {
+		t.Errorf("vsock: exit %d, %q", code, errs)
+	}
+	t.Setenv("NOTIFY_SOCKET", filepath.Join(t.TempDir(), "nobody"))
+	if code, _, errs := forwarder(t, "run", "-duration", "1s", "-stats", "off", "-control", "off"); code != 1 || !strings.Contains(errs, "NOTIFY_SOCKET: dial unixgram") {
+		t.Errorf("no listener: exit %d, %q", code, errs)
+	}
+}
+
+// TestControlSocketInUse: a second forwarder given the control socket a
+// live one serves (a unit started beside its service by hand) is refused
+// with the socket's path and the holder's process id, before it opens a
+// device; a socket left by a dead forwarder is taken over.
+func TestControlSocketInUse(t *testing.T) {
+	config, pcap := serviceGraph(t)
+	sock := filepath.Join(t.TempDir(), "svc.sock")
+	live := control.NewServer()
+	if err := live.Listen(sock); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := forwarder(t, "run", "-config", config, "-duration", "1s", "-stats", "off", "-control", sock, "-nopin")
+	want := fmt.Sprintf("control socket %s: forwarder process %d (", sock, os.Getpid())
+	if code != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, "give this one another -control PATH") {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errs, want)
+	}
+	if _, err := os.Stat(pcap); err == nil {
+		t.Errorf("the devices were opened before the refusal (stdout %q)", out)
+	}
+	live.Close()
+
+	// A stale socket file: nobody answers, it is replaced.
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if code, _, errs := forwarder(t, "run", "-config", config, "-duration", "300ms", "-stats", "off", "-control", sock, "-nopin", "-quiet"); code != 0 {
+		t.Errorf("stale socket: exit %d, %q", code, errs)
+	}
+}
