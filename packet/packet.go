@@ -85,7 +85,7 @@ type Packet struct {
 	// Ct is the connection-tracking annotation (see Ct).
 	Ct Ct
 
-	buf  []byte // the whole buffer, len == cap == BufSize
+	buf  []byte // the whole buffer, len == cap: BufSize (NewPoolSize: more)
 	pool *Pool
 	held bool // true while owned by someone outside its pool
 }
@@ -118,7 +118,7 @@ func (p *Packet) Reset() {
 // SetFrame copies frame into the packet at the standard headroom. It reports
 // false if the frame does not fit.
 func (p *Packet) SetFrame(frame []byte) bool {
-	if len(frame) > BufSize-Headroom {
+	if len(frame) > len(p.buf)-Headroom {
 		return false
 	}
 	p.Data = p.buf[Headroom : Headroom+len(frame)]
@@ -136,17 +136,32 @@ func (p *Packet) Free() {
 func (p *Packet) Pool() *Pool { return p.pool }
 
 // Clone copies p (frame and annotations) into a packet from pool, or returns
-// nil if the pool is empty.
+// nil if the pool is empty or its buffers are too small for p's frame at
+// p's headroom (a reassembled datagram into a pool of frames).
 func (p *Packet) Clone(pool *Pool) *Packet {
 	q := pool.Get()
 	if q == nil {
 		return nil
 	}
+	if !p.CopyTo(q) {
+		q.Free()
+		return nil
+	}
+	return q
+}
+
+// CopyTo copies p's frame, at the same headroom, and its annotations into
+// q, a packet the caller holds (one lent by another worker's pool); false,
+// with q unchanged, if q's buffer is too small.
+func (p *Packet) CopyTo(q *Packet) bool {
 	h := p.Headroom()
+	if h+len(p.Data) > len(q.buf) {
+		return false
+	}
 	q.Data = q.buf[h : h+len(p.Data)]
 	copy(q.Data, p.Data)
 	q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
 	q.NextHop, q.FlowHash, q.Scratch = p.NextHop, p.FlowHash, p.Scratch
 	q.Ct = p.Ct
-	return q
+	return true
 }

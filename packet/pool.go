@@ -30,6 +30,27 @@ func NewPool(n int) *Pool {
 // poolStride is the distance between a NewPool pool's buffers.
 const poolStride = BufSize + 64
 
+// NewPoolSize makes a pool of n packets with size-byte buffers (at least
+// BufSize), for the few elements that build packets longer than a frame:
+// IP reassembly (elements/ipfrag) holds a whole datagram, up to 65,535
+// bytes, in one packet. Such a packet must not reach a driver or an
+// element that copies into a frame-sized pool unless it fits there:
+// Clone and SetFrame refuse what does not fit, drivers drop it as too long.
+// Each buffer is its own allocation, so that the pages of a big buffer a
+// short datagram never touches are never made resident.
+func NewPoolSize(n, size int) *Pool {
+	size = max(size, BufSize)
+	p := &Pool{free: make([]*Packet, 0, n), pkts: make([]Packet, n), size: n}
+	for i := range p.pkts {
+		pk := &p.pkts[i]
+		pk.buf = make([]byte, size)
+		pk.pool = p
+		pk.Reset()
+		p.free = append(p.free, pk)
+	}
+	return p
+}
+
 // poolOver makes a pool of n packets whose buffers start stride bytes
 // apart in mem.
 func poolOver(mem []byte, n, stride int) *Pool {

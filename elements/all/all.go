@@ -10,7 +10,9 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/host"
 	_ "github.com/junction-dataplane/junction/elements/icmp"
 	_ "github.com/junction-dataplane/junction/elements/ip"
+	_ "github.com/junction-dataplane/junction/elements/ipfrag"
 	_ "github.com/junction-dataplane/junction/elements/nat"
 	_ "github.com/junction-dataplane/junction/elements/ndp"
+	_ "github.com/junction-dataplane/junction/elements/qos"
 	_ "github.com/junction-dataplane/junction/elements/standard"
 )

@@ -1,0 +1,29 @@
+// Package ipfrag provides IPReassembler and IPFragmenter: IPv4
+// reassembly before connection tracking and NAT, and RFC 791
+// fragmentation on output.
+//
+// Why reassembly rather than tracking each fragment (first fragment's
+// ports applied to the rest): Conntrack, DNAT, SNAT, FastTrackLearn and
+// Classifier's port tests all read the transport header, which only the
+// first fragment carries, and every one of them would need a second path
+// for fragments that carry none (NAT must not write "ports" into a later
+// fragment's payload). A whole datagram needs nothing from them: as
+// Linux's defragmentation before conntrack, the graph between
+// IPReassembler and IPFragmenter sees ordinary packets, and the fragment
+// path costs the unfragmented traffic one test of the IPv4 flags. The
+// price is a datagram-sized buffer per datagram in reassembly (a pool of
+// its own, packet.NewPoolSize) and fragmenting again on output, which a
+// NAT must be able to do anyway: a translated datagram may cross a link
+// with a smaller MTU.
+//
+// Steering: fragments hash without ports (packet.FlowHashFrame), so all
+// of a datagram's fragments reach one worker, but not necessarily the one
+// that owns the datagram's flow (its 5-tuple's hash). The reassembler
+// hands a finished datagram whose flow belongs to another worker to that
+// worker's instance over a lock-free ring (handoff.go), into a buffer
+// that worker lent, as FromDevice's spreading hands frames; the owner
+// sends it on. With two workers half the fragmented datagrams take that
+// path; steering fragments by the 5-tuple instead is impossible before
+// the first fragment has been seen, and holding the later fragments in
+// FromDevice would hold device frames for up to the reassembly timeout.
+package ipfrag

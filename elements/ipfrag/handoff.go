@@ -1,0 +1,81 @@
+package ipfrag
+
+import (
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// The handoff of finished datagrams to the worker that owns their flow.
+// Fragments hash without ports (packet.FlowHashFrame), so FromDevice brings
+// every fragment of a datagram to one worker, chosen by addresses and
+// protocol; the datagram's flow, once its ports are known, may belong to
+// another. IPReassembler instances hand such datagrams over on a
+// single-producer single-consumer ring per (sender, receiver) pair. Packet
+// pools are single-threaded, so the receiver lends the sender empty
+// datagram buffers of its own pool over a second ring (as FromDevice's
+// spreading does); the sender copies the datagram into one and frees its
+// own. Only finished, fragmented datagrams take this path, a few per
+// thousand packets at most, so each ring operation publishes at once (two
+// atomic operations) rather than per batch.
+
+// lendDepth is how many datagram buffers each worker lends each other
+// worker: enough for a burst of fragmented datagrams between two polls.
+const lendDepth = 16
+
+// ring is a bounded single-producer single-consumer queue of packets.
+type ring struct {
+	_     [64]byte
+	head  atomic.Uint64 // advanced by the consumer
+	_     [56]byte
+	tail  atomic.Uint64 // advanced by the producer
+	_     [56]byte
+	slots [lendDepth]*packet.Packet
+}
+
+// put appends p (producer side); false when full.
+func (r *ring) put(p *packet.Packet) bool {
+	t := r.tail.Load()
+	if t-r.head.Load() == lendDepth {
+		return false
+	}
+	r.slots[t%lendDepth] = p
+	r.tail.Store(t + 1)
+	return true
+}
+
+// take removes the oldest packet (consumer side); nil when empty.
+func (r *ring) take() *packet.Packet {
+	h := r.head.Load()
+	if h == r.tail.Load() {
+		return nil
+	}
+	p := r.slots[h%lendDepth]
+	r.slots[h%lendDepth] = nil
+	r.head.Store(h + 1)
+	return p
+}
+
+// count is how many packets the ring holds (either side).
+func (r *ring) count() int { return int(r.tail.Load() - r.head.Load()) }
+
+// hub is what the instances of one IPReassembler share across workers.
+type hub struct {
+	workers int
+	data    [][]*ring // data[s][r]: datagrams from worker s to worker r
+	lend    [][]*ring // lend[s][r]: empty buffers of r's pool lent to s
+}
+
+func newHub(workers int) *hub {
+	h := &hub{workers: workers, data: make([][]*ring, workers), lend: make([][]*ring, workers)}
+	for s := range workers {
+		h.data[s] = make([]*ring, workers)
+		h.lend[s] = make([]*ring, workers)
+		for r := range workers {
+			if r != s {
+				h.data[s][r], h.lend[s][r] = &ring{}, &ring{}
+			}
+		}
+	}
+	return h
+}

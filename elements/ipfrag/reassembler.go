@@ -1,0 +1,438 @@
+package ipfrag
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// ReassemblerConfig is IPReassembler's configuration.
+type ReassemblerConfig struct {
+	Capacity     int           `toml:"capacity"`
+	Timeout      time.Duration `toml:"timeout"`
+	MaxFragments int           `toml:"max_fragments"`
+}
+
+// Validate checks the bounds.
+func (c *ReassemblerConfig) Validate() error {
+	if c.Capacity < 1 || c.Capacity > 65536 {
+		return elements.Errorf("capacity", "%d out of range 1..65536 (datagrams in reassembly per worker)", c.Capacity)
+	}
+	if c.Timeout <= 0 || c.Timeout > 10*time.Minute {
+		return elements.Errorf("timeout", "%v out of range (0, 10m]", c.Timeout)
+	}
+	if c.MaxFragments < 2 || c.MaxFragments > 8192 {
+		return elements.Errorf("max_fragments", "%d out of range 2..8192", c.MaxFragments)
+	}
+	return nil
+}
+
+// Drop reasons, by index (names in reasonNames).
+const (
+	rTimeout = iota
+	rFull
+	rOverlap
+	rTooMany
+	rTiny
+	rOversized
+	rMalformed
+	rNoBuffer
+	rHandoff
+	rDuplicate
+	rCount
+)
+
+var reasonNames = [rCount]string{
+	rTimeout:   "timeout",
+	rFull:      "table full",
+	rOverlap:   "overlapping fragments",
+	rTooMany:   "too many fragments",
+	rTiny:      "tiny first fragment",
+	rOversized: "datagram over 65535 bytes",
+	rMalformed: "malformed fragment",
+	rNoBuffer:  "no buffer",
+	rHandoff:   "handoff full",
+	rDuplicate: "duplicate fragment",
+}
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "IPReassembler",
+		NewConfig: func() any { return &ReassemblerConfig{Capacity: 64, Timeout: 30 * time.Second, MaxFragments: 64} },
+		New:       newReassembler,
+		In:        1, Out: 1,
+		Doc: elements.Doc{
+			Synopsis: "IPReassembler([capacity], [timeout], [max_fragments])",
+			Summary:  "reassembles IPv4 fragments into whole datagrams (before Conntrack and NAT) and hands each to the worker that owns its flow",
+			Ports: "input 0: Ethernet frames with the network header at the L3 annotation (after CheckIPHeader).\n" +
+				"output 0: everything that is not an IPv4 fragment, unchanged and in order, and each reassembled datagram " +
+				"when its last missing fragment arrives: the first fragment's link and IP headers (options included) in front of " +
+				"the whole payload, MF and the offset cleared, total length and header checksum set. A datagram may be longer " +
+				"than any link (up to 65,535 bytes): an IPFragmenter before each output device splits it again.",
+			Keys: []elements.Key{
+				{Name: "capacity", Type: "int", Default: "64", Doc: "datagrams in reassembly at once per worker (1..65536); " +
+					"each holds one buffer of 65,787 bytes whose pages are touched only as far as the datagram reaches. A new " +
+					"datagram when all are taken evicts the oldest (its fragments are counted as \"table full\"), so that a flood of " +
+					"datagrams that never complete cannot keep others out for the timeout"},
+				{Name: "timeout", Type: "duration", Default: `"30s"`, Doc: "how long a datagram may wait for its missing fragments, " +
+					"from its first fragment's arrival (Linux's ipfrag_time)"},
+				{Name: "max_fragments", Type: "int", Default: "64", Doc: "fragments one datagram may have (2..8192): 64 carry a " +
+					"64 KiB datagram over links of 1,100 bytes; a datagram in more pieces (a 64 KiB datagram in 8-byte fragments) is " +
+					"dropped as \"too many fragments\", which bounds the work per fragment"},
+			},
+			Stats: "counters: \"datagrams\" (reassembled), \"handed off\" / \"handed in\" (datagrams passed to / received from the " +
+				"worker owning their flow), \"in reassembly\" (a gauge). Consumed: \"reassembled\" (fragments merged into a datagram " +
+				"sent on). Drops, in fragments: \"timeout\" (the datagram did not complete in time), \"table full\" (evicted for a " +
+				"newer one), \"overlapping fragments\" (a fragment overlapping another, or past or contradicting the datagram's end: " +
+				"the whole datagram is dropped, as RFC 5722 asks for IPv6 and Linux does for IPv4), \"duplicate fragment\" (the same " +
+				"piece again: dropped, the datagram kept), \"too many fragments\", \"tiny first fragment\" (a first fragment too short " +
+				"to hold the ports, 8 bytes of UDP or ICMP or 20 of TCP, or a TCP fragment at offset 8: RFC 1858's attacks on port " +
+				"filters), \"datagram over 65535 bytes\" (offset and length beyond what IPv4 can carry), \"malformed fragment\" (empty, " +
+				"a non-last fragment not a multiple of 8 bytes, a bad length, or a link header over 64 bytes), \"no buffer\" (no " +
+				"datagram buffer free: the pipeline holds them all), \"handoff full\" (the owning worker's lent buffers are in use).",
+			Example: `"wcls[1] -> CheckIPHeader -> reasm :: IPReassembler -> ct :: Conntrack", "rt[1] -> IPFragmenter(1500) -> ToDevice(wan)"`,
+			SeeAlso: "IPFragmenter, Conntrack, CheckIPHeader",
+			Text: "Conntrack, NAT and Classifier's port tests need the transport header, which only the first fragment of a datagram " +
+				"carries. IPReassembler puts a datagram back together before them, as Linux's defragmentation before connection " +
+				"tracking and Click's IPReassembler do: the tracker, the NAT and FastTrackLearn then see one whole packet, in order " +
+				"and out of order alike (RFC 4787 REQ-14), and the translated datagram is fragmented again on its way out. Non-fragments " +
+				"pass untouched (one load and test of the flags per packet). " +
+				"FromDevice steers every fragment of a datagram to one worker (fragments hash by addresses and protocol); " +
+				"once the datagram is complete its flow's owner is known (the worker the symmetric flow hash of its 5-tuple names, " +
+				"as FromDevice's spreading would place the flow's unfragmented packets, DNAT replies and pinned flows included), and " +
+				"a datagram that belongs to another worker is copied into a buffer that worker lent and handed to it; the owner " +
+				"sends it on from its own instance at its next push or tick (within a millisecond). Memory is bounded: capacity " +
+				"buffers per worker, 16 more per other worker (lent), and a batch's worth in flight. Fragments are copied into " +
+				"the datagram's buffer as they arrive and their frames freed at once; each is counted when its datagram is sent on " +
+				"(consumed, \"reassembled\") or dropped (by reason). IPv6 fragments pass unchanged.",
+		},
+	})
+}
+
+// Reassembler is one worker's instance.
+type Reassembler struct {
+	t       *table
+	pool    *packet.Pool // datagram buffers (bufSize)
+	timeout int64
+	out     *elements.Output
+	side    *packet.Batch // handed-in datagrams
+	st      *elements.Stats
+	steer   *flowsteer.Table
+	hub     *hub
+	me      int
+
+	reasons [rCount]elements.Reason
+	// drops are the reasons' own counters, for the fragments a dropped
+	// datagram held (freed when they arrived); reassembled is the
+	// consumption reason's.
+	drops                            [rCount]*atomic.Uint64
+	reassembled                      *atomic.Uint64
+	datagrams, handedOff, handedIn   *atomic.Uint64
+	inReassembly                     *atomic.Uint64
+	now                              func() int64
+	nDatagrams, nConsumed, nOff, nIn uint64
+}
+
+// hubKey names the hub of one IPReassembler of a graph with a given
+// number of workers.
+type hubKey struct {
+	name    string
+	workers int
+}
+
+type hubSlot struct{ h *hub }
+
+func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*ReassemblerConfig)
+	st := ctx.Stats
+	e := &Reassembler{t: newTable(c.Capacity, c.MaxFragments), timeout: int64(c.Timeout), out: ctx.Outputs[0],
+		side: packet.NewBatch(ctx.Batch), st: st, steer: flowsteer.Of(ctx), me: ctx.Worker, now: elements.Nanotime,
+		datagrams: st.Counter("datagrams"),
+		handedOff: st.Counter("handed off"), handedIn: st.Counter("handed in"), inReassembly: st.Counter("in reassembly")}
+	for r := range rCount {
+		e.reasons[r] = st.Reason(reasonNames[r])
+		e.drops[r] = st.Counter(reasonNames[r]) // the reason's own counter (a name keeps its kind)
+	}
+	st.Consumption("reassembled")
+	e.reassembled = st.Counter("reassembled")
+	lent := 0
+	if ctx.Workers > 1 {
+		s := elements.GraphValue(ctx, hubKey{ctx.Name, ctx.Workers}, func() *hubSlot { return &hubSlot{h: newHub(ctx.Workers)} })
+		e.hub = s.h
+		lent = lendDepth * (ctx.Workers - 1)
+	}
+	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Batch, bufSize)
+	e.lend()
+	return e, nil
+}
+
+var (
+	_ elements.Ticker       = (*Reassembler)(nil)
+	_ elements.Closer       = (*Reassembler)(nil)
+	_ elements.PacketHolder = (*Reassembler)(nil)
+)
+
+// HoldsPackets: a traced fragment is kept (its bytes) until its datagram
+// completes or is dropped.
+func (e *Reassembler) HoldsPackets(int) bool { return true }
+
+// Push passes non-fragments on, in order, and takes fragments in; a
+// datagram a fragment completes takes that fragment's place in the batch
+// (or goes to its flow's owner).
+func (e *Reassembler) Push(_ int, b *packet.Batch) {
+	if e.hub != nil {
+		e.receive()
+	}
+	var now int64
+	n := 0
+	for _, p := range b.Pkts {
+		if !isFragment(p) {
+			b.Pkts[n] = p
+			n++
+			continue
+		}
+		if now == 0 {
+			now = e.now()
+		}
+		d, nf := e.fragment(p, now)
+		if d == nil {
+			continue
+		}
+		d, ok := e.route(d)
+		switch {
+		case d != nil:
+			b.Pkts[n] = d
+			n++
+			e.nConsumed += uint64(nf)
+		case ok:
+			e.nConsumed += uint64(nf)
+		default:
+			e.drops[rHandoff].Add(uint64(nf))
+		}
+	}
+	b.Truncate(n)
+	e.flush()
+	e.out.Push(b)
+}
+
+// isFragment reports whether p is an IPv4 fragment (MF set or a non-zero
+// offset): the only test a non-fragment pays.
+func isFragment(p *packet.Packet) bool {
+	d, l3 := p.Data, int(p.L3)
+	if l3 < packet.EthernetLen || l3+packet.IPv4MinLen > len(d) ||
+		binary.BigEndian.Uint16(d[l3-2:]) != packet.EtherTypeIPv4 {
+		return false
+	}
+	return binary.BigEndian.Uint16(d[l3+6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0
+}
+
+// drop frees p and counts it under reason r.
+func (e *Reassembler) drop(p *packet.Packet, r int) { e.st.Drop(p, e.reasons[r]) }
+
+// discard removes slot i, frees its buffer and counts its fragments under
+// reason r.
+func (e *Reassembler) discard(i int32, r int) {
+	pkt, n := e.t.remove(i)
+	pkt.Free()
+	if n > 0 {
+		e.drops[r].Add(uint64(n))
+	}
+}
+
+// fragment takes fragment p in; it returns the finished datagram and its
+// number of fragments when p completed one.
+func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int) {
+	l3 := int(p.L3)
+	h := p.Data[l3:]
+	ihl := int(h[0]&0x0f) * 4
+	tl := int(binary.BigEndian.Uint16(h[2:]))
+	ff := binary.BigEndian.Uint16(h[6:])
+	off := int(ff&packet.IPv4FragOffset) * 8
+	last := ff&packet.IPv4FlagMF == 0
+	if h[0]>>4 != 4 || ihl < packet.IPv4MinLen || tl > len(h) || tl <= ihl || l3 > maxL3 ||
+		!last && (tl-ihl)%8 != 0 {
+		e.drop(p, rMalformed)
+		return nil, 0
+	}
+	end := off + tl - ihl
+	if ihl+end > 65535 {
+		e.drop(p, rOversized)
+		return nil, 0
+	}
+	proto := h[9]
+	if off == 0 && !last && (tl-ihl < 8 || proto == packet.ProtoTCP && tl-ihl < packet.TCPMinLen) ||
+		off == 8 && proto == packet.ProtoTCP {
+		e.drop(p, rTiny)
+		return nil, 0
+	}
+	k := key{src: binary.BigEndian.Uint32(h[12:]), dst: binary.BigEndian.Uint32(h[16:]),
+		id: binary.BigEndian.Uint16(h[4:]), proto: proto}
+	i := e.t.find(k)
+	if i >= 0 && now-e.t.slots[i].born >= e.timeout {
+		e.discard(i, rTimeout)
+		i = -1
+	}
+	if i < 0 {
+		if len(e.t.free) == 0 {
+			e.discard(e.t.oldest, rFull)
+		}
+		buf := e.pool.Get()
+		if buf == nil {
+			e.drop(p, rNoBuffer)
+			return nil, 0
+		}
+		i = e.t.add(k, buf, now)
+	}
+	switch e.t.place(i, off, end, last) {
+	case duplicate:
+		e.drop(p, rDuplicate)
+		return nil, 0
+	case overlap:
+		e.drop(p, rOverlap)
+		e.discard(i, rOverlap)
+		return nil, 0
+	case tooMany:
+		e.drop(p, rTooMany)
+		e.discard(i, rTooMany)
+		return nil, 0
+	}
+	s := &e.t.slots[i]
+	buf := s.pkt.Buffer()
+	copy(buf[payloadAt+off:], h[ihl:tl])
+	if off == 0 {
+		s.start, s.l3, s.ihl = payloadAt-ihl-l3, l3, ihl
+		copy(buf[s.start:], p.Data[:l3+ihl])
+		s.pkt.InDevice, s.pkt.InQueue = p.InDevice, p.InQueue
+	}
+	p.Free() // its bytes are in the datagram; counted when the datagram is
+	if s.ihl == 0 || s.total < 0 || s.got != s.total {
+		return nil, 0
+	}
+	if s.ihl+s.total > 65535 {
+		e.discard(i, rOversized)
+		return nil, 0
+	}
+	d := s.finish()
+	_, nf := e.t.remove(i)
+	e.nDatagrams++
+	return d, nf
+}
+
+// route returns d if this worker owns its flow; otherwise it hands d to
+// the owner and returns nil, and ok false if it could not (d is freed).
+func (e *Reassembler) route(d *packet.Packet) (_ *packet.Packet, ok bool) {
+	fh := e.steer.Hash(d.Data, int(d.L3))
+	d.FlowHash = fh
+	if e.hub == nil {
+		return d, true
+	}
+	o := flowsteer.Owner(fh, e.hub.workers)
+	if pins := e.steer.Pins(); pins != nil {
+		if w, ok := pins.Owner(d.Data, int(d.L3)); ok && w < e.hub.workers {
+			o = w
+		}
+	}
+	if o == e.me {
+		return d, true
+	}
+	q := e.hub.lend[e.me][o].take()
+	if q == nil {
+		d.Free() // its fragments are counted as "handoff full"
+		return nil, false
+	}
+	d.CopyTo(q)
+	q.Ct = packet.Ct{}
+	d.Free()
+	e.hub.data[e.me][o].put(q) // never full: it holds at most the lent buffers
+	e.nOff++
+	return nil, true
+}
+
+// receive sends on the datagrams other workers handed to this one.
+func (e *Reassembler) receive() {
+	h := e.hub
+	for s := range h.workers {
+		r := h.data[s][e.me]
+		if r == nil || r.count() == 0 {
+			continue
+		}
+		for q := r.take(); q != nil; q = r.take() {
+			e.side.Add(q)
+			e.nIn++
+			if e.side.Full() {
+				e.out.Push(e.side)
+				e.side.Reset()
+			}
+		}
+	}
+	if len(e.side.Pkts) > 0 {
+		e.out.Push(e.side)
+		e.side.Reset()
+	}
+	e.lend()
+}
+
+// lend tops up the buffers this worker lends each other one.
+func (e *Reassembler) lend() {
+	h := e.hub
+	if h == nil {
+		return
+	}
+	for s := range h.workers {
+		l := h.lend[s][e.me]
+		if l == nil {
+			continue
+		}
+		for l.count() < lendDepth {
+			q := e.pool.Get()
+			if q == nil {
+				return
+			}
+			l.put(q)
+		}
+	}
+}
+
+// flush publishes the counts gathered by a push.
+func (e *Reassembler) flush() {
+	if e.nDatagrams != 0 {
+		e.datagrams.Add(e.nDatagrams)
+		e.reassembled.Add(e.nConsumed)
+		e.nDatagrams, e.nConsumed = 0, 0
+	}
+	if e.nOff != 0 {
+		e.handedOff.Add(e.nOff)
+		e.nOff = 0
+	}
+	if e.nIn != 0 {
+		e.handedIn.Add(e.nIn)
+		e.nIn = 0
+	}
+	e.inReassembly.Store(uint64(e.t.live))
+}
+
+// Tick drops datagrams past their timeout (oldest first: the age list is
+// in arrival order, and every datagram has the same timeout) and sends on
+// what other workers handed over.
+func (e *Reassembler) Tick(now int64) {
+	for i := e.t.oldest; i >= 0 && now-e.t.slots[i].born >= e.timeout; i = e.t.oldest {
+		e.discard(i, rTimeout)
+	}
+	if e.hub != nil {
+		e.receive()
+	}
+	e.flush()
+}
+
+// Close frees the datagrams in reassembly (the pipeline has stopped).
+func (e *Reassembler) Close() error {
+	for e.t.oldest >= 0 {
+		pkt, _ := e.t.remove(e.t.oldest)
+		pkt.Free()
+	}
+	return nil
+}
