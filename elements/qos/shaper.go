@@ -1,0 +1,308 @@
+package qos
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+func init() {
+	elements.Register(elements.Type{
+		Name:      "Shaper",
+		NewConfig: func() any { return &ShaperConfig{Queue: 512, Share: shareSplit} },
+		New:       newShaper,
+		In:        1,
+		Out:       1,
+		Doc: elements.Doc{
+			Synopsis: "Shaper(RATE [, BURST, QUEUE, SHARE, PRIORITY...])",
+			Summary:  "a rate-limited queue with a burst and strict-priority bands by DSCP: packets beyond the rate wait, and leave when their time comes",
+			Ports: "input 0: packets (IPv4 or IPv6 at the L3 offset; others are shaped too, in the last band).\n" +
+				"output 0: the same packets, no faster than rate (after a burst), highest band first.",
+			Keys: []elements.Key{
+				{Name: "rate", Type: "rate", Required: true, Doc: "the rate, in bit/s of IP packets: \"50Mbit\", \"1.5Gbit\", \"800kbit\", \"50M\" (decimal units; \"bps\" means bits). 0 and rates beyond 400Gbit are refused"},
+				{Name: "burst", Type: "size", Default: "rate × 2 ms, at least 4000", Doc: "the bucket, in bytes: how much may leave back to back after a quiet period (\"64KB\", \"64KiB\", \"9000\"). At least 1920 (the largest frame a packet buffer holds, which would otherwise never leave); at most 256MiB"},
+				{Name: "queue", Type: "int", Default: "512", Doc: "packets each band holds waiting (1..65536); a packet that finds its band full is dropped (\"queue full\"). Held packets are the receiving device's buffers: keep it well below the device's ring"},
+				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rate and burst are divided between workers, each of which has its own queue: \"split\" gives each worker rate/workers (in all never more than rate), \"each\" gives each the whole rate (right with one worker, or when the traffic to shape reaches one worker)"},
+				{Name: "priority", Type: "[]string", Default: "none", Variadic: true, Doc: "the bands in front of the default one, highest first, each a space-separated list of DSCPs (numbers or names: ef, va, cs0..cs7, af11..af43, be): [\"ef\"] sends EF packets (VoIP) ahead of everything else, [\"ef\", \"af41 af42\"] adds a second band. Up to 7 bands; packets of a DSCP not listed, and non-IP frames, go to the last band. A band is served only when every band above it is empty (strict priority)"},
+			},
+			Stats: "counters \"delayed\": packets that waited in a queue (the others left at once); \"sent\": packets sent. " +
+				"Drop reasons \"queue full\": a packet that found its band full; \"shaper stopped\": packets still queued when the graph stopped or a reload removed the element.",
+			Example: `"rt[1] -> up :: Shaper(50Mbit) -> ARPQuerier(wan) -> ToDevice(wan)"` + "\n" +
+				`[elements.up] type = "Shaper", rate = "50Mbit", priority = ["ef"]  (VoIP first)`,
+			SeeAlso: "Policer, SetDSCP, docs/qos.md",
+			Text: "A token bucket of burst bytes refilled at rate; a packet leaves when the bucket holds its size (its bytes from the IP header on) and the bands above it are empty. " +
+				"What cannot leave waits in its band's queue; the worker's loop releases it at its departure time (the element is an elements.Waker: an idle worker sleeps until the earliest departure instead of polling for it, and a busy one releases packets between batches). " +
+				"The rate holds whatever the wake-up's lateness as long as burst covers it (a pinned worker's timer is late by up to about a millisecond: the default burst is 2 ms of the rate). " +
+				"Unlike a Policer, a Shaper delays rather than drops what exceeds the rate, so TCP keeps its rate through it (docs/qos.md).",
+		},
+	})
+}
+
+// ShaperConfig is Shaper's config.
+type ShaperConfig struct {
+	Rate     Rate     `toml:"rate"`
+	Burst    Size     `toml:"burst"`
+	Queue    int      `toml:"queue"`
+	Share    string   `toml:"share"`
+	Priority []string `toml:"priority"`
+}
+
+// Limits of a Shaper's keys.
+const (
+	minShaperBurst = packet.BufSize - packet.Headroom
+	maxQueue       = 65536
+	maxBands       = 8
+)
+
+// bandsOf maps every DSCP to its band from the priority key.
+func (c *ShaperConfig) bandsOf() (byDSCP [64]uint8, bands int, err error) {
+	if len(c.Priority) > maxBands-1 {
+		return byDSCP, 0, fmt.Errorf("%d bands: at most %d", len(c.Priority), maxBands-1)
+	}
+	last := uint8(len(c.Priority))
+	for i := range byDSCP {
+		byDSCP[i] = last
+	}
+	seen := map[uint8]int{}
+	for i, list := range c.Priority {
+		f := strings.Fields(list)
+		if len(f) == 0 {
+			return byDSCP, 0, fmt.Errorf("band %d is empty: list its DSCPs (e.g. \"ef\")", i)
+		}
+		for _, s := range f {
+			d, err := parseDSCP(s)
+			if err != nil {
+				return byDSCP, 0, err
+			}
+			if j, dup := seen[d]; dup {
+				return byDSCP, 0, fmt.Errorf("DSCP %d is in band %d and band %d", d, j, i)
+			}
+			seen[d] = i
+			byDSCP[d] = uint8(i)
+		}
+	}
+	return byDSCP, len(c.Priority) + 1, nil
+}
+
+func (c *ShaperConfig) burst() Size {
+	if c.Burst != 0 {
+		return c.Burst
+	}
+	return defaultBurst(c.Rate, 500, 4000)
+}
+
+// Validate checks every key.
+func (c *ShaperConfig) Validate() error {
+	if err := checkRate(c.Rate); err != nil {
+		return elements.Errorf("rate", "%v", err)
+	}
+	if c.Burst != 0 && c.Burst < minShaperBurst {
+		return elements.Errorf("burst", "%s: below the largest frame (%d bytes), which would never leave", c.Burst, minShaperBurst)
+	}
+	if c.Burst > MaxBurst {
+		return elements.Errorf("burst", "%s: at most %s", c.Burst, Size(MaxBurst))
+	}
+	if c.Queue < 1 || c.Queue > maxQueue {
+		return elements.Errorf("queue", "%d: want 1..%d packets", c.Queue, maxQueue)
+	}
+	if err := checkShare(c.Share); err != nil {
+		return elements.Errorf("share", "%v", err)
+	}
+	if _, _, err := c.bandsOf(); err != nil {
+		return elements.Errorf("priority", "%v", err)
+	}
+	return nil
+}
+
+// ring is one band's FIFO of waiting packets.
+type ring struct {
+	q       []*packet.Packet
+	head, n int
+}
+
+// Shaper is one worker's shaper.
+type Shaper struct {
+	rate   int64 // credits per nanosecond (bit/s)
+	max    int64 // the bucket, in credits
+	full   int64 // nanoseconds after which an idle bucket is full
+	tokens int64
+	last   int64
+
+	bands  []ring
+	byDSCP [64]uint8
+	queued int
+	next   int64 // NextWake's answer, kept current by every change
+
+	out           *elements.Output
+	ob            *packet.Batch
+	st            *elements.Stats
+	queueFull     elements.Reason
+	stop          elements.Reason
+	delayed, sent *atomic.Uint64
+	now           func() int64
+}
+
+func newShaper(cfg any, ctx *elements.Context) (elements.Element, error) {
+	c := cfg.(*ShaperConfig)
+	rate, burst := uint64(c.Rate), uint64(c.burst())
+	if c.Share == shareSplit && ctx.Workers > 1 {
+		w := uint64(ctx.Workers)
+		rate, burst = max(rate/w, 1), max(burst/w, minShaperBurst)
+	}
+	byDSCP, bands, err := c.bandsOf()
+	if err != nil {
+		return nil, elements.Errorf("priority", "%v", err)
+	}
+	s := &Shaper{rate: int64(rate), max: int64(burst) * creditsPerByte, byDSCP: byDSCP,
+		bands: make([]ring, bands), next: elements.NoWake, out: ctx.Outputs[0],
+		ob: ctx.SideBatch(), st: ctx.Stats, now: elements.Nanotime}
+	s.full = s.max/s.rate + 1
+	s.tokens, s.last = s.max, -1<<62
+	slab := make([]*packet.Packet, bands*c.Queue)
+	for i := range s.bands {
+		s.bands[i].q = slab[i*c.Queue : (i+1)*c.Queue : (i+1)*c.Queue]
+	}
+	s.queueFull = ctx.Stats.Reason("queue full")
+	s.stop = ctx.Stats.Reason("shaper stopped")
+	s.delayed = ctx.Stats.Counter("delayed")
+	s.sent = ctx.Stats.Counter("sent")
+	return s, nil
+}
+
+// refill adds the credits earned since the last refill.
+func (s *Shaper) refill(now int64) {
+	dt := now - s.last
+	if dt <= 0 {
+		return
+	}
+	s.last = now
+	if dt >= s.full {
+		s.tokens = s.max
+		return
+	}
+	s.tokens = min(s.tokens+dt*s.rate, s.max)
+}
+
+// bandOf is the band a packet waits in.
+func (s *Shaper) bandOf(p *packet.Packet) int {
+	d := dscpOf(p)
+	if d < 0 {
+		return len(s.bands) - 1
+	}
+	return int(s.byDSCP[d])
+}
+
+// Push sends at once what the bucket allows while nothing waits, queues
+// the rest (dropping what finds its band full), then releases what the
+// bucket allows in band order.
+func (s *Shaper) Push(_ int, b *packet.Batch) {
+	now := s.now()
+	s.refill(now)
+	ob := s.ob
+	var delayed uint64
+	for _, p := range b.Pkts {
+		cost := int64(ipSize(p)) * creditsPerByte
+		if s.queued == 0 && s.tokens >= cost {
+			s.tokens -= cost
+			ob.Add(p) // ob holds a whole batch and is empty here
+			continue
+		}
+		r := &s.bands[s.bandOf(p)]
+		if r.n == len(r.q) {
+			s.st.Drop(p, s.queueFull)
+			continue
+		}
+		r.q[(r.head+r.n)%len(r.q)] = p
+		r.n++
+		s.queued++
+		delayed++
+	}
+	b.Reset()
+	if delayed != 0 {
+		s.delayed.Add(delayed)
+	}
+	s.release()
+}
+
+// NextWake is when the head packet may leave (elements.Waker).
+func (s *Shaper) NextWake() int64 { return s.next }
+
+// Wake releases what may leave at now (elements.Waker).
+func (s *Shaper) Wake(now int64) int {
+	s.refill(now)
+	return s.release()
+}
+
+// release sends the waiting packets the bucket covers, highest band first,
+// then the batch ob holds, and sets the next departure time. It returns
+// the packets sent.
+func (s *Shaper) release() int {
+	ob := s.ob
+	for s.queued > 0 {
+		i := 0
+		for s.bands[i].n == 0 {
+			i++
+		}
+		r := &s.bands[i]
+		p := r.q[r.head]
+		cost := int64(ipSize(p)) * creditsPerByte
+		if s.tokens < cost {
+			// It leaves when the bucket has earned the difference.
+			s.next = s.last + (cost-s.tokens+s.rate-1)/s.rate
+			break
+		}
+		s.tokens -= cost
+		r.q[r.head] = nil
+		r.head = (r.head + 1) % len(r.q)
+		r.n--
+		s.queued--
+		if ob.Full() {
+			s.flush()
+		}
+		ob.Add(p)
+	}
+	if s.queued == 0 {
+		s.next = elements.NoWake
+	}
+	return s.flush()
+}
+
+// flush pushes ob downstream and returns how many packets it held.
+func (s *Shaper) flush() int {
+	n := len(s.ob.Pkts)
+	if n > 0 {
+		s.sent.Add(uint64(n))
+		s.out.Push(s.ob)
+	}
+	return n
+}
+
+// HoldsPackets: input 0 queues packets (traces follow them).
+func (s *Shaper) HoldsPackets(int) bool { return true }
+
+// Retire drops what is queued when a reload removes the element.
+func (s *Shaper) Retire() uint64 { return s.drain() }
+
+// Close drops what is still queued.
+func (s *Shaper) Close() error {
+	s.drain()
+	return nil
+}
+
+func (s *Shaper) drain() uint64 {
+	var n uint64
+	for i := range s.bands {
+		r := &s.bands[i]
+		for ; r.n > 0; r.n-- {
+			s.st.Drop(r.q[r.head], s.stop)
+			r.q[r.head] = nil
+			r.head = (r.head + 1) % len(r.q)
+			n++
+		}
+	}
+	s.queued, s.next = 0, elements.NoWake
+	return n
+}
