@@ -28,6 +28,9 @@ type ConfigError struct {
 	Key     string // the key concerned
 	Msg     string
 	Suggest string // the nearest valid name, for "did you mean"
+	// Within: the compound instances the line lies in, for a line of a
+	// compound's definition (compound.go).
+	Within string
 }
 
 // Error formats the error as
@@ -62,6 +65,9 @@ func (e *ConfigError) Error() string {
 	b.WriteString(e.Msg)
 	if e.Suggest != "" {
 		fmt.Fprintf(&b, ", did you mean %s?", quoteValue(e.Suggest))
+	}
+	if e.Within != "" {
+		fmt.Fprintf(&b, " (in %s)", e.Within)
 	}
 	return b.String()
 }
@@ -143,7 +149,7 @@ func ParseFor(file string, data []byte, s *elements.GraphState) (*Graph, error) 
 }
 
 // The top-level tables of a graph file.
-var topTables = []string{"forwarder", "devices", "elements", "graph"}
+var topTables = []string{"forwarder", "devices", "tables", "compounds", "elements", "graph"}
 
 var forwarderKeys = []string{"workers", "batch", "stats"}
 
@@ -157,9 +163,15 @@ var deviceKeys = []string{"driver", "addresses", "mac"}
 // elemInfo is an element while the graph is being loaded.
 type elemInfo struct {
 	*Element
-	bad      bool // unknown type or invalid config: ports unknown, checks skipped
-	declared bool // from an [elements] table
-	used     bool // appears in a link
+	bad      bool      // unknown type or invalid config: ports unknown, checks skipped
+	declared bool      // from an [elements] table
+	used     bool      // appears in a link
+	path     []string  // the TOML path of a declared element's table
+	inst     *instance // the compound instance it lies in (nil: none)
+	// virt, virtKind: a compound instance or its input or output, which
+	// links name until splice replaces them (compound.go).
+	virt     *instance
+	virtKind int
 	line     func(key string) int
 	given    map[string]bool
 	// suggested: keys offered as "did you mean" for an unknown key; their
@@ -173,6 +185,7 @@ type linkSrc struct {
 	line  int
 	chain []endpoint
 	ends  []*elemInfo // resolved endpoints (nil where resolution failed)
+	sc    *scope      // where its names are resolved (nil: the top)
 }
 
 type loader struct {
@@ -186,11 +199,20 @@ type loader struct {
 	state *elements.GraphState
 
 	badDevices map[string]bool // devices whose table is broken (still "declared")
+	badTables  []string        // [tables] sections with errors (reported)
 
 	elems     map[string]*elemInfo // every named element
 	order     []*elemInfo          // g.Elements' order, with bad ones too
 	anonCount map[string]int       // per type, for "Type@N"
-	inline    map[string]*linkDecl // inline declarations by name
+	inline    map[string]*linkDecl // inline declarations by full name
+	top       *scope
+
+	compounds  map[string]*compound
+	insts      map[string]*instance // by full name
+	flatTooBig bool
+	// compoundErrors: a compound's definition or a use is broken, so
+	// elements and links are missing (as for bad elements).
+	compoundErrors bool
 
 	graphSeen  bool
 	graphLine  int
@@ -207,6 +229,7 @@ type linkDecl struct {
 	line int
 	src  *linkSrc // the link and endpoint index that declare it
 	idx  int
+	node *elemInfo // an inline compound instance, made when declared
 }
 
 func (l *loader) at(line int) Pos { return Pos{File: l.file, Line: line} }
@@ -261,6 +284,9 @@ func (l *loader) elemErr(ei *elemInfo, line int, key, suggest, format string, ar
 	e := &ConfigError{Pos: l.at(line), Element: ei.Name, Key: key, Msg: fmt.Sprintf(format, args...), Suggest: suggest}
 	if ei.Type != nil {
 		e.Type = ei.Type.Name
+	}
+	if ei.inst != nil {
+		e.Within = ei.inst.within()
 	}
 	l.add(e)
 }
@@ -323,7 +349,19 @@ func (l *loader) load(data []byte) {
 	l.anonCount = map[string]int{}
 	l.inline = map[string]*linkDecl{}
 	l.badDevices = map[string]bool{}
+	// Route tables first: the elements that read them take their ports
+	// from them (tables.go).
+	if t, ok := top["tables"].(map[string]any); ok {
+		l.routeTables(t)
+	}
+	l.compounds = map[string]*compound{}
+	l.insts = map[string]*instance{}
+	l.top = &scope{anonCount: l.anonCount}
 
+	// Compounds first: [elements] may use one defined further down.
+	if c, ok := top["compounds"].(map[string]any); ok {
+		l.compoundDefs(c)
+	}
 	for _, k := range l.keysByLine(top) {
 		line := l.pos.line(k)
 		v := top[k]
@@ -348,13 +386,16 @@ func (l *loader) load(data []byte) {
 			l.forwarder(tbl)
 		case k == "devices":
 			l.devices(tbl)
+		case k == "tables":
+		case k == "compounds":
 		case k == "elements":
-			l.declaredElements(tbl)
+			l.declare(l.top, tbl, "elements")
 		case k == "graph":
 			l.graphTable(tbl, line)
 		}
 	}
 	l.validate(l.resolveLinks())
+	l.checkTablesUsed()
 }
 
 func tableList() string {
@@ -587,21 +628,46 @@ func validName(name string) bool {
 	return !strings.Contains(name, "->")
 }
 
-func (l *loader) declaredElements(m map[string]any) {
-	for _, name := range l.keysByLine(m, "elements") {
-		line := l.pos.line("elements", name)
+// declare creates the elements of an [elements] table in scope sc: the
+// file's, or a compound's ([compounds.X.elements], at path).
+func (l *loader) declare(sc *scope, m map[string]any, path ...string) {
+	for _, name := range l.keysByLine(m, path...) {
+		tpath := append(append([]string(nil), path...), name)
+		line := l.pos.line(tpath...)
+		full := sc.prefix + name
+		if tbl, ok := m[name].(map[string]any); ok && validName(name) {
+			if typ, ok := tbl["type"].(string); ok && l.compounds[typ] != nil {
+				if sc.inst != nil && (name == "input" || name == "output") {
+					continue // reported with the definition
+				}
+				args := make(map[string]any, len(tbl))
+				for k, v := range tbl {
+					if k != "type" {
+						args[k] = v
+					}
+				}
+				l.instantiate(sc, full, l.compounds[typ], args, func(k string) int { return l.pos.line(append(tpath, k)...) }, line)
+				continue
+			}
+		}
 		ei := &elemInfo{
-			Element:  &Element{Name: name, Pos: l.at(line)},
+			Element:  &Element{Name: full, Pos: l.at(line), Instance: sc.instName()},
 			declared: true,
 			given:    map[string]bool{},
+			path:     tpath,
+			inst:     sc.inst,
 		}
 		ei.line = func(key string) int {
 			// A dotted key names a key inside a table value (a Plugin's
 			// config.min): its own line, or the table's.
-			return l.pos.line(append([]string{"elements", name}, strings.Split(key, ".")...)...)
+			return l.pos.line(append(append([]string(nil), tpath...), strings.Split(key, ".")...)...)
 		}
-		l.elems[name] = ei
+		l.elems[full] = ei
 		l.order = append(l.order, ei)
+		if sc.inst != nil && (name == "input" || name == "output") {
+			ei.bad = true // reported with the definition
+			continue
+		}
 		if !validName(name) {
 			ei.bad = true
 			l.elemErr(ei, line, "", "", "bad element name: links need a letter or '_' then letters, digits, '_' or '-'")
@@ -623,7 +689,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 	if !ok {
 		ei.bad = true
 		// A misspelt "type" key is the likely cause: point at it.
-		for _, k := range l.keysByLine(tbl, "elements", ei.Name) {
+		for _, k := range l.keysByLine(tbl, ei.path...) {
 			if suggest(k, []string{"type"}) == "type" {
 				l.elemErr(ei, ei.line(k), k, "type", "unknown")
 				return
@@ -641,7 +707,7 @@ func (l *loader) elementType(ei *elemInfo, tbl map[string]any) {
 	t, ok := elements.Lookup(typ)
 	if !ok {
 		ei.bad = true
-		l.elemErr(ei, ei.line("type"), "type", elements.SuggestType(typ), "unknown element type %s", quoteValue(typ))
+		l.elemErr(ei, ei.line("type"), "type", l.suggestType(typ), "unknown element type %s", quoteValue(typ))
 		return
 	}
 	ei.Type = t
@@ -674,7 +740,7 @@ func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
 		ei.bad = true
 		return
 	}
-	for _, k := range l.keysByLine(tbl, "elements", ei.Name) {
+	for _, k := range l.keysByLine(tbl, ei.path...) {
 		if k == "type" {
 			continue
 		}
@@ -697,7 +763,7 @@ func (l *loader) decodeTable(ei *elemInfo, tbl map[string]any) {
 		}
 		ei.given[k] = true
 		if err := conf.SetValue(conf.FieldValue(rv, f), tbl[k]); err != nil {
-			l.elemErr(ei, l.entryLine(ei.line(k), err.Error(), "elements", ei.Name, k), k, "", "%v", err)
+			l.elemErr(ei, l.entryLine(ei.line(k), err.Error(), append(ei.path, k)...), k, "", "%v", err)
 		}
 	}
 	l.finish(ei, ei.Pos.Line, len(l.errs) > n)
@@ -763,7 +829,7 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 			failed = true
 		}
 	}
-	if failed {
+	if failed || !l.bindTable(ei, line) {
 		ei.bad = true
 		return
 	}
@@ -780,7 +846,7 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 				top, _, _ := strings.Cut(ke.Key, ".")
 				if ei.declared && ei.given[top] {
 					eline = ei.line(ke.Key)
-					eline = l.entryLine(eline, msg, append([]string{"elements", ei.Name}, strings.Split(ke.Key, ".")...)...)
+					eline = l.entryLine(eline, msg, append(append([]string(nil), ei.path...), strings.Split(ke.Key, ".")...)...)
 				}
 			}
 			l.elemErr(ei, eline, key, "", "%s", msg)

@@ -36,8 +36,20 @@ type Graph struct {
 	Stats string
 
 	Devices  []*Device  // in declaration order; Index is the position
+	Tables   []*Table   // route tables ([tables.NAME], tables.go)
 	Elements []*Element // declared ones first, then inline ones in link order
 	Links    []Link
+	// Instances are the compound elements used, flattened into Elements
+	// and Links: an element of instance "lan" is named "lan/NAME".
+	Instances []*Instance
+}
+
+// Instance is one use of a compound element (a [compounds.NAME] table).
+type Instance struct {
+	Name     string // "lan"; nested: "lan/x"
+	Compound string // the compound's name
+	Parent   string // the instance it lies in ("" for none)
+	Pos      Pos    // where it is used
 }
 
 // Device is one [devices.NAME] table.
@@ -59,6 +71,9 @@ type Element struct {
 	Config    any // decoded, validated config (nil when the type has none)
 	In, Out   int // port counts
 	Pos       Pos
+	// Instance is the compound instance the element lies in ("" for
+	// none); Name then starts with Instance + "/".
+	Instance string
 }
 
 // Link connects output FromPort of From to input ToPort of To.

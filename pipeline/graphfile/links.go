@@ -11,19 +11,23 @@ import (
 //	chain    := endpoint ( "->" endpoint )*
 //	endpoint := [ "[" port "]" ] spec [ "[" port "]" ]
 //	spec     := name | name "::" Type [ "(" args ")" ] | Type "(" args ")" | Type
+//	port     := number | name
 //
 // The port before a spec is the input port of that element, the port after
-// it the output port; both default to 0.
+// it the output port; both default to 0. A port is named ("lan[arp]") only
+// on a compound element, whose definition names its ports (compound.go).
 
 // endpoint is one element of a chain, as written.
 type endpoint struct {
 	InPort  int // -1: not written
 	OutPort int // -1: not written
-	Name    string
-	Type    string // after "::", or "" when the spec has none
-	Decl    bool   // name :: Type
-	HasArgs bool   // "(" ... ")" was written
-	Args    []string
+	// InName, OutName: a port written by name (InPort, OutPort are then 0).
+	InName, OutName string
+	Name            string
+	Type            string // after "::", or "" when the spec has none
+	Decl            bool   // name :: Type
+	HasArgs         bool   // "(" ... ")" was written
+	Args            []string
 }
 
 // maxPort bounds port numbers so that a typo cannot ask for a huge table.
@@ -49,11 +53,11 @@ func parseLink(s string) ([]endpoint, error) {
 		p.i += 2
 	}
 	if chain[0].InPort >= 0 {
-		return nil, fmt.Errorf("input port [%d] before the first element %q: nothing links into it", chain[0].InPort, chain[0].Name)
+		return nil, fmt.Errorf("input port %s before the first element %q: nothing links into it", portText(chain[0].InPort, chain[0].InName), chain[0].Name)
 	}
 	last := chain[len(chain)-1]
 	if last.OutPort >= 0 {
-		return nil, fmt.Errorf("output port [%d] after the last element %q: it links nowhere", last.OutPort, last.Name)
+		return nil, fmt.Errorf("output port %s after the last element %q: it links nowhere", portText(last.OutPort, last.OutName), last.Name)
 	}
 	if len(chain) == 1 && !last.Decl {
 		return nil, fmt.Errorf("a link needs \"->\" (or is a declaration \"name :: Type\")")
@@ -111,15 +115,34 @@ func (p *linkParser) ident() (string, error) {
 	return p.s[start:p.i], nil
 }
 
-// port reads "[N]" if it is next; -1 if not.
-func (p *linkParser) port() (int, error) {
+// portText writes a port as it was written: "[2]" or "[arp]".
+func portText(n int, name string) string {
+	if name != "" {
+		return "[" + name + "]"
+	}
+	return "[" + strconv.Itoa(n) + "]"
+}
+
+// port reads "[N]" or "[name]" if it is next; -1 if not. A named port is
+// 0 with its name.
+func (p *linkParser) port() (int, string, error) {
 	p.space()
 	if p.eof() || p.s[p.i] != '[' {
-		return -1, nil
+		return -1, "", nil
 	}
 	p.i++
 	p.space()
 	start := p.i
+	if !p.eof() && isIdentStart(p.s[p.i]) {
+		name, _ := p.ident()
+		p.space()
+		if p.eof() || p.s[p.i] != ']' {
+			p.i = start
+			return 0, "", p.errorf("a port is written [N] with N a number ≥ 0, or [name] on a compound element")
+		}
+		p.i++
+		return 0, name, nil
+	}
 	for p.i < len(p.s) && '0' <= p.s[p.i] && p.s[p.i] <= '9' {
 		p.i++
 	}
@@ -127,20 +150,20 @@ func (p *linkParser) port() (int, error) {
 	p.space()
 	if digits == "" || p.eof() || p.s[p.i] != ']' {
 		p.i = start
-		return 0, p.errorf("a port is written [N] with N a number ≥ 0")
+		return 0, "", p.errorf("a port is written [N] with N a number ≥ 0, or [name] on a compound element")
 	}
 	p.i++
 	n, err := strconv.Atoi(digits)
 	if err != nil || n > maxPort {
-		return 0, fmt.Errorf("port [%s] too large", digits)
+		return 0, "", fmt.Errorf("port [%s] too large", digits)
 	}
-	return n, nil
+	return n, "", nil
 }
 
 func (p *linkParser) endpoint() (endpoint, error) {
 	ep := endpoint{InPort: -1, OutPort: -1}
 	var err error
-	if ep.InPort, err = p.port(); err != nil {
+	if ep.InPort, ep.InName, err = p.port(); err != nil {
 		return ep, err
 	}
 	if ep.Name, err = p.ident(); err != nil {
@@ -165,7 +188,7 @@ func (p *linkParser) endpoint() (endpoint, error) {
 			return ep, err
 		}
 	}
-	if ep.OutPort, err = p.port(); err != nil {
+	if ep.OutPort, ep.OutName, err = p.port(); err != nil {
 		return ep, err
 	}
 	return ep, nil

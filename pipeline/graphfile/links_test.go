@@ -38,7 +38,7 @@ func TestParseLink(t *testing.T) {
 		{in: "a b", err: `expected "->" at column 3`},
 		{in: "a, b", err: `expected "->" at column 2`},
 		{in: "1a -> b", err: "expected an element name or type at column 1"},
-		{in: "a[x] -> b", err: "a port is written [N] with N a number ≥ 0 at column 3"},
+		{in: "a[x y] -> b", err: "a port is written [N] with N a number ≥ 0, or [name] on a compound element at column 3"},
 		{in: "a[-1] -> b", err: "a port is written [N]"},
 		{in: "a[1 -> b", err: "a port is written [N]"},
 		{in: "a[99999999999999999999] -> b", err: "too large"},

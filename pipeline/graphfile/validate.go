@@ -15,84 +15,53 @@ type ilink struct {
 	from, to         *elemInfo
 	fromPort, toPort int
 	line             int
+	// toLine is the line of the link into to: line, or for a link
+	// through compound ports the last link's.
+	toLine int
+}
+
+// scopeOf returns the scope a link's names are resolved in.
+func (l *loader) scopeOf(ls *linkSrc) *scope {
+	if ls.sc == nil {
+		return l.top
+	}
+	return ls.sc
+}
+
+// linkErr reports a problem with a link, at its line and within the
+// compound instances it lies in.
+func (l *loader) linkErr(ls *linkSrc, suggest, format string, args ...any) {
+	e := &ConfigError{Pos: l.at(ls.line), Msg: fmt.Sprintf(format, args...), Suggest: suggest}
+	if ls.sc != nil && ls.sc.inst != nil {
+		e.Within = ls.sc.inst.within()
+	}
+	l.add(e)
 }
 
 // resolveLinks parses every link string and resolves its endpoints to
-// elements, creating inline-declared and anonymous elements.
+// elements, creating inline-declared and anonymous elements and
+// flattening compound instances, whose links join l.links as they are
+// made and are resolved in a later round.
 func (l *loader) resolveLinks() []*ilink {
-	// Pass 1: parse, and collect the inline declarations of every link, so
-	// that a link may use a name declared by a later one.
-	for _, ls := range l.links {
-		chain, err := parseLink(ls.text)
-		if err != nil {
-			l.errorf(ls.line, "", "", "link %s: %v", quoteLink(ls.text), err)
-			l.linkErrors = true
-			continue
-		}
-		ls.chain = chain
-		for i, ep := range chain {
-			if !ep.Decl {
-				continue
-			}
-			if prev, ok := l.elems[ep.Name]; ok {
-				l.add(&ConfigError{Pos: l.at(ls.line), Element: ep.Name,
-					Msg: fmt.Sprintf("declared twice: in [elements] at line %d and here", prev.Pos.Line)})
-				continue
-			}
-			if prev, ok := l.inline[ep.Name]; ok {
-				l.add(&ConfigError{Pos: l.at(ls.line), Element: ep.Name,
-					Msg: fmt.Sprintf("declared twice: first at line %d", prev.line)})
-				continue
-			}
-			l.inline[ep.Name] = &linkDecl{ep: chain[i], line: ls.line, src: ls, idx: i}
-		}
-	}
-	// Pass 2: create elements in link order; references to names wait for
-	// pass 3, since their declaration may come later.
 	var pending [][2]int // (link, endpoint) of references
-	for li, ls := range l.links {
-		if ls.chain == nil {
-			continue
+	for done := 0; done < len(l.links); {
+		// Pass 1: parse, and collect the inline declarations of every
+		// link, so that a link may use a name declared by a later one.
+		for li := done; li < len(l.links); li++ {
+			l.inlineDecls(l.links[li])
 		}
-		ls.ends = make([]*elemInfo, len(ls.chain))
-		for i, ep := range ls.chain {
-			switch {
-			case ep.Decl:
-				if d := l.inline[ep.Name]; d != nil && d.src == ls && d.idx == i {
-					ls.ends[i] = l.inlineElement(ep.Name, ep.Type, ep, ls.line, false)
-				} else {
-					// A duplicate, already reported: a placeholder keeps
-					// it from also "connecting an output twice".
-					ls.ends[i] = l.placeholder(ep.Name)
-					l.linkErrors = true
-				}
-			case l.isDeclared(ep.Name) && !ep.HasArgs:
-				pending = append(pending, [2]int{li, i})
-			case l.isDeclared(ep.Name):
-				pending = append(pending, [2]int{li, i})
-				l.errorf(ls.line, "", "", "%q is an element, not a type: arguments follow a type (to declare one, write name :: Type(args))", ep.Name)
-			default:
-				if _, ok := elements.Lookup(ep.Name); ok || ep.HasArgs {
-					ls.ends[i] = l.inlineElement("", ep.Name, ep, ls.line, true)
-					break
-				}
-				ls.ends[i] = l.placeholder(ep.Name)
-				// It may be a misspelt element: its links are missing, so
-				// connectivity checks would only repeat this error.
-				l.linkErrors = true
-				cands := append(l.elementNames(), elements.Names()...)
-				s := suggest(ep.Name, cands)
-				if s == "" {
-					s = elements.SuggestType(ep.Name)
-				}
-				l.errorf(ls.line, "", s, "unknown element or type %q", ep.Name)
-			}
+		// Pass 2: create elements in link order; references to names
+		// wait for pass 3, since their declaration may come later.
+		end := len(l.links)
+		for li := done; li < end; li++ {
+			l.resolveEnds(li, &pending)
 		}
+		done = end
 	}
 	// Pass 3: references.
 	for _, p := range pending {
 		ls := l.links[p[0]]
-		ei := l.elems[ls.chain[p[1]].Name]
+		ei := l.lookup(l.scopeOf(ls).prefix + ls.chain[p[1]].Name)
 		if ei == nil { // cannot happen: every declared name has an element by now
 			ei = l.placeholder(ls.chain[p[1]].Name)
 		}
@@ -102,14 +71,147 @@ func (l *loader) resolveLinks() []*ilink {
 	var links []*ilink
 	for _, ls := range l.links {
 		for i := 0; i+1 < len(ls.ends); i++ {
-			links = append(links, &ilink{
-				from: ls.ends[i], fromPort: max(ls.chain[i].OutPort, 0),
-				to: ls.ends[i+1], toPort: max(ls.chain[i+1].InPort, 0),
-				line: ls.line,
-			})
+			from, to := ls.chain[i], ls.chain[i+1]
+			fp, ok1 := l.portIndex(ls, ls.ends[i], max(from.OutPort, 0), from.OutName, true)
+			tp, ok2 := l.portIndex(ls, ls.ends[i+1], max(to.InPort, 0), to.InName, false)
+			if !ok1 || !ok2 {
+				l.linkErrors = true
+				continue
+			}
+			links = append(links, &ilink{from: ls.ends[i], fromPort: fp, to: ls.ends[i+1], toPort: tp, line: ls.line, toLine: ls.line})
 		}
 	}
-	return links
+	return l.splice(links)
+}
+
+// lookup returns the element or compound instance of this full name.
+func (l *loader) lookup(full string) *elemInfo {
+	if ei := l.elems[full]; ei != nil {
+		return ei
+	}
+	if inst := l.insts[full]; inst != nil {
+		return inst.outer
+	}
+	return nil
+}
+
+// inlineDecls parses ls and records its inline declarations (pass 1);
+// an inline compound instance is made at once.
+func (l *loader) inlineDecls(ls *linkSrc) {
+	sc := l.scopeOf(ls)
+	chain, err := parseLink(ls.text)
+	if err != nil {
+		l.linkErr(ls, "", "link %s: %v", quoteLink(ls.text), err)
+		l.linkErrors = true
+		return
+	}
+	ls.chain = chain
+	for i, ep := range chain {
+		if !ep.Decl {
+			continue
+		}
+		full := sc.prefix + ep.Name
+		if sc.inst != nil && (ep.Name == "input" || ep.Name == "output") {
+			l.linkErr(ls, "", "%s is the compound's own ports, not an element to declare", ep.Name)
+			continue
+		}
+		if prev := l.elems[full]; prev != nil {
+			l.linkErr(ls, "", "element %s: declared twice: in [elements] at line %d and here", quoteValue(full), prev.Pos.Line)
+			continue
+		}
+		if prev := l.insts[full]; prev != nil {
+			l.linkErr(ls, "", "element %s: declared twice: first at line %d", quoteValue(full), prev.line)
+			continue
+		}
+		if prev, ok := l.inline[full]; ok {
+			l.linkErr(ls, "", "element %s: declared twice: first at line %d", quoteValue(full), prev.line)
+			continue
+		}
+		d := &linkDecl{ep: chain[i], line: ls.line, src: ls, idx: i}
+		l.inline[full] = d
+		if c := l.compounds[ep.Type]; c != nil {
+			d.node = l.instantiate(sc, full, c, l.positional(sc, ls, full, c, ep.Args), func(string) int { return ls.line }, ls.line)
+		}
+	}
+}
+
+// positional maps a compound's inline arguments to its params, in order.
+func (l *loader) positional(sc *scope, ls *linkSrc, name string, c *compound, args []string) map[string]any {
+	m := make(map[string]any, len(args))
+	for i, a := range args {
+		if i >= len(c.params) {
+			l.useErr(sc, name, "compound "+c.name, ls.line, "", "", "too many arguments: %s takes %d (%s), got %d", c.name, len(c.params), paramList(c), len(args))
+			break
+		}
+		m[c.params[i]] = inlineArg(a)
+	}
+	return m
+}
+
+// resolveEnds creates the elements of link li's endpoints (pass 2).
+func (l *loader) resolveEnds(li int, pending *[][2]int) {
+	ls := l.links[li]
+	if ls.chain == nil {
+		return
+	}
+	sc := l.scopeOf(ls)
+	ls.ends = make([]*elemInfo, len(ls.chain))
+	for i, ep := range ls.chain {
+		full := sc.prefix + ep.Name
+		switch {
+		case sc.inst != nil && (ep.Name == "input" || ep.Name == "output"):
+			if ep.Decl {
+				ls.ends[i] = l.placeholder(full) // reported in pass 1
+				l.linkErrors = true
+				break
+			}
+			if ep.HasArgs {
+				l.linkErr(ls, "", "%s is the compound's own ports: it takes no arguments", ep.Name)
+			}
+			ls.ends[i] = sc.inst.input
+			if ep.Name == "output" {
+				ls.ends[i] = sc.inst.output
+			}
+		case ep.Decl:
+			d := l.inline[full]
+			switch {
+			case d == nil || d.src != ls || d.idx != i:
+				// A duplicate, already reported: a placeholder keeps
+				// it from also "connecting an output twice".
+				ls.ends[i] = l.placeholder(full)
+				l.linkErrors = true
+			case d.node != nil:
+				ls.ends[i] = d.node
+			default:
+				ls.ends[i] = l.inlineElement(sc, full, ep.Type, ep, ls.line, false)
+			}
+		case l.isDeclared(full) && !ep.HasArgs:
+			*pending = append(*pending, [2]int{li, i})
+		case l.isDeclared(full):
+			*pending = append(*pending, [2]int{li, i})
+			l.linkErr(ls, "", "%q is an element, not a type: arguments follow a type (to declare one, write name :: Type(args))", ep.Name)
+		case l.compounds[ep.Name] != nil:
+			c := l.compounds[ep.Name]
+			sc.anonCount[ep.Name]++
+			name := fmt.Sprintf("%s%s@%d", sc.prefix, ep.Name, sc.anonCount[ep.Name])
+			ls.ends[i] = l.instantiate(sc, name, c, l.positional(sc, ls, name, c, ep.Args), func(string) int { return ls.line }, ls.line)
+		default:
+			if _, ok := elements.Lookup(ep.Name); ok || ep.HasArgs {
+				ls.ends[i] = l.inlineElement(sc, "", ep.Name, ep, ls.line, true)
+				break
+			}
+			ls.ends[i] = l.placeholder(full)
+			// It may be a misspelt element: its links are missing, so
+			// connectivity checks would only repeat this error.
+			l.linkErrors = true
+			cands := append(l.elementNames(sc), elements.Names()...)
+			s := suggest(ep.Name, cands)
+			if s == "" {
+				s = l.suggestType(ep.Name)
+			}
+			l.linkErr(ls, s, "unknown element or type %q", ep.Name)
+		}
+	}
 }
 
 func quoteLink(s string) string {
@@ -119,27 +221,56 @@ func quoteLink(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (l *loader) isDeclared(name string) bool {
-	if _, ok := l.elems[name]; ok {
+func (l *loader) isDeclared(full string) bool {
+	if _, ok := l.elems[full]; ok {
 		return true
 	}
-	_, ok := l.inline[name]
+	if _, ok := l.insts[full]; ok {
+		return true
+	}
+	_, ok := l.inline[full]
 	return ok
 }
 
-// elementNames lists the declared element names (for suggestions): those
-// created so far in order, then the inline ones still to come, sorted.
-func (l *loader) elementNames() []string {
+// suggestType returns the element type or compound nearest to typ.
+func (l *loader) suggestType(typ string) string {
+	names := make([]string, 0, len(l.compounds))
+	for n := range l.compounds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if s := suggest(typ, names); s != "" {
+		return s
+	}
+	return elements.SuggestType(typ)
+}
+
+// elementNames lists the names declared in scope sc (for suggestions):
+// those created so far in order, then the inline ones still to come and
+// the compound instances, sorted.
+func (l *loader) elementNames(sc *scope) []string {
 	var out, later []string
 	for _, ei := range l.order {
-		if !ei.Anonymous {
-			out = append(out, ei.Name)
+		if !ei.Anonymous && ei.inst == sc.inst {
+			out = append(out, strings.TrimPrefix(ei.Name, sc.prefix))
 		}
 	}
-	for name := range l.inline {
-		if _, ok := l.elems[name]; !ok {
+	inScope := func(full string) (string, bool) {
+		rest, ok := strings.CutPrefix(full, sc.prefix)
+		return rest, ok && !strings.Contains(rest, "/")
+	}
+	for full := range l.inline {
+		if name, ok := inScope(full); ok && l.elems[full] == nil {
 			later = append(later, name)
 		}
+	}
+	for full := range l.insts {
+		if name, ok := inScope(full); ok && l.inline[full] == nil {
+			later = append(later, name)
+		}
+	}
+	if sc.inst != nil {
+		later = append(later, "input", "output")
 	}
 	sort.Strings(later)
 	return append(out, later...)
@@ -151,19 +282,20 @@ func (l *loader) placeholder(name string) *elemInfo {
 	return &elemInfo{Element: &Element{Name: name}, bad: true, used: true}
 }
 
-// inlineElement creates an element declared in a link: named (name ::
-// Type(args)) or anonymous (Type(args), bare Type).
-func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon bool) *elemInfo {
+// inlineElement creates an element declared in a link in scope sc: named
+// (full name :: Type(args)) or anonymous (Type(args), bare Type).
+func (l *loader) inlineElement(sc *scope, name, typ string, ep endpoint, line int, anon bool) *elemInfo {
 	ei := &elemInfo{
-		Element: &Element{Name: name, Anonymous: anon, Pos: l.at(line)},
+		Element: &Element{Name: name, Anonymous: anon, Pos: l.at(line), Instance: sc.instName()},
 		used:    true,
 		given:   map[string]bool{},
+		inst:    sc.inst,
 	}
 	ei.line = func(string) int { return line }
 	t, ok := elements.Lookup(typ)
 	if anon {
-		l.anonCount[typ]++
-		ei.Name = fmt.Sprintf("%s@%d", typ, l.anonCount[typ])
+		sc.anonCount[typ]++
+		ei.Name = fmt.Sprintf("%s%s@%d", sc.prefix, typ, sc.anonCount[typ])
 	}
 	if !anon {
 		l.elems[name] = ei
@@ -171,9 +303,12 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 	l.order = append(l.order, ei)
 	if !ok {
 		ei.bad = true
-		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: elements.SuggestType(typ)}
+		e := &ConfigError{Pos: l.at(line), Msg: fmt.Sprintf("unknown element type %q", typ), Suggest: l.suggestType(typ)}
 		if !anon {
 			e.Element = name
+		}
+		if sc.inst != nil {
+			e.Within = sc.inst.within()
 		}
 		l.add(e)
 		return ei
@@ -184,7 +319,7 @@ func (l *loader) inlineElement(name, typ string, ep endpoint, line int, anon boo
 		// An anonymous element that names one device says which in its
 		// name: "ToDevice(wan)@3" in tables, stats and messages.
 		if refs := deviceRefs(ei.Element); len(refs) == 1 {
-			ei.Name = fmt.Sprintf("%s(%s)@%d", typ, refs[0].dev, l.anonCount[typ])
+			ei.Name = fmt.Sprintf("%s%s(%s)@%d", sc.prefix, typ, refs[0].dev, sc.anonCount[typ])
 		}
 	}
 	return ei
@@ -204,7 +339,7 @@ func (l *loader) validate(links []*ilink) {
 		l.errorf(l.linksLine, "graph.links", "", "empty: a graph needs at least one link")
 	}
 
-	anyBad := false
+	anyBad := l.compoundErrors
 	for _, ei := range l.order {
 		anyBad = anyBad || ei.bad
 	}
@@ -272,10 +407,10 @@ func (l *loader) validate(links []*ilink) {
 		case b.bad:
 		case b.In == 0:
 			portErr[b] = true
-			l.elemErr(b, lk.line, "", "", "has no inputs: %q cannot link to it", a.Name)
+			l.elemErr(b, lk.toLine, "", "", "has no inputs: %q cannot link to it", a.Name)
 		case lk.toPort >= b.In:
 			portErr[b] = true
-			l.elemErr(b, lk.line, "", "", "input [%d] out of range: it has %s", lk.toPort, plural(b.In, "input"))
+			l.elemErr(b, lk.toLine, "", "", "input [%d] out of range: it has %s", lk.toPort, plural(b.In, "input"))
 		default:
 			inUsed[b] = true
 		}
@@ -291,7 +426,11 @@ func (l *loader) validate(links []*ilink) {
 				continue
 			}
 			if ei.declared && !ei.used {
-				l.elemErr(ei, ei.Pos.Line, "", "", "declared but not used in [graph] links")
+				where := "[graph] links"
+				if ei.inst != nil {
+					where = "the compound's links"
+				}
+				l.elemErr(ei, ei.Pos.Line, "", "", "declared but not used in %s", where)
 				continue
 			}
 			var open []string

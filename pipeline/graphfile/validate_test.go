@@ -303,7 +303,7 @@ links = ["TestLdFilter -> TestLdSink(d)"]`,
 type = "TestLdFilter"
 [graph]
 links = [` + okLink + `]`,
-			[]string{`:4: unknown table [elemnts] (tables are [forwarder], [devices], [elements], [graph]), did you mean "elements"?`}},
+			[]string{`:4: unknown table [elemnts] (tables are [forwarder], [devices], [compounds], [elements], [graph]), did you mean "elements"?`}},
 		{"stray top-level key", `workers = 2
 ` + dev + `
 [graph]
@@ -390,7 +390,7 @@ links = [
 ]`,
 			[]string{`:6: link "TestLdSource(d) -> ": expected an element name or type at end of link`,
 				`:7: link "TestLdSource(d) -> TestLdSink(d": unbalanced parentheses at column 30`,
-				`:8: link "TestLdSource(d) [x] -> TestLdSink(d)": a port is written [N] with N a number ≥ 0 at column 18`,
+				`:8: link "TestLdSource(d) [x] -> TestLdSink(d)": "TestLdSource(d)@1" has numbered ports: write [N] ([x] names a port of a compound element only)`,
 				`:9: link "TestLdSource(d) => TestLdSink(d)": expected "->" at column 17`,
 				`:10: link "[0]TestLdSource(d) -> TestLdSink(d)": input port [0] before the first element "TestLdSource"`,
 				`:11: link "TestLdSource(d) -> TestLdSink(d)[0]": output port [0] after the last element "TestLdSink"`,
