@@ -66,6 +66,9 @@ func elementCatalogue(t *testing.T) []byte {
 		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", ty.Name, strings.ToLower(ty.Name), strings.ReplaceAll(ty.Doc.Summary, "|", "\\|"))
 	}
 	for _, ty := range types {
+		if err := elements.CheckDoc(ty); err != nil {
+			t.Error(err)
+		}
 		fmt.Fprintf(&b, "\n## %s\n\n```text\n", ty.Name)
 		if err := elements.WriteDoc(&b, ty); err != nil {
 			t.Fatal(err)

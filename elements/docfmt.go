@@ -68,3 +68,42 @@ func WriteIndex(w io.Writer, types []*Type) error {
 
 // docWidth is where prose is wrapped.
 const docWidth = conf.ManualWidth
+
+// CheckDoc reports what t's manual lacks or gets wrong: a synopsis that
+// does not start with the type's name, no summary, no ports text for an
+// element with ports, no stats, an example that does not use it, and keys
+// that disagree with its config struct (conf.CheckKeys). Every registered
+// type is checked (docs/catalog_test.go).
+func CheckDoc(t *Type) error {
+	var errs []string
+	d := t.Doc
+	if !strings.HasPrefix(d.Synopsis, t.Name) {
+		errs = append(errs, fmt.Sprintf("synopsis %q does not start with the name", d.Synopsis))
+	}
+	if strings.TrimSpace(d.Summary) == "" {
+		errs = append(errs, "no summary")
+	}
+	if (t.In != 0 || t.Out != 0) && strings.TrimSpace(d.Ports) == "" {
+		errs = append(errs, "no ports")
+	}
+	if strings.TrimSpace(d.Stats) == "" {
+		errs = append(errs, "no stats")
+	}
+	if !strings.Contains(d.Example, t.Name) {
+		errs = append(errs, "the example does not use it")
+	}
+	var cfg any
+	if t.NewConfig != nil {
+		cfg = t.NewConfig()
+	}
+	errs = append(errs, conf.CheckKeys(d.Keys, cfg)...)
+	for _, k := range d.Keys {
+		if k.Required && k.Default != "" {
+			errs = append(errs, fmt.Sprintf("key %q is required and has a default", k.Name))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("element %s: %s", t.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -13,7 +13,7 @@ func fastTrackManual() elements.Doc {
 			"outputs 1..N: fast-tracked packets, rewritten, for FastTrackLearn's port 0..N-1 (connect each to the transmitter FastTrackLearn's output of the same number leads to).",
 		Keys: []elements.Key{
 			{Name: "after", Type: "int", Default: "2", Doc: "packets of a flow (both directions counted, as Conntrack counts them) that take the slow path before it is fast-tracked"},
-			{Name: "policy", Type: "string", Default: "either-direction",
+			{Name: "policy", Type: "string", Default: `"either-direction"`,
 				Doc: "either-direction: a direction is fast-tracked once the slow path has handled it (one-way flows engage); both-directions: only once a reply was seen (Linux flowtable behaviour)"},
 			{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
 			{Name: "outputs", Type: "int", Default: "2", Doc: "number of fast outputs (FastTrackLearn's ports)"},

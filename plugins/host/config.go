@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -234,8 +235,8 @@ func init() {
 				{Name: "path", Type: "string", Required: true, Doc: "the plugin executable"},
 				{Name: "element", Type: "string", Required: true, Doc: "the element's name inside the plugin"},
 				{Name: "config", Type: "table", Default: "{}", Doc: "the element's own config, validated by the plugin at load"},
-				{Name: "on_failure", Type: "string", Default: "drop", Doc: `"bypass" (send the batch on unchanged) or "drop"`},
-				{Name: "timeout", Type: "duration", Default: DefaultTimeout.String(), Doc: "longest wait for one batch before the plugin is declared hung"},
+				{Name: "on_failure", Type: "string", Default: `"drop"`, Doc: `"bypass" (send the batch on unchanged) or "drop"`},
+				{Name: "timeout", Type: "duration", Default: strconv.Quote(DefaultTimeout.String()), Doc: "longest wait for one batch before the plugin is declared hung"},
 				{Name: "sha256", Type: "string", Default: "-", Doc: "pins the executable: it must have this SHA-256, checked before every start"},
 			},
 			Stats: `drop reasons: "plugin drop" (the plugin dropped it), the plugin's own reasons, ` +
