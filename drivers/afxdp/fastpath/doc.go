@@ -172,6 +172,52 @@
 // bpf_xdp_adjust_meta fail; the frame is then redirected by XDP as for
 // other outputs.
 //
+// # The fast path in TC
+//
+// NewTCProgram loads the same rules as a TC ingress program
+// (junction_tcfp, attached with Program.AttachTCX: tcx, Linux 6.6) for
+// a device that runs no XDP program at all: one C body (fastpath() in
+// bpf/fastpath.c) compiled for both contexts, reading the same Tables.
+// A frame it forwards (route or flow, IPv4 or IPv6, every check above)
+// it rewrites as the XDP program does and sends on itself:
+// bpf_redirect_peer(output) for an output registered ViaTCPeer (into a
+// veth's peer's ingress: no backlog queue, nothing asked of the peer)
+// and bpf_redirect(output) for any other (its qdisc and driver). Every
+// other frame is counted as slow and goes on (TC_ACT_UNSPEC) to the next
+// tcx program or the stack, where the slow path takes it. What differs
+// from XDP:
+//
+//   - frame length: an skb may carry most of its bytes outside its
+//     linear part (a GSO packet of up to 64 KiB from a local TCP sender
+//     through a veth), so "the whole datagram in the frame" is checked
+//     against skb->len, and the header reads against the linear part;
+//   - MTU: bpf_check_mtu (Linux 5.12) against the output device's MTU
+//     as it is at that moment, segment by segment for a GSO packet (so
+//     a super-packet is forwarded whole, as Linux's forwarding does),
+//     instead of the MTU the neighbour or flow entry carries: a device
+//     whose MTU is lowered at run time sends longer datagrams to the
+//     slow path from the next frame on, and an output that no longer
+//     exists (its veth pair deleted with its peer's namespace) fails the
+//     check, so its frames take the slow path too;
+//   - the L4 checksum of a flow's NAT: an skb a local socket sent
+//     carries CHECKSUM_PARTIAL (the field holds the pseudo-header's sum
+//     and is completed by the device or the stack later), which the
+//     program cannot tell from a complete one; bpf_l4_csum_replace can,
+//     so the program computes the addresses' and the ports' checksum
+//     differences and leaves them to it (BPF_F_PSEUDO_HDR for the
+//     addresses; BPF_F_MARK_MANGLED_0 for UDP, whose 0 means none),
+//     after its direct writes. The IPv4 header checksum is patched
+//     directly as in XDP: it is always complete, and patching it with
+//     the TTL and addresses keeps the header's sum, so a
+//     CHECKSUM_COMPLETE skb's csum stays right;
+//   - counters: ForwardedBytes counts skb->len (a GSO packet's whole
+//     length).
+//
+// On a kernel without bpf_redirect_peer (kfeature, or refused by the
+// verifier) NewTCProgram loads junction_tcfp_nopeer, which reaches every
+// output with bpf_redirect (into a veth: through its peer's backlog
+// queue, slower but taken whatever the peer runs).
+//
 // Every other frame takes the slow path: it is counted and the program
 // returns bpf_redirect_map(xsks, rx_queue_index, XDP_PASS), so a queue
 // with a registered AF_XDP socket delivers it there and a queue without
@@ -269,7 +315,8 @@
 //
 // The sources are bpf/fastpath.c (the XDP program junction_fp, its
 // variant junction_fp_ptrlen for kernels before 5.18, the redirect
-// watcher junction_fp_err and the TC ingress program junction_fp_tc), bpf/fastpath.h (the map layouts) and
+// watcher junction_fp_err, the TC ingress program junction_fp_tc and
+// the fast path in TC, junction_tcfp), bpf/fastpath.h (the map layouts) and
 // bpf/bpf_defs.h (the few kernel UAPI numbers and macros they need,
 // written out: no kernel or libbpf headers). cilium/ebpf's bpf2go
 // compiles them with clang for little-endian hosts (-target bpfel:

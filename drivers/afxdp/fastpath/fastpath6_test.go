@@ -118,6 +118,10 @@ func newFixture6(tb testing.TB) *fixture {
 	f.neigh6(8, "2001:db8:3::9", hostMAC, outMAC8, 1400, time.Hour)
 	f.neigh6(7, "2001:db8:9::3", gwMAC, outMAC7, 1500, -time.Second)
 	f.neigh6(loIfindex, "2001:db8:4::5", hostMAC, outMAC8, 1500, time.Hour)
+	if f.p.TC {
+		// The TC program checks the output device's MTU itself.
+		f.ns.MustRun("ip", "link", "set", "o8", "mtu", "1400")
+	}
 	return f
 }
 

@@ -35,6 +35,8 @@ const (
 	fastpathProgJunctionFpPtrlen       = "junction_fp_ptrlen"
 	fastpathProgJunctionFpPtrlenNometa = "junction_fp_ptrlen_nometa"
 	fastpathProgJunctionFpTc           = "junction_fp_tc"
+	fastpathProgJunctionTcfp           = "junction_tcfp"
+	fastpathProgJunctionTcfpNopeer     = "junction_tcfp_nopeer"
 	fastpathVarDevmapId                = "devmap_id"
 	fastpathVarMacHi                   = "mac_hi"
 	fastpathVarMacLo                   = "mac_lo"
@@ -88,6 +90,8 @@ type fastpathProgramSpecs struct {
 	JunctionFpPtrlen       *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen"`
 	JunctionFpPtrlenNometa *ebpf.ProgramSpec `ebpf:"junction_fp_ptrlen_nometa"`
 	JunctionFpTc           *ebpf.ProgramSpec `ebpf:"junction_fp_tc"`
+	JunctionTcfp           *ebpf.ProgramSpec `ebpf:"junction_tcfp"`
+	JunctionTcfpNopeer     *ebpf.ProgramSpec `ebpf:"junction_tcfp_nopeer"`
 }
 
 // fastpathMapSpecs contains maps before they are loaded into the kernel.
@@ -190,6 +194,8 @@ type fastpathPrograms struct {
 	JunctionFpPtrlen       *ebpf.Program `ebpf:"junction_fp_ptrlen"`
 	JunctionFpPtrlenNometa *ebpf.Program `ebpf:"junction_fp_ptrlen_nometa"`
 	JunctionFpTc           *ebpf.Program `ebpf:"junction_fp_tc"`
+	JunctionTcfp           *ebpf.Program `ebpf:"junction_tcfp"`
+	JunctionTcfpNopeer     *ebpf.Program `ebpf:"junction_tcfp_nopeer"`
 }
 
 func (p *fastpathPrograms) Close() error {
@@ -200,6 +206,8 @@ func (p *fastpathPrograms) Close() error {
 		p.JunctionFpPtrlen,
 		p.JunctionFpPtrlenNometa,
 		p.JunctionFpTc,
+		p.JunctionTcfp,
+		p.JunctionTcfpNopeer,
 	)
 }
 

@@ -3,6 +3,7 @@ package fastpath
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"math/rand"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/internal/netns"
 )
@@ -84,7 +87,14 @@ type fixture struct {
 	tb testing.TB
 	t  *Tables
 	p  *Program
+	// ns holds the output devices (addEgress); the TC program runs in
+	// it, where bpf_check_mtu finds them.
+	ns *netns.NS
 }
+
+// tcFixture makes newFixture load the TC program (NewTCProgram) instead
+// of the XDP one: TestTC sets it to run the XDP program's tests on it.
+var tcFixture bool
 
 // newFixture: 10.2.0.0/16 via 10.9.0.1 on ifindex 7 (neighbour known),
 // 10.2.3.0/24 local, 10.3.0.0/24 connected on ifindex 8 (neighbour
@@ -101,13 +111,18 @@ func newFixtureFlows(tb testing.TB, maxFlows int) *fixture {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { tables.Close() })
-	p, err := NewProgram(tables, 4, ourMAC)
+	var p *Program
+	if tcFixture {
+		p, err = NewTCProgram(tables, ourMAC)
+	} else {
+		p, err = NewProgram(tables, 4, ourMAC)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { p.Close() })
 	f := &fixture{tb: tb, t: tables, p: p}
-	addEgress(tb, tables, fixtureOutputs...)
+	f.ns = addEgress(tb, tables, fixtureOutputs...)
 	f.route("10.2.0.0/16", Route{Ifindex: 7, Gateway: netip.MustParseAddr("10.9.0.1")})
 	f.route("10.2.3.0/24", Route{Local: true})
 	f.route("10.3.0.0/24", Route{Ifindex: 8})
@@ -130,15 +145,15 @@ var fixtureOutputs = []int{loIfindex, 7, 8, 9}
 // addEgress enters ifindexes into t's device map, enabled. The device
 // map holds real devices (the kernel resolves the ifindex at update
 // time), so the update runs in a namespace that has veth links with
-// exactly those ifindexes (lo is 1 everywhere).
-func addEgress(tb testing.TB, t *Tables, ifindexes ...int) {
+// exactly those ifindexes (lo is 1 everywhere), which it returns. Their
+// MTU is 1500 (bpf_check_mtu, the TC program's check, reads it).
+func addEgress(tb testing.TB, t *Tables, ifindexes ...int) *netns.NS {
 	tb.Helper()
 	ns := netns.New(tb).NS("fpout")
 	for _, i := range ifindexes {
 		if i != loIfindex {
 			// veth, not dummy: the kernel may lack the dummy module.
-			ns.MustRun("ip", "link", "add", fmt.Sprintf("o%d", i), "index", fmt.Sprint(i), "type", "veth",
-				"peer", "name", fmt.Sprintf("p%d", i), "index", fmt.Sprint(1000+i))
+			ns.MustRun("ip", "link", "add", fmt.Sprintf("o%d", i), "index", fmt.Sprint(i), "type", "veth", "peer", "name", fmt.Sprintf("p%d", i), "index", fmt.Sprint(1000+i))
 		}
 	}
 	if err := ns.Do(func() error {
@@ -151,7 +166,9 @@ func addEgress(tb testing.TB, t *Tables, ifindexes ...int) {
 	}); err != nil {
 		tb.Fatal(err)
 	}
+	return ns
 }
+
 
 func (f *fixture) route(p string, r Route) {
 	f.tb.Helper()
@@ -182,16 +199,33 @@ func (f *fixture) counters() Counters {
 func (f *fixture) run(in []byte) (fwd bool, out []byte) {
 	f.tb.Helper()
 	before := f.counters()
-	ret, out, err := f.p.prog.Test(append([]byte(nil), in...))
+	var ret uint32
+	var err error
+	if f.p.TC {
+		ret, out, err = f.runTC(in)
+		if errors.Is(err, unix.EINVAL) {
+			// A frame BPF_PROG_TEST_RUN will not make an skb of
+			// (shorter than the Ethernet header, or than the
+			// header its EtherType names): the kernel's receive
+			// path gives TC none either.
+			return false, in
+		}
+	} else {
+		ret, out, err = f.p.prog.Test(append([]byte(nil), in...))
+	}
 	if err != nil {
 		f.tb.Fatal(err)
 	}
 	after := f.counters()
+	fwdRet, slowRet := uint32(xdpRedirect), uint32(xdpPass)
+	if f.p.TC {
+		fwdRet, slowRet = tcActRedirect, tcActUnspec
+	}
 	df, ds, db := after.Forwarded-before.Forwarded, after.Slow-before.Slow, after.ForwardedBytes-before.ForwardedBytes
 	switch {
-	case ret == xdpRedirect && df == 1 && ds == 0 && db == uint64(len(in)):
+	case ret == fwdRet && df == 1 && ds == 0 && db == uint64(len(in)):
 		fwd = true
-	case ret == xdpPass && df == 0 && ds == 1 && db == 0:
+	case ret == slowRet && df == 0 && ds == 1 && db == 0:
 		if !bytes.Equal(in, out) {
 			f.tb.Fatalf("slow frame was modified:\n in %x\nout %x", in, out)
 		}
@@ -657,7 +691,7 @@ func TestVariants(t *testing.T) {
 				kfeature.Require(t, kfeature.XDPGetBuffLen)
 			}
 			f := newFixture(t)
-			prog, err := load(program(f.t, f.p, ourMAC, v))
+			prog, err := load(program(f.t, f.p, ourMAC, v.name(), ProgramName))
 			if err != nil {
 				t.Fatalf("loading the variant: %v", err)
 			}
@@ -702,7 +736,7 @@ func TestProbeAgreesWithLoad(t *testing.T) {
 		v variant
 	}{{kfeature.XDPAdjustMeta, variant{buffLen: false, meta: true}}, {kfeature.XDPGetBuffLen, variant{buffLen: true, meta: false}}} {
 		s, perr := kfeature.StatusOf(c.f)
-		prog, err := load(program(f.t, f.p, ourMAC, c.v))
+		prog, err := load(program(f.t, f.p, ourMAC, c.v.name(), ProgramName))
 		if err == nil {
 			prog.Close()
 		}

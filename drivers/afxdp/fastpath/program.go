@@ -37,8 +37,11 @@ type Program struct {
 	// without it every output is reached by XDP redirects.
 	HandOff bool
 	// Variant is the name of the variant loaded (bpf/fastpath.c), for
-	// the log: junction_fp, junction_fp_nometa, ...
-	Variant  string
+	// the log: junction_fp, junction_fp_nometa, junction_tcfp, ...
+	Variant string
+	// TC: the fast path as a TC ingress program (NewTCProgram); Peer:
+	// its variant with bpf_redirect_peer.
+	TC, Peer bool
 	prog     *ebpf.Program
 	xsks     *ebpf.Map
 	queues   *ebpf.Map
@@ -82,7 +85,7 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 	// variant's load failure moves on to the next.
 	var errs []error
 	for _, v := range variants() {
-		if p.prog, err = load(program(t, p, mac, v)); err == nil {
+		if p.prog, err = load(program(t, p, mac, v.name(), ProgramName)); err == nil {
 			p.HandOff, p.Variant = v.meta, v.name()
 			break
 		}
@@ -196,16 +199,14 @@ func variants() []variant {
 	return vs
 }
 
-// program prepares variant v of the XDP program (bpf/fastpath.c) for
-// load under the kernel name ProgramName, with mac compiled in (as the
-// constants a 32-bit and a 16-bit load of its bytes read, in host order)
-// and with t's maps and p's XSKMAP and counters.
-func program(t *Tables, p *Program, mac [6]byte, v variant) objectSpec {
+// program prepares the program name of the object (a variant of the XDP
+// program or of the TC one, bpf/fastpath.c) for load under the kernel
+// name kernelName, with mac compiled in (as the constants a 32-bit and a
+// 16-bit load of its bytes read, in host order) and with t's maps and
+// p's counters and XSKMAP (the XDP program's only).
+func program(t *Tables, p *Program, mac [6]byte, name, kernelName string) objectSpec {
 	ne := binary.NativeEndian
-	return newObjectSpec(v.name(), ProgramName, map[string]any{
-		"mac_lo": ne.Uint32(mac[0:4]),
-		"mac_hi": ne.Uint16(mac[4:6]),
-	}, map[string]*ebpf.Map{
+	maps := map[string]*ebpf.Map{
 		"fp_routes":     t.routes,
 		"fp_neighbors":  t.neighbors,
 		"fp_flows":      t.flows,
@@ -217,6 +218,12 @@ func program(t *Tables, p *Program, mac [6]byte, v variant) objectSpec {
 		"fp_neighbors6": t.neighbors6,
 		"fp_flows6":     t.flows6,
 		"fp_counters":   p.counters,
-		"xsks_map":      p.xsks,
-	})
+	}
+	if !p.TC {
+		maps["xsks_map"] = p.xsks
+	}
+	return newObjectSpec(name, kernelName, map[string]any{
+		"mac_lo": ne.Uint32(mac[0:4]),
+		"mac_hi": ne.Uint16(mac[4:6]),
+	}, maps)
 }

@@ -55,8 +55,9 @@ struct xdp_md {
 	__u32 egress_ifindex;
 };
 
-/* struct __sk_buff: a TC program's context, up to data_meta (only data,
- * data_end and data_meta are read; the others keep the offsets). */
+/* struct __sk_buff: a TC program's context, up to gso_size (len,
+ * ingress_ifindex, data, data_end and data_meta are read; the others
+ * keep the offsets). */
 struct __sk_buff {
 	__u32 len, pkt_type, mark, queue_mapping, protocol, vlan_present, vlan_tci, vlan_proto;
 	__u32 priority, ingress_ifindex, ifindex, tc_index, cb[5], hash, tc_classid;
@@ -64,12 +65,25 @@ struct __sk_buff {
 	__u32 data_end; /* 80 */
 	__u32 napi_id, family, remote_ip4, local_ip4, remote_ip6[4], local_ip6[4], remote_port, local_port;
 	__u32 data_meta; /* 140 */
+	__u64 flow_keys, tstamp;
+	__u32 wire_len, gso_segs;
+	__u64 sk;
+	__u32 gso_size; /* 176 */
 };
 
 /* TC (tcx) verdicts: go on with the next program or the stack, and
  * redirect. */
 #define TC_ACT_UNSPEC (-1)
 #define TC_ACT_REDIRECT 7
+
+/* bpf_l4_csum_replace flags: the changed words are in the pseudo-header
+ * (addresses); a UDP checksum of 0 (none) stays 0, a computed 0 becomes
+ * 0xffff. Size 0 (the low bits): "to" is a checksum difference. */
+#define BPF_F_PSEUDO_HDR (1ULL << 4)
+#define BPF_F_MARK_MANGLED_0 (1ULL << 5)
+
+/* bpf_check_mtu flags: check each segment of a GSO packet. */
+#define BPF_MTU_CHK_SEGS 1
 
 /* struct bpf_raw_tracepoint_args: a raw tracepoint's context, the
  * tracepoint's TP_PROTO arguments as u64s. */
@@ -84,8 +98,11 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static long (*bpf_redirect)(__u32 ifindex, __u64 flags) = (void *)23;
 static long (*bpf_xdp_adjust_meta)(struct xdp_md *ctx, int delta) = (void *)54;
 static long (*bpf_redirect_map)(void *map, __u64 key, __u64 flags) = (void *)51;
+static long (*bpf_l4_csum_replace)(struct __sk_buff *skb, __u32 offset, __u64 from, __u64 to, __u64 flags) = (void *)11;
 /* Linux 5.10. */
 static long (*bpf_redirect_peer)(__u32 ifindex, __u64 flags) = (void *)155;
+/* Linux 5.12. */
+static long (*bpf_check_mtu)(void *ctx, __u32 ifindex, __u32 *mtu_len, __s32 len_diff, __u64 flags) = (void *)163;
 /* Linux 5.18. */
 static __u64 (*bpf_xdp_get_buff_len)(struct xdp_md *ctx) = (void *)188;
 

@@ -4,8 +4,10 @@
  * IPv4 frames (routes, neighbours, offloaded flows) and hands every other
  * frame to the device's AF_XDP sockets, the raw-tracepoint program
  * that notices outputs refusing redirected frames, and the TC ingress
- * program that sends on the frames forwarded through TC. The rules are
- * documented in doc.go; the map layouts in fastpath.h.
+ * program that sends on the frames forwarded through TC; and the same
+ * fast path as a TC ingress program (junction_tcfp), for devices that
+ * run no XDP program. The rules are documented in doc.go; the map
+ * layouts in fastpath.h.
  *
  * Built by bpf2go (go generate ./drivers/afxdp/fastpath) into
  * fastpath_bpfel.o, which is committed: go build needs no C compiler.
@@ -177,6 +179,83 @@ static __always_inline __u16 csum_patch(__u16 hc, __u16 delta)
 	return (__u16)~s;
 }
 
+/*
+ * One body, two program types: ctx is the XDP program's struct xdp_md
+ * (tc 0) or the TC program's struct __sk_buff (tc 1), and every
+ * difference between the two is one of the few functions below, whose
+ * tc argument is a constant the compiler folds away.
+ */
+
+/* The ingress interface. */
+static __always_inline __u32 ctx_ingress(void *ctx, const int tc)
+{
+	if (tc)
+		return ((struct __sk_buff *)ctx)->ingress_ifindex;
+	return ((struct xdp_md *)ctx)->ingress_ifindex;
+}
+
+/* The frame holds len bytes. An XDP frame is all between data and
+ * data_end; an skb may hold most of its bytes outside the linear part
+ * (a GSO packet: up to 64 KiB in page fragments), so its length is
+ * skb->len, the Ethernet header included at TC ingress. Fixed-offset
+ * header reads are bounded against data_end in both. */
+static __always_inline int frame_holds(void *ctx, const int tc, void *data, void *data_end, __u32 len)
+{
+	if (tc)
+		return len <= ((struct __sk_buff *)ctx)->len;
+	return data + len <= data_end;
+}
+
+/* The datagram fits the output's MTU. TC: the kernel's check against
+ * out's MTU as it is now, segment by segment for a GSO packet (a whole
+ * GSO packet exceeds any MTU; its segments are what the output sends). */
+static __always_inline int tc_fits(void *ctx, __u32 out)
+{
+	__u32 l = 0;
+
+	return bpf_check_mtu(ctx, out, &l, 0, BPF_MTU_CHK_SEGS) == 0;
+}
+
+/* The L4 checksum change a TC flow hit leaves for after its writes
+ * (bpf_l4_csum_replace): off, the checksum's offset; pseudo, the
+ * addresses' difference (a pseudo-header change); diff, the ports' or
+ * the ICMP identifier's; flags, BPF_F_MARK_MANGLED_0 for UDP. An skb
+ * sent by a local socket (CHECKSUM_PARTIAL: the field holds the
+ * pseudo-header's sum, the device or the stack completes it) needs the
+ * first only, any other both: the kernel helper knows which it is, the
+ * program does not. off 0: none. */
+struct l4fix {
+	__u32 off;
+	__u32 pseudo;
+	__u32 diff;
+	__u32 flags;
+};
+
+/* Σ(~m + m') over the 32-bit words m1 -> n1 and m2 -> n2, folded to 32
+ * bits (a checksum difference: 2^16 = 1 modulo 0xffff), or 0 if no
+ * word changes. */
+static __always_inline __u32 diff32(__u32 m1, __u32 n1, __u32 m2, __u32 n2)
+{
+	__u64 s = 0;
+
+	if (m1 != n1)
+		s += (__u64)(__u32)~m1 + n1;
+	if (m2 != n2)
+		s += (__u64)(__u32)~m2 + n2;
+	s = (s & 0xffffffff) + (s >> 32);
+	return (__u32)((s & 0xffffffff) + (s >> 32));
+}
+
+/* The L4 checksum change of a flow hit rewriting addresses and ports
+ * (TCP, UDP; ICMP's identifier with no pseudo-header), for TC. */
+static __always_inline void set_fix(struct l4fix *fix, __u32 off, const struct flow_key *k, const struct flow *f, __u32 flags)
+{
+	fix->off = off;
+	fix->pseudo = diff32(k->src, f->src, k->dst, f->dst);
+	fix->diff = diff32(k->ports, f->ports, 0, 0);
+	fix->flags = flags;
+}
+
 /* fp_egress[ifindex] exists and is enabled (egress.go). */
 /* Whether the program may forward to ifindex, and *via how. */
 static __always_inline int egress_enabled(__u32 ifindex, __u32 *via)
@@ -202,8 +281,10 @@ static __always_inline struct flow *flow_lookup(struct flow_key *key, const stru
 /* A hit may be applied: TTL > the entry's decrement, the datagram
  * within the output's MTU (longer ones: the slow path's CheckMTU sends
  * fragmentation needed), output enabled. */
-static __always_inline int flow_usable(const struct flow *f, void *data, __u32 tot, __u32 *via)
+static __always_inline int flow_usable(void *ctx, const int tc, const struct flow *f, void *data, __u32 tot, __u32 *via)
 {
+	if (tc)
+		return ld8(data + OFF_TTL) > f->ttl_dec && egress_enabled(f->ifindex, via) && tc_fits(ctx, f->ifindex);
 	return ld8(data + OFF_TTL) > f->ttl_dec && (f->mtu == 0 || tot <= f->mtu) && egress_enabled(f->ifindex, via);
 }
 
@@ -216,8 +297,10 @@ static __always_inline int flow_usable(const struct flow *f, void *data, __u32 t
  * output left in *out (FLOW_HIT). Every check precedes the first write.
  * Each protocol has its own lookup, so that the verifier knows on each
  * path which L4 bytes the frame holds. *via: how to reach the output.
+ * TC: the L4 checksum is not written but left in *fix.
  */
-static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_end, __u32 *out, __u32 *via)
+static __always_inline int flow_path(void *ctx, const int tc, void *data, void *data_end, __u32 *out, __u32 *via,
+				     struct l4fix *fix)
 {
 	const __u32 min_l4 = 20 + 8; /* UDP header; ICMP echo header; TCP ports */
 	const __u32 tcp_min = 20 + 20;
@@ -239,12 +322,12 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 	tot = fp_ntohs(ld16(data + OFF_TOT_LEN));
 	if (tot < min_l4)
 		return FLOW_MISS;
-	if (data + ETH_LEN + tot > data_end)
+	if (!frame_holds(ctx, tc, data, data_end, ETH_LEN + tot))
 		return FLOW_MISS;
 	if (data + ETH_LEN + min_l4 > data_end)
 		return FLOW_MISS;
 
-	key.ifindex = ctx->ingress_ifindex;
+	key.ifindex = ctx_ingress(ctx, tc);
 	key.src = ld32(data + OFF_SRC);
 	key.dst = ld32(data + OFF_DST);
 
@@ -262,10 +345,13 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data, tot, via))
+		if (!flow_usable(ctx, tc, f, data, tot, via))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
-		st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
+		if (tc)
+			set_fix(fix, OFF_L4 + 16, &key, f, 0);
+		else
+			st16(data + OFF_L4 + 16, csum_patch(ld16(data + OFF_L4 + 16), f->l4_delta));
 		break;
 
 	case PROTO_UDP: {
@@ -276,9 +362,13 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		f = flow_lookup(&key, fg);
 		if (!f)
 			return FLOW_MISS;
-		if (!flow_usable(f, data, tot, via))
+		if (!flow_usable(ctx, tc, f, data, tot, via))
 			return FLOW_SLOW;
 		st32(data + OFF_L4, f->ports);
+		if (tc) {
+			set_fix(fix, OFF_L4 + 6, &key, f, BPF_F_MARK_MANGLED_0);
+			break;
+		}
 		/* No checksum (0) stays so; a computed 0 is sent as 0xffff. */
 		c = ld16(data + OFF_L4 + 6);
 		if (c != 0) {
@@ -304,10 +394,16 @@ static __always_inline int flow_path(struct xdp_md *ctx, void *data, void *data_
 		/* The echo type of this direction only. */
 		if (ld8(data + OFF_L4) != f->icmp_type)
 			return FLOW_SLOW;
-		if (!flow_usable(f, data, tot, via))
+		if (!flow_usable(ctx, tc, f, data, tot, via))
 			return FLOW_SLOW;
 		st16(data + OFF_L4 + 4, f->sport);
-		st16(data + OFF_L4 + 2, csum_patch(ld16(data + OFF_L4 + 2), f->l4_delta));
+		if (tc) {
+			/* No pseudo-header: the identifier's difference only. */
+			fix->off = OFF_L4 + 2;
+			fix->diff = diff32(id, f->sport, 0, 0);
+		} else {
+			st16(data + OFF_L4 + 2, csum_patch(ld16(data + OFF_L4 + 2), f->l4_delta));
+		}
 		break;
 	}
 
@@ -363,7 +459,7 @@ static __always_inline int addr6_special(const void *a)
  * frame was rewritten for forwarding (a flow hit or a route), 0 for the
  * slow path, the frame unchanged. Every check precedes the first write.
  */
-static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_end, __u32 *out, __u32 *via)
+static __always_inline int fastpath6(void *ctx, const int tc, void *data, void *data_end, __u32 *out, __u32 *via)
 {
 	__u32 zero = 0, plen, tot, next;
 	__u8 hop;
@@ -378,7 +474,7 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 	 * length of 0 (a jumbogram, or nothing) is no TCP or UDP. */
 	plen = fp_ntohs(ld16(data + OFF6_PLEN));
 	tot = 40 + plen;
-	if (data + ETH_LEN + tot > data_end)
+	if (!frame_holds(ctx, tc, data, data_end, ETH_LEN + tot))
 		return 0;
 	/* 5. TCP or UDP right after the fixed header: extension headers
 	 * (fragments included), ICMPv6 (neighbour discovery included) and
@@ -411,7 +507,7 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 			struct flow6_key key;
 			struct flow6 *f;
 
-			key.ifindex = ctx->ingress_ifindex;
+			key.ifindex = ctx_ingress(ctx, tc);
 			key.src[0] = ld32(data + OFF6_SRC);
 			key.src[1] = ld32(data + OFF6_SRC + 4);
 			key.src[2] = ld32(data + OFF6_SRC + 8);
@@ -427,7 +523,9 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 				/* A hit: hop limit above the decrement, the
 				 * datagram within the output's MTU, the output
 				 * enabled; otherwise the slow path. */
-				if (hop <= f->hop_dec || tot > f->mtu || !egress_enabled(f->ifindex, via))
+				if (hop <= f->hop_dec || (!tc && tot > f->mtu) || !egress_enabled(f->ifindex, via))
+					return 0;
+				if (tc && !tc_fits(ctx, f->ifindex))
 					return 0;
 				st8(data + OFF6_HOP, hop - f->hop_dec);
 				set_macs(data, f->eth);
@@ -459,7 +557,7 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 		if (!r || (r->flags & ROUTE_F_LOCAL))
 			return 0;
 		/* 10. Not out the way it came in. */
-		if (r->ifindex == ctx->ingress_ifindex)
+		if (r->ifindex == ctx_ingress(ctx, tc))
 			return 0;
 		/* 9. Neighbour of the next hop (gateway, or the destination),
 		 * not expired; the datagram within its output's MTU. */
@@ -480,10 +578,12 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 			return 0;
 		if (bpf_ktime_get_ns() >= n->expires)
 			return 0;
-		if (tot > n->mtu)
+		if (!tc && tot > n->mtu)
 			return 0;
 		/* 11. An output the kernel has not refused. */
 		if (!egress_enabled(nk.ifindex, via))
+			return 0;
+		if (tc && !tc_fits(ctx, nk.ifindex))
 			return 0;
 
 		/* Forward: the hop limit (no header checksum in IPv6), MACs. */
@@ -495,19 +595,30 @@ static __always_inline int fastpath6(struct xdp_md *ctx, void *data, void *data_
 }
 
 /*
- * The XDP program. have_buff_len: the frame length comes from
- * bpf_xdp_get_buff_len (Linux 5.18); without it, from data_end - data,
- * which the verifier allows only with CAP_PERFMON (or CAP_SYS_ADMIN).
- * have_meta: outputs reached through TC get the frame with its output in
- * the metadata (bpf_xdp_adjust_meta); without it (a kernel whose
- * verifier refuses that helper in XDP programs) the program never calls
- * it and every output is reached through fp_devmap.
+ * The fast path. tc 0: the XDP program (ctx a struct xdp_md); tc 1: the
+ * TC ingress program (ctx a struct __sk_buff), which sends forwarded
+ * frames on itself and leaves every other one to the stack.
+ *
+ * XDP: have_buff_len: the frame length comes from bpf_xdp_get_buff_len
+ * (Linux 5.18); without it, from data_end - data, which the verifier
+ * allows only with CAP_PERFMON (or CAP_SYS_ADMIN). have_meta: outputs
+ * reached through TC get the frame with its output in the metadata
+ * (bpf_xdp_adjust_meta); without it (a kernel whose verifier refuses
+ * that helper in XDP programs) the program never calls it and every
+ * output is reached through fp_devmap.
+ *
+ * TC: peer: an output reached as VIA_TC_PEER gets the frame with
+ * bpf_redirect_peer (Linux 5.10); without it, and for every other
+ * output, with bpf_redirect.
  */
-static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len, const int have_meta)
+static __always_inline int fastpath(void *ctx, const int tc, const int have_buff_len, const int have_meta, const int peer)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
+	struct xdp_md *xctx = ctx;
+	struct __sk_buff *skb = ctx;
+	void *data = tc ? (void *)(long)skb->data : (void *)(long)xctx->data;
+	void *data_end = tc ? (void *)(long)skb->data_end : (void *)(long)xctx->data_end;
 	__u32 zero = 0, out, tot, s0, d0, via = VIA_XDP;
+	struct l4fix fix = {};
 	struct counters *c;
 	__u64 sum, len;
 
@@ -526,7 +637,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 
 	/* The flows: a hit is rewritten and redirected, a miss continues
 	 * with the routes. */
-	switch (flow_path(ctx, data, data_end, &out, &via)) {
+	switch (flow_path(ctx, tc, data, data_end, &out, &via, &fix)) {
 	case FLOW_HIT:
 		goto forward;
 	case FLOW_SLOW:
@@ -537,7 +648,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 	tot = fp_ntohs(ld16(data + OFF_TOT_LEN));
 	if (tot < 20)
 		goto slow;
-	if (data + ETH_LEN + tot > data_end)
+	if (!frame_holds(ctx, tc, data, data_end, ETH_LEN + tot))
 		goto slow;
 	/* 4b. A fragment whose offset plus payload reaches beyond 65,535
 	 * bytes (it could only reassemble into an oversized datagram, the
@@ -584,7 +695,7 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 			goto slow;
 		/* 10 (checked early, it is cheap). Out the way it came in:
 		 * the slow path decides (redirects, ICMP). */
-		if (r->ifindex == ctx->ingress_ifindex)
+		if (r->ifindex == ctx_ingress(ctx, tc))
 			goto slow;
 		/* 9. Neighbour of the next hop (gateway, or the destination),
 		 * not expired; 9b below. */
@@ -597,10 +708,12 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 			goto slow;
 		/* 9b. The datagram within the output's MTU: longer ones take
 		 * the slow path, whose CheckMTU sends fragmentation needed. */
-		if (n->mtu != 0 && tot > n->mtu)
+		if (!tc && n->mtu != 0 && tot > n->mtu)
 			goto slow;
 		/* 11. An output the kernel has not refused (egress.go). */
 		if (!egress_enabled(nk.ifindex, &via))
+			goto slow;
+		if (tc && !tc_fits(ctx, nk.ifindex))
 			goto slow;
 
 		/* Forward. TTL - 1 and the checksum patched to match: the
@@ -614,7 +727,9 @@ static __always_inline int fastpath(struct xdp_md *ctx, const int have_buff_len,
 
 forward:
 	/* Whole frames, Ethernet header included. */
-	if (have_buff_len)
+	if (tc)
+		len = skb->len;
+	else if (have_buff_len)
 		len = bpf_xdp_get_buff_len(ctx);
 	else
 		len = (__u64)((long)data_end - (long)data);
@@ -624,16 +739,31 @@ forward:
 		c->forwarded++;
 		c->forwarded_bytes += len;
 	}
+	if (tc) {
+		/* A flow hit's L4 checksum, after every direct write (the
+		 * helper may move the packet, ending their pointers). */
+		if (fix.off) {
+			if (fix.pseudo)
+				bpf_l4_csum_replace(skb, fix.off, 0, fix.pseudo, BPF_F_PSEUDO_HDR | fix.flags);
+			if (fix.diff)
+				bpf_l4_csum_replace(skb, fix.off, 0, fix.diff, fix.flags);
+		}
+		/* Into a veth's peer: its ingress at once, no backlog queue;
+		 * out of any other device (its qdisc and driver). */
+		if (peer && via == VIA_TC_PEER)
+			return bpf_redirect_peer(out, 0);
+		return bpf_redirect(out, 0);
+	}
 	/* An output reached through TC: the frame goes up to the input's
 	 * TC ingress program (junction_fp_tc) with the output in its
 	 * metadata. On a veth this skips what an XDP redirect into it
 	 * costs (its peer's NAPI and 256-frame ring, and its refusal while
 	 * the peer runs neither XDP nor GRO). A driver without metadata
 	 * support: through fp_devmap as below. */
-	if (have_meta && via != VIA_XDP && bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct fp_meta)) == 0) {
-		struct fp_meta *m = (void *)(long)ctx->data_meta;
+	if (have_meta && via != VIA_XDP && bpf_xdp_adjust_meta(xctx, -(int)sizeof(struct fp_meta)) == 0) {
+		struct fp_meta *m = (void *)(long)xctx->data_meta;
 
-		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
+		if ((void *)(m + 1) <= (void *)(long)xctx->data) {
 			m->magic = FP_META_MAGIC;
 			m->ifindex = out;
 			m->via = via;
@@ -649,29 +779,34 @@ forward:
 not_ipv4:
 	/* IPv6 is decided here, after IPv4's test and out of its way: IPv4
 	 * frames run the instructions they ran before IPv6 existed. */
-	if (ld16(data + OFF_TYPE) == fp_htons(0x86dd) && fastpath6(ctx, data, data_end, &out, &via))
+	if (ld16(data + OFF_TYPE) == fp_htons(0x86dd) && fastpath6(ctx, tc, data, data_end, &out, &via))
 		goto forward;
 slow:
-	/* Count, then what the AF_XDP default program does, with XDP_PASS
-	 * as the fallback so that a queue without a socket hands its
-	 * frames to the kernel instead of dropping them. */
 	c = bpf_map_lookup_elem(&fp_counters, &zero);
 	if (c)
 		c->slow++;
-	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+	/* TC: on to the next program or the stack, where the slow path's
+	 * packet sockets (bound to the IPv4, IPv6 and ARP types, which the
+	 * kernel serves after TC) take it. */
+	if (tc)
+		return TC_ACT_UNSPEC;
+	/* Count, then what the AF_XDP default program does, with XDP_PASS
+	 * as the fallback so that a queue without a socket hands its
+	 * frames to the kernel instead of dropping them. */
+	return bpf_redirect_map(&xsks_map, xctx->rx_queue_index, XDP_PASS);
 }
 
 SEC("xdp")
 int junction_fp(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 1, 1);
+	return fastpath(ctx, 0, 1, 1, 0);
 }
 
 /* For kernels before 5.18; loaded under the same name (ProgramName). */
 SEC("xdp")
 int junction_fp_ptrlen(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 0, 1);
+	return fastpath(ctx, 0, 0, 1, 0);
 }
 
 /* For kernels that refuse bpf_xdp_adjust_meta in XDP programs: no
@@ -679,13 +814,31 @@ int junction_fp_ptrlen(struct xdp_md *ctx)
 SEC("xdp")
 int junction_fp_nometa(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 1, 0);
+	return fastpath(ctx, 0, 1, 0, 0);
 }
 
 SEC("xdp")
 int junction_fp_ptrlen_nometa(struct xdp_md *ctx)
 {
-	return fastpath(ctx, 0, 0);
+	return fastpath(ctx, 0, 0, 0, 0);
+}
+
+/* The fast path as a TC ingress program (tcx), for a device that runs
+ * no XDP program: what the XDP program forwards, it sends on with
+ * bpf_redirect_peer (an output veth's peer) or bpf_redirect; everything
+ * else goes on to the stack. Loaded under TCProgramName. */
+SEC("tc")
+int junction_tcfp(struct __sk_buff *skb)
+{
+	return fastpath(skb, 1, 0, 0, 1);
+}
+
+/* For kernels without bpf_redirect_peer: bpf_redirect to every output
+ * (into a veth: through its peer's backlog queue). */
+SEC("tc")
+int junction_tcfp_nopeer(struct __sk_buff *skb)
+{
+	return fastpath(skb, 1, 0, 0, 0);
 }
 
 /*
