@@ -169,7 +169,6 @@ func addEgress(tb testing.TB, t *Tables, ifindexes ...int) *netns.NS {
 	return ns
 }
 
-
 func (f *fixture) route(p string, r Route) {
 	f.tb.Helper()
 	if err := f.t.SetRoute(netip.MustParsePrefix(p), r); err != nil {
