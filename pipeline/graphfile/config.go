@@ -149,7 +149,7 @@ func ParseFor(file string, data []byte, s *elements.GraphState) (*Graph, error) 
 }
 
 // The top-level tables of a graph file.
-var topTables = []string{"forwarder", "devices", "tables", "compounds", "elements", "graph"}
+var topTables = []string{"forwarder", "devices", "compounds", "elements", "graph"}
 
 var forwarderKeys = []string{"workers", "batch", "stats"}
 
@@ -199,7 +199,6 @@ type loader struct {
 	state *elements.GraphState
 
 	badDevices map[string]bool // devices whose table is broken (still "declared")
-	badTables  []string        // [tables] sections with errors (reported)
 
 	elems     map[string]*elemInfo // every named element
 	order     []*elemInfo          // g.Elements' order, with bad ones too
@@ -349,11 +348,6 @@ func (l *loader) load(data []byte) {
 	l.anonCount = map[string]int{}
 	l.inline = map[string]*linkDecl{}
 	l.badDevices = map[string]bool{}
-	// Route tables first: the elements that read them take their ports
-	// from them (tables.go).
-	if t, ok := top["tables"].(map[string]any); ok {
-		l.routeTables(t)
-	}
 	l.compounds = map[string]*compound{}
 	l.insts = map[string]*instance{}
 	l.top = &scope{anonCount: l.anonCount}
@@ -386,7 +380,6 @@ func (l *loader) load(data []byte) {
 			l.forwarder(tbl)
 		case k == "devices":
 			l.devices(tbl)
-		case k == "tables":
 		case k == "compounds":
 		case k == "elements":
 			l.declare(l.top, tbl, "elements")
@@ -395,7 +388,6 @@ func (l *loader) load(data []byte) {
 		}
 	}
 	l.validate(l.resolveLinks())
-	l.checkTablesUsed()
 }
 
 func tableList() string {
@@ -829,7 +821,7 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 			failed = true
 		}
 	}
-	if failed || !l.bindTable(ei, line) {
+	if failed {
 		ei.bad = true
 		return
 	}
