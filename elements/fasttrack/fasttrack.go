@@ -100,17 +100,7 @@ func init() {
 		NewConfig: func() any { return &LearnConfig{Outputs: 2} },
 		New:       newLearn,
 		In:        -1, Out: -1,
-		Doc: elements.Doc{
-			Synopsis: "FastTrackLearn([outputs])",
-			Summary:  "records, for each tracked packet leaving the slow path, its flow direction's rewrite and output for FastTrack",
-			Ports:    "input i: packets about to be transmitted; output i: the same packets, unchanged. FastTrack's output i+1 must lead where output i leads.",
-			Keys:     []elements.Key{{Name: "outputs", Type: "int", Default: "2", Doc: "number of ports"}},
-			Stats: "counters: \"learned\" (directions given a fast path), \"not learnable\" (the packet's headers differ from " +
-				"what the flow's NAT bindings produce, e.g. an element FastTrack cannot repeat changed them: the flow stays slow).",
-			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> [1]ftl :: FastTrackLearn(2) ; ftl[1] -> ToDevice(wan)"`,
-			SeeAlso: "FastTrack",
-			Text:    graphDoc,
-		},
+		Doc: fastTrackLearnManual,
 	})
 }
 

@@ -72,37 +72,7 @@ func init() {
 		In:        1,
 		Out:       2,
 		Optional:  []int{1},
-		Doc: elements.Doc{
-			Synopsis: "ICMPPingResponder(ADDRESS or DEVICE, ...)",
-			Summary:  "answers ICMP echo requests addressed to the router's own addresses, in place",
-			Ports: "input 0: IPv4 packets addressed to the router (L3 annotation at the IPv4 header), " +
-				"normally those a Classifier picked by destination. output 0: the echo replies, " +
-				"built in the request's buffer (addresses swapped, type 0, TTL reset, checksums " +
-				"updated incrementally), with the next-hop annotation cleared: route them (IPLookup) " +
-				"and resolve them (ARPQuerier) like any packet. output 1 (optional): packets for one " +
-				"of our addresses that are not echo requests (other ICMP, UDP, TCP), e.g. for an " +
-				"ICMPError(unreachable, port); unconnected, they are dropped and counted.",
-			Keys: []elements.Key{
-				{Name: "addresses", Type: "[]string", Variadic: true,
-					Doc: `the router's IPv4 addresses ("10.1.0.1" or "10.1.0.1/24"); an inline word that ` +
-						`is not an address is a device name, whose addresses key is used`},
-				{Name: "devices", Type: "device",
-					Doc: "devices whose addresses (their addresses key) are answered for"},
-				{Name: "ttl", Type: "int", Default: "64", Doc: "TTL of the replies"},
-				{Name: "device", Type: "device", Doc: "one more device whose addresses are answered for"},
-			},
-			Stats: `counter "replies"; drop reasons: "truncated" (no full IPv4+ICMP header, or total ` +
-				`length beyond the frame), "not for us" (destination not one of the addresses), ` +
-				`"fragment" (fragmented requests are not reassembled), "bad source" (a source no ` +
-				`host can have: 0/8, loopback, multicast, broadcast, or our own), "bad checksum" ` +
-				`(ICMP checksum), and on output 1 when it is unconnected "unconnected output 1".`,
-			Example: `"loc[0] -> ICMPPingResponder(lan, wan) -> rt"`,
-			SeeAlso: "ICMPError, ARPResponder, IPLookup",
-			Text: "The request's payload, identifier and sequence are returned unchanged, as RFC 792 " +
-				"asks; IP options are kept. The ICMP checksum is verified once (echo requests are " +
-				"rare and small) and then updated for the type change (RFC 1624), the IP checksum " +
-				"for the TTL change.",
-		},
+		Doc:       icmpPingResponderManual,
 	})
 }
 

@@ -1,7 +1,6 @@
 package standard
 
 import (
-	"strconv"
 	"sync/atomic"
 	"unicode"
 
@@ -15,14 +14,7 @@ func init() {
 		New:  newCounter,
 		In:   1,
 		Out:  1,
-		Doc: elements.Doc{
-			Synopsis: "Counter",
-			Summary:  "counts packets and bytes and passes them on",
-			Ports:    "input 0: any packets; output 0: the same batch, unchanged.",
-			Stats:    `counters "packets" and "bytes" (frame bytes, Ethernet header included).`,
-			Example:  `"FromDevice(lan) -> Counter -> Discard"`,
-			SeeAlso:  "Print",
-		},
+		Doc:  counterManual,
 	})
 	elements.Register(elements.Type{
 		Name:      "Discard",
@@ -30,26 +22,7 @@ func init() {
 		New:       newDiscard,
 		In:        1,
 		Out:       0,
-		Doc: elements.Doc{
-			Synopsis: "Discard  or  Discard(REASON)",
-			Summary:  "frees every packet it receives, counted as consumed (by design, not a drop)",
-			Ports:    "input 0: any packets; no outputs.",
-			Keys: []elements.Key{
-				{Name: "reason", Type: "string", Default: strconv.Quote(DefaultDiscardReason),
-					Doc: "the name its packets are counted under (forwarder show errors -all, the exit " +
-						"table's counters, the stats endpoint's junction_element_consumed_total{reason}): " +
-						"say why this branch ends here, e.g. Discard(firewall), Discard(not ip). " +
-						"1.." + strconv.Itoa(maxReasonLen) + " printable characters"},
-			},
-			Stats: `consumption reason REASON ("discarded" by default): every packet. What a Discard ` +
-				`takes is consumed, not dropped: the graph ends that branch on purpose, so it is left ` +
-				`out of the drops (forwarder show errors, the exit table's drops column and total, ` +
-				`junction_drops_total) and counted in the consumed column and total ` +
-				`(junction_consumed_total). To count a branch's packets as losses, end it in an ` +
-				`element that drops them for a reason instead.`,
-			Example: `"cls[2] -> Discard"` + "\n" + `"fw[1] -> Discard(firewall)"`,
-			SeeAlso: "Counter, forwarder show errors",
-		},
+		Doc:       discardManual,
 	})
 }
 

@@ -31,22 +31,7 @@ func init() {
 		New:       newPrint,
 		In:        1,
 		Out:       1,
-		Doc: elements.Doc{
-			Synopsis: "Print(LABEL)",
-			Summary:  "writes one line per packet to stderr and passes the packets on",
-			Ports:    "input 0: any packets; output 0: the same batch, unchanged.",
-			Keys: []elements.Key{
-				{Name: "label", Type: "string", Default: `""`, Doc: "text in front of each line"},
-				{Name: "maxlength", Type: "int", Default: "24", Doc: "bytes of each frame shown in hex (-1: all of it)"},
-				{Name: "contents", Type: "bool", Default: "true", Doc: "show the bytes; false prints the length only"},
-			},
-			Stats: "none. A line reads `LABEL:   64 | 00112233 44556677 ...`: the frame length, then " +
-				"up to maxlength bytes in groups of four, then \"...\" when the frame is longer. " +
-				"Lines of one batch are written with one write.",
-			Example: `"cls[2] -> Print(unknown) -> Discard"`,
-			SeeAlso: "Counter",
-			Text:    "A debugging element: it costs a write system call per batch.",
-		},
+		Doc:       printManual,
 	})
 }
 

@@ -35,17 +35,7 @@ func init() {
 		New:       newTee,
 		In:        1,
 		Out:       -1,
-		Doc: elements.Doc{
-			Synopsis: "Tee(N)",
-			Summary:  "sends each packet to output 0 and a copy of it to each of outputs 1..N-1",
-			Ports: "input 0: any packets; output 0: the original packets; outputs 1..N-1: copies " +
-				"(frame and annotations) in buffers from the worker's pool. The copies are made " +
-				"before anything is pushed, so no output sees another's changes.",
-			Keys: []elements.Key{{Name: "n", Type: "int", Default: "2", Doc: "number of outputs, 1..16"}},
-			Stats: `drop reason "no buffer": a copy that could not be made because the worker's pool ` +
-				`was empty (that output misses the packet; the others still get it).`,
-			Example: `"FromDevice(lan) -> t :: Tee(2)", "t[0] -> ToDevice(wan)", "t[1] -> Print(mirror) -> Discard"`,
-		},
+		Doc:       teeManual,
 	})
 }
 
