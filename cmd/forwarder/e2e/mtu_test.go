@@ -93,7 +93,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	cfg := withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
 		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
-		`wmtu4 :: CheckMTU(1500)`,
+		`wmtu4 :: IPFragmenter(1500)`,
 		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t, cfg)
@@ -193,7 +193,8 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`wmtu :: CheckMTU(1500)`,
 		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
-		`wmtu4 :: CheckMTU(1500)`,
+		`wmtu4 :: IPFragmenter(1500, false)`,
+		`wfrag :: IPFragmenter(1500)`,
 		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t)
@@ -259,6 +260,7 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`lmtu4 :: CheckMTU(1500)`,
 		`lmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
+		`lfrag :: IPFragmenter(1500)`,
 	})
 	p := tp.start(t)
 	srv := tp.in.Start("iperf3", "-s", "-p", "80")
