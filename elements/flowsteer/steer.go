@@ -37,6 +37,8 @@ type Table struct {
 	sets  map[any][]Reverse
 	table atomic.Pointer[[]Reverse] // nil or empty: no DNAT rules
 	pins  atomic.Pointer[Pins]      // nil: none (pins.go)
+	masqs map[string]*Masq
+	masq  masqPtr // nil: no SNAT steers by port (masq.go)
 }
 
 type tableKey struct{}
@@ -84,8 +86,14 @@ func (t *Table) Set(owner any, rs []Reverse) {
 // (public), and either way it names the flow whose owner must get the
 // error. Other packets get FlowHashFrame's hash. It takes no lock and
 // allocates nothing; with no DNAT rules it costs one atomic load more than
-// FlowHashFrame.
+// FlowHashFrame. With a masquerading SNAT that steers by port (masq.go),
+// packets of masqueraded flows are steered by port ownership instead.
 func (t *Table) Hash(frame []byte, l3 int) uint32 {
+	if s := t.masq.Load(); s != nil {
+		if h, ok := t.masqHash(s, frame, l3); ok {
+			return h
+		}
+	}
 	if src, dst, sport, dport, proto, ok := t.Tuple(frame, l3); ok {
 		return packet.FlowHashV4(src, dst, sport, dport, proto)
 	}

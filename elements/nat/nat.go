@@ -136,9 +136,20 @@ type SNATConfig struct {
 	// Hairpin limits the bindings to flows DNAT translated: the SNAT on
 	// the path back into the inside network (hairpinning).
 	Hairpin bool `toml:"hairpin"`
+	// Inside, Mapping, Filtering and the timeouts set the
+	// endpoint-independent mapping (mapping.go, snatmap.go).
+	Inside     string `toml:"inside"`
+	Mapping    string `toml:"mapping"`
+	Filtering  string `toml:"filtering"`
+	UDPTimeout string `toml:"udp_timeout"`
+	TCPTimeout string `toml:"tcp_timeout"`
 
-	to     []uint32
-	lo, hi uint16
+	to        []uint32
+	lo, hi    uint16
+	inside    []flowsteer.Prefix
+	eim       bool
+	filtering int
+	timeout   [2]uint32
 }
 
 // Validate parses the addresses and the port range.
@@ -161,7 +172,7 @@ func (c *SNATConfig) Validate() error {
 		return elements.Errorf("ports", "%q: want LO-HI within 1-65535, e.g. 1024-65535", c.Ports)
 	}
 	c.lo, c.hi = uint16(pl), uint16(ph)
-	return nil
+	return c.validateMapping()
 }
 
 func init() {
@@ -195,10 +206,13 @@ func init() {
 		TakesState: true, // a reload keeps its state (reload.go)
 	})
 	elements.Register(elements.Type{
-		Name:      "SNAT",
-		NewConfig: func() any { return &SNATConfig{Ports: "1024-65535"} },
-		New:       newSNAT,
-		In:        1, Out: 1,
+		Name: "SNAT",
+		NewConfig: func() any {
+			return &SNATConfig{Ports: "1024-65535", Mapping: "endpoint-independent",
+				Filtering: "address-and-port-dependent", UDPTimeout: "5m", TCPTimeout: "4m"}
+		},
+		New: newSNAT,
+		In:  1, Out: 1,
 		Doc: elements.Doc{
 			Synopsis: "SNAT(TO, [PORTS])",
 			Summary:  "source NAT (masquerade) of tracked flows behind one or more addresses; rewrites sources of every translated flow",
@@ -215,16 +229,38 @@ func init() {
 					"reaching a DNAT'd port of the public address gets to the inside server from `to` (hairpinning, RFC 4787 REQ-9, " +
 					"RFC 5382 REQ-8), so that the server's reply comes back through the router to be translated; other flows pass " +
 					"unbound (their existing rewrites applied). An empty `to` turns hairpinning off"},
+				{Name: "mapping", Type: "string", Default: "\"endpoint-independent\"", Doc: "\"endpoint-independent\": an inside " +
+					"address and port get one outside port for every destination (RFC 4787 REQ-1, RFC 5382 REQ-1), their own " +
+					"port when it is free (port preservation), else one of the same parity; needs `inside` with several workers " +
+					"(without it the mapping is per destination). \"address-and-port-dependent\": a port per destination (Linux's " +
+					"masquerade). TCP and UDP; ICMP echo identifiers are chosen per destination either way"},
+				{Name: "inside", Type: "string", Default: "\"\"", Doc: "the inside networks whose flows this SNAT masquerades " +
+					"(e.g. \"192.168.1.0/24\"), separated by spaces or commas: FromDevice steers their TCP and UDP packets, and " +
+					"those to `to` within `ports`, by port ownership (each port belongs to one worker), so that every flow of " +
+					"an inside endpoint reaches the worker holding its mapping. Flows not masqueraded keep the flow-hash " +
+					"steering"},
+				{Name: "filtering", Type: "string", Default: "\"address-and-port-dependent\"", Doc: "which new flows from " +
+					"outside a mapping lets in (RFC 4787 REQ-8, RFC 5382 REQ-3): \"address-and-port-dependent\" none (only " +
+					"replies of existing flows, as Linux), \"address-dependent\" those from an address the mapping sent to (the " +
+					"last two), \"endpoint-independent\" any. A DNAT in the graph (even without rules) binds them to the inside " +
+					"endpoint; the graph's filter must pass new flows to `to` (the contract config passes what is for the router)"},
+				{Name: "udp_timeout", Type: "duration", Default: "\"5m\"", Doc: "how long a UDP mapping stays after its last new " +
+					"flow once no flow of it is tracked (at least 2m: RFC 4787 REQ-5)"},
+				{Name: "tcp_timeout", Type: "duration", Default: "\"4m\"", Doc: "the same for TCP (at least 4m, RFC 5382 REQ-5's " +
+					"transitory timeout; an established connection keeps its mapping as long as Conntrack tracks it)"},
 			},
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
 				"\"translated\" means a destination's ports are filling up); drop \"ports exhausted\" (no free port " +
 				"found for a new flow within the search bound; existing flows keep theirs); \"reload: address removed\" " +
 				"(flows a reload removed because the new configuration no longer has the outside address they were " +
-				"bound to).",
+				"bound to); with the endpoint-independent mapping \"mappings made\" (new inside endpoints given a " +
+				"mapping) and \"mapping fallback\" (new flows that got a port per destination instead: this worker had " +
+				"no free port, or the mapping's reply tuple was taken).",
 			Example: `"rt[1] -> SNAT(203.0.113.1) -> ARPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "Conntrack, DNAT, FastTrack",
-			Text: "Ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
+			Text: "Per destination (mapping = \"address-and-port-dependent\", ICMP echo, and a mapping's fallback), " +
+				"ports per worker: with W workers steered by the symmetric flow hash (FromDevice's spreading: " +
 				"worker = hash × W >> 32), worker w only picks a port P whose reply tuple (server, port → address, P) " +
 				"hashes to w, so the replies come home to the worker holding the flow, and two workers never pick " +
 				"the same reply tuple. The source port is kept when it is in the range, qualifies and is free. " +
@@ -249,8 +285,16 @@ func init() {
 				"reply then goes to the router, DNAT gives it back the client's address and this SNAT the public " +
 				"address and port the client connected to. Both directions are steered to one worker (the reply by " +
 				"the public endpoint, the port chosen to hash home). Hairpinning to a masqueraded mapping (an inside " +
-				"host sending to another's external address and port) is not done: SNAT's mappings are per " +
-				"destination, and a packet to one from elsewhere is a packet to the router.",
+				"host sending to another's external address and port) is not done. " +
+				"Endpoint-independent mapping (mapping = \"endpoint-independent\", the default): each inside endpoint " +
+				"(address, port, protocol) has one mapping, shared by all its flows; it lasts while a flow bound to it is " +
+				"tracked and the timeout after its last new flow. With several workers each port belongs to one worker " +
+				"(in units of 16 ports, by a hash of the unit) and FromDevice steers the masqueraded flows by port (the " +
+				"`inside` key), so the owner of an inside port decides all the flows of its endpoints and gives them its " +
+				"own ports: the inside port when free, else a port of the same parity, else any. A worker whose ports " +
+				"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
+				"(\"mapping fallback\"). Memory: 32 bytes per port of the range per address and protocol (4 MiB for one " +
+				"address and the default range), shared by the workers.",
 		},
 		TakesState: true, // a reload keeps its bindings (reload.go)
 	})
@@ -265,6 +309,7 @@ type DNAT struct {
 
 	flows    conntrack.TableRef // the worker's flow table, for a reload
 	ruleGone *atomic.Uint64     // flows a reload removed (reload.go)
+	maps     *mapRegistry       // SNAT mappings that let new flows in (snatmap.go)
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -274,7 +319,8 @@ func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 	}
-	e := &DNAT{rules: c.rules, flows: conntrack.RefOf(ctx), ruleGone: ctx.Stats.Counter("reload: rule removed")}
+	e := &DNAT{rules: c.rules, flows: conntrack.RefOf(ctx), ruleGone: ctx.Stats.Counter("reload: rule removed"),
+		maps: registryOf(ctx)}
 	e.translator = translator{manip: manipDst, done: conntrack.FlagDNATDone, active: len(c.rules) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("reply tuple in use"), translated: ctx.Stats.Counter("translated")}
@@ -291,9 +337,11 @@ func (e *DNAT) Close() error {
 
 // Push decides new flows and rewrites destinations.
 func (e *DNAT) Push(_ int, b *packet.Batch) {
-	if e.active {
+	if len(e.rules) > 0 {
 		e.prepare(b)
 	}
+	// Mappings whose filtering lets new flows in bind them too.
+	e.active = len(e.rules) > 0 || e.maps.list.Load() != nil
 	e.push(b)
 }
 
@@ -311,6 +359,9 @@ func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos in
 // changes its reply tuple to come from the chosen backend.
 func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	reply, match := e.target(c)
+	if !match {
+		reply, match = e.inbound(t, c)
+	}
 	if !match || reply == c.T[1] {
 		return true
 	}
@@ -459,6 +510,17 @@ type SNAT struct {
 	// port for, as FromDevice steers it (flowsteer.Table.Public).
 	hsrc   uint32
 	hsport uint16
+	// byPort: the reply of the flow bind is choosing for is steered by
+	// its port's owner (flowsteer's Masq), not by the flow hash.
+	byPort bool
+
+	// The endpoint-independent mapping (snatmap.go); ms nil: per
+	// destination.
+	ms                  *mapStore
+	mw                  *mapWorker
+	regs                *mapRegistry
+	made, fellBack      *atomic.Uint64
+	mapsMade, fallbacks uint64 // this batch's, published once per batch
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -481,6 +543,10 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}
 	e.probes = ctx.Stats.Counter("port probes")
 	e.SetReplyRSS(rc)
+	e.regs = registryOf(ctx)
+	if err := e.setupMapping(c, ctx); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -493,6 +559,11 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 	if e.lookups != 0 {
 		e.probes.Add(e.lookups)
 		e.lookups = 0
+	}
+	if e.mapsMade|e.fallbacks != 0 {
+		e.made.Add(e.mapsMade)
+		e.fellBack.Add(e.fallbacks)
+		e.mapsMade, e.fallbacks = 0, 0
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -135,14 +136,26 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 	kept := k.Sport >= e.lo && k.Sport <= e.hi
 	e.pos = pos
 	e.hsrc, e.hsport = c.T[1].Src, c.T[1].Sport
+	e.byPort = false
 	if e.workers > 1 {
 		// A hairpinned flow's reply comes from a DNAT backend, which
 		// FromDevice hashes as the public endpoint it serves.
 		e.hsrc, e.hsport = e.steer.Public(k.Proto, e.hsrc, e.hsport)
+		// With the steering by port, the replies of the flows the
+		// mapping serves come to the owner of their port (DNAT'd
+		// endpoints keep the flow hash).
+		e.byPort = e.ms != nil && e.ms.masq != nil && (k.Proto == packet.ProtoTCP || k.Proto == packet.ProtoUDP) &&
+			e.hsrc == c.T[1].Src && e.hsport == c.T[1].Sport && !e.steer.IsPublic(k.Proto, e.hsrc, e.hsport)
 	}
 	a := e.nf.prepared(t, pos)
 	if j := int(a) - 1 + claimAhead; a != 0 && j < e.nf.n {
 		t.WarmClaim(e.nf.hs[j])
+	}
+	if e.mapped(k) {
+		if e.bindMapped(t, c, idx, pos) {
+			return true
+		}
+		e.fallbacks++ // per destination, among this worker's ports
 	}
 	if a != 0 && e.rss == nil {
 		// The usual case: the reply tuple that keeps the flow's own
@@ -239,6 +252,9 @@ func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 // homeWorker is home's check with several workers: the reply's source as
 // FromDevice steers it (bind set hsrc, hsport from reply's).
 func (e *SNAT) homeWorker(reply *conntrack.Tuple, port uint16) bool {
+	if e.byPort {
+		return flowsteer.Port(port, e.workers) == e.worker && !e.steer.IsPublic(reply.Proto, reply.Dst, port) && !e.pinned(reply)
+	}
 	return Target(packet.FlowHashV4(e.hsrc, reply.Dst, e.hsport, port, reply.Proto), e.workers) == e.worker && !e.pinned(reply)
 }
 

@@ -1,0 +1,273 @@
+package nat
+
+import (
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/packet"
+)
+
+// SNAT's endpoint-independent mapping (mapping.go holds the table): the
+// keys, the bind of a new flow through the mapping, and the graph-wide
+// registry DNAT reads to let in the new flows the filtering allows.
+
+// Minimum mapping timeouts: RFC 4787 REQ-5 (UDP: 2 minutes) and RFC 5382
+// REQ-5 (TCP: the transitory timeout, 4 minutes; an established
+// connection keeps its mapping for as long as Conntrack tracks it, 5 days
+// by default, above the RFC's 2 hours 4 minutes).
+const (
+	minUDPTimeout = 2 * time.Minute
+	minTCPTimeout = 4 * time.Minute
+)
+
+// validateMapping reads the mapping keys.
+func (c *SNATConfig) validateMapping() error {
+	switch c.Mapping {
+	case "endpoint-independent", "":
+		c.eim = true
+	case "address-and-port-dependent":
+		c.eim = false
+	default:
+		return elements.Errorf("mapping", "%q: want endpoint-independent or address-and-port-dependent", c.Mapping)
+	}
+	c.filtering = -1
+	for i, n := range filterNames {
+		if c.Filtering == n || c.Filtering == "" && i == filterAPD {
+			c.filtering = i
+		}
+	}
+	if c.filtering < 0 {
+		return elements.Errorf("filtering", "%q: want %s", c.Filtering, strings.Join(filterNames, ", "))
+	}
+	if c.filtering != filterAPD && !c.eim {
+		return elements.Errorf("filtering", "%q needs mapping = \"endpoint-independent\"", c.Filtering)
+	}
+	for i, key := range []string{"tcp_timeout", "udp_timeout"} {
+		v, min, def := c.TCPTimeout, minTCPTimeout, "4m"
+		if i == 1 {
+			v, min, def = c.UDPTimeout, minUDPTimeout, "5m"
+		}
+		if v == "" {
+			v = def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < min {
+			return elements.Errorf(key, "%q: want a duration of at least %v (e.g. \"5m\")", v, min)
+		}
+		c.timeout[i] = uint32((d + 1<<30 - 1) >> 30)
+	}
+	c.inside = c.inside[:0]
+	for _, f := range strings.FieldsFunc(c.Inside, func(r rune) bool { return r == ' ' || r == ',' }) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil || !p.Addr().Is4() {
+			return elements.Errorf("inside", "%q: want IPv4 networks, e.g. \"192.168.1.0/24\"", f)
+		}
+		b := p.Masked().Addr().As4()
+		c.inside = append(c.inside, flowsteer.Prefix{
+			Addr: uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), Bits: p.Bits()})
+	}
+	return nil
+}
+
+// mapRegistry is the graph's list of mapping stores, for DNAT's inbound
+// filtering. A store is counted once per instance holding it.
+type mapRegistry struct {
+	mu   sync.Mutex
+	n    map[*mapStore]int
+	list atomic.Pointer[[]*mapStore]
+}
+
+type registryKey struct{}
+
+func registryOf(ctx *elements.Context) *mapRegistry {
+	return elements.GraphValue(ctx, registryKey{}, func() *mapRegistry { return &mapRegistry{} })
+}
+
+func (r *mapRegistry) add(s *mapStore, d int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[*mapStore]int{}
+	}
+	if r.n[s] += d; r.n[s] <= 0 {
+		delete(r.n, s)
+	}
+	if len(r.n) == 0 {
+		r.list.Store(nil)
+		return
+	}
+	l := make([]*mapStore, 0, len(r.n))
+	for s := range r.n {
+		l = append(l, s)
+	}
+	r.list.Store(&l)
+}
+
+// setupMapping gives the instance its worker's side of the element's
+// mapping store (made by the first instance), and publishes the steering
+// by port when there are several workers.
+func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
+	if !c.eim || c.Hairpin || len(c.to) == 0 || e.workers > 1 && len(c.inside) == 0 {
+		return nil // per destination (snatports.go)
+	}
+	v, err := ctx.Shared(func() (any, error) {
+		s := newMapStore(ctx.Name, c.to, c.lo, c.hi, e.workers, c.filtering, c.timeout)
+		if e.workers > 1 {
+			s.masq = &flowsteer.Masq{Addrs: c.to, Lo: c.lo, Hi: c.hi, Inside: c.inside, Workers: e.workers}
+		}
+		return s, nil
+	})
+	if err != nil {
+		return err
+	}
+	e.attach(v.(*mapStore))
+	e.made = ctx.Stats.Counter("mappings made")
+	e.fellBack = ctx.Stats.Counter("mapping fallback")
+	return nil
+}
+
+// attach makes s the instance's store and registers it.
+func (e *SNAT) attach(s *mapStore) {
+	if e.ms != nil {
+		e.regs.add(e.ms, -1)
+	}
+	e.ms = s
+	e.mw = s.worker(e.worker, e.steer)
+	e.regs.add(s, 1)
+	if s.masq != nil {
+		e.steer.SetMasq(s.name, s.masq)
+	}
+}
+
+// Close withdraws the instance's store and steering.
+func (e *SNAT) Close() error {
+	if e.ms != nil {
+		e.regs.add(e.ms, -1)
+		if e.ms.masq != nil {
+			e.steer.WithdrawMasq(e.ms.name, e.ms.masq)
+		}
+	}
+	return nil
+}
+
+// mapped reports whether new flow c goes through the mapping: TCP or UDP
+// from an inside port this worker owns.
+func (e *SNAT) mapped(k *conntrack.Tuple) bool {
+	return e.mw != nil && (k.Proto == packet.ProtoTCP || k.Proto == packet.ProtoUDP) &&
+		(e.workers == 1 || flowsteer.Port(k.Sport, e.workers) == e.worker)
+}
+
+// bindMapped binds new flow c through its inside endpoint's mapping,
+// making one if there is none: the inside port when it is free, else a
+// free port of the same parity, else any free port of this worker. It
+// reports false when no mapping could be had or its reply tuple is held
+// by another flow (the caller then chooses per destination).
+func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
+	k := &c.T[0]
+	s, m := e.ms, e.mw
+	pi := protoIndex(k.Proto)
+	addr := e.address(k)
+	ai := 0
+	for i, a := range s.addrs {
+		if a == addr {
+			ai = i
+		}
+	}
+	tab := s.ports[pi][ai]
+	key := endpointKey(k.Src, k.Sport)
+	now := t.Now()
+	reply := c.T[1]
+	reply.Dst = addr
+	if o, ok := s.find(m, tab, pi, key, k.Sport); ok {
+		reply.Dport = o
+		if !e.claimMapped(t, c, idx, &reply, pos) {
+			return false
+		}
+		s.use(&tab[o-s.lo], c, idx, pi, k.Dst, now)
+		return true
+	}
+	o, ok := e.allocate(t, tab, pi, ai, addr, k, now)
+	if !ok {
+		return false
+	}
+	reply.Dport = o
+	if !e.claimMapped(t, c, idx, &reply, pos) {
+		s.putFree(m, tab, pi, ai, o)
+		return false
+	}
+	s.install(m, tab, pi, key, k.Sport, o)
+	s.use(&tab[o-s.lo], c, idx, pi, k.Dst, now)
+	e.mapsMade++
+	return true
+}
+
+// claimMapped makes reply (with the mapping's port) the flow's reply
+// tuple, unless a reload pinned it elsewhere or another flow holds it.
+func (e *SNAT) claimMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *conntrack.Tuple, pos int) bool {
+	if *reply == c.T[1] {
+		return true
+	}
+	if e.steer.Pins() != nil && e.pinned(reply) {
+		return false
+	}
+	return e.claim(t, c, idx, reply, e.nf.hash(t, reply, pos))
+}
+
+// allocate picks a free port of this worker for a new mapping of k's
+// inside endpoint: its own port (RFC 4787 REQ-3 port preservation), else
+// one of the same parity (REQ-4), else any; when none is free, a few
+// mappings that ended are freed first.
+func (e *SNAT) allocate(t *conntrack.Table, tab []portSlot, pi, ai int, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
+	s, m := e.ms, e.mw
+	a := k.Sport
+	st := &m.free[pi][ai]
+	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
+		sl := &tab[a-s.lo]
+		if sl.key.Load() != 0 && expired(t, sl, now) {
+			s.release(m, tab, pi, ai, a)
+		}
+		if sl.key.Load() == 0 {
+			m.take(tab, s.lo, st, a)
+			return a, true
+		}
+	}
+	par := int(a & 1)
+	for try := range 2 {
+		if o, ok := s.pop(e.steer, k.Proto, addr, st, par); ok {
+			return o, true
+		}
+		if o, ok := s.pop(e.steer, k.Proto, addr, st, 1-par); ok {
+			return o, true
+		}
+		if try == 0 {
+			s.reclaim(t, m, tab, pi, ai, e.worker, now)
+		}
+	}
+	return 0, false
+}
+
+// inbound is DNAT's binding of a new flow to an outside address and port
+// of a mapping whose filtering lets it in: the reply tuple that sends it
+// to the inside endpoint (RFC 4787 REQ-8, RFC 5382 REQ-3).
+func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, bool) {
+	k := &c.T[0]
+	l := e.maps.list.Load()
+	if l == nil || k.Proto != packet.ProtoTCP && k.Proto != packet.ProtoUDP {
+		return conntrack.Tuple{}, false
+	}
+	now := t.Now()
+	for _, s := range *l {
+		if a, p, ok := s.inbound(t, k.Proto, k.Src, k.Dst, k.Dport, now); ok {
+			reply := c.T[1]
+			reply.Src, reply.Sport = a, p
+			return reply, true
+		}
+	}
+	return conntrack.Tuple{}, false
+}
