@@ -53,6 +53,7 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 		fmt.Fprintf(&b, "\tlabel=%s;\n\tlabelloc=t;\n\tfontname=\"Helvetica\";\n\tfontsize=10;\n", dotQuote(live.caption()))
 	}
 	var sources, sinks []string
+	nodes := make(map[*Element]string, len(g.Elements))
 	for _, e := range g.Elements {
 		label := elementLabel(e)
 		attrs := ""
@@ -73,14 +74,17 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 				attrs += ", color=\"#b00000\""
 			}
 		}
-		fmt.Fprintf(&b, "\t%s [label=%s%s];\n", dotQuote(e.Name), dotQuote(label), attrs)
+		nodes[e] = fmt.Sprintf("%s [label=%s%s];", dotQuote(e.Name), dotQuote(label), attrs)
 		switch {
+		case e.Instance != "":
+			// Ranks would pull it out of its compound's cluster.
 		case e.Type != nil && e.Type.Source:
 			sources = append(sources, dotQuote(e.Name))
 		case e.Out == 0 && len(graphfile.DeviceNames(e)) > 0:
 			sinks = append(sinks, dotQuote(e.Name))
 		}
 	}
+	g.DOTNodes(&b, func(e *Element) string { return nodes[e] })
 	if len(sources) > 0 {
 		fmt.Fprintf(&b, "\t{ rank=source; %s; }\n", strings.Join(sources, "; "))
 	}
@@ -127,7 +131,7 @@ func elementLabel(e *Element) string {
 		label += "(" + strings.Join(devs, ", ") + ")"
 	}
 	if !e.Anonymous {
-		label = e.Name + ": " + label
+		label = e.LocalName() + ": " + label
 	}
 	return label
 }

@@ -2,6 +2,7 @@ package graphfile
 
 import (
 	"fmt"
+	"os/exec"
 	"reflect"
 	"sort"
 	"strings"
@@ -373,5 +374,43 @@ func TestExpandParams(t *testing.T) {
 	if v := substitute(map[string]any{"m": "$mtu", "l": []any{"$rules", "x$dev"}}, args); !reflect.DeepEqual(v,
 		map[string]any{"m": int64(1500), "l": []any{[]any{"arp", "ip"}, "xlan"}}) {
 		t.Errorf("substitute: %#v", v)
+	}
+}
+
+// TestCompoundDOT: each instance is a cluster, nested as written, its
+// elements labelled by their names inside it; Graphviz accepts it without
+// a warning.
+func TestCompoundDOT(t *testing.T) {
+	g := mustParse(t, `
+[devices.a]
+driver = "testld"
+[compounds.pair]
+inputs  = ["in"]
+outputs = ["out"]
+links   = ["input -> x :: TestLdFilter -> y :: TestLdFilter -> output"]
+[compounds.quad]
+inputs  = ["in"]
+outputs = ["out"]
+links   = ["input -> p :: pair -> q :: pair -> output"]
+[graph]
+links = ["TestLdSource(a) -> four :: quad -> TestLdSink(a)"]`)
+	got := g.DOT()
+	for _, want := range []string{
+		"\t\"TestLdSink(a)@1\" [label=\"TestLdSink\"];\n\tsubgraph \"cluster four\" {\n\t\tlabel=\"four :: quad\";\n",
+		"\t\tsubgraph \"cluster four/p\" {\n\t\t\tlabel=\"p :: pair\";\n\t\t\tstyle=\"rounded,dashed\";\n\t\t\t\"four/p/x\" [label=\"x :: TestLdFilter\"];\n\t\t\t\"four/p/y\" [label=\"y :: TestLdFilter\"];\n\t\t}\n",
+		"\t\"four/q/y\" -> \"TestLdSink(a)@1\" [label=\"[0] -> [0]\"];\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("DOT lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	if dot, err := exec.LookPath("dot"); err == nil {
+		cmd := exec.Command(dot, "-Tcanon")
+		cmd.Stdin = strings.NewReader(got)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+			t.Errorf("dot: %v\n%s", err, stderr.String())
+		}
 	}
 }

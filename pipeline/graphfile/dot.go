@@ -29,17 +29,17 @@ func (g *Graph) DOT() string {
 		}
 		fmt.Fprintf(&b, "\t%s [shape=note, style=dashed, label=%s];\n", dotQuote("device "+d.Name), dotQuote(label))
 	}
-	for _, e := range g.Elements {
+	g.DOTNodes(&b, func(e *Element) string {
 		label := e.Name
 		if e.Type != nil {
 			if e.Anonymous {
 				label = e.Type.Name
 			} else {
-				label = e.Name + " :: " + e.Type.Name
+				label = e.LocalName() + " :: " + e.Type.Name
 			}
 		}
-		fmt.Fprintf(&b, "\t%s [label=%s];\n", dotQuote(e.Name), dotQuote(label))
-	}
+		return fmt.Sprintf("%s [label=%s];", dotQuote(e.Name), dotQuote(label))
+	})
 	for _, e := range g.Elements {
 		for _, ref := range deviceRefs(e) {
 			if g.Device(ref.dev) == nil {
@@ -61,7 +61,45 @@ func (g *Graph) DOT() string {
 	return b.String()
 }
 
-// dotQuote makes s a DOT quoted ID.
+// DOTNodes writes the statement node returns for every element, one a
+// line, the elements of each compound instance inside a DOT cluster
+// labelled "NAME :: COMPOUND" (NAME inside the enclosing instance), nested
+// as the instances are: the graph
+// reads as it was written, while its boxes are the flattened elements
+// that run and count.
+func (g *Graph) DOTNodes(b *strings.Builder, node func(e *Element) string) {
+	byInst := map[string][]*Element{}
+	for _, e := range g.Elements {
+		byInst[e.Instance] = append(byInst[e.Instance], e)
+	}
+	children := map[string][]*Instance{}
+	for _, in := range g.Instances {
+		children[in.Parent] = append(children[in.Parent], in)
+	}
+	var write func(inst, indent string)
+	write = func(inst, indent string) {
+		for _, e := range byInst[inst] {
+			fmt.Fprintf(b, "%s%s\n", indent, node(e))
+		}
+		for _, c := range children[inst] {
+			fmt.Fprintf(b, "%ssubgraph %s {\n", indent, dotQuote("cluster "+c.Name))
+			fmt.Fprintf(b, "%s\tlabel=%s;\n%s\tstyle=\"rounded,dashed\";\n", indent, dotQuote(strings.TrimPrefix(c.Name, c.Parent+"/")+" :: "+c.Compound), indent)
+			write(c.Name, indent+"\t")
+			fmt.Fprintf(b, "%s}\n", indent)
+		}
+	}
+	write("", "\t")
+}
+
+// LocalName is the element's name inside its compound instance ("cls" for
+// "lan/cls"), its name when it lies in none.
+func (e *Element) LocalName() string {
+	if e.Instance == "" {
+		return e.Name
+	}
+	return strings.TrimPrefix(e.Name, e.Instance+"/")
+}
+
 // DOTQuote quotes s as a DOT identifier or label, for drawings of a graph
 // made outside this package (pipeline.LabelledDOT).
 func DOTQuote(s string) string { return dotQuote(s) }
