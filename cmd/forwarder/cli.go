@@ -25,7 +25,7 @@ type cmdDoc struct {
 // cmdDocs documents the subcommands; README.md's usage block and the
 // global usage are checked against their flag sets (cli_test.go).
 var cmdDocs = map[string]cmdDoc{
-	"run": {[]string{"run [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST] [-stats ADDR] [-stats-public] [-quiet] [-per-worker]"},
+	"run": {[]string{"run [-config FILE] [-duration D] [-workers N] [-nopin] [-cpus LIST] [-stats ADDR] [-stats-public] [-quiet] [-per-worker] [-control PATH]"},
 		`Runs the graph (without -config, or a FILE argument: the embedded default
 graph, a router between two synthetic gen devices); prints a rate line every
 second and, on exit, the per-element table. Stops on Ctrl-C/SIGTERM, after
@@ -55,12 +55,23 @@ AF_XDP) and prints whether this kernel has each, the first mainline Linux
 with it, what Junction uses it for and what Junction does without it.
 JUNCTION_KERNEL_MISSING=NAME,... (or "optional") makes features read as
 missing ("emulated"), for Junction as for this command.`},
+	"completion": {[]string{"completion bash|zsh|fish"}, `Prints a completion script for the shell: the commands, each one's flags
+(file names for a FILE or PATH, the fixed values of -format), show's and
+route's words, element types and drivers. Written from the commands' own
+flag sets, so it completes exactly what they take.
+  bash: source <(forwarder completion bash)
+  zsh:  forwarder completion zsh > "${fpath[1]}/_forwarder"
+  fish: forwarder completion fish > ~/.config/fish/completions/forwarder.fish`},
+	"man": {[]string{"man [-dir DIR] [COMMAND]"}, `Prints forwarder's manual page (roff), or COMMAND's (forwarder man run |
+man -l -). With -dir, writes every page into DIR: forwarder.1 and
+forwarder-COMMAND.1 for each command. The pages are written from the
+commands' own synopses, texts and flag sets.`},
 	"version": {[]string{"version"}, "Prints the module version, the VCS revision and the Go version it was built with."},
 	"help":    {[]string{"help [COMMAND]"}, "Prints the usage of forwarder or of one command."},
 }
 
 // commandNames lists the subcommands in the order the usage shows them.
-var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "reload", "features", "version", "help"}
+var commandNames = []string{"run", "check", "graph", "elements", "drivers", "stats", "bench", "routes", "show", "clear", "route", "trace", "capture", "reload", "features", "completion", "man", "version", "help"}
 
 // writeCmdUsage prints "usage: forwarder SYNOPSIS" and the command's text.
 func writeCmdUsage(w io.Writer, name string) {

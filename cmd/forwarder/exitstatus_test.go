@@ -129,6 +129,19 @@ func TestExitStatusEveryCommand(t *testing.T) {
 			{[]string{"features", "extra"}, 2, "takes no arguments"},
 			{[]string{"features", "-format", "xml"}, 2, "want table or json"},
 		},
+		"completion": {
+			{[]string{"completion", "bash"}, 0, ""},
+			{[]string{"completion"}, 2, "want one shell"},
+			{[]string{"completion", "csh"}, 2, `shell "csh": want bash, zsh or fish`},
+			{[]string{"completion", "-x"}, 2, "flag provided but not defined"},
+		},
+		"man": {
+			{[]string{"man", "run"}, 0, ""},
+			{[]string{"man", "nosuch"}, 2, `unknown command "nosuch"`},
+			{[]string{"man", "run", "check"}, 2, "one command at a time"},
+			{[]string{"man", "-dir", dir, "run"}, 2, "-dir writes every page"},
+			{[]string{"man", "-dir", filepath.Join(stale, "x")}, 1, "not a directory"},
+		},
 		"version": {
 			{[]string{"version"}, 0, ""},
 			{[]string{"version", "extra"}, 2, "takes no arguments"},

@@ -53,6 +53,8 @@ Usage:
   forwarder capture  [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]
   forwarder reload   [CONTROL] [-dry-run] [-running FILE]
   forwarder features [-format table|json]
+  forwarder completion bash|zsh|fish
+  forwarder man      [-dir DIR] [COMMAND]
   forwarder version
   forwarder help     [COMMAND]
 
@@ -91,6 +93,11 @@ reload    validates a graph file and switches the running forwarder to it
           files offline, without a running forwarder.
 features  probes the kernel features the drivers use: which this kernel has,
           and what Junction does without each.
+completion prints a bash, zsh or fish completion script (written from the
+          commands' flag sets).
+man       prints forwarder's manual page, or COMMAND's, in roff (forwarder
+          man run | man -l -); -dir DIR writes them all, forwarder.1 and
+          forwarder-COMMAND.1 (written from the commands' flag sets).
 version   prints the module version, VCS revision and Go version.
 
 CONTROL stands for [-control PATH] [-config FILE] [-format table|json].
@@ -137,6 +144,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = captureCmd(rest, stdout, stderr)
 	case "features":
 		err = featuresCmd(rest, stdout, stderr)
+	case "completion":
+		err = completionCmd(rest, stdout, stderr)
+	case "man":
+		err = manCmd(rest, stdout, stderr)
 	case "version":
 		err = versionCmd(rest, stdout, stderr)
 	case "help":
