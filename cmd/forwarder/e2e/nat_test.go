@@ -37,6 +37,7 @@ type natTopo struct {
 	env         *netns.Env
 	in, fwd, ot *netns.NS
 	bin, config string
+	runArgs     []string // more arguments of forwarder run (e.g. -workers)
 }
 
 func natConfigPath(t *testing.T) string {
@@ -75,7 +76,7 @@ func newNATTopoQueues(t *testing.T, queues int) *natTopo {
 // it answers ping on both sides.
 func (tp *natTopo) start(t *testing.T) *netns.Proc {
 	t.Helper()
-	p := tp.fwd.Start(tp.bin, "run", "-config", tp.config, "-quiet")
+	p := tp.fwd.Start(tp.bin, append([]string{"run", "-config", tp.config, "-quiet"}, tp.runArgs...)...)
 	deadline := time.Now().Add(15 * time.Second)
 	for _, probe := range []struct {
 		ns  *netns.NS
