@@ -50,58 +50,65 @@ func newProfile(cir, pir Rate, cbs, ebs Size, twoRate bool) profile {
 // full is a meter with both buckets full: RFC 2697 and 2698 start there.
 func (pr *profile) full(now int64) meter { return meter{c: pr.cbs, e: pr.ebs, last: now} }
 
-// colour refills m to now and meters a packet of size bytes,
-// colour-blind: RFC 2697 section 3 (single rate) or RFC 2698 section 3
-// (two rate). It returns the packet's colour and takes its tokens.
-func (pr *profile) colour(m *meter, now int64, size int) int {
-	if dt := now - m.last; dt > 0 {
-		m.last = now
-		if pr.twoRate {
-			// RFC 2698: Tc grows at CIR up to CBS, Tp at PIR up to PBS.
-			if dt >= pr.fullC {
-				m.c = pr.cbs
-			} else {
-				m.c = min(m.c+dt*pr.cir, pr.cbs)
-			}
-			if dt >= pr.fullE {
-				m.e = pr.ebs
-			} else {
-				m.e = min(m.e+dt*pr.pir, pr.ebs)
-			}
-		} else if dt >= pr.fullAfter {
-			m.c, m.e = pr.cbs, pr.ebs
-		} else {
-			// RFC 2697: tokens go to Tc while it is below CBS, then
-			// to Te, up to EBS.
-			m.c += dt * pr.cir
-			if m.c > pr.cbs {
-				m.e = min(m.e+m.c-pr.cbs, pr.ebs)
-				m.c = pr.cbs
-			}
-		}
-	}
-	b := int64(size) * creditsPerByte
-	if pr.twoRate {
-		switch {
-		case m.e < b: // Tp - B < 0
-			return red
-		case m.c < b: // Tc - B < 0
-			m.e -= b
-			return yellow
-		}
-		m.e -= b
+// colour1 is RFC 2697's colour-blind test (section 3) of a packet of b
+// credits, on a meter refilled to now: it returns the packet's colour and
+// takes its tokens. Small enough to inline in the packet loop; the
+// refill, once per meter and batch, is a call.
+func colour1(m *meter, b int64) int {
+	if m.c >= b {
 		m.c -= b
 		return green
 	}
-	switch {
-	case m.c >= b:
-		m.c -= b
-		return green
-	case m.e >= b:
+	if m.e >= b {
 		m.e -= b
 		return yellow
 	}
 	return red
+}
+
+// colour2 is RFC 2698's colour-blind test (section 3), as colour1.
+func colour2(m *meter, b int64) int {
+	switch {
+	case m.e < b: // Tp - B < 0
+		return red
+	case m.c < b: // Tc - B < 0
+		m.e -= b
+		return yellow
+	}
+	m.e -= b
+	m.c -= b
+	return green
+}
+
+// refill adds the credits earned since m.last (< now).
+func (pr *profile) refill(m *meter, now int64) {
+	dt := now - m.last
+	m.last = now
+	if pr.twoRate {
+		// RFC 2698: Tc grows at CIR up to CBS, Tp at PIR up to PBS.
+		if dt >= pr.fullC {
+			m.c = pr.cbs
+		} else {
+			m.c = min(m.c+dt*pr.cir, pr.cbs)
+		}
+		if dt >= pr.fullE {
+			m.e = pr.ebs
+		} else {
+			m.e = min(m.e+dt*pr.pir, pr.ebs)
+		}
+		return
+	}
+	if dt >= pr.fullAfter {
+		m.c, m.e = pr.cbs, pr.ebs
+		return
+	}
+	// RFC 2697: tokens go to Tc while it is below CBS, then to Te, up
+	// to EBS.
+	m.c += dt * pr.cir
+	if m.c > pr.cbs {
+		m.e = min(m.e+m.c-pr.cbs, pr.ebs)
+		m.c = pr.cbs
+	}
 }
 
 // ipSize is what a packet costs: its bytes from the IP header on (RFC

@@ -332,7 +332,16 @@ func (e *Policer) Push(_ int, b *packet.Batch) {
 		if e.kind != keyElement {
 			m = e.meterOf(p, now)
 		}
-		c := e.pr.colour(m, now, ipSize(p))
+		if now > m.last {
+			e.pr.refill(m, now)
+		}
+		cost := int64(ipSize(p)) * creditsPerByte
+		var c int
+		if e.pr.twoRate {
+			c = colour2(m, cost)
+		} else {
+			c = colour1(m, cost)
+		}
 		n[c]++
 		a := &e.act[c]
 		if a.remark {

@@ -2,6 +2,7 @@ package qos
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync/atomic"
 
@@ -117,10 +118,12 @@ func (c *ShaperConfig) Validate() error {
 	return nil
 }
 
-// ring is one band's FIFO of waiting packets.
+// ring is one band's FIFO of waiting packets: limit of them, in a slice
+// of a power-of-two length so that a wrap is a mask, not a division.
 type ring struct {
-	q       []*packet.Packet
-	head, n int
+	q              []*packet.Packet
+	head, n, limit int
+	mask           int
 }
 
 // Shaper is one worker's shaper.
@@ -160,10 +163,11 @@ func newShaper(cfg any, ctx *elements.Context) (elements.Element, error) {
 		bands: make([]ring, bands), next: elements.NoWake, out: ctx.Outputs[0],
 		ob: ctx.SideBatch(), st: ctx.Stats, now: elements.Nanotime}
 	s.full = s.max/s.rate + 1
-	s.tokens, s.last = s.max, -1<<62
-	slab := make([]*packet.Packet, bands*c.Queue)
+	s.tokens, s.last = s.max, -1<<62 // full whenever the first packet comes
+	size := 1 << bits.Len(uint(c.Queue-1))
+	slab := make([]*packet.Packet, bands*size)
 	for i := range s.bands {
-		s.bands[i].q = slab[i*c.Queue : (i+1)*c.Queue : (i+1)*c.Queue]
+		s.bands[i] = ring{q: slab[i*size : (i+1)*size : (i+1)*size], limit: c.Queue, mask: size - 1}
 	}
 	s.queueFull = ctx.Stats.Reason("queue full")
 	s.stop = ctx.Stats.Reason("shaper stopped")
@@ -211,11 +215,11 @@ func (s *Shaper) Push(_ int, b *packet.Batch) {
 			continue
 		}
 		r := &s.bands[s.bandOf(p)]
-		if r.n == len(r.q) {
+		if r.n == r.limit {
 			s.st.Drop(p, s.queueFull)
 			continue
 		}
-		r.q[(r.head+r.n)%len(r.q)] = p
+		r.q[(r.head+r.n)&r.mask] = p
 		r.n++
 		s.queued++
 		delayed++
@@ -256,7 +260,7 @@ func (s *Shaper) release() int {
 		}
 		s.tokens -= cost
 		r.q[r.head] = nil
-		r.head = (r.head + 1) % len(r.q)
+		r.head = (r.head + 1) & r.mask
 		r.n--
 		s.queued--
 		if ob.Full() {
@@ -299,7 +303,7 @@ func (s *Shaper) drain() uint64 {
 		for ; r.n > 0; r.n-- {
 			s.st.Drop(r.q[r.head], s.stop)
 			r.q[r.head] = nil
-			r.head = (r.head + 1) % len(r.q)
+			r.head = (r.head + 1) & r.mask
 			n++
 		}
 	}

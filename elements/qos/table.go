@@ -39,11 +39,20 @@ func newTable(capacity int) table {
 	return table{e: make([]entry, sets*ways), mask: uint64(sets - 1)}
 }
 
+// setOf is the set a key lives in: a multiplicative hash (the key is an
+// address prefix or an already mixed flow hash), its high bits.
+func (t *table) setOf(k0, k1 uint64, kind uint8) []entry {
+	h := (k0^uint64(kind)<<59)*0x9e3779b97f4a7c15 ^ k1*0xc2b2ae3d27d4eb4f
+	return t.e[((h>>32)&t.mask)*ways:][:ways]
+}
+
 // lookup returns the meter of key (k0, k1, kind), made full if it had
 // none; evicted reports that making it evicted a meter not yet full.
 func (t *table) lookup(k0, k1 uint64, kind uint8, pr *profile, now int64) (m *meter, evicted bool) {
-	h, l := bits.Mul64(k0^0x9e3779b97f4a7c15, k1^0xbf58476d1ce4e5b9^uint64(kind))
-	set := t.e[((h^l)&t.mask)*ways:][:ways]
+	set := t.setOf(k0, k1, kind)
+	if e := &set[0]; e.k0 == k0 && e.k1 == k1 && e.kind == kind {
+		return &e.m, false // the common case, before the loop
+	}
 	victim := 0
 	for i := range set {
 		e := &set[i]
