@@ -446,7 +446,7 @@ func (l *loader) useErr(sc *scope, name, comp string, line int, key, sug, format
 func (l *loader) instantiate(parent *scope, name string, c *compound, args map[string]any, argLine func(string) int, line int) *elemInfo {
 	// Until the use is known good, a placeholder: links to it report
 	// nothing more.
-	ph := &elemInfo{Element: &Element{Name: name, Pos: l.at(line)}, bad: true, used: true}
+	ph := &elemInfo{Element: &Element{Name: name, Pos: l.at(line)}, bad: true, used: true, stub: true}
 	inst := &instance{name: name, comp: c, line: line, parent: parent, args: args}
 	l.insts[name] = inst
 	l.compoundErrors = true
@@ -497,7 +497,7 @@ func (l *loader) instantiate(parent *scope, name string, c *compound, args map[s
 		return ph
 	}
 	l.compoundErrors = l.compoundErrors && c.bad
-	ph.bad, ph.virt, ph.virtKind = false, inst, virtOuter
+	ph.bad, ph.stub, ph.virt, ph.virtKind = false, false, inst, virtOuter
 	ph.In, ph.Out = len(c.inputs), len(c.outputs)
 	sc := &scope{prefix: name + "/", inst: inst, anonCount: map[string]int{}}
 	inst.sc = sc

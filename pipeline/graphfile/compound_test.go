@@ -312,6 +312,14 @@ links  = ["input -> TestLdSink(a)", "input -> TestLdSink(a)"]
 [graph]
 links = ["TestLdSource(a) -> c"]`,
 			[]string{`:7: element "input" (compound c): input[in] is connected twice (first at line 7)`}},
+		{"a broken definition: its uses report nothing more", dev + `
+[compounds.c]
+inputs  = ["in"]
+outputs = ["out"]
+links   = ["input -> TestLdFilter($bad) -> output"]
+[graph]
+links = ["TestLdSource(a) -> j :: TestLdJoin -> x :: c -> [1]j"]`,
+			[]string{`:8: compound "c": $bad is not a parameter (it has none: declare params = [...])`}},
 		{"unknown type suggests a compound", dev + `
 [compounds.sided]
 links = ["TestLdSource(a) -> TestLdSink(a)"]

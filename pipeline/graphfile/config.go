@@ -177,6 +177,9 @@ type elemInfo struct {
 	// suggested: keys offered as "did you mean" for an unknown key; their
 	// absence is not reported again as "required".
 	suggested map[string]bool
+	// stub: a compound use that could not be made; its links lead
+	// nowhere known.
+	stub bool
 }
 
 // linkSrc is one link string and where it was written.

@@ -583,6 +583,9 @@ func (l *loader) cycles(links []*ilink) {
 		}
 	}
 	for _, lk := range links {
+		if lk.from.stub || lk.to.stub {
+			continue // what it stands for is unknown: no cycle through it
+		}
 		addNode(lk.from)
 		addNode(lk.to)
 		adj[lk.from] = append(adj[lk.from], lk)
