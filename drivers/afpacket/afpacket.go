@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/afxdp"
 	"github.com/junction-dataplane/junction/drivers/internal/linkstats"
 	"github.com/junction-dataplane/junction/drivers/internal/nlink"
 	"github.com/junction-dataplane/junction/packet"
@@ -32,6 +34,9 @@ type Config struct {
 	Queues    int    `toml:"queues"`
 	Frames    int    `toml:"frames"`
 	BlockSize int    `toml:"block_size"`
+	// FastPath: the in-kernel fast path in TC (see manual): "off",
+	// "auto" or "tc".
+	FastPath string `toml:"fastpath"`
 }
 
 const (
@@ -45,7 +50,15 @@ const (
 	txRetries = 4
 )
 
-func newConfig() any { return &Config{Frames: 4096, BlockSize: 1 << 20} }
+func newConfig() any { return &Config{Frames: 4096, BlockSize: 1 << 20, FastPath: "off"} }
+
+// fastPathKey is c's fastpath, "" (a Config built in code) read as "off".
+func (c *Config) fastPathKey() string {
+	if c.FastPath == "" {
+		return "off"
+	}
+	return c.FastPath
+}
 
 func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
 
@@ -66,6 +79,9 @@ func (c *Config) Validate() error {
 	if c.Frames*frameSize < c.BlockSize {
 		return conf.Errorf("frames", "%d frames of %d bytes do not fill one block of %d bytes", c.Frames, frameSize, c.BlockSize)
 	}
+	if !slices.Contains(afxdp.TCKeyValues, c.fastPathKey()) {
+		return conf.Errorf("fastpath", "%q: must be \"off\", \"auto\" or \"tc\"", c.FastPath)
+	}
 	return nil
 }
 
@@ -78,13 +94,17 @@ type Device struct {
 	rx      []*rxQueue
 	tx      []*txSocket
 	link    *linkstats.Reader // the interface's own drop counters
-	// cfg and group are the configuration and the fanout group id the
-	// device runs (group 0: one socket, no group yet), for a reload that
-	// adds RX sockets (reconfig.go); pending is that reload's prepared
-	// change until Apply or Abort: RxQueues counts its sockets.
+	// cfg and groups are the configuration and the fanout group ids the
+	// device runs, one per socket of a queue (0: one queue, no group
+	// yet), for a reload that adds RX queues (reconfig.go); pending is
+	// that reload's prepared change until Apply or Abort: RxQueues counts
+	// its queues. typed: the queues' sockets are bound to bindProtos.
 	cfg     Config
-	group   int
+	groups  []int
+	typed   bool
 	pending *rxGrow
+	// tcp is the fast path in TC (fastpath key), or nil.
+	tcp *afxdp.TCPort
 	// shrinkTo is the RX socket count a prepared reload lowers the
 	// device to (0: none pending); retired are the sockets such reloads
 	// closed, whose counters stay in the totals; rxRemoved counts the
@@ -150,24 +170,42 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	}
 	d.info = drivers.Info{Name: ctx.Name, Driver: "afpacket", MAC: mac, Addresses: ctx.Addresses, MTU: ifi.MTU}
 
+	if key := c.fastPathKey(); key != "off" {
+		kind := ""
+		if nl, err := nlink.Open(); err == nil {
+			if l, err := nl.LinkByIndex(d.ifindex); err == nil {
+				kind = l.Kind
+			}
+			nl.Close()
+		}
+		if d.tcp, err = afxdp.OpenTCPort("afpacket", d.info, c.Interface, d.ifindex, kind, ifi.MTU, key); err != nil {
+			if _, ok := errors.AsType[*conf.KeyError](err); ok {
+				return nil, err
+			}
+			return nil, conf.Errorf("fastpath", "%s: %v", c.Interface, err)
+		}
+		d.typed = d.tcp.Mode().Value == "tc"
+	}
+
 	nq := c.Queues
 	if nq == 0 {
 		nq = workers
 	}
-	group := 0
 	for q := 0; q < nq; q++ {
-		r, err := newRxQueue(d.ifindex, q, c)
+		r, err := newRxQueue(d.ifindex, q, c, d.typed)
 		if err != nil {
 			return nil, conf.Errorf("interface", "%s: RX queue %d: %v", c.Interface, q, err)
 		}
 		d.rx = append(d.rx, r)
+		if d.groups == nil {
+			d.groups = make([]int, len(r.sockets()))
+		}
 		if nq > 1 {
-			if group, err = r.joinFanout(group); err != nil {
+			if err = r.join(d.groups); err != nil {
 				return nil, conf.Errorf("queues", "%s: PACKET_FANOUT: %v", c.Interface, err)
 			}
 		}
 	}
-	d.group = group
 	for w := 0; w < workers; w++ {
 		t, err := newTxSocket(d.ifindex)
 		if err != nil {
@@ -243,6 +281,11 @@ func (d *Device) Close() error {
 	if err := d.link.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	if d.tcp != nil {
+		if err := d.tcp.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -252,15 +295,11 @@ func (d *Device) Stats() []drivers.Counter {
 	defer d.mu.Unlock()
 	var rxP, rxB, empty, trunc, own, kdrop, txP, txB, txD, txE, txL uint64
 	for _, r := range append(d.rx[:len(d.rx):len(d.rx)], d.retired...) {
-		rxP += r.pkts.Load()
-		rxB += r.bytes.Load()
-		empty += r.poolEmpty.Load()
-		trunc += r.truncated.Load()
-		own += r.outgoingSeen.Load()
 		if !d.closed {
 			r.readKernelStats()
 		}
-		kdrop += r.kernelDrops.Total()
+		p, b, e, t, o, k := r.counts()
+		rxP, rxB, empty, trunc, own, kdrop = rxP+p, rxB+b, empty+e, trunc+t, own+o, kdrop+k
 	}
 	for _, t := range d.tx {
 		txP += t.pkts.Load()
@@ -284,5 +323,35 @@ func (d *Device) Stats() []drivers.Counter {
 		{Name: "rx_dropped_reload_aborted", Value: d.abortDrops.Load()},
 		{Name: "rx_dropped_queue_removed", Value: d.rxRemoved.Load()},
 	}
-	return d.link.Append(cs)
+	cs = d.link.Append(cs)
+	if d.tcp != nil {
+		cs = append(cs, d.tcp.Counters()...)
+	}
+	return cs
 }
+
+// TCPort implements afxdp.TCPorter: the device's fast path in TC, or nil.
+func (d *Device) TCPort() *afxdp.TCPort { return d.tcp }
+
+// FastPathTable implements drivers.FastPath: the fast path's shared
+// table, or nil without the fastpath key.
+func (d *Device) FastPathTable() drivers.FastPathTable {
+	if d.tcp == nil {
+		return nil
+	}
+	return d.tcp.Table()
+}
+
+// Modes implements drivers.Moder: with the fastpath key, the fast path
+// the device settled on ("tc" or "off") and why.
+func (d *Device) Modes() []drivers.Mode {
+	if d.tcp == nil {
+		return nil
+	}
+	return []drivers.Mode{d.tcp.Mode()}
+}
+
+var (
+	_ drivers.FastPath = (*Device)(nil)
+	_ drivers.Moder    = (*Device)(nil)
+)

@@ -26,4 +26,10 @@
 // The kernel's own stack still sees every frame too: give the interface
 // no IP address and leave ip_forward off in its namespace, so that only
 // the graph answers.
+//
+// Fast path (the fastpath key): the afxdp driver's fast path run as a TC
+// ingress program (afxdp.TCPort, fastpath.NewTCProgram), with the RX
+// sockets bound to the IPv4, IPv6 and ARP EtherTypes, which the kernel
+// serves after TC, instead of ETH_P_ALL, which it serves before: the
+// graph then receives only what the fast path left (see manual).
 package afpacket

@@ -16,13 +16,14 @@ func (d *Device) QueueStats() []drivers.QueueCounters {
 		if !d.closed {
 			r.readKernelStats()
 		}
+		p, b, e, t, o, k := r.counts()
 		out = append(out, drivers.QueueCounters{Queue: i, Counters: []drivers.Counter{
-			{Name: "rx_packets", Value: r.pkts.Load()},
-			{Name: "rx_bytes", Value: r.bytes.Load()},
-			{Name: "rx_pool_empty", Value: r.poolEmpty.Load()},
-			{Name: "rx_truncated", Value: r.truncated.Load()},
-			{Name: "rx_own_skipped", Value: r.outgoingSeen.Load()},
-			{Name: "rx_kernel_dropped", Value: r.kernelDrops.Total()},
+			{Name: "rx_packets", Value: p},
+			{Name: "rx_bytes", Value: b},
+			{Name: "rx_pool_empty", Value: e},
+			{Name: "rx_truncated", Value: t},
+			{Name: "rx_own_skipped", Value: o},
+			{Name: "rx_kernel_dropped", Value: k},
 		}})
 	}
 	return out

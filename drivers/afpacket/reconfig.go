@@ -34,7 +34,7 @@ func (d *Device) Reconfigure(cfg any, dry bool) (drivers.WorkerChange, string, e
 	if err := c.Validate(); err != nil {
 		return nil, "", err
 	}
-	if c.Interface != d.cfg.Interface || c.Frames != d.cfg.Frames || c.BlockSize != d.cfg.BlockSize {
+	if c.Interface != d.cfg.Interface || c.Frames != d.cfg.Frames || c.BlockSize != d.cfg.BlockSize || c.fastPathKey() != d.cfg.fastPathKey() {
 		return nil, "", drivers.ErrReopen
 	}
 	cur := len(d.rx)
@@ -57,23 +57,21 @@ func (d *Device) Reconfigure(cfg any, dry bool) (drivers.WorkerChange, string, e
 		return &rxShrink{d: d, queues: c.Queues, keep: nq}, summary, nil
 	}
 	g := &rxGrow{d: d, queues: c.Queues}
-	group := d.group
 	for q := cur; q < nq; q++ {
-		r, err := newRxQueue(d.ifindex, q, &d.cfg)
+		r, err := newRxQueue(d.ifindex, q, &d.cfg, d.typed)
 		if err != nil {
 			g.Abort()
 			return nil, "", conf.Errorf("queues", "%s: added RX queue %d: %v", d.ifname, q, err)
 		}
 		g.added = append(g.added, r)
-		if group == 0 {
-			// The device's one socket joins first, creating the group.
-			if group, err = d.rx[0].joinFanout(0); err != nil {
+		if d.groups[0] == 0 {
+			// The device's one queue joins first, creating the groups.
+			if err = d.rx[0].join(d.groups); err != nil {
 				g.Abort()
 				return nil, "", conf.Errorf("queues", "%s: PACKET_FANOUT: %v", d.ifname, err)
 			}
-			d.group = group
 		}
-		if _, err := r.joinFanout(group); err != nil {
+		if err := r.join(d.groups); err != nil {
 			g.Abort()
 			return nil, "", conf.Errorf("queues", "%s: PACKET_FANOUT for added RX queue %d: %v", d.ifname, q, err)
 		}

@@ -12,7 +12,11 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// rxQueue is one fanout member: a socket and its TPACKET_V2 ring.
+// rxQueue is one fanout member: a socket and its TPACKET_V2 ring. With
+// a fast path in TC (bindProtos), a queue is a socket per EtherType: the
+// first (IPv4) carries the queue and holds the others in more, which
+// Receive reads after it, and epfd, which poll(2) reports readable when
+// any of them is.
 type rxQueue struct {
 	_      [64]byte
 	id     uint16
@@ -21,6 +25,8 @@ type rxQueue struct {
 	frames int
 	next   int // the next frame to look at
 	pool   *packet.Pool
+	more   []*rxQueue
+	epfd   int // -1: none (a single socket: fd)
 
 	pkts, bytes, poolEmpty, truncated, outgoingSeen atomic.Uint64
 	kernelDrops                                     linkstats.Accumulator // PACKET_STATISTICS tp_drops, under Device.mu
@@ -28,12 +34,105 @@ type rxQueue struct {
 	_                                               [64]byte
 }
 
-func newRxQueue(ifindex, id int, c *Config) (r *rxQueue, err error) {
+// The EtherTypes the RX sockets of a device with a fast path in TC are
+// bound to, instead of ETH_P_ALL. The kernel hands a received frame to
+// ETH_P_ALL sockets (its taps) before the device's TC ingress programs
+// run, and to sockets bound to one EtherType after them
+// (__netif_receive_skb_core): bound to a type, the slow path gets only
+// the frames the fast path left to the stack, and the fast path's frames
+// cost it nothing (bound to ETH_P_ALL, every forwarded frame would be
+// copied into a ring as well, and the graph would see it twice).
+// Frames of other EtherTypes (LLDP, VLAN-tagged ones the kernel has no
+// device for) reach no socket: the graphs Junction runs drop them anyway.
+// The ARP socket's ring is one block: ARP is little traffic.
+var bindProtos = []uint16{unix.ETH_P_IP, unix.ETH_P_IPV6, unix.ETH_P_ARP}
+
+// newRxQueue opens queue id's socket, bound to ETH_P_ALL, or with
+// typed to one socket per bindProtos type.
+func newRxQueue(ifindex, id int, c *Config, typed bool) (r *rxQueue, err error) {
+	if !typed {
+		return newRxSocket(ifindex, id, c, unix.ETH_P_ALL)
+	}
+	if r, err = newRxSocket(ifindex, id, c, bindProtos[0]); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	for i, proto := range bindProtos[1:] {
+		sc := *c
+		if i == len(bindProtos)-2 { // ARP
+			sc.Frames = c.BlockSize / frameSize
+		}
+		m, err := newRxSocket(ifindex, id, &sc, proto)
+		if err != nil {
+			return nil, fmt.Errorf("EtherType %#04x: %w", proto, err)
+		}
+		r.more = append(r.more, m)
+	}
+	if r.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	for _, s := range r.sockets() {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)}
+		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+			return nil, fmt.Errorf("epoll: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// counts sums the receive counters of the queue's sockets.
+func (r *rxQueue) counts() (pkts, bytes, empty, trunc, own, kdrop uint64) {
+	for _, s := range r.sockets() {
+		pkts += s.pkts.Load()
+		bytes += s.bytes.Load()
+		empty += s.poolEmpty.Load()
+		trunc += s.truncated.Load()
+		own += s.outgoingSeen.Load()
+		kdrop += s.kernelDrops.Total()
+	}
+	return
+}
+
+// sockets are the queue's sockets: r, then r.more.
+func (r *rxQueue) sockets() []*rxQueue {
+	if len(r.more) == 0 {
+		return []*rxQueue{r}
+	}
+	return append([]*rxQueue{r}, r.more...)
+}
+
+// waitFD is what poll(2) waits on for the queue.
+func (r *rxQueue) waitFD() int {
+	if r.epfd >= 0 {
+		return r.epfd
+	}
+	return r.fd
+}
+
+// join adds the queue's sockets to the device's fanout groups, groups[i]
+// for socket i (a 0 entry asks the kernel for a fresh id, written back).
+func (r *rxQueue) join(groups []int) error {
+	for i, s := range r.sockets() {
+		g, err := s.joinFanout(groups[i])
+		if err != nil {
+			return err
+		}
+		groups[i] = g
+	}
+	return nil
+}
+
+// newRxSocket opens one socket bound to EtherType proto with its ring.
+func newRxSocket(ifindex, id int, c *Config, proto uint16) (r *rxQueue, err error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	r = &rxQueue{id: uint16(id), fd: fd, frames: c.Frames}
+	r = &rxQueue{id: uint16(id), fd: fd, frames: c.Frames, epfd: -1}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -57,7 +156,7 @@ func newRxQueue(ifindex, id int, c *Config) (r *rxQueue, err error) {
 	}
 	// Not our own transmissions (kernel ≥ 4.20; older kernels: best effort).
 	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: ifindex}); err != nil {
 		return nil, fmt.Errorf("bind: %w", err)
 	}
 	r.pool = packet.NewPool(PoolSize)
@@ -97,8 +196,20 @@ func (r *rxQueue) hdr(i int) *unix.Tpacket2Hdr {
 	return (*unix.Tpacket2Hdr)(unsafe.Pointer(&r.ring[i*frameSize]))
 }
 
-// receive copies up to a batch of frames out of the ring.
+// receive copies up to a batch of frames out of the queue's rings.
 func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
+	got := r.receiveRing(dev, b)
+	for _, m := range r.more {
+		if b.Full() {
+			break
+		}
+		got += m.receiveRing(dev, b)
+	}
+	return got
+}
+
+// receiveRing copies up to a batch of frames out of the socket's ring.
+func (r *rxQueue) receiveRing(dev uint16, b *packet.Batch) int {
 	got := 0
 	var bytes, trunc uint64
 	for !b.Full() {
@@ -150,10 +261,18 @@ func (r *rxQueue) receive(dev uint16, b *packet.Batch) int {
 	return got
 }
 
-// discard hands every frame the kernel has put in the ring back to it
-// unread and reports how many there were: a socket a reload removes is
-// emptied this way before it closes.
+// discard hands every frame the kernel has put in the queue's rings
+// back to it unread and reports how many there were: a queue a reload
+// removes is emptied this way before it closes.
 func (r *rxQueue) discard() int {
+	n := r.discardRing()
+	for _, m := range r.more {
+		n += m.discardRing()
+	}
+	return n
+}
+
+func (r *rxQueue) discardRing() int {
 	n := 0
 	for {
 		h := r.hdr(r.next)
@@ -173,6 +292,9 @@ func (r *rxQueue) discard() int {
 // kernelDrops: the kernel zeroes its counters on every read, so each
 // reading is what was dropped since the previous one.
 func (r *rxQueue) readKernelStats() {
+	for _, m := range r.more {
+		m.readKernelStats()
+	}
 	if r.fd < 0 {
 		return
 	}
@@ -186,6 +308,15 @@ func (r *rxQueue) readKernelStats() {
 
 func (r *rxQueue) close() error {
 	var err error
+	for _, m := range r.more {
+		if e := m.close(); err == nil {
+			err = e
+		}
+	}
+	if r.epfd >= 0 {
+		unix.Close(r.epfd)
+		r.epfd = -1
+	}
 	if r.ring != nil {
 		err = unix.Munmap(r.ring)
 		r.ring = nil

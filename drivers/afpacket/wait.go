@@ -11,10 +11,10 @@ var _ drivers.RxWaiter = (*Device)(nil)
 // TxIdle.
 func (d *Device) RxFD(q int) int {
 	if g := d.pending; g != nil && q >= len(d.rx) && q-len(d.rx) < len(g.added) {
-		return g.added[q-len(d.rx)].fd // a socket a reload is adding
+		return g.added[q-len(d.rx)].waitFD() // a queue a reload is adding
 	}
 	if q < 0 || q >= len(d.rx) {
 		return -1
 	}
-	return d.rx[q].fd
+	return d.rx[q].waitFD()
 }

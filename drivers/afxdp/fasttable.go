@@ -147,13 +147,26 @@ func (f *fastTable) removeLocal(a netip.Addr) {
 	_ = f.t.DeleteRoute(p)
 }
 
+// fastPort is what the table needs of a fast-path device: an afxdp
+// device with fastpath, or another driver's TCPort. input: it runs a
+// fast-path program; output: it is one of the fast path's outputs.
+type fastPort struct {
+	ifindex       int
+	mac           packet.MAC
+	mtu           int
+	input, output bool
+}
+
 // fastDevice is the fast-path device behind out.
-func fastDevice(out drivers.Device) (*Device, error) {
+func fastDevice(out drivers.Device) (fastPort, error) {
+	if p, ok := out.(TCPorter); ok && p.TCPort() != nil {
+		return p.TCPort().port(), nil
+	}
 	d, ok := out.(*Device)
 	if !ok || d.ft == nil {
-		return nil, fmt.Errorf("device %T is not an afxdp device with fastpath = true", out)
+		return fastPort{}, fmt.Errorf("device %T is not an afxdp device with fastpath = true nor an afpacket device with a fastpath", out)
 	}
-	return d, nil
+	return fastPort{ifindex: d.ifindex, mac: d.info.MAC, mtu: d.mtu, input: d.fp != nil, output: d.out != nil}, nil
 }
 
 // SetRoute implements drivers.FastPathTable.
@@ -202,9 +215,9 @@ func (f *fastTable) SetNeighbor(out drivers.Device, ip netip.Addr, mac packet.MA
 		return err
 	}
 	if ip.Is6() && !ip.Is4In6() {
-		return f.t.SetNeighbor6(d.ifindex, ip, mac, d.info.MAC, d.mtu, lifetime)
+		return f.t.SetNeighbor6(d.ifindex, ip, mac, d.mac, d.mtu, lifetime)
 	}
-	return f.t.SetNeighborMTU(d.ifindex, ip, mac, d.info.MAC, d.mtu, lifetime)
+	return f.t.SetNeighborMTU(d.ifindex, ip, mac, d.mac, d.mtu, lifetime)
 }
 
 // DeleteNeighbor implements drivers.FastPathTable.
@@ -226,7 +239,7 @@ func flowOf(f drivers.FastFlow) (fastpath.FlowKey, fastpath.FlowAction, error) {
 	if err != nil {
 		return fastpath.FlowKey{}, fastpath.FlowAction{}, err
 	}
-	if in.fp == nil || out.out == nil {
+	if !in.input || !out.output {
 		// The input runs no fast-path program, or the output is none of
 		// its outputs: the flow stays in the graph.
 		return fastpath.FlowKey{}, fastpath.FlowAction{}, drivers.ErrNoFastPath

@@ -19,7 +19,9 @@ const TCFastPathName = "junction_tcfp"
 // TCFeatures are the kernel features without which a device cannot run
 // the fast path in TC (NewTCProgram, Program.AttachTCX); bpf_check_mtu
 // (Linux 5.12) comes with tcx.
-var TCFeatures = []kfeature.Feature{kfeature.TCX, kfeature.LPMTrie, kfeature.PerCPUArray, kfeature.MmapableArray}
+// (NewTables' maps included: the device map is created whether or not
+// an XDP program uses it).
+var TCFeatures = []kfeature.Feature{kfeature.TCX, kfeature.LPMTrie, kfeature.DevmapHash, kfeature.PerCPUArray, kfeature.MmapableArray}
 
 // NewTCProgram builds and loads the fast path as a TC ingress program
 // (junction_tcfp in bpf/fastpath.c) for a device of own MAC address mac,
