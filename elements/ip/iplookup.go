@@ -1,19 +1,19 @@
 package ip
 
 import (
-	"errors"
 	"net/netip"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/ip/route"
-	"github.com/junction-dataplane/junction/elements/offloadkey"
+	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// IPLookupConfig is IPLookup's configuration.
+// IPLookupConfig is IPLookup's configuration. IPLookup reads a route table
+// of the graph ([tables.NAME], the table key: main by default), or, when it
+// has routes, routes_file or source keys of its own, a table of its own made
+// from them (the keys of a [tables] section, inline).
 type IPLookupConfig struct {
 	Routes     []string `toml:"routes"`
 	RoutesFile string   `toml:"routes_file"`
@@ -28,158 +28,90 @@ type IPLookupConfig struct {
 	NetNS       string   `toml:"netns"`
 	MaxRoutes   int      `toml:"max_routes"`
 	Offload     []string `toml:"offload"`
+	Unreachable int      `toml:"unreachable"`
+	Prohibit    int      `toml:"prohibit"`
 
-	routes  []route.Route   // parsed by Validate
-	set     route.Set       // what routes came from: remembered in the router's SetCache when built
-	cache   *route.SetCache // during ValidateState only
-	checked bool            // routes passed precheck
-	outs    int
-	ktable  int
-	limits  route.Limits
-	srcName string // "config" or "kernel"
+	own  tables.Config  // the table made of the inline keys
+	tbl  *tables.Config // the table read: &own, or the graph's (UseTable)
+	outs int
 }
+
+// ownTable reports whether the config makes a table of its own (the
+// routes, routes_file or source keys are given) rather than reading one
+// of the graph's.
+func (c *IPLookupConfig) ownTable() bool {
+	return len(c.Routes) > 0 || c.RoutesFile != "" || c.Source != ""
+}
+
+// ReadsTable names the graph's table the element reads (ok false: it has
+// a table of its own), for the graph loader.
+func (c *IPLookupConfig) ReadsTable() (name string, ok bool) {
+	if c.ownTable() {
+		return "", false
+	}
+	if c.KTable == "" {
+		return tables.Main, true
+	}
+	return c.KTable, true
+}
+
+// UseTable gives the config the graph's table it reads (validated), before
+// Validate.
+func (c *IPLookupConfig) UseTable(t *tables.Config) { c.tbl = t }
 
 // ValidateState is Validate for a graph loaded for the router whose state
 // s is (a reload): an unchanged routes_file that router's IPLookups were
 // built with is not parsed and checked again (route.SetCache).
 func (c *IPLookupConfig) ValidateState(s *elements.GraphState) error {
-	c.cache = route.CacheOf(s)
-	defer func() { c.cache = nil }()
-	return c.Validate()
+	return c.validate(s)
 }
 
-// Validate parses the routes and the routes file (at load time, so that a
-// bad line stops the graph before it starts) and checks the table fits the
-// limits before anything is built.
-func (c *IPLookupConfig) Validate() error {
-	if c.MaxRoutes < 0 {
-		return elements.Errorf("max_routes", "%d: want a positive number (0 = %d)", c.MaxRoutes, route.DefaultMaxRoutes)
+// Validate checks the keys; a table of the element's own is parsed and
+// checked then (at load time, so that a bad line stops the graph before
+// it starts), as the loader checks a [tables] section.
+func (c *IPLookupConfig) Validate() error { return c.validate(nil) }
+
+func (c *IPLookupConfig) validate(s *elements.GraphState) error {
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"miss", c.Miss}, {"unreachable", c.Unreachable}, {"prohibit", c.Prohibit}} {
+		if k.v < -1 || k.v > route.MaxPort {
+			return elements.Errorf(k.key, "%d out of range: -1 (drop) or a port 0..%d", k.v, route.MaxPort)
+		}
 	}
-	c.limits = route.Limits{MaxRoutes: c.MaxRoutes}
-	if c.Miss < -1 || c.Miss > route.MaxPort {
-		return elements.Errorf("miss", "%d out of range: -1 (drop) or a port 0..%d", c.Miss, route.MaxPort)
-	}
-	switch c.Source {
-	case "", "config":
-		c.srcName = "config"
-		for _, k := range []struct{ key, val string }{{"table", c.KTable}, {"netns", c.NetNS}} {
-			if k.val != "" {
-				return elements.Errorf(k.key, "only with source = \"kernel\"")
-			}
+	if c.ownTable() {
+		c.own = tables.Config{Routes: c.Routes, RoutesFile: c.RoutesFile, Source: c.Source, KernelTable: c.KTable,
+			Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS, MaxRoutes: c.MaxRoutes,
+			Offload: c.Offload, KernelTableKey: "table"}
+		var err error
+		if s != nil {
+			err = c.own.ValidateState(s)
+		} else {
+			err = c.own.Validate()
 		}
-		if len(c.Interfaces) > 0 {
-			return elements.Errorf("interfaces", "only with source = \"kernel\"")
-		}
-		if len(c.Interfaces6) > 0 {
-			return elements.Errorf("interfaces6", "only with source = \"kernel\"")
-		}
-	case "kernel":
-		c.srcName = "kernel"
-		if len(c.Routes) > 0 || c.RoutesFile != "" {
-			return elements.Errorf("source", "source = \"kernel\" mirrors the kernel's routes: remove routes and routes_file")
-		}
-		if len(c.Interfaces) == 0 {
-			return elements.Errorf("interfaces", "source = \"kernel\" needs interfaces: the kernel interface of each output port, in port order")
-		}
-		if len(c.Interfaces) > route.MaxPort+1 {
-			return elements.Errorf("interfaces", "%d interfaces: at most %d", len(c.Interfaces), route.MaxPort+1)
-		}
-		if len(c.Interfaces)+len(c.Interfaces6) > route.MaxPort+1 {
-			return elements.Errorf("interfaces6", "%d interfaces and %d interfaces6: at most %d ports", len(c.Interfaces), len(c.Interfaces6), route.MaxPort+1)
-		}
-		for _, key := range []string{"interfaces", "interfaces6"} {
-			list, base := c.Interfaces, 0
-			if key == "interfaces6" {
-				list, base = c.Interfaces6, len(c.Interfaces)
-			}
-			seen := map[string]int{}
-			for i, n := range list {
-				if n == "" {
-					return elements.Errorf(key, "entry %d is empty", i+1)
-				}
-				if j, dup := seen[n]; dup {
-					return elements.Errorf(key, "%q is both port %d and port %d", n, j, base+i)
-				}
-				seen[n] = base + i
-			}
-		}
-		t, err := parseKernelTable(c.KTable)
 		if err != nil {
-			return elements.Errorf("table", "%v", err)
+			return err
 		}
-		c.ktable = t
-		c.routes = nil
-		c.outs = max(c.Miss+1, len(c.Interfaces)+len(c.Interfaces6))
-		return c.checkOffload()
-	default:
-		return elements.Errorf("source", "%q: want \"config\" (routes, routes_file) or \"kernel\"", c.Source)
-	}
-	set, hit, err := route.LoadSet(c.cache, c.Routes, c.RoutesFile, c.limits.MaxRoutes)
-	if err != nil {
-		return err
-	}
-	routes := set.Routes()
-	if len(routes) == 0 {
-		if c.RoutesFile != "" {
-			return elements.Errorf("routes_file", "%s holds no routes", c.RoutesFile)
+		c.tbl = &c.own
+	} else {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"interfaces", len(c.Interfaces) > 0}, {"interfaces6", len(c.Interfaces6) > 0}, {"netns", c.NetNS != ""},
+			{"max_routes", c.MaxRoutes != 0}, {"offload", len(c.Offload) > 0}} {
+			if k.set {
+				name, _ := c.ReadsTable()
+				return elements.Errorf(k.key, "belongs to the table this IPLookup reads: set it in [tables.%s] (or give the IPLookup routes, routes_file or source of its own)", name)
+			}
 		}
-		return elements.Errorf("routes", "no routes: give routes or routes_file")
-	}
-	key := "routes"
-	if c.RoutesFile != "" {
-		key = "routes_file"
-	}
-	if len(routes) > c.limits.MaxRoutesOrDefault() {
-		return elements.Errorf(key, "%d routes exceed max_routes %d", len(routes), c.limits.MaxRoutesOrDefault())
-	}
-	if !hit {
-		if err := route.Precheck(routes); err != nil {
-			return elements.Errorf(key, "%v", err)
+		if c.tbl == nil {
+			name, _ := c.ReadsTable()
+			return elements.Errorf("table", "reads table %q: no [tables.%s] in the graph (give the table, or routes, routes_file or source = \"kernel\" of the element's own)", name, name)
 		}
 	}
-	c.routes, c.set = routes, set
-	c.checked = true
-	c.outs = max(c.Miss+1, set.Ports())
-	c.cache.Remember(set)
-	return c.checkOffload()
-}
-
-// checkOffload checks the offload key's shape; the devices are resolved
-// when the element is built.
-func (c *IPLookupConfig) checkOffload() error {
-	if len(c.Offload) > c.outs {
-		return elements.Errorf("offload", "%d devices for %d output ports: one per port, in port order (\"\" for a port that is not offloaded)", len(c.Offload), c.outs)
-	}
-	named := false
-	for _, n := range c.Offload {
-		named = named || n != ""
-	}
-	if len(c.Offload) > 0 && !named {
-		return elements.Errorf("offload", "names no device")
-	}
+	c.outs = max(c.Miss+1, c.Unreachable+1, c.Prohibit+1, c.tbl.Ports())
 	return nil
-}
-
-func parseKernelTable(s string) (int, error) {
-	switch s {
-	case "", "main":
-		return 254, nil
-	case "local":
-		return 255, nil
-	case "default":
-		return 253, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 || n > 1<<31-1 {
-		return 0, errBadTable(s)
-	}
-	return n, nil
-}
-
-type errBadTable string
-
-func (e errBadTable) Error() string {
-	return strconv.Quote(string(e)) + ": want main, local, default or a table number"
 }
 
 // Ports implements elements.PortCounter: one output per port a route or
@@ -194,25 +126,31 @@ func init() {
 		New:       newIPLookup,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
-			Synopsis: "IPLookup(routes, [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes], [offload], [interfaces6])",
-			Summary:  "longest-prefix-match IPv4 and IPv6 routing with ECMP: sets the next-hop annotation and picks the output",
+			Synopsis: "IPLookup([routes], [routes_file], [miss], [source], [table], [interfaces], [netns], [max_routes], [offload], [interfaces6], [unreachable], [prohibit])",
+			Summary:  "longest-prefix-match IPv4 and IPv6 routing with ECMP, from a route table several lookups share: sets the next-hop annotation and picks the output",
 			Ports: "input 0: IPv4 or IPv6 packets (header at the L3 offset; the version nibble decides).\n" +
-				"outputs 0..N-1: N is one more than the highest port a route's out or miss names " +
-				"(with source = \"kernel\": one per interface); a packet leaves on its route's out port.",
+				"outputs 0..N-1: N is one more than the highest port the table's routes (with source = \"kernel\": " +
+				"one per interface), miss, unreachable or prohibit name; a packet leaves on its route's out port.",
 			Keys: []elements.Key{
 				{Name: "routes", Type: "[]string",
-					Doc: "routes, each \"PREFIX [via NEXTHOP]... out PORT...\" (IPv4 or IPv6); a bare address is a host route; " +
+					Doc: "routes of the element's own table, each \"PREFIX [via NEXTHOP]... out PORT...\" (IPv4 or IPv6); a bare address is a host route; " +
 						"without via the network is directly connected; several via make an ECMP route " +
-						"(\"0.0.0.0/0 via 10.1.0.2 via 10.2.0.2 out 0 out 1\": the i-th via leaves on the i-th out, or all on a single out)"},
+						"(\"0.0.0.0/0 via 10.1.0.2 via 10.2.0.2 out 0 out 1\": the i-th via leaves on the i-th out, or all on a single out); " +
+						"\"PREFIX blackhole\", \"PREFIX unreachable\" and \"PREFIX prohibit\" stop what they match (see below). " +
+						"With routes, routes_file or source the element has a table of its own (the keys of a [tables] section, inline); " +
+						"without them it reads the graph's table named by table"},
 				{Name: "routes_file", Type: "string",
 					Doc: "a file of routes in the same syntax, one per line; # starts a comment; blank lines are skipped; " +
 						"a full Internet table (1M prefixes) loads in about a second"},
 				{Name: "miss", Type: "int", Default: "-1", Doc: "output port for packets without a route; -1 drops them"},
 				{Name: "source", Type: "string", Default: "config",
-					Doc: "\"config\": the routes and routes_file keys; \"kernel\": mirror the IPv4 and IPv6 unicast routes of a kernel " +
-						"routing table through netlink (an initial dump, then every change, applied live), so that any " +
+					Doc: "\"config\": the routes and routes_file keys; \"kernel\": mirror the IPv4 and IPv6 unicast, blackhole, unreachable " +
+						"and prohibit routes of a kernel routing table through netlink (an initial dump, then every change, applied live), so that any " +
 						"routing daemon that programs the kernel (BIRD, FRR, ip route) drives the forwarder"},
-				{Name: "table", Type: "string", Default: "main", Doc: "with source = \"kernel\": the kernel table (main, local, default or a number)"},
+				{Name: "table", Type: "string", Default: "main",
+					Doc: "the graph's route table ([tables.NAME]) the element reads; several lookups may read one table (one copy in memory, " +
+						"every change seen by all). With source = \"kernel\" on the element itself (a table of its own): the kernel table " +
+						"(main, local, default or a number), as kernel_table in a [tables] section"},
 				{Name: "interfaces", Type: "[]string",
 					Doc: "with source = \"kernel\": the kernel interface behind each output port, in port order; " +
 						"routes through other interfaces are not mirrored (counted as \"kernel routes skipped\")"},
@@ -222,7 +160,8 @@ func init() {
 						"(\"\" for a port that is not offloaded): the IPv4 and IPv6 routes leaving on those ports are mirrored into the " +
 						"devices' in-kernel fast path, which forwards plain IPv4 packets, and IPv6 TCP and UDP, to a next hop " +
 						"ARPQuerier or NDPQuerier resolved, before the graph sees them (see the afxdp driver); ECMP routes and " +
-						"routes to other ports stay in the graph. A dual-stack graph whose IPv6 routes leave on their own ports " +
+						"routes to other ports stay in the graph, and blackhole, unreachable and prohibit routes are held there as " +
+						"\"never forward\" so that their packets reach the graph. A dual-stack graph whose IPv6 routes leave on their own ports " +
 						"names the devices again for those (offload = [\"lan\", \"wan\", \"lan\", \"wan\"]). " +
 						"A change reaches the fast path within about 10 ms: every 10 ms the mirror sets what the versions since its last " +
 						"round changed (the table journals changed prefixes while a mirror follows it); it walks the whole table only at " +
@@ -236,26 +175,47 @@ func init() {
 						"interfaces' ports (interfaces = [\"lan0\", \"wan0\"], interfaces6 = [\"lan0\", \"wan0\"]: IPv6 routes leave " +
 						"on ports 2 and 3), for dual-stack graphs that resolve IPv4 and IPv6 next hops with different " +
 						"elements (ARPQuerier, NDPQuerier); without it IPv6 routes leave on interfaces' ports"},
+				{Name: "unreachable", Type: "int", Default: "-1",
+					Doc: "output port for packets an unreachable route matches, to answer them (ICMPError(auto, unreachable, host), " +
+						"ICMP6Error(auto, unreachable, noroute): what the kernel sends); -1 drops them"},
+				{Name: "prohibit", Type: "int", Default: "-1",
+					Doc: "output port for packets a prohibit route matches, to answer them (ICMPError(auto, unreachable, adminprohibited), " +
+						"ICMP6Error(auto, unreachable, adminprohibited)); -1 drops them"},
 			},
 			Stats: "drops: \"no route\" (no prefix matches and miss is -1), \"too short\" (no IPv4 or IPv6 header at L3), " +
 				"\"not ip\" (version is neither 4 nor 6), \"no such port\" (a route installed at run time names a port this element " +
-				"does not have). With source = \"kernel\": counters \"kernel routes applied\", \"kernel routes skipped\", " +
-				"\"kernel resyncs\". With offload: \"offload routes applied\" (fast-path entries set or deleted), \"offload errors\" " +
+				"does not have), \"blackhole route\", \"unreachable route\" and \"prohibit route\" (the latter two when their port is -1); " +
+				"counters \"unreachable route answered\" and \"prohibit route answered\" (sent to those ports). " +
+				"With source = \"kernel\" (counted by the first lookup that reads the table): counters \"kernel routes applied\", \"kernel routes skipped\" " +
+				"(paths through no listed interface, or through a nexthop object), \"kernel resyncs\"; kernel routes of the types not mirrored " +
+				"(throw, local, broadcast, anycast, multicast, nat) are counted by type in forwarder show routes. " +
+				"With offload: \"offload routes applied\" (fast-path entries set or deleted), \"offload errors\" " +
 				"(rounds in which the fast path refused a change; retried every 10 ms).",
-			Example: "[elements.rt]\ntype = \"IPLookup\"\n" +
+			Example: "[tables.main]\n" +
 				"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"2001:db8::/32 via 2001:db8:1::1 out 1\",\n" +
-				"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\"]\n\n" +
+				"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\", \"10.100.5.1 blackhole\"]\n\n" +
+				"[elements.rt]\ntype = \"IPLookup\"          # reads table main\n\n" +
 				"[elements.kernel_rt]\ntype = \"IPLookup\"\nsource = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]",
-			SeeAlso: "ARPQuerier, EtherRewrite, CheckIP6Header, DecHopLimit, forwarder routes, forwarder show routes and forwarder route add|del|replace|reload (the running table; SIGHUP re-reads routes_file)",
-			Text: "The next-hop annotation becomes the path's via address, or the packet's destination for a directly " +
+			SeeAlso: "ARPQuerier, EtherRewrite, CheckIP6Header, DecHopLimit, ICMPError, forwarder routes, forwarder show routes and forwarder route add|del|replace|reload (the running table; SIGHUP re-reads routes_file)",
+			Text: "Route tables are objects of the graph file, [tables.NAME] sections with the keys routes, routes_file, source, " +
+				"kernel_table (the kernel table), interfaces, interfaces6, netns, max_routes, offload and family (\"ip4\" or \"ip6\": " +
+				"the table holds that family only; unset: both, as a Linux table holds both); docs/graph-file.md describes them. " +
+				"Every IPLookup without routes of its own reads one (main by default), so that the ICMP errors a router sends, " +
+				"forwarder route add, show routes, the kernel mirror and the fast path all use one table: an error path " +
+				"routes through a second IPLookup of the same table (the graph has no cycles). A table's routes name the output ports of " +
+				"every lookup that reads it. " +
+				"The next-hop annotation becomes the path's via address, or the packet's destination for a directly " +
 				"connected route; ARPQuerier resolves it. An ECMP route's path is chosen by the packet's symmetric flow " +
 				"hash (packet.FlowHash, computed once and kept in the FlowHash annotation), so a flow keeps one path. " +
+				"A blackhole route drops what it matches, counted; an unreachable or a prohibit route drops it, or sends it to the " +
+				"unreachable or prohibit port, where the graph answers it as the kernel does (host unreachable, administratively " +
+				"prohibited); a covering prefix does not forward it, in the graph or the fast path. " +
 				"A prefix may appear once (routes and routes_file together); host bits must be clear. " +
 				"IPv4 lookups use DIR-24-8 (as DPDK's rte_lpm, with 16-bit entries: 32 MiB, plus 512 bytes per /24 " +
 				"holding a longer prefix): one memory access per packet, two under a /25../32, whatever the number of " +
 				"routes or of destinations seen — nothing is cached per destination, so the rate does not depend on " +
 				"the traffic's spread. A batch's first-level loads are issued together so that their cache misses " +
-				"overlap. IPv6 uses a stride-8 multibit trie. The table is shared by all workers and read without " +
+				"overlap. IPv6 uses a stride-8 multibit trie. The table is shared by all workers and lookups and read without " +
 				"locks: changes build a new version by copy-on-write of the pages they touch and publish it " +
 				"atomically (read-copy-update); each batch is looked up in one version. `forwarder routes -config " +
 				"FILE [ADDR]` prints the table size, its memory and the route chosen for an address.",
@@ -264,24 +224,15 @@ func init() {
 	})
 }
 
-// sharedTable is what all workers' instances of one IPLookup share.
-type sharedTable struct {
-	table *route.Table
-	ksync *route.KernelSync
-	off   *route.OffloadSync
-	refs  atomic.Int32
-	live  liveRoutes // what the control socket changed (live.go)
-	cfg   *IPLookupConfig
-}
-
 // IPLookup is one worker's instance. The table is shared by every worker's
-// instance of the same graph element.
+// instance of every IPLookup that reads it (shared.go).
 type IPLookup struct {
 	table *route.Table
 	sh    *sharedTable
 	// ctl is sh for the control plane (live.go): Close clears sh, and a
 	// control command may still run while the router stops.
 	ctl   *sharedTable
+	name  string
 	outs  []*elements.Output
 	split *elements.Dispatch // a batch bound for several ports
 	miss  int
@@ -289,83 +240,80 @@ type IPLookup struct {
 	dst   []uint32
 	val   []uint16
 
-	noRoute, tooShort, notIP, noPort elements.Reason
+	// Ports for packets of unreachable and prohibit routes (-1: dropped).
+	unreachPort, prohibitPort int
+
+	noRoute, tooShort, notIP, noPort   elements.Reason
+	blackhole, unreachable, prohibited elements.Reason
+	unreachAnswered, prohibitAnswered  *atomic.Uint64
 }
 
 func newIPLookup(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*IPLookupConfig)
-	prev, _ := ctx.Previous().Shared.(*sharedTable) // a reload's running table
-	v, err := ctx.Shared(keepTable(ctx, func() (any, error) {
-		t, err := route.NewTableChecked(c.routes, c.limits, c.checked)
-		if err != nil {
-			return nil, err
-		}
-		sh := &sharedTable{table: t, cfg: c}
-		// The routes added live to the running table stay (livecarry.go).
-		if err := applyLive(prev, c, t, sh); err != nil {
-			return nil, err
-		}
-		// The router's next reload finds these routes validated.
-		route.ContextCache(ctx).Remember(c.set)
-		// Every new version makes the graph's fast-path entries stale.
-		t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
-		if c.srcName == "kernel" {
-			ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS}, ctx.Stats)
-			if err != nil {
-				return nil, err
-			}
-			sh.ksync = ks
-		}
-		if len(c.Offload) > 0 {
-			ports, _, fp, err := offloadkey.Resolve(ctx.Devices, "offload", c.Offload)
-			if err == nil {
-				sh.off, err = route.StartOffload(t, fp, ports, ctx.Stats)
-			}
-			if err != nil {
-				if sh.ksync != nil {
-					sh.ksync.Close()
-				}
-				return nil, err
-			}
-		}
-		return sh, nil
-	}))
+	v, err := ctx.Shared(func() (any, error) { return acquireTable(ctx, c) })
 	if err != nil {
 		return nil, err
 	}
 	sh := v.(*sharedTable)
 	sh.refs.Add(1)
-	e := &IPLookup{table: sh.table, sh: sh, ctl: sh, outs: ctx.Outputs, miss: c.Miss, st: ctx.Stats,
-		noRoute: ctx.Stats.Reason("no route"), tooShort: ctx.Stats.Reason("too short"),
-		notIP: ctx.Stats.Reason("not ip"), noPort: ctx.Stats.Reason("no such port"),
+	sh.noteOuts(len(ctx.Outputs))
+	st := ctx.Stats
+	e := &IPLookup{table: sh.table, sh: sh, ctl: sh, name: ctx.Name, outs: ctx.Outputs, miss: c.Miss, st: st,
+		unreachPort: c.Unreachable, prohibitPort: c.Prohibit,
+		noRoute: st.Reason("no route"), tooShort: st.Reason("too short"),
+		notIP: st.Reason("not ip"), noPort: st.Reason("no such port"),
+		blackhole: st.Reason("blackhole route"), unreachable: st.Reason("unreachable route"),
+		prohibited:      st.Reason("prohibit route"),
+		unreachAnswered: st.Counter("unreachable route answered"), prohibitAnswered: st.Counter("prohibit route answered"),
 		dst: make([]uint32, max(ctx.Batch, packet.DefaultBatch)), val: make([]uint16, max(ctx.Batch, packet.DefaultBatch))}
 	e.split = elements.NewDispatch(ctx, e.noPort)
 	return e, nil
 }
 
 // Table returns the route table this instance reads (shared by all
-// workers), for control-plane code that updates it.
+// workers and lookups), for control-plane code that updates it.
 func (e *IPLookup) Table() *route.Table { return e.table }
 
-// Close stops the kernel route mirror and the fast-path mirror when the
-// last worker's instance closes.
+// Close releases the instance's hold on its table: the last one stops the
+// kernel route mirror and the fast-path mirror.
 func (e *IPLookup) Close() error {
 	if e.sh == nil {
 		return nil
 	}
 	sh := e.sh
 	e.sh = nil
-	if sh.refs.Add(-1) != 0 {
-		return nil
+	return sh.release()
+}
+
+// stopped decides what becomes of a packet whose route's port is not one
+// of this element's outputs: a route of another type than unicast (its
+// port is -type) sends it to the unreachable or prohibit port, or drops
+// it with the type's reason; a port the element lacks drops it. It returns
+// the output, or -1 when the packet was dropped. Off the common path: a
+// unicast route's port passed one comparison before it.
+func (e *IPLookup) stopped(p *packet.Packet, port int) int {
+	switch route.TypeOfOut(port) {
+	case route.Blackhole:
+		e.st.Drop(p, e.blackhole)
+	case route.Unreachable:
+		if e.unreachPort >= 0 {
+			e.unreachAnswered.Add(1)
+			return e.unreachPort
+		}
+		e.st.Drop(p, e.unreachable)
+	case route.Prohibit:
+		if e.prohibitPort >= 0 {
+			e.prohibitAnswered.Add(1)
+			return e.prohibitPort
+		}
+		e.st.Drop(p, e.prohibited)
+	default:
+		// Only a table changed at run time (the control socket, the
+		// kernel mirror) can name a port this instance does not have;
+		// the loader checked the config.
+		e.st.Drop(p, e.noPort)
 	}
-	var errs []error
-	if sh.off != nil {
-		errs = append(errs, sh.off.Close())
-	}
-	if sh.ksync != nil {
-		errs = append(errs, sh.ksync.Close())
-	}
-	return errors.Join(errs...)
+	return -1
 }
 
 // Packet kinds found by Push's first pass (the dst slot holds the IPv4
@@ -470,12 +418,12 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 			e.st.Drop(p, e.noRoute)
 			continue
 		}
-		if port >= len(e.outs) {
-			// Only a table changed through the Table API (or the kernel
-			// mirror) can name a port this instance does not have; the
-			// loader checked the config.
-			e.st.Drop(p, e.noPort)
-			continue
+		if uint(port) >= uint(len(e.outs)) {
+			// A blackhole, unreachable or prohibit route (negative
+			// port), or a port this instance lacks.
+			if port = e.stopped(p, port); port < 0 {
+				continue
+			}
 		}
 		p.Port = uint16(port)
 		if first < 0 {
@@ -503,14 +451,19 @@ func (e *IPLookup) Push(_ int, b *packet.Batch) {
 // would use, for tools such as `forwarder routes`; with source = "kernel" it
 // mirrors the kernel table until stop is called.
 func BuildTable(c *IPLookupConfig) (t *route.Table, stop func() error, err error) {
-	t, err = route.NewTableChecked(c.routes, c.limits, c.checked)
+	return BuildTableOf(c.tbl)
+}
+
+// BuildTableOf builds the table of a validated table config (BuildTable).
+func BuildTableOf(c *tables.Config) (t *route.Table, stop func() error, err error) {
+	t, err = route.NewTableChecked(c.Parsed(), c.Limits(), c.Checked())
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.srcName != "kernel" {
+	if !c.Kernel() {
 		return t, func() error { return nil }, nil
 	}
-	ks, err := route.StartKernelSync(t, route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS}, nil)
+	ks, err := route.StartKernelSync(t, c.KernelOptions(), nil)
 	if err != nil {
 		return nil, nil, err
 	}

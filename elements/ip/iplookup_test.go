@@ -41,7 +41,9 @@ func TestIPLookupConfigErrors(t *testing.T) {
 		{name: "miss widens", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0"}, Miss: 5}, outs: 6, routes: 1},
 		{name: "file", cfg: IPLookupConfig{RoutesFile: good, Miss: -1}, outs: 3, routes: 2},
 		{name: "file and routes", cfg: IPLookupConfig{Routes: []string{"0.0.0.0/0 out 0"}, RoutesFile: good, Miss: -1}, outs: 3, routes: 3},
-		{name: "no routes", cfg: IPLookupConfig{Miss: -1}, key: "routes", want: "no routes"},
+		{name: "no routes", cfg: IPLookupConfig{Routes: []string{}, RoutesFile: "", Source: "config", Miss: -1}, key: "routes", want: "no routes"},
+		{name: "no table", cfg: IPLookupConfig{Miss: -1}, key: "table", want: "no [tables.main]"},
+		{name: "table key on a reader", cfg: IPLookupConfig{Offload: []string{"lan"}, Miss: -1}, key: "offload", want: "set it in [tables.main]"},
 		{name: "entry 2 bad prefix", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 out 0", "10.0.0.0/40 out 1"}, Miss: -1},
 			key: "routes", want: `entry 2 "10.0.0.0/40 out 1": bad prefix`},
 		{name: "entry 1 bad via", cfg: IPLookupConfig{Routes: []string{"10.0.0.0/8 via x out 0"}, Miss: -1},
@@ -88,8 +90,8 @@ func TestIPLookupConfigErrors(t *testing.T) {
 				if _, out := c.Ports(); out != tc.outs {
 					t.Errorf("outputs %d, want %d", out, tc.outs)
 				}
-				if len(c.routes) != tc.routes {
-					t.Errorf("%d routes, want %d", len(c.routes), tc.routes)
+				if len(c.tbl.Parsed()) != tc.routes {
+					t.Errorf("%d routes, want %d", len(c.tbl.Parsed()), tc.routes)
 				}
 				return
 			}

@@ -223,7 +223,7 @@ func TestKernelSourceConfig(t *testing.T) {
 		}
 	}
 	c := IPLookupConfig{Source: "kernel", Interfaces: []string{"a", "b", "c"}, KTable: "100", Miss: 4}
-	if err := c.Validate(); err != nil || c.ktable != 100 || c.outs != 5 {
-		t.Errorf("valid kernel config: %v, table %d, outs %d", err, c.ktable, c.outs)
+	if err := c.Validate(); err != nil || c.tbl.KernelOptions().Table != 100 || c.outs != 5 {
+		t.Errorf("valid kernel config: %v, outs %d", err, c.outs)
 	}
 }

@@ -53,6 +53,9 @@ var _ elements.RouteTable = (*IPLookup)(nil)
 
 func (e *IPLookup) live(r Route) elements.LiveRoute {
 	lr := elements.LiveRoute{Prefix: r.Prefix, Source: e.RouteSource()}
+	if r.Type != route.Unicast {
+		lr.Type = r.Type.String()
+	}
 	if e.ctl.live.has(r.Prefix) {
 		lr.Source = "live"
 	}
@@ -64,11 +67,38 @@ func (e *IPLookup) live(r Route) elements.LiveRoute {
 
 // RouteSource is "kernel" for a table mirroring a kernel table, else
 // "config".
-func (e *IPLookup) RouteSource() string {
-	if e.ctl.cfg != nil && e.ctl.cfg.srcName == "kernel" {
-		return "kernel"
+func (e *IPLookup) RouteSource() string { return e.ctl.cfg.SourceName() }
+
+// RouteTableName is the name of the graph's table ([tables.NAME]) the
+// element reads, "" for a table of its own.
+func (e *IPLookup) RouteTableName() string {
+	if e.ctl.key.own {
+		return ""
 	}
-	return "config"
+	return e.ctl.key.name
+}
+
+// RouteFamily is 4 or 6 for a table of one family, 0 for both.
+func (e *IPLookup) RouteFamily() int { return e.ctl.cfg.FamilyNumber() }
+
+// Unmirrored counts, by kernel route type, the kernel table's routes that
+// the mirror (source = "kernel") does not copy; nil without a mirror.
+func (e *IPLookup) Unmirrored() map[string]int {
+	if e.ctl.ksync == nil {
+		return nil
+	}
+	return e.ctl.ksync.Unmirrored()
+}
+
+// ports is the number of output ports every lookup reading the table has.
+func (e *IPLookup) ports() int { return int(e.ctl.minOuts.Load()) }
+
+// whoseOuts names the lookups whose ports a route must fit.
+func (e *IPLookup) whoseOuts() string {
+	if e.ctl.key.own {
+		return "this IPLookup has"
+	}
+	return "the IPLookups reading table " + e.ctl.key.name + " have"
 }
 
 // RouteList returns the running routes, sorted.
@@ -101,7 +131,7 @@ func (e *IPLookup) RouteExact(p netip.Prefix) (elements.LiveRoute, bool) {
 
 func (e *IPLookup) checkWritable() error {
 	if e.RouteSource() == "kernel" {
-		return fmt.Errorf("this IPLookup mirrors a kernel routing table (source = \"kernel\"): change the kernel's routes (ip route) instead")
+		return fmt.Errorf("this table mirrors a kernel routing table (source = \"kernel\"): change the kernel's routes (ip route) instead")
 	}
 	return nil
 }
@@ -115,9 +145,12 @@ func (e *IPLookup) SetRoute(text string, replace bool) (elements.LiveRoute, erro
 	if err != nil {
 		return elements.LiveRoute{}, fmt.Errorf("%q: %w", text, err)
 	}
+	if !e.ctl.cfg.HasFamily(r.Prefix.Addr()) {
+		return elements.LiveRoute{}, fmt.Errorf("%q: the table holds IPv%d routes only", text, e.ctl.cfg.FamilyNumber())
+	}
 	for _, h := range r.Hops() {
-		if h.Out >= len(e.outs) {
-			return elements.LiveRoute{}, fmt.Errorf("%q: out %d: this IPLookup has output ports 0..%d", text, h.Out, len(e.outs)-1)
+		if h.Out >= e.ports() {
+			return elements.LiveRoute{}, fmt.Errorf("%q: out %d: %s output ports 0..%d", text, h.Out, e.whoseOuts(), e.ports()-1)
 		}
 	}
 	_, exists := e.table.Exact(r.Prefix)
@@ -158,7 +191,7 @@ func (e *IPLookup) ReloadRoutes() (int, error) {
 		return 0, err
 	}
 	c := e.ctl.cfg
-	routes, err := route.ParseConfig(c.Routes, c.RoutesFile, c.limits.MaxRoutes)
+	routes, err := route.ParseConfig(c.Routes, c.RoutesFile, c.Limits().MaxRoutes)
 	if err != nil {
 		return 0, err
 	}
@@ -167,8 +200,8 @@ func (e *IPLookup) ReloadRoutes() (int, error) {
 	}
 	for _, r := range routes {
 		for _, h := range r.Hops() {
-			if h.Out >= len(e.outs) {
-				return 0, fmt.Errorf("route %v: out %d: this IPLookup has output ports 0..%d (ports are fixed while it runs)", r.Prefix, h.Out, len(e.outs)-1)
+			if h.Out >= e.ports() {
+				return 0, fmt.Errorf("route %v: out %d: %s output ports 0..%d (ports are fixed while it runs)", r.Prefix, h.Out, e.whoseOuts(), e.ports()-1)
 			}
 		}
 	}

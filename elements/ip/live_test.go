@@ -15,11 +15,12 @@ func liveLookup(t *testing.T, cfg *IPLookupConfig) *IPLookup {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := NewTable(cfg.routes)
+	tab, err := NewTable(cfg.tbl.Parsed())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := &sharedTable{table: tab, cfg: cfg}
+	sh := &sharedTable{table: tab, cfg: cfg.tbl, key: tableKey{name: "rt", own: true}}
+	sh.minOuts.Store(int32(cfg.outs))
 	return &IPLookup{table: tab, sh: sh, ctl: sh, outs: make([]*elements.Output, cfg.outs)}
 }
 
@@ -71,7 +72,11 @@ func TestLiveRoutes(t *testing.T) {
 		t.Errorf("%d routes after a refused reload, want 3", got)
 	}
 
-	k := &IPLookup{table: e.table, ctl: &sharedTable{cfg: &IPLookupConfig{srcName: "kernel"}}}
+	kc := &IPLookupConfig{Source: "kernel", Interfaces: []string{"a"}}
+	if err := kc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	k := &IPLookup{table: e.table, ctl: &sharedTable{cfg: kc.tbl}}
 	if _, err := k.SetRoute("10.5.0.0/16 out 0", false); err == nil || !strings.Contains(err.Error(), "kernel") {
 		t.Errorf("route add on a kernel mirror: %v", err)
 	}

@@ -3,10 +3,12 @@ package ip
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"slices"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/tables"
 )
 
 // Routes added live across a reload. A reload that keeps an IPLookup with
@@ -37,7 +39,7 @@ type liveCarry struct {
 // planLive decides, for the running shared table sh and the new
 // (validated) configuration c, which of sh's live routes a table built
 // from c keeps.
-func planLive(sh *sharedTable, c *IPLookupConfig) liveCarry {
+func planLive(sh *sharedTable, c *tables.Config) liveCarry {
 	var lc liveCarry
 	if sh == nil || c == nil {
 		return lc
@@ -46,11 +48,11 @@ func planLive(sh *sharedTable, c *IPLookupConfig) liveCarry {
 	if len(prefixes) == 0 {
 		return lc
 	}
-	file := make(map[netip.Prefix]route.Route, len(c.routes))
-	for _, r := range c.routes {
+	file := make(map[netip.Prefix]route.Route, len(c.Parsed()))
+	for _, r := range c.Parsed() {
 		file[r.Prefix] = r
 	}
-	room := c.limits.MaxRoutesOrDefault() - len(c.routes)
+	room := c.Limits().MaxRoutesOrDefault() - len(c.Parsed())
 	for _, p := range prefixes {
 		r, ok := sh.table.Exact(p)
 		if !ok {
@@ -61,16 +63,18 @@ func planLive(sh *sharedTable, c *IPLookupConfig) liveCarry {
 		}
 		fr, inFile := file[p]
 		switch {
-		case c.srcName == "kernel":
+		case c.Kernel():
 			drop("the new configuration mirrors the kernel's table (source = \"kernel\")")
 		case inFile && fr.Equal(r):
 			lc.lines = append(lc.lines, fmt.Sprintf("live route now in the file: %v", r))
 		case inFile:
 			drop("the file routes %v itself (%v)", p, fr)
-		case maxOut(r) >= c.outs:
-			drop("out %d: the new configuration has output ports 0..%d", maxOut(r), c.outs-1)
+		case !c.HasFamily(p.Addr()):
+			drop("the new table holds IPv%d routes only", c.FamilyNumber())
+		case maxOut(r) >= c.Ports():
+			drop("out %d: the new configuration has output ports 0..%d", maxOut(r), c.Ports()-1)
 		case room <= 0:
-			drop("the file's %d routes fill max_routes %d", len(c.routes), c.limits.MaxRoutesOrDefault())
+			drop("the file's %d routes fill max_routes %d", len(c.Parsed()), c.Limits().MaxRoutesOrDefault())
 		default:
 			room--
 			lc.keep = append(lc.keep, r)
@@ -89,13 +93,18 @@ func maxOut(r route.Route) int {
 }
 
 // ReloadPlan implements elements.ReloadPlanner: the live routes a
-// reload to next keeps and drops.
+// reload to next keeps and drops. Of the lookups reading one table, the
+// first that read it speaks for it.
 func (e *IPLookup) ReloadPlan(next any, rebuilt bool) []string {
 	sh := e.ctl
-	if sh == nil {
+	if sh == nil || sh.reporter != e.name {
 		return nil
 	}
-	if !rebuilt {
+	nc, _ := next.(*IPLookupConfig)
+	if nc == nil || nc.tbl == nil {
+		return nil
+	}
+	if reflect.DeepEqual(sh.cfg, nc.tbl) && (len(nc.tbl.Offload) == 0 || !rebuilt) {
 		var lines []string
 		for _, p := range sh.live.list() {
 			if r, ok := sh.table.Exact(p); ok {
@@ -104,13 +113,12 @@ func (e *IPLookup) ReloadPlan(next any, rebuilt bool) []string {
 		}
 		return lines
 	}
-	c, _ := next.(*IPLookupConfig)
-	return planLive(sh, c).lines
+	return planLive(sh, nc.tbl).lines
 }
 
 // applyLive inserts the routes carried from the running table prev into
 // t, built from c, and marks them live in sh.
-func applyLive(prev *sharedTable, c *IPLookupConfig, t *route.Table, sh *sharedTable) error {
+func applyLive(prev *sharedTable, c *tables.Config, t *route.Table, sh *sharedTable) error {
 	lc := planLive(prev, c)
 	if len(lc.keep) == 0 {
 		return nil

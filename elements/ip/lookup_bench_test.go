@@ -12,6 +12,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements/elementtest"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -148,12 +149,12 @@ func BenchmarkLoadRoutesFile1M(b *testing.B) {
 		if err := c.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		tb, err := route.NewTableChecked(c.routes, c.limits, c.checked) // as IPLookup builds it
+		tb, err := route.NewTableChecked(c.tbl.Parsed(), c.tbl.Limits(), c.tbl.Checked()) // as IPLookup builds it
 		if err != nil {
 			b.Fatal(err)
 		}
 		el := time.Since(t0)
-		c.routes = nil
+		c.own, c.tbl = tables.Config{}, nil
 		runtime.GC()
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)

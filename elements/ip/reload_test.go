@@ -3,6 +3,7 @@ package ip
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -30,7 +31,7 @@ func TestRoutesFileRemembered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.cache != nil {
+		if !reflect.ValueOf(c.own).FieldByName("cache").IsNil() {
 			t.Fatal("the config keeps the cache after ValidateState")
 		}
 		return c
@@ -38,21 +39,21 @@ func TestRoutesFileRemembered(t *testing.T) {
 	write("10.1.0.0/16 out 0\n10.2.0.0/16 out 1\n")
 	router, other := elements.NewGraphState(), elements.NewGraphState()
 	a, b := validate(router), validate(router)
-	if &a.routes[0] != &b.routes[0] {
+	if &a.tbl.Parsed()[0] != &b.tbl.Parsed()[0] {
 		t.Error("an unchanged routes_file was parsed again")
 	}
 	if b.outs != 2 {
 		t.Errorf("remembered set: %d ports, want 2", b.outs)
 	}
-	if c := validate(other); &c.routes[0] == &a.routes[0] {
+	if c := validate(other); &c.tbl.Parsed()[0] == &a.tbl.Parsed()[0] {
 		t.Error("another router's state saw this router's routes")
 	}
-	if c := validate(nil); &c.routes[0] == &a.routes[0] {
+	if c := validate(nil); &c.tbl.Parsed()[0] == &a.tbl.Parsed()[0] {
 		t.Error("a load for no router saw a router's routes")
 	}
 	write("10.3.0.0/16 out 0\n10.4.0.0/16 out 2\n") // same size
 	c := validate(router)
-	if got := c.routes[0].Prefix.String(); got != "10.3.0.0/16" {
+	if got := c.tbl.Parsed()[0].Prefix.String(); got != "10.3.0.0/16" {
 		t.Errorf("after a rewrite: first route %s, want 10.3.0.0/16 (stale routes remembered)", got)
 	}
 	if c.outs != 3 {
@@ -86,7 +87,7 @@ func TestRoutesFileRememberedWhenBuilt(t *testing.T) {
 	if err := again.ValidateState(router); err != nil {
 		t.Fatal(err)
 	}
-	if &again.routes[0] != &first.routes[0] {
+	if &again.tbl.Parsed()[0] != &first.tbl.Parsed()[0] {
 		t.Error("the router's reload parsed the routes its IPLookup was built with again")
 	}
 }

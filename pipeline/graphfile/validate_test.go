@@ -303,7 +303,7 @@ links = ["TestLdFilter -> TestLdSink(d)"]`,
 type = "TestLdFilter"
 [graph]
 links = [` + okLink + `]`,
-			[]string{`:4: unknown table [elemnts] (tables are [forwarder], [devices], [compounds], [elements], [graph]), did you mean "elements"?`}},
+			[]string{`:4: unknown table [elemnts] (tables are [forwarder], [devices], [tables], [compounds], [elements], [graph]), did you mean "elements"?`}},
 		{"stray top-level key", `workers = 2
 ` + dev + `
 [graph]

@@ -58,6 +58,7 @@ type KernelOptions struct {
 	Interfaces  []string
 	Interfaces6 []string
 	NetNS       string
+	Family      int // 4 or 6: mirror that family's routes only; 0: both
 }
 
 // KernelSync mirrors a kernel routing table into a Table (kernel.go).
@@ -65,7 +66,7 @@ type KernelSync = kernelSync
 
 // StartKernelSync loads the kernel table into t and keeps it in step.
 func StartKernelSync(t *Table, o KernelOptions, st *elements.Stats) (*KernelSync, error) {
-	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, interfaces6: o.Interfaces6, netns: o.NetNS}, st)
+	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, interfaces6: o.Interfaces6, netns: o.NetNS, family: o.Family}, st)
 }
 
 // OffloadSync mirrors a Table's IPv4 routes into a driver's fast path

@@ -25,19 +25,30 @@ import (
 // workers keep forwarding on the previous version meanwhile. If the
 // subscription dies (the socket's buffer overflowed, ENOBUFS), the mirror
 // resubscribes and reloads the whole table, which is swapped in atomically.
+//
+// Unicast routes are mirrored with their paths (several: ECMP, weighted by
+// repeating a path), blackhole, unreachable and prohibit routes as routes
+// of those types; routes of the other kernel types (throw, local,
+// broadcast, anycast, multicast, nat) are not mirrored, and are counted
+// by type while the kernel holds them (Unmirrored), as are routes whose
+// paths leave by no interface of the mirror's (kernel routes skipped),
+// routes through a nexthop object (ip nexthop: the route message names no
+// path) among them.
 
 type kernelOptions struct {
 	table       int
 	interfaces  []string
 	interfaces6 []string // IPv6 routes' ports, after interfaces' (none: the same as IPv4's)
 	netns       string
+	family      int // 4, 6, or 0 for both
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
 // several (different metrics or TOS) and forwards by the best one.
 type kernelRoute struct {
 	prio, tos int
-	hops      []Hop
+	typ       Type
+	hops      []Hop // Unicast's paths
 }
 
 type kernelSync struct {
@@ -51,9 +62,49 @@ type kernelSync struct {
 	ports  map[int]int // ifindex -> output port
 	ports6 map[int]int // ifindex -> output port of IPv6 routes (nil: ports)
 	routes map[netip.Prefix][]kernelRoute
+	// other holds the kernel's routes of types not mirrored, by prefix
+	// and metric, for Unmirrored.
+	other   map[otherKey]uint8
+	otherMu sync.Mutex
 
 	applied, skipped, resyncs *atomic.Uint64
 	lastErr                   atomic.Pointer[error]
+}
+
+// otherKey is one kernel route of a type not mirrored.
+type otherKey struct {
+	p         netip.Prefix
+	prio, tos int
+}
+
+// kernelTypes are the kernel route types mirrored as Table types.
+var kernelTypes = map[int]Type{
+	unix.RTN_UNICAST:     Unicast,
+	unix.RTN_BLACKHOLE:   Blackhole,
+	unix.RTN_UNREACHABLE: Unreachable,
+	unix.RTN_PROHIBIT:    Prohibit,
+}
+
+// kernelTypeNames name the kernel route types that are not mirrored.
+var kernelTypeNames = map[uint8]string{
+	unix.RTN_LOCAL: "local", unix.RTN_BROADCAST: "broadcast", unix.RTN_ANYCAST: "anycast",
+	unix.RTN_MULTICAST: "multicast", unix.RTN_THROW: "throw", unix.RTN_NAT: "nat", unix.RTN_XRESOLVE: "xresolve",
+}
+
+// Unmirrored counts the routes of the kernel table the mirror does not
+// copy because of their type, by type name ("throw": 2).
+func (k *kernelSync) Unmirrored() map[string]int {
+	k.otherMu.Lock()
+	defer k.otherMu.Unlock()
+	out := map[string]int{}
+	for _, t := range k.other {
+		n, ok := kernelTypeNames[t]
+		if !ok {
+			n = fmt.Sprintf("type %d", t)
+		}
+		out[n]++
+	}
+	return out
 }
 
 // maxBurst bounds the events applied as one version.
@@ -61,7 +112,7 @@ const maxBurst = 8192
 
 func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSync, error) {
 	k := &kernelSync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
-		routes: map[netip.Prefix][]kernelRoute{}}
+		routes: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
 		k.skipped = st.Counter("kernel routes skipped")
@@ -211,7 +262,13 @@ func (k *kernelSync) resync() error {
 		return err
 	}
 	clear(k.routes)
+	k.otherMu.Lock()
+	clear(k.other)
+	k.otherMu.Unlock()
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		if !k.wantFamily(fam) {
+			continue
+		}
 		rs, err := k.h.RouteListFiltered(fam, &netlink.Route{Table: k.opt.table}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return fmt.Errorf("source = \"kernel\": listing routes: %v", err)
@@ -222,7 +279,7 @@ func (k *kernelSync) resync() error {
 	}
 	var all []Route
 	for p, krs := range k.routes {
-		all = append(all, Route{Prefix: p, NextHop: krs[0].hops[0].Via, Out: krs[0].hops[0].Out, Also: krs[0].hops[1:]})
+		all = append(all, krs[0].route(p))
 	}
 	if err := k.t.Replace(all); err != nil {
 		return fmt.Errorf("source = \"kernel\": %v", err)
@@ -252,18 +309,36 @@ func (k *kernelSync) refreshPorts() error {
 	return nil
 }
 
+// route is the Table's route for the kernel's route kr to p.
+func (kr kernelRoute) route(p netip.Prefix) Route {
+	if kr.typ != Unicast {
+		return Route{Prefix: p, Type: kr.typ}
+	}
+	return Route{Prefix: p, NextHop: kr.hops[0].Via, Out: kr.hops[0].Out, Also: kr.hops[1:]}
+}
+
 // note records a kernel route add (or delete) in k.routes and reports the
 // prefix it concerns, whether it is mirrored at all.
 func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
-	if r.Table != k.opt.table || r.Type != unix.RTN_UNICAST {
+	if r.Table != k.opt.table || !k.wantFamily(r.Family) {
 		return netip.Prefix{}, false
 	}
+	typ, mirrored := kernelTypes[r.Type]
 	p, ok := kernelPrefix(r)
 	if !ok {
 		return p, false
 	}
-	kr := kernelRoute{prio: r.Priority, tos: r.Tos}
-	if add {
+	ok = k.noteOther(p, r, add && !mirrored)
+	if !mirrored {
+		// A route of another type replacing a mirrored one (ip route
+		// replace throw ...) takes that metric's place.
+		add = false
+		if !ok {
+			return p, false
+		}
+	}
+	kr := kernelRoute{prio: r.Priority, tos: r.Tos, typ: typ}
+	if add && typ == Unicast {
 		hops, ok := k.hops(r)
 		if !ok {
 			k.skipped.Add(1)
@@ -284,6 +359,32 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		k.routes[p] = list
 	}
 	return p, true
+}
+
+// wantFamily reports whether the mirror copies routes of the netlink
+// address family fam.
+func (k *kernelSync) wantFamily(fam int) bool {
+	switch k.opt.family {
+	case 4:
+		return fam == netlink.FAMILY_V4
+	case 6:
+		return fam == netlink.FAMILY_V6
+	}
+	return true
+}
+
+// noteOther records (on) or forgets the unmirrored route r to p, and
+// reports whether k.routes holds a route for p at r's metric.
+func (k *kernelSync) noteOther(p netip.Prefix, r *netlink.Route, on bool) bool {
+	key := otherKey{p, r.Priority, r.Tos}
+	k.otherMu.Lock()
+	if on {
+		k.other[key] = uint8(r.Type)
+	} else {
+		delete(k.other, key)
+	}
+	k.otherMu.Unlock()
+	return slices.ContainsFunc(k.routes[p], func(o kernelRoute) bool { return o.prio == r.Priority && o.tos == r.Tos })
 }
 
 func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
@@ -372,7 +473,7 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 	for i := range us {
 		u := &us[i]
 		add := u.Type == unix.RTM_NEWROUTE
-		if add && !refreshed && u.Table == k.opt.table {
+		if add && !refreshed && u.Table == k.opt.table && u.Type == unix.RTN_UNICAST {
 			// A route through an interface we have not seen may mean the
 			// interface is new: look the interfaces up again, once.
 			if _, ok := k.port(u.LinkIndex, u.Family == netlink.FAMILY_V4); !ok && len(u.MultiPath) == 0 {
@@ -390,8 +491,7 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 	cs := make([]Change, 0, len(touched))
 	for p := range touched {
 		if list, ok := k.routes[p]; ok {
-			h := list[0].hops
-			cs = append(cs, Change{Route: Route{Prefix: p, NextHop: h[0].Via, Out: h[0].Out, Also: h[1:]}})
+			cs = append(cs, Change{Route: list[0].route(p)})
 		} else {
 			cs = append(cs, Change{Route: Route{Prefix: p}, Delete: true})
 		}

@@ -71,9 +71,12 @@ func (s *offloadSync) run() {
 	}
 }
 
-// want is the fast path's view of route r.
+// want is the fast path's view of route r. A blackhole, unreachable or
+// prohibit route is held as "never forward here", so that the fast path
+// hands its packets to the graph (which drops them) instead of
+// forwarding them by a covering prefix.
 func (s *offloadSync) want(r Route) offloadRoute {
-	if len(r.Also) > 0 || r.Out >= len(s.ports) || s.ports[r.Out] == nil {
+	if r.Type != Unicast || len(r.Also) > 0 || r.Out >= len(s.ports) || s.ports[r.Out] == nil {
 		return offloadRoute{}
 	}
 	return offloadRoute{gw: r.NextHop, out: s.ports[r.Out]}

@@ -22,7 +22,9 @@ import (
 // "0.0.0.0/0 via 10.1.0.2 via 10.2.0.2 out 0 out 1" pairs the i-th via with
 // the i-th out; with one out, every via is on that port. A bare address is
 // a /32 (/128). The prefix must have no host bits set (a typo such as
-// 10.1.0.0/8 is reported, not silently masked).
+// 10.1.0.0/8 is reported, not silently masked). "PREFIX blackhole" (or
+// "blackhole PREFIX", as ip route writes it), unreachable and prohibit
+// are routes of those types, without paths.
 func ParseRoute(s string) (Route, error) {
 	r, err := parseRoute(s)
 	if err != nil {
@@ -50,11 +52,32 @@ func parseRoute(s string) (Route, error) {
 	if f == "" {
 		return r, errors.New("empty route")
 	}
+	// A route type leads, as in ip route (blackhole 10.0.0.0/8), or
+	// follows the prefix (10.0.0.0/8 blackhole).
+	if t, ok := ParseType(f); ok && t != Unicast {
+		r.Type = t
+		if f, rest = nextField(rest); f == "" {
+			return Route{}, fmt.Errorf("%v needs a prefix", t)
+		}
+	}
 	p, err := parsePrefixAny(f)
 	if err != nil {
 		return r, err
 	}
 	r.Prefix = p
+	if r.Type == Unicast {
+		if f, more := nextField(rest); f != "" {
+			if t, ok := ParseType(f); ok && t != Unicast {
+				r.Type, rest = t, more
+			}
+		}
+	}
+	if r.Type != Unicast {
+		if f, _ := nextField(rest); f != "" {
+			return Route{}, fmt.Errorf("unexpected %q: a %v route has no via or out", f, r.Type)
+		}
+		return r, nil
+	}
 	var vias [MaxPaths]netip.Addr
 	var outs [MaxPaths]int
 	nv, no := 0, 0
@@ -93,7 +116,7 @@ func parseRoute(s string) (Route, error) {
 			outs[no] = n
 			no++
 		default:
-			return r, fmt.Errorf("unexpected %q: want \"via NEXTHOP\" or \"out PORT\"", f)
+			return r, fmt.Errorf("unexpected %q: want \"via NEXTHOP\", \"out PORT\" or a route type (blackhole, unreachable, prohibit)", f)
 		}
 	}
 	switch {

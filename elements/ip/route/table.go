@@ -24,27 +24,100 @@ type Hop struct {
 // connected network: the next hop is the packet's own destination. Also
 // lists further equal-cost paths (ECMP): a packet takes one of the paths
 // (NextHop, Out) and Also by its flow hash, so that a flow keeps one path.
+//
+// A route of another Type than Unicast has no paths (NextHop, Out and Also
+// are zero): it stops the packets it matches, as the kernel's route types
+// of the same names do.
 type Route struct {
 	Prefix  netip.Prefix
 	NextHop netip.Addr
 	Out     int
 	Also    []Hop
+	Type    Type
 }
 
-// Hops returns every path of the route, the first one first.
+// Type is a route's kind, as the kernel's route types (ip route add
+// blackhole|unreachable|prohibit PREFIX).
+type Type uint8
+
+const (
+	Unicast     Type = iota // forwarded by its paths
+	Blackhole               // dropped silently
+	Unreachable             // dropped; the sender may be told host unreachable
+	Prohibit                // dropped; the sender may be told administratively prohibited
+	numTypes
+)
+
+var typeNames = [numTypes]string{"unicast", "blackhole", "unreachable", "prohibit"}
+
+func (t Type) String() string {
+	if t < numTypes {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type %d", uint8(t))
+}
+
+// ParseType reads a route type's name ("blackhole", ...).
+func ParseType(s string) (Type, bool) {
+	for i, n := range typeNames {
+		if s == n {
+			return Type(i), true
+		}
+	}
+	return 0, false
+}
+
+// TypeOfOut is the type a next-hop set's first path encodes: the table
+// keeps a typed route as one path whose Out is -Type (the data path's
+// check that a port exists catches it, so unicast lookups pay nothing
+// for the types), Unicast for a real port.
+func TypeOfOut(out int) Type {
+	if out < 0 {
+		return Type(-out)
+	}
+	return Unicast
+}
+
+// Hops returns every path of the route, the first one first (none for a
+// route of another type than Unicast).
 func (r Route) Hops() []Hop {
+	if r.Type != Unicast {
+		return nil
+	}
 	return append([]Hop{{Via: r.NextHop, Out: r.Out}}, r.Also...)
 }
 
-// Equal reports whether two routes have the same prefix and paths.
+// first is the route's first path as the table stores it (a typed
+// route's: Out = -Type).
+func (r Route) first() Hop {
+	if r.Type != Unicast {
+		return Hop{Out: -int(r.Type)}
+	}
+	return Hop{Via: r.NextHop, Out: r.Out}
+}
+
+// paths is every path as the table stores it.
+func (r Route) paths() []Hop {
+	if r.Type != Unicast {
+		return []Hop{r.first()}
+	}
+	return r.Hops()
+}
+
+// Equal reports whether two routes have the same prefix, type and paths.
 func (r Route) Equal(o Route) bool {
-	return r.Prefix == o.Prefix && r.NextHop == o.NextHop && r.Out == o.Out && slices.Equal(r.Also, o.Also)
+	return r.Prefix == o.Prefix && r.Type == o.Type && r.NextHop == o.NextHop && r.Out == o.Out && slices.Equal(r.Also, o.Also)
 }
 
 // String formats the route in the syntax ParseRoute reads.
 func (r Route) String() string {
 	var b strings.Builder
 	b.WriteString(r.Prefix.String())
+	if r.Type != Unicast {
+		b.WriteString(" ")
+		b.WriteString(r.Type.String())
+		return b.String()
+	}
 	for _, h := range r.Hops() {
 		if h.Via.IsValid() {
 			b.WriteString(" via ")
@@ -58,6 +131,9 @@ func (r Route) String() string {
 }
 
 func routeFrom(p netip.Prefix, set nhSet) Route {
+	if t := TypeOfOut(set.hops[0].Out); t != Unicast {
+		return Route{Prefix: p, Type: t}
+	}
 	r := Route{Prefix: p, NextHop: set.hops[0].Via, Out: set.hops[0].Out}
 	if len(set.hops) > 1 {
 		r.Also = slices.Clone(set.hops[1:])
@@ -229,7 +305,7 @@ func precheck(routes []Route) error {
 		}
 		if len(sets)+len(sets1) <= MaxNextHopSets {
 			if len(r.Also) == 0 {
-				sets1[Hop{r.NextHop, r.Out}] = struct{}{}
+				sets1[r.first()] = struct{}{}
 			} else {
 				sets[nhKey(r.Hops())] = struct{}{}
 			}
@@ -272,7 +348,7 @@ func (w *writerState) apply(c Change) error {
 	var v uint16
 	var err error
 	if len(c.Route.Also) == 0 {
-		one := [1]Hop{{Via: c.Route.NextHop, Out: c.Route.Out}}
+		one := [1]Hop{c.Route.first()}
 		v, err = w.nhRef(one[:])
 	} else {
 		v, err = w.nhRef(c.Route.Hops())
@@ -334,7 +410,7 @@ func (t *Table) Apply(changes []Change) error {
 		} else if _, ok := w.rules6[p]; !ok {
 			adds++
 		}
-		k := nhKey(c.Route.Hops())
+		k := nhKey(c.Route.paths())
 		if _, ok := w.nhIndex[k]; !ok {
 			sets[k] = struct{}{}
 		}
@@ -697,6 +773,15 @@ func checkRoute(r Route) error {
 	}
 	if p.Masked() != p {
 		return fmt.Errorf("prefix %v has host bits set (did you mean %v?)", p, p.Masked())
+	}
+	if r.Type != Unicast {
+		if r.Type >= numTypes {
+			return fmt.Errorf("unknown route type %d", r.Type)
+		}
+		if r.NextHop.IsValid() || r.Out != 0 || len(r.Also) > 0 {
+			return fmt.Errorf("a %v route has no paths (no via, no out)", r.Type)
+		}
+		return nil
 	}
 	if len(r.Also) >= MaxPaths {
 		return fmt.Errorf("%d paths: at most %d", len(r.Also)+1, MaxPaths)
