@@ -149,7 +149,7 @@ func ParseFor(file string, data []byte, s *elements.GraphState) (*Graph, error) 
 }
 
 // The top-level tables of a graph file.
-var topTables = []string{"forwarder", "devices", "compounds", "elements", "graph"}
+var topTables = []string{"forwarder", "devices", "tables", "compounds", "elements", "graph"}
 
 var forwarderKeys = []string{"workers", "batch", "stats"}
 
@@ -202,6 +202,7 @@ type loader struct {
 	state *elements.GraphState
 
 	badDevices map[string]bool // devices whose table is broken (still "declared")
+	badTables  []string        // [tables] sections with errors (reported)
 
 	elems     map[string]*elemInfo // every named element
 	order     []*elemInfo          // g.Elements' order, with bad ones too
@@ -351,6 +352,11 @@ func (l *loader) load(data []byte) {
 	l.anonCount = map[string]int{}
 	l.inline = map[string]*linkDecl{}
 	l.badDevices = map[string]bool{}
+	// Route tables first: the elements that read them take their ports
+	// from them (tables.go).
+	if t, ok := top["tables"].(map[string]any); ok {
+		l.routeTables(t)
+	}
 	l.compounds = map[string]*compound{}
 	l.insts = map[string]*instance{}
 	l.top = &scope{anonCount: l.anonCount}
@@ -383,6 +389,7 @@ func (l *loader) load(data []byte) {
 			l.forwarder(tbl)
 		case k == "devices":
 			l.devices(tbl)
+		case k == "tables":
 		case k == "compounds":
 		case k == "elements":
 			l.declare(l.top, tbl, "elements")
@@ -391,6 +398,7 @@ func (l *loader) load(data []byte) {
 		}
 	}
 	l.validate(l.resolveLinks())
+	l.checkTablesUsed()
 }
 
 func tableList() string {
@@ -824,7 +832,7 @@ func (l *loader) finish(ei *elemInfo, line int, failed bool) {
 			failed = true
 		}
 	}
-	if failed {
+	if failed || !l.bindTable(ei, line) {
 		ei.bad = true
 		return
 	}

@@ -36,6 +36,7 @@ type Graph struct {
 	Stats string
 
 	Devices  []*Device  // in declaration order; Index is the position
+	Tables   []*Table   // route tables ([tables.NAME], tables.go)
 	Elements []*Element // declared ones first, then inline ones in link order
 	Links    []Link
 	// Instances are the compound elements used, flattened into Elements
