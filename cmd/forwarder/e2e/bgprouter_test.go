@@ -1,0 +1,279 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+)
+
+// The tests of configs/bgp-router.toml: the topology of every test (cli on
+// lan0, srv on wan0), with the forwarder namespace's kernel reaching the
+// wire through the twins lan0h and wan0h, and real daemons beside the
+// forwarder: BIRD 2 in the forwarder's namespace peering with BIRD 2 in
+// srv, dnsmasq serving the LAN, a web server on the router's addresses.
+// Every daemon runs with its config, socket and state in a temporary
+// directory and is killed at cleanup.
+
+// bgpConfigPath is configs/bgp-router.toml, relative to this package.
+func bgpConfigPath(t *testing.T) string {
+	p, err := filepath.Abs("../../../configs/bgp-router.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newBGPTopo starts the forwarder with bgp-router.toml and waits for its
+// twins. The srv host also holds 10.16.0.5 and 2001:db8:16::5 (its
+// loopback), the destinations behind the routes it announces.
+func newBGPTopo(t *testing.T) *topo {
+	t.Helper()
+	netns.RequireTool(t, "bird")
+	netns.RequireTool(t, "birdc")
+	tp := newTopo(t, 1)
+	tp.config = bgpConfigPath(t)
+	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "lo")
+	p := tp.start(t, "")
+	t.Cleanup(func() {
+		out := tp.stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+	})
+	for _, twin := range []string{"lan0h", "wan0h"} {
+		waitFor(t, 5*time.Second, twin+" up", func() (bool, string) {
+			out, _ := tp.fwd.Run("ip", "-o", "link", "show", twin)
+			return strings.Contains(out, "LOWER_UP"), out
+		})
+	}
+	return tp
+}
+
+// waitFor polls ok every 50 ms until it holds, failing the test with its
+// last output after d.
+func waitFor(t *testing.T, d time.Duration, what string, ok func() (bool, string)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var done bool
+		if done, last = ok(); done {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %v; last:\n%s", what, d, last)
+}
+
+// bird is one BIRD 2 daemon in a namespace.
+type bird struct {
+	ns   *netns.NS
+	sock string
+	proc *netns.Proc
+}
+
+// startBird runs BIRD in the foreground in ns with config conf, its
+// socket in a temporary directory.
+func startBird(t *testing.T, ns *netns.NS, conf string) *bird {
+	t.Helper()
+	dir := t.TempDir()
+	cf := filepath.Join(dir, "bird.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := &bird{ns: ns, sock: filepath.Join(dir, "bird.ctl")}
+	b.proc = ns.Start("bird", "-f", "-c", cf, "-s", b.sock)
+	t.Cleanup(func() {
+		b.proc.Kill()
+		if t.Failed() {
+			t.Logf("bird in %s:\n%s", ns.Name, b.proc.Output())
+		}
+	})
+	return b
+}
+
+func (b *bird) ctl(args ...string) (string, error) {
+	return b.ns.Run("birdc", append([]string{"-s", b.sock}, args...)...)
+}
+
+// sessionSince is the time BIRD's protocol name entered its state and
+// whether that state is Established.
+var protoLine = regexp.MustCompile(`(?m)^(\S+)\s+BGP\s+\S+\s+(\S+)\s+(\S+(?: \S+)?)\s+(\S+)\s*$`)
+
+func (b *bird) session(name string) (since string, established bool, out string) {
+	out, err := b.ctl("show", "protocols", name)
+	if err != nil {
+		return "", false, fmt.Sprintf("birdc: %v: %s", err, out)
+	}
+	for _, m := range protoLine.FindAllStringSubmatch(out, -1) {
+		if m[1] == name {
+			return m[3], m[2] == "up" && m[4] == "Established", out
+		}
+	}
+	return "", false, out
+}
+
+// birdPeers starts BIRD in the router's namespace (AS 65001, routes into
+// the kernel's main table) and in srv (AS 65002, announcing 10.16.0.0/12
+// from protocol s16) with a 9 s hold time, and waits for the session.
+func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
+	t.Helper()
+	router = startBird(t, tp.fwd, `log stderr all;
+router id 10.2.0.1;
+protocol device { scan time 1; }
+protocol kernel k4 { ipv4 { import none; export all; }; }
+protocol bgp uplink {
+  local 10.2.0.1 as 65001;
+  neighbor 10.2.0.2 as 65002;
+  hold time 9; keepalive time 3; connect retry time 1;
+  ipv4 { import all; export none; };
+}
+`)
+	peer = startBird(t, tp.srv, `log stderr all;
+router id 10.2.0.2;
+protocol device { scan time 1; }
+protocol static s16 { ipv4; route 10.16.0.0/12 unreachable; }
+protocol bgp r1 {
+  local 10.2.0.2 as 65002;
+  neighbor 10.2.0.1 as 65001;
+  hold time 9; keepalive time 3; connect retry time 1;
+  ipv4 { import none; export all; };
+}
+`)
+	waitFor(t, 30*time.Second, "BGP session established", func() (bool, string) {
+		_, up, out := router.session("uplink")
+		return up, out
+	})
+	return router, peer
+}
+
+// kernelRoute waits until the router's kernel has (or, with want false,
+// no longer has) a route for prefix.
+func kernelRoute(t *testing.T, tp *topo, prefix string, want bool) {
+	t.Helper()
+	waitFor(t, 10*time.Second, fmt.Sprintf("kernel route %s present=%v", prefix, want), func() (bool, string) {
+		out := tp.fwd.MustRun("ip", "route", "show", prefix)
+		return strings.Contains(out, "wan0h") == want, out
+	})
+}
+
+// TestBGPRouter: BIRD in the router's namespace peers with BIRD in srv
+// over the forwarded WAN link; the session stays established through an
+// iperf3 load through the router; the route it learns is forwarded by
+// the graph and the fast path, and once withdrawn it is not; the kernel's
+// neighbour entry for the peer is resolved (it sees the ARP replies);
+// the router's own addresses answer TCP from both sides, over IPv4 and
+// IPv6 (the kernel resolves the LAN host by neighbour discovery through
+// the twin).
+func TestBGPRouter(t *testing.T) {
+	tp := newBGPTopo(t)
+	router, peer := birdPeers(t, tp)
+	since, _, _ := router.session("uplink")
+
+	kernelRoute(t, tp, "10.16.0.0/12", true)
+	pingOK(t, tp.cli, "10.16.0.5")
+
+	t.Run("neighbours", func(t *testing.T) {
+		out := tp.fwd.MustRun("ip", "neigh", "show", "10.2.0.2", "dev", "wan0h")
+		if !regexp.MustCompile(`lladdr \S+ (REACHABLE|STALE|DELAY|PROBE)`).MatchString(out) {
+			t.Errorf("the kernel's neighbour entry for the BGP peer: %q", out)
+		}
+	})
+
+	t.Run("router addresses", func(t *testing.T) {
+		const body = "the router itself\n"
+		serveHTTP(t, tp.fwd, "10.1.0.1:8080", body)
+		natCurl(t, tp.cli, "http://10.1.0.1:8080/", body)
+		natCurl(t, tp.srv, "http://10.1.0.1:8080/", body)
+		addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
+		httpServer6(t, tp.fwd, "2001:db8:1::1", 8081, body)
+		natCurl(t, tp.cli, "http://[2001:db8:1::1]:8081/", body)
+	})
+
+	t.Run("under load", func(t *testing.T) {
+		secs := 30
+		if s, err := strconv.Atoi(os.Getenv("JUNCTION_BGP_SECONDS")); err == nil && s > 0 {
+			secs = s
+		}
+		rep, out := iperfTo(t, tp.cli, tp.srv, "10.16.0.5", true, "iperf3", "-c", "10.16.0.5",
+			"-t", strconv.Itoa(secs), "-P", "8", "-J", "--connect-timeout", "2000")
+		r := rep.End.SumReceived
+		t.Logf("iperf3 to the BGP-learned 10.16.0.5, %d s, 8 streams: %.1f Mbit/s", secs, r.BitsPerSecond/1e6)
+		if r.BitsPerSecond <= 0 {
+			t.Errorf("iperf3 through the BGP route: no throughput (%q)\n%.2000s", rep.Error, out)
+		}
+		now, up, st := router.session("uplink")
+		if !up || now != since {
+			t.Errorf("BGP session after %d s of load: established %v, since %q (was %q):\n%s", secs, up, now, since, st)
+		}
+		s := tp.snapshot(t)
+		t.Logf("HostPunt: punted routing %d, neighbor %d, other %d; over rate: routing %d, neighbor %d",
+			counter(s, "HostPunt", "punted routing"), counter(s, "HostPunt", "punted neighbor"),
+			counter(s, "HostPunt", "punted other"), counter(s, "HostPunt", "routing over rate"),
+			counter(s, "HostPunt", "neighbor over rate"))
+		if counter(s, "HostPunt", "punted routing") == 0 || counter(s, "HostPunt", "routing over rate") != 0 {
+			t.Errorf("HostPunt: BGP punted %d, dropped %d", counter(s, "HostPunt", "punted routing"), counter(s, "HostPunt", "routing over rate"))
+		}
+	})
+
+	t.Run("withdrawn", func(t *testing.T) {
+		if out, err := peer.ctl("disable", "s16"); err != nil {
+			t.Fatalf("birdc disable s16: %v: %s", err, out)
+		}
+		kernelRoute(t, tp, "10.16.0.0/12", false)
+		time.Sleep(100 * time.Millisecond) // the mirror follows the kernel within milliseconds
+		if out, err := tp.cli.Run("ping", "-c5", "-i0.1", "-W1", "10.16.0.5"); err == nil || !strings.Contains(out, "100% packet loss") {
+			t.Errorf("10.16.0.5 still reached after its route was withdrawn:\n%s", out)
+		}
+		if out, err := peer.ctl("enable", "s16"); err != nil {
+			t.Fatalf("birdc enable s16: %v: %s", err, out)
+		}
+		kernelRoute(t, tp, "10.16.0.0/12", true)
+		pingOK(t, tp.cli, "10.16.0.5")
+	})
+}
+
+// TestBGPRouterDHCP: dnsmasq on the router's LAN twin hands the LAN host
+// a lease (udhcpc: DISCOVER, OFFER, REQUEST, ACK through the forwarder)
+// and answers its DNS queries.
+func TestBGPRouterDHCP(t *testing.T) {
+	netns.RequireTool(t, "dnsmasq")
+	netns.RequireTool(t, "udhcpc")
+	tp := newBGPTopo(t)
+	dir := t.TempDir()
+	leases := filepath.Join(dir, "leases")
+	d := tp.fwd.Start("dnsmasq", "--conf-file=/dev/null", "--no-daemon", "--log-dhcp", "--log-queries",
+		"--interface=lan0h", "--bind-interfaces", "--except-interface=lo",
+		"--dhcp-range=10.1.0.100,10.1.0.150,1h", "--dhcp-leasefile="+leases,
+		"--pid-file="+filepath.Join(dir, "pid"), "--no-resolv", "--no-hosts",
+		"--address=/router.lan/10.1.0.1")
+	t.Cleanup(func() {
+		d.Kill()
+		if t.Failed() {
+			t.Logf("dnsmasq:\n%s", d.Output())
+		}
+	})
+	out, err := tp.cli.Run("udhcpc", "-i", "eth0", "-f", "-q", "-n", "-t", "5", "-T", "2", "-s", "/bin/true")
+	m := regexp.MustCompile(`lease of (10\.1\.0\.\d+) obtained`).FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("udhcpc: %v:\n%s", err, out)
+	}
+	mac := tp.cli.MAC("eth0").String()
+	data, _ := os.ReadFile(leases)
+	if !strings.Contains(string(data), mac) || !strings.Contains(string(data), m[1]) {
+		t.Errorf("dnsmasq's leases lack %s at %s:\n%s", m[1], mac, data)
+	}
+	t.Logf("lease %s for %s", m[1], mac)
+
+	if out, err := tp.cli.Run("python3", "-c", `import socket,struct
+q=struct.pack(">HHHHHH",0x1234,0x0100,1,0,0,0)+b"\x06router\x03lan\x00"+struct.pack(">HH",1,1)
+s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(3); s.sendto(q,("10.1.0.1",53))
+r=s.recv(512); print(socket.inet_ntoa(r[-4:]))`); err != nil || strings.TrimSpace(out) != "10.1.0.1" {
+		t.Errorf("DNS query for router.lan to 10.1.0.1: %v: %q", err, out)
+	}
+}

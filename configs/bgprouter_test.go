@@ -1,0 +1,122 @@
+package configs_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/junction-dataplane/junction/drivers/tap"
+	"github.com/junction-dataplane/junction/elements/host"
+	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/graphfile"
+)
+
+// field reads a config struct's field by name (the element packages own
+// the types; the test needs two keys of each).
+func field(cfg any, name string) any {
+	return reflect.ValueOf(cfg).Elem().FieldByName(name).Interface()
+}
+
+// target is where output port of element from leads.
+func target(g *graphfile.Graph, from string, port int) (string, int) {
+	for _, l := range g.Links {
+		if l.From == from && l.FromPort == port {
+			return l.To, l.ToPort
+		}
+	}
+	return "", -1
+}
+
+// TestBGPRouterContract: bgp-router.toml gives each forwarded port a tap
+// twin on the port's interface with the port's addresses; HostPunt sends
+// each port's traffic to that port's twin and what the kernel sends on a
+// twin leaves by its port; the ARP rules of each port's classifier feed
+// both the querier and (a copy) HostPunt; and the three route tables
+// mirror the kernel's main table through the twins, in port order.
+func TestBGPRouterContract(t *testing.T) {
+	g, err := pipeline.Load("bgp-router.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := map[string]*graphfile.Device{}
+	for _, d := range g.Devices {
+		dev[d.Name] = d
+	}
+	ports := []string{"lan", "wan"}
+	var twinIfs []string
+	for _, port := range ports {
+		twin := dev[port+"h"]
+		if twin == nil || twin.Driver.Name != "tap" {
+			t.Fatalf("no tap device %sh", port)
+		}
+		tc := twin.Config.(*tap.Config)
+		if want := field(dev[port].Config, "Interface").(string); tc.Twin != want {
+			t.Errorf("%sh: twin %q, want the port's interface %q", port, tc.Twin, want)
+		}
+		if !slices.Equal(twin.Addresses, dev[port].Addresses) {
+			t.Errorf("%sh: addresses %v, want the port's %v", port, twin.Addresses, dev[port].Addresses)
+		}
+		twinIfs = append(twinIfs, tc.Interface)
+	}
+
+	hp := g.Element("hp")
+	if hp == nil || hp.Type.Name != "HostPunt" {
+		t.Fatal("no HostPunt hp")
+	}
+	if got := hp.Config.(*host.Config).Devices; !slices.Equal(got, ports) {
+		t.Fatalf("hp devices %v, want %v", got, ports)
+	}
+	to := map[string]string{} // ToDevice element -> device
+	from := map[string]string{}
+	for _, e := range g.Elements {
+		switch e.Type.Name {
+		case "ToDevice":
+			to[e.Name] = field(e.Config, "Device").(string)
+		case "FromDevice":
+			from[field(e.Config, "Device").(string)] = e.Name
+		}
+	}
+	for i, port := range ports {
+		if el, _ := target(g, "hp", i); to[el] != port+"h" {
+			t.Errorf("hp[%d] leads to %q (device %q), want ToDevice(%sh)", i, el, to[el], port)
+		}
+		if el, _ := target(g, from[port+"h"], 0); to[el] != port {
+			t.Errorf("FromDevice(%sh) leads to %q, want ToDevice(%s)", port, el, port)
+		}
+		// The device classifier's rules 1 (arp request) and 2 (arp):
+		// each a Tee with one copy to hp and one to the port's querier.
+		cls, _ := target(g, from[port], 0)
+		for _, rule := range []int{1, 2} {
+			tee, _ := target(g, cls, rule)
+			te := g.Element(tee)
+			if te == nil || te.Type.Name != "Tee" {
+				t.Errorf("%s rule %d leads to %q, want a Tee", cls, rule, tee)
+				continue
+			}
+			var toHP, toQuerier bool
+			for o := 0; o < te.Out; o++ {
+				el, in := target(g, tee, o)
+				toHP = toHP || el == "hp"
+				if q := g.Element(el); q != nil && q.Type.Name == "ARPQuerier" && in == 1 {
+					toQuerier = toQuerier || field(q.Config, "Device") == port
+				}
+			}
+			if !toHP || !toQuerier {
+				t.Errorf("%s rule %d: copies to hp %v, to ARPQuerier(%s) %v", cls, rule, toHP, port, toQuerier)
+			}
+		}
+	}
+
+	for _, name := range []string{"rt", "rt4e", "rt6e"} {
+		e := g.Element(name)
+		if e == nil || e.Type.Name != "IPLookup" {
+			t.Fatalf("no IPLookup %s", name)
+		}
+		if src := field(e.Config, "Source"); src != "kernel" {
+			t.Errorf("%s: source %v, want kernel", name, src)
+		}
+		if got := field(e.Config, "Interfaces").([]string); !slices.Equal(got, twinIfs) {
+			t.Errorf("%s: interfaces %v, want the twins %v", name, got, twinIfs)
+		}
+	}
+}
