@@ -52,6 +52,14 @@
 # unchanged) and, with GRO=on, bounce (an XDP redirect in the kernel);
 # e2e-lib.sh's e2e_bounds says what each is; BOUNDS_TC=1 adds the TC
 # redirect bounds tcpeer, tcpass and tcegress.
+#
+# TCFP=1 (on by default with BOUNDS=1; every config) adds, after Junction
+# as shipped, Junction with the data path that attaches no XDP program to
+# a veth: the same config with its afxdp fast-path devices on the
+# afpacket driver with fastpath = "auto" (the fast path as a TC ingress
+# program, bpf_redirect_peer into the other veth's peer; the graph's
+# sockets bound to the IPv4, IPv6 and ARP EtherTypes). It prints as
+# "tcfp" with its ratio to Linux.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -61,6 +69,7 @@ QUEUES=${QUEUES:-2}
 UDP=${UDP:-0}
 GRO=${GRO:-off}
 BOUNDS=${BOUNDS:-0}
+TCFP=${TCFP:-$BOUNDS}
 CPU=${CPU:-0}
 PROFILE=${PROFILE:-}
 ONLY_CASES=${CASES:-}
@@ -69,6 +78,7 @@ FWDPID=
 SUF=$$
 CLI=jnb-tcli-$SUF FWD=jnb-tfwd-$SUF SRV=jnb-tsrv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
+. "$(dirname "$0")/e2e-tcp-tcfp.sh"
 e2e_init e2e-tcp.sh $CLI $FWD $SRV
 command -v iperf3 >/dev/null || { echo "e2e-tcp.sh: needs iperf3" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "e2e-tcp.sh: needs python3" >&2; exit 1; }
@@ -79,7 +89,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS CONFIGS=\"$CONFIGS\""
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS TCFP=$TCFP CONFIGS=\"$CONFIGS\""
 
 # parse FILE REVERSE: "BPS RETRANSMITS ERROR" of one iperf3 -J report (the
 # receiver's rate; ERROR "-" when the run completed). UDP reports: "PPS LOSS ERROR".
@@ -169,9 +179,9 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
-bounds = [f for f in ("direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
+bounds = [f for f in ("tcfp", "direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
 if bounds:
-    print(f"  bounds (received Mbit/s, median [min-max]; ÷ Linux's median): direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel")
+    print(f"  more (received Mbit/s, median [min-max]; ÷ Linux's median): tcfp = Junction on afpacket with the fast path in TC (no XDP); bounds: direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel, tcpeer/tcpass/tcegress = TC redirects")
     for c in cases:
         if c.startswith("udp"): continue
         lm = st.median(pick("linux", c, 2)) / 1e6
@@ -293,6 +303,22 @@ linux_down() {
 	ip -n $FWD addr flush dev wan0
 }
 
+# run_forwarder NAME CONFIG LOG: measure NAME with `forwarder run` on
+# CONFIG, its output in LOG.
+run_forwarder() {
+	ip netns exec $FWD "$TMP/forwarder" run -config "$2" -quiet >"$3" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	for i in $(seq 75); do
+		ip netns exec $CLI ping -c1 -W1 "$GW" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	measure "$1"
+	kill -INT $FWDPID
+	wait $FWDPID || true
+	FWDPID=
+}
+
 for CFG in $CONFIGS; do
 	echo
 	echo "== $CFG =="
@@ -310,17 +336,11 @@ for CFG in $CONFIGS; do
 		e2e_bounds 4 10.1.0.1 10.2.0.1
 	fi
 
-	ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
-	FWDPID=$!
-	PIDS+=($FWDPID)
-	for i in $(seq 75); do
-		ip netns exec $CLI ping -c1 -W1 "$GW" >/dev/null 2>&1 && break
-		sleep 0.2
-	done
-	measure junction
-	kill -INT $FWDPID
-	wait $FWDPID || true
-	FWDPID=
+	run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
+	if [ "$TCFP" = 1 ]; then
+		tcfp_config "$CONFIG" "$TMP/tcfp-$CFG.toml"
+		run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
+	fi
 	kill $SRVPID 2>/dev/null || true
 	wait $SRVPID 2>/dev/null || true
 

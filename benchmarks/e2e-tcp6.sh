@@ -45,6 +45,12 @@
 # e2e_bounds): direct (no router), null (the afxdp driver moving frames
 # unchanged) and, with GRO=on, bounce (an XDP redirect in the kernel).
 #
+# TCFP=1 (on by default with BOUNDS=1; every config) adds, after Junction
+# as shipped, the same config with its afxdp fast-path devices on the
+# afpacket driver with fastpath = "auto" (the fast path as a TC ingress
+# program, no XDP program on any veth; e2e-tcp-tcfp.sh), printed as
+# "tcfp" with its ratio to Linux.
+#
 # Usage: sudo benchmarks/e2e-tcp6.sh      (from the repository root)
 # Knobs: RUNS=5, DURATION=2, QUEUES=2, GRO=off, BOUNDS=0, CONFIGS="router nat", V4=1,
 # FORWARDER=path (prebuilt binary), CONFIG=configs/router-veth.toml and
@@ -57,6 +63,7 @@ DURATION=${DURATION:-2}
 QUEUES=${QUEUES:-2}
 GRO=${GRO:-off}
 BOUNDS=${BOUNDS:-0}
+TCFP=${TCFP:-$BOUNDS}
 V4=${V4:-1}
 CONFIGS=${CONFIGS:-router nat}
 CONFIG=${CONFIG:-configs/router-veth.toml}
@@ -64,6 +71,7 @@ NATCONFIG=${NATCONFIG:-configs/nat-gateway.toml}
 SUF=$$
 CLI=jnb-6cli-$SUF FWD=jnb-6fwd-$SUF SRV=jnb-6srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
+. "$(dirname "$0")/e2e-tcp-tcfp.sh"
 e2e_init e2e-tcp6.sh $CLI $FWD $SRV
 command -v iperf3 >/dev/null || { echo "e2e-tcp6.sh: needs iperf3" >&2; exit 1; }
 if [ -n "${FORWARDER:-}" ]; then
@@ -72,7 +80,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS V4=$V4 CONFIGS=\"$CONFIGS\" CONFIG=$CONFIG NATCONFIG=$NATCONFIG"
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS TCFP=$TCFP V4=$V4 CONFIGS=\"$CONFIGS\" CONFIG=$CONFIG NATCONFIG=$NATCONFIG"
 
 run() { # run NAME DST FAMILY ARGS...: prints the received bit/s of one run (0 on failure)
 	local name=$1 dst=$2 fam=$3
@@ -167,6 +175,28 @@ linux_down() {
 	ip netns exec $SRV ip -6 neigh flush dev eth0
 }
 
+# run_forwarder WHO CONFIG LOG: measure WHO with `forwarder run` on
+# CONFIG, its output in LOG.
+run_forwarder() {
+	ip netns exec $FWD "$TMP/forwarder" run -config "$2" -quiet >"$3" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	for i in $(seq 75); do
+		ip netns exec $CLI ping -6 -c1 -W1 $DST >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	ip netns exec $CLI ping -c1 -W1 $GW4 >/dev/null 2>&1 || true
+	ip netns exec $CLI ping -c1 -W1 $DST4 >/dev/null 2>&1 || true
+	if [ "$GRO" = on ]; then
+		ip netns exec $SRV ping -6 -c1 -W1 $CLI6 >/dev/null 2>&1 || true
+		sleep 6 # DELAY (5 s), then the next packet's probe confirms the host
+		ip netns exec $SRV ping -6 -c3 -i0.3 -W1 $CLI6 >/dev/null 2>&1 || true
+	fi
+	measure "$1"
+	kill -INT $FWDPID
+	wait $FWDPID || true
+}
+
 for CFG in $CONFIGS; do
 	echo
 	echo "== $CFG =="
@@ -185,23 +215,11 @@ for CFG in $CONFIGS; do
 		e2e_bounds 6 2001:db8:1::1 2001:db8:2::1
 	fi
 
-	ip netns exec $FWD "$TMP/forwarder" run -config "$FCONFIG" -quiet >"$TMP/fwd-$CFG.log" 2>&1 &
-	FWDPID=$!
-	PIDS+=($FWDPID)
-	for i in $(seq 75); do
-		ip netns exec $CLI ping -6 -c1 -W1 $DST >/dev/null 2>&1 && break
-		sleep 0.2
-	done
-	ip netns exec $CLI ping -c1 -W1 $GW4 >/dev/null 2>&1 || true
-	ip netns exec $CLI ping -c1 -W1 $DST4 >/dev/null 2>&1 || true
-	if [ "$GRO" = on ]; then
-		ip netns exec $SRV ping -6 -c1 -W1 $CLI6 >/dev/null 2>&1 || true
-		sleep 6 # DELAY (5 s), then the next packet's probe confirms the host
-		ip netns exec $SRV ping -6 -c3 -i0.3 -W1 $CLI6 >/dev/null 2>&1 || true
+	run_forwarder junction "$FCONFIG" "$TMP/fwd-$CFG.log"
+	if [ "$TCFP" = 1 ]; then
+		tcfp_config "$FCONFIG" "$TMP/tcfp-$CFG.toml"
+		run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
 	fi
-	measure junction
-	kill -INT $FWDPID
-	wait $FWDPID || true
 	kill $SRVPID 2>/dev/null || true
 	wait $SRVPID 2>/dev/null || true
 	grep -h "fast path:" "$TMP/fwd-$CFG.log" || true
@@ -223,10 +241,11 @@ for c in cases:
         line += "  Junction4 %s  J6÷J4 %.2fx" % (f(j4), m(j)/m(j4) if m(j4) else 0)
     line += "  failed L/J6/J4 %d/%d/%d" % tuple(sum(1 for x in v if x == 0) for v in (l, j, j4))
     print(line)
-    for b in ("direct", "null", "bounce"):
+    for b in ("tcfp", "direct", "null", "bounce"):
         v = pick(b, c)
         if v:
-            print("  %-6s   bound %-6s %s  ÷L6 %.2fx  failed %d" % ("", b, f(v), m(v)/m(l) if m(l) else 0, sum(1 for x in v if x == 0)))
+            what = "Junction, fast path in TC" if b == "tcfp" else "bound " + b
+            print("  %-6s   %-25s %s  ÷L6 %.2fx  failed %d" % ("", what, f(v), m(v)/m(l) if m(l) else 0, sum(1 for x in v if x == 0)))
 PYEOF
 	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
 done
