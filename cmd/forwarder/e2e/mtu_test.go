@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
@@ -15,8 +16,8 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// withWANMTU is a copy of a contract config whose wan-side CheckMTU and
-// error elements say mtu instead of 1500 (the operator's edit for a WAN
+// withWANMTU is a copy of a contract config whose wan-side CheckMTU,
+// IPFragmenter and error elements say mtu instead of 1500 (the operator's edit for a WAN
 // link with a smaller MTU). It fails the test if the config no longer has
 // the lines it edits.
 func withWANMTU(t *testing.T, contract, mtu string, edits []string) string {
@@ -128,15 +129,19 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 		if !strings.Contains(out, "From 10.1.0.1") || !strings.Contains(out, "mtu = 1400") {
 			t.Errorf("a 1500-byte ping with DF: no fragmentation needed (mtu 1400) from 10.1.0.1 (the LAN's address, RFC 1812 4.3.2.4):\n%s", out)
 		}
-		// Without DF: not fragmented, not answered, counted.
-		before := counter(tp.snapshot(t), "CheckMTU", "too big, not DF")
+		// Without DF: fragmented by the router (RFC 791, RFC 1812
+		// 5.2.6) and answered.
+		before := counter(tp.snapshot(t), "IPFragmenter", "fragmented")
 		tp.cli.MustRun("ip", "route", "flush", "cache")
-		if out, err := tp.cli.Run("ping", "-c1", "-W1", "-M", "dont", "-s", "1472", "10.16.0.2"); err == nil {
-			t.Errorf("a 1500-byte ping without DF crossed the 1400-byte link:\n%s", out)
+		if out, err := tp.cli.Run("ping", "-c1", "-W2", "-M", "dont", "-s", "1472", "10.16.0.2"); err != nil {
+			t.Errorf("a 1500-byte ping without DF was not answered across the 1400-byte link:\n%s", out)
 		}
-		if d := counter(tp.snapshot(t), "CheckMTU", "too big, not DF") - before; d != 1 {
-			t.Errorf("CheckMTU counted %d packets too big without DF, want 1", d)
-		}
+		// The workers publish their counters within a few
+		// milliseconds of the answer.
+		waitFor(t, 2*time.Second, "IPFragmenter split the echo request", func() (bool, string) {
+			d := counter(tp.snapshot(t), "IPFragmenter", "fragmented") - before
+			return d == 1, fmt.Sprintf("fragmented %d (want 1)", d)
+		})
 	})
 	s := tp.snapshot(t)
 	if n := counter(s, "CheckMTU", "too big"); n == 0 {
@@ -194,7 +199,7 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 		`wmtu :: CheckMTU(1500)`,
 		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
 		`wmtu4 :: IPFragmenter(1500, false)`,
-		`wfrag :: IPFragmenter(1500)`,
+		`"out[0] -> snat -> wfrag :: IPFragmenter(1500)`,
 		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t)
@@ -222,6 +227,23 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 		if !strings.Contains(out, "From 192.168.1.1") || !strings.Contains(out, "mtu = 1400") {
 			t.Errorf("a 1500-byte ping with DF: no fragmentation needed (mtu 1400) from 192.168.1.1:\n%s", out)
 		}
+		// Without DF: fragmented after SNAT (wfrag), and the answer,
+		// fragmented by the outside router, reassembled before
+		// Conntrack (reasm) and translated back (RFC 791, RFC 4787
+		// REQ-14).
+		before := snap()
+		tp.in.MustRun("ip", "route", "flush", "cache")
+		if out, err := tp.in.Run("ping", "-c1", "-W2", "-M", "dont", "-s", "1472", "198.51.100.2"); err != nil {
+			t.Errorf("a 1500-byte ping without DF was not answered across the 1400-byte link:\n%s", out)
+		}
+		// The workers publish their counters within a few
+		// milliseconds of the answer.
+		waitFor(t, 2*time.Second, "IPFragmenter split the echo request, IPReassembler reassembled its reply", func() (bool, string) {
+			after := snap()
+			f := counter(after, "IPFragmenter", "fragmented") - counter(before, "IPFragmenter", "fragmented")
+			r := counter(after, "IPReassembler", "datagrams") - counter(before, "IPReassembler", "datagrams")
+			return f == 1 && r == 1, fmt.Sprintf("fragmented %d, reassembled %d (want 1 and 1)", f, r)
+		})
 	})
 	s := snap()
 	if n := counter(s, "FastTrack", "slow: longer than the mtu"); n == 0 {
@@ -258,9 +280,9 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 	tp := newNATTopo(t)
 	tp.fwd.MustRun("ip", "link", "set", "dev", "lan0", "mtu", "1400")
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
-		`lmtu4 :: CheckMTU(1500)`,
+		`lmtu4 :: IPFragmenter(1500, false)`,
 		`lmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
-		`lfrag :: IPFragmenter(1500)`,
+		`"lout[0] -> hsnat -> lfrag :: IPFragmenter(1500)`,
 	})
 	p := tp.start(t)
 	srv := tp.in.Start("iperf3", "-s", "-p", "80")
@@ -297,8 +319,8 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 		t.Errorf("the outside host learnt no path MTU for the public address: %s", r)
 	}
 	s := (&topo{fwd: tp.fwd}).snapshot(t)
-	if n := counter(s, "CheckMTU", "too big"); n == 0 {
-		t.Errorf("CheckMTU sent nothing to its error output")
+	if n := counter(s, "IPFragmenter", "too big"); n == 0 {
+		t.Errorf("lmtu4 (IPFragmenter) sent nothing to its error output")
 	}
 	if n := deviceCounter(s, "lan", drivers.CounterTxTooLong); n != 0 {
 		t.Errorf("lan: %d frames longer than the link reached the driver", n)
