@@ -28,8 +28,8 @@ import (
 // and everything else keep the symmetric hash.
 
 // PortUnit is how many consecutive ports belong to one worker: a unit of
-// a port's metadata (32 bytes a port in SNAT's mapping table) spans whole
-// cache lines, so two workers never write one line.
+// ports' metadata in SNAT's mapping table (40 bytes a port) spans ten
+// cache lines, so two workers seldom write one line.
 const PortUnit = 16
 
 // Masq is one masquerading SNAT's steering: packets from Inside networks

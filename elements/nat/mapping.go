@@ -22,7 +22,7 @@ import (
 // outside ports it owns: the inside port itself when it is free (port
 // preservation), else a free port of the same parity (RFC 4787 REQ-3/4),
 // else any free port of its own. The mappings are a table per outside
-// address and protocol, indexed by port (mapStore.ports: 32 bytes a port,
+// address and protocol, indexed by port (mapStore.ports: 40 bytes a port,
 // written only by the port's owner); an inside endpoint whose mapping is
 // not its own port is found through the worker's index (mapIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
@@ -62,8 +62,9 @@ type portSlot struct {
 	// key is the inside endpoint: address<<32 | port<<16 | 1; 0: free.
 	key atomic.Uint64
 	// until is when (Conntrack's clock >> 30, about seconds) the
-	// mapping may end if no flow of it is tracked.
-	until uint32
+	// mapping may end if no flow of it is tracked; since, when it was
+	// made.
+	until, since uint32
 	// remote holds the last two remote addresses the mapping sent to
 	// (address-dependent filtering).
 	remote [2]uint32
@@ -273,13 +274,14 @@ func (s *mapStore) reclaim(t *conntrack.Table, m *mapWorker, tab []portSlot, pi,
 }
 
 // install makes port the mapping of inside endpoint key (port a).
-func (s *mapStore) install(m *mapWorker, tab []portSlot, pi int, key uint64, a, port uint16) {
+func (s *mapStore) install(m *mapWorker, tab []portSlot, pi int, key uint64, a, port uint16, now int64) {
 	if a != port {
 		m.idx.put(key|uint64(pi)<<1, port)
 		if a >= s.lo && a <= s.hi {
 			tab[a-s.lo].displaced++
 		}
 	}
+	tab[port-s.lo].since = uint32(now >> 30)
 	tab[port-s.lo].key.Store(key)
 }
 

@@ -293,7 +293,7 @@ func init() {
 				"`inside` key), so the owner of an inside port decides all the flows of its endpoints and gives them its " +
 				"own ports: the inside port when free, else a port of the same parity, else any. A worker whose ports " +
 				"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
-				"(\"mapping fallback\"). Memory: 32 bytes per port of the range per address and protocol (4 MiB for one " +
+				"(\"mapping fallback\"). Memory: 40 bytes per port of the range per address and protocol (5 MiB for one " +
 				"address and the default range), shared by the workers.",
 		},
 		TakesState: true, // a reload keeps its bindings (reload.go)

@@ -201,7 +201,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 		s.putFree(m, tab, pi, ai, o)
 		return false
 	}
-	s.install(m, tab, pi, key, k.Sport, o)
+	s.install(m, tab, pi, key, k.Sport, o, now)
 	s.use(&tab[o-s.lo], c, idx, pi, k.Dst, now)
 	e.mapsMade++
 	return true
