@@ -31,7 +31,7 @@ fastpath = %s
 		name, fastpath, element, want string
 	}{
 		{"gen device", "true", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["lan"]`,
-			`element "rt" (IPLookup): key "offload": entry 1: device "lan" has no fast path (it needs driver = "afxdp" with fastpath = true)`},
+			`element "rt" (IPLookup): key "offload": entry 1: device "lan" has no fast path (it needs driver = "afxdp" with fastpath = true, or driver = "afpacket" with fastpath = "auto" or "tc")`},
 		{"no such device", "true", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["wan"]`,
 			`element "rt" (IPLookup): key "offload": entry 1: no device "wan"`},
 		{"afxdp without fastpath", "false", `type = "IPLookup"` + "\n" + `routes = ["10.0.0.0/8 out 0"]` + "\n" + `offload = ["x"]`,

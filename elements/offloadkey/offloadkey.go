@@ -68,5 +68,5 @@ func NoDevice(key string, i int, name string) error {
 // NoFastPath is the error for entry i (from 0) of key naming a device
 // without a fast path.
 func NoFastPath(key string, i int, name string) error {
-	return conf.Errorf(key, "entry %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true)", i+1, name)
+	return conf.Errorf(key, "entry %d: device %q has no fast path (it needs driver = \"afxdp\" with fastpath = true, or driver = \"afpacket\" with fastpath = \"auto\" or \"tc\")", i+1, name)
 }
