@@ -36,7 +36,7 @@ func init() {
 			SeeAlso: "Policer, SetDSCP, docs/qos.md",
 			Text: "A token bucket of burst bytes refilled at rate; a packet leaves when the bucket holds its size (its bytes from the IP header on) and the bands above it are empty. " +
 				"What cannot leave waits in its band's queue; the worker's loop releases it at its departure time (the element is an elements.Waker: an idle worker sleeps until the earliest departure instead of polling for it, and a busy one releases packets between batches). " +
-				"The rate holds whatever the wake-up's lateness as long as burst covers it (a pinned worker's timer is late by up to about a millisecond: the default burst is 2 ms of the rate). " +
+				"A wake-up that comes late (a worker waiting for its CPU on a loaded machine) costs no rate: while packets wait, the bucket keeps up to 50 ms of the rate beyond the burst, and what the lateness delayed leaves at once, back to back; the burst bounds the bucket again once the queue is empty. " +
 				"Unlike a Policer, a Shaper delays rather than drops what exceeds the rate, so TCP keeps its rate through it (docs/qos.md).",
 		},
 	})
@@ -56,6 +56,9 @@ const (
 	minShaperBurst = packet.BufSize - packet.Headroom
 	maxQueue       = 65536
 	maxBands       = 8
+	// maxLate is how late a wake-up may come and cost no rate: a worker waiting for its CPU on a loaded
+	// machine wakes tens of milliseconds late.
+	maxLate = 50_000_000 // nanoseconds
 )
 
 // bandsOf maps every DSCP to its band from the priority key.
@@ -131,6 +134,11 @@ type Shaper struct {
 	rate   int64 // credits per nanosecond (bit/s)
 	max    int64 // the bucket, in credits
 	full   int64 // nanoseconds after which an idle bucket is full
+	// owed bounds the bucket while packets wait: the credits of a late
+	// wake-up (up to maxLate of the rate beyond the burst) are kept, so
+	// that the departures it delayed are made up for and the rate holds;
+	// owedFull is full's bound for it.
+	owed, owedFull int64
 	tokens int64
 	last   int64
 
@@ -163,6 +171,8 @@ func newShaper(cfg any, ctx *elements.Context) (elements.Element, error) {
 		bands: make([]ring, bands), next: elements.NoWake, out: ctx.Outputs[0],
 		ob: ctx.SideBatch(), st: ctx.Stats, now: elements.Nanotime}
 	s.full = s.max/s.rate + 1
+	s.owed = s.max + min(s.rate*maxLate, MaxBurst*creditsPerByte)
+	s.owedFull = s.owed/s.rate + 1
 	s.tokens, s.last = s.max, -1<<62 // full whenever the first packet comes
 	size := 1 << bits.Len(uint(c.Queue-1))
 	slab := make([]*packet.Packet, bands*size)
@@ -176,18 +186,25 @@ func newShaper(cfg any, ctx *elements.Context) (elements.Element, error) {
 	return s, nil
 }
 
-// refill adds the credits earned since the last refill.
+// refill adds the credits earned since the last refill: up to the burst
+// while nothing waits, up to owed while packets wait (the worker woke
+// later than the head's departure time, and what it owes them is sent
+// now, back to back).
 func (s *Shaper) refill(now int64) {
 	dt := now - s.last
 	if dt <= 0 {
 		return
 	}
 	s.last = now
-	if dt >= s.full {
-		s.tokens = s.max
+	limit, full := s.max, s.full
+	if s.queued > 0 {
+		limit, full = s.owed, s.owedFull
+	}
+	if dt >= full {
+		s.tokens = limit
 		return
 	}
-	s.tokens = min(s.tokens+dt*s.rate, s.max)
+	s.tokens = min(s.tokens+dt*s.rate, limit)
 }
 
 // bandOf is the band a packet waits in.
@@ -269,6 +286,9 @@ func (s *Shaper) release() int {
 		ob.Add(p)
 	}
 	if s.queued == 0 {
+		// What a late wake-up owed is paid: the burst bounds the
+		// bucket again.
+		s.tokens = min(s.tokens, s.max)
 		s.next = elements.NoWake
 	}
 	return s.flush()
