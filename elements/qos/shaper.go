@@ -131,16 +131,16 @@ type ring struct {
 
 // Shaper is one worker's shaper.
 type Shaper struct {
-	rate   int64 // credits per nanosecond (bit/s)
-	max    int64 // the bucket, in credits
-	full   int64 // nanoseconds after which an idle bucket is full
+	rate int64 // credits per nanosecond (bit/s)
+	max  int64 // the bucket, in credits
+	full int64 // nanoseconds after which an idle bucket is full
 	// owed bounds the bucket while packets wait: the credits of a late
 	// wake-up (up to maxLate of the rate beyond the burst) are kept, so
 	// that the departures it delayed are made up for and the rate holds;
 	// owedFull is full's bound for it.
 	owed, owedFull int64
-	tokens int64
-	last   int64
+	tokens         int64
+	last           int64
 
 	bands  []ring
 	byDSCP [64]uint8
