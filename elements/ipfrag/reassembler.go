@@ -84,7 +84,7 @@ func init() {
 					"64 KiB datagram over links of 1,100 bytes; a datagram in more pieces (a 64 KiB datagram in 8-byte fragments) is " +
 					"dropped as \"too many fragments\", which bounds the work per fragment"},
 			},
-			Stats: "counters: \"datagrams\" (reassembled), \"handed off\" / \"handed in\" (datagrams passed to / received from the " +
+			Stats: "counters: \"datagrams\" (reassembled), \"out of order\" (of those, datagrams whose fragments did not all arrive in offset order), \"handed off\" / \"handed in\" (datagrams passed to / received from the " +
 				"worker owning their flow), \"in reassembly\" (a gauge). Consumed: \"reassembled\" (fragments merged into a datagram " +
 				"sent on). Drops, in fragments: \"timeout\" (the datagram did not complete in time), \"table full\" (evicted for a " +
 				"newer one), \"overlapping fragments\" (a fragment overlapping another, or past or contradicting the datagram's end: " +
@@ -132,9 +132,10 @@ type Reassembler struct {
 	drops                            [rCount]*atomic.Uint64
 	reassembled                      *atomic.Uint64
 	datagrams, handedOff, handedIn   *atomic.Uint64
-	inReassembly                     *atomic.Uint64
+	outOfOrder, inReassembly         *atomic.Uint64
 	now                              func() int64
 	nDatagrams, nConsumed, nOff, nIn uint64
+	nOOO                             uint64
 }
 
 // hubKey names the hub of one IPReassembler of a graph with a given
@@ -152,7 +153,8 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 	e := &Reassembler{t: newTable(c.Capacity, c.MaxFragments), timeout: int64(c.Timeout), out: ctx.Outputs[0],
 		side: packet.NewBatch(ctx.Batch), st: st, steer: flowsteer.Of(ctx), me: ctx.Worker, now: elements.Nanotime,
 		datagrams: st.Counter("datagrams"),
-		handedOff: st.Counter("handed off"), handedIn: st.Counter("handed in"), inReassembly: st.Counter("in reassembly")}
+		handedOff: st.Counter("handed off"), handedIn: st.Counter("handed in"), outOfOrder: st.Counter("out of order"),
+		inReassembly: st.Counter("in reassembly")}
 	for r := range rCount {
 		e.reasons[r] = st.Reason(reasonNames[r])
 		e.drops[r] = st.Counter(reasonNames[r]) // the reason's own counter (a name keeps its kind)
@@ -316,6 +318,9 @@ func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int
 		e.discard(i, rOversized)
 		return nil, 0
 	}
+	if s.ooo {
+		e.nOOO++
+	}
 	d := s.finish()
 	_, nf := e.t.remove(i)
 	e.nDatagrams++
@@ -402,7 +407,8 @@ func (e *Reassembler) flush() {
 	if e.nDatagrams != 0 {
 		e.datagrams.Add(e.nDatagrams)
 		e.reassembled.Add(e.nConsumed)
-		e.nDatagrams, e.nConsumed = 0, 0
+		e.outOfOrder.Add(e.nOOO)
+		e.nDatagrams, e.nConsumed, e.nOOO = 0, 0, 0
 	}
 	if e.nOff != 0 {
 		e.handedOff.Add(e.nOff)

@@ -38,6 +38,13 @@ func TestRFC4787REQ14InAndOutOfOrder(t *testing.T) {
 			t.Fatalf("order %v: %d datagrams out, want 1", ord, len(got))
 		}
 		sameFrame(t, got[0], want)
+		ooo := uint64(0)
+		if !slices.IsSorted(ord) {
+			ooo = 1
+		}
+		if h.Counter("out of order") != ooo {
+			t.Errorf("order %v: out of order %d, want %d", ord, h.Counter("out of order"), ooo)
+		}
 		if h.Counter("reassembled") != 3 || h.Counter("datagrams") != 1 || e.t.live != 0 {
 			t.Errorf("order %v: reassembled %d datagrams %d live %d", ord, h.Counter("reassembled"), h.Counter("datagrams"), e.t.live)
 		}

@@ -36,6 +36,11 @@ type slot struct {
 	total int            // payload length, known once the last fragment came (-1: not yet)
 	got   int            // payload bytes received (fragments never overlap, so got == total means complete)
 	nfrag int
+	// upTo: where the payload received in offset order ends; ooo: a
+	// fragment came out of that order (counted when the datagram
+	// completes).
+	upTo int
+	ooo  bool
 	// The first fragment's headers: where the frame starts in the
 	// buffer, its L3 offset and IP header length (0: not seen yet).
 	start, l3, ihl int
@@ -178,6 +183,10 @@ func (t *table) place(i int32, off, end int, last bool) int {
 	}
 	t.extents[int(i)*t.maxFrags+s.nfrag] = uint32(off)<<16 | uint32(end)
 	s.nfrag++
+	if off != s.upTo {
+		s.ooo = true
+	}
+	s.upTo = end
 	s.got += end - off
 	if last {
 		s.total = end

@@ -9,10 +9,41 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
-// fragEcho is a UDP server: it answers every 3000-byte datagram with the
-// datagram reversed, prints "from HOST" for each, and exits after
+// fragLib sends a UDP datagram as IPv4 fragments of 1480 payload bytes
+// over a raw socket, last fragment first: what a host's kernel never
+// does, and what a NAT must reassemble all the same (RFC 4787 REQ-14,
+// "out-of-order fragments").
+const fragLib = `import socket, struct, sys
+def csum(b):
+    if len(b) % 2:
+        b += b"\x00"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def send_reversed(src, dst, sport, dport, data, ident):
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    ulen = 8 + len(data)
+    ph = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 17, ulen)
+    u = struct.pack("!HHHH", sport, dport, ulen, 0) + data
+    u = u[:6] + struct.pack("!H", csum(ph + u) or 0xffff) + u[8:]
+    frags = []
+    for off in range(0, len(u), 1480):
+        part = u[off:off + 1480]
+        mf = 0x2000 if off + 1480 < len(u) else 0
+        h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(part), ident, mf | off // 8, 64, 17, 0,
+                        socket.inet_aton(src), socket.inet_aton(dst))
+        frags.append(h[:10] + struct.pack("!H", csum(h)) + h[12:] + part)
+    for f in reversed(frags):
+        raw.sendto(f, (dst, 0))
+    raw.close()
+`
+
+// fragEcho is a UDP server on argv[1]:argv[2]: it answers every
+// 3000-byte datagram with the datagram reversed (argv[4] "reversed": sent
+// as fragments last first), prints "from HOST" for each, and exits after
 // argv[3] of them or 15 s without one.
-const fragEcho = `import socket, sys
+const fragEcho = fragLib + `
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
 s.settimeout(15)
@@ -25,21 +56,29 @@ while n < want:
     if len(d) == 3000:
         n += 1
         print("from", a[0], flush=True)
-        s.sendto(d[::-1], a)
+        if sys.argv[4] == "reversed":
+            send_reversed(sys.argv[1], a[0], int(sys.argv[2]), a[1], d[::-1], 40000 + n)
+        else:
+            s.sendto(d[::-1], a)
 `
 
-// fragClient sends argv[3] 3000-byte datagrams to argv[1]:argv[2], each
-// from a socket of its own (a new source port: a new flow, owned by
-// whichever worker its hash names), waits up to 3 s for the reversed
-// answer and prints how many came back intact.
-const fragClient = `import socket, sys
-dst, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+// fragClient sends argv[3] 3000-byte datagrams to argv[1]:argv[2] from
+// address argv[4], each from a socket of its own (a new source port: a
+// new flow, owned by whichever worker its hash names; argv[5] "reversed":
+// sent as fragments last first), waits up to 3 s for the reversed answer
+// and prints how many came back intact.
+const fragClient = fragLib + `
+dst, port, n, src, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 ok = 0
 for i in range(n):
     c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.bind((src, 0))
     c.settimeout(3)
     msg = bytes((i * 7 + j) % 251 for j in range(3000))
-    c.sendto(msg, (dst, port))
+    if mode == "reversed":
+        send_reversed(src, dst, c.getsockname()[1], port, msg, 20000 + i)
+    else:
+        c.sendto(msg, (dst, port))
     try:
         d, a = c.recvfrom(65535)
         if d == msg[::-1]:
@@ -50,10 +89,11 @@ for i in range(n):
 print(ok)
 `
 
-// RFC 4787 REQ-14 (fragments in and out of the NAT) and RFC 791
-// (fragmentation on output), through configs/nat-gateway.toml as shipped
-// (2 workers): ordinary hosts exchange 3000-byte UDP datagrams, which
-// their kernels fragment at the links' 1500 bytes, both ways, to an
+// RFC 4787 REQ-14 (fragments in and out of the NAT, in and out of order)
+// and RFC 791 (fragmentation on output), through configs/nat-gateway.toml
+// as shipped (2 workers): ordinary hosts exchange 3000-byte UDP datagrams,
+// which their kernels fragment at the links' 1500 bytes (and, a second
+// time, python sends as raw fragments last first), both ways, to an
 // outside server (masqueraded) and to the DNAT'd UDP port (the inside
 // server at 192.168.1.10:5000). Every datagram and every answer arrives,
 // translated; the gateway reassembled them (and handed some to the worker
@@ -67,12 +107,12 @@ func TestNATGatewayFragments(t *testing.T) {
 	before := snap().snapshot(t)
 	const n = 10
 
-	exchange := func(t *testing.T, srv, cli *netns.NS, bind, dst string, port int, wantFrom string) {
+	exchange := func(t *testing.T, srv, cli *netns.NS, bind, src, dst string, port int, wantFrom, mode string) {
 		t.Helper()
-		s := srv.Start("python3", "-c", fragEcho, bind, strconv.Itoa(port), strconv.Itoa(n))
+		s := srv.Start("python3", "-c", fragEcho, bind, strconv.Itoa(port), strconv.Itoa(n), mode)
 		defer s.Kill()
 		time.Sleep(300 * time.Millisecond) // the server's bind
-		out, err := cli.Run("python3", "-c", fragClient, dst, strconv.Itoa(port), strconv.Itoa(n))
+		out, err := cli.Run("python3", "-c", fragClient, dst, strconv.Itoa(port), strconv.Itoa(n), src, mode)
 		if err != nil {
 			t.Fatalf("client: %v: %s", err, out)
 		}
@@ -91,24 +131,29 @@ func TestNATGatewayFragments(t *testing.T) {
 			}
 		}
 	}
-	t.Run("to the outside", func(t *testing.T) {
-		// Masqueraded: the server sees the gateway's address.
-		exchange(t, tp.ot, tp.in, natOutside, natOutside, 7000, natWANAddr)
-	})
-	t.Run("to the DNAT'd port", func(t *testing.T) {
-		exchange(t, tp.in, tp.ot, natInside, natWANAddr, natUDPPort, natOutside)
-	})
+	for _, mode := range []string{"in order", "reversed"} {
+		t.Run("to the outside, "+mode, func(t *testing.T) {
+			// Masqueraded: the server sees the gateway's address.
+			exchange(t, tp.ot, tp.in, natOutside, natInside, natOutside, 7000, natWANAddr, mode)
+		})
+		t.Run("to the DNAT'd port, "+mode, func(t *testing.T) {
+			exchange(t, tp.in, tp.ot, natInside, natOutside, natWANAddr, natUDPPort, natOutside, mode)
+		})
+	}
 
 	after := snap().snapshot(t)
 	delta := func(typ, name string) uint64 { return counter(after, typ, name) - counter(before, typ, name) }
-	t.Logf("IPReassembler: datagrams %d, handed off %d, handed in %d; IPFragmenter: fragmented %d, fragments %d; Conntrack invalid: fragment %d",
-		delta("IPReassembler", "datagrams"), delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"),
+	t.Logf("IPReassembler: datagrams %d, out of order %d, handed off %d, handed in %d; IPFragmenter: fragmented %d, fragments %d; Conntrack invalid: fragment %d",
+		delta("IPReassembler", "datagrams"), delta("IPReassembler", "out of order"), delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"),
 		delta("IPFragmenter", "fragmented"), delta("IPFragmenter", "fragments"), delta("Conntrack", "invalid: fragment"))
-	if d := delta("IPReassembler", "datagrams"); d < 4*n {
-		t.Errorf("IPReassembler reassembled %d datagrams, want at least %d (both ways, both exchanges)", d, 4*n)
+	if d := delta("IPReassembler", "datagrams"); d < 8*n {
+		t.Errorf("IPReassembler reassembled %d datagrams, want at least %d (both ways, four exchanges)", d, 8*n)
 	}
-	if d := delta("IPFragmenter", "fragmented"); d < 4*n {
-		t.Errorf("IPFragmenter split %d datagrams, want at least %d", d, 4*n)
+	if d := delta("IPReassembler", "out of order"); d < 4*n {
+		t.Errorf("IPReassembler saw %d datagrams out of order, want at least %d (both ways, two exchanges)", d, 4*n)
+	}
+	if d := delta("IPFragmenter", "fragmented"); d < 8*n {
+		t.Errorf("IPFragmenter split %d datagrams, want at least %d", d, 8*n)
 	}
 	if off, in := delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"); off == 0 || off != in {
 		t.Errorf("handed off %d, handed in %d: with two workers some datagrams belong to the other worker's flows", off, in)

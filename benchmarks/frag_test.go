@@ -1,0 +1,50 @@
+package benchmarks
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/junction-dataplane/junction/pipeline"
+)
+
+// BenchmarkNATGraphReassembler is BenchmarkNATGraph's slow path (10k
+// flows, 64-byte UDP, none of it fragmented) with and without an
+// IPReassembler before Conntrack, as nat-gateway.toml has one: what the
+// fragment path costs the traffic that is not fragmented. Compare the
+// two with benchstat -col /reasm.
+func BenchmarkNATGraphReassembler(b *testing.B) {
+	for _, with := range []bool{false, true} {
+		b.Run(fmt.Sprintf("reasm=%v", with), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cfg := string(natGraph(b, 10_000, false, 0))
+			if with {
+				old := `"cls[0] -> ct -> `
+				if !strings.Contains(cfg, old) {
+					b.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
+				}
+				cfg = strings.Replace(cfg, old, `"cls[0] -> IPReassembler -> ct -> `, 1)
+			}
+			g, err := pipeline.Parse("bench-nat.toml", []byte(cfg))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			for warm := 0; warm < 60_000; {
+				warm += r.Round(0)
+			}
+			b.ReportAllocs()
+			pkts := 0
+			for b.Loop() {
+				pkts += r.Round(0)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+		})
+	}
+}
