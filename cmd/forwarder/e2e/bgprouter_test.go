@@ -30,17 +30,29 @@ func bgpConfigPath(t *testing.T) string {
 	return p
 }
 
-// newBGPTopo starts the forwarder with bgp-router.toml and waits for its
-// twins. The srv host also holds 10.16.0.5 and 2001:db8:16::5 (its
-// loopback), the destinations behind the routes it announces.
-func newBGPTopo(t *testing.T) *topo {
+// newBGPTopo starts the forwarder with bgp-router.toml (changed by edit,
+// if not nil) and a control socket, which it returns, and waits for its
+// twins. The srv host also holds 10.16.0.5 (on its loopback), the
+// destination behind the route it announces.
+func newBGPTopo(t *testing.T, edit func(string) string) (*topo, string) {
 	t.Helper()
 	netns.RequireTool(t, "bird")
 	netns.RequireTool(t, "birdc")
 	tp := newTopo(t, 1)
 	tp.config = bgpConfigPath(t)
+	if edit != nil {
+		data, err := os.ReadFile(tp.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.config = filepath.Join(t.TempDir(), "bgp-router.toml")
+		if err := os.WriteFile(tp.config, []byte(edit(string(data))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "lo")
-	p := tp.start(t, "")
+	p, sock := startCtl(t, tp.fwd, tp.bin, tp.config, tp.cli, "10.1.0.1")
+	tp.proc = p
 	t.Cleanup(func() {
 		out := tp.stop(t, p)
 		if t.Failed() {
@@ -53,7 +65,32 @@ func newBGPTopo(t *testing.T) *topo {
 			return strings.Contains(out, "LOWER_UP"), out
 		})
 	}
-	return tp
+	return tp, sock
+}
+
+// neighboursAgree checks that the kernel (on twin) and the forwarder (on
+// device) know ip at the same MAC, want.
+func neighboursAgree(t *testing.T, tp *topo, sock, ip, twin, device, want string) {
+	t.Helper()
+	out := tp.fwd.MustRun("ip", "neigh", "show", ip, "dev", twin)
+	if !regexp.MustCompile(`lladdr ` + want + ` (REACHABLE|STALE|DELAY|PROBE)`).MatchString(out) {
+		t.Errorf("the kernel's neighbour %s on %s: %q, want %s", ip, twin, out, want)
+	}
+	var ns []struct {
+		Addr   string `json:"addr"`
+		MAC    string `json:"mac"`
+		Device string `json:"device"`
+	}
+	fwdctlJSON(t, tp.bin, sock, &ns, "show", "neighbors")
+	for _, n := range ns {
+		if n.Addr == ip && n.Device == device {
+			if n.MAC != want {
+				t.Errorf("the forwarder's neighbour %s on %s: %s, want %s", ip, device, n.MAC, want)
+			}
+			return
+		}
+	}
+	t.Errorf("the forwarder has no neighbour %s on %s: %+v", ip, device, ns)
 }
 
 // waitFor polls ok every 50 ms until it holds, failing the test with its
@@ -171,19 +208,12 @@ func kernelRoute(t *testing.T, tp *topo, prefix string, want bool) {
 // IPv6 (the kernel resolves the LAN host by neighbour discovery through
 // the twin).
 func TestBGPRouter(t *testing.T) {
-	tp := newBGPTopo(t)
+	tp, sock := newBGPTopo(t, nil)
 	router, peer := birdPeers(t, tp)
 	since, _, _ := router.session("uplink")
 
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	pingOK(t, tp.cli, "10.16.0.5")
-
-	t.Run("neighbours", func(t *testing.T) {
-		out := tp.fwd.MustRun("ip", "neigh", "show", "10.2.0.2", "dev", "wan0h")
-		if !regexp.MustCompile(`lladdr \S+ (REACHABLE|STALE|DELAY|PROBE)`).MatchString(out) {
-			t.Errorf("the kernel's neighbour entry for the BGP peer: %q", out)
-		}
-	})
 
 	t.Run("router addresses", func(t *testing.T) {
 		const body = "the router itself\n"
@@ -193,6 +223,13 @@ func TestBGPRouter(t *testing.T) {
 		addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 		httpServer6(t, tp.fwd, "2001:db8:1::1", 8081, body)
 		natCurl(t, tp.cli, "http://[2001:db8:1::1]:8081/", body)
+	})
+
+	// Both neighbour tables learnt the BGP peer (IPv4) and the LAN host
+	// (IPv6, which the kernel resolved to answer it) from the same frames.
+	t.Run("neighbours", func(t *testing.T) {
+		neighboursAgree(t, tp, sock, "10.2.0.2", "wan0h", "wan", tp.srv.MAC("eth0").String())
+		neighboursAgree(t, tp, sock, "2001:db8:1::2", "lan0h", "lan", tp.cli.MAC("eth0").String())
 	})
 
 	t.Run("under load", func(t *testing.T) {
@@ -244,7 +281,7 @@ func TestBGPRouter(t *testing.T) {
 func TestBGPRouterDHCP(t *testing.T) {
 	netns.RequireTool(t, "dnsmasq")
 	netns.RequireTool(t, "udhcpc")
-	tp := newBGPTopo(t)
+	tp, _ := newBGPTopo(t, nil)
 	dir := t.TempDir()
 	leases := filepath.Join(dir, "leases")
 	d := tp.fwd.Start("dnsmasq", "--conf-file=/dev/null", "--no-daemon", "--log-dhcp", "--log-queries",

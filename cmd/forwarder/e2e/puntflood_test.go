@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,7 +103,16 @@ func flood(raw *netns.Raw, f *floodFrames, pps int, stop <-chan struct{}) int {
 // hosts, the flood's sender and the router share, a TCP stream's rate
 // measures the CPU the sender takes as much as the router.
 func TestBGPRouterPuntFlood(t *testing.T) {
-	tp := newBGPTopo(t)
+	var edit func(string) string
+	unpoliced := os.Getenv("JUNCTION_PUNT_UNPOLICED") != ""
+	if unpoliced {
+		// For the benchmark's comparison: the same graph with the
+		// policer's rates out of reach.
+		edit = func(s string) string {
+			return strings.Replace(s, "[elements.hp]\n", "[elements.hp]\nneighbor_rate = 10000000\nrouting_rate = 10000000\nicmp_rate = 10000000\nother_rate = 10000000\n", 1)
+		}
+	}
+	tp, _ := newBGPTopo(t, edit)
 	router, _ := birdPeers(t, tp)
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	pingOK(t, tp.cli, "10.16.0.5")
@@ -144,7 +154,9 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 	mb, mf := median(base), median(flooded)
 	t.Logf("transit UDP delivered (packets/s, 5 s runs): without the flood %v, with %v; medians %.0f / %.0f = %.2f; flood %d frames at %.0f/s",
 		rounded(base), rounded(flooded), mb, mf, mf/mb, sentTotal, float64(sentTotal)/floodTime.Seconds())
-	if mf < 0.9*mb {
+	if unpoliced {
+		t.Logf("HostPunt's rates out of reach: no assertion on the rate")
+	} else if mf < 0.9*mb {
 		t.Errorf("transit forwarding under the punt flood kept %.0f%% of its rate, want at least 90%%", 100*mf/mb)
 	}
 	if now, up, st := router.session("uplink"); !up || now != since {
@@ -157,7 +169,7 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 		got[n] = counter(s, "HostPunt", n)
 	}
 	t.Logf("HostPunt: %v", got)
-	if got["other over rate"] < uint64(sentTotal)/4 || got["neighbor over rate"] < uint64(sentTotal)/4 || got["routing over rate"] != 0 || got["punted routing"] == 0 {
+	if !unpoliced && got["other over rate"] < uint64(sentTotal)/4 || got["neighbor over rate"] < uint64(sentTotal)/4 || got["routing over rate"] != 0 || got["punted routing"] == 0 {
 		t.Errorf("HostPunt counters %v after %d flood frames: want most SYNs and ARPs dropped over rate, no BGP dropped", got, sentTotal)
 	}
 }
