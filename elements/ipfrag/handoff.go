@@ -23,6 +23,14 @@ import (
 // worker: enough for a burst of fragmented datagrams between two polls.
 const lendDepth = 16
 
+// ringSlots is the size of each ring: twice what a receiver lends, so
+// that a datagram ring never refuses what a sender puts. A receiver tops
+// up the buffers it lends a sender only while those lent and those handed
+// back (its two rings' counts) are fewer than lendDepth; the sender may
+// hold one more between its take and its put, so at most lendDepth+1 of
+// the receiver's buffers are ever on their way.
+const ringSlots = 2 * lendDepth
+
 // ring is a bounded single-producer single-consumer queue of packets.
 type ring struct {
 	_     [64]byte
@@ -30,16 +38,16 @@ type ring struct {
 	_     [56]byte
 	tail  atomic.Uint64 // advanced by the producer
 	_     [56]byte
-	slots [lendDepth]*packet.Packet
+	slots [ringSlots]*packet.Packet
 }
 
 // put appends p (producer side); false when full.
 func (r *ring) put(p *packet.Packet) bool {
 	t := r.tail.Load()
-	if t-r.head.Load() == lendDepth {
+	if t-r.head.Load() == ringSlots {
 		return false
 	}
-	r.slots[t%lendDepth] = p
+	r.slots[t%ringSlots] = p
 	r.tail.Store(t + 1)
 	return true
 }
@@ -50,8 +58,8 @@ func (r *ring) take() *packet.Packet {
 	if h == r.tail.Load() {
 		return nil
 	}
-	p := r.slots[h%lendDepth]
-	r.slots[h%lendDepth] = nil
+	p := r.slots[h%ringSlots]
+	r.slots[h%ringSlots] = nil
 	r.head.Store(h + 1)
 	return p
 }

@@ -167,7 +167,7 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 		e.hub = s.h
 		lent = lendDepth * (ctx.Workers - 1)
 	}
-	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Batch, bufSize)
+	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Workers+ctx.Batch, bufSize)
 	e.lend()
 	return e, nil
 }
@@ -352,7 +352,7 @@ func (e *Reassembler) route(d *packet.Packet) (_ *packet.Packet, ok bool) {
 	d.CopyTo(q)
 	q.Ct = packet.Ct{}
 	d.Free()
-	e.hub.data[e.me][o].put(q) // never full: it holds at most the lent buffers
+	e.hub.data[e.me][o].put(q) // never full (ringSlots)
 	e.nOff++
 	return nil, true
 }
@@ -392,7 +392,7 @@ func (e *Reassembler) lend() {
 		if l == nil {
 			continue
 		}
-		for l.count() < lendDepth {
+		for l.count()+h.data[s][e.me].count() < lendDepth {
 			q := e.pool.Get()
 			if q == nil {
 				return

@@ -297,6 +297,26 @@ func TestHandoffToFlowOwner(t *testing.T) {
 	if p := hs[1].Outs[0].Pkts[0]; p.Pool() != es[1].pool {
 		t.Error("the handed datagram is not in the owner's buffer")
 	}
+	// A burst beyond what the owner lends: the rest is counted, and the
+	// owner gets what it lent, at its next push.
+	hs[1].Reset()
+	fr := split(d, 1480)
+	for range 3 * lendDepth {
+		hs[0].Push(0, fr...)
+	}
+	if got, full := hs[0].Counter("handed off"), hs[0].Counter("handoff full"); got != 1+lendDepth || full != 2*lendDepth*3 {
+		t.Fatalf("handed off %d, handoff full %d fragments", got, full)
+	}
+	hs[1].Push(0)
+	if got := len(frames(hs[1], 0)); got != lendDepth {
+		t.Fatalf("worker 1 sent on %d, want %d", got, lendDepth)
+	}
+	hs[1].Reset()
+	hs[0].Push(0, fr...)
+	es[1].Tick(es[1].now())
+	if got := len(frames(hs[1], 0)); got != 1 {
+		t.Fatalf("after the owner lent again: %d", got)
+	}
 }
 
 // A non-fragment costs no allocation, nor does the fragment path.
@@ -310,4 +330,50 @@ func TestZeroAllocs(t *testing.T) {
 	if a := h.AllocsPerBatch(100, fr...); a != 0 {
 		t.Errorf("fragments: %v allocs per batch", a)
 	}
+}
+
+// The handoff between two running workers (go test -race): every
+// datagram worker 0 hands over reaches worker 1 once, and every one it
+// could not is counted.
+func TestHandoffConcurrent(t *testing.T) {
+	st := elements.NewGraphState()
+	hs := make([]*elementtest.Harness, 2)
+	es := make([]*Reassembler, 2)
+	for w := range 2 {
+		hs[w], es[w] = reassembler(t, nil, &elementtest.Options{Worker: w, Workers: 2, State: st, PoolSize: 256})
+	}
+	var d []byte
+	for sport := uint16(1000); ; sport++ {
+		d = udpFrame(inside, outside, sport, 5000, sport, 2000, nil)
+		if flowsteer.Owner(packet.FlowHashFrame(d, 14), 2) == 1 {
+			break
+		}
+	}
+	fr := split(d, 1480)
+	const n = 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			hs[0].Push(0, fr...)
+		}
+	}()
+	got := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		es[1].Tick(es[1].now())
+		got += len(hs[1].Outs[0].Pkts)
+		hs[1].Reset()
+	}
+	es[1].Tick(es[1].now())
+	got += len(hs[1].Outs[0].Pkts)
+	off, full := hs[0].Counter("handed off"), hs[0].Counter("handoff full")
+	if uint64(got) != off || off+full/2 != n {
+		t.Fatalf("received %d, handed off %d, handoff full %d fragments (of %d datagrams)", got, off, full, n)
+	}
+	t.Logf("%d handed over, %d datagrams refused", off, full/2)
 }
