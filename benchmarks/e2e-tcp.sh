@@ -60,6 +60,12 @@
 # program, bpf_redirect_peer into the other veth's peer; the graph's
 # sockets bound to the IPv4, IPv6 and ARP EtherTypes). It prints as
 # "tcfp" with its ratio to Linux.
+#
+# INTERLEAVE=1: instead of each way's RUNS runs in a row, RUNS rounds of
+# one run per case each of Linux, Junction and (TCFP=1) tcfp, so that a
+# machine whose load changes during the script (other jobs) weighs on
+# every way alike; no bounds. The exit tables printed are the last
+# round's.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -70,6 +76,7 @@ UDP=${UDP:-0}
 GRO=${GRO:-off}
 BOUNDS=${BOUNDS:-0}
 TCFP=${TCFP:-$BOUNDS}
+INTERLEAVE=${INTERLEAVE:-0}
 CPU=${CPU:-0}
 PROFILE=${PROFILE:-}
 ONLY_CASES=${CASES:-}
@@ -89,7 +96,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS TCFP=$TCFP CONFIGS=\"$CONFIGS\""
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS TCFP=$TCFP INTERLEAVE=$INTERLEAVE CONFIGS=\"$CONFIGS\""
 
 # parse FILE REVERSE: "BPS RETRANSMITS ERROR" of one iperf3 -J report (the
 # receiver's rate; ERROR "-" when the run completed). UDP reports: "PPS LOSS ERROR".
@@ -329,17 +336,29 @@ for CFG in $CONFIGS; do
 	PIDS+=($SRVPID)
 	sleep 0.5
 
-	linux_up "$CFG"
-	measure linux
-	linux_down
-	if [ "$BOUNDS" = 1 ] && [ "$CFG" = router ]; then
-		e2e_bounds 4 10.1.0.1 10.2.0.1
-	fi
-
-	run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
-	if [ "$TCFP" = 1 ]; then
-		tcfp_config "$CONFIG" "$TMP/tcfp-$CFG.toml"
-		run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
+	[ "$TCFP" = 1 ] && tcfp_config "$CONFIG" "$TMP/tcfp-$CFG.toml"
+	if [ "$INTERLEAVE" = 1 ]; then
+		# RUNS rounds of one run per case each: Linux, Junction, tcfp.
+		rounds=$RUNS
+		RUNS=1
+		for round in $(seq "$rounds"); do
+			echo " round $round/$rounds (load $(cut -d' ' -f1 /proc/loadavg))"
+			linux_up "$CFG"
+			measure linux
+			linux_down
+			run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
+			[ "$TCFP" = 1 ] && run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
+		done
+		RUNS=$rounds
+	else
+		linux_up "$CFG"
+		measure linux
+		linux_down
+		if [ "$BOUNDS" = 1 ] && [ "$CFG" = router ]; then
+			e2e_bounds 4 10.1.0.1 10.2.0.1
+		fi
+		run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
+		[ "$TCFP" = 1 ] && run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
 	fi
 	kill $SRVPID 2>/dev/null || true
 	wait $SRVPID 2>/dev/null || true
