@@ -157,34 +157,56 @@ func (b *bird) session(name string) (since string, established bool, out string)
 
 // birdPeers starts BIRD in the router's namespace (AS 65001, routes into
 // the kernel's main table) and in srv (AS 65002, announcing 10.16.0.0/12
-// from protocol s16) with a 9 s hold time, and waits for the session.
+// and 2001:db8:16::/48 from protocols s16 and s16v6), with two sessions
+// over the WAN, IPv4 ("uplink") and IPv6 ("uplink6"), each with a 9 s
+// hold time and BFD (300 ms, 10 missed: 3 s), and waits for both.
+// The hosts get their IPv6 addresses (cli 2001:db8:1::2, srv
+// 2001:db8:2::2 and 2001:db8:16::5).
 func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
 	t.Helper()
+	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
+	addr6(t, tp.srv, "2001:db8:2::2/64", "2001:db8:2::1")
+	tp.srv.MustRun("ip", "-6", "addr", "add", "2001:db8:16::5/128", "dev", "lo")
+	const bfd = `protocol bfd { interface "*" { min rx interval 300 ms; min tx interval 300 ms; multiplier 10; }; }
+`
+	const timers = "hold time 9; keepalive time 3; connect retry time 1; bfd on;"
 	router = startBird(t, tp.fwd, `log stderr all;
 router id 10.2.0.1;
 protocol device { scan time 1; }
 protocol kernel k4 { ipv4 { import none; export all; }; }
-protocol bgp uplink {
-  local 10.2.0.1 as 65001;
-  neighbor 10.2.0.2 as 65002;
-  hold time 9; keepalive time 3; connect retry time 1;
+protocol kernel k6 { ipv6 { import none; export all; }; }
+`+bfd+`protocol bgp uplink {
+  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002; `+timers+`
   ipv4 { import all; export none; };
+}
+protocol bgp uplink6 {
+  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002; `+timers+`
+  ipv6 { import all; export none; };
 }
 `)
 	peer = startBird(t, tp.srv, `log stderr all;
 router id 10.2.0.2;
 protocol device { scan time 1; }
 protocol static s16 { ipv4; route 10.16.0.0/12 unreachable; }
-protocol bgp r1 {
-  local 10.2.0.2 as 65002;
-  neighbor 10.2.0.1 as 65001;
-  hold time 9; keepalive time 3; connect retry time 1;
+protocol static s16v6 { ipv6; route 2001:db8:16::/48 unreachable; }
+`+bfd+`protocol bgp r1 {
+  local 10.2.0.2 as 65002; neighbor 10.2.0.1 as 65001; `+timers+`
   ipv4 { import none; export all; };
 }
+protocol bgp r1v6 {
+  local 2001:db8:2::2 as 65002; neighbor 2001:db8:2::1 as 65001; `+timers+`
+  ipv6 { import none; export all; };
+}
 `)
-	waitFor(t, 30*time.Second, "BGP session established", func() (bool, string) {
-		_, up, out := router.session("uplink")
-		return up, out
+	for _, name := range []string{"uplink", "uplink6"} {
+		waitFor(t, 30*time.Second, "BGP session "+name+" established", func() (bool, string) {
+			_, up, out := router.session(name)
+			return up, out
+		})
+	}
+	waitFor(t, 10*time.Second, "BFD sessions up", func() (bool, string) {
+		out, _ := router.ctl("show", "bfd", "sessions")
+		return strings.Count(out, " Up ") == 2, out
 	})
 	return router, peer
 }
@@ -194,7 +216,11 @@ protocol bgp r1 {
 func kernelRoute(t *testing.T, tp *topo, prefix string, want bool) {
 	t.Helper()
 	waitFor(t, 10*time.Second, fmt.Sprintf("kernel route %s present=%v", prefix, want), func() (bool, string) {
-		out := tp.fwd.MustRun("ip", "route", "show", prefix)
+		family := "-4"
+		if strings.Contains(prefix, ":") {
+			family = "-6"
+		}
+		out := tp.fwd.MustRun("ip", family, "route", "show", prefix)
 		return strings.Contains(out, "wan0h") == want, out
 	})
 }
@@ -211,16 +237,18 @@ func TestBGPRouter(t *testing.T) {
 	tp, sock := newBGPTopo(t, nil)
 	router, peer := birdPeers(t, tp)
 	since, _, _ := router.session("uplink")
+	since6, _, _ := router.session("uplink6")
 
 	kernelRoute(t, tp, "10.16.0.0/12", true)
+	kernelRoute(t, tp, "2001:db8:16::/48", true)
 	pingOK(t, tp.cli, "10.16.0.5")
+	ping6OK(t, tp.cli, "2001:db8:16::5")
 
 	t.Run("router addresses", func(t *testing.T) {
 		const body = "the router itself\n"
 		serveHTTP(t, tp.fwd, "10.1.0.1:8080", body)
 		natCurl(t, tp.cli, "http://10.1.0.1:8080/", body)
 		natCurl(t, tp.srv, "http://10.1.0.1:8080/", body)
-		addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 		httpServer6(t, tp.fwd, "2001:db8:1::1", 8081, body)
 		natCurl(t, tp.cli, "http://[2001:db8:1::1]:8081/", body)
 	})
@@ -244,9 +272,10 @@ func TestBGPRouter(t *testing.T) {
 		if r.BitsPerSecond <= 0 {
 			t.Errorf("iperf3 through the BGP route: no throughput (%q)\n%.2000s", rep.Error, out)
 		}
-		now, up, st := router.session("uplink")
-		if !up || now != since {
-			t.Errorf("BGP session after %d s of load: established %v, since %q (was %q):\n%s", secs, up, now, since, st)
+		for _, sess := range []struct{ name, since string }{{"uplink", since}, {"uplink6", since6}} {
+			if now, up, st := router.session(sess.name); !up || now != sess.since {
+				t.Errorf("BGP session %s after %d s of load: established %v, since %q (was %q):\n%s", sess.name, secs, up, now, sess.since, st)
+			}
 		}
 		s := tp.snapshot(t)
 		t.Logf("HostPunt: punted routing %d, neighbor %d, other %d; over rate: routing %d, neighbor %d",
@@ -272,6 +301,7 @@ func TestBGPRouter(t *testing.T) {
 		}
 		kernelRoute(t, tp, "10.16.0.0/12", true)
 		pingOK(t, tp.cli, "10.16.0.5")
+		ping6OK(t, tp.cli, "2001:db8:16::5") // the IPv6 route stayed
 	})
 }
 

@@ -112,11 +112,13 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 			return strings.Replace(s, "[elements.hp]\n", "[elements.hp]\nneighbor_rate = 10000000\nrouting_rate = 10000000\nicmp_rate = 10000000\nother_rate = 10000000\n", 1)
 		}
 	}
+	t0 := time.Now() // before the forwarder starts: HostPunt's counters cover less than time.Since(t0)
 	tp, _ := newBGPTopo(t, edit)
 	router, _ := birdPeers(t, tp)
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	pingOK(t, tp.cli, "10.16.0.5")
 	since, _, _ := router.session("uplink")
+	since6, _, _ := router.session("uplink6")
 	pps := 40000
 	if v, err := strconv.Atoi(os.Getenv("JUNCTION_FLOOD_PPS")); err == nil && v > 0 {
 		pps = v
@@ -154,23 +156,50 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 	mb, mf := median(base), median(flooded)
 	t.Logf("transit UDP delivered (packets/s, 5 s runs): without the flood %v, with %v; medians %.0f / %.0f = %.2f; flood %d frames at %.0f/s",
 		rounded(base), rounded(flooded), mb, mf, mf/mb, sentTotal, float64(sentTotal)/floodTime.Seconds())
-	if unpoliced {
+	// 90% on a machine with CPUs to spare; on a loaded one the flood's
+	// sender and the hosts take the CPUs the router needs, and the floor
+	// scales down (cpuShare). The policer's counts below hold at any load.
+	if floor := 0.9 * cpuShare(t); unpoliced {
 		t.Logf("HostPunt's rates out of reach: no assertion on the rate")
-	} else if mf < 0.9*mb {
-		t.Errorf("transit forwarding under the punt flood kept %.0f%% of its rate, want at least 90%%", 100*mf/mb)
+	} else if mf < floor*mb {
+		t.Errorf("transit forwarding under the punt flood kept %.0f%% of its rate, want at least %.0f%%", 100*mf/mb, 100*floor)
 	}
-	if now, up, st := router.session("uplink"); !up || now != since {
-		t.Errorf("BGP session after the flood: established %v, since %q (was %q):\n%s", up, now, since, st)
+	for _, sess := range []struct{ name, since string }{{"uplink", since}, {"uplink6", since6}} {
+		if now, up, st := router.session(sess.name); !up || now != sess.since {
+			t.Errorf("BGP session %s after the flood: established %v, since %q (was %q):\n%s", sess.name, up, now, sess.since, st)
+		}
 	}
 	s := tp.snapshot(t)
+	// What the flood cost before HostPunt: frames the WAN device could not
+	// take (a full RX ring: the workers were short of CPU).
+	t.Logf("wan device: rx_packets %d, rx_ring_full %d, rx_kernel_dropped %d, rx_fill_empty %d",
+		deviceCounter(s, "wan", "rx_packets"), deviceCounter(s, "wan", "rx_ring_full"),
+		deviceCounter(s, "wan", "rx_kernel_dropped"), deviceCounter(s, "wan", "rx_fill_empty"))
 	names := []string{"punted routing", "punted neighbor", "punted other", "routing over rate", "neighbor over rate", "other over rate"}
 	got := map[string]uint64{}
 	for _, n := range names {
 		got[n] = counter(s, "HostPunt", n)
 	}
 	t.Logf("HostPunt: %v", got)
-	if !unpoliced && got["other over rate"] < uint64(sentTotal)/4 || got["neighbor over rate"] < uint64(sentTotal)/4 || got["routing over rate"] != 0 || got["punted routing"] == 0 {
-		t.Errorf("HostPunt counters %v after %d flood frames: want most SYNs and ARPs dropped over rate, no BGP dropped", got, sentTotal)
+	if got["routing over rate"] != 0 || got["punted routing"] == 0 {
+		t.Errorf("HostPunt: BGP punted %d, dropped %d", got["punted routing"], got["routing over rate"])
+	}
+	if !unpoliced {
+		// What passed is within the rates (the defaults: other 5000/s,
+		// neighbor 2000/s) over the forwarder's life, plus the buckets;
+		// the rest of what reached HostPunt is counted as over rate.
+		secs := time.Since(t0).Seconds()
+		for _, c := range []struct {
+			class string
+			rate  float64
+		}{{"other", 5000}, {"neighbor", 2000}} {
+			if limit := uint64(c.rate*secs + c.rate*0.1 + 32); got["punted "+c.class] > limit {
+				t.Errorf("HostPunt punted %d %s packets in %.1f s: more than its rate allows (%d)", got["punted "+c.class], c.class, secs, limit)
+			}
+			if got[c.class+" over rate"] == 0 {
+				t.Errorf("HostPunt dropped no %s packet of the flood", c.class)
+			}
+		}
 	}
 }
 
