@@ -45,10 +45,14 @@ var compoundKeys = []string{"params", "inputs", "outputs", "elements", "links"}
 // flattening is exponential in it.
 const maxCompoundDepth = 16
 
-// MaxFlatElements bounds the elements of the flattened graph: compounds
-// multiply what the file holds, and a few nested ones would otherwise make
-// a small file into millions of elements.
-const MaxFlatElements = 1 << 16
+// MaxFlatElements bounds the elements and compound uses of the flattened
+// graph, MaxFlatLinks its link strings: compounds multiply what the file
+// holds, and a few nested ones would otherwise make a small file into
+// millions of elements.
+const (
+	MaxFlatElements = 1 << 16
+	MaxFlatLinks    = 1 << 18
+)
 
 // compound is one [compounds.NAME] definition.
 type compound struct {
@@ -472,10 +476,10 @@ func (l *loader) instantiate(parent *scope, name string, c *compound, args map[s
 		l.useErr(parent, name, typ, line, "", "", "compounds nested more than %d deep", maxCompoundDepth)
 		return ph
 	}
-	if len(l.order) >= MaxFlatElements {
+	if len(l.order)+len(l.insts) > MaxFlatElements || len(l.links)+len(c.links) > MaxFlatLinks {
 		if !l.flatTooBig {
 			l.flatTooBig = true
-			l.useErr(parent, name, typ, line, "", "", "the flattened graph has more than %d elements (MaxFlatElements)", MaxFlatElements)
+			l.useErr(parent, name, typ, line, "", "", "the flattened graph has more than %d elements and compound uses (MaxFlatElements) or %d links (MaxFlatLinks)", MaxFlatElements, MaxFlatLinks)
 		}
 		return ph
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sideDef is a compound used by the tests below: one device's side, with
@@ -420,5 +421,33 @@ links = ["TestLdSource(a) -> four :: quad -> TestLdSink(a)"]`)
 		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
 			t.Errorf("dot: %v\n%s", err, stderr.String())
 		}
+	}
+}
+
+// TestCompoundBomb: uses that multiply (each level using the next many
+// times) are refused at the bound with one error, without building
+// 64^8 uses.
+func TestCompoundBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[devices.a]\ndriver = \"testld\"\n")
+	for lv := range 8 {
+		fmt.Fprintf(&b, "[compounds.c%d]\nlinks = [", lv)
+		for i := range 64 {
+			if lv == 7 {
+				fmt.Fprintf(&b, "\"TestLdSource(a) -> TestLdSink(a)\", ")
+			} else {
+				fmt.Fprintf(&b, "\"x%d :: c%d\", ", i, lv+1)
+			}
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("[graph]\nlinks = [\"top :: c0\"]\n")
+	start := time.Now()
+	_, errs := parseSrc(t, b.String())
+	if d := time.Since(start); d > time.Minute { // about 1 s of CPU; the machine may be shared
+		t.Errorf("took %v", d)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "(MaxFlatElements)") {
+		t.Fatalf("errors: %v", errs)
 	}
 }
