@@ -81,9 +81,9 @@ func clientArgs(name string, args []string, stderr io.Writer) (*ctlClient, []str
 // subUsage is each client command's synopsis; CONTROL stands for the
 // flags every client command takes (clientHelp).
 var subUsage = map[string]string{
-	"show":    "show [CONTROL] flows [-n N] [-count] [FILTER] | routes [-element NAME] [ADDR|PREFIX] | neighbors [-element NAME] | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
+	"show":    "show [CONTROL] flows [-n N] [-count] [FILTER] | routes [-table NAME | -element NAME] [ADDR|PREFIX] | neighbors [-element NAME] | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]",
 	"clear":   "clear [CONTROL] counters",
-	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT|DEVICE... [-element NAME] | del PREFIX [-element NAME] | reload [-element NAME]",
+	"route":   "route [CONTROL] add|replace PREFIX [via NH]... out PORT|DEVICE... | add|replace PREFIX blackhole|unreachable|prohibit | del PREFIX | reload  [-table NAME | -element NAME]",
 	"trace":   "trace [CONTROL] [-n N] [-timeout D] [FILTER]",
 	"capture": "capture [CONTROL] -element NAME [-port P] [-n N] [-timeout D] -w FILE.pcap [-force] [FILTER]",
 	"reload":  "reload [CONTROL] [-dry-run] | reload -dry-run -running FILE -config FILE",
@@ -94,12 +94,14 @@ var subUsage = map[string]string{
 var subFlags = map[string]string{
 	"show": `  -n N              show flows: at most N flows (default 100; 0: all)
   -count            show flows: only count the flows
-  -element NAME     show routes: the IPLookup (when the graph has several); show neighbors: only this ARPQuerier or NDPQuerier
+  -table NAME       show routes: the route table (default: the only one, the one of the address's family, or main)
+  -element NAME     show routes: the table this IPLookup reads; show neighbors: only this ARPQuerier or NDPQuerier
   -workers          show runtime, errors: one row per worker too
   -all              show errors: also counters that are not drops
 `,
 	"clear": "",
-	"route": `  -element NAME     the IPLookup (when the graph has several)
+	"route": `  -table NAME       the route table (default: the only one, the one of the route's family, or main)
+  -element NAME     the table this IPLookup reads
 `,
 	"trace": `  -n N              packets to trace (default 10)
   -timeout D        give up after this long

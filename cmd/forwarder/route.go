@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip"
+	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/internal/control"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // routeResult is what `route …` answers.
 type routeResult struct {
-	Element string              `json:"element"`
+	Element string              `json:"element"`         // the table's first IPLookup
+	Table   string              `json:"table,omitempty"` // the [tables] name ("": the element's own)
 	Action  string              `json:"action"` // added, replaced, deleted, reloaded
 	Route   *elements.LiveRoute `json:"route,omitempty"`
 	Prefix  string              `json:"prefix,omitempty"`
@@ -28,7 +31,8 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 	}
 	verb := args[0]
 	fs := argFlags("route " + verb)
-	el := fs.String("element", "", "the IPLookup (when the graph has several)")
+	el := fs.String("element", "", "an IPLookup: the table it reads")
+	tbl := fs.String("table", "", "the route table (default: the only one, the one of the route's family, or main)")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return nil, err
@@ -42,7 +46,7 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 	err = cs.r.ExclusiveOfReload(func() error {
 		cs.g = cs.r.Graph()
 		var err error
-		res, err = cs.routeVerb(verb, *el, pos)
+		res, err = cs.routeVerb(verb, *tbl, *el, pos)
 		return err
 	})
 	if err != nil {
@@ -51,28 +55,38 @@ func (cs *ctlServer) route(ctx context.Context, args []string) (any, error) {
 	return res, nil
 }
 
-// routeVerb carries out route VERB on the element named el (or the only
-// IPLookup) with the positional arguments pos.
-func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
-	el := &elName
+// routeVerb carries out route VERB on the table named tableName, or read
+// by the element named elName, or the default one (routetables.go), with
+// the positional arguments pos.
+func (cs *ctlServer) routeVerb(verb, tableName, elName string, pos []string) (any, error) {
+	result := func(t liveTable, action string) *routeResult {
+		r := &routeResult{Element: t.el, Action: action}
+		if t.shared {
+			r.Table = t.name
+		}
+		return r
+	}
 	switch verb {
 	case "add", "replace", "change":
 		if len(pos) == 0 {
-			return nil, control.Usagef("route %s: want PREFIX [via NEXTHOP]... out PORT...", verb)
+			return nil, control.Usagef("route %s: want PREFIX [via NEXTHOP]... out PORT..., or PREFIX blackhole|unreachable|prohibit", verb)
 		}
-		if _, _, err := parseAddrOrPrefix(pos[0]); err != nil {
+		first := pos[0]
+		if len(pos) > 1 && isRouteType(first) {
+			first = pos[1]
+		}
+		if _, _, err := parseAddrOrPrefix(first); err != nil {
 			return nil, control.Usagef("route %s: %v", verb, err)
 		}
-		i, rt, err := pickElement[elements.RouteTable](cs, "IPLookup", *el)
+		t, err := cs.pickTable(tableName, elName, routeAddr(pos))
 		if err != nil {
 			return nil, fmt.Errorf("route %s: %w", verb, err)
 		}
-		name := cs.graph().Elements[i].Name
-		words, err := resolveOutNames(cs.graph(), name, pos) // routedev.go: "out wan"
+		words, err := resolveOutNames(cs.graph(), t.el, pos) // routedev.go: "out wan"
 		if err != nil {
 			return nil, control.Usagef("route %s: %v", verb, err)
 		}
-		r, err := rt.SetRoute(strings.Join(words, " "), verb != "add")
+		r, err := t.rt.SetRoute(strings.Join(words, " "), verb != "add")
 		if err != nil {
 			return nil, control.Usagef("route %s: %v", verb, err)
 		}
@@ -81,8 +95,10 @@ func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
 			action = "replaced"
 		}
 		rs := []elements.LiveRoute{r}
-		nameHops(cs.graph(), name, rs)
-		return &routeResult{Element: name, Action: action, Route: &rs[0]}, nil
+		nameHops(cs.graph(), t.el, rs)
+		res := result(t, action)
+		res.Route = &rs[0]
+		return res, nil
 	case "del", "delete":
 		if len(pos) != 1 {
 			return nil, control.Usagef("route del: want one PREFIX, got %q", strings.Join(pos, " "))
@@ -94,27 +110,31 @@ func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
 		if a.IsValid() {
 			p, _ = a.Prefix(a.BitLen())
 		}
-		i, rt, err := pickElement[elements.RouteTable](cs, "IPLookup", *el)
+		t, err := cs.pickTable(tableName, elName, p.Addr())
 		if err != nil {
 			return nil, fmt.Errorf("route del: %w", err)
 		}
-		if err := rt.DeleteRoute(p); err != nil {
+		if err := t.rt.DeleteRoute(p); err != nil {
 			return nil, fmt.Errorf("route del: %w", err)
 		}
-		return &routeResult{Element: cs.graph().Elements[i].Name, Action: "deleted", Prefix: p.String()}, nil
+		res := result(t, "deleted")
+		res.Prefix = p.String()
+		return res, nil
 	case "reload":
 		if len(pos) > 0 {
 			return nil, control.Usagef("route reload: unexpected arguments %q", strings.Join(pos, " "))
 		}
-		i, rt, err := pickElement[elements.RouteTable](cs, "IPLookup", *el)
+		t, err := cs.pickTable(tableName, elName, netip.Addr{})
 		if err != nil {
 			return nil, fmt.Errorf("route reload: %w", err)
 		}
-		n, err := rt.ReloadRoutes()
+		n, err := t.rt.ReloadRoutes()
 		if err != nil {
 			return nil, fmt.Errorf("route reload: %w", err)
 		}
-		return &routeResult{Element: cs.graph().Elements[i].Name, Action: "reloaded", Routes: n}, nil
+		res := result(t, "reloaded")
+		res.Routes = n
+		return res, nil
 	}
 	msg := fmt.Sprintf("route %q: want add, del, replace or reload", verb)
 	if s := nearest(verb, []string{"add", "del", "replace", "reload"}); s != "" {
@@ -123,20 +143,28 @@ func (cs *ctlServer) routeVerb(verb, elName string, pos []string) (any, error) {
 	return nil, control.Usagef("%s", msg)
 }
 
-// routesFileElements lists the IPLookups of g that read a routes_file.
+// routesFileElements lists, of the IPLookups of g that read a table with
+// a routes_file, the first of each table.
 func routesFileElements(g *pipeline.Graph) []int {
 	var out []int
+	seen := map[*tables.Config]bool{}
 	for i, e := range g.Elements {
-		if c, ok := e.Config.(*ip.IPLookupConfig); ok && c.RoutesFile != "" && c.Source != "kernel" {
+		c, ok := e.Config.(*ip.IPLookupConfig)
+		if !ok {
+			continue
+		}
+		if t := c.Table(); t != nil && t.RoutesFile != "" && !t.Kernel() && !seen[t] {
+			seen[t] = true
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// ReloadRoutesFiles re-reads the routes_file of every IPLookup of r that
+// ReloadRoutesFiles re-reads the routes_file of every table of r that
 // has one and publishes each as one new table version (what SIGHUP does
-// when the graph has routes files). It reports one line per element.
+// when the graph has routes files). It reports one line per table (by
+// its first IPLookup's name for a table of the element's own).
 func ReloadRoutesFiles(r *pipeline.Router) (string, error) {
 	g := r.Graph()
 	var lines []string
@@ -150,12 +178,16 @@ func ReloadRoutesFiles(r *pipeline.Router) (string, error) {
 		if !ok {
 			continue
 		}
+		name := g.Elements[i].Name
+		if c := g.Elements[i].Config.(*ip.IPLookupConfig).Table(); c.Name != "" {
+			name = "table " + c.Name
+		}
 		n, err := rt.ReloadRoutes()
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v (the table is unchanged)", g.Elements[i].Name, err))
+			errs = append(errs, fmt.Sprintf("%s: %v (the table is unchanged)", name, err))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s: %d routes reloaded", g.Elements[i].Name, n))
+		lines = append(lines, fmt.Sprintf("%s: %d routes reloaded", name, n))
 	}
 	if len(errs) > 0 {
 		return strings.Join(lines, "\n"), fmt.Errorf("%s", strings.Join(errs, "\n"))
@@ -193,13 +225,17 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return err
 	}
+	name := r.Element
+	if r.Table != "" {
+		name = "table " + r.Table
+	}
 	switch {
 	case r.Route != nil:
-		fmt.Fprintf(stdout, "%s %s: %s\n", r.Action, r.Element, strings.ReplaceAll(routeLine(*r.Route), "\n", " "))
+		fmt.Fprintf(stdout, "%s %s: %s\n", r.Action, name, strings.ReplaceAll(routeLine(*r.Route), "\n", " "))
 	case r.Action == "reloaded":
-		fmt.Fprintf(stdout, "%s: %d routes reloaded\n", r.Element, r.Routes)
+		fmt.Fprintf(stdout, "%s: %d routes reloaded\n", name, r.Routes)
 	default:
-		fmt.Fprintf(stdout, "%s %s: %s\n", r.Action, r.Element, r.Prefix)
+		fmt.Fprintf(stdout, "%s %s: %s\n", r.Action, name, r.Prefix)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements/ip"
+	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/tables"
 )
 
 // routesCmd: forwarder routes -config FILE [ADDR...] prints, for every
@@ -83,11 +85,13 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 	found := 0
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	seen := map[*tables.Config]bool{} // a table several lookups read is built once
 	for _, el := range g.Elements {
 		c, ok := el.Config.(*ip.IPLookupConfig)
-		if !ok || (*element != "" && el.Name != *element) {
+		if !ok || (*element != "" && el.Name != *element) || seen[c.Table()] {
 			continue
 		}
+		seen[c.Table()] = true
 		found++
 		tb, stop, err := ip.BuildTable(c)
 		if err != nil {
@@ -98,11 +102,11 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 		var m1 runtime.MemStats
 		runtime.ReadMemStats(&m1)
 		m := tb.Mem()
-		src := "config"
-		if c.Source == "kernel" {
-			src = "kernel"
+		if t := g.Table(c.Table().Name); t != nil {
+			fmt.Fprintf(w, "table %s (read by %s; source %s)\n", t.Name, strings.Join(t.Users, ", "), c.Table().SourceName())
+		} else {
+			fmt.Fprintf(w, "%s (IPLookup, source %s)\n", el.Name, c.Table().SourceName())
 		}
-		fmt.Fprintf(w, "%s (IPLookup, source %s)\n", el.Name, src)
 		fmt.Fprintf(w, "  routes:        %d IPv4, %d IPv6; %d next-hop sets; %d /24s with longer prefixes\n",
 			m.Routes4, m.Routes6, m.NextHopSets, m.Groups)
 		fmt.Fprintf(w, "  memory:        IPv4 %s, IPv6 %s (what lookups read); control %s; Go heap %s\n",
@@ -116,6 +120,10 @@ func routesCmd(args []string, stdout, stderr io.Writer) error {
 					miss = fmt.Sprintf("out %d (miss)", c.Miss)
 				}
 				fmt.Fprintf(w, "  %-15s -> %s\n", a, miss)
+				continue
+			}
+			if r.Type != route.Unicast {
+				fmt.Fprintf(w, "  %-15s -> %s: %v (not forwarded)\n", a, r.Prefix, r.Type)
 				continue
 			}
 			var paths []string

@@ -21,11 +21,15 @@ type flowsResult struct {
 }
 
 type routesResult struct {
-	Element string               `json:"element"`
-	Source  string               `json:"source"`
-	Query   string               `json:"query,omitempty"`
-	Found   bool                 `json:"found"`
-	Routes  []elements.LiveRoute `json:"routes"`
+	Element string `json:"element"`         // the table's first IPLookup
+	Table   string `json:"table,omitempty"` // the [tables] name ("": the element's own)
+	Source  string `json:"source"`
+	// Unmirrored counts the kernel table's routes of types the mirror
+	// does not copy (source kernel), by type.
+	Unmirrored map[string]int       `json:"unmirrored,omitempty"`
+	Query      string               `json:"query,omitempty"`
+	Found      bool                 `json:"found"`
+	Routes     []elements.LiveRoute `json:"routes"`
 }
 
 type neighborRow struct {

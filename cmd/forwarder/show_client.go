@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+	"maps"
 	"encoding/json"
 	"fmt"
 	"github.com/junction-dataplane/junction/drivers"
@@ -25,17 +27,17 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(rest) == 0 {
-		return cl.usage("what? flows, nat, routes, neighbors, interfaces, runtime or errors")
+		return cl.usage("what? flows, routes, neighbors, interfaces, runtime or errors")
 	}
 	// A mistyped WHAT is wrong usage whether or not a forwarder runs:
 	// refused here, before the socket is tried. (The server checks it,
 	// and what follows it, again.)
 	switch rest[0] {
-	case "flows", "conntrack", "connections", "nat", "routes", "route", "fib", "neighbors", "neighbours", "neigh", "arp",
+	case "flows", "conntrack", "connections", "routes", "route", "fib", "neighbors", "neighbours", "neigh", "arp",
 		"interfaces", "interface", "int", "runtime", "errors":
 	default:
-		msg := fmt.Sprintf("show %q: want flows, nat, routes, neighbors, interfaces, runtime or errors", rest[0])
-		if s := nearest(rest[0], []string{"flows", "nat", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
+		msg := fmt.Sprintf("show %q: want flows, routes, neighbors, interfaces, runtime or errors", rest[0])
+		if s := nearest(rest[0], []string{"flows", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return cl.usage(msg)
@@ -55,12 +57,6 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return printFlows(stdout, &r, r.Count)
-	case "nat":
-		var r natResult
-		if err := json.Unmarshal(data, &r); err != nil {
-			return err
-		}
-		return printNAT(stdout, &r)
 	case "routes", "route", "fib":
 		var r routesResult
 		if err := json.Unmarshal(data, &r); err != nil {
@@ -164,6 +160,10 @@ func printFlows(w io.Writer, r *flowsResult, countOnly bool) error {
 func routeLine(r elements.LiveRoute) string {
 	var b strings.Builder
 	b.WriteString(r.Prefix.String())
+	if r.Type != "" {
+		b.WriteString(" ")
+		b.WriteString(r.Type) // blackhole, unreachable, prohibit: no hops
+	}
 	for i, h := range r.Hops {
 		if len(r.Hops) > 1 {
 			fmt.Fprintf(&b, "\n    nexthop")
@@ -182,8 +182,12 @@ func routeLine(r elements.LiveRoute) string {
 }
 
 func printRoutes(w io.Writer, r *routesResult) error {
+	name := r.Element
+	if r.Table != "" {
+		name = "table " + r.Table
+	}
 	if r.Query != "" && !r.Found {
-		_, err := fmt.Fprintf(w, "%s: no route to %s\n", r.Element, r.Query)
+		_, err := fmt.Fprintf(w, "%s: no route to %s\n", name, r.Query)
 		return err
 	}
 	for _, rt := range r.Routes {
@@ -192,7 +196,14 @@ func printRoutes(w io.Writer, r *routesResult) error {
 		}
 	}
 	if r.Query == "" {
-		fmt.Fprintf(w, "%s: %d routes (source %s)\n", r.Element, len(r.Routes), r.Source)
+		fmt.Fprintf(w, "%s: %d routes (source %s)\n", name, len(r.Routes), r.Source)
+		if len(r.Unmirrored) > 0 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(r.Unmirrored)) {
+				parts = append(parts, fmt.Sprintf("%d %s", r.Unmirrored[k], k))
+			}
+			fmt.Fprintf(w, "%s: kernel routes not mirrored (their type): %s\n", name, strings.Join(parts, ", "))
+		}
 	}
 	return nil
 }

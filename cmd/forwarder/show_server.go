@@ -19,14 +19,12 @@ import (
 
 func (cs *ctlServer) show(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
-		return nil, control.Usagef("show: what? flows, nat, routes, neighbors, interfaces, runtime or errors")
+		return nil, control.Usagef("show: what? flows, routes, neighbors, interfaces, runtime or errors")
 	}
 	what, rest := args[0], args[1:]
 	switch what {
 	case "flows", "conntrack", "connections":
 		return cs.showFlows(rest)
-	case "nat":
-		return cs.showNAT(rest)
 	case "routes", "route", "fib":
 		return cs.showRoutes(rest)
 	case "neighbors", "neighbours", "neigh", "arp":
@@ -38,8 +36,8 @@ func (cs *ctlServer) show(ctx context.Context, args []string) (any, error) {
 	case "errors":
 		return cs.showErrors(rest)
 	}
-	msg := fmt.Sprintf("show %q: want flows, nat, routes, neighbors, interfaces, runtime or errors", what)
-	if s := nearest(what, []string{"flows", "nat", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
+	msg := fmt.Sprintf("show %q: want flows, routes, neighbors, interfaces, runtime or errors", what)
+	if s := nearest(what, []string{"flows", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return nil, control.Usagef("%s", msg)
@@ -93,7 +91,8 @@ func (cs *ctlServer) showFlows(args []string) (any, error) {
 
 func (cs *ctlServer) showRoutes(args []string) (any, error) {
 	fs := argFlags("show routes")
-	el := fs.String("element", "", "the IPLookup (when the graph has several)")
+	el := fs.String("element", "", "an IPLookup: the table it reads")
+	tbl := fs.String("table", "", "the route table (default: the only one, the one of the address's family, or main)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
@@ -101,11 +100,15 @@ func (cs *ctlServer) showRoutes(args []string) (any, error) {
 	if len(pos) > 1 {
 		return nil, control.Usagef("show routes: one address or prefix at a time, got %q", strings.Join(pos, " "))
 	}
-	i, rt, err := pickElement[elements.RouteTable](cs, "IPLookup", *el)
+	t, err := cs.pickTable(*tbl, *el, routeAddr(pos))
 	if err != nil {
 		return nil, err
 	}
-	res := &routesResult{Element: cs.graph().Elements[i].Name, Source: rt.RouteSource(), Routes: []elements.LiveRoute{}}
+	rt := t.rt
+	res := &routesResult{Element: t.el, Source: rt.RouteSource(), Routes: []elements.LiveRoute{}, Unmirrored: rt.Unmirrored()}
+	if t.shared {
+		res.Table = t.name
+	}
 	if len(pos) == 0 {
 		res.Routes = rt.RouteList()
 		res.Found = len(res.Routes) > 0

@@ -21,13 +21,13 @@ type IPLookupConfig struct {
 	Source     string   `toml:"source"`
 	KTable     string   `toml:"table"`
 	Interfaces []string `toml:"interfaces"`
+	NetNS      string   `toml:"netns"`
+	Offload    []string `toml:"offload"`
+	MaxRoutes  int      `toml:"max_routes"`
 	// Interfaces6, with source = "kernel", gives IPv6 routes ports of
 	// their own (after interfaces' ports), for dual-stack graphs whose
 	// IPv4 and IPv6 packets leave through different elements.
 	Interfaces6 []string `toml:"interfaces6"`
-	NetNS       string   `toml:"netns"`
-	MaxRoutes   int      `toml:"max_routes"`
-	Offload     []string `toml:"offload"`
 	Unreachable int      `toml:"unreachable"`
 	Prohibit    int      `toml:"prohibit"`
 
@@ -54,6 +54,10 @@ func (c *IPLookupConfig) ReadsTable() (name string, ok bool) {
 	}
 	return c.KTable, true
 }
+
+// Table is the configuration of the table the element reads (nil before
+// Validate).
+func (c *IPLookupConfig) Table() *tables.Config { return c.tbl }
 
 // UseTable gives the config the graph's table it reads (validated), before
 // Validate.
@@ -122,7 +126,7 @@ func (c *IPLookupConfig) Ports() (in, out int) { return 1, c.outs }
 func init() {
 	elements.Register(elements.Type{
 		Name:      "IPLookup",
-		NewConfig: func() any { return &IPLookupConfig{Miss: -1} },
+		NewConfig: func() any { return &IPLookupConfig{Miss: -1, Unreachable: -1, Prohibit: -1} },
 		New:       newIPLookup,
 		In:        1, Out: -1,
 		Doc: elements.Doc{
