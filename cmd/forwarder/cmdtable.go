@@ -176,6 +176,12 @@ func synopsisOperands(name string, synopsis []string) (words []string, operand s
 	return words, operand
 }
 
+// arguments lists what may follow the command besides flags: its words
+// and its operand's values.
+func (c cliCommand) arguments() []string {
+	return append(slices.Clone(c.words), operandValues(c.operand)...)
+}
+
 // operandValues lists what an operand may be.
 func operandValues(operand string) []string {
 	switch operand {

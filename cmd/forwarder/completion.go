@@ -86,7 +86,7 @@ _forwarder() {
 			fmt.Fprintf(w, "\t\tcase $prev in %s) return ;; esac\n", strings.Join(other, "|"))
 		}
 		fmt.Fprintf(w, "\t\tflags=%q\n", strings.Join(names, " "))
-		if vals := append(append([]string(nil), c.words...), operandValues(c.operand)...); len(vals) > 0 {
+		if vals := c.arguments(); len(vals) > 0 {
 			fmt.Fprintf(w, "\t\twords=%q\n", strings.Join(vals, " "))
 		}
 		fmt.Fprintf(w, "\t\t;;\n")
@@ -151,7 +151,7 @@ _forwarder() {
 			}
 			fmt.Fprintf(w, " \\\n\t\t\t'%s'", spec)
 		}
-		if vals := append(append([]string(nil), c.words...), operandValues(c.operand)...); len(vals) > 0 {
+		if vals := c.arguments(); len(vals) > 0 {
 			fmt.Fprintf(w, " \\\n\t\t\t'*:argument:(%s)'", strings.Join(vals, " "))
 		} else {
 			fmt.Fprintf(w, " \\\n\t\t\t'*:argument:_files'")
@@ -194,7 +194,7 @@ complete -c forwarder -f
 			}
 			fmt.Fprintf(w, "complete -c forwarder -n %s -o %s%s -d %s\n", cond, f.name, opt, fishQuote(firstLine(f.usage)))
 		}
-		if vals := append(append([]string(nil), c.words...), operandValues(c.operand)...); len(vals) > 0 {
+		if vals := c.arguments(); len(vals) > 0 {
 			fmt.Fprintf(w, "complete -c forwarder -n %s -a %s\n", cond, fishQuote(strings.Join(vals, " ")))
 		}
 	}

@@ -124,6 +124,32 @@ func TestCompletionMatchesFlags(t *testing.T) {
 			t.Errorf("bash: run -config %s/g completes to %v", dir, got)
 		}
 	}
+	if _, err := exec.LookPath("fish"); err == nil {
+		// fish answers what it would offer: complete -C LINE.
+		file := filepath.Join(t.TempDir(), "forwarder.fish")
+		if err := os.WriteFile(file, []byte(scripts["fish"]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fishComplete := func(line string) []string {
+			out, err := exec.Command("fish", "-c", "source $argv[1]; complete -C $argv[2]", file, line).CombinedOutput()
+			if err != nil {
+				t.Fatalf("fish: complete -C %q: %v\n%s", line, err, out)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if w, _, _ := strings.Cut(l, "\t"); w != "" {
+					got = append(got, w)
+				}
+			}
+			return got
+		}
+		for _, c := range commandNames {
+			sameFlags(t, "fish complete -C", c, trimDashes(fishComplete("forwarder "+c+" -")), realFlags(t, c))
+		}
+		if got := fishComplete("forwarder show "); !slices.Contains(got, "flows") || !slices.Contains(got, "runtime") {
+			t.Errorf("fish: forwarder show completes to %v", got)
+		}
+	}
 	for _, sh := range []string{"zsh", "fish"} {
 		if _, err := exec.LookPath(sh); err != nil {
 			t.Logf("%s not installed: its script's syntax is not checked", sh)

@@ -28,20 +28,70 @@ func checkControlFree(path string) error {
 	if err != nil {
 		return nil
 	}
-	defer c.Close()
-	who := "another forwarder"
-	if pid := peerPID(c.(*net.UnixConn)); pid > 0 {
-		who = fmt.Sprintf("forwarder process %d", pid)
-		if cmd := cmdline(pid); cmd != "" {
-			who += " (" + cmd + ")"
-		}
-	}
-	stop := "Stop that one first"
-	if filepath.Dir(path) == control.DefaultDir {
-		stop += fmt.Sprintf(" (systemctl stop junction@%s, if it runs as the service)", strings.TrimSuffix(filepath.Base(path), ".sock"))
-	}
+	pid := peerPID(c.(*net.UnixConn))
+	c.Close()
 	return fmt.Errorf("control socket %s: %s is serving it; two forwarders on one graph would open its devices twice. %s, or give this one another -control PATH",
-		path, who, stop)
+		path, holder(pid), stopHint(path))
+}
+
+// checkGraphNotRunning refuses to run the graph file config when the
+// forwarder serving its default socket runs that very file: the graph
+// started by hand beside its service (`forwarder run -config
+// /etc/junction/gw.toml` while junction@gw runs). A forwarder there that
+// runs another file of the same base name is no reason to refuse: this
+// one runs without a control socket, with a warning (runControl).
+func checkGraphNotRunning(config string) error {
+	if config == "" {
+		return nil // the embedded graph: synthetic devices only
+	}
+	sock := control.DefaultPath(config)
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return nil
+	}
+	pid := peerPID(c.(*net.UnixConn))
+	c.Close()
+	s, err := controlSnapshot(sock)
+	if err != nil {
+		return nil // cannot tell which file it runs
+	}
+	theirs := s.Graph.File
+	if !filepath.IsAbs(theirs) && pid > 0 {
+		// Relative to where that forwarder was started.
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		if err != nil {
+			return nil
+		}
+		theirs = filepath.Join(cwd, theirs)
+	}
+	a, err1 := os.Stat(config)
+	b, err2 := os.Stat(theirs)
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		return nil
+	}
+	return fmt.Errorf("%s: %s runs this graph already (control socket %s); two forwarders on one graph would open its devices twice. %s, or give this one another -control PATH",
+		config, holder(pid), sock, stopHint(sock))
+}
+
+// holder names the process serving a control socket.
+func holder(pid int) string {
+	if pid <= 0 {
+		return "another forwarder"
+	}
+	who := fmt.Sprintf("forwarder process %d", pid)
+	if cmd := cmdline(pid); cmd != "" {
+		who += " (" + cmd + ")"
+	}
+	return who
+}
+
+// stopHint says how to stop the forwarder on a control socket: the
+// service's unit when the socket is one of the service's.
+func stopHint(sock string) string {
+	if filepath.Dir(sock) == control.DefaultDir {
+		return fmt.Sprintf("Stop that one first (systemctl stop junction@%s, if it runs as the service)", strings.TrimSuffix(filepath.Base(sock), ".sock"))
+	}
+	return "Stop that one first"
 }
 
 // peerPID is the process at the other end of a unix socket (SO_PEERCRED:

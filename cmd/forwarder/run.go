@@ -60,6 +60,13 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// The default socket: refused only when its forwarder runs this
+	// very file (the graph started by hand beside its service).
+	if *ctlPath == "" {
+		if err := checkGraphNotRunning(path); err != nil {
+			return err
+		}
+	}
 	// Under systemd (Type=notify): readiness, reloads, stopping.
 	sd, err := newSDNotifier()
 	if err != nil {

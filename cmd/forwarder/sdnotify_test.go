@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/control"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // serviceGraph is a gen device writing into a pcap file: the file exists
@@ -166,5 +168,48 @@ func TestControlSocketInUse(t *testing.T) {
 	l.Close()
 	if code, _, errs := forwarder(t, "run", "-config", config, "-duration", "300ms", "-stats", "off", "-control", sock, "-nopin", "-quiet"); code != 0 {
 		t.Errorf("stale socket: exit %d, %q", code, errs)
+	}
+}
+
+// TestGraphRunningTwice: without -control, a forwarder is refused when
+// the forwarder on its default socket runs the same file (the graph
+// started by hand beside its service), naming that process; one that
+// runs another file of the same base name is no reason to refuse (this
+// one runs without a control socket, with a warning).
+func TestGraphRunningTwice(t *testing.T) {
+	config, pcap := serviceGraph(t)
+	// A base name of this process's own: the default socket is in the
+	// shared /run/junction.
+	named := filepath.Join(filepath.Dir(config), fmt.Sprintf("jsvc%d.toml", os.Getpid()))
+	if err := os.Rename(config, named); err != nil {
+		t.Fatal(err)
+	}
+	live := control.NewServer()
+	live.Handle("snapshot", func(context.Context, []string) (any, error) {
+		return &pipeline.Snapshot{Graph: pipeline.GraphGeneration{Generation: 1, File: named}}, nil
+	})
+	sock := control.DefaultPath(named)
+	if err := live.Listen(sock); err != nil {
+		t.Skipf("cannot serve the default socket %s: %v", sock, err)
+	}
+	defer live.Close()
+	code, _, errs := forwarder(t, "run", "-config", named, "-duration", "1s", "-stats", "off", "-nopin")
+	want := fmt.Sprintf("%s: forwarder process %d (", named, os.Getpid())
+	if code != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, "runs this graph already (control socket "+sock+")") {
+		t.Errorf("same file: exit %d, stderr %q; want exit 1 and %q", code, errs, want)
+	}
+	if _, err := os.Stat(pcap); err == nil {
+		t.Error("the devices were opened before the refusal")
+	}
+
+	// Another file of the same name: it runs, without the socket.
+	other := filepath.Join(t.TempDir(), filepath.Base(named))
+	text, _ := os.ReadFile(named)
+	if err := os.WriteFile(other, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = forwarder(t, "run", "-config", other, "-duration", "300ms", "-stats", "off", "-nopin", "-quiet")
+	if code != 0 || !strings.Contains(errs, "another forwarder is serving it") {
+		t.Errorf("another file of the same name: exit %d, stderr %q", code, errs)
 	}
 }
