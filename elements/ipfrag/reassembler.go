@@ -59,6 +59,16 @@ var reasonNames = [rCount]string{
 	rDuplicate: "duplicate fragment",
 }
 
+// MemoryPerWorker is the most an instance's pool of datagram buffers can
+// take in one worker (elements.MemoryUser): capacity buffers, those lent
+// to another worker and a batch in flight (with one other worker and the
+// default batch; more workers lend more, 16 buffers each).
+func (c *ReassemblerConfig) MemoryPerWorker() (uint64, string) {
+	return uint64(c.Capacity+lendDepth+1+packet.DefaultBatch) * bufSize, "capacity"
+}
+
+var _ elements.MemoryUser = (*ReassemblerConfig)(nil)
+
 func init() {
 	elements.Register(elements.Type{
 		Name:      "IPReassembler",
@@ -75,7 +85,9 @@ func init() {
 				"than any link (up to 65,535 bytes): an IPFragmenter before each output device splits it again.",
 			Keys: []elements.Key{
 				{Name: "capacity", Type: "int", Default: "64", Doc: "datagrams in reassembly at once per worker (1..65536); " +
-					"each holds one buffer of 65,787 bytes whose pages are touched only as far as the datagram reaches. A new " +
+					"each holds one buffer of 65,787 bytes whose pages are touched only as far as the datagram reaches; an instance's " +
+					"pool holds capacity + 16 per other worker (lent) + workers + batch such buffers, its resident bound (37 MiB for " +
+					"the two in nat-gateway.toml with 2 workers, reached only by a flood that writes every page). A new " +
 					"datagram when all are taken evicts the oldest (its fragments are counted as \"table full\"), so that a flood of " +
 					"datagrams that never complete cannot keep others out for the timeout"},
 				{Name: "timeout", Type: "duration", Default: `"30s"`, Doc: "how long a datagram may wait for its missing fragments, " +
