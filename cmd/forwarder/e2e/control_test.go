@@ -71,8 +71,9 @@ func fwdctlJSON(t *testing.T, bin, sock string, v any, args ...string) {
 }
 
 // TestControlRouter: on the contract router between real hosts, `route
-// add` makes a ping succeed that failed before (and `route del` undoes
-// it), `trace` shows the path of a ping, `capture` writes a pcap of the
+// add` (without naming a table or element: the graph has one table, which
+// rt and rte read) makes a ping succeed that failed before (and `route
+// del` undoes it), `trace` shows the path of a ping, `capture` writes a pcap of the
 // echo replies, `show neighbors` and `show interfaces` see the hosts.
 func TestControlRouter(t *testing.T) {
 	tp := newTopo(t, 1)
@@ -95,19 +96,19 @@ func TestControlRouter(t *testing.T) {
 		var rr struct {
 			Found bool `json:"found"`
 		}
-		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "-element", "rt", "10.99.0.1")
+		fwdctlJSON(t, bin, sock, &rr, "show", "routes", "10.99.0.1")
 		if rr.Found {
 			t.Fatal("show routes 10.99.0.1 finds a route before route add")
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "wan", "-element", "rt"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "add", "10.99.0.0/24", "via", "10.2.0.2", "out", "wan"); code != 0 {
 			t.Fatalf("route add: %d %s", code, out)
 		}
 		pingOK(t, tp.cli, "10.99.0.1")
-		code, out := fwdctl(t, bin, sock, "show", "routes", "-element", "rt", "10.99.0.1")
+		code, out := fwdctl(t, bin, sock, "show", "routes", "-table", "main", "10.99.0.1")
 		if code != 0 || !strings.Contains(out, "10.99.0.0/24 via 10.2.0.2 out wan  [live]") {
 			t.Errorf("show routes after add: %d %q", code, out)
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24", "-element", "rt"); code != 0 {
+		if code, out := fwdctl(t, bin, sock, "route", "del", "10.99.0.0/24", "-element", "rte"); code != 0 {
 			t.Fatalf("route del: %d %s", code, out)
 		}
 		// The kernel fast path follows the table within ~10 ms.
@@ -115,7 +116,7 @@ func TestControlRouter(t *testing.T) {
 		if out, err := tp.cli.Run("ping", "-c1", "-W1", "10.99.0.1"); err == nil {
 			t.Errorf("ping 10.99.0.1 succeeds after route del:\n%s", out)
 		}
-		if code, out := fwdctl(t, bin, sock, "route", "add", "10.98.0.0/24", "out", "1", "-element", "nosuch"); code != 2 || !strings.Contains(out, "this graph has: rt") {
+		if code, out := fwdctl(t, bin, sock, "route", "add", "10.98.0.0/24", "out", "1", "-element", "nosuch"); code != 2 || !strings.Contains(out, "this graph has: rt, rte") {
 			t.Errorf("route add -element nosuch: %d %q", code, out)
 		}
 	})
