@@ -38,8 +38,9 @@ func checkControlFree(path string) error {
 // forwarder serving its default socket runs that very file: the graph
 // started by hand beside its service (`forwarder run -config
 // /etc/junction/gw.toml` while junction@gw runs). A forwarder there that
-// runs another file of the same base name is no reason to refuse: this
-// one runs without a control socket, with a warning (runControl).
+// runs another file of the same base name, or this file in another
+// network namespace, is no reason to refuse: this one runs without a
+// control socket, with a warning (runControl).
 func checkGraphNotRunning(config string) error {
 	if config == "" {
 		return nil // the embedded graph: synthetic devices only
@@ -69,8 +70,23 @@ func checkGraphNotRunning(config string) error {
 	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
 		return nil
 	}
+	if otherNetns(pid) {
+		return nil // its interfaces are another namespace's, not these
+	}
 	return fmt.Errorf("%s: %s runs this graph already (control socket %s); two forwarders on one graph would open its devices twice. %s, or give this one another -control PATH",
 		config, holder(pid), sock, stopHint(sock))
+}
+
+// otherNetns says whether process pid is known to be in another network
+// namespace than this process (one graph file run in two namespaces, as
+// the end-to-end tests and containers do, opens two sets of interfaces).
+func otherNetns(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	theirs, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	ours, err2 := os.Readlink("/proc/self/ns/net")
+	return err1 == nil && err2 == nil && theirs != ours
 }
 
 // holder names the process serving a control socket.

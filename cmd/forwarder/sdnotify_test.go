@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/control"
+	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -211,5 +212,24 @@ func TestGraphRunningTwice(t *testing.T) {
 	code, _, errs = forwarder(t, "run", "-config", other, "-duration", "300ms", "-stats", "off", "-nopin", "-quiet")
 	if code != 0 || !strings.Contains(errs, "another forwarder is serving it") {
 		t.Errorf("another file of the same name: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestOtherNetns: this process is in its own namespace; a process in a
+// namespace of the test's is in another (root only).
+func TestOtherNetns(t *testing.T) {
+	if otherNetns(os.Getpid()) {
+		t.Error("this process is in another namespace than itself")
+	}
+	netns.RequireRoot(t)
+	env := netns.New(t)
+	p := env.NS("ctlns").Start("sleep", "30")
+	deadline := time.Now().Add(5 * time.Second)
+	for !otherNetns(p.Cmd.Process.Pid) {
+		// ip netns exec enters the namespace, then execs sleep.
+		if time.Now().After(deadline) {
+			t.Fatal("a process in another namespace is not told apart")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
