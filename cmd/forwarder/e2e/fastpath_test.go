@@ -220,12 +220,13 @@ func TestFastPathKernelRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(data)
-	i := strings.Index(s, "[elements.rt]")
-	j := strings.Index(s[i:], "]\n\n")
+	// The table rt and rte read becomes the kernel's main table.
+	i := strings.Index(s, "[tables.main]")
+	j := strings.Index(s[max(i, 0):], "]\n\n")
 	if i < 0 || j < 0 {
-		t.Fatal("router-veth.toml: no [elements.rt] block ending in a routes list")
+		t.Fatal("router-veth.toml: no [tables.main] block ending in a routes list")
 	}
-	s = s[:i] + "[elements.rt]\ntype       = \"IPLookup\"\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\ninterfaces6 = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
+	s = s[:i] + "[tables.main]\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\ninterfaces6 = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
 	if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
