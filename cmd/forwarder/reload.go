@@ -165,7 +165,7 @@ func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan 
 				// (systemctl reload, then status), failed or not.
 				sd.reloading()
 				rep, err := r.Reload(file, false)
-				sd.ready(r)
+				sd.reloaded(r, err)
 				if err != nil {
 					fmt.Fprintf(stderr, "SIGHUP: reload failed, the running graph is unchanged:\n  %s\n", indentLines(err.Error()))
 					continue

@@ -62,13 +62,24 @@ func (n *sdNotifier) send(lines ...string) error {
 	return err
 }
 
-// ready says the forwarder runs r's graph: at start once the devices are
-// open, and after each reload, failed or not (the old graph runs on).
+// ready says the forwarder runs r's graph, once its devices are open.
 func (n *sdNotifier) ready(r *pipeline.Router) error {
 	return n.send("READY=1", "STATUS="+runningStatus(r))
 }
 
-// reloading says a reload has begun; ready ends it. MONOTONIC_USEC is
+// reloaded ends a reload: READY=1, and a status that says when the
+// reload failed (systemctl status shows it; the whole error is in the
+// journal).
+func (n *sdNotifier) reloaded(r *pipeline.Router, err error) error {
+	status := runningStatus(r)
+	if err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		status += "; the last reload failed, graph unchanged: " + first
+	}
+	return n.send("READY=1", "STATUS="+status)
+}
+
+// reloading says a reload has begun; reloaded ends it. MONOTONIC_USEC is
 // CLOCK_MONOTONIC now, which systemd (Type=notify-reload) matches against
 // the time it sent the signal.
 func (n *sdNotifier) reloading() error {

@@ -113,6 +113,16 @@ func TestSDNotify(t *testing.T) {
 	if again := nextNotify(t, msgs, "READY=1"); !strings.Contains(again, "(generation 2)") {
 		t.Errorf("READY=1 after the reload: %q", again)
 	}
+	// A reload that fails: READY=1 again, the same generation, and a
+	// status saying so.
+	if err := os.WriteFile(config, []byte("[graph]\nlinks = [\"FromDevice(nosuch) -> Discard\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	nextNotify(t, msgs, "RELOADING=1")
+	if failed := nextNotify(t, msgs, "READY=1"); !strings.Contains(failed, "(generation 2)") || !strings.Contains(failed, "; the last reload failed, graph unchanged: "+config+":") {
+		t.Errorf("READY=1 after a failed reload: %q", failed)
+	}
 	if stop := nextNotify(t, msgs, "STOPPING=1"); !strings.Contains(stop, "STATUS=stopping") {
 		t.Errorf("STOPPING=1: %q", stop)
 	}
