@@ -169,7 +169,7 @@ func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
 	tp.srv.MustRun("ip", "-6", "addr", "add", "2001:db8:16::5/128", "dev", "lo")
 	const bfd = `protocol bfd { interface "*" { min rx interval 300 ms; min tx interval 300 ms; multiplier 10; }; }
 `
-	const timers = "hold time 9; keepalive time 3; connect retry time 1; bfd on;"
+	const timers = "hold time 9; keepalive time 3; connect retry time 1; error wait time 1, 5; bfd on;"
 	router = startBird(t, tp.fwd, `log stderr all;
 router id 10.2.0.1;
 protocol device { scan time 1; }
@@ -232,7 +232,7 @@ func kernelRoute(t *testing.T, tp *topo, prefix string, want bool) {
 // neighbour entry for the peer is resolved (it sees the ARP replies);
 // the router's own addresses answer TCP from both sides, over IPv4 and
 // IPv6 (the kernel resolves the LAN host by neighbour discovery through
-// the twin).
+// the twin); a WAN link failure reaches BIRD through the twin's carrier.
 func TestBGPRouter(t *testing.T) {
 	tp, sock := newBGPTopo(t, nil)
 	router, peer := birdPeers(t, tp)
@@ -302,6 +302,39 @@ func TestBGPRouter(t *testing.T) {
 		kernelRoute(t, tp, "10.16.0.0/12", true)
 		pingOK(t, tp.cli, "10.16.0.5")
 		ping6OK(t, tp.cli, "2001:db8:16::5") // the IPv6 route stayed
+	})
+
+	// The WAN link fails: the twin's carrier follows the port's within
+	// the second, BIRD drops the sessions (BFD, at the latest) and
+	// withdraws the route; when the link returns, so does everything.
+	t.Run("link down", func(t *testing.T) {
+		tp.srv.MustRun("ip", "link", "set", "eth0", "down")
+		waitFor(t, 2*time.Second, "wan0h without carrier", func() (bool, string) {
+			out := tp.fwd.MustRun("ip", "-o", "link", "show", "wan0h")
+			return strings.Contains(out, "NO-CARRIER"), out
+		})
+		waitFor(t, 10*time.Second, "BGP session down", func() (bool, string) {
+			_, up, out := router.session("uplink")
+			return !up, out
+		})
+		kernelRoute(t, tp, "10.16.0.0/12", false)
+		tp.srv.MustRun("ip", "link", "set", "eth0", "up")
+		// The link's routes went with it, and its IPv6 address (Linux
+		// flushes them on link down); the host's default routes come
+		// back once its addresses are usable again.
+		tp.srv.MustRun("ip", "-6", "addr", "replace", "2001:db8:2::2/64", "dev", "eth0", "nodad")
+		for _, fam := range []struct{ flag, gw string }{{"-4", "10.2.0.1"}, {"-6", "2001:db8:2::1"}} {
+			waitFor(t, 5*time.Second, "srv default route "+fam.flag, func() (bool, string) {
+				out, err := tp.srv.Run("ip", fam.flag, "route", "replace", "default", "via", fam.gw)
+				return err == nil, out
+			})
+		}
+		waitFor(t, 30*time.Second, "BGP session back", func() (bool, string) {
+			_, up, out := router.session("uplink")
+			return up, out
+		})
+		kernelRoute(t, tp, "10.16.0.0/12", true)
+		pingOK(t, tp.cli, "10.16.0.5")
 	})
 }
 
