@@ -335,7 +335,7 @@ func (l *loader) validate(links []*ilink) {
 		l.errorf(l.graphLine, "graph.links", "", "required: the links of the graph")
 	case l.linksLine == 0:
 		// A misspelt links key, already reported.
-	case len(l.links) == 0 && !l.linkErrors:
+	case len(l.links) == 0 && !l.linkErrors && !l.compoundErrors:
 		l.errorf(l.linksLine, "graph.links", "", "empty: a graph needs at least one link")
 	}
 
