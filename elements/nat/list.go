@@ -53,19 +53,18 @@ func (e *SNAT) Mappings(yield func(Mapping) bool) {
 			name = "udp"
 		}
 		for ai, a := range s.addrs {
-			tab := s.ports[pi][ai]
-			for i := range tab {
+			words, meta, untils := s.words[pi][ai], s.meta[pi][ai], s.until[pi][ai]
+			for i := range words {
 				port := s.lo + uint16(i)
 				if flowsteer.Port(port, s.workers) != e.worker {
 					continue
 				}
-				sl := &tab[i]
-				key := sl.key.Load()
-				if key == 0 {
+				key := words[i].Load()
+				if key&wordUsed == 0 {
 					continue
 				}
-				since, until, remote := sl.since, sl.until, sl.remote
-				if sl.key.Load() != key {
+				since, until, remote := meta[i].since, untils[i], meta[i].remote
+				if words[i].Load() != key {
 					continue
 				}
 				m := Mapping{Proto: name, Inside: netip.AddrPortFrom(addr4(uint32(key>>32)), uint16(key>>16)),

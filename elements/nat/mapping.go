@@ -3,6 +3,7 @@ package nat
 import (
 	"math/rand/v2"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
@@ -22,8 +23,9 @@ import (
 // outside ports it owns: the inside port itself when it is free (port
 // preservation), else a free port of the same parity (RFC 4787 REQ-3/4),
 // else any free port of its own. The mappings are a table per outside
-// address and protocol, indexed by port (mapStore.ports: 40 bytes a port,
-// written only by the port's owner); an inside endpoint whose mapping is
+// address and protocol, indexed by port (an 8-byte word and 32 bytes of
+// metadata a port, written only by the port's owner); an inside endpoint
+// whose mapping is
 // not its own port is found through the worker's index (mapIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
 // so that ports handed out are not predictable beyond the kept ones.
@@ -54,27 +56,36 @@ var filterNames = []string{"address-and-port-dependent", "address-dependent", "e
 // it runs only when the worker has no free port.
 const reclaimPerTry = 16
 
-// portSlot is one outside port's mapping. key is written by the owning
-// worker only (and read by show nat on another goroutine: atomic); the
-// other fields are the owner's (show nat reads them as Conntrack's
-// listing reads flows: copied, then key checked again).
-type portSlot struct {
-	// key is the inside endpoint: address<<32 | port<<16 | 1; 0: free.
-	key atomic.Uint64
-	// until is when (Conntrack's clock >> 30, about seconds) the
-	// mapping may end if no flow of it is tracked; since, when it was
-	// made.
-	until, since uint32
+// A port's mapping is two parts. Its word (mapStore.words: 8 bytes a
+// port, so that the lookup of an inside port reads a table that stays in
+// cache) holds the inside endpoint: address<<32 | port<<16, bit 0 set
+// while the mapping exists; bits 1-15 count the mappings of inside port
+// (this port) that are in the worker's index because this port was not
+// free for them (saturating: at dispMax it stays, and the index is always
+// looked at). It is written by the port's owner only and read by show nat
+// on another goroutine (atomic). The rest (portMeta, 32 bytes) is the
+// owner's; show nat reads it as Conntrack's listing reads flows: copied,
+// then the word read again.
+const (
+	wordUsed = 1
+	dispOne  = 2
+	dispMask = 0xfffe
+	dispMax  = dispMask
+	endpoint = ^uint64(dispMask)
+)
+
+type portMeta struct {
+	// since is when (Conntrack's clock >> 30, about seconds) the
+	// mapping was made.
+	since uint32
 	// remote holds the last two remote addresses the mapping sent to
 	// (address-dependent filtering).
 	remote [2]uint32
 	// ref and tag name the last flow bound to the mapping.
 	ref, tag uint32
-	// displaced counts the mappings of inside port (this port) that are
-	// in the worker's index because this port was not free for them.
-	displaced uint16
 	// pos is the port's place in its owner's free stack while free.
 	pos uint16
+	_   [2]byte
 }
 
 // mapStore is an SNAT element's mappings, shared by its workers'
@@ -85,19 +96,41 @@ type mapStore struct {
 	workers   int
 	filtering int
 	timeout   [2]uint32 // tcp, udp: in clock >> 30 units
-	// ports[proto][address][port-lo] (proto: 0 TCP, 1 UDP).
-	ports [2][][]portSlot
+	// words[proto][address][port-lo] and meta likewise (proto: 0 TCP,
+	// 1 UDP).
+	words [2][][]atomic.Uint64
+	meta  [2][][]portMeta
+	// until[proto][address][port-lo]: when (Conntrack's clock >> 30,
+	// about seconds) the mapping may end if no flow of it is tracked.
+	until [2][][]uint32
 	mw    []*mapWorker
 	masq  *flowsteer.Masq // published steering (nil: one worker, none needed)
 	name  string
+	mem   *hugeMem     // where the tables are cut from (nil: the Go heap)
+	refs  atomic.Int32 // instances holding the store (the last to close frees mem)
 }
 
 // mapWorker is one worker's side: its free ports and its index.
 type mapWorker struct {
 	free  [2][][2][]uint16 // [proto][address][parity]
 	sweep [2][]uint32      // [proto][address]: reclaim cursor (offset in the range)
+	// dry[proto][address]: until when (clock >> 30) not to look for
+	// mappings to free, after a look found none (a table full of live
+	// mappings costs its new flows no walk).
+	dry   [2][]uint32
 	idx   mapIndex
 	owned int
+	mem   *hugeMem // the index's memory
+}
+
+// mapTable is one address and protocol's part of a store.
+type mapTable struct {
+	words []atomic.Uint64
+	meta  []portMeta
+	until []uint32
+	free  *[2][]uint16
+	pi    int
+	ai    int
 }
 
 func protoIndex(proto uint8) int {
@@ -110,14 +143,29 @@ func protoIndex(proto uint8) int {
 func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering int, timeout [2]uint32) *mapStore {
 	s := &mapStore{addrs: addrs, lo: lo, hi: hi, workers: workers, filtering: filtering, timeout: timeout, name: name}
 	span := int(hi-lo) + 1
-	for pi := range s.ports {
-		s.ports[pi] = make([][]portSlot, len(addrs))
+	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8+4) + 3*64))
+	for pi := range s.words {
+		s.words[pi] = make([][]atomic.Uint64, len(addrs))
+		s.meta[pi] = make([][]portMeta, len(addrs))
+		s.until[pi] = make([][]uint32, len(addrs))
 		for ai := range addrs {
-			s.ports[pi][ai] = make([]portSlot, span)
+			s.words[pi][ai] = cut[atomic.Uint64](s.mem, span)
+			s.until[pi][ai] = cut[uint32](s.mem, span)
+			s.meta[pi][ai] = cut[portMeta](s.mem, span)
 		}
 	}
 	s.mw = make([]*mapWorker, workers)
 	return s
+}
+
+// table returns worker m's view of address ai and protocol pi (m nil:
+// without the free ports, for reading).
+func (s *mapStore) table(m *mapWorker, pi, ai int) mapTable {
+	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], until: s.until[pi][ai], pi: pi, ai: ai}
+	if m != nil {
+		t.free = &m.free[pi][ai]
+	}
+	return t
 }
 
 // worker builds worker w's side (its instance calls it): the ports it owns
@@ -135,8 +183,9 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 		}
 		m.free[pi] = make([][2][]uint16, len(s.addrs))
 		m.sweep[pi] = make([]uint32, len(s.addrs))
+		m.dry[pi] = make([]uint32, len(s.addrs))
 		for ai, a := range s.addrs {
-			tab := s.ports[pi][ai]
+			meta := s.meta[pi][ai]
 			for p := int(s.lo); p <= int(s.hi); p++ {
 				port := uint16(p)
 				if flowsteer.Port(port, s.workers) != w || steer.IsPublic(proto, a, port) {
@@ -148,53 +197,66 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 				st := m.free[pi][ai][par]
 				rand.Shuffle(len(st), func(i, j int) { st[i], st[j] = st[j], st[i] })
 				for i, port := range st {
-					tab[port-s.lo].pos = uint16(i)
+					meta[port-s.lo].pos = uint16(i)
 				}
 				m.owned += len(st)
 			}
 		}
 	}
-	m.idx.init(m.owned)
+	m.mem = m.idx.init(m.owned)
 	s.mw[w] = m
 	return m
 }
 
-// endpointKey is a portSlot key.
-func endpointKey(addr uint32, port uint16) uint64 { return uint64(addr)<<32 | uint64(port)<<16 | 1 }
+// addrIndex is the index of outside address a in s.addrs (0 if absent).
+func (s *mapStore) addrIndex(a uint32) int {
+	for i, x := range s.addrs {
+		if x == a {
+			return i
+		}
+	}
+	return 0
+}
 
-// find returns the outside port of inside endpoint key (port a) in table
-// tab, if it has a mapping.
-func (s *mapStore) find(m *mapWorker, tab []portSlot, pi int, key uint64, a uint16) (uint16, bool) {
+// endpointKey is the word of a mapping of inside endpoint addr:port
+// (without the count of displaced mappings).
+func endpointKey(addr uint32, port uint16) uint64 {
+	return uint64(addr)<<32 | uint64(port)<<16 | wordUsed
+}
+
+// find returns the outside port of inside endpoint key (port a), if it has
+// a mapping.
+func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16, bool) {
 	if a >= s.lo && a <= s.hi {
-		sl := &tab[a-s.lo]
-		if sl.key.Load() == key {
+		w := t.words[a-s.lo].Load()
+		if w&endpoint == key {
 			return a, true
 		}
-		if sl.displaced == 0 {
+		if w&dispMask == 0 {
 			return 0, false
 		}
 	}
-	return m.idx.get(key | uint64(pi)<<1)
+	return m.idx.get(key | uint64(t.pi)<<1)
 }
 
 // take removes port from its free stack (it is free and owned).
-func (m *mapWorker) take(tab []portSlot, lo uint16, st *[2][]uint16, port uint16) {
-	s := &st[port&1]
-	i := tab[port-lo].pos
-	if int(i) >= len(*s) || (*s)[i] != port {
+func (s *mapStore) take(t *mapTable, port uint16) {
+	st := &t.free[port&1]
+	i := t.meta[port-s.lo].pos
+	if int(i) >= len(*st) || (*st)[i] != port {
 		return // not on the stack (dropped as a DNAT port since)
 	}
-	last := (*s)[len(*s)-1]
-	(*s)[i] = last
-	tab[last-lo].pos = i
-	*s = (*s)[:len(*s)-1]
+	last := (*st)[len(*st)-1]
+	(*st)[i] = last
+	t.meta[last-s.lo].pos = i
+	*st = (*st)[:len(*st)-1]
 }
 
 // pop takes a free port of the given parity: ok false when the stack is
-// empty. Ports that became a DNAT rule's public endpoint since
-// are dropped from the stack.
-func (s *mapStore) pop(steer *flowsteer.Table, proto uint8, addr uint32, st *[2][]uint16, par int) (uint16, bool) {
-	q := &st[par]
+// empty. Ports that became a DNAT rule's public endpoint since are dropped
+// from the stack.
+func (s *mapStore) pop(steer *flowsteer.Table, proto uint8, addr uint32, t *mapTable, par int) (uint16, bool) {
+	q := &t.free[par]
 	for len(*q) > 0 {
 		port := (*q)[len(*q)-1]
 		*q = (*q)[:len(*q)-1]
@@ -205,50 +267,66 @@ func (s *mapStore) pop(steer *flowsteer.Table, proto uint8, addr uint32, st *[2]
 	return 0, false
 }
 
-// release frees the mapping of port in table tab.
-func (s *mapStore) release(m *mapWorker, tab []portSlot, pi, ai int, port uint16) {
-	sl := &tab[port-s.lo]
-	key := sl.key.Load()
-	if key == 0 {
+// addDisplaced changes the count of displaced mappings of inside port a
+// by d (±dispOne); a saturated count stays.
+func (s *mapStore) addDisplaced(t *mapTable, a uint16, d int64) {
+	if a < s.lo || a > s.hi {
 		return
 	}
-	if a := uint16(key >> 16); a != port {
-		m.idx.del(key | uint64(pi)<<1)
-		if a >= s.lo && a <= s.hi {
-			tab[a-s.lo].displaced--
-		}
+	w := &t.words[a-s.lo]
+	if v := w.Load(); v&dispMask != dispMax {
+		w.Store(uint64(int64(v) + d))
 	}
-	sl.key.Store(0)
-	sl.remote = [2]uint32{}
-	s.putFree(m, tab, pi, ai, port)
+}
+
+// release frees the mapping of port.
+func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
+	w := &t.words[port-s.lo]
+	v := w.Load()
+	if v&wordUsed == 0 {
+		return
+	}
+	w.Store(v & dispMask)
+	if a := uint16(v >> 16); a != port {
+		m.idx.del(v&endpoint | uint64(t.pi)<<1)
+		s.addDisplaced(t, a, -dispOne)
+	}
+	t.meta[port-s.lo].remote = [2]uint32{}
+	s.putFree(t, port)
 }
 
 // putFree puts port back on its free stack.
-func (s *mapStore) putFree(m *mapWorker, tab []portSlot, pi, ai int, port uint16) {
-	st := &m.free[pi][ai][port&1]
-	tab[port-s.lo].pos = uint16(len(*st))
+func (s *mapStore) putFree(t *mapTable, port uint16) {
+	st := &t.free[port&1]
+	t.meta[port-s.lo].pos = uint16(len(*st))
 	*st = append(*st, port)
 }
 
-// expired reports whether the mapping of sl may end at now: its timeout
-// passed and its last flow is gone.
-func expired(t *conntrack.Table, sl *portSlot, now int64) bool {
-	if uint32(now>>30) < sl.until {
+// expired reports whether the mapping of port may end at now: its
+// timeout passed and its last flow is gone.
+func (s *mapStore) expired(ct *conntrack.Table, t *mapTable, port uint16, now int64) bool {
+	if uint32(now>>30) < t.until[port-s.lo] {
 		return false
 	}
-	c := t.Live(sl.ref, sl.tag)
+	pm := &t.meta[port-s.lo]
+	c := ct.Live(pm.ref, pm.tag)
 	if c == nil {
 		return true
 	}
-	t.Sync(sl.ref) // FastTrack's hits extend the flow
+	ct.Sync(pm.ref) // FastTrack's hits extend the flow
 	return c.Expires <= now
 }
 
 // reclaim frees up to reclaimPerTry of the worker's expired mappings of
 // one table, walking from where the last walk stopped.
-func (s *mapStore) reclaim(t *conntrack.Table, m *mapWorker, tab []portSlot, pi, ai int, w int, now int64) {
-	span := uint32(len(tab))
-	cur := m.sweep[pi][ai]
+func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int, now int64) {
+	dry := &m.dry[t.pi][t.ai]
+	if uint32(now>>30) < *dry {
+		return
+	}
+	freed := false
+	span := uint32(len(t.words))
+	cur := m.sweep[t.pi][t.ai]
 	looked := 0
 	for range span {
 		if cur++; cur >= span {
@@ -259,41 +337,44 @@ func (s *mapStore) reclaim(t *conntrack.Table, m *mapWorker, tab []portSlot, pi,
 			cur += flowsteer.PortUnit - 1 - uint32(port%flowsteer.PortUnit) // skip the rest of the unit
 			continue
 		}
-		sl := &tab[cur]
-		if sl.key.Load() == 0 {
+		if t.words[cur].Load()&wordUsed == 0 {
 			continue
 		}
-		if expired(t, sl, now) {
-			s.release(m, tab, pi, ai, port)
+		if s.expired(ct, t, port, now) {
+			s.release(m, t, port)
+			freed = true
 		}
 		if looked++; looked == reclaimPerTry {
 			break
 		}
 	}
-	m.sweep[pi][ai] = cur
+	m.sweep[t.pi][t.ai] = cur
+	if !freed {
+		*dry = uint32(now>>30) + 1
+	}
 }
 
 // install makes port the mapping of inside endpoint key (port a).
-func (s *mapStore) install(m *mapWorker, tab []portSlot, pi int, key uint64, a, port uint16, now int64) {
+func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16, now int64) {
 	if a != port {
-		m.idx.put(key|uint64(pi)<<1, port)
-		if a >= s.lo && a <= s.hi {
-			tab[a-s.lo].displaced++
-		}
+		m.idx.put(key|uint64(t.pi)<<1, port)
+		s.addDisplaced(t, a, dispOne)
 	}
-	tab[port-s.lo].since = uint32(now >> 30)
-	tab[port-s.lo].key.Store(key)
+	t.meta[port-s.lo].since = uint32(now >> 30)
+	w := &t.words[port-s.lo]
+	w.Store(key | w.Load()&dispMask)
 }
 
-// use notes a flow bound to the mapping at sl: its timeout restarts and
+// use notes a flow bound to the mapping of port: its timeout restarts and
 // its remote address is remembered for filtering.
-func (s *mapStore) use(sl *portSlot, c *conntrack.Conn, idx uint32, pi int, remote uint32, now int64) {
-	sl.ref, sl.tag = idx, c.Tag
-	if u := uint32(now>>30) + s.timeout[pi]; u != sl.until {
-		sl.until = u
+func (s *mapStore) use(t *mapTable, port uint16, c *conntrack.Conn, idx uint32, remote uint32, now int64) {
+	pm := &t.meta[port-s.lo]
+	pm.ref, pm.tag = idx, c.Tag
+	if u := uint32(now>>30) + s.timeout[t.pi]; u != t.until[port-s.lo] {
+		t.until[port-s.lo] = u
 	}
-	if sl.remote[0] != remote && s.filtering == filterAD {
-		sl.remote[1], sl.remote[0] = sl.remote[0], remote
+	if pm.remote[0] != remote && s.filtering == filterAD {
+		pm.remote[1], pm.remote[0] = pm.remote[0], remote
 	}
 }
 
@@ -301,29 +382,25 @@ func (s *mapStore) use(sl *portSlot, c *conntrack.Conn, idx uint32, pi int, remo
 // (proto) is let in to by the filtering, ok false when none: no mapping,
 // one that has ended, or a remote the filtering refuses. The caller runs
 // on the port's owner (FromDevice steers the packet there).
-func (s *mapStore) inbound(t *conntrack.Table, proto uint8, src, addr uint32, port uint16, now int64) (uint32, uint16, bool) {
+func (s *mapStore) inbound(ct *conntrack.Table, proto uint8, src, addr uint32, port uint16, now int64) (uint32, uint16, bool) {
 	if s.filtering == filterAPD || port < s.lo || port > s.hi {
 		return 0, 0, false
 	}
-	ai := -1
-	for i, a := range s.addrs {
-		if a == addr {
-			ai = i
-			break
-		}
-	}
-	if ai < 0 {
+	ai := s.addrIndex(addr)
+	if s.addrs[ai] != addr {
 		return 0, 0, false
 	}
-	sl := &s.ports[protoIndex(proto)][ai][port-s.lo]
-	key := sl.key.Load()
-	if key == 0 || expired(t, sl, now) {
+	pi := protoIndex(proto)
+	t := s.table(nil, pi, ai) // reads only
+	v := t.words[port-s.lo].Load()
+	pm := &t.meta[port-s.lo]
+	if v&wordUsed == 0 || s.expired(ct, &t, port, now) {
 		return 0, 0, false
 	}
-	if s.filtering == filterAD && sl.remote[0] != src && sl.remote[1] != src {
+	if s.filtering == filterAD && pm.remote[0] != src && pm.remote[1] != src {
 		return 0, 0, false
 	}
-	return uint32(key >> 32), uint16(key >> 16), true
+	return uint32(v >> 32), uint16(v >> 16), true
 }
 
 // mapIndex is an open-addressing hash table from inside endpoint (with
@@ -337,16 +414,31 @@ type mapIndex struct {
 	sh   uint
 }
 
-func (x *mapIndex) init(n int) {
+func (x *mapIndex) init(n int) *hugeMem {
 	size, sh := 16, uint(60)
 	for size < 2*n {
 		size <<= 1
 		sh--
 	}
-	x.keys = make([]uint64, size)
-	x.vals = make([]uint16, size)
+	mem := newHugeMem(size*10 + 128)
+	x.keys = cut[uint64](mem, size)
+	x.vals = cut[uint16](mem, size)
 	x.mask = uint64(size - 1)
 	x.sh = sh
+	return mem
+}
+
+// release frees the store's memory once no instance holds it.
+func (s *mapStore) release1() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	for _, m := range s.mw {
+		if m != nil {
+			m.mem.free()
+		}
+	}
+	s.mem.free()
 }
 
 func (x *mapIndex) slot(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> x.sh }

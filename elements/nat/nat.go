@@ -521,6 +521,12 @@ type SNAT struct {
 	regs                *mapRegistry
 	made, fellBack      *atomic.Uint64
 	mapsMade, fallbacks uint64 // this batch's, published once per batch
+	now                 int64  // the batch's clock reading (0: not read yet)
+	// The batch's new flows through the mapping (warmMapped): nm of
+	// them, the lines each reads first, and each position's (index + 1).
+	nm  int
+	mpf [packet.MaxBatch][3]uintptr
+	mat [packet.MaxBatch]uint16
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
@@ -136,7 +137,9 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 func (e *SNAT) attach(s *mapStore) {
 	if e.ms != nil {
 		e.regs.add(e.ms, -1)
+		e.ms.release1()
 	}
+	s.refs.Add(1)
 	e.ms = s
 	e.mw = s.worker(e.worker, e.steer)
 	e.regs.add(s, 1)
@@ -152,6 +155,8 @@ func (e *SNAT) Close() error {
 		if e.ms.masq != nil {
 			e.steer.WithdrawMasq(e.ms.name, e.ms.masq)
 		}
+		e.ms.release1()
+		e.ms, e.mw = nil, nil
 	}
 	return nil
 }
@@ -171,41 +176,71 @@ func (e *SNAT) mapped(k *conntrack.Tuple) bool {
 func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	k := &c.T[0]
 	s, m := e.ms, e.mw
-	pi := protoIndex(k.Proto)
 	addr := e.address(k)
-	ai := 0
-	for i, a := range s.addrs {
-		if a == addr {
-			ai = i
+	mt := s.table(m, protoIndex(k.Proto), s.addrIndex(addr))
+	key := endpointKey(k.Src, k.Sport)
+	if e.now == 0 {
+		e.now = t.Now() // once a batch
+	}
+	now := e.now
+	if pos < len(e.mat) {
+		if j := int(e.mat[pos]) - 1 + claimAhead; e.mat[pos] != 0 && j < e.nm {
+			e.warmLines(j)
 		}
 	}
-	tab := s.ports[pi][ai]
-	key := endpointKey(k.Src, k.Sport)
-	now := t.Now()
 	reply := c.T[1]
 	reply.Dst = addr
-	if o, ok := s.find(m, tab, pi, key, k.Sport); ok {
+	if o, ok := s.find(m, &mt, key, k.Sport); ok {
 		reply.Dport = o
 		if !e.claimMapped(t, c, idx, &reply, pos) {
 			return false
 		}
-		s.use(&tab[o-s.lo], c, idx, pi, k.Dst, now)
+		s.use(&mt, o, c, idx, k.Dst, now)
 		return true
 	}
-	o, ok := e.allocate(t, tab, pi, ai, addr, k, now)
+	o, ok := e.allocate(t, &mt, addr, k, now)
 	if !ok {
 		return false
 	}
 	reply.Dport = o
 	if !e.claimMapped(t, c, idx, &reply, pos) {
-		s.putFree(m, tab, pi, ai, o)
+		s.putFree(&mt, o)
 		return false
 	}
-	s.install(m, tab, pi, key, k.Sport, o, now)
-	s.use(&tab[o-s.lo], c, idx, pi, k.Dst, now)
+	s.install(m, &mt, key, k.Sport, o, now)
+	s.use(&mt, o, c, idx, k.Dst, now)
 	e.mapsMade++
 	return true
 }
+
+// warmMapped notes the lines bindMapped will read first for new flow k at
+// batch position pos (its inside port's word and timeout, its index
+// slot), and prefetches them for the first claimAhead such flows; bind
+// prefetches each further one claimAhead flows before it.
+func (e *SNAT) warmMapped(k *conntrack.Tuple, pos int) {
+	s, m := e.ms, e.mw
+	pi := protoIndex(k.Proto)
+	ai := s.addrIndex(e.address(k))
+	j := e.nm
+	e.nm++
+	e.mat[pos] = uint16(e.nm)
+	a := k.Sport
+	if a < s.lo || a > s.hi {
+		a = s.lo // no slot of its own: any line will do
+	}
+	e.mpf[j] = [3]uintptr{
+		uintptr(unsafe.Pointer(&s.words[pi][ai][a-s.lo])),
+		uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)])),
+		uintptr(unsafe.Pointer(&s.until[pi][ai][a-s.lo])),
+	}
+	if j < claimAhead {
+		e.warmLines(j)
+	}
+}
+
+// warmLines prefetches the lines warmMapped noted for the batch's j-th
+// new flow through the mapping.
+func (e *SNAT) warmLines(j int) { conntrack.Prefetch(e.mpf[j][:]) }
 
 // claimMapped makes reply (with the mapping's port) the flow's reply
 // tuple, unless a reload pinned it elsewhere or another flow holds it.
@@ -223,30 +258,29 @@ func (e *SNAT) claimMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, re
 // inside endpoint: its own port (RFC 4787 REQ-3 port preservation), else
 // one of the same parity (REQ-4), else any; when none is free, a few
 // mappings that ended are freed first.
-func (e *SNAT) allocate(t *conntrack.Table, tab []portSlot, pi, ai int, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
+func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
 	s, m := e.ms, e.mw
 	a := k.Sport
-	st := &m.free[pi][ai]
 	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
-		sl := &tab[a-s.lo]
-		if sl.key.Load() != 0 && expired(t, sl, now) {
-			s.release(m, tab, pi, ai, a)
+		w := &mt.words[a-s.lo]
+		if w.Load()&wordUsed != 0 && s.expired(t, mt, a, now) {
+			s.release(m, mt, a)
 		}
-		if sl.key.Load() == 0 {
-			m.take(tab, s.lo, st, a)
+		if w.Load()&wordUsed == 0 {
+			s.take(mt, a)
 			return a, true
 		}
 	}
 	par := int(a & 1)
 	for try := range 2 {
-		if o, ok := s.pop(e.steer, k.Proto, addr, st, par); ok {
+		if o, ok := s.pop(e.steer, k.Proto, addr, mt, par); ok {
 			return o, true
 		}
-		if o, ok := s.pop(e.steer, k.Proto, addr, st, 1-par); ok {
+		if o, ok := s.pop(e.steer, k.Proto, addr, mt, 1-par); ok {
 			return o, true
 		}
 		if try == 0 {
-			s.reclaim(t, m, tab, pi, ai, e.worker, now)
+			s.reclaim(t, m, mt, e.worker, now)
 		}
 	}
 	return 0, false
@@ -261,8 +295,14 @@ func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, 
 	if l == nil || k.Proto != packet.ProtoTCP && k.Proto != packet.ProtoUDP {
 		return conntrack.Tuple{}, false
 	}
-	now := t.Now()
+	var now int64
 	for _, s := range *l {
+		if s.filtering == filterAPD {
+			continue // only replies come in: nothing to bind
+		}
+		if now == 0 {
+			now = t.Now()
+		}
 		if a, p, ok := s.inbound(t, k.Proto, k.Src, k.Dst, k.Dport, now); ok {
 			reply := c.T[1]
 			reply.Src, reply.Sport = a, p

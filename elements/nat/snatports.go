@@ -73,13 +73,18 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
+	e.now, e.nm = 0, 0
 	for i, p := range b.Pkts {
 		e.nf.at[i] = 0
+		e.mat[i] = 0
 		tt, c := undecided(p, conntrack.FlagSNATDone)
 		if c == nil || e.hairpin && c.Flags&conntrack.FlagDNAT == 0 {
 			continue
 		}
 		k := &c.T[0]
+		if e.mw != nil && e.mapped(k) {
+			e.warmMapped(k, i)
+		}
 		if k.Sport < e.lo || k.Sport > e.hi {
 			continue
 		}
