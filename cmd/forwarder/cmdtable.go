@@ -75,6 +75,9 @@ func cliTable() []cliCommand {
 	for _, name := range commandNames {
 		c := parseCommandHelp(name, commandHelp(name))
 		c.summary, c.text = usageParagraph(name)
+		if c.text != "" { // a sentence of its own in the man page
+			c.text = strings.ToUpper(c.text[:1]) + c.text[1:]
+		}
 		if d, ok := cmdDocs[name]; ok && len(d.text) > len(c.text) {
 			c.text = d.text
 		}
@@ -213,12 +216,29 @@ func usageParagraph(name string) (summary, text string) {
 		}
 	}
 	text = strings.Join(lines, " ")
-	summary = text
-	if i := strings.IndexAny(summary, ".;:("); i > 0 {
-		summary = strings.TrimSpace(summary[:i])
+	summary = withoutParentheses(text)
+	if i := strings.IndexAny(summary, ".;:"); i > 0 {
+		summary = summary[:i]
 	}
-	summary = strings.TrimSuffix(summary, ",")
-	return summary, text
+	return strings.TrimSuffix(strings.TrimSpace(summary), ","), text
+}
+
+// withoutParentheses drops the parenthesized asides of s (and the space
+// before each).
+func withoutParentheses(s string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(b.String(), " ,", ",")), " ")
 }
 
 // globalSynopsis is the global usage's synopsis lines for a command (its

@@ -105,13 +105,21 @@ func manHeader(w io.Writer, title, name, summary string) {
 	fmt.Fprintf(w, ".SH NAME\n%s \\- %s\n", roff(name), roff(summary))
 }
 
+// manSynopsis writes the synopsis lines unhyphenated and ragged, and
+// what CONTROL stands for where one uses it.
 func manSynopsis(w io.Writer, lines []string) {
-	fmt.Fprintln(w, ".SH SYNOPSIS")
+	fmt.Fprintln(w, ".SH SYNOPSIS\n.nh\n.ad l")
+	control := false
 	for i, s := range lines {
 		if i > 0 {
 			fmt.Fprintln(w, ".br")
 		}
 		fmt.Fprintf(w, ".B forwarder\n%s\n", roff(s))
+		control = control || strings.Contains(s, "[CONTROL]")
+	}
+	fmt.Fprintln(w, ".ad\n.hy")
+	if control {
+		fmt.Fprintf(w, ".PP\nCONTROL stands for %s: the control socket, or the graph file whose default socket to use, and the output format.\n", roff(controlSynopsis))
 	}
 }
 
@@ -141,7 +149,7 @@ func writeMainManPage(w io.Writer, cmds []cliCommand) {
 Each command has its own page, forwarder-COMMAND(1); "forwarder help COMMAND" or "forwarder COMMAND -h" prints its flags.`)
 	fmt.Fprintln(w, ".SH COMMANDS")
 	for _, c := range cmds {
-		fmt.Fprintf(w, ".TP\n.B %s\n%s (forwarder\\-%s(1))\n", roff(c.name), roff(c.summary), roff(c.name))
+		fmt.Fprintf(w, ".TP\n.B %s\n%s \\%%(forwarder\\-%s(1))\n", roff(c.name), roff(c.summary), roff(c.name))
 	}
 	fmt.Fprint(w, `.SH EXIT STATUS
 0 when the command did its job, 1 when it failed, 2 when it was called wrongly (an unknown flag, a bad flag value, a stray argument).
