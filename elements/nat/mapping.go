@@ -106,8 +106,11 @@ type mapStore struct {
 	mw    []*mapWorker
 	masq  *flowsteer.Masq // published steering (nil: one worker, none needed)
 	name  string
-	mem   *hugeMem     // where the tables are cut from (nil: the Go heap)
-	refs  atomic.Int32 // instances holding the store (the last to close frees mem)
+	mem   *hugeMem // where the tables are cut from (nil: the Go heap)
+	// inside: the networks whose hosts reach each other's mappings
+	// (hairpinning).
+	inside []flowsteer.Prefix
+	refs   atomic.Int32 // instances holding the store (the last to close frees mem)
 }
 
 // mapWorker is one worker's side: its free ports and its index.

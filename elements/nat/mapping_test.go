@@ -21,8 +21,9 @@ type eimRig struct {
 	t       *testing.T
 	workers int
 	ct, d   []*elementtest.Harness
-	s       []elements.Element
+	s, hs   []elements.Element // SNAT, and the hairpin SNAT (on the way back in)
 	sOut    []*elementtest.Recorder
+	hsOut   []*elementtest.Recorder
 	sStats  *elements.Stats
 	steer   *flowsteer.Table
 	now     int64
@@ -33,32 +34,42 @@ func newEIMRig(t *testing.T, workers int, cfg nat.SNATConfig) *eimRig {
 	t.Helper()
 	state := elements.NewGraphState()
 	r := &eimRig{t: t, workers: workers, sStats: &elements.Stats{}, now: 1e12}
-	slot := &elements.SharedSlot{}
+	slot, hslot := &elements.SharedSlot{}, &elements.SharedSlot{}
 	typ, _ := elements.Lookup("SNAT")
+	build := func(name string, w int, cfg nat.SNATConfig, slot *elements.SharedSlot, st *elements.GraphState) (elements.Element, *elementtest.Recorder) {
+		out := elements.NewOutput(&elements.Clock{})
+		rec := &elementtest.Recorder{}
+		out.Connect(rec, 0, &elements.Stats{})
+		stats := r.sStats
+		if name != "snat" {
+			stats = &elements.Stats{}
+		}
+		ctx := elements.NewContext(name, w, workers, packet.DefaultBatch, []*elements.Output{out}, stats,
+			packet.NewPool(64), nil, slot)
+		ctx.State = st
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		el, err := typ.New(&cfg, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { el.(elements.Closer).Close() })
+		r.steer = flowsteer.Of(ctx)
+		return el, rec
+	}
 	for w := range workers {
 		o := &elementtest.Options{Worker: w, Workers: workers, State: state}
 		c := elementtest.New(t, "Conntrack", &conntrack.Config{Capacity: 1024}, o)
 		c.Element.(*conntrack.Conntrack).Table().SetClock(func() int64 { return r.now })
 		r.ct = append(r.ct, c)
 		r.d = append(r.d, elementtest.New(t, "DNAT", &nat.DNATConfig{}, o))
-		out := elements.NewOutput(&elements.Clock{})
-		rec := &elementtest.Recorder{}
-		out.Connect(rec, 0, &elements.Stats{})
-		ctx := elements.NewContext("snat", w, workers, packet.DefaultBatch, []*elements.Output{out}, r.sStats,
-			packet.NewPool(64), nil, slot)
-		ctx.State = state
-		c2 := cfg
-		if err := c2.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		el, err := typ.New(&c2, ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { el.(elements.Closer).Close() })
+		el, rec := build("snat", w, cfg, slot, state)
 		r.s = append(r.s, el)
 		r.sOut = append(r.sOut, rec)
-		r.steer = flowsteer.Of(ctx)
+		hel, hrec := build("hsnat", w, nat.SNATConfig{To: pub, Ports: "1024-65535", Hairpin: true}, hslot, state)
+		r.hs = append(r.hs, hel)
+		r.hsOut = append(r.hsOut, hrec)
 	}
 	return r
 }
@@ -88,7 +99,8 @@ func (r *eimRig) run(f []byte) []byte {
 	if p = take(r.d[w]); p == nil {
 		return nil
 	}
-	if d := ct.Decode(f); !insideNet.Contains(d.IP.SrcIP) {
+	d := ct.Decode(p.Data)
+	if !insideNet.Contains(d.IP.SrcIP) {
 		// As the contract config: only inside sources reach SNAT.
 		out := append([]byte(nil), p.Data...)
 		p.Free()
@@ -96,8 +108,11 @@ func (r *eimRig) run(f []byte) []byte {
 	}
 	b := packet.NewBatch(packet.DefaultBatch)
 	b.Add(p)
-	r.s[w].Push(0, b)
-	rec := r.sOut[w]
+	el, rec := r.s[w], r.sOut[w]
+	if insideNet.Contains(d.IP.DstIP) {
+		el, rec = r.hs[w], r.hsOut[w] // back into the inside network
+	}
+	el.Push(0, b)
 	if len(rec.Pkts) == 0 {
 		return nil
 	}
@@ -308,5 +323,36 @@ func TestEIMNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations a new flow", allocs)
+	}
+}
+
+// TestEIMHairpin: RFC 4787 REQ-9 and RFC 5382 REQ-8 (hairpinning) for
+// masqueraded mappings, with 1, 2 and 4 workers: two inside hosts each
+// have a mapping (from talking to an outside server); one sends to the
+// other's outside endpoint and it arrives from the sender's own outside
+// endpoint (REQ-9a: "External source IP address and port"), and the
+// answer comes back from the outside endpoint it was sent to; both
+// directions are steered to one worker.
+func TestEIMHairpin(t *testing.T) {
+	for _, workers := range []int{1, 2, 4} {
+		cfg := mappingConfig(workers)
+		cfg.Inside = "192.168.1.0/24"
+		r := newEIMRig(t, workers, cfg)
+		for i := range 12 {
+			pa, pb := uint16(41000+97*i), uint16(52000+31*i)
+			oa := r.out("udp", inside, pa, client, 3478)
+			ob := r.out("udp", lanClient, pb, client, 3478)
+			if oa == 0 || ob == 0 {
+				t.Fatalf("no mappings: %d %d", oa, ob)
+			}
+			f := r.run(ct.Frame(ct.F{Proto: "udp", Src: inside, Dst: pub, Sport: pa, Dport: ob, Payload: 8}))
+			w := r.last
+			check(t, "hairpinned", f, pub, lanClient, oa, pb)
+			back := r.run(ct.Frame(ct.F{Proto: "udp", Src: lanClient, Dst: pub, Sport: pb, Dport: oa, Payload: 8}))
+			check(t, "hairpinned answer", back, pub, inside, ob, pa)
+			if r.last != w {
+				t.Fatalf("%d workers: the answer went to worker %d, the flow is on %d", workers, r.last, w)
+			}
+		}
 	}
 }

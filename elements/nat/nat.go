@@ -285,7 +285,10 @@ func init() {
 				"reply then goes to the router, DNAT gives it back the client's address and this SNAT the public " +
 				"address and port the client connected to. Both directions are steered to one worker (the reply by " +
 				"the public endpoint, the port chosen to hash home). Hairpinning to a masqueraded mapping (an inside " +
-				"host sending to another's external address and port) is not done. " +
+				"host sending to another's external address and port, with the endpoint-independent mapping and `inside` " +
+				"set): DNAT sends it to the mapping's inside endpoint whatever the filtering, and the hairpin SNAT gives it " +
+				"the sender's own mapping as its source (REQ-9a), or, when that mapping is another worker's and did not " +
+				"keep its port, a port of its own; FromDevice steers both directions to the lower of the two ports' owners. " +
 				"Endpoint-independent mapping (mapping = \"endpoint-independent\", the default): each inside endpoint " +
 				"(address, port, protocol) has one mapping, shared by all its flows; it lasts while a flow bound to it is " +
 				"tracked and the timeout after its last new flow. With several workers each port belongs to one worker " +
@@ -511,8 +514,10 @@ type SNAT struct {
 	hsrc   uint32
 	hsport uint16
 	// byPort: the reply of the flow bind is choosing for is steered by
-	// its port's owner (flowsteer's Masq), not by the flow hash.
-	byPort bool
+	// its port's owner (flowsteer's Masq), not by the flow hash;
+	// toMapping: the flow is hairpinned to a mapping (bindHairpinMapped),
+	// whose replies are.
+	byPort, toMapping bool
 
 	// The endpoint-independent mapping (snatmap.go); ms nil: per
 	// destination.
@@ -577,6 +582,11 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 func (e *SNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) (ok, made bool) {
 	if e.hairpin && c.Flags&conntrack.FlagDNAT == 0 {
 		return true, false // not hairpinned: forwarded as it is
+	}
+	e.toMapping = false
+	if e.hairpin && e.bindHairpinMapped(t, c, idx, pos) {
+		c.Flags |= conntrack.FlagSNATDone
+		return true, true
 	}
 	if !e.bind(t, c, idx, pos) {
 		return false, false

@@ -119,6 +119,7 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 	}
 	v, err := ctx.Shared(func() (any, error) {
 		s := newMapStore(ctx.Name, c.to, c.lo, c.hi, e.workers, c.filtering, c.timeout)
+		s.inside = c.inside
 		if e.workers > 1 {
 			s.masq = &flowsteer.Masq{Addrs: c.to, Lo: c.lo, Hi: c.hi, Inside: c.inside, Workers: e.workers}
 		}
@@ -297,6 +298,18 @@ func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, 
 	}
 	var now int64
 	for _, s := range *l {
+		if s.fromInside(k.Src) {
+			// Hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8): an
+			// inside host reaches another's mapping whatever the
+			// filtering. The mapping may be another worker's: only
+			// its word is read (atomic).
+			if a, p, ok := s.hairpinTarget(k.Proto, k.Dst, k.Dport); ok {
+				reply := c.T[1]
+				reply.Src, reply.Sport = a, p
+				return reply, true
+			}
+			continue
+		}
 		if s.filtering == filterAPD {
 			continue // only replies come in: nothing to bind
 		}
@@ -310,4 +323,77 @@ func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, 
 		}
 	}
 	return conntrack.Tuple{}, false
+}
+
+// fromInside reports whether a is in the store's inside networks.
+func (s *mapStore) fromInside(a uint32) bool {
+	for _, p := range s.inside {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// hairpinTarget is the inside endpoint of the mapping addr:port (proto),
+// read from its word alone (any worker may ask).
+func (s *mapStore) hairpinTarget(proto uint8, addr uint32, port uint16) (uint32, uint16, bool) {
+	if port < s.lo || port > s.hi {
+		return 0, 0, false
+	}
+	ai := s.addrIndex(addr)
+	if s.addrs[ai] != addr {
+		return 0, 0, false
+	}
+	v := s.words[protoIndex(proto)][ai][port-s.lo].Load()
+	if v&wordUsed == 0 {
+		return 0, 0, false
+	}
+	return uint32(v >> 32), uint16(v >> 16), true
+}
+
+// bindHairpinMapped is the hairpin SNAT's binding of a flow DNAT sent from
+// one inside endpoint to another's mapping: its source becomes the
+// sender's own mapping (RFC 4787 REQ-9a: "External source IP address and
+// port"), read from its port's word when the mapping kept its port (any
+// worker may), or from the index when this worker owns it. Otherwise it
+// gets a port of this worker's, chosen per destination (bind with byPort):
+// FromDevice steers both directions of a flow between two inside
+// endpoints through mappings to the lower of their ports' owners, this
+// worker, and a port it owns keeps the reply here. It reports false for
+// flows not DNAT'd by a mapping (the DNAT rules' hairpinning).
+func (e *SNAT) bindHairpinMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
+	k := &c.T[0]
+	if k.Proto != packet.ProtoTCP && k.Proto != packet.ProtoUDP || e.steer.IsPublic(k.Proto, k.Dst, k.Dport) {
+		return false
+	}
+	l := e.regs.list.Load()
+	if l == nil {
+		return false
+	}
+	for _, s := range *l {
+		if _, _, ok := s.hairpinTarget(k.Proto, k.Dst, k.Dport); !ok {
+			continue
+		}
+		e.toMapping = true
+		reply := c.T[1]
+		reply.Dst = k.Dst
+		pi, ai := protoIndex(k.Proto), s.addrIndex(k.Dst)
+		key := endpointKey(k.Src, k.Sport)
+		o, found := uint16(0), false
+		if a := k.Sport; a >= s.lo && a <= s.hi && s.words[pi][ai][a-s.lo].Load()&endpoint == key {
+			o, found = a, true
+		} else if m := s.mw[e.worker]; m != nil && (s.workers == 1 || flowsteer.Port(k.Sport, s.workers) == e.worker) {
+			mt := s.table(m, pi, ai)
+			o, found = s.find(m, &mt, key, k.Sport)
+		}
+		if found {
+			reply.Dport = o
+			if e.claimMapped(t, c, idx, &reply, pos) {
+				return true
+			}
+		}
+		return e.bind(t, c, idx, pos)
+	}
+	return false
 }

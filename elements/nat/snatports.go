@@ -149,7 +149,7 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 		// With the steering by port, the replies of the flows the
 		// mapping serves come to the owner of their port (DNAT'd
 		// endpoints keep the flow hash).
-		e.byPort = e.ms != nil && e.ms.masq != nil && (k.Proto == packet.ProtoTCP || k.Proto == packet.ProtoUDP) &&
+		e.byPort = e.toMapping || e.ms != nil && e.ms.masq != nil && (k.Proto == packet.ProtoTCP || k.Proto == packet.ProtoUDP) &&
 			e.hsrc == c.T[1].Src && e.hsport == c.T[1].Sport && !e.steer.IsPublic(k.Proto, e.hsrc, e.hsport)
 	}
 	a := e.nf.prepared(t, pos)
