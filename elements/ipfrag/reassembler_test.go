@@ -267,23 +267,34 @@ func TestEveryFragmentCounted(t *testing.T) {
 	}
 }
 
-// Two workers: a datagram reassembled on a worker that does not own its
-// flow is handed to the owner, which sends it on at its next tick.
-func TestHandoffToFlowOwner(t *testing.T) {
+// twoWorkers builds the instances of one IPReassembler on two workers of
+// one graph.
+func twoWorkers(t *testing.T) ([]*elementtest.Harness, []*Reassembler) {
 	st := elements.NewGraphState()
 	hs := make([]*elementtest.Harness, 2)
 	es := make([]*Reassembler, 2)
 	for w := range 2 {
 		hs[w], es[w] = reassembler(t, nil, &elementtest.Options{Worker: w, Workers: 2, State: st, PoolSize: 256})
 	}
-	// A datagram whose flow worker 1 owns.
-	var d []byte
+	return hs, es
+}
+
+// ownedBy1 is a UDP datagram of n payload bytes whose flow worker 1 of 2
+// owns.
+func ownedBy1(n int) []byte {
 	for sport := uint16(1000); ; sport++ {
-		d = udpFrame(inside, outside, sport, 5000, sport, 3000, nil)
+		d := udpFrame(inside, outside, sport, 5000, sport, n, nil)
 		if flowsteer.Owner(packet.FlowHashFrame(d, 14), 2) == 1 {
-			break
+			return d
 		}
 	}
+}
+
+// Two workers: a datagram reassembled on a worker that does not own its
+// flow is handed to the owner, which sends it on at its next tick.
+func TestHandoffToFlowOwner(t *testing.T) {
+	hs, es := twoWorkers(t)
+	d := ownedBy1(3000)
 	hs[0].Push(0, split(d, 1480)...)
 	if len(frames(hs[0], 0)) != 0 || hs[0].Counter("handed off") != 1 {
 		t.Fatalf("worker 0 sent it on itself (handed off %d)", hs[0].Counter("handed off"))
@@ -336,20 +347,8 @@ func TestZeroAllocs(t *testing.T) {
 // datagram worker 0 hands over reaches worker 1 once, and every one it
 // could not is counted.
 func TestHandoffConcurrent(t *testing.T) {
-	st := elements.NewGraphState()
-	hs := make([]*elementtest.Harness, 2)
-	es := make([]*Reassembler, 2)
-	for w := range 2 {
-		hs[w], es[w] = reassembler(t, nil, &elementtest.Options{Worker: w, Workers: 2, State: st, PoolSize: 256})
-	}
-	var d []byte
-	for sport := uint16(1000); ; sport++ {
-		d = udpFrame(inside, outside, sport, 5000, sport, 2000, nil)
-		if flowsteer.Owner(packet.FlowHashFrame(d, 14), 2) == 1 {
-			break
-		}
-	}
-	fr := split(d, 1480)
+	hs, es := twoWorkers(t)
+	fr := split(ownedBy1(2000), 1480)
 	const n = 2000
 	done := make(chan struct{})
 	go func() {
