@@ -66,6 +66,7 @@ func TestBGPRouterContract(t *testing.T) {
 	if got := hp.Config.(*host.Config).Devices; !slices.Equal(got, ports) {
 		t.Fatalf("hp devices %v, want %v", got, ports)
 	}
+	mirrors := map[string]bool{"ARPQuerier lan": true, "ARPQuerier wan": true, "NDPQuerier lan": true, "NDPQuerier wan": true}
 	to := map[string]string{} // ToDevice element -> device
 	from := map[string]string{}
 	for _, e := range g.Elements {
@@ -97,6 +98,9 @@ func TestBGPRouterContract(t *testing.T) {
 			for o := 0; o < te.Out; o++ {
 				el, in := target(g, tee, o)
 				toHP = toHP || el == "hp"
+				if k := g.Element(el); k != nil && k.Type.Name == "KernelNeighbors" {
+					el, in = target(g, el, 0) // the kernel's neighbours join there
+				}
 				if q := g.Element(el); q != nil && q.Type.Name == "ARPQuerier" && in == 1 {
 					toQuerier = toQuerier || field(q.Config, "Device") == port
 				}
@@ -105,6 +109,25 @@ func TestBGPRouterContract(t *testing.T) {
 				t.Errorf("%s rule %d: copies to hp %v, to ARPQuerier(%s) %v", cls, rule, toHP, port, toQuerier)
 			}
 		}
+	}
+
+	// Each port's querier (ARP and IPv6) also learns the kernel's
+	// neighbours on the port's twin, through a KernelNeighbors.
+	for _, e := range g.Elements {
+		if e.Type.Name != "KernelNeighbors" {
+			continue
+		}
+		kc := e.Config.(*host.KernelNeighborsConfig)
+		q, in := target(g, e.Name, 0)
+		qe := g.Element(q)
+		if qe == nil || in != 1 || field(qe.Config, "Device") != kc.Device || kc.Interface != kc.Device+"0h" {
+			t.Errorf("%s (interface %s, device %s) leads to %s input %d", e.Name, kc.Interface, kc.Device, q, in)
+			continue
+		}
+		delete(mirrors, qe.Type.Name+" "+kc.Device)
+	}
+	if len(mirrors) != 0 {
+		t.Errorf("queriers without the kernel's neighbours: %v", mirrors)
 	}
 
 	for _, name := range []string{"rt", "rt4e", "rt6e"} {

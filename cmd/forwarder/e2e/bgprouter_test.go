@@ -258,6 +258,16 @@ func TestBGPRouter(t *testing.T) {
 	t.Run("neighbours", func(t *testing.T) {
 		neighboursAgree(t, tp, sock, "10.2.0.2", "wan0h", "wan", tp.srv.MAC("eth0").String())
 		neighboursAgree(t, tp, sock, "2001:db8:1::2", "lan0h", "lan", tp.cli.MAC("eth0").String())
+		// An entry only the kernel has (an operator's) is mirrored into
+		// the forwarder's tables by KernelNeighbors.
+		tp.fwd.MustRun("ip", "neigh", "add", "10.2.0.77", "lladdr", "02:00:00:00:02:77", "dev", "wan0h", "nud", "permanent")
+		tp.fwd.MustRun("ip", "-6", "neigh", "add", "2001:db8:2::77", "lladdr", "02:00:00:00:02:78", "dev", "wan0h", "nud", "permanent")
+		for ip, mac := range map[string]string{"10.2.0.77": "02:00:00:00:02:77", "2001:db8:2::77": "02:00:00:00:02:78"} {
+			waitFor(t, 3*time.Second, "the kernel's "+ip+" in the forwarder's table", func() (bool, string) {
+				_, out := fwdctl(t, tp.bin, sock, "show", "neighbors", "-format", "json")
+				return strings.Contains(out, `"addr":"`+ip+`","mac":"`+mac+`"`), out
+			})
+		}
 	})
 
 	t.Run("under load", func(t *testing.T) {
