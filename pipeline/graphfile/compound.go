@@ -36,7 +36,10 @@ import (
 // Inside the definition, "input" and "output" stand for the compound's
 // ports: input[in] -> x sends what enters input "in" to x, x -> [ip]output
 // leaves by output "ip". Outside, the instance's ports are named or
-// numbered in their list's order: lan[arp], [in]lan, lan[1].
+// numbered in their list's order: lan[arp], [in]lan, lan[1]. A compound
+// that is one device's side of a graph around shared elements (a route
+// lookup, a connection tracker) may instead name those directly: /rt is
+// the element rt of the file's top level, wherever the compound is used.
 
 // Keys of a [compounds.NAME] table.
 var compoundKeys = []string{"params", "inputs", "outputs", "elements", "links"}
@@ -516,6 +519,15 @@ func (l *loader) instantiate(parent *scope, name string, c *compound, args map[s
 		l.links = append(l.links, &linkSrc{text: text, line: t.line, sc: sc})
 	}
 	return ph
+}
+
+// full is the full name endpoint ep names in scope sc: "lan/cls" for cls
+// inside lan, "me" for /me.
+func (sc *scope) full(ep endpoint) string {
+	if ep.Abs {
+		return ep.Name
+	}
+	return sc.prefix + ep.Name
 }
 
 // scopePrefix is the prefix of the names of ls's scope.

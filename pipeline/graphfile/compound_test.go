@@ -451,3 +451,43 @@ func TestCompoundBomb(t *testing.T) {
 		t.Fatalf("errors: %v", errs)
 	}
 }
+
+// TestCompoundTopLevelNames: /name inside a compound is the element of the
+// file's top level, shared by every use; a port number may be a parameter.
+func TestCompoundTopLevelNames(t *testing.T) {
+	g := mustParse(t, `
+[devices.a]
+driver = "testld"
+[devices.b]
+driver = "testld"
+[compounds.side]
+params = ["dev", "port"]
+links  = ["TestLdSource($dev) -> [$port]/j", "/r[$port] -> TestLdSink($dev)"]
+[graph]
+links = [
+  "j :: TestLdJoin -> r :: TestLdRoute(2, 10.0.0.0/8 out 0, 0.0.0.0/0 out 1)",
+  "x :: side(a, 0)",
+  "y :: side(b, 1)",
+]`)
+	var links []string
+	for _, lk := range g.Links {
+		links = append(links, fmt.Sprintf("%s[%d]->[%d]%s", lk.From, lk.FromPort, lk.ToPort, lk.To))
+	}
+	sort.Strings(links)
+	want := []string{"j[0]->[0]r", "r[0]->[0]x/TestLdSink(a)@1", "r[1]->[0]y/TestLdSink(b)@1",
+		"x/TestLdSource(a)@1[0]->[0]j", "y/TestLdSource(b)@1[0]->[1]j"}
+	if !reflect.DeepEqual(links, want) {
+		t.Fatalf("links %v, want %v", links, want)
+	}
+	_, errs := parseSrc(t, `
+[devices.a]
+driver = "testld"
+[compounds.side]
+links  = ["TestLdSource(a) -> /jj", "TestLdSource(a) -> /j :: TestLdJoin"]
+[graph]
+links = ["j :: TestLdJoin -> TestLdSink(a)", "x :: side"]`)
+	checkErrors(t, errs, []string{
+		`:5: link "TestLdSource(a) -> /j :: TestLdJoin": /j names an element of the top level: a declaration names one of its own`,
+		`:5: no element "jj" at the top of the file for /jj, did you mean "j"? (in compound side, instance x at line 7)`,
+	})
+}

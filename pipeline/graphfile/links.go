@@ -10,12 +10,14 @@ import (
 //
 //	chain    := endpoint ( "->" endpoint )*
 //	endpoint := [ "[" port "]" ] spec [ "[" port "]" ]
-//	spec     := name | name "::" Type [ "(" args ")" ] | Type "(" args ")" | Type
+//	spec     := name | "/" name | name "::" Type [ "(" args ")" ] | Type "(" args ")" | Type
 //	port     := number | name
 //
 // The port before a spec is the input port of that element, the port after
 // it the output port; both default to 0. A port is named ("lan[arp]") only
-// on a compound element, whose definition names its ports (compound.go).
+// on a compound element, whose definition names its ports, and "/name"
+// names from inside a compound an element of the file's top level
+// (compound.go).
 
 // endpoint is one element of a chain, as written.
 type endpoint struct {
@@ -23,6 +25,7 @@ type endpoint struct {
 	OutPort int // -1: not written
 	// InName, OutName: a port written by name (InPort, OutPort are then 0).
 	InName, OutName string
+	Abs             bool // "/name": an element of the file's top level
 	Name            string
 	Type            string // after "::", or "" when the spec has none
 	Decl            bool   // name :: Type
@@ -166,11 +169,19 @@ func (p *linkParser) endpoint() (endpoint, error) {
 	if ep.InPort, ep.InName, err = p.port(); err != nil {
 		return ep, err
 	}
+	p.space()
+	if !p.eof() && p.s[p.i] == '/' {
+		p.i++
+		ep.Abs = true
+	}
 	if ep.Name, err = p.ident(); err != nil {
 		return ep, err
 	}
 	p.space()
 	if strings.HasPrefix(p.s[p.i:], "::") {
+		if ep.Abs {
+			return ep, p.errorf("/%s names an element of the top level: a declaration names one of its own", ep.Name)
+		}
 		p.i += 2
 		ep.Decl = true
 		if ep.Type, err = p.ident(); err != nil {
@@ -179,6 +190,9 @@ func (p *linkParser) endpoint() (endpoint, error) {
 		p.space()
 	}
 	if !p.eof() && p.s[p.i] == '(' {
+		if ep.Abs {
+			return ep, p.errorf("/%s names an element: arguments follow a type", ep.Name)
+		}
 		raw, err := p.parens()
 		if err != nil {
 			return ep, err

@@ -61,7 +61,7 @@ func (l *loader) resolveLinks() []*ilink {
 	// Pass 3: references.
 	for _, p := range pending {
 		ls := l.links[p[0]]
-		ei := l.lookup(l.scopeOf(ls).prefix + ls.chain[p[1]].Name)
+		ei := l.lookup(l.scopeOf(ls).full(ls.chain[p[1]]))
 		if ei == nil { // cannot happen: every declared name has an element by now
 			ei = l.placeholder(ls.chain[p[1]].Name)
 		}
@@ -157,8 +157,14 @@ func (l *loader) resolveEnds(li int, pending *[][2]int) {
 	sc := l.scopeOf(ls)
 	ls.ends = make([]*elemInfo, len(ls.chain))
 	for i, ep := range ls.chain {
-		full := sc.prefix + ep.Name
+		full := sc.full(ep)
 		switch {
+		case ep.Abs && !l.isDeclared(full):
+			ls.ends[i] = l.placeholder(full)
+			l.linkErrors = true
+			l.linkErr(ls, suggest(ep.Name, l.elementNames(l.top)), "no element %q at the top of the file for /%s", ep.Name, ep.Name)
+		case ep.Abs:
+			*pending = append(*pending, [2]int{li, i})
 		case sc.inst != nil && (ep.Name == "input" || ep.Name == "output"):
 			if ep.Decl {
 				ls.ends[i] = l.placeholder(full) // reported in pass 1
