@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
 // TestReconfigureQueues: an afpacket device opened with one RX socket
@@ -16,9 +18,21 @@ import (
 // growth counts what its added socket had received. Lowering it back to
 // one counts what the removed socket still held, and socket 0 then
 // receives every frame.
+//
+// With the fast path in TC (fastpath = "tc") each queue is three sockets
+// (IPv4, IPv6, ARP) in three fanout groups: the same holds, and a change
+// of the fastpath key answers ErrReopen.
 func TestReconfigureQueues(t *testing.T) {
+	t.Run("off", func(t *testing.T) { reconfigureQueues(t, "off") })
+	t.Run("tc", func(t *testing.T) {
+		kfeature.Require(t, fastpath.TCFeatures...)
+		reconfigureQueues(t, "tc")
+	})
+}
+
+func reconfigureQueues(t *testing.T, key string) {
 	pr := drvtest.NewPair(t, 1)
-	c := cfg(pr.DevIf)
+	c := tcCfg(pr.DevIf, key)
 	c.Queues = 1
 	d, err := openIn(t, pr.DevNS, c, 1)
 	if err != nil {
@@ -40,6 +54,11 @@ func TestReconfigureQueues(t *testing.T) {
 	other.Frames *= 2
 	if _, _, err := reconf(other, false); !errors.Is(err, drivers.ErrReopen) {
 		t.Fatalf("frames changed: %v, want ErrReopen", err)
+	}
+	other = with(1)
+	other.FastPath = map[string]string{"off": "auto", "tc": "off"}[key]
+	if _, _, err := reconf(other, false); !errors.Is(err, drivers.ErrReopen) {
+		t.Fatalf("fastpath changed: %v, want ErrReopen", err)
 	}
 	if _, sum, err := reconf(with(2), true); err != nil || sum != "queues 1 → 2, kept open, reconfigured" || d.RxQueues() != 1 {
 		t.Fatalf("dry run: %q %v, RxQueues %d", sum, err, d.RxQueues())
