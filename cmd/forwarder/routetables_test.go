@@ -1,0 +1,99 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// tablesGraph: lookups rt and rte read table main (IPv4 and IPv6); v6 is
+// a second table of IPv6 routes read by rt6, and own is an IPLookup with
+// routes of its own.
+const tablesGraph = `
+[devices.lan]
+driver    = "gen"
+addresses = ["10.1.0.1/24", "2001:db8:1::1/64"]
+mac       = "02:00:00:00:01:01"
+
+[devices.wan]
+driver    = "gen"
+addresses = ["10.2.0.1/24", "2001:db8:2::1/64"]
+mac       = "02:00:00:00:02:01"
+
+[tables.main]
+routes = ["10.1.0.0/24 out 0", "10.2.0.0/24 out 1"]
+
+[tables.v6]
+family = "ip6"
+routes = ["2001:db8:1::/64 out 0", "2001:db8:2::/64 out 1"]
+
+[elements.rt]
+type = "IPLookup"
+
+[elements.rte]
+type = "IPLookup"
+
+[elements.rt6]
+type  = "IPLookup"
+table = "v6"
+
+[elements.own]
+type   = "IPLookup"
+routes = ["10.9.0.0/16 out 0"]
+
+[graph]
+links = [
+  "FromDevice(lan) -> c :: Classifier(ip, ip6, -)",
+  "FromDevice(wan) -> c2 :: Classifier(ip, -)",
+  "c[0] -> rt",
+  "c[1] -> rt6",
+  "c[2] -> own",
+  "c2[0] -> rte",
+  "c2[1] -> Discard",
+  "rt[0] -> ToDevice(lan)",
+  "rt[1] -> ToDevice(wan)",
+  "rte[0] -> ToDevice(lan)",
+  "rte[1] -> ToDevice(wan)",
+  "rt6[0] -> ToDevice(lan)",
+  "rt6[1] -> ToDevice(wan)",
+  "own[0] -> ToDevice(lan)",
+]
+`
+
+// TestRouteTables: route add and show routes address a table by -table,
+// by -element (the table it reads), or by the route's family; a route
+// added through the table is seen by both its lookups; a blackhole route
+// shows its type.
+func TestRouteTables(t *testing.T) {
+	sock := ctlRouterGraph(t, tablesGraph)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		// No flag: main (table v6 holds IPv6 only, own is an element's).
+		{[]string{"route", "add", "10.7.0.0/16", "via", "10.2.0.7", "out", "wan"}, 0, "added table main: 10.7.0.0/16 via 10.2.0.7 out wan  [live]"},
+		// IPv6: the only table of that family.
+		{[]string{"route", "add", "2001:db8:7::/48", "via", "2001:db8:2::7", "out", "1"}, 0, "added table v6: 2001:db8:7::/48 via 2001:db8:2::7 out wan  [live]"},
+		{[]string{"route", "add", "blackhole", "10.7.5.1/32"}, 0, "added table main: 10.7.5.1/32 blackhole  [live]"},
+		{[]string{"route", "add", "-element", "rte", "10.8.0.0/16", "out", "0"}, 0, "added table main: 10.8.0.0/16 connected out lan  [live]"},
+		{[]string{"route", "add", "-table", "own", "10.10.0.0/16", "out", "0"}, 0, "added own: 10.10.0.0/16 connected out lan  [live]"},
+		{[]string{"route", "add", "-table", "v6", "10.11.0.0/16", "out", "0"}, 2, "the table holds IPv6 routes only"},
+		{[]string{"route", "add", "-table", "mian", "10.11.0.0/16", "out", "0"}, 2, `no route table of that name (this graph has: main, v6, own) (did you mean "main"?)`},
+		{[]string{"route", "add", "-table", "main", "-element", "rt", "10.11.0.0/16", "out", "0"}, 2, "give one"},
+		{[]string{"route", "del", "-element", "rt", "10.8.0.0/16"}, 0, "deleted table main: 10.8.0.0/16"},
+	} {
+		code, out, errs := ctl(t, sock, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("%v: exit %d, %q %q; want %d and %q", c.args, code, out, errs, c.code, c.want)
+		}
+	}
+	// One table: what rt's route add put in is rte's route.
+	code, out, errs := ctl(t, sock, "show", "routes", "-element", "rte", "10.7.1.1")
+	if code != 0 || !strings.Contains(out, "10.7.0.0/16 via 10.2.0.7 out wan  [live]") {
+		t.Errorf("show routes -element rte: %d %q %q", code, out, errs)
+	}
+	code, out, errs = ctl(t, sock, "show", "routes")
+	if code != 0 || !strings.Contains(out, "10.7.5.1/32 blackhole  [live]\n") || !strings.Contains(out, "table main: 4 routes (source config)") {
+		t.Errorf("show routes: %d %q %q", code, out, errs)
+	}
+}
