@@ -155,47 +155,63 @@ func (b *bird) session(name string) (since string, established bool, out string)
 	return "", false, out
 }
 
-// birdPeers starts BIRD in the router's namespace (AS 65001, routes into
-// the kernel's main table) and in srv (AS 65002, announcing 10.16.0.0/12
-// and 2001:db8:16::/48 from protocols s16 and s16v6), with two sessions
-// over the WAN, IPv4 ("uplink") and IPv6 ("uplink6"), each with a 9 s
-// hold time and BFD (300 ms, 10 missed: 3 s), and waits for both.
-// The hosts get their IPv6 addresses (cli 2001:db8:1::2, srv
-// 2001:db8:2::2 and 2001:db8:16::5).
-func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
+// The BFD and BGP timers of the BIRD sessions: a 9 s hold time, BFD at
+// 300 ms × 10 (3 s), and a quick restart after an error.
+const (
+	birdBFD    = "protocol bfd { interface \"*\" { min rx interval 300 ms; min tx interval 300 ms; multiplier 10; }; }\n"
+	birdTimers = "hold time 9; keepalive time 3; connect retry time 1; error wait time 1, 5;"
+)
+
+// bgpHosts gives the hosts their IPv6 addresses (cli 2001:db8:1::2, srv
+// 2001:db8:2::2 and 2001:db8:16::5) and starts BIRD in srv (AS 65002),
+// announcing 10.16.0.0/12 and 2001:db8:16::/48 (protocols s16 and s16v6)
+// to the router (AS 65001) over an IPv4 and an IPv6 session, with BFD if
+// bfd is set.
+func bgpHosts(t *testing.T, tp *topo, bfd bool) *bird {
 	t.Helper()
 	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 	addr6(t, tp.srv, "2001:db8:2::2/64", "2001:db8:2::1")
 	tp.srv.MustRun("ip", "-6", "addr", "add", "2001:db8:16::5/128", "dev", "lo")
-	const bfd = `protocol bfd { interface "*" { min rx interval 300 ms; min tx interval 300 ms; multiplier 10; }; }
-`
-	const timers = "hold time 9; keepalive time 3; connect retry time 1; error wait time 1, 5; bfd on;"
-	router = startBird(t, tp.fwd, `log stderr all;
-router id 10.2.0.1;
-protocol device { scan time 1; }
-protocol kernel k4 { ipv4 { import none; export all; }; }
-protocol kernel k6 { ipv6 { import none; export all; }; }
-`+bfd+`protocol bgp uplink {
-  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002; `+timers+`
-  ipv4 { import all; export none; };
-}
-protocol bgp uplink6 {
-  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002; `+timers+`
-  ipv6 { import all; export none; };
-}
-`)
-	peer = startBird(t, tp.srv, `log stderr all;
+	timers, bfdProto := birdTimers, ""
+	if bfd {
+		timers, bfdProto = birdTimers+" bfd on;", birdBFD
+	}
+	return startBird(t, tp.srv, `log stderr all;
 router id 10.2.0.2;
 protocol device { scan time 1; }
 protocol static s16 { ipv4; route 10.16.0.0/12 unreachable; }
 protocol static s16v6 { ipv6; route 2001:db8:16::/48 unreachable; }
-`+bfd+`protocol bgp r1 {
+`+bfdProto+`protocol bgp r1 {
   local 10.2.0.2 as 65002; neighbor 10.2.0.1 as 65001; `+timers+`
   ipv4 { import none; export all; };
 }
 protocol bgp r1v6 {
   local 2001:db8:2::2 as 65002; neighbor 2001:db8:2::1 as 65001; `+timers+`
   ipv6 { import none; export all; };
+}
+`)
+}
+
+// birdPeers starts BIRD in the router's namespace (AS 65001, routes into
+// the kernel's main table) peering with bgpHosts' BIRD over two sessions
+// on the WAN, IPv4 ("uplink") and IPv6 ("uplink6"), both with BFD, and
+// waits for the sessions.
+func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
+	t.Helper()
+	peer = bgpHosts(t, tp, true)
+	const timers = birdTimers + " bfd on;"
+	router = startBird(t, tp.fwd, `log stderr all;
+router id 10.2.0.1;
+protocol device { scan time 1; }
+protocol kernel k4 { ipv4 { import none; export all; }; }
+protocol kernel k6 { ipv6 { import none; export all; }; }
+`+birdBFD+`protocol bgp uplink {
+  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002; `+timers+`
+  ipv4 { import all; export none; };
+}
+protocol bgp uplink6 {
+  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002; `+timers+`
+  ipv6 { import all; export none; };
 }
 `)
 	for _, name := range []string{"uplink", "uplink6"} {

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-dataplane/junction/internal/netns"
+)
+
+// frr is FRR's zebra and bgpd in a namespace, with their config, sockets
+// and pid files in a temporary directory (the daemons run as Debian's frr
+// user, which must be able to write there).
+type frr struct {
+	ns  *netns.NS
+	dir string
+}
+
+func startFRR(t *testing.T, ns *netns.NS, bgpdConf string) *frr {
+	t.Helper()
+	for _, d := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd"} {
+		if _, err := os.Stat(d); err != nil {
+			t.Skipf("FRR not installed (%s): apt-get install frr", d)
+		}
+	}
+	netns.RequireTool(t, "vtysh")
+	dir, err := os.MkdirTemp("", "junction-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f := &frr{ns: ns, dir: dir}
+	for name, conf := range map[string]string{"zebra": "hostname r\n", "bgpd": bgpdConf} {
+		if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"zebra", "bgpd"} {
+		args := []string{"-f", filepath.Join(dir, d+".conf"), "-i", filepath.Join(dir, d+".pid"),
+			"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+		p := ns.Start("/usr/lib/frr/"+d, args...)
+		t.Cleanup(func() {
+			p.Kill()
+			if t.Failed() {
+				t.Logf("%s in %s:\n%.3000s", d, ns.Name, p.Output())
+			}
+		})
+		if d == "zebra" {
+			waitFor(t, 5*time.Second, "zebra's socket", func() (bool, string) {
+				_, err := os.Stat(filepath.Join(dir, "zserv.api"))
+				return err == nil, p.Output()
+			})
+		}
+	}
+	return f
+}
+
+// neighbor reads bgpd's view of one BGP neighbour: its state and how many
+// times its session has been established.
+func (f *frr) neighbor(addr string) (state string, established int, out string) {
+	out, err := f.ns.Run("vtysh", "--vty_socket", f.dir, "-c", "show bgp neighbors "+addr+" json")
+	if err != nil {
+		return "", 0, out
+	}
+	var n map[string]struct {
+		BGPState               string `json:"bgpState"`
+		ConnectionsEstablished int    `json:"connectionsEstablished"`
+	}
+	if json.Unmarshal([]byte(out), &n) != nil {
+		return "", 0, out
+	}
+	return n[addr].BGPState, n[addr].ConnectionsEstablished, out
+}
+
+// TestBGPRouterFRR: FRR (zebra and bgpd, unchanged) in the router's
+// namespace peers with BIRD on the WAN host over the forwarded link, IPv4
+// and IPv6; zebra installs the learnt routes into the kernel's main table
+// on the twin; they are forwarded; the sessions stay up through an iperf3
+// load through the router; a withdrawn route stops.
+func TestBGPRouterFRR(t *testing.T) {
+	tp, _ := newBGPTopo(t, nil)
+	peer := bgpHosts(t, tp, false)
+	router := startFRR(t, tp.fwd, `hostname r
+router bgp 65001
+ bgp router-id 10.2.0.1
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ timers bgp 3 9
+ neighbor 10.2.0.2 remote-as 65002
+ neighbor 10.2.0.2 timers connect 1
+ neighbor 2001:db8:2::2 remote-as 65002
+ neighbor 2001:db8:2::2 timers connect 1
+ address-family ipv4 unicast
+  neighbor 10.2.0.2 activate
+ exit-address-family
+ address-family ipv6 unicast
+  neighbor 2001:db8:2::2 activate
+ exit-address-family
+`)
+	peers := []string{"10.2.0.2", "2001:db8:2::2"}
+	for _, a := range peers {
+		waitFor(t, 30*time.Second, "FRR session with "+a, func() (bool, string) {
+			st, _, out := router.neighbor(a)
+			return st == "Established", out
+		})
+	}
+	kernelRoute(t, tp, "10.16.0.0/12", true)
+	kernelRoute(t, tp, "2001:db8:16::/48", true)
+	pingOK(t, tp.cli, "10.16.0.5")
+	ping6OK(t, tp.cli, "2001:db8:16::5")
+
+	secs := 30
+	if s, err := strconv.Atoi(os.Getenv("JUNCTION_BGP_SECONDS")); err == nil && s > 0 {
+		secs = s
+	}
+	rep, out := iperfTo(t, tp.cli, tp.srv, "10.16.0.5", true, "iperf3", "-c", "10.16.0.5",
+		"-t", strconv.Itoa(secs), "-P", "8", "-J", "--connect-timeout", "2000")
+	r := rep.End.SumReceived
+	t.Logf("iperf3 to the FRR-learned 10.16.0.5, %d s, 8 streams: %.1f Mbit/s", secs, r.BitsPerSecond/1e6)
+	if r.BitsPerSecond <= 0 {
+		t.Errorf("iperf3 through the FRR route: no throughput (%q)\n%.2000s", rep.Error, out)
+	}
+	for _, a := range peers {
+		if st, n, out := router.neighbor(a); st != "Established" || n != 1 {
+			t.Errorf("FRR session with %s after %d s of load: %s, established %d times:\n%.2000s", a, secs, st, n, out)
+		}
+	}
+
+	if out, err := peer.ctl("disable", "s16"); err != nil {
+		t.Fatalf("birdc disable s16: %v: %s", err, out)
+	}
+	kernelRoute(t, tp, "10.16.0.0/12", false)
+	time.Sleep(100 * time.Millisecond)
+	if out, err := tp.cli.Run("ping", "-c5", "-i0.1", "-W1", "10.16.0.5"); err == nil || !strings.Contains(out, "100% packet loss") {
+		t.Errorf("10.16.0.5 still reached after its route was withdrawn:\n%s", out)
+	}
+	ping6OK(t, tp.cli, "2001:db8:16::5")
+}
