@@ -46,7 +46,7 @@ func init() {
 			},
 			Stats: "counters \"fragmented\" (packets split), \"fragments\" (fragments sent), \"too big\" (packets sent to output 1); " +
 				"drops \"no buffer\" (the instance's pool could not hold a packet's fragments: the packet is dropped whole) and " +
-				"\"malformed\" (an IPv4 header whose lengths do not fit the frame).",
+				"\"malformed\" (an IPv4 header whose lengths do not fit the frame, or a fragment reaching past 65,535 bytes).",
 			Example: `"rt[1] -> IPFragmenter(1500) -> ARPQuerier(wan) -> ToDevice(wan)", "frag[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500) -> rt4e"`,
 			SeeAlso: "IPReassembler, CheckMTU, ICMPError, ICMP6Error",
 			Text: "Fragmentation follows RFC 791 (and RFC 1812 5.2.6): each fragment carries as much of the payload as the mtu " +
@@ -148,8 +148,10 @@ func (e *Fragmenter) split(p *packet.Packet) {
 	h := p.Data[l3:]
 	ihl := int(h[0]&0x0f) * 4
 	tl := int(binary.BigEndian.Uint16(h[2:]))
-	if ihl < packet.IPv4MinLen || tl < ihl || tl > len(h) {
-		e.st.Drop(p, e.bad)
+	ff := binary.BigEndian.Uint16(h[6:])
+	base := int(ff & packet.IPv4FragOffset)
+	if ihl < packet.IPv4MinLen || tl < ihl || tl > len(h) || base*8+tl > 65535 {
+		e.st.Drop(p, e.bad) // lengths that do not fit, or a fragment reaching past 65,535 bytes
 		return
 	}
 	if tl <= e.mtu { // only link padding made it long
@@ -172,8 +174,6 @@ func (e *Fragmenter) split(p *packet.Packet) {
 		e.st.Drop(p, e.noBuf)
 		return
 	}
-	ff := binary.BigEndian.Uint16(h[6:])
-	base := int(ff & packet.IPv4FragOffset)
 	for pos := 0; pos < len(payload); {
 		hl, size := ihl, first
 		if pos > 0 {

@@ -152,3 +152,15 @@ func TestFragmenterZeroAllocs(t *testing.T) {
 		t.Errorf("fragmenting: %v allocs", a)
 	}
 }
+
+// A fragment whose offset and length reach past 65,535 bytes is not split
+// into fragments with a wrapped offset: it is dropped, counted.
+func TestFragmenterOversizedFragment(t *testing.T) {
+	f := udpFrame(inside, outside, 1, 2, 1, 1600, nil)
+	binary.BigEndian.PutUint16(f[14+6:], 8100) // offset 64,800
+	h := fragmenter(t, 1500, true, nil)
+	h.Push(0, f)
+	if len(frames(h, 0)) != 0 || h.Counter("malformed") != 1 {
+		t.Fatalf("%d out, malformed %d", len(frames(h, 0)), h.Counter("malformed"))
+	}
+}
