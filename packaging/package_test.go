@@ -73,12 +73,45 @@ func dpkg(t *testing.T, root string, args ...string) string {
 // would: in a mount namespace of its own with /proc and /sys mounted
 // (they vanish with it), in ns's network namespace (nil: this one).
 func inRoot(ns *netns.NS, root string, argv ...string) *exec.Cmd {
+	return inRootWith(ns, root, "", argv...)
+}
+
+// inRootWith is inRoot with only the capabilities caps (setpriv's list,
+// "+net_admin,+net_raw"; "": all of root's) and no new privileges, as
+// the unit's CapabilityBoundingSet and NoNewPrivileges leave the service.
+// CAP_SYS_CHROOT is kept for the chroot itself.
+func inRootWith(ns *netns.NS, root, caps string, argv ...string) *exec.Cmd {
 	script := `mount -t proc proc "$0/proc" && mount -t sysfs sysfs "$0/sys" && exec chroot "$0" "$@"`
+	if caps != "" {
+		script = `mount -t proc proc "$0/proc" && mount -t sysfs sysfs "$0/sys" && exec setpriv --no-new-privs --bounding-set -all,` +
+			caps + `,+sys_chroot --inh-caps -all chroot "$0" "$@"`
+	}
 	args := append([]string{"-m", "--propagation", "private", "sh", "-c", script, root}, argv...)
 	if ns == nil {
 		return exec.Command("unshare", args...)
 	}
 	return ns.Command("unshare", args...)
+}
+
+// unitCapabilities is the installed unit's CapabilityBoundingSet in
+// setpriv's terms: "+net_admin,+net_raw,...".
+func unitCapabilities(t *testing.T, root string) string {
+	t.Helper()
+	unit, err := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system/junction@.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(unit), "\n") {
+		if set, ok := strings.CutPrefix(l, "CapabilityBoundingSet="); ok {
+			var caps []string
+			for _, c := range strings.Fields(set) {
+				caps = append(caps, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+			return strings.Join(caps, ",")
+		}
+	}
+	t.Fatal("the unit has no CapabilityBoundingSet")
+	return ""
 }
 
 func runIn(t *testing.T, ns *netns.NS, root string, argv ...string) string {
@@ -93,7 +126,8 @@ func runIn(t *testing.T, ns *netns.NS, root string, argv ...string) string {
 // TestDebianPackage builds the package, installs it with dpkg into an
 // empty root and uses it there as an operator would without systemd: the
 // files are where docs/install.md says, the contract graph passes check
-// and runs as installed (its interfaces in a namespace), a gen graph runs
+// and runs as installed (its interfaces in a namespace), with all of
+// root's capabilities and with only the unit's, a gen graph runs
 // without any, a second forwarder on a live socket is refused, the unit
 // passes systemd-analyze verify, and removing and purging clean up.
 func TestDebianPackage(t *testing.T) {
@@ -171,6 +205,23 @@ func TestDebianPackage(t *testing.T) {
 	out := runIn(t, ns, root, "/usr/bin/forwarder", "run", "-config", conf, "-control", sock, "-duration", "1s", "-stats", "off")
 	if !strings.Contains(out, "junction: "+conf+" (generation 1)") || !strings.Contains(out, "control at "+sock) || !strings.Contains(out, "stopped after") {
 		t.Errorf("installed run of %s:\n%s", conf, out)
+	}
+
+	// With only the unit's capabilities it runs too (AF_XDP sockets, XDP
+	// and TC programs, BPF maps, UMEM); with fewer it is refused, saying
+	// what it lacks (so this check can tell).
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Log("setpriv (util-linux) not installed: the unit's capability set is not tried")
+	} else {
+		caps := unitCapabilities(t, root)
+		out, err := inRootWith(ns, root, caps, "/usr/bin/forwarder", "run", "-config", conf, "-control", sock, "-duration", "1s", "-stats", "off").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "stopped after") {
+			t.Errorf("run of %s with only the unit's capabilities (%s): %v\n%s", conf, caps, err, out)
+		}
+		out, err = inRootWith(ns, root, "+net_admin,+ipc_lock", "/usr/bin/forwarder", "run", "-config", conf, "-control", sock, "-duration", "1s", "-stats", "off").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "permission denied") {
+			t.Errorf("run of %s without CAP_NET_RAW and CAP_BPF: %v\n%s", conf, err, out)
+		}
 	}
 
 	startedTwice(t, root)
