@@ -125,6 +125,28 @@ func TestFastPathTC(t *testing.T) {
 	if c := drvtest.Counters(d2); c["fastpath_egress_off"] != 0 || c["fastpath_fallbacks"] != 0 {
 		t.Errorf("output counters %v", c)
 	}
+
+	// Another tool detaches the TC program (bpftool link detach): the
+	// loss is counted within the watcher's poll, and the frames reach
+	// the graph.
+	if err := d.tcp.DetachForTest(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for drvtest.Counters(d)["fastpath_tc_lost"] != 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := drvtest.Counters(d)["fastpath_tc_lost"]; n != 1 {
+		t.Errorf("fastpath_tc_lost %d after the TC program was detached, want 1", n)
+	}
+	for i := range 5 {
+		if err := raw.Send(validIP(drvtest.Frame(pr.DevMAC, pr.PeerMAC, 1, uint32(900+i), 200))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := drvtest.Collect(d, []int{0}, 5, 2*time.Second); len(got) != 5 {
+		t.Errorf("with the TC program detached, the graph received %d of 5 frames", len(got))
+	}
 }
 
 // TestFastPathTCKeys: the key's values, an explicit "tc" on a kernel

@@ -27,7 +27,7 @@ Fast path in TC (fastpath = "tc" or "auto"): the device runs Junction's in-kerne
 
 The interface's own kernel counters, counted since the device was opened and read (one netlink request each) when the stats are asked for: link_rx_dropped, link_tx_dropped and link_rx_missed_errors (ip -s link), and link_peer_tx_dropped: on a veth, the peer's tx_dropped (frames the sender could not hand to this interface). They are not in the forwarder's drop total, which counts what the graph lost.
 
-With fastpath: fastpath_forwarded and fastpath_forwarded_bytes (frames the TC program forwarded from this interface; a GSO packet is one frame of its whole length), fastpath_to_graph (frames it left to the stack and the sockets), fastpath_runs and fastpath_run_ns (while sysctl kernel.bpf_stats_enabled=1), fastpath_redirect_errors, fastpath_egress_disabled and fastpath_egress_off (the device as an output, as afxdp's), fastpath_fallbacks (steps down from what the key asked on this kernel). None of these is a loss.`,
+With fastpath: fastpath_forwarded and fastpath_forwarded_bytes (frames the TC program forwarded from this interface; a GSO packet is one frame of its whole length), fastpath_to_graph (frames it left to the stack and the sockets), fastpath_runs and fastpath_run_ns (while sysctl kernel.bpf_stats_enabled=1), fastpath_redirect_errors, fastpath_egress_disabled and fastpath_egress_off (the device as an output, as afxdp's), fastpath_fallbacks (steps down from what the key asked on this kernel), fastpath_tc_lost (1 once another tool detached the TC program, bpftool link detach: from then on the graph forwards everything, logged once). None of these is a loss.`,
 		Example: `[devices.wan]
 driver    = "afpacket"
 interface = "wan0"

@@ -7,6 +7,10 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/link"
 
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
@@ -40,6 +44,12 @@ type TCPort struct {
 	mu     sync.Mutex // Close against Counters
 	final  fastpath.Counters
 	closed bool
+
+	// The TC program's watcher (watchTC): lost counts its detachment
+	// by another tool (bpftool link detach), after which the device's
+	// traffic reaches the graph through its sockets.
+	lost       atomic.Uint64
+	stop, done chan struct{}
 }
 
 // TCPorter is implemented by another driver's devices that carry a
@@ -187,7 +197,32 @@ func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, ki
 		return off(err)
 	}
 	logf("on in TC (program %s, %s); as an output it is reached by %s", p.prog.Variant, picked, viaWords(via))
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go p.watchTC(logf)
 	return p, nil
+}
+
+// watchTC looks every attachPoll whether the TC program is still
+// attached (as the afxdp driver's watcher does for its programs); once
+// another tool has detached it, the fast path forwards nothing and every
+// frame reaches the graph through the device's sockets, which is logged
+// and counted (fastpath_tc_lost) once.
+func (p *TCPort) watchTC(logf func(string, ...any)) {
+	defer close(p.done)
+	t := time.NewTicker(attachPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			if !tcAttached(p.tc) {
+				p.lost.Add(1)
+				logf("its TC program (%s) was detached by another tool: the graph forwards all of this device's traffic from now on", fastpath.TCFastPathName)
+				return
+			}
+		}
+	}
 }
 
 func viaWords(v fastpath.Via) string {
@@ -220,7 +255,7 @@ func (p *TCPort) Mode() drivers.Mode {
 func (p *TCPort) Counters() []drivers.Counter {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	cs := []drivers.Counter{{Name: "fastpath_fallbacks", Value: uint64(len(p.fallbacks))}}
+	cs := []drivers.Counter{{Name: "fastpath_fallbacks", Value: uint64(len(p.fallbacks))}, {Name: "fastpath_tc_lost", Value: p.lost.Load()}}
 	if p.prog == nil && p.final == (fastpath.Counters{}) {
 		return cs
 	}
@@ -245,6 +280,10 @@ func (p *TCPort) Close() error {
 		return nil
 	}
 	p.closed = true
+	if p.stop != nil {
+		close(p.stop)
+		<-p.done
+	}
 	if p.tc != nil {
 		_ = p.tc.Close()
 	}
@@ -259,4 +298,14 @@ func (p *TCPort) Close() error {
 		p.ft.removeLocal(a)
 	}
 	return p.ft.release()
+}
+
+// DetachForTest detaches the TC program as another tool would (bpftool
+// link detach): the link stays open, the program leaves the device.
+func (p *TCPort) DetachForTest() error {
+	l, ok := p.tc.(link.Link)
+	if !ok {
+		return fmt.Errorf("afxdp: %T is no BPF link", p.tc)
+	}
+	return l.Detach()
 }
