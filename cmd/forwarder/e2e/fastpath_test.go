@@ -214,22 +214,7 @@ func TestFastPathKernelRoutes(t *testing.T) {
 	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "eth0")
 	tp.fwd.MustRun("ip", "route", "add", "10.1.0.0/24", "dev", "lan0")
 	tp.fwd.MustRun("ip", "route", "add", "10.2.0.0/24", "dev", "wan0")
-	cfg := fastPathConfig(t, tp.config)
-	data, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(data)
-	// The table rt and rte read becomes the kernel's main table.
-	i := strings.Index(s, "[tables.main]")
-	j := strings.Index(s[max(i, 0):], "]\n\n")
-	if i < 0 || j < 0 {
-		t.Fatal("router-veth.toml: no [tables.main] block ending in a routes list")
-	}
-	s = s[:i] + "[tables.main]\nsource     = \"kernel\"\ninterfaces = [\"lan0\", \"wan0\"]\ninterfaces6 = [\"lan0\", \"wan0\"]\noffload    = [\"lan\", \"wan\"]\n\n" + s[i+j+3:]
-	if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := kernelTableConfig(t, fastPathConfig(t, tp.config), `["lan", "wan"]`)
 	p := tp.start(t, cfg)
 	defer func() {
 		out := tp.stop(t, p)
