@@ -219,6 +219,7 @@ func addAddress(h *netlink.Handle, l netlink.Link, a netip.Prefix) error {
 	return h.AddrReplace(l, addr)
 }
 
+// setMTU sets the TAP's MTU at open.
 func (d *Device) setMTU(mtu int) error {
 	if d.link.Attrs().MTU != mtu {
 		if err := d.nl.LinkSetMTU(d.link, mtu); err != nil {
@@ -263,7 +264,7 @@ func (d *Device) follow(twin string) error {
 	if err != nil {
 		return err
 	}
-	state := up(l.Attrs())
+	state, mtu := up(l.Attrs()), d.info.MTU
 	if err := d.setCarrier(state); err != nil {
 		return fmt.Errorf("TUNSETCARRIER (Linux 5.0 or later): %w", err)
 	}
@@ -281,8 +282,15 @@ func (d *Device) follow(twin string) error {
 					d.carrierChanges.Add(1)
 				}
 			}
-			if a.MTU > 0 && a.MTU != d.info.MTU && a.MTU <= maxMTU {
-				d.setMTU(a.MTU) // an error leaves the old MTU: the frames the kernel sends still fit the port
+			if a.MTU > 0 && a.MTU != mtu && a.MTU <= maxMTU {
+				// An error leaves the old MTU (tried again at the next
+				// change): the frames the kernel sends then still fit
+				// the port when it grew, and are refused by the port's
+				// driver and counted when it shrank.
+				if d.nl.LinkSetMTU(d.link, a.MTU) == nil {
+					mtu = a.MTU
+					d.maxFrame.Store(int64(drivers.MaxFrame(mtu)))
+				}
 			}
 		}
 	}()
