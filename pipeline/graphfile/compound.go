@@ -701,24 +701,31 @@ func (l *loader) unconnectedPorts(outs, ins func(*elemInfo, int) int) {
 			continue
 		}
 		c := inst.comp
+		// inside reports a port of the definition once, use one of inst.
+		inside := func(key string, p int, format, pn string) {
+			if !c.reported[key+" "+pn] {
+				c.reported[key+" "+pn] = true
+				l.add(&ConfigError{Pos: l.at(l.pos.item(p, "compounds", c.name, key)), Type: "compound " + quoteValue(c.name), Key: key,
+					Msg: fmt.Sprintf(format, pn, pn)})
+			}
+		}
+		use := func(format, pn string) {
+			l.useErr(inst.parent, inst.name, "compound "+c.name, inst.line, "", "", format, pn)
+		}
 		for p, pn := range c.inputs {
-			if outs(inst.input, p) == 0 && !c.reported["in "+pn] {
-				c.reported["in "+pn] = true
-				l.add(&ConfigError{Pos: l.at(l.pos.item(p, "compounds", c.name, "inputs")), Type: "compound " + quoteValue(c.name), Key: "inputs",
-					Msg: fmt.Sprintf("input %q leads nowhere: link input[%s] -> ... in its links", pn, pn)})
+			if outs(inst.input, p) == 0 {
+				inside("inputs", p, "input %q leads nowhere: link input[%s] -> ... in its links", pn)
 			}
 			if ins(inst.outer, p) == 0 {
-				l.useErr(inst.parent, inst.name, "compound "+c.name, inst.line, "", "", "input [%s] is not connected", pn)
+				use("input [%s] is not connected", pn)
 			}
 		}
 		for p, pn := range c.outputs {
-			if ins(inst.output, p) == 0 && !c.reported["out "+pn] {
-				c.reported["out "+pn] = true
-				l.add(&ConfigError{Pos: l.at(l.pos.item(p, "compounds", c.name, "outputs")), Type: "compound " + quoteValue(c.name), Key: "outputs",
-					Msg: fmt.Sprintf("output %q: nothing leads to it: link ... -> [%s]output in its links", pn, pn)})
+			if ins(inst.output, p) == 0 {
+				inside("outputs", p, "output %q: nothing leads to it: link ... -> [%s]output in its links", pn)
 			}
 			if outs(inst.outer, p) == 0 {
-				l.useErr(inst.parent, inst.name, "compound "+c.name, inst.line, "", "", "output [%s] is not connected (send what you do not want to a Discard)", pn)
+				use("output [%s] is not connected (send what you do not want to a Discard)", pn)
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package graphfile
 
 import (
 	"fmt"
-	"os/exec"
 	"reflect"
 	"sort"
 	"strings"
@@ -106,8 +105,8 @@ links = [
 	}
 }
 
-func TestCompoundNested(t *testing.T) {
-	g := mustParse(t, `
+// pairQuad defines pair, two filters, and quad, two pairs.
+const pairQuad = `
 [devices.a]
 driver = "testld"
 
@@ -120,7 +119,10 @@ links   = ["input -> x :: TestLdFilter -> y :: TestLdFilter -> output"]
 inputs  = ["in"]
 outputs = ["out"]
 links   = ["input[in] -> p :: pair -> q :: pair -> [out]output"]
+`
 
+func TestCompoundNested(t *testing.T) {
+	g := mustParse(t, pairQuad+`
 [compounds.both]
 params = ["dev"]
 links  = ["TestLdSource($dev) -> quad -> TestLdSink($dev)"]
@@ -390,17 +392,7 @@ func TestExpandParams(t *testing.T) {
 // elements labelled by their names inside it; Graphviz accepts it without
 // a warning.
 func TestCompoundDOT(t *testing.T) {
-	g := mustParse(t, `
-[devices.a]
-driver = "testld"
-[compounds.pair]
-inputs  = ["in"]
-outputs = ["out"]
-links   = ["input -> x :: TestLdFilter -> y :: TestLdFilter -> output"]
-[compounds.quad]
-inputs  = ["in"]
-outputs = ["out"]
-links   = ["input -> p :: pair -> q :: pair -> output"]
+	g := mustParse(t, pairQuad+`
 [graph]
 links = ["TestLdSource(a) -> four :: quad -> TestLdSink(a)"]`)
 	got := g.DOT()
@@ -413,15 +405,7 @@ links = ["TestLdSource(a) -> four :: quad -> TestLdSink(a)"]`)
 			t.Errorf("DOT lacks\n%s\nin\n%s", want, got)
 		}
 	}
-	if dot, err := exec.LookPath("dot"); err == nil {
-		cmd := exec.Command(dot, "-Tcanon")
-		cmd.Stdin = strings.NewReader(got)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-			t.Errorf("dot: %v\n%s", err, stderr.String())
-		}
-	}
+	dotAccepts(t, got)
 }
 
 // TestCompoundBomb: uses that multiply (each level using the next many
