@@ -163,7 +163,7 @@ func reloadOnHUP(ctx context.Context, r *pipeline.Router, path string, hup chan 
 				}
 				// The service manager sees the reload begin and end
 				// (systemctl reload, then status), failed or not.
-				sd.reloading()
+				sd.startReload()
 				rep, err := r.Reload(file, false)
 				sd.reloaded(r, err)
 				if err != nil {

@@ -220,6 +220,9 @@ loop:
 				fmt.Fprintln(stdout, pipeline.RateLine(prev, cur))
 			}
 			prev = cur
+			// A reload over the control socket: the service
+			// manager's status names the new generation.
+			o.notify.generationChanged(r)
 		case <-r.Done():
 			o.notify.stopping("the graph stopped")
 			break loop

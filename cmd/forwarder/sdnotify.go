@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +26,11 @@ import (
 // manager) sends nothing.
 type sdNotifier struct {
 	conn *net.UnixConn
+	// gen is the graph generation the last status named; reloading is
+	// set between RELOADING=1 and its READY=1 (a status of its own then
+	// would come between the two).
+	gen       atomic.Uint64
+	reloading atomic.Bool
 }
 
 // newSDNotifier connects to $NOTIFY_SOCKET, or returns nil when it is
@@ -64,14 +70,30 @@ func (n *sdNotifier) send(lines ...string) error {
 
 // ready says the forwarder runs r's graph, once its devices are open.
 func (n *sdNotifier) ready(r *pipeline.Router) error {
-	return n.send("READY=1", "STATUS="+runningStatus(r))
+	return n.send("READY=1", "STATUS="+n.runningStatus(r))
+}
+
+// generationChanged updates the status when the graph changed since the
+// last one (a reload over the control socket, which brings no SIGHUP).
+func (n *sdNotifier) generationChanged(r *pipeline.Router) error {
+	if n == nil {
+		return nil
+	}
+	if gen, _, _ := r.Generation(); gen == n.gen.Load() || n.reloading.Load() {
+		return nil
+	}
+	return n.send("STATUS=" + n.runningStatus(r))
 }
 
 // reloaded ends a reload: READY=1, and a status that says when the
 // reload failed (systemctl status shows it; the whole error is in the
 // journal).
 func (n *sdNotifier) reloaded(r *pipeline.Router, err error) error {
-	status := runningStatus(r)
+	if n == nil {
+		return nil
+	}
+	defer n.reloading.Store(false)
+	status := n.runningStatus(r)
 	if err != nil {
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		status += "; the last reload failed, graph unchanged: " + first
@@ -79,10 +101,14 @@ func (n *sdNotifier) reloaded(r *pipeline.Router, err error) error {
 	return n.send("READY=1", "STATUS="+status)
 }
 
-// reloading says a reload has begun; reloaded ends it. MONOTONIC_USEC is
+// startReload says a reload has begun; reloaded ends it. MONOTONIC_USEC is
 // CLOCK_MONOTONIC now, which systemd (Type=notify-reload) matches against
 // the time it sent the signal.
-func (n *sdNotifier) reloading() error {
+func (n *sdNotifier) startReload() error {
+	if n == nil {
+		return nil
+	}
+	n.reloading.Store(true)
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return err
@@ -104,8 +130,11 @@ func (n *sdNotifier) close() {
 }
 
 // runningStatus is the STATUS= line: what runs, in a few words.
-func runningStatus(r *pipeline.Router) string {
+func (n *sdNotifier) runningStatus(r *pipeline.Router) string {
 	gen, file, _ := r.Generation()
+	if n != nil {
+		n.gen.Store(gen)
+	}
 	g := r.Graph()
 	if file == "" {
 		file = g.File

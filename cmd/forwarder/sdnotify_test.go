@@ -71,7 +71,7 @@ func nextNotify(t *testing.T, msgs <-chan string, want string) string {
 	t.Helper()
 	select {
 	case m := <-msgs:
-		if !strings.HasPrefix(m, want+"\n") {
+		if !strings.HasPrefix(m, want) {
 			t.Fatalf("notification %q, want %s first", m, want)
 		}
 		return m
@@ -88,11 +88,12 @@ func nextNotify(t *testing.T, msgs <-chan string, want string) string {
 // STOPPING=1. Plugins the graph would start do not inherit the variable.
 func TestSDNotify(t *testing.T) {
 	config, pcap := serviceGraph(t)
+	sock := filepath.Join(t.TempDir(), "svc.sock")
 	msgs := fakeNotifySocket(t)
 	var out, errs lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main([]string{"run", "-config", config, "-duration", "3s", "-stats", "off", "-control", "off", "-nopin", "-quiet"}, &out, &errs)
+		done <- Main([]string{"run", "-config", config, "-duration", "4s", "-stats", "off", "-control", sock, "-nopin", "-quiet"}, &out, &errs)
 	}()
 	ready := nextNotify(t, msgs, "READY=1")
 	if _, err := os.Stat(pcap); err != nil {
@@ -113,6 +114,15 @@ func TestSDNotify(t *testing.T) {
 	if again := nextNotify(t, msgs, "READY=1"); !strings.Contains(again, "(generation 2)") {
 		t.Errorf("READY=1 after the reload: %q", again)
 	}
+	// A reload over the control socket (no SIGHUP): the status follows
+	// within a second.
+	if code, out, errs := forwarder(t, "reload", "-control", sock); code != 0 {
+		t.Fatalf("reload over the control socket: exit %d\n%s%s", code, out, errs)
+	}
+	if st := nextNotify(t, msgs, "STATUS=running"); !strings.Contains(st, "(generation 3)") {
+		t.Errorf("status after a reload over the control socket: %q", st)
+	}
+
 	// A reload that fails: READY=1 again, the same generation, and a
 	// status saying so.
 	if err := os.WriteFile(config, []byte("[graph]\nlinks = [\"FromDevice(nosuch) -> Discard\"]\n"), 0o644); err != nil {
@@ -120,7 +130,7 @@ func TestSDNotify(t *testing.T) {
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	nextNotify(t, msgs, "RELOADING=1")
-	if failed := nextNotify(t, msgs, "READY=1"); !strings.Contains(failed, "(generation 2)") || !strings.Contains(failed, "; the last reload failed, graph unchanged: "+config+":") {
+	if failed := nextNotify(t, msgs, "READY=1"); !strings.Contains(failed, "(generation 3)") || !strings.Contains(failed, "; the last reload failed, graph unchanged: "+config+":") {
 		t.Errorf("READY=1 after a failed reload: %q", failed)
 	}
 	if stop := nextNotify(t, msgs, "STOPPING=1"); !strings.Contains(stop, "STATUS=stopping") {
