@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // fragLib sends a UDP datagram as IPv4 fragments of 1480 payload bytes
@@ -44,10 +45,11 @@ def send_reversed(src, dst, sport, dport, data, ident):
 // fragEcho is a UDP server on argv[1]:argv[2]: it answers every
 // 3000-byte datagram with the datagram reversed (argv[4] "reversed": sent
 // as fragments last first), prints "from HOST" for each, and exits after
-// argv[3] of them or 15 s without one.
+// argv[3] of them or 15 s without one. It prints "ready" once bound.
 const fragEcho = fragLib + `
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
+print("ready", flush=True)
 s.settimeout(15)
 want, n = int(sys.argv[3]), 0
 while n < want:
@@ -91,6 +93,41 @@ for i in range(n):
 print(ok)
 `
 
+// logLosses logs every element's drops and consumptions that grew
+// between two snapshots, and the devices' counters, to say where a
+// missing datagram went.
+func logLosses(t *testing.T, before, after *pipeline.Snapshot) {
+	t.Helper()
+	old := map[string]uint64{}
+	key := func(e *pipeline.ElementStats, c string) string { return fmt.Sprintf("%s/w%d %s", e.Element, e.Worker, c) }
+	for i := range before.Elements {
+		e := &before.Elements[i]
+		for _, c := range e.Counters {
+			old[key(e, c.Name)] = c.Value
+		}
+	}
+	for i := range after.Elements {
+		e := &after.Elements[i]
+		for _, c := range e.Counters {
+			if (c.Drop || c.Consumed) && c.Value > old[key(e, c.Name)] {
+				t.Logf("%s: +%d", key(e, c.Name), c.Value-old[key(e, c.Name)])
+			}
+		}
+	}
+	t.Logf("devices: %+v", after.Devices)
+}
+
+// startEcho starts fragEcho in ns on bind:port and waits until it is
+// bound (a loaded machine can take seconds to start python).
+func startEcho(t *testing.T, ns *netns.NS, bind string, port, n int, mode string) *netns.Proc {
+	t.Helper()
+	s := ns.Start("python3", "-c", fragEcho, bind, strconv.Itoa(port), strconv.Itoa(n), mode)
+	waitFor(t, 20*time.Second, "the UDP server's bind", func() (bool, string) {
+		return strings.HasPrefix(s.Output(), "ready"), s.Output()
+	})
+	return s
+}
+
 // RFC 4787 REQ-14 (fragments in and out of the NAT, in and out of order)
 // and RFC 791 (fragmentation on output), through configs/nat-gateway.toml
 // as shipped (2 workers): ordinary hosts exchange 3000-byte UDP datagrams,
@@ -111,22 +148,22 @@ func TestNATGatewayFragments(t *testing.T) {
 
 	exchange := func(t *testing.T, srv, cli *netns.NS, bind, src, dst string, port int, wantFrom, mode string) {
 		t.Helper()
-		s := srv.Start("python3", "-c", fragEcho, bind, strconv.Itoa(port), strconv.Itoa(n), mode)
+		s := startEcho(t, srv, bind, port, n, mode)
 		defer s.Kill()
-		time.Sleep(300 * time.Millisecond) // the server's bind
 		out, err := cli.Run("python3", "-c", fragClient, dst, strconv.Itoa(port), strconv.Itoa(n), src, mode)
 		if err != nil {
 			t.Fatalf("client: %v: %s", err, out)
 		}
 		s.Wait(5 * time.Second)
 		froms := strings.Count(s.Output(), "from ")
+		lines := strings.TrimPrefix(strings.TrimSpace(s.Output()), "ready")
 		if got := strings.TrimSpace(out); got != strconv.Itoa(n) {
 			t.Errorf("%s answers came back intact, want %d (the server got %d)", got, n, froms)
 		}
 		if froms != n {
 			t.Errorf("the server got %d of %d datagrams:\n%s", froms, n, s.Output())
 		}
-		for _, l := range strings.Split(strings.TrimSpace(s.Output()), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
 			if l != "" && l != "from "+wantFrom {
 				t.Errorf("server saw %q, want from %s", l, wantFrom)
 				break
@@ -144,6 +181,9 @@ func TestNATGatewayFragments(t *testing.T) {
 	}
 
 	after := snap().snapshot(t)
+	if t.Failed() {
+		logLosses(t, before, after)
+	}
 	delta := func(typ, name string) uint64 { return counter(after, typ, name) - counter(before, typ, name) }
 	t.Logf("IPReassembler: datagrams %d, out of order %d, handed off %d, handed in %d; IPFragmenter: fragmented %d, fragments %d; Conntrack invalid: fragment %d",
 		delta("IPReassembler", "datagrams"), delta("IPReassembler", "out of order"), delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"),
@@ -224,21 +264,23 @@ func TestNATGatewayFragmentFlood(t *testing.T) {
 	flood := tp.ot.Start("python3", "-c", fragFlood, natOutside, natWANAddr, "40000")
 	defer flood.Kill()
 	time.Sleep(200 * time.Millisecond)
-	s := tp.ot.Start("python3", "-c", fragEcho, natOutside, "7000", strconv.Itoa(n), "in order")
+	s := startEcho(t, tp.ot, natOutside, 7000, n, "in order")
 	defer s.Kill()
-	time.Sleep(300 * time.Millisecond)
 	out, err := tp.in.Run("python3", "-c", fragClient, natOutside, "7000", strconv.Itoa(n), natInside, "in order")
 	if err != nil {
 		t.Fatalf("client: %v: %s", err, out)
 	}
 	if got := strings.TrimSpace(out); got != strconv.Itoa(n) {
-		t.Errorf("during the flood %s of %d answers came back", got, n)
+		t.Errorf("during the flood %s of %d answers came back (the server got %d)", got, n, strings.Count(s.Output(), "from "))
 	}
 	if err := flood.Wait(60 * time.Second); err != nil {
 		t.Fatalf("flood: %v: %s", err, flood.Output())
 	}
 	time.Sleep(100 * time.Millisecond)
 	after, rss1 := (&topo{fwd: tp.fwd}).snapshot(t), rss()
+	if t.Failed() {
+		logLosses(t, before, after)
+	}
 	delta := func(name string) uint64 {
 		return counter(after, "IPReassembler", name) - counter(before, "IPReassembler", name)
 	}
