@@ -180,7 +180,9 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 		lent = lendDepth * (ctx.Workers - 1)
 	}
 	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Workers+ctx.Batch, bufSize)
-	e.lend()
+	// Buffers are lent from the worker's own loop (receive, at the first
+	// push or tick), never here: a reload builds this instance on another
+	// goroutine while the running one may be lending on the same ring.
 	return e, nil
 }
 

@@ -268,13 +268,16 @@ func TestEveryFragmentCounted(t *testing.T) {
 }
 
 // twoWorkers builds the instances of one IPReassembler on two workers of
-// one graph.
+// one graph, each past its first tick.
 func twoWorkers(t *testing.T) ([]*elementtest.Harness, []*Reassembler) {
 	st := elements.NewGraphState()
 	hs := make([]*elementtest.Harness, 2)
 	es := make([]*Reassembler, 2)
 	for w := range 2 {
 		hs[w], es[w] = reassembler(t, nil, &elementtest.Options{Worker: w, Workers: 2, State: st, PoolSize: 256})
+	}
+	for _, e := range es {
+		e.Tick(e.now()) // each lends the other its buffers
 	}
 	return hs, es
 }
