@@ -224,7 +224,7 @@ func init() {
 				"atomically (read-copy-update); each batch is looked up in one version. `forwarder routes -config " +
 				"FILE [ADDR]` prints the table size, its memory and the route chosen for an address.",
 		},
-		TakesState: true, // a reload keeps its shared state (reload.go)
+		TakesState: true, // a reload keeps its table (shared.go)
 	})
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/junction-dataplane/junction/elements/ip/tables"
 )
 
-// Routes added live across a reload. A reload that keeps an IPLookup with
-// the same configuration keeps its table, live routes and all (reload.go).
-// One that changes its configuration (a route added to the file, another
+// Routes added live across a reload. A reload that leaves a table's
+// configuration unchanged keeps the table, live routes and all
+// (shared.go). One that changes it (a route added to the file, another
 // routes_file content) builds the table anew from the file, and the
 // routes an operator added with `forwarder route add` would vanish with
 // nothing said: they are applied again on top of the file's routes,
@@ -22,8 +22,9 @@ import (
 //
 //   - the file now has a route for the same prefix: the file's wins (the
 //     operator wrote it since);
-//   - a path leaves by a port the new IPLookup does not have;
-//   - the new IPLookup mirrors the kernel (source = "kernel");
+//   - a path leaves by a port the new table's routes do not name;
+//   - the new table holds the other address family only (family);
+//   - the new table mirrors the kernel (source = "kernel");
 //   - the file's routes and the live ones together exceed max_routes.
 
 var _ elements.ReloadPlanner = (*IPLookup)(nil)
