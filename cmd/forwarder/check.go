@@ -59,6 +59,11 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 	if len(ws) > 0 {
 		note = " (" + count(len(ws), "warning") + ")"
 	}
-	fmt.Fprintf(stdout, "ok: %d elements, %d links, %d devices%s\n", len(g.Elements), len(g.Links), len(g.Devices), note)
+	uses := ""
+	if n := len(g.Instances); n > 0 {
+		// The elements and links counted are the flattened ones.
+		uses = ", " + count(n, "compound use")
+	}
+	fmt.Fprintf(stdout, "ok: %d elements, %d links, %d devices%s%s\n", len(g.Elements), len(g.Links), len(g.Devices), uses, note)
 	return nil
 }

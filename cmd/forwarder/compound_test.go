@@ -96,3 +96,17 @@ func TestCheckCompoundErrorAtUse(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCompoundSummary: check counts the flattened elements and links
+// and says how many compound uses made them.
+func TestCheckCompoundSummary(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "r.toml")
+	os.WriteFile(f, []byte(compoundRouter("arp, ip, -")), 0o644)
+	var out, errb bytes.Buffer
+	if code := Main([]string{"check", "-config", f}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "ok: 20 elements, 21 links, 2 devices, 2 compound uses\n"; out.String() != want {
+		t.Errorf("check says %q, want %q", out.String(), want)
+	}
+}
