@@ -130,7 +130,7 @@ func startEcho(t *testing.T, ns *netns.NS, bind string, port, n int, mode string
 
 // RFC 4787 REQ-14 (fragments in and out of the NAT, in and out of order)
 // and RFC 791 (fragmentation on output), through configs/nat-gateway.toml
-// as shipped (2 workers): ordinary hosts exchange 3000-byte UDP datagrams,
+// as shipped (2 workers), and with 1 and 4 (-nopin): ordinary hosts exchange 3000-byte UDP datagrams,
 // which their kernels fragment at the links' 1500 bytes (and, a second
 // time, python sends as raw fragments last first), both ways, to an
 // outside server (masqueraded) and to the DNAT'd UDP port (the inside
@@ -139,7 +139,22 @@ func startEcho(t *testing.T, ns *netns.NS, bind string, port, n int, mode string
 // owning their flow) and fragmented them again on the way out.
 func TestNATGatewayFragments(t *testing.T) {
 	netns.RequireTool(t, "python3")
+	for _, run := range []struct {
+		workers int
+		args    []string
+	}{
+		{2, nil}, // the config's
+		{1, []string{"-workers", "1"}},
+		{4, []string{"-workers", "4", "-nopin"}},
+	} {
+		t.Run(fmt.Sprintf("workers=%d", run.workers), func(t *testing.T) { natFragments(t, run.workers, run.args) })
+	}
+}
+
+// natFragments is TestNATGatewayFragments with the given workers.
+func natFragments(t *testing.T, workers int, args []string) {
 	tp := newNATTopo(t)
+	tp.runArgs = args
 	p := tp.start(t)
 	defer p.Kill()
 	snap := func() *topo { return &topo{fwd: tp.fwd} }
@@ -197,8 +212,8 @@ func TestNATGatewayFragments(t *testing.T) {
 	if d := delta("IPFragmenter", "fragmented"); d < 8*n {
 		t.Errorf("IPFragmenter split %d datagrams, want at least %d", d, 8*n)
 	}
-	if off, in := delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"); off == 0 || off != in {
-		t.Errorf("handed off %d, handed in %d: with two workers some datagrams belong to the other worker's flows", off, in)
+	if off, in := delta("IPReassembler", "handed off"), delta("IPReassembler", "handed in"); off != in || (workers > 1) != (off > 0) {
+		t.Errorf("handed off %d, handed in %d with %d workers: with more than one some datagrams belong to another worker's flows", off, in, workers)
 	}
 	if d := delta("Conntrack", "invalid: fragment"); d != 0 {
 		t.Errorf("Conntrack saw %d fragments", d)
