@@ -113,6 +113,7 @@ router bgp 65001
 	}
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	kernelRoute(t, tp, "2001:db8:16::/48", true)
+	routed(t, tp.cli, "10.16.0.5", true)
 	pingOK(t, tp.cli, "10.16.0.5")
 	ping6OK(t, tp.cli, "2001:db8:16::5")
 
@@ -137,7 +138,7 @@ router bgp 65001
 		t.Fatalf("birdc disable s16: %v: %s", err, out)
 	}
 	kernelRoute(t, tp, "10.16.0.0/12", false)
-	time.Sleep(100 * time.Millisecond)
+	routed(t, tp.cli, "10.16.0.5", false)
 	if out, err := tp.cli.Run("ping", "-c5", "-i0.1", "-W1", "10.16.0.5"); err == nil || !strings.Contains(out, "100% packet loss") {
 		t.Errorf("10.16.0.5 still reached after its route was withdrawn:\n%s", out)
 	}

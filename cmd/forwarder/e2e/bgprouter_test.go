@@ -241,6 +241,17 @@ func kernelRoute(t *testing.T, tp *topo, prefix string, want bool) {
 	})
 }
 
+// routed waits until dst answers a ping from ns (reachable) or stops
+// answering: the forwarder follows the kernel's table within milliseconds
+// on a quiet machine, later on a loaded one.
+func routed(t *testing.T, ns *netns.NS, dst string, reachable bool) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("%s reachable=%v", dst, reachable), func() (bool, string) {
+		out, err := ns.Run("ping", "-c1", "-W1", dst)
+		return (err == nil) == reachable, out
+	})
+}
+
 // TestBGPRouter: BIRD in the router's namespace peers with BIRD in srv
 // over the forwarded WAN link; the session stays established through an
 // iperf3 load through the router; the route it learns is forwarded by
@@ -257,6 +268,7 @@ func TestBGPRouter(t *testing.T) {
 
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	kernelRoute(t, tp, "2001:db8:16::/48", true)
+	routed(t, tp.cli, "10.16.0.5", true)
 	pingOK(t, tp.cli, "10.16.0.5")
 	ping6OK(t, tp.cli, "2001:db8:16::5")
 
@@ -318,7 +330,7 @@ func TestBGPRouter(t *testing.T) {
 			t.Fatalf("birdc disable s16: %v: %s", err, out)
 		}
 		kernelRoute(t, tp, "10.16.0.0/12", false)
-		time.Sleep(100 * time.Millisecond) // the mirror follows the kernel within milliseconds
+		routed(t, tp.cli, "10.16.0.5", false)
 		if out, err := tp.cli.Run("ping", "-c5", "-i0.1", "-W1", "10.16.0.5"); err == nil || !strings.Contains(out, "100% packet loss") {
 			t.Errorf("10.16.0.5 still reached after its route was withdrawn:\n%s", out)
 		}
@@ -326,6 +338,7 @@ func TestBGPRouter(t *testing.T) {
 			t.Fatalf("birdc enable s16: %v: %s", err, out)
 		}
 		kernelRoute(t, tp, "10.16.0.0/12", true)
+		routed(t, tp.cli, "10.16.0.5", true)
 		pingOK(t, tp.cli, "10.16.0.5")
 		ping6OK(t, tp.cli, "2001:db8:16::5") // the IPv6 route stayed
 	})
@@ -360,6 +373,7 @@ func TestBGPRouter(t *testing.T) {
 			return up, out
 		})
 		kernelRoute(t, tp, "10.16.0.0/12", true)
+		routed(t, tp.cli, "10.16.0.5", true)
 		pingOK(t, tp.cli, "10.16.0.5")
 	})
 }

@@ -116,6 +116,7 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 	tp, _ := newBGPTopo(t, edit)
 	router, _ := birdPeers(t, tp)
 	kernelRoute(t, tp, "10.16.0.0/12", true)
+	routed(t, tp.cli, "10.16.0.5", true)
 	pingOK(t, tp.cli, "10.16.0.5")
 	since, _, _ := router.session("uplink")
 	since6, _, _ := router.session("uplink6")
