@@ -158,6 +158,9 @@ Each command has its own page, forwarder-COMMAND(1); "forwarder help COMMAND" or
 .B NOTIFY_SOCKET
 set by systemd for a unit of Type=notify: forwarder run sends READY=1 once its devices are open, RELOADING=1 and READY=1 around a SIGHUP reload, and STOPPING=1.
 .TP
+.B WATCHDOG_USEC
+set by systemd for a unit with WatchdogSec=: forwarder run sends WATCHDOG=1 twice per period while every worker makes rounds, and stops (with a warning) while one is stuck.
+.TP
 .B JUNCTION_KERNEL_MISSING
 kernel features to treat as missing (forwarder\-features(1)).
 `)

@@ -210,6 +210,15 @@ func run(ctx context.Context, g *pipeline.Graph, o runOptions, stdout, stderr io
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
 	prev := r.Snapshot()
+	// systemd's watchdog (WatchdogSec=): alive while every worker makes
+	// rounds (sdnotify.go).
+	var watchdog <-chan time.Time
+	if every := o.notify.watchdogEvery(); every > 0 {
+		wt := time.NewTicker(every)
+		defer wt.Stop()
+		watchdog = wt.C
+	}
+	wdPrev := prev
 	why := ""
 loop:
 	for {
@@ -223,6 +232,10 @@ loop:
 			// A reload over the control socket: the service
 			// manager's status names the new generation.
 			o.notify.generationChanged(r)
+		case <-watchdog:
+			cur := r.Snapshot()
+			o.notify.watchdog(wdPrev, cur, stderr)
+			wdPrev = cur
 		case <-r.Done():
 			o.notify.stopping("the graph stopped")
 			break loop

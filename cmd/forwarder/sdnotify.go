@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,10 @@ type sdNotifier struct {
 	// would come between the two).
 	gen       atomic.Uint64
 	reloading atomic.Bool
+	// every is how often to tell the watchdog (half of WatchdogSec=; 0:
+	// no watchdog); stalled is set while a worker makes no rounds.
+	every   time.Duration
+	stalled bool
 }
 
 // newSDNotifier connects to $NOTIFY_SOCKET, or returns nil when it is
@@ -41,7 +47,13 @@ func newSDNotifier() (*sdNotifier, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	os.Unsetenv("NOTIFY_SOCKET")
+	every, err := watchdogEnv(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range []string{"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"} {
+		os.Unsetenv(v)
+	}
 	// A path, or "@name" for Linux's abstract namespace (the net
 	// package maps the leading @ to the NUL byte). systemd may also name
 	// an AF_VSOCK address ("vsock:CID:PORT") for a whole virtual machine;
@@ -53,7 +65,66 @@ func newSDNotifier() (*sdNotifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("NOTIFY_SOCKET: %w", err)
 	}
-	return &sdNotifier{conn: c}, nil
+	return &sdNotifier{conn: c, every: every}, nil
+}
+
+// watchdogEnv reads systemd's watchdog variables: WATCHDOG_USEC is
+// WatchdogSec= in microseconds, WATCHDOG_PID the process it is meant for
+// (unset: this one). The forwarder tells the watchdog twice per period.
+func watchdogEnv(usec, pid string, self int) (time.Duration, error) {
+	if usec == "" || pid != "" && pid != strconv.Itoa(self) {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(usec, 10, 63)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("WATCHDOG_USEC=%q: want a positive number of microseconds", usec)
+	}
+	return time.Duration(n) * time.Microsecond / 2, nil
+}
+
+// watchdogEvery is how often run calls watchdog (0: never).
+func (n *sdNotifier) watchdogEvery() time.Duration {
+	if n == nil {
+		return 0
+	}
+	return n.every
+}
+
+// watchdog tells systemd the forwarder is alive — WATCHDOG=1 — when every
+// worker that runs made rounds between the two snapshots. An idle worker
+// still makes one at least every millisecond (it sleeps in bounded
+// waits); one that made none is stuck (an element that never returns, a
+// system call that blocks), and then the forwarder stays silent: after
+// WatchdogSec systemd sends SIGABRT, whose goroutine dump in the journal
+// shows where it hangs, and restarts the service.
+func (n *sdNotifier) watchdog(prev, cur *pipeline.Snapshot, stderr io.Writer) {
+	stuck := stalledWorkers(prev, cur)
+	if len(stuck) == 0 {
+		n.stalled = false
+		n.send("WATCHDOG=1")
+		return
+	}
+	if !n.stalled {
+		fmt.Fprintf(stderr, "watchdog: worker %v made no round in %v: not telling systemd the forwarder is alive (WatchdogSec restarts it, with a stack dump)\n",
+			stuck, cur.Uptime-prev.Uptime)
+	}
+	n.stalled = true
+}
+
+// stalledWorkers lists the workers that ran in both snapshots without
+// making a round in between.
+func stalledWorkers(prev, cur *pipeline.Snapshot) []int {
+	before := map[int]pipeline.WorkerStats{}
+	for _, w := range prev.Workers {
+		before[w.Worker] = w
+	}
+	var stuck []int
+	for _, w := range cur.Workers {
+		if p, ok := before[w.Worker]; ok && p.Running && w.Running && w.Rounds == p.Rounds {
+			stuck = append(stuck, w.Worker)
+		}
+	}
+	return stuck
 }
 
 // send writes one notification: the lines in one datagram.

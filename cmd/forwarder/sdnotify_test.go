@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,5 +252,63 @@ func TestOtherNetns(t *testing.T) {
 			t.Fatal("a process in another namespace is not told apart")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSDWatchdog: with WATCHDOG_USEC (systemd's WatchdogSec=) the
+// forwarder sends WATCHDOG=1 twice per period while its workers make
+// rounds; WATCHDOG_PID naming another process means no watchdog here.
+func TestSDWatchdog(t *testing.T) {
+	config, _ := serviceGraph(t)
+	for _, c := range []struct {
+		pid   string
+		pings bool
+	}{{"", true}, {strconv.Itoa(os.Getpid()), true}, {"1", false}} {
+		msgs := fakeNotifySocket(t)
+		t.Setenv("WATCHDOG_USEC", "200000")
+		t.Setenv("WATCHDOG_PID", c.pid)
+		var out, errs lockedBuffer
+		if code := Main([]string{"run", "-config", config, "-duration", "1s", "-stats", "off", "-control", "off", "-nopin", "-quiet"}, &out, &errs); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs.String())
+		}
+		pings := 0
+		for len(msgs) > 0 {
+			if m := <-msgs; m == "WATCHDOG=1\n" {
+				pings++
+			}
+		}
+		// Every 100 ms for a second: at least a few, however loaded.
+		if c.pings && pings < 3 || !c.pings && pings > 0 {
+			t.Errorf("WATCHDOG_PID=%q: %d pings in 1 s at WATCHDOG_USEC=200000", c.pid, pings)
+		}
+		for _, v := range []string{"WATCHDOG_USEC", "WATCHDOG_PID"} {
+			if _, ok := os.LookupEnv(v); ok {
+				t.Errorf("%s still set: a plugin would inherit it", v)
+			}
+		}
+	}
+	if _, err := watchdogEnv("x", "", 1); err == nil {
+		t.Error("WATCHDOG_USEC=x accepted")
+	}
+}
+
+// TestStalledWorkers: a worker that ran in both snapshots with the same
+// round count is stalled; one that made rounds, started or stopped since
+// is not.
+func TestStalledWorkers(t *testing.T) {
+	snap := func(ws ...pipeline.WorkerStats) *pipeline.Snapshot { return &pipeline.Snapshot{Workers: ws} }
+	prev := snap(
+		pipeline.WorkerStats{Worker: 0, Rounds: 10, Running: true},
+		pipeline.WorkerStats{Worker: 1, Rounds: 10, Running: true},
+		pipeline.WorkerStats{Worker: 2, Rounds: 10, Running: true},
+	)
+	cur := snap(
+		pipeline.WorkerStats{Worker: 0, Rounds: 11, Running: true},
+		pipeline.WorkerStats{Worker: 1, Rounds: 10, Running: true},
+		pipeline.WorkerStats{Worker: 2, Rounds: 10, Running: false},
+		pipeline.WorkerStats{Worker: 3, Rounds: 0, Running: true},
+	)
+	if got := stalledWorkers(prev, cur); len(got) != 1 || got[0] != 1 {
+		t.Errorf("stalled %v, want [1]", got)
 	}
 }
