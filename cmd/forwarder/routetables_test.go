@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,5 +97,45 @@ func TestRouteTables(t *testing.T) {
 	code, out, errs = ctl(t, sock, "show", "routes")
 	if code != 0 || !strings.Contains(out, "10.7.5.1/32 blackhole  [live]\n") || !strings.Contains(out, "table main: 4 routes (source config)") {
 		t.Errorf("show routes: %d %q %q", code, out, errs)
+	}
+}
+
+// tableReloadGraph: rt and rte read table main, which holds routes.
+func tableReloadGraph(routes string) string {
+	return "[devices.a]\ndriver = \"gen\"\nrate = 1000\n\n[tables.main]\nroutes = [" + routes + "]\n\n" +
+		"[elements.rt]\ntype = \"IPLookup\"\n\n[elements.rte]\ntype = \"IPLookup\"\n\n[graph]\nlinks = [\"FromDevice(a) -> c :: Classifier(ip, -)\", " +
+		"\"c[0] -> rt\", \"c[1] -> rte\", \"rt[0] -> Discard\", \"rt[1] -> Discard\", \"rte[0] -> Discard\", \"rte[1] -> Discard\"]\n"
+}
+
+// TestReloadTable: a reload that changes table main's routes builds it
+// anew with the routes added live on top, reported once (not per
+// lookup), and both lookups read the new table; an unchanged reload keeps
+// it as it is.
+func TestReloadTable(t *testing.T) {
+	dir := t.TempDir()
+	v1, v2 := filepath.Join(dir, "v1.toml"), filepath.Join(dir, "v2.toml")
+	src1 := tableReloadGraph(`"10.1.0.0/24 out 0", "0.0.0.0/0 via 10.2.0.2 out 1"`)
+	src2 := tableReloadGraph(`"10.1.0.0/24 out 0", "0.0.0.0/0 via 10.2.0.3 out 1"`)
+	os.WriteFile(v1, []byte(src1), 0o644)
+	os.WriteFile(v2, []byte(src2), 0o644)
+	sock := ctlRouterFile(t, v1, []byte(src1))
+	if code, out, errs := ctl(t, sock, "route", "add", "10.7.0.0/16", "via", "10.2.0.7", "out", "1"); code != 0 || !strings.Contains(out, "added table main") {
+		t.Fatalf("route add: exit %d: %s %s", code, out, errs)
+	}
+	code, out, errs := ctl(t, sock, "reload", "-config", v2)
+	kept := "rt (IPLookup): live route kept: 10.7.0.0/16 via 10.2.0.7 out 1 (applied over the file's routes)"
+	if code != 0 || !strings.Contains(out, kept) || strings.Contains(out, "rte (IPLookup): live route") {
+		t.Fatalf("reload: exit %d: %s %s", code, out, errs)
+	}
+	for _, el := range []string{"rt", "rte"} {
+		_, routes, _ := ctl(t, sock, "show", "routes", "-element", el)
+		want := "0.0.0.0/0 via 10.2.0.3 out 1\n10.1.0.0/24 connected out 0\n10.7.0.0/16 via 10.2.0.7 out 1  [live]\ntable main: 3 routes (source config)\n"
+		if routes != want {
+			t.Errorf("%s's table after the reload:\n%s\nwant\n%s", el, routes, want)
+		}
+	}
+	code, out, _ = ctl(t, sock, "reload", "-config", v2)
+	if code != 0 || !strings.Contains(out, "rt (IPLookup): live route kept: 10.7.0.0/16 via 10.2.0.7 out 1 (the table is kept as it is)") {
+		t.Errorf("an unchanged reload: exit %d:\n%s", code, out)
 	}
 }
