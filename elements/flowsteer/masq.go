@@ -28,8 +28,8 @@ import (
 // and everything else keep the symmetric hash.
 
 // PortUnit is how many consecutive ports belong to one worker: a unit of
-// ports' metadata in SNAT's mapping table (40 bytes a port) spans ten
-// cache lines, so two workers seldom write one line.
+// SNAT's mapping table (20 to 2 bytes a port in its arrays) spans whole
+// or most of cache lines, so two workers seldom write one line.
 const PortUnit = 16
 
 // Masq is one masquerading SNAT's steering: packets from Inside networks

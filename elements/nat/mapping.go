@@ -23,8 +23,8 @@ import (
 // outside ports it owns: the inside port itself when it is free (port
 // preservation), else a free port of the same parity (RFC 4787 REQ-3/4),
 // else any free port of its own. The mappings are a table per outside
-// address and protocol, indexed by port (an 8-byte word and 32 bytes of
-// metadata a port, written only by the port's owner); an inside endpoint
+// address and protocol, indexed by port (34 bytes a port, written only
+// by the port's owner); an inside endpoint
 // whose mapping is
 // not its own port is found through the worker's index (mapIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
@@ -83,9 +83,6 @@ type portMeta struct {
 	remote [2]uint32
 	// ref and tag name the last flow bound to the mapping.
 	ref, tag uint32
-	// pos is the port's place in its owner's free stack while free.
-	pos uint16
-	_   [2]byte
 }
 
 // mapStore is an SNAT element's mappings, shared by its workers'
@@ -103,10 +100,13 @@ type mapStore struct {
 	// until[proto][address][port-lo]: when (Conntrack's clock >> 30,
 	// about seconds) the mapping may end if no flow of it is tracked.
 	until [2][][]uint32
-	mw    []*mapWorker
-	masq  *flowsteer.Masq // published steering (nil: one worker, none needed)
-	name  string
-	mem   *hugeMem // where the tables are cut from (nil: the Go heap)
+	// pos[proto][address][port-lo]: the port's place in its owner's
+	// free stack while free.
+	pos  [2][][]uint16
+	mw   []*mapWorker
+	masq *flowsteer.Masq // published steering (nil: one worker, none needed)
+	name string
+	mem  *hugeMem // where the tables are cut from (nil: the Go heap)
 	// inside: the networks whose hosts reach each other's mappings
 	// (hairpinning).
 	inside []flowsteer.Prefix
@@ -131,6 +131,7 @@ type mapTable struct {
 	words []atomic.Uint64
 	meta  []portMeta
 	until []uint32
+	pos   []uint16
 	free  *[2][]uint16
 	pi    int
 	ai    int
@@ -146,15 +147,17 @@ func protoIndex(proto uint8) int {
 func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering int, timeout [2]uint32) *mapStore {
 	s := &mapStore{addrs: addrs, lo: lo, hi: hi, workers: workers, filtering: filtering, timeout: timeout, name: name}
 	span := int(hi-lo) + 1
-	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8+4) + 3*64))
+	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8+4+2) + 4*64))
 	for pi := range s.words {
 		s.words[pi] = make([][]atomic.Uint64, len(addrs))
 		s.meta[pi] = make([][]portMeta, len(addrs))
 		s.until[pi] = make([][]uint32, len(addrs))
+		s.pos[pi] = make([][]uint16, len(addrs))
 		for ai := range addrs {
 			s.words[pi][ai] = cut[atomic.Uint64](s.mem, span)
 			s.until[pi][ai] = cut[uint32](s.mem, span)
 			s.meta[pi][ai] = cut[portMeta](s.mem, span)
+			s.pos[pi][ai] = cut[uint16](s.mem, span)
 		}
 	}
 	s.mw = make([]*mapWorker, workers)
@@ -164,7 +167,7 @@ func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering 
 // table returns worker m's view of address ai and protocol pi (m nil:
 // without the free ports, for reading).
 func (s *mapStore) table(m *mapWorker, pi, ai int) mapTable {
-	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], until: s.until[pi][ai], pi: pi, ai: ai}
+	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], until: s.until[pi][ai], pos: s.pos[pi][ai], pi: pi, ai: ai}
 	if m != nil {
 		t.free = &m.free[pi][ai]
 	}
@@ -188,7 +191,7 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 		m.sweep[pi] = make([]uint32, len(s.addrs))
 		m.dry[pi] = make([]uint32, len(s.addrs))
 		for ai, a := range s.addrs {
-			meta := s.meta[pi][ai]
+			pos := s.pos[pi][ai]
 			for p := int(s.lo); p <= int(s.hi); p++ {
 				port := uint16(p)
 				if flowsteer.Port(port, s.workers) != w || steer.IsPublic(proto, a, port) {
@@ -200,7 +203,7 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 				st := m.free[pi][ai][par]
 				rand.Shuffle(len(st), func(i, j int) { st[i], st[j] = st[j], st[i] })
 				for i, port := range st {
-					meta[port-s.lo].pos = uint16(i)
+					pos[port-s.lo] = uint16(i)
 				}
 				m.owned += len(st)
 			}
@@ -245,13 +248,13 @@ func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16
 // take removes port from its free stack (it is free and owned).
 func (s *mapStore) take(t *mapTable, port uint16) {
 	st := &t.free[port&1]
-	i := t.meta[port-s.lo].pos
+	i := t.pos[port-s.lo]
 	if int(i) >= len(*st) || (*st)[i] != port {
 		return // not on the stack (dropped as a DNAT port since)
 	}
 	last := (*st)[len(*st)-1]
 	(*st)[i] = last
-	t.meta[last-s.lo].pos = i
+	t.pos[last-s.lo] = i
 	*st = (*st)[:len(*st)-1]
 }
 
@@ -301,7 +304,7 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 // putFree puts port back on its free stack.
 func (s *mapStore) putFree(t *mapTable, port uint16) {
 	st := &t.free[port&1]
-	t.meta[port-s.lo].pos = uint16(len(*st))
+	t.pos[port-s.lo] = uint16(len(*st))
 	*st = append(*st, port)
 }
 

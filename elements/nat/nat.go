@@ -296,8 +296,8 @@ func init() {
 				"`inside` key), so the owner of an inside port decides all the flows of its endpoints and gives them its " +
 				"own ports: the inside port when free, else a port of the same parity, else any. A worker whose ports " +
 				"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
-				"(\"mapping fallback\"). Memory: 40 bytes per port of the range per address and protocol (5 MiB for one " +
-				"address and the default range), shared by the workers.",
+				"(\"mapping fallback\"). Memory: 34 bytes per port of the range per address and protocol (4.2 MiB for one " +
+				"address and the default range) and an index of 10 bytes per port per worker, shared by the workers.",
 		},
 		TakesState: true, // a reload keeps its bindings (reload.go)
 	})
@@ -530,7 +530,7 @@ type SNAT struct {
 	// The batch's new flows through the mapping (warmMapped): nm of
 	// them, the lines each reads first, and each position's (index + 1).
 	nm  int
-	mpf [packet.MaxBatch][3]uintptr
+	mpf [packet.MaxBatch][4]uintptr
 	mat [packet.MaxBatch]uint16
 }
 

@@ -229,10 +229,15 @@ func (e *SNAT) warmMapped(k *conntrack.Tuple, pos int) {
 	if a < s.lo || a > s.hi {
 		a = s.lo // no slot of its own: any line will do
 	}
-	e.mpf[j] = [3]uintptr{
+	e.mpf[j] = [4]uintptr{
 		uintptr(unsafe.Pointer(&s.words[pi][ai][a-s.lo])),
 		uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)])),
 		uintptr(unsafe.Pointer(&s.until[pi][ai][a-s.lo])),
+		uintptr(unsafe.Pointer(&s.words[pi][ai][a-s.lo])), // a repeat when no mapping is likely
+	}
+	if f := &m.free[pi][ai]; len(f[0])+len(f[1]) > 0 {
+		// A new mapping is likely: its port's metadata is written.
+		e.mpf[j][3] = uintptr(unsafe.Pointer(&s.meta[pi][ai][a-s.lo]))
 	}
 	if j < claimAhead {
 		e.warmLines(j)
