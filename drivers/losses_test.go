@@ -19,6 +19,7 @@ var losses = map[string]bool{
 	"tx_ring_empty": false, "rx_fill_empty": false, "rx_pool_empty": false, "tx_kicks_failed": false,
 	"fastpath_egress_disabled": false, "fastpath_egress_off": false,
 	"fastpath_fallbacks": false, "xdp_reattached": false, "fastpath_tc_lost": false,
+	"carrier_changes": false, // tap: the twin's link state copied
 	// not known to have left: the totals count them with the transmit
 	// losses (pipeline.Totals), but nothing says they were lost
 	"tx_unconfirmed": false,
@@ -26,7 +27,7 @@ var losses = map[string]bool{
 	"tx_dropped": true, "tx_dropped_nobuf": true, "tx_dropped_too_long": true, "tx_errors": true,
 	"tx_invalid_descs": true, "rx_invalid": true, "rx_ring_full": true, "rx_kernel_dropped": true,
 	"rx_dropped_queue_removed": true, "rx_dropped_reload_aborted": true, "rx_truncated": true,
-	"read_errors": true, "oversize": true, "fastpath_redirect_errors": true,
+	"read_errors": true, "rx_errors": true, "oversize": true, "fastpath_redirect_errors": true,
 	"link_rx_dropped": true, "link_tx_dropped": true, "link_rx_missed_errors": true, "link_peer_tx_dropped": true,
 }
 
