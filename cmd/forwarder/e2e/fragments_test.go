@@ -315,3 +315,33 @@ func TestNATGatewayFragmentFlood(t *testing.T) {
 		t.Errorf("RSS grew by %d KiB during the flood", grow)
 	}
 }
+
+// Hairpinning with fragments (RFC 4787 REQ-9 and REQ-14): a second inside
+// host sends 3000-byte datagrams to the gateway's public address and
+// DNAT'd UDP port, in order and last fragment first; the inside server
+// answers them (from the router's public address, as the hairpin SNAT
+// presents the client) and every answer comes back through the gateway.
+func TestNATGatewayHairpinFragments(t *testing.T) {
+	netns.RequireTool(t, "python3")
+	tp, in2 := newNATHairpinTopo(t)
+	p := tp.start(t)
+	defer p.Kill()
+	const n = 10
+	for _, mode := range []string{"in order", "reversed"} {
+		t.Run(mode, func(t *testing.T) {
+			s := startEcho(t, tp.in, natInside, natUDPPort, n, mode)
+			defer s.Kill()
+			out, err := in2.Run("python3", "-c", fragClient, natWANAddr, strconv.Itoa(natUDPPort), strconv.Itoa(n), natInside2, mode)
+			if err != nil {
+				t.Fatalf("client: %v: %s", err, out)
+			}
+			s.Wait(5 * time.Second)
+			if got := strings.TrimSpace(out); got != strconv.Itoa(n) {
+				t.Errorf("%s of %d answers came back", got, n)
+			}
+			if froms := strings.Count(s.Output(), "from "+natWANAddr); froms != n {
+				t.Errorf("the server got %d of %d datagrams from %s:\n%s", froms, n, natWANAddr, s.Output())
+			}
+		})
+	}
+}
