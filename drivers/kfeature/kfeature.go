@@ -62,8 +62,8 @@ var Catalog = []Info{
 	{LPMTrie, "4.11", "the fast path's route tables", "no in-kernel fast path: the graph forwards everything", true},
 	{PerCPUArray, "4.6", "the fast path's counters", "no in-kernel fast path: the graph forwards everything", true},
 	{MmapableArray, "5.5", "the fast path's per-flow counters, read without system calls", "no in-kernel fast path: the graph forwards everything", true},
-	{TCX, "6.6", "the fast path's TC ingress program (the hand-off to TC)", "outputs are reached by XDP redirects, as without xdp_adjust_meta", true},
-	{RedirectPeer, "5.10", "the TC program's redirect into a veth's peer", "outputs are reached by XDP redirects, as without xdp_adjust_meta", true},
+	{TCX, "6.6", "the fast path's TC ingress programs: afxdp's hand-off to TC, afpacket's fast path in TC", "afxdp: outputs are reached by XDP redirects, as without xdp_adjust_meta; afpacket: no fast path (fastpath = \"auto\" runs without, \"tc\" is an error)", true},
+	{RedirectPeer, "5.10", "the TC programs' redirect into a veth's peer", "afxdp: outputs are reached by XDP redirects, as without xdp_adjust_meta; afpacket: bpf_redirect into the veth (through its peer's backlog queue)", true},
 	{RawTracepoint, "4.17", "the fast path's watcher of refused redirects (xdp:xdp_redirect_err)", "no output can be trusted to take redirected frames: the in-kernel fast path forwards nothing, the graph forwards everything", true},
 	{XDPFeatures, "6.3", "asking whether a device takes XDP-redirected frames (netdev netlink family)", "a device that refuses redirects is found out by its first refused frame (one frame lost per outage)", true},
 }
