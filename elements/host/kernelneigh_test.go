@@ -109,13 +109,6 @@ func TestKernelNeighborsValidate(t *testing.T) {
 		{"refresh", KernelNeighborsConfig{Interface: "wan0h", Device: "wan", Family: "ipv6"}, "refresh"},
 		{"ok", KernelNeighborsConfig{Interface: "wan0h", Device: "wan", Family: "ipv6", Refresh: time.Minute}, ""},
 	} {
-		err := tc.c.Validate()
-		ke, _ := err.(*elements.KeyError)
-		switch {
-		case tc.key == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.key != "" && (ke == nil || ke.Key != tc.key):
-			t.Errorf("%s: err = %v, want key %q", tc.name, err, tc.key)
-		}
+		wantKeyError(t, tc.name, tc.c.Validate(), tc.key)
 	}
 }

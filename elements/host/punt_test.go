@@ -214,14 +214,20 @@ func TestValidate(t *testing.T) {
 		c := defaults()
 		c.Devices = []string{"lan"}
 		tc.mod(c)
-		err := c.Validate()
-		ke, _ := err.(*elements.KeyError)
-		switch {
-		case tc.key == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.key != "" && (ke == nil || ke.Key != tc.key):
-			t.Errorf("%s: err = %v, want key %q", tc.name, err, tc.key)
-		}
+		wantKeyError(t, tc.name, c.Validate(), tc.key)
+	}
+}
+
+// wantKeyError checks a Validate error: none for key "", else one
+// naming key.
+func wantKeyError(t *testing.T, name string, err error, key string) {
+	t.Helper()
+	ke, _ := err.(*elements.KeyError)
+	switch {
+	case key == "" && err != nil:
+		t.Errorf("%s: %v", name, err)
+	case key != "" && (ke == nil || ke.Key != key):
+		t.Errorf("%s: err = %v, want key %q", name, err, key)
 	}
 }
 
