@@ -138,8 +138,8 @@ type SNATConfig struct {
 	Hairpin bool `toml:"hairpin"`
 	// Inside, Mapping, Filtering and the timeouts set the
 	// endpoint-independent mapping (mapping.go, snatmap.go).
-	Inside     string `toml:"inside"`
 	Mapping    string `toml:"mapping"`
+	Inside     string `toml:"inside"`
 	Filtering  string `toml:"filtering"`
 	UDPTimeout string `toml:"udp_timeout"`
 	TCPTimeout string `toml:"tcp_timeout"`
@@ -201,7 +201,10 @@ func init() {
 				"flow's life (a rule change does not move existing flows). DNAT rewrites the destination of every " +
 				"packet whose flow calls for it: the original direction of DNAT'd flows and the reply direction of " +
 				"SNAT'd ones; ICMP errors about such flows get the outer destination and the quoted source " +
-				"translated. L3 and L4 checksums are patched incrementally (a UDP checksum of 0 stays 0).",
+				"translated. L3 and L4 checksums are patched incrementally (a UDP checksum of 0 stays 0). " +
+				"A new flow no rule matches that is for an outside address and port of an SNAT's endpoint-independent " +
+				"mapping is sent to the mapping's inside endpoint when the SNAT's filtering lets it in, or when it comes " +
+				"from the SNAT's inside networks (hairpinning).",
 		},
 		TakesState: true, // a reload keeps its state (reload.go)
 	})
@@ -220,7 +223,7 @@ func init() {
 				"sources rewritten. Put it after IPLookup on the outside path (Linux's POSTROUTING manip).",
 			Keys: []elements.Key{
 				{Name: "to", Type: "string", Doc: "the outside address(es), separated by spaces or commas; an inside host always gets the same one. Empty: only apply existing source rewrites (un-DNAT of replies)"},
-				{Name: "ports", Type: "string", Default: "1024-65535", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
+				{Name: "ports", Type: "string", Default: "\"1024-65535\"", Doc: "source ports (and ICMP identifiers) to allocate, LO-HI"},
 				{Name: "reply_device", Type: "string", Default: "\"\"", Doc: "the device the replies arrive on (e.g. \"wan\"): when its driver " +
 					"reports the NIC's RSS key and indirection table (afxdp on a NIC; not veth), a new flow gets, if it can, a port whose " +
 					"reply lands on a queue this worker polls (no handoff): its own port or one drawn from the flow, else the usual choice"},
