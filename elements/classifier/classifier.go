@@ -88,6 +88,7 @@ side by side without and/or are an error):
             | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
             | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
             | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
+            | "vlan" [ NUMBER ]
             | ( "tcp" | "udp" ) ( src/dst/port primitive )
             | ( "ip" | "ip6" ) ( src/dst/host/net/proto primitive )
 
@@ -113,6 +114,10 @@ Primitives:
                  with: new (no reply seen yet), established, related (an
                  ICMP error about a tracked flow), invalid, or untracked (not
                  seen by a Conntrack); put the Classifier after Conntrack
+  vlan N         the frame's outermost tag (EtherType 0x8100, 802.1Q, or
+                 0x88a8, 802.1ad) carries VLAN id N (1-4094; 0, a priority
+                 tag, and 4095, reserved, are errors); "vlan" alone: any
+                 tagged frame. Put it before VLANDecap, on the trunk
   tcp dst port N tcpdump's qualified form: "tcp dst port 23" is "tcp and
                  dst port 23", "udp port 53" is "udp and port 53", "ip host A"
                  is "ip and host A", "ip6 proto 58" is "ip6 and proto 58"
@@ -120,8 +125,10 @@ Primitives:
 
 What a rule sees:
   - The Ethernet header is at the start of the frame and the network header
-    at the L3 annotation. VLAN tags are not handled: a tagged frame's
-    EtherType is 0x8100 and it matches only "-" (or "not ..." rules).
+    at the L3 annotation. A tagged frame's EtherType is its tag's (0x8100
+    or 0x88a8): it matches "vlan" rules, "-" and "not ..." rules, no
+    arp/ip/ip6 rule; VLANDecap takes the tag off, and a Classifier after it
+    sees the frame inside (docs/vlan.md).
   - IPv4 fields need the 20-byte fixed header in the frame, IPv6 fields the
     40-byte one. IPv4 options are skipped by IHL. IPv6 extension headers
     hop-by-hop, routing, fragment, destination options and AH are walked

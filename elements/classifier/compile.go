@@ -205,6 +205,8 @@ const (
 	etherARP  = 0x0806
 	etherIPv4 = 0x0800
 	etherIPv6 = 0x86dd
+	etherVLAN = 0x8100 // 802.1Q customer tag
+	etherQinQ = 0x88a8 // 802.1ad service tag
 	// noEther and noProto never equal an operand (those fit in 16 and 8
 	// bits): a frame too short to show a field matches no test of it.
 	noEther = 1 << 16
@@ -355,6 +357,12 @@ func (pr *program) classifyCt(d []byte, l3 int, ct uint8) int {
 			}
 		case pCt:
 			ok = uint32(ct) == in.val
+		case pVLAN:
+			// The outermost tag, 802.1Q or 802.1ad (QinQ's service tag).
+			if (f.etype == etherVLAN || f.etype == etherQinQ) && len(d) >= 16 {
+				vid := uint32(binary.BigEndian.Uint16(d[14:]) & 0x0fff)
+				ok = in.val == anyVLAN || vid == in.val
+			}
 		case pNet6:
 			if f.ver == 6 {
 				h := d[l3 : l3+40]

@@ -24,6 +24,7 @@ import (
 //	          | "proto" ( NUMBER | "tcp" | "udp" | "icmp" | "icmp6" )
 //	          | [ "src" | "dst" ] ( "host" ADDR | "net" PREFIX | "port" NUMBER )
 //	          | "ct" ( "new" | "established" | "related" | "invalid" | "untracked" )
+//	          | "vlan" [ NUMBER ]
 //	          | ( "tcp" | "udp" ) primitive   (tcpdump's "tcp dst port 23": one starting with src, dst or port)
 //	          | ( "ip" | "ip6" ) primitive    (one starting with src, dst, host, net or proto)
 
@@ -145,7 +146,11 @@ const (
 	pNet6                     // IPv6 address (dir) in a6/m6
 	pPort                     // TCP or UDP port (dir) == val
 	pCt                       // connection-tracking state (packet.Ct.State) == val
+	pVLAN                     // outermost 802.1Q/802.1ad tag present; its VLAN id == val unless val is anyVLAN
 )
+
+// anyVLAN is pVLAN's operand for "vlan" without an id: any tagged frame.
+const anyVLAN = 1 << 12
 
 type prim struct {
 	op     primOp
@@ -173,7 +178,7 @@ type node struct {
 
 // keywords are the words a rule may use, for "did you mean" suggestions.
 var keywords = []string{"arp", "request", "reply", "ip", "ip6", "tcp", "udp", "icmp", "icmp6",
-	"proto", "src", "dst", "host", "net", "port", "and", "or", "not", "ct", "new", "established", "related", "invalid", "untracked"}
+	"proto", "src", "dst", "host", "net", "port", "and", "or", "not", "ct", "new", "established", "related", "invalid", "untracked", "vlan"}
 
 type parser struct {
 	toks []token
@@ -366,6 +371,8 @@ func (p *parser) primitive() (*node, *ParseError) {
 			return nil, errAt(u, "unknown ct state %q: want new, established, related, invalid or untracked", u.text)
 		}
 		return nil, errAt(u, "missing state after \"ct\" (new, established, related, invalid or untracked)")
+	case "vlan":
+		return p.vlan()
 	case "request", "reply":
 		return nil, errAt(t, "%q must follow \"arp\"", t.text)
 	}
@@ -432,6 +439,23 @@ func (p *parser) proto(kw token) (*node, *ParseError) {
 		return nil, errAt(u, "proto %s out of range 0-255", u.text)
 	}
 	return primNode(prim{op: pProto, val: uint32(v)}), nil
+}
+
+// vlan parses what follows "vlan": an optional VLAN id 1-4094. Ids 0
+// (a priority tag: the frame belongs to no VLAN) and 4095 (reserved) are
+// refused, as Linux refuses them for a VLAN device: no frame of a VLAN
+// carries them.
+func (p *parser) vlan() (*node, *ParseError) {
+	u := p.peek()
+	if u.kind != tWord || !isDigits(u.text) {
+		return primNode(prim{op: pVLAN, val: anyVLAN}), nil
+	}
+	p.next()
+	v, err := strconv.ParseUint(u.text, 10, 64)
+	if err != nil || v < 1 || v > 4094 {
+		return nil, errAt(u, "vlan %s out of range 1-4094 (0 is a priority tag, 4095 reserved)", u.text)
+	}
+	return primNode(prim{op: pVLAN, val: uint32(v)}), nil
 }
 
 // operandOf parses what follows host, net or port.
