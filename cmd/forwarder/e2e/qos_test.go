@@ -261,22 +261,26 @@ func TestQoSShaper(t *testing.T) {
 	// VoIP first: 200-byte EF datagrams at 1 Mbit/s while best-effort
 	// UDP at 40 Mbit/s keeps the other band full (half of it dropped
 	// there). Served first, EF loses nothing but what the loaded hosts
-	// lose; in the full band it would lose about half.
+	// lose; in the full band it would lose about half. The EF run starts
+	// first and ends last: its iperf3 control connection is not marked,
+	// and a full best-effort band would delay its set-up and report.
 	var wg sync.WaitGroup
-	var bulk float64
-	var bulkR iperfResult
+	var ef iperfResult
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		bulk, bulkR = qosRun(t, tp, "5201", true, "-b", "40M")
+		ef = runIperf(tp.cli, 40*time.Second, false, []string{"-c", "10.2.0.2", "-p", "5202", "-J",
+			"--get-server-output", "--connect-timeout", "3000", "-t", "9", "-u", "-b", "1M", "-l", "200",
+			"-w", "1M", "--tos", "0xb8"})
 	}()
-	time.Sleep(2 * time.Second) // the bulk stream fills the queue first
-	full := []string{"-c", "10.2.0.2", "-p", "5202", "-J", "--get-server-output", "--connect-timeout", "3000",
-		"-t", "6", "-u", "-b", "1M", "-l", "200", "-w", "1M", "--tos", "0xb8"}
-	ef := runIperf(tp.cli, 40*time.Second, false, full)
+	time.Sleep(time.Second)
+	full := []string{"-c", "10.2.0.2", "-p", "5201", "-J", "--get-server-output", "--connect-timeout", "3000",
+		"-t", "6", "-u", "-l", "1400", "-w", "4M", "-b", "40M"}
+	bulkR := runIperf(tp.cli, 40*time.Second, false, full)
+	bulk := bulkR.pps * (qosUDPLen + 28) * 8
 	wg.Wait()
-	if ef.err != "" {
-		t.Fatalf("EF: %s\n%.2000s", ef.err, ef.out)
+	if ef.err != "" || bulkR.err != "" {
+		t.Fatalf("EF: %s; best effort: %s\n%.2000s", ef.err, bulkR.err, ef.out)
 	}
 	qosLog(t, "shaper BE UDP 40M beside EF", bulk, bulkR)
 	qosLog(t, "shaper EF UDP 1M beside BE UDP 40M", ef.pps*228*8, ef)
