@@ -15,4 +15,5 @@ import (
 	_ "github.com/junction-dataplane/junction/elements/ndp"
 	_ "github.com/junction-dataplane/junction/elements/qos"
 	_ "github.com/junction-dataplane/junction/elements/standard"
+	_ "github.com/junction-dataplane/junction/elements/vlan"
 )
