@@ -46,7 +46,7 @@ Usage:
   forwarder routes   [-config FILE] [-element NAME] [ADDR ...]
   forwarder routes   -generate N [-generate6 M] [-seed S] [-nexthops K] [-ports P] [-ecmp F] [-default]
   forwarder show     [CONTROL] flows [-n N] [-count] [FILTER] | routes [-table NAME | -element NAME] [ADDR|PREFIX]
-  forwarder show     [CONTROL] neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]
+  forwarder show     [CONTROL] nat [-n N] [ADDR] | neighbors | interfaces [DEV...] | runtime [-workers] | errors [-workers] [-all]
   forwarder clear    [CONTROL] counters
   forwarder route    [CONTROL] add|replace PREFIX [via NH]... out PORT|DEVICE... | del PREFIX | reload [-table NAME | -element NAME]
   forwarder trace    [CONTROL] [-n N] [-timeout D] [FILTER]
@@ -77,8 +77,9 @@ bench     runs one element (built-in, compiled-in custom, or -plugin PATH) or a
           allocations per packet.
 routes    prints a graph's route tables: size, memory, and the route for ADDR.
 show      reads a running forwarder's state over its control socket: tracked
-          flows (filtered in Classifier's syntax), routes, neighbours, interfaces
-          with rates, the per-element runtime and error counters.
+          flows (filtered in Classifier's syntax), SNAT's endpoint mappings,
+          routes, neighbours, interfaces with rates, the per-element runtime
+          and error counters.
 clear     clear counters: show runtime, errors and interfaces count from now.
 route     adds, replaces or deletes a route of a running IPLookup, or re-reads
           its routes_file.

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"slices"
-	"maps"
 	"encoding/json"
 	"fmt"
 	"github.com/junction-dataplane/junction/drivers"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,17 +27,17 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(rest) == 0 {
-		return cl.usage("what? flows, routes, neighbors, interfaces, runtime or errors")
+		return cl.usage("what? flows, nat, routes, neighbors, interfaces, runtime or errors")
 	}
 	// A mistyped WHAT is wrong usage whether or not a forwarder runs:
 	// refused here, before the socket is tried. (The server checks it,
 	// and what follows it, again.)
 	switch rest[0] {
-	case "flows", "conntrack", "connections", "routes", "route", "fib", "neighbors", "neighbours", "neigh", "arp",
+	case "flows", "conntrack", "connections", "nat", "routes", "route", "fib", "neighbors", "neighbours", "neigh", "arp",
 		"interfaces", "interface", "int", "runtime", "errors":
 	default:
-		msg := fmt.Sprintf("show %q: want flows, routes, neighbors, interfaces, runtime or errors", rest[0])
-		if s := nearest(rest[0], []string{"flows", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
+		msg := fmt.Sprintf("show %q: want flows, nat, routes, neighbors, interfaces, runtime or errors", rest[0])
+		if s := nearest(rest[0], []string{"flows", "nat", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return cl.usage(msg)
@@ -57,6 +57,12 @@ func showCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return printFlows(stdout, &r, r.Count)
+	case "nat":
+		var r natResult
+		if err := json.Unmarshal(data, &r); err != nil {
+			return err
+		}
+		return printNAT(stdout, &r)
 	case "routes", "route", "fib":
 		var r routesResult
 		if err := json.Unmarshal(data, &r); err != nil {

@@ -19,12 +19,14 @@ import (
 
 func (cs *ctlServer) show(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
-		return nil, control.Usagef("show: what? flows, routes, neighbors, interfaces, runtime or errors")
+		return nil, control.Usagef("show: what? flows, nat, routes, neighbors, interfaces, runtime or errors")
 	}
 	what, rest := args[0], args[1:]
 	switch what {
 	case "flows", "conntrack", "connections":
 		return cs.showFlows(rest)
+	case "nat":
+		return cs.showNAT(rest)
 	case "routes", "route", "fib":
 		return cs.showRoutes(rest)
 	case "neighbors", "neighbours", "neigh", "arp":
@@ -36,8 +38,8 @@ func (cs *ctlServer) show(ctx context.Context, args []string) (any, error) {
 	case "errors":
 		return cs.showErrors(rest)
 	}
-	msg := fmt.Sprintf("show %q: want flows, routes, neighbors, interfaces, runtime or errors", what)
-	if s := nearest(what, []string{"flows", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
+	msg := fmt.Sprintf("show %q: want flows, nat, routes, neighbors, interfaces, runtime or errors", what)
+	if s := nearest(what, []string{"flows", "nat", "routes", "neighbors", "interfaces", "runtime", "errors"}); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return nil, control.Usagef("%s", msg)
