@@ -32,6 +32,13 @@ func (nullSink) Push(int, *packet.Batch) {}
 // time, every output connected to a nullSink (so no colour's action may
 // be drop). It reports ns/pkt.
 func benchPush(b *testing.B, h *elementtest.Harness, frames [][]byte) {
+	benchLoop(b, h, frames, func() {})
+}
+
+// benchLoop connects every output of h to a nullSink, makes packets of
+// frames once, and times pushing them as one batch (then after, between
+// batches) again and again.
+func benchLoop(b *testing.B, h *elementtest.Harness, frames [][]byte, after func()) {
 	for _, o := range h.Outputs {
 		o.Connect(nullSink{}, 0, &elements.Stats{})
 	}
@@ -46,6 +53,7 @@ func benchPush(b *testing.B, h *elementtest.Harness, frames [][]byte) {
 	for b.Loop() {
 		batch.Pkts = append(batch.Pkts[:0], pkts...)
 		h.Element.Push(0, batch)
+		after()
 		n += len(pkts)
 	}
 	cpu.report(n)
@@ -130,25 +138,10 @@ func BenchmarkShaper(b *testing.B) {
 			if bc.queued {
 				s.tokens, s.last = 0, 0
 			}
-			for _, o := range h.Outputs {
-				o.Connect(nullSink{}, 0, &elements.Stats{})
-			}
-			batch := packet.NewBatch(len(fs))
-			var pkts []*packet.Packet
-			for _, f := range fs {
-				pkts = append(pkts, h.Packet(f))
-			}
-			b.ReportAllocs()
-			cpu := startCPU(b)
-			n := 0
-			for b.Loop() {
-				batch.Pkts = append(batch.Pkts[:0], pkts...)
-				s.Push(0, batch)
+			benchLoop(b, h, fs, func() {
 				c.t += perBatch
 				s.Wake(c.t)
-				n += len(pkts)
-			}
-			cpu.report(n)
+			})
 			if bc.queued && h.Counter("delayed") == 0 || !bc.queued && h.Counter("delayed") != 0 {
 				b.Fatalf("delayed %d", h.Counter("delayed"))
 			}
