@@ -45,8 +45,8 @@ bytes smaller before it. A frame that already carries two tags is dropped
 rather than given a third.`,
 	Ports: "input 0: Ethernet frames; output 0: the same frames tagged.",
 	Keys: []elements.Key{
-		{Name: "vlan", Type: "integer", Required: true, Doc: "VLAN id, 1-4094 (0 is a priority tag without a VLAN and 4095 is reserved: both are errors)"},
-		{Name: "priority", Type: "integer", Default: "0", Doc: "802.1p priority code point, 0-7"},
+		{Name: "vlan", Type: "int", Required: true, Doc: "VLAN id, 1-4094 (0 is a priority tag without a VLAN and 4095 is reserved: both are errors)"},
+		{Name: "priority", Type: "int", Default: "0", Doc: "802.1p priority code point, 0-7"},
 		{Name: "tpid", Type: "string", Default: `"802.1q"`, Doc: `the tag's EtherType: "802.1q" (0x8100) or "802.1ad" (0x88a8, QinQ's service tag)`},
 	},
 	Stats:   `drop reasons: "truncated" (shorter than an Ethernet header, 14 bytes), "too many tags" (already two tags), "no headroom" (fewer than 4 bytes before the frame in its buffer; packets from the drivers and pools always have them).`,
