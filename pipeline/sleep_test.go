@@ -50,10 +50,19 @@ func (s *fdSource) signal(t *testing.T) {
 	}
 }
 
-// startWithSource builds the one-worker test graph and replaces its source
+// startWithSource builds the one-worker test graph with src as its source
+// (buildWithSource) and runs it.
+func startWithSource(t *testing.T, src elements.Source) *Router {
+	t.Helper()
+	r := buildWithSource(t, src)
+	r.run(Options{})
+	return r
+}
+
+// buildWithSource builds the one-worker test graph and replaces its source
 // by src (in the sources and among the instances, where the worker finds
 // its Sleepers).
-func startWithSource(t *testing.T, src elements.Source) *Router {
+func buildWithSource(t *testing.T, src elements.Source) *Router {
 	t.Helper()
 	resetRtCounters()
 	c := rtGraph{workers: 1, queues: 1, failOn: -1}
@@ -68,7 +77,6 @@ func startWithSource(t *testing.T, src elements.Source) *Router {
 		}
 	}
 	w.sources[0] = src
-	r.run(Options{})
 	return r
 }
 

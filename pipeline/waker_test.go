@@ -63,19 +63,8 @@ func TestWakerNoBusyWait(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	src := &pollCounter{fdSource: &fdSource{fd: fd}}
-	resetRtCounters()
-	c := rtGraph{workers: 1, queues: 1, failOn: -1}
-	r, err := build(c.graph(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := buildWithSource(t, src)
 	w := r.workers[0]
-	for i, el := range w.inst {
-		if el == elements.Element(w.sources[0]) {
-			w.inst[i] = src
-		}
-	}
-	w.sources[0] = src
 	const period = 300_000 // 0.3 ms: shorter than a tick
 	k := &fakeWaker{period: period, n: 400, src: src}
 	// The first wake is 50 ms away: the worker is asleep by then.
