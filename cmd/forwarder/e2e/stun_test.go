@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,7 +20,9 @@ const natOutside2 = "203.0.113.3"
 // preservation (REQ-3), with 1 worker, the config's 2, and 4 (-nopin), and
 // from several inside ports (ports of different workers). The filtering is
 // the config's, address-and-port-dependent ("Port Dependent Filter"), as
-// Linux's masquerade.
+// Linux's masquerade; and the client's own mapping is reachable from
+// inside (hairpinning, REQ-9: "will hairpin"). forwarder show nat then
+// lists each endpoint's mapping.
 func TestNATGatewaySTUN(t *testing.T) {
 	netns.RequireTool(t, "stun")
 	netns.RequireTool(t, "stund")
@@ -33,7 +36,8 @@ func TestNATGatewaySTUN(t *testing.T) {
 	} {
 		t.Run(run.name, func(t *testing.T) {
 			tp := newNATTopo(t)
-			tp.runArgs = run.args
+			sock := filepath.Join(t.TempDir(), "ctl.sock")
+			tp.runArgs = append(run.args, "-control", sock)
 			tp.ot.Addr("eth0", natOutside2+"/24")
 			srv := tp.ot.Start("stund", "-h", natOutside, "-a", natOutside2)
 			defer srv.Kill()
@@ -46,10 +50,30 @@ func TestNATGatewaySTUN(t *testing.T) {
 					t.Fatalf("source port %d: STUN says %q, want endpoint-independent mapping and preserved ports\n%s\nforwarder:\n%s",
 						port, line, out, p.Output())
 				}
+				if !strings.Contains(line, "will hairpin") {
+					t.Errorf("source port %d: STUN says %q, want hairpinning (RFC 4787 REQ-9)", port, line)
+				}
 				if !strings.Contains(line, "Port Dependent Filter") {
 					t.Errorf("source port %d: STUN says %q, want the config's port-dependent filtering", port, line)
 				}
 				t.Logf("source port %d: %s", port, line)
+			}
+			// show nat lists each inside endpoint's mapping: its own
+			// port on the outside address.
+			out, err := tp.fwd.Run(tp.bin, "show", "-control", sock, "nat", "-n", "0", natInside)
+			if err != nil {
+				t.Fatalf("show nat: %v\n%s", err, out)
+			}
+			for _, port := range []int{40000, 41234, 52345, 33333} {
+				in, pub := fmt.Sprintf("%s:%d", natInside, port), fmt.Sprintf("%s:%d", natWANAddr, port)
+				found := false
+				for _, l := range strings.Split(out, "\n") {
+					f := strings.Fields(l)
+					found = found || len(f) > 3 && f[1] == "udp" && f[2] == in && f[3] == pub
+				}
+				if !found {
+					t.Errorf("show nat lists no udp mapping %s -> %s:\n%s", in, pub, out)
+				}
 			}
 		})
 	}
