@@ -42,8 +42,8 @@ func init() {
 			},
 			Stats: "counters \"green\", \"yellow\", \"red\": packets of each colour; \"remarked\": packets whose DSCP was rewritten; \"not ip\": packets a dscp action could not re-mark (passed unchanged); \"evictions\": keyed meters given up before they were full. " +
 				"Drop reasons \"policed green\", \"policed yellow\", \"policed red\": packets of a colour whose action is drop.",
-			Example: `"FromDevice(lan) -> perhost :: Policer(20Mbit, 250KB) -> ..." with key = "src/32"` + "\n" +
-				`"cls[1] -> Policer(rate 10Mbit, excess_burst 64KB, yellow \"dscp af12\") -> ..." (in a [elements.NAME] table: rate = "10Mbit", excess_burst = "64KB", yellow = "dscp af12")`,
+			Example: `"cls[1] -> Policer(10Mbit, 64KB) -> rt"` + "\n" +
+				`"lcls[2] -> CheckIPHeader -> up -> DecTTL -> rt" with [elements.up]: type = "Policer", rate = "20Mbit", burst = "250KB", key = "src/32" (each inside host at most 20 Mbit/s)`,
 			SeeAlso: "Shaper, SetDSCP, docs/qos.md",
 			Text: "A single-rate three-colour marker (RFC 2697) has a committed bucket of burst bytes and an excess bucket of excess_burst bytes, both refilled at rate; a two-rate one (RFC 2698, peak_rate set) has a committed bucket refilled at rate and a peak bucket refilled at peak_rate. Both start full. Metering is colour-blind. " +
 				"A packet costs its bytes from the IP header on. Token arithmetic is exact (integer credits, no rounding), and the clock is read once per batch. " +

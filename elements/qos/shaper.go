@@ -32,7 +32,7 @@ func init() {
 			Stats: "counters \"delayed\": packets that waited in a queue (the others left at once); \"sent\": packets sent. " +
 				"Drop reasons \"queue full\": a packet that found its band full; \"shaper stopped\": packets still queued when the graph stopped or a reload removed the element.",
 			Example: `"rt[1] -> up :: Shaper(50Mbit) -> ARPQuerier(wan) -> ToDevice(wan)"` + "\n" +
-				`[elements.up] type = "Shaper", rate = "50Mbit", priority = ["ef"]  (VoIP first)`,
+				`"rt[1] -> uplink -> waq -> ToDevice(wan)" with [elements.uplink]: type = "Shaper", rate = "20Mbit", priority = ["ef"] (VoIP first)`,
 			SeeAlso: "Policer, SetDSCP, docs/qos.md",
 			Text: "A token bucket of burst bytes refilled at rate; a packet leaves when the bucket holds its size (its bytes from the IP header on) and the bands above it are empty. " +
 				"What cannot leave waits in its band's queue; the worker's loop releases it at its departure time (the element is an elements.Waker: an idle worker sleeps until the earliest departure instead of polling for it, and a busy one releases packets between batches). " +
