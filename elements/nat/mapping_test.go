@@ -1,7 +1,9 @@
 package nat_test
 
 import (
+	"fmt"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -354,5 +356,40 @@ func TestEIMHairpin(t *testing.T) {
 				t.Fatalf("%d workers: the answer went to worker %d, the flow is on %d", workers, r.last, w)
 			}
 		}
+	}
+}
+
+// TestEIMList: the mappings show nat lists (nat.MappingLister), each once,
+// from the worker owning its port: inside and outside endpoints, the
+// filtering and, for address-dependent filtering, the remote sent to.
+func TestEIMList(t *testing.T) {
+	cfg := mappingConfig(2)
+	cfg.Filtering = "address-dependent"
+	r := newEIMRig(t, 2, cfg)
+	want := map[string]string{}
+	for i := range 20 {
+		sport := uint16(20000 + 13*i)
+		o := r.out("udp", inside, sport, client, 3478)
+		want[fmt.Sprintf("%s:%d", inside, sport)] = fmt.Sprintf("%s:%d", pub, o)
+	}
+	got := map[string]string{}
+	for w, el := range r.s {
+		el.(nat.MappingLister).Mappings(func(m nat.Mapping) bool {
+			in := m.Inside.String()
+			if _, dup := got[in]; dup {
+				t.Errorf("%s listed twice", in)
+			}
+			got[in] = m.Outside.String()
+			if m.Worker != w || flowsteer.Port(m.Outside.Port(), 2) != w {
+				t.Errorf("%s listed by worker %d (field %d), its port's owner is %d", in, w, m.Worker, flowsteer.Port(m.Outside.Port(), 2))
+			}
+			if m.Proto != "udp" || m.Filtering != "address-dependent" || len(m.Remotes) != 1 || m.Remotes[0].String() != client {
+				t.Errorf("%s: %+v", in, m)
+			}
+			return true
+		})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("listed %v, want %v", got, want)
 	}
 }
