@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"strings"
 	"testing"
@@ -61,56 +60,10 @@ func TestFastPathPlainHosts(t *testing.T) {
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	t.Run("router", func(t *testing.T) {
-		tp := newTopo(t, 2)
-		fastPath6Hosts(t, tp)
-		p := tp.start(t, fastPathConfig(t, tp.config))
-		defer stopOffloading(t, tp, p)
-		const body = "hello through the kernel\n"
-		httpServer(t, tp.srv, body)
-		pingOK(t, tp.cli, "10.2.0.2")
-		pingOK(t, tp.srv, "10.1.0.2")
-		curlOK(t, tp, body)
-		ping6OK(t, tp.cli, "2001:db8:2::2")
-		for _, c := range append(plainIperfCases, []string{"-6"}) {
-			dst, in := "10.2.0.2", "lan"
-			if len(c) > 0 && c[len(c)-1] == "-R" {
-				in = "wan"
-			}
-			if len(c) > 0 && c[0] == "-6" {
-				dst = "2001:db8:2::2"
-			}
-			before := tp.snapshot(t)
-			bps := fallbackIperf(t, tp.cli, tp.srv, dst, c...)
-			after := tp.snapshot(t)
-			what := fmt.Sprintf("iperf3 %v", c)
-			t.Logf("%s: %.0f Mbit/s", what, bps/1e6)
-			wantForwardedByKernel(t, what, in, before, after)
-		}
+		plainHostsRouter(t, fastPathConfig, append(plainIperfCases, []string{"-6"}), nil)
 	})
 	t.Run("nat", func(t *testing.T) {
-		tp := newNATTopoQueues(t, 2)
-		tp.config = natFastPathConfig(t, tp.config)
-		p := tp.start(t)
-		fw := &topo{fwd: tp.fwd}
-		defer stopOffloading(t, fw, p)
-		pingOK(t, tp.in, natOutside)
-		natDNATCurl(t, tp, "inside web server via dnat, plain hosts\n")
-		for _, c := range plainIperfCases {
-			in := "lan"
-			if len(c) > 0 && c[len(c)-1] == "-R" {
-				in = "wan"
-			}
-			before := fw.snapshot(t)
-			bps := fallbackIperf(t, tp.in, tp.ot, natOutside, c...)
-			after := fw.snapshot(t)
-			what := fmt.Sprintf("iperf3 %v through SNAT", c)
-			t.Logf("%s: %.0f Mbit/s, FastTrack offloaded %d packets", what, bps/1e6,
-				counter(after, "FastTrack", "offloaded packets")-counter(before, "FastTrack", "offloaded packets"))
-			wantForwardedByKernel(t, what, in, before, after)
-			if n := logInvalid(t, after); n != 0 {
-				t.Errorf("%s: Conntrack found %d packets invalid", what, n)
-			}
-		}
+		plainHostsNAT(t, natFastPathConfig, plainIperfCases, nil)
 	})
 }
 

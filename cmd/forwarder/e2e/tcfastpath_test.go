@@ -70,6 +70,86 @@ func noXDPAnywhere(t *testing.T, nss ...*netns.NS) {
 	}
 }
 
+// plainHostsRouter runs router-veth.toml, as config makes it of the
+// contract file, between plain hosts (two queues, IPv6 addresses): ping
+// and curl both ways, IPv6 ping, then iperf3 for each of cases (a
+// trailing "-R": the data enters by wan; a leading "-6": to the server's
+// IPv6 address), each carried by the kernel (wantForwardedByKernel).
+// running, if not nil, checks the forwarder once it answers.
+func plainHostsRouter(t *testing.T, config func(*testing.T, string) string, cases [][]string, running func(*testing.T, *topo)) {
+	tp := newTopo(t, 2)
+	fastPath6Hosts(t, tp)
+	p := tp.start(t, config(t, tp.config))
+	defer stopOffloading(t, tp, p)
+	if running != nil {
+		running(t, tp)
+	}
+	const body = "hello through the kernel\n"
+	httpServer(t, tp.srv, body)
+	pingOK(t, tp.cli, "10.2.0.2")
+	pingOK(t, tp.srv, "10.1.0.2")
+	curlOK(t, tp, body)
+	ping6OK(t, tp.cli, "2001:db8:2::2")
+	for _, c := range cases {
+		dst, in := "10.2.0.2", "lan"
+		if len(c) > 0 && c[len(c)-1] == "-R" {
+			in = "wan"
+		}
+		if len(c) > 0 && c[0] == "-6" {
+			dst = "2001:db8:2::2"
+		}
+		before := tp.snapshot(t)
+		bps := fallbackIperf(t, tp.cli, tp.srv, dst, c...)
+		after := tp.snapshot(t)
+		what := fmt.Sprintf("iperf3 %v", c)
+		t.Logf("%s: %.0f Mbit/s, %s's fast path forwarded %d frames, sent %d to the graph", what, bps/1e6, in,
+			deviceCounter(after, in, "fastpath_forwarded")-deviceCounter(before, in, "fastpath_forwarded"),
+			deviceCounter(after, in, "fastpath_to_graph")-deviceCounter(before, in, "fastpath_to_graph"))
+		wantForwardedByKernel(t, what, in, before, after)
+	}
+	if running != nil {
+		running(t, tp)
+	}
+}
+
+// plainHostsNAT runs nat-gateway.toml, as config makes it of the
+// contract file, between plain hosts: ping, curl through DNAT, then
+// iperf3 through SNAT for each of cases, each carried by the kernel with
+// no segment invalid for Conntrack. running as for plainHostsRouter (its
+// topo holds only the forwarder's namespace).
+func plainHostsNAT(t *testing.T, config func(*testing.T, string) string, cases [][]string, running func(*testing.T, *topo)) {
+	tp := newNATTopoQueues(t, 2)
+	tp.config = config(t, tp.config)
+	p := tp.start(t)
+	fw := &topo{fwd: tp.fwd}
+	defer stopOffloading(t, fw, p)
+	if running != nil {
+		running(t, fw)
+	}
+	pingOK(t, tp.in, natOutside)
+	natDNATCurl(t, tp, "inside web server via dnat, plain hosts\n")
+	for _, c := range cases {
+		in := "lan"
+		if len(c) > 0 && c[len(c)-1] == "-R" {
+			in = "wan"
+		}
+		before := fw.snapshot(t)
+		bps := fallbackIperf(t, tp.in, tp.ot, natOutside, c...)
+		after := fw.snapshot(t)
+		what := fmt.Sprintf("iperf3 %v through SNAT", c)
+		t.Logf("%s: %.0f Mbit/s, FastTrack offloaded %d packets", what, bps/1e6,
+			counter(after, "FastTrack", "offloaded packets")-counter(before, "FastTrack", "offloaded packets"))
+		wantForwardedByKernel(t, what, in, before, after)
+		if n := logInvalid(t, after); n != 0 {
+			t.Errorf("%s: Conntrack found %d packets invalid", what, n)
+		}
+	}
+	if running != nil {
+		running(t, fw)
+	}
+	noXDPAnywhere(t, tp.in, tp.ot)
+}
+
 // TestTCFastPath: the contract configs with their devices on afpacket
 // and the fast path in TC, between ordinary hosts (plain veths, GRO off,
 // no XDP anywhere): ping and curl work, and iperf3 TCP with one and
@@ -80,64 +160,22 @@ func TestTCFastPath(t *testing.T) {
 	netns.RequireTool(t, "curl")
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
-	t.Run("router", func(t *testing.T) {
-		tp := newTopo(t, 2)
-		fastPath6Hosts(t, tp)
-		p := tp.start(t, tcFastPathConfig(t, tp.config))
-		defer stopOffloading(t, tp, p)
+	// Both devices on the fast path in TC, and no XDP program on the
+	// forwarder's veths, at the start and after the runs.
+	running := func(t *testing.T, tp *topo) {
 		wantTCMode(t, tp.snapshot(t))
-		const body = "hello through TC\n"
-		httpServer(t, tp.srv, body)
-		pingOK(t, tp.cli, "10.2.0.2")
-		pingOK(t, tp.srv, "10.1.0.2")
-		curlOK(t, tp, body)
-		ping6OK(t, tp.cli, "2001:db8:2::2")
-		for _, c := range append(append(plainIperfCases, plainIperfCases...), []string{"-6"}) {
-			dst, in := "10.2.0.2", "lan"
-			if len(c) > 0 && c[len(c)-1] == "-R" {
-				in = "wan"
+		noXDPAnywhere(t, tp.fwd)
+	}
+	twice := append(append([][]string(nil), plainIperfCases...), plainIperfCases...)
+	t.Run("router", func(t *testing.T) {
+		plainHostsRouter(t, tcFastPathConfig, append(twice, []string{"-6"}), func(t *testing.T, tp *topo) {
+			running(t, tp)
+			if tp.cli != nil {
+				noXDPAnywhere(t, tp.cli, tp.srv)
 			}
-			if len(c) > 0 && c[0] == "-6" {
-				dst = "2001:db8:2::2"
-			}
-			before := tp.snapshot(t)
-			bps := fallbackIperf(t, tp.cli, tp.srv, dst, c...)
-			after := tp.snapshot(t)
-			what := fmt.Sprintf("iperf3 %v", c)
-			t.Logf("%s: %.0f Mbit/s, %s's fast path forwarded %d frames, sent %d to the graph", what, bps/1e6, in,
-				deviceCounter(after, in, "fastpath_forwarded")-deviceCounter(before, in, "fastpath_forwarded"),
-				deviceCounter(after, in, "fastpath_to_graph")-deviceCounter(before, in, "fastpath_to_graph"))
-			wantForwardedByKernel(t, what, in, before, after)
-		}
-		noXDPAnywhere(t, tp.fwd, tp.cli, tp.srv)
+		})
 	})
-	t.Run("nat", func(t *testing.T) {
-		tp := newNATTopoQueues(t, 2)
-		tp.config = tcFastPathConfig(t, tp.config)
-		p := tp.start(t)
-		fw := &topo{fwd: tp.fwd}
-		defer stopOffloading(t, fw, p)
-		wantTCMode(t, fw.snapshot(t))
-		pingOK(t, tp.in, natOutside)
-		natDNATCurl(t, tp, "inside web server via dnat, TC fast path\n")
-		for _, c := range append(plainIperfCases, plainIperfCases...) {
-			in := "lan"
-			if len(c) > 0 && c[len(c)-1] == "-R" {
-				in = "wan"
-			}
-			before := fw.snapshot(t)
-			bps := fallbackIperf(t, tp.in, tp.ot, natOutside, c...)
-			after := fw.snapshot(t)
-			what := fmt.Sprintf("iperf3 %v through SNAT", c)
-			t.Logf("%s: %.0f Mbit/s, FastTrack offloaded %d packets", what, bps/1e6,
-				counter(after, "FastTrack", "offloaded packets")-counter(before, "FastTrack", "offloaded packets"))
-			wantForwardedByKernel(t, what, in, before, after)
-			if n := logInvalid(t, after); n != 0 {
-				t.Errorf("%s: Conntrack found %d packets invalid", what, n)
-			}
-		}
-		noXDPAnywhere(t, tp.fwd, tp.in, tp.ot)
-	})
+	t.Run("nat", func(t *testing.T) { plainHostsNAT(t, tcFastPathConfig, twice, running) })
 }
 
 // TestTCFastPathBadInput: router-veth.toml on afpacket with the fast path
