@@ -410,7 +410,12 @@ func (e *Policer) meterOf(p *packet.Packet, now int64) *meter {
 		k1 = binary.BigEndian.Uint64(d[off+8:]) & e.mask6[1]
 		kind = kindIPv6
 	}
-	m, evicted := e.t.lookup(k0, k1, kind, &e.pr, now)
+	// The common case, a key in its set's first way, without a call.
+	set := e.t.setOf(k0, k1, kind)
+	if x := &set[0]; x.k0 == k0 && x.k1 == k1 && x.kind == kind {
+		return &x.m
+	}
+	m, evicted := e.t.lookup(set, k0, k1, kind, &e.pr, now)
 	if evicted {
 		e.evictions.Add(1)
 	}

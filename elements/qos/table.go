@@ -46,13 +46,10 @@ func (t *table) setOf(k0, k1 uint64, kind uint8) []entry {
 	return t.e[((h>>32)&t.mask)*ways:][:ways]
 }
 
-// lookup returns the meter of key (k0, k1, kind), made full if it had
-// none; evicted reports that making it evicted a meter not yet full.
-func (t *table) lookup(k0, k1 uint64, kind uint8, pr *profile, now int64) (m *meter, evicted bool) {
-	set := t.setOf(k0, k1, kind)
-	if e := &set[0]; e.k0 == k0 && e.k1 == k1 && e.kind == kind {
-		return &e.m, false // the common case, before the loop
-	}
+// lookup returns the meter of key (k0, k1, kind) in set (setOf's),
+// made full if it had none; evicted reports that making it evicted a
+// meter not yet full.
+func (t *table) lookup(set []entry, k0, k1 uint64, kind uint8, pr *profile, now int64) (m *meter, evicted bool) {
 	victim := 0
 	for i := range set {
 		e := &set[i]
