@@ -99,7 +99,8 @@ func init() {
 				"\"reload: workers changed: no room\" (flows it dropped because their new owner's table was full), \"new\" (flows created), \"related\" (ICMP and ICMPv6 errors about a tracked flow), \"untracked\" " +
 				"(neither IPv4 nor IPv6; IPv6 neighbour discovery and MLD), \"entries\" (live flows, a gauge), \"evicted\" (unassured flows and closing TCP connections removed to admit new ones), " +
 				"\"expired\"; invalid packets by cause: \"invalid: malformed\" (IPv6: also an extension-header chain longer than 8 or cut short), \"invalid: fragment\" (fragments, IPv4 or IPv6, are not " +
-				"reassembled here: an IPReassembler before Conntrack makes IPv4 ones whole datagrams), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
+				"reassembled here: an IPReassembler before Conntrack makes IPv4 ones whole datagrams, an IP6Reassembler IPv6 ones; " +
+				"an IPv6 atomic fragment, offset 0 and M clear, is tracked as the whole datagram it is, RFC 6946), \"invalid: tcp flags\" (a combination no TCP sends, e.g. SYN+FIN or none), \"invalid: tcp state\" " +
 				"(a segment that does not fit the flow's state, e.g. a SYN/ACK with no SYN), \"invalid: tcp window\" (tcp_window: " +
 				"a sequence number beyond the receiver's window, an acknowledgment of data not sent, or a reset before the " +
 				"acknowledged point), \"invalid: icmp\" (ICMP that is " +

@@ -282,8 +282,11 @@ func parse6(h []byte) (k Tuple6, l4 []byte, res int) {
 	if !up.OK {
 		return k, nil, resMalformed // a chain that never ends, or is cut short
 	}
-	if up.Frag {
-		return k, nil, resFragment // not reassembled, as IPv4's
+	if up.Frag && (up.FragOff != 0 || up.FragMore) {
+		// Not reassembled here (an IP6Reassembler before Conntrack does).
+		// An atomic fragment (offset 0, M clear) is a whole datagram
+		// (RFC 6946), tracked as one.
+		return k, nil, resFragment
 	}
 	copy(k.Src[:], h[8:24])
 	copy(k.Dst[:], h[24:40])

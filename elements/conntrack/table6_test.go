@@ -19,6 +19,7 @@ type f6 struct {
 	proto        string // tcp, udp, echo, echoreply, ns
 	flags        string // tcp: S, SA, A, F...
 	frag         bool
+	atomic       bool // with frag: offset 0 and M clear (RFC 6946)
 	ext          int // destination-options headers before the upper layer
 }
 
@@ -64,7 +65,11 @@ func (f f6) bytes(t testing.TB) []byte {
 		ip.NextHeader = layers.IPProtocolIPv6Fragment
 		// gopacket cannot serialize a fragment header: its 8 bytes
 		// (first fragment, more to come).
-		ls = append(ls, gopacket.Payload{byte(upper), 0, 0, 1, 0, 0, 0, 7})
+		m := byte(1)
+		if f.atomic {
+			m = 0
+		}
+		ls = append(ls, gopacket.Payload{byte(upper), 0, 0, m, 0, 0, 0, 7})
 	} else if f.ext > 0 {
 		ip.NextHeader = layers.IPProtocolIPv6Destination
 		for i := 0; i < f.ext; i++ {
@@ -137,6 +142,9 @@ func TestConntrackIPv6(t *testing.T) {
 		{f6{src: out, dst: in, sport: 9, proto: "echoreply"}, packet.CtInvalid},
 		// Fragments and endless extension-header chains: invalid.
 		{f6{src: in, dst: out, sport: 5001, dport: 53, proto: "udp", frag: true}, packet.CtInvalid},
+		// RFC 6946: an atomic fragment is a whole datagram, tracked.
+		{f6{src: in, dst: out, sport: 5004, dport: 53, proto: "udp", frag: true, atomic: true}, packet.CtNew},
+		{f6{src: out, dst: in, sport: 53, dport: 5004, proto: "udp", frag: true, atomic: true}, packet.CtEstablished},
 		{f6{src: in, dst: out, sport: 5002, dport: 53, proto: "udp", ext: 9}, packet.CtInvalid},
 		{f6{src: in, dst: out, sport: 5003, dport: 53, proto: "udp", ext: 3}, packet.CtNew},
 		// Neighbour discovery is not a flow.
