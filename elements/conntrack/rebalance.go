@@ -72,7 +72,7 @@ type rebalanceCounts struct {
 }
 
 func (rb *rebalancer) owner4(k *Tuple, n int) int {
-	return flowsteer.Owner(rb.steer.HashTuple(k.Src, k.Dst, k.Sport, k.Dport, k.Proto), n)
+	return rb.steer.OwnerTuple(k.Src, k.Dst, k.Sport, k.Dport, k.Proto, n)
 }
 
 func owner6(k *Tuple6, n int) int {

@@ -226,22 +226,24 @@ func (t *Table) masqHash(s *masqSet, frame []byte, l3 int) (uint32, bool) {
 	return s.steerHash(src, dst, sport, dport, proto, rs)
 }
 
-// MasqWorker is the worker a TCP or UDP flow direction is steered to by
-// port ownership, ok false when it is steered by the symmetric hash (a
-// reload that moves flows between workers computes their owners with it).
-// Not for the hot path.
-func (t *Table) MasqWorker(src, dst uint32, sport, dport uint16, proto uint8) (int, bool) {
-	s := t.masq.Load()
-	if s == nil {
-		return 0, false
+// OwnerTuple is the worker among n that a flow direction given by its
+// tuple is steered to: by port ownership when a masquerading SNAT steers
+// it so, else by HashTuple (a reload that changes the number of workers
+// computes the flows' new owners with it). Not for the hot path.
+func (t *Table) OwnerTuple(src, dst uint32, sport, dport uint16, proto uint8, n int) int {
+	if s := t.masq.Load(); s != nil && (proto == packet.ProtoTCP || proto == packet.ProtoUDP) {
+		var rs []Reverse
+		if tp := t.table.Load(); tp != nil {
+			rs = *tp
+		}
+		c := *s
+		c.list = append([]Masq(nil), s.list...)
+		for i := range c.list {
+			c.list[i].Workers = n
+		}
+		if h, ok := c.steerHash(src, dst, sport, dport, proto, rs); ok {
+			return Owner(h, n)
+		}
 	}
-	var rs []Reverse
-	if tp := t.table.Load(); tp != nil {
-		rs = *tp
-	}
-	h, ok := s.steerHash(src, dst, sport, dport, proto, rs)
-	if !ok {
-		return 0, false
-	}
-	return Owner(h, s.list[0].Workers), true
+	return Owner(t.HashTuple(src, dst, sport, dport, proto), n)
 }
