@@ -92,6 +92,7 @@ func BenchmarkPolicer(b *testing.B) {
 		{"srTCM/element", func(c *PolicerConfig) {}},
 		{"srTCM/element/remark", func(c *PolicerConfig) { c.ExcessBurst = 64000; c.Yellow = "dscp af12" }},
 		{"trTCM/element", func(c *PolicerConfig) { c.PeakRate = 2 * c.Rate }},
+		{"trTCM/element/color-aware", func(c *PolicerConfig) { c.PeakRate = 2 * c.Rate; c.ColorAware = true }},
 		{"srTCM/src32", func(c *PolicerConfig) { c.Key = "src/32" }},
 		{"srTCM/flow", func(c *PolicerConfig) { c.Key = "flow" }},
 	} {
@@ -154,7 +155,7 @@ func TestZeroAlloc(t *testing.T) {
 	fs := benchFrames()
 	for _, key := range []string{"element", "src/32", "dst/24", "flow"} {
 		cfg := defaults(100_000_000)
-		cfg.Key, cfg.Yellow, cfg.ExcessBurst = key, "dscp af12", 64000
+		cfg.Key, cfg.Yellow, cfg.ExcessBurst, cfg.ColorAware = key, "dscp af12", 64000, key == "flow"
 		h := elementtest.New(t, "Policer", cfg, &elementtest.Options{Sink: true})
 		if a := h.AllocsPerBatch(200, fs...); a != 0 {
 			t.Errorf("Policer key %s: %v allocations per batch", key, a)

@@ -80,6 +80,37 @@ func colour2(m *meter, b int64) int {
 	return green
 }
 
+// colour1Aware is RFC 2697's colour-aware test (section 4) of a packet
+// of b credits precoloured pre: green only if it came green and Tc holds
+// it, yellow if it came green or yellow and Te holds it, else red.
+func colour1Aware(m *meter, b int64, pre int) int {
+	if pre == green && m.c >= b {
+		m.c -= b
+		return green
+	}
+	if pre <= yellow && m.e >= b {
+		m.e -= b
+		return yellow
+	}
+	return red
+}
+
+// colour2Aware is RFC 2698's colour-aware test (section 3): red if it came
+// red or Tp does not hold it; yellow (Tp -= B) if it came yellow or Tc
+// does not hold it; else green (both -= B).
+func colour2Aware(m *meter, b int64, pre int) int {
+	switch {
+	case pre == red || m.e < b:
+		return red
+	case pre == yellow || m.c < b:
+		m.e -= b
+		return yellow
+	}
+	m.e -= b
+	m.c -= b
+	return green
+}
+
 // refill adds the credits earned since m.last (< now).
 func (pr *profile) refill(m *meter, now int64) {
 	dt := now - m.last

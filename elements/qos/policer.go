@@ -39,13 +39,14 @@ func init() {
 				{Name: "yellow", Type: "string", Default: `"pass"`, Doc: "what happens to yellow packets (as green); RFC 2597 suggests re-marking them to a higher drop precedence, e.g. \"dscp af12\""},
 				{Name: "red", Type: "string", Default: `"drop"`, Doc: "what happens to red packets (as green)"},
 				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rates and bursts are divided between workers, which meter independently: \"split\" gives each worker rate/workers and burst/workers, so that what the keys let through in all never exceeds the rate; \"each\" gives every worker the whole rate, right when all packets of a key reach one worker (one worker; key \"flow\" always meters this way, since a flow stays on its worker)"},
+				{Name: "color_aware", Type: "bool", Default: "false", Doc: "meter colour-aware (RFC 2697 and RFC 2698, the colour-aware mode): a packet's colour so far comes from its DSCP's drop precedence (RFC 2597: AFx1 green, AFx2 yellow, AFx3 red; every other code point, and a non-IP frame, green), and a packet is never given a better colour than it came with; false: colour-blind"},
 			},
 			Stats: "counters \"green\", \"yellow\", \"red\": packets of each colour; \"remarked\": packets whose DSCP was rewritten; \"not ip\": packets a dscp action could not re-mark (passed unchanged); \"evictions\": keyed meters given up before they were full. " +
 				"Drop reasons \"policed green\", \"policed yellow\", \"policed red\": packets of a colour whose action is drop.",
 			Example: `"cls[1] -> Policer(10Mbit, 64KB) -> rt"` + "\n" +
 				`"lcls[2] -> CheckIPHeader -> up -> DecTTL -> rt" with [elements.up]: type = "Policer", rate = "20Mbit", burst = "250KB", key = "src/32" (each inside host at most 20 Mbit/s)`,
 			SeeAlso: "Shaper, SetDSCP, docs/qos.md",
-			Text: "A single-rate three-colour marker (RFC 2697) has a committed bucket of burst bytes and an excess bucket of excess_burst bytes, both refilled at rate; a two-rate one (RFC 2698, peak_rate set) has a committed bucket refilled at rate and a peak bucket refilled at peak_rate. Both start full. Metering is colour-blind. " +
+			Text: "A single-rate three-colour marker (RFC 2697) has a committed bucket of burst bytes and an excess bucket of excess_burst bytes, both refilled at rate; a two-rate one (RFC 2698, peak_rate set) has a committed bucket refilled at rate and a peak bucket refilled at peak_rate. Both start full. Metering is colour-blind, or colour-aware with color_aware. " +
 				"A packet costs its bytes from the IP header on. Token arithmetic is exact (integer credits, no rounding), and the clock is read once per batch. " +
 				"Policing drops what exceeds the rate at once, which TCP reads as loss: a TCP flow policed below its rate may settle well below it, where a Shaper, which queues the excess, keeps it at the rate (docs/qos.md shows both measured).",
 		},
@@ -66,6 +67,7 @@ type PolicerConfig struct {
 	Yellow      string `toml:"yellow"`
 	Red         string `toml:"red"`
 	Share       string `toml:"share"`
+	ColorAware  bool   `toml:"color_aware"`
 }
 
 // Limits of a Policer's keys.
@@ -256,6 +258,8 @@ type Policer struct {
 	mask4                      uint32
 	mask6                      [2]uint64
 	act                        [3]action
+	aware                      bool
+	pre                        [64]uint8 // colour so far by DSCP (color_aware)
 	outs                       []*elements.Output
 	side                       []*packet.Batch // per output but 0
 	st                         *elements.Stats
@@ -290,6 +294,13 @@ func newPolicer(cfg any, ctx *elements.Context) (elements.Element, error) {
 		e.mask4 = 0
 	}
 	e.mask6 = prefixMask6(c.Prefix6)
+	e.aware = c.ColorAware
+	for d := range e.pre {
+		// RFC 2597: AF class x, drop precedence y is DSCP x<<3 | y<<1.
+		if cls, dp := d>>3, d>>1&3; d&1 == 0 && cls >= 1 && cls <= 4 && dp >= 1 && dp <= 3 {
+			e.pre[d] = uint8(dp - 1)
+		}
+	}
 	for i, s := range []string{c.Green, c.Yellow, c.Red} {
 		a, _ := parseAction(s)
 		e.act[i] = a
@@ -337,9 +348,12 @@ func (e *Policer) Push(_ int, b *packet.Batch) {
 		}
 		cost := int64(ipSize(p)) * creditsPerByte
 		var c int
-		if e.pr.twoRate {
+		switch {
+		case e.aware:
+			c = e.colourAware(p, m, cost)
+		case e.pr.twoRate:
 			c = colour2(m, cost)
-		} else {
+		default:
 			c = colour1(m, cost)
 		}
 		n[c]++
@@ -381,6 +395,18 @@ func (e *Policer) Push(_ int, b *packet.Batch) {
 			e.outs[i].Push(e.side[i])
 		}
 	}
+}
+
+// colourAware meters p colour-aware: its colour so far from its DSCP.
+func (e *Policer) colourAware(p *packet.Packet, m *meter, cost int64) int {
+	pre := green
+	if d := dscpOf(p); d >= 0 {
+		pre = int(e.pre[d])
+	}
+	if e.pr.twoRate {
+		return colour2Aware(m, cost, pre)
+	}
+	return colour1Aware(m, cost, pre)
 }
 
 // meterOf finds (or makes) the meter of p's key.

@@ -345,3 +345,60 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestColourAware checks the colour-aware modes (RFC 2697 section 4,
+// RFC 2698 section 3) with the precolour from RFC 2597's drop precedence:
+// AF11 green, AF12 yellow, AF13 red, others green. A packet never leaves
+// with a better colour than it came with, and takes tokens only from the
+// buckets its colour uses.
+func TestColourAware(t *testing.T) {
+	af := func(dscp uint8, n int) []byte { return frame4("10.0.0.1", "10.9.0.1", n, dscp) }
+	const af11, af12, af13, ef = 10, 12, 14, 46
+
+	cfg := defaults(8_000_000)
+	cfg.Burst, cfg.ExcessBurst, cfg.ColorAware = 2000, 1000, true
+	_, p, _, colour := colourer(t, cfg)
+	steps := []struct {
+		frame  []byte
+		want   string
+		tc, te int64
+	}{
+		{af(af12, 500), "yellow", 2000, 500}, // came yellow: Te only, though Tc holds it
+		{af(af13, 100), "red", 2000, 500},    // came red: red, nothing taken
+		{af(af11, 1500), "green", 500, 500},  // came green, Tc holds it
+		{af(ef, 500), "green", 0, 500},       // EF: green so far
+		{af(af11, 400), "yellow", 0, 100},    // green, Tc short: yellow from Te
+		{af(af11, 400), "red", 0, 100},
+	}
+	for i, s := range steps {
+		if got := colour(s.frame); got != s.want {
+			t.Fatalf("srTCM step %d: %s, want %s", i, got, s.want)
+		}
+		if p.one.c != s.tc*creditsPerByte || p.one.e != s.te*creditsPerByte {
+			t.Fatalf("srTCM step %d: Tc %d Te %d bytes, want %d %d", i, p.one.c/creditsPerByte, p.one.e/creditsPerByte, s.tc, s.te)
+		}
+	}
+
+	cfg = defaults(8_000_000)
+	cfg.Burst, cfg.PeakRate, cfg.PeakBurst, cfg.ColorAware = 2000, 16_000_000, 3000, true
+	_, p, _, colour = colourer(t, cfg)
+	steps = []struct {
+		frame  []byte
+		want   string
+		tc, te int64
+	}{
+		{af(af13, 100), "red", 2000, 3000},    // came red: red, nothing taken
+		{af(af12, 500), "yellow", 2000, 2500}, // came yellow: Tp only
+		{af(af11, 1500), "green", 500, 1000},  // both
+		{af(af11, 600), "yellow", 500, 400},   // Tc short
+		{af(af11, 600), "red", 500, 400},      // Tp short
+	}
+	for i, s := range steps {
+		if got := colour(s.frame); got != s.want {
+			t.Fatalf("trTCM step %d: %s, want %s", i, got, s.want)
+		}
+		if p.one.c != s.tc*creditsPerByte || p.one.e != s.te*creditsPerByte {
+			t.Fatalf("trTCM step %d: Tc %d Tp %d bytes, want %d %d", i, p.one.c/creditsPerByte, p.one.e/creditsPerByte, s.tc, s.te)
+		}
+	}
+}
