@@ -2,6 +2,7 @@ package nat
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -434,10 +435,18 @@ func (x *mapIndex) init(n int) *hugeMem {
 	return mem
 }
 
-// release frees the store's memory once no instance holds it.
-func (s *mapStore) release1() {
+// compatible reports whether the mappings of s can serve the instances
+// of n: the same addresses, ports, workers and inside networks.
+func (s *mapStore) compatible(n *mapStore) bool {
+	return slices.Equal(s.addrs, n.addrs) && s.lo == n.lo && s.hi == n.hi && s.workers == n.workers &&
+		slices.Equal(s.inside, n.inside)
+}
+
+// release1 drops an instance's hold on the store and frees its memory
+// once no instance holds it (last true).
+func (s *mapStore) release1() (last bool) {
 	if s.refs.Add(-1) != 0 {
-		return
+		return false
 	}
 	for _, m := range s.mw {
 		if m != nil {
@@ -445,6 +454,7 @@ func (s *mapStore) release1() {
 		}
 	}
 	s.mem.free()
+	return true
 }
 
 func (x *mapIndex) slot(k uint64) uint64 { return (k * 0x9e3779b97f4a7c15) >> x.sh }

@@ -393,3 +393,45 @@ func TestEIMList(t *testing.T) {
 		t.Errorf("listed %v, want %v", got, want)
 	}
 }
+
+// TestEIMReload: a reload that keeps SNAT's addresses, ports, workers and
+// inside networks keeps its mappings (RFC 4787 REQ-1 across the reload):
+// the new instance finds the endpoint's mapping, and another host with the
+// same port does not get it.
+func TestEIMReload(t *testing.T) {
+	r := newEIMRig(t, 1, mappingConfig(1))
+	if p := r.out("udp", inside, 7000, client, 53); p != 7000 {
+		t.Fatalf("port %d, want 7000", p)
+	}
+	old := r.s[0]
+	cfg := mappingConfig(1)
+	cfg.Filtering = "endpoint-independent"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	typ, _ := elements.Lookup("SNAT")
+	out := elements.NewOutput(&elements.Clock{})
+	out.Connect(r.sOut[0], 0, &elements.Stats{})
+	ctx := elements.NewContext("snat", 0, 1, packet.DefaultBatch, []*elements.Output{out}, r.sStats,
+		packet.NewPool(64), nil, &elements.SharedSlot{})
+	ctx.State = r.ct[0].Context.State
+	el, err := typ.New(&cfg, ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.(elements.StateTaker).TakeState(old); err != nil {
+		t.Fatal(err)
+	}
+	old.(elements.Closer).Close()
+	r.s[0] = el
+	t.Cleanup(func() { el.(elements.Closer).Close() })
+	if p := r.out("udp", "192.168.1.11", 7000, client, 53); p == 7000 || p == 0 {
+		t.Fatalf("after the reload another host got port %d, the mapping's", p)
+	}
+	if p := r.out("udp", inside, 7000, "198.51.100.30", 53); p != 7000 {
+		t.Fatalf("after the reload the endpoint got port %d, want its mapping's 7000", p)
+	}
+	// The new filtering applies to the kept mapping.
+	f := r.run(ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.99", Dst: pub, Sport: 1, Dport: 7000}))
+	check(t, "let in", f, "198.51.100.99", inside, 1, 7000)
+}

@@ -53,7 +53,9 @@ func (e *DNAT) TakeState(old elements.Element) error {
 	return nil
 }
 
-// A reload that keeps SNAT (same name) keeps its bindings the same way:
+// A reload that keeps SNAT (same name) keeps its bindings the same way
+// (and its endpoint mappings, when the addresses, ports, workers and
+// inside networks are the same):
 // they are the flows' reply tuples. A flow bound to an outside address the
 // new configuration no longer has is removed and counted ("reload: address
 // removed"): its replies would come to an address the gateway no longer
@@ -70,6 +72,13 @@ func (e *SNAT) TakeState(old elements.Element) error {
 	o, ok := old.(*SNAT)
 	if !ok {
 		return fmt.Errorf("SNAT: state of a %T", old)
+	}
+	if o.ms != nil && e.ms != nil && o.ms.compatible(e.ms) {
+		// The mappings stay (the new filtering and timeouts apply
+		// to them): the same addresses, ports, workers and inside
+		// networks, so the same ports belong to the same workers.
+		o.ms.filtering, o.ms.timeout = e.ms.filtering, e.ms.timeout
+		e.attach(o.ms)
 	}
 	if reflect.DeepEqual(o.to, e.to) {
 		return nil

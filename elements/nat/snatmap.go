@@ -138,7 +138,9 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 func (e *SNAT) attach(s *mapStore) {
 	if e.ms != nil {
 		e.regs.add(e.ms, -1)
-		e.ms.release1()
+		if e.ms.release1() && e.ms.masq != nil {
+			e.steer.WithdrawMasq(e.ms.name, e.ms.masq)
+		}
 	}
 	s.refs.Add(1)
 	e.ms = s
@@ -153,10 +155,9 @@ func (e *SNAT) attach(s *mapStore) {
 func (e *SNAT) Close() error {
 	if e.ms != nil {
 		e.regs.add(e.ms, -1)
-		if e.ms.masq != nil {
+		if e.ms.release1() && e.ms.masq != nil {
 			e.steer.WithdrawMasq(e.ms.name, e.ms.masq)
 		}
-		e.ms.release1()
 		e.ms, e.mw = nil, nil
 	}
 	return nil
