@@ -425,7 +425,7 @@ func TestEIMReload(t *testing.T) {
 	old.(elements.Closer).Close()
 	r.s[0] = el
 	t.Cleanup(func() { el.(elements.Closer).Close() })
-	if p := r.out("udp", "192.168.1.11", 7000, client, 53); p == 7000 || p == 0 {
+	if p := r.out("udp", "192.168.1.11", 7000, "198.51.100.40", 53); p == 7000 || p == 0 {
 		t.Fatalf("after the reload another host got port %d, the mapping's", p)
 	}
 	if p := r.out("udp", inside, 7000, "198.51.100.30", 53); p != 7000 {
