@@ -1,6 +1,7 @@
-// Package ipfrag provides IPReassembler and IPFragmenter: IPv4
-// reassembly before connection tracking and NAT, and RFC 791
-// fragmentation on output.
+// Package ipfrag provides IPReassembler, IP6Reassembler and
+// IPFragmenter: IPv4 and IPv6 reassembly before connection tracking and
+// NAT, RFC 791 fragmentation on output, and IPv6 datagrams split again
+// as their sender split them.
 //
 // Why reassembly rather than tracking each fragment (first fragment's
 // ports applied to the rest): Conntrack, DNAT, SNAT, FastTrackLearn and
@@ -29,4 +30,19 @@
 // steering fragments by the 5-tuple instead is impossible before
 // the first fragment has been seen, and holding the later fragments in
 // FromDevice would hold device frames for up to the reassembly timeout.
+//
+// IPv6 takes the same path (IP6Reassembler: the same table, keyed by
+// addresses and the 32-bit identification; a 60 s timeout). What differs
+// is the way out: a router must not fragment IPv6 (RFC 8200 section 5),
+// so rather than splitting a datagram to fit the link, IPFragmenter
+// splits a reassembled one at the size of its sender's largest fragment,
+// which the reassembler records in the packet's scratch annotation
+// (frag6.go), as Linux's nf_defrag_ipv6 keeps frag_max_size for
+// ip6_fragment; a datagram whose fragments exceed the link gets packet
+// too big. The alternative, tracking fragments and forwarding them as
+// they came, would need the tracker's and the filter's second path that
+// reassembly avoids. FromDevice hashes an IPv6 fragment by its addresses
+// and the fragment header's protocol number (no ports), so a datagram's
+// fragments meet on one worker; the reassembled datagram has no fragment
+// header and hashes with its ports, which names its flow's owner.
 package ipfrag

@@ -31,12 +31,12 @@ func init() {
 		Optional: []int{1},
 		Doc: elements.Doc{
 			Synopsis: "IPFragmenter(mtu, [fragment])",
-			Summary:  "splits IPv4 packets longer than the egress MTU into RFC 791 fragments; DF packets and long IPv6 ones go to output 1 (for ICMPError needfrag, ICMP6Error toobig)",
+			Summary:  "splits IPv4 packets longer than the egress MTU into RFC 791 fragments, and IPv6 datagrams IP6Reassembler put together into fragments as their sender made them; DF packets and other long IPv6 ones go to output 1 (for ICMPError needfrag, ICMP6Error toobig)",
 			Ports: "input 0: IP packets about to leave by a link (L3 annotation at the IP header).\n" +
-				"output 0: packets whose IP length is at most mtu, unchanged, and the fragments of longer IPv4 packets without DF, " +
-				"in the order of the packets they replace.\n" +
+				"output 0: packets whose IP length is at most mtu, unchanged, the fragments of longer IPv4 packets without DF, " +
+				"and the fragments of IPv6 datagrams IP6Reassembler reassembled, in the order of the packets they replace.\n" +
 				"output 1 (optional): longer packets, unchanged: IPv4 with DF set, and IPv6 (a router never fragments IPv6, RFC 8200 " +
-				"section 5). Connect it to ICMPError(src, unreachable, needfrag, 64, MTU) or ICMP6Error(src, toobig, 0, 64, MTU); " +
+				"section 5): one that arrived whole, or a reassembled one whose sender's fragments were longer than mtu. Connect it to ICMPError(src, unreachable, needfrag, 64, MTU) or ICMP6Error(src, toobig, 0, 64, MTU); " +
 				"unconnected, they are dropped and counted as \"unconnected output 1\".",
 			Keys: []elements.Key{
 				{Name: "mtu", Type: "int", Required: true, Doc: "the egress link's MTU in bytes (the IP packet, without its link header), 68..65535"},
@@ -55,7 +55,11 @@ func init() {
 				"and protocol are the packet's; the offset adds to the packet's own (a fragment fragmented again) and MF is set on " +
 				"all but the last, which keeps the packet's own MF. A fragment never exceeds a packet buffer (2,048 bytes with the " +
 				"link header), so with a larger mtu the fragments are smaller than it, which RFC 791 allows. Packets that fit take " +
-				"one length test. Fragments come from the instance's own pool and keep the packet's annotations except its flow " +
+				"one length test (and one test of the IPv6 reassembly mark). " +
+				"IPv6 datagrams IP6Reassembler reassembled carry the size of their longest fragment: such a datagram longer than " +
+				"that leaves in fragments of at most that size (RFC 8200 section 4.5: the unfragmentable part in each, then a " +
+				"fragment header with the datagram's own identification; Linux's frag_max_size), or whole if it is no longer; " +
+				"one whose fragments were longer than mtu goes to output 1. Fragments come from the instance's own pool and keep the packet's annotations except its flow " +
 				"(a fragment is not a packet of the flow for FastTrackLearn); the packet itself is freed.",
 		},
 	})
@@ -91,7 +95,7 @@ func newFragmenter(cfg any, ctx *elements.Context) (elements.Element, error) {
 // that the fragments keep the packets' order.
 func (e *Fragmenter) Push(_ int, b *packet.Batch) {
 	for i, p := range b.Pkts {
-		if len(p.Data)-int(p.L3) > e.mtu {
+		if len(p.Data)-int(p.L3) > e.mtu || p.Scratch[0] == frag6Mark {
 			e.slow(b, i)
 			return
 		}
@@ -106,6 +110,8 @@ func (e *Fragmenter) slow(b *packet.Batch, i int) {
 	for _, p := range b.Pkts[i:] {
 		h := p.Data[p.L3:]
 		switch {
+		case p.Scratch[0] == frag6Mark && len(h) >= packet.IPv6Len && h[0]>>4 == 6:
+			e.split6(p)
 		case len(h) <= e.mtu:
 			e.emit(p)
 		case h[0]>>4 != 4 || len(h) < packet.IPv4MinLen || binary.BigEndian.Uint16(h[6:])&packet.IPv4FlagDF != 0:
@@ -238,4 +244,68 @@ func copiedOptions(opts, dst []byte) int {
 		i += l
 	}
 	return n
+}
+
+// split6 sends on IPv6 datagram p, which IP6Reassembler put together, as
+// its sender did: whole if it is no longer than its longest fragment
+// was, else in fragments of at most that size (the link's mtu and a
+// packet buffer permitting) with the same identification, each carrying
+// the unfragmentable part (RFC 8200 section 4.5). A datagram whose
+// fragments were longer than the mtu goes to output 1 (packet too big):
+// a router does not fragment IPv6 further than its sender did.
+func (e *Fragmenter) split6(p *packet.Packet) {
+	f, _ := getFrag6(p)
+	l3 := int(p.L3)
+	h := p.Data[l3:]
+	tl := packet.IPv6Len + int(binary.BigEndian.Uint16(h[4:]))
+	if tl > len(h) || f.unfrag < packet.IPv6Len || f.unfrag > tl || f.nhOff >= f.unfrag {
+		e.st.Drop(p, e.bad)
+		return
+	}
+	switch {
+	case tl <= f.maxLen && tl <= e.mtu:
+		e.emit(p)
+		return
+	case f.maxLen > e.mtu:
+		e.big.Add(p)
+		return
+	}
+	room := min(f.maxLen, packet.BufSize-packet.Headroom-l3)
+	size := (room - f.unfrag - 8) &^ 7
+	payload := h[f.unfrag:tl]
+	if size < 8 {
+		e.st.Drop(p, e.bad) // a link header or an unfragmentable part too long for a packet buffer
+		return
+	}
+	n := (len(payload) + size - 1) / size
+	if e.pool.Available() < n {
+		e.st.Drop(p, e.noBuf)
+		return
+	}
+	nh := h[f.nhOff]
+	for pos := 0; pos < len(payload); pos += size {
+		m := min(size, len(payload)-pos)
+		q := e.pool.Get()
+		q.SetLen(l3 + f.unfrag + 8 + m)
+		d := q.Data
+		copy(d, p.Data[:l3+f.unfrag])
+		g := d[l3:]
+		g[f.nhOff] = packet.IPv6Fragment
+		binary.BigEndian.PutUint16(g[4:], uint16(f.unfrag-packet.IPv6Len+8+m))
+		fh := g[f.unfrag:]
+		fh[0], fh[1] = nh, 0
+		w := uint16(pos)
+		if pos+m < len(payload) {
+			w |= 1
+		}
+		binary.BigEndian.PutUint16(fh[2:], w)
+		binary.BigEndian.PutUint32(fh[4:], f.id)
+		copy(fh[8:], payload[pos:pos+m])
+		q.InDevice, q.InQueue, q.L3, q.Port = p.InDevice, p.InQueue, p.L3, p.Port
+		q.NextHop, q.FlowHash = p.NextHop, p.FlowHash
+		e.emit(q)
+		e.nFrags++
+	}
+	e.nPkts++
+	p.Free()
 }

@@ -85,9 +85,10 @@ func init() {
 				"than any link (up to 65,535 bytes): an IPFragmenter before each output device splits it again.",
 			Keys: []elements.Key{
 				{Name: "capacity", Type: "int", Default: "64", Doc: "datagrams in reassembly at once per worker (1..65536); " +
-					"each holds one buffer of 65,787 bytes whose pages are touched only as far as the datagram reaches; an instance's " +
+					"each holds one buffer of 65,983 bytes whose pages are touched only as far as the datagram reaches; an instance's " +
 					"pool holds capacity + 16 per other worker (lent) + workers + batch such buffers, its resident bound (37 MiB for " +
-					"the two in nat-gateway.toml with 2 workers, reached only by a flood that writes every page). A new " +
+					"the two in nat-gateway.toml with 2 workers, as much again for its two IP6Reassemblers, reached only by a flood " +
+					"that writes every page). A new " +
 					"datagram when all are taken evicts the oldest (its fragments are counted as \"table full\"), so that a flood of " +
 					"datagrams that never complete cannot keep others out for the timeout"},
 				{Name: "timeout", Type: "duration", Default: `"30s"`, Doc: "how long a datagram may wait for its missing fragments, " +
@@ -107,7 +108,7 @@ func init() {
 				"a non-last fragment not a multiple of 8 bytes, a bad length, or a link header over 64 bytes), \"no buffer\" (no " +
 				"datagram buffer free: the pipeline holds them all), \"handoff full\" (the owning worker's lent buffers are in use).",
 			Example: `"wcls[1] -> CheckIPHeader -> reasm :: IPReassembler -> ct :: Conntrack", "rt[1] -> IPFragmenter(1500) -> ToDevice(wan)"`,
-			SeeAlso: "IPFragmenter, Conntrack, CheckIPHeader",
+			SeeAlso: "IP6Reassembler, IPFragmenter, Conntrack, CheckIPHeader",
 			Text: "Conntrack, NAT and Classifier's port tests need the transport header, which only the first fragment of a datagram " +
 				"carries. IPReassembler puts a datagram back together before them, as Linux's defragmentation before connection " +
 				"tracking and Click's IPReassembler do: the tracker, the NAT and FastTrackLearn then see one whole packet, in order " +
@@ -120,7 +121,7 @@ func init() {
 				"sends it on from its own instance at its next push or tick (within a millisecond). Memory is bounded: capacity " +
 				"buffers per worker, 16 more per other worker (lent), and a batch's worth in flight. Fragments are copied into " +
 				"the datagram's buffer as they arrive and their frames freed at once; each is counted when its datagram is sent on " +
-				"(consumed, \"reassembled\") or dropped (by reason). IPv6 fragments pass unchanged.",
+				"(consumed, \"reassembled\") or dropped (by reason). IPv6 fragments pass unchanged: IP6Reassembler reassembles them.",
 		},
 	})
 }
@@ -148,6 +149,10 @@ type Reassembler struct {
 	now                              func() int64
 	nDatagrams, nConsumed, nOff, nIn uint64
 	nOOO                             uint64
+	// v6: an IP6Reassembler (IPv6 fragments; IPv4 passes untouched).
+	v6      bool
+	atomic  *atomic.Uint64
+	nAtomic uint64
 }
 
 // hubKey names the hub of one IPReassembler of a graph with a given
@@ -206,7 +211,13 @@ func (e *Reassembler) Push(_ int, b *packet.Batch) {
 	var now int64
 	n := 0
 	for _, p := range b.Pkts {
-		if !isFragment(p) {
+		if e.v6 {
+			if !isFragment6(p) {
+				b.Pkts[n] = p
+				n++
+				continue
+			}
+		} else if !isFragment(p) {
 			b.Pkts[n] = p
 			n++
 			continue
@@ -214,11 +225,21 @@ func (e *Reassembler) Push(_ int, b *packet.Batch) {
 		if now == 0 {
 			now = e.now()
 		}
-		d, nf := e.fragment(p, now)
+		var d *packet.Packet
+		var nf int
+		var fh uint32
+		if e.v6 {
+			d, nf, fh = e.fragment6(p, now)
+		} else {
+			d, nf = e.fragment(p, now)
+		}
 		if d == nil {
 			continue
 		}
-		d, ok := e.route(d)
+		if fh == 0 {
+			fh = e.steer.Hash(d.Data, int(d.L3))
+		}
+		d, ok := e.route(d, fh)
 		switch {
 		case d != nil:
 			b.Pkts[n] = d
@@ -227,7 +248,7 @@ func (e *Reassembler) Push(_ int, b *packet.Batch) {
 		case ok:
 			e.nConsumed += uint64(nf)
 		default:
-			e.drops[rHandoff].Add(uint64(nf))
+			e.drops[rHandoff].Add(uint64(max(nf, 1))) // an atomic fragment is its own datagram
 		}
 	}
 	b.Truncate(n)
@@ -259,8 +280,8 @@ func (e *Reassembler) discard(i int32, r int) {
 	}
 }
 
-// fragment takes fragment p in; it returns the finished datagram and its
-// number of fragments when p completed one.
+// fragment takes IPv4 fragment p in; it returns the finished datagram and
+// its number of fragments when p completed one.
 func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int) {
 	l3 := int(p.L3)
 	h := p.Data[l3:]
@@ -285,35 +306,11 @@ func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int
 		e.drop(p, rTiny)
 		return nil, 0
 	}
-	k := key{src: binary.BigEndian.Uint32(h[12:]), dst: binary.BigEndian.Uint32(h[16:]),
-		id: binary.BigEndian.Uint16(h[4:]), proto: proto}
-	i := e.t.find(k)
-	if i >= 0 && now-e.t.slots[i].born >= e.timeout {
-		e.discard(i, rTimeout)
-		i = -1
-	}
+	k := key{id: uint32(binary.BigEndian.Uint16(h[4:])), proto: proto}
+	copy(k.src[:4], h[12:16])
+	copy(k.dst[:4], h[16:20])
+	i := e.take(p, k, off, end, last, now)
 	if i < 0 {
-		if len(e.t.free) == 0 {
-			e.discard(e.t.oldest, rFull)
-		}
-		buf := e.pool.Get()
-		if buf == nil {
-			e.drop(p, rNoBuffer)
-			return nil, 0
-		}
-		i = e.t.add(k, buf, now)
-	}
-	switch e.t.place(i, off, end, last) {
-	case duplicate:
-		e.drop(p, rDuplicate)
-		return nil, 0
-	case overlap:
-		e.drop(p, rOverlap)
-		e.discard(i, rOverlap)
-		return nil, 0
-	case tooMany:
-		e.drop(p, rTooMany)
-		e.discard(i, rTooMany)
 		return nil, 0
 	}
 	s := &e.t.slots[i]
@@ -332,19 +329,58 @@ func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int
 		e.discard(i, rOversized)
 		return nil, 0
 	}
-	if s.ooo {
+	return e.done(i, s.finish())
+}
+
+// take finds or makes the slot of datagram k and places fragment p's
+// extent [off, end) in it; -1 when p was dropped (p freed and counted, and
+// the datagram too when p makes it invalid).
+func (e *Reassembler) take(p *packet.Packet, k key, off, end int, last bool, now int64) int32 {
+	i := e.t.find(k)
+	if i >= 0 && now-e.t.slots[i].born >= e.timeout {
+		e.discard(i, rTimeout)
+		i = -1
+	}
+	if i < 0 {
+		if len(e.t.free) == 0 {
+			e.discard(e.t.oldest, rFull)
+		}
+		buf := e.pool.Get()
+		if buf == nil {
+			e.drop(p, rNoBuffer)
+			return -1
+		}
+		i = e.t.add(k, buf, now)
+	}
+	switch e.t.place(i, off, end, last) {
+	case duplicate:
+		e.drop(p, rDuplicate)
+		return -1
+	case overlap:
+		e.drop(p, rOverlap)
+		e.discard(i, rOverlap)
+		return -1
+	case tooMany:
+		e.drop(p, rTooMany)
+		e.discard(i, rTooMany)
+		return -1
+	}
+	return i
+}
+
+// done frees slot i, whose datagram d is complete, and counts it.
+func (e *Reassembler) done(i int32, d *packet.Packet) (*packet.Packet, int) {
+	if e.t.slots[i].ooo {
 		e.nOOO++
 	}
-	d := s.finish()
 	_, nf := e.t.remove(i)
 	e.nDatagrams++
 	return d, nf
 }
 
-// route returns d if this worker owns its flow; otherwise it hands d to
+// route returns d if this worker owns its flow (flow hash fh); otherwise it hands d to
 // the owner and returns nil, and ok false if it could not (d is freed).
-func (e *Reassembler) route(d *packet.Packet) (_ *packet.Packet, ok bool) {
-	fh := e.steer.Hash(d.Data, int(d.L3))
+func (e *Reassembler) route(d *packet.Packet, fh uint32) (_ *packet.Packet, ok bool) {
 	d.FlowHash = fh
 	if e.hub == nil {
 		return d, true
@@ -431,6 +467,10 @@ func (e *Reassembler) flush() {
 	if e.nIn != 0 {
 		e.handedIn.Add(e.nIn)
 		e.nIn = 0
+	}
+	if e.nAtomic != 0 {
+		e.atomic.Add(e.nAtomic)
+		e.nAtomic = 0
 	}
 	e.inReassembly.Store(uint64(e.t.live))
 }

@@ -13,20 +13,27 @@ import (
 // front of the payload, so that the finished datagram is one contiguous
 // frame with no move.
 const (
-	maxL3     = 64 // the longest link header kept (Ethernet and a few VLAN tags)
-	maxIHL    = 60 // the longest IPv4 header
-	payloadAt = packet.Headroom + maxL3 + maxIHL
-	// bufSize holds any datagram IPv4 allows (a 65,535-byte total length
-	// is at most 65,515 bytes of payload).
+	maxL3  = 64 // the longest link header kept (Ethernet and a few VLAN tags)
+	maxIHL = 60 // the longest IPv4 header
+	// maxNet is the longest network header kept in front of the payload:
+	// an IPv4 header, or an IPv6 header with the extension headers of its
+	// unfragmentable part (hop-by-hop, destination options, routing).
+	maxNet    = 256
+	payloadAt = packet.Headroom + maxL3 + maxNet
+	// bufSize holds any datagram IPv4 or IPv6 allows (at most 65,535
+	// bytes of payload).
 	bufSize = payloadAt + 65535
 )
 
-// key identifies a datagram (RFC 791: source, destination, protocol and
-// identification).
+// key identifies a datagram: RFC 791's source, destination, protocol and
+// identification (the addresses in the first 4 bytes), or RFC 8200's
+// source, destination and identification (proto 0: the Next Header of
+// an IPv6 datagram's fragments may differ, section 4.5).
 type key struct {
-	src, dst uint32
-	id       uint16
+	src, dst [16]byte
+	id       uint32
 	proto    uint8
+	v6       bool
 }
 
 // slot is one datagram being reassembled.
@@ -42,9 +49,15 @@ type slot struct {
 	upTo int
 	ooo  bool
 	// The first fragment's headers: where the frame starts in the
-	// buffer, its L3 offset and IP header length (0: not seen yet).
+	// buffer, its L3 offset and IP header length (IPv6: the fixed header
+	// and the unfragmentable part; 0: not seen yet).
 	start, l3, ihl int
-	born           int64 // when the first fragment of any offset arrived
+	// IPv6: the offset from L3 of the Next Header byte that named the
+	// fragment header, the fragment header's own Next Header (the first
+	// fragment's), and the longest fragment (its IPv6 packet length).
+	nhOff, maxLen int
+	nh            uint8
+	born          int64 // when the first fragment of any offset arrived
 	// prev/next: the age list (oldest first); hnext: the hash chain.
 	// -1 ends a list.
 	prev, next, hnext int32
@@ -83,10 +96,12 @@ func newTable(capacity, maxFrags int) *table {
 	return t
 }
 
-// bucket hashes a key: one multiply of the folded fields (the identifier
-// varies per datagram, the addresses per host pair).
+// bucket hashes a key: a few multiplies of the folded fields (the
+// identifier varies per datagram, the addresses per host pair).
 func (t *table) bucket(k key) uint32 {
-	x := (uint64(k.src)<<32 | uint64(k.dst)) ^ (uint64(k.id)<<8|uint64(k.proto))*0x9e3779b97f4a7c15
+	le := binary.LittleEndian
+	x := le.Uint64(k.src[:]) ^ le.Uint64(k.src[8:])*0x94d049bb133111eb ^ (le.Uint64(k.dst[:])^le.Uint64(k.dst[8:])*0xd6e8feb86659fd93)*0xff51afd7ed558ccd
+	x ^= (uint64(k.id)<<8 | uint64(k.proto)) * 0x9e3779b97f4a7c15
 	x *= 0xbf58476d1ce4e5b9
 	return uint32(x>>32) & t.mask
 }
@@ -211,5 +226,22 @@ func (s *slot) finish() *packet.Packet {
 	binary.BigEndian.PutUint16(h[6:], binary.BigEndian.Uint16(h[6:])&^(packet.IPv4FlagMF|packet.IPv4FragOffset))
 	binary.BigEndian.PutUint16(h[10:], 0)
 	binary.BigEndian.PutUint16(h[10:], packet.Checksum(h[:s.ihl]))
+	return p
+}
+
+// finish6 turns slot i's buffer into an IPv6 datagram's frame (RFC 8200
+// section 4.5): the first fragment's link header and unfragmentable part
+// in front of the whole fragmentable part, the fragment header gone (the
+// Next Header that named it takes its Next Header), the payload length
+// set. The datagram is annotated for IPFragmenter (setFrag6).
+func (s *slot) finish6() *packet.Packet {
+	p := s.pkt
+	buf := p.Buffer()
+	p.Data = buf[s.start : payloadAt+s.total]
+	p.L3 = uint16(s.l3)
+	h := p.Data[s.l3:]
+	binary.BigEndian.PutUint16(h[4:], uint16(s.ihl-packet.IPv6Len+s.total))
+	h[s.nhOff] = s.nh
+	setFrag6(p, frag6{maxLen: s.maxLen, id: s.k.id, unfrag: s.ihl, nhOff: s.nhOff})
 	return p
 }
