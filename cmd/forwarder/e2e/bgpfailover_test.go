@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +23,8 @@ import (
 // paths into one multipath route (5-tuple hash) and runs BFD (100 ms × 7)
 // on both sessions. 64 UDP flows from the upstream to the LAN host, 2,000
 // packets a second in all, spread over the routers; r1's forwarder is
-// killed. Every flow keeps arriving, those r1 carried within 1 s (scaled
+// killed. Each router's worker has a CPU of its own. Every flow keeps
+// arriving, those r1 carried within 1 s (scaled
 // for a loaded machine) of their last packet through r1.
 func TestBGPRouterFailover(t *testing.T) {
 	requireAll(t)
@@ -63,7 +66,15 @@ func TestBGPRouterFailover(t *testing.T) {
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r.proc, _ = startCtl(t, r.ns, bin, path, host, r.lanAddr)
+		// Each router's worker on a CPU of its own, as on two boxes: on
+		// one CPU, the dying router's teardown would hold up the
+		// survivor's punt path, and with it the BFD it carries.
+		r.proc = r.ns.Start(bin, "run", "-config", path, "-quiet", "-cpus", strconv.Itoa(i%runtime.NumCPU()),
+			"-control", filepath.Join(t.TempDir(), "fwd.sock"))
+		waitFor(t, 15*time.Second, fmt.Sprintf("r%d answering ping", i+1), func() (bool, string) {
+			_, err := host.Run("ping", "-c1", "-W1", r.lanAddr)
+			return err == nil, r.proc.Output()
+		})
 		startBird(t, r.ns, fmt.Sprintf(`log stderr all;
 router id %[1]s.1;
 protocol device { scan time 1; }
