@@ -77,9 +77,9 @@ type Device struct {
 	nl *netlink.Handle
 
 	rxPkts, rxBytes, rxErrors, poolEmpty atomic.Uint64
-	txPkts, txBytes, txErrors, tooLong    atomic.Uint64
-	carrierChanges                        atomic.Uint64
-	maxFrame                              atomic.Int64
+	txPkts, txBytes, txErrors, tooLong   atomic.Uint64
+	carrierChanges                       atomic.Uint64
+	maxFrame                             atomic.Int64
 
 	done     chan struct{}
 	watching sync.WaitGroup
