@@ -171,7 +171,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 // security) and IPv4 (masqueraded, DF), completes through the gateway's
 // own packet too big and fragmentation needed, although both flows are
 // fast-tracked after their handshake: FastTrack hands the batches with a
-// packet longer than the link to the slow path, whose CheckMTU answers.
+// packet longer than the link to the slow path, whose wmtu answers.
 // Twice: the graph alone (hosts' GRO off) and with the flows offloaded to
 // the in-kernel fast path (GRO on), which hands longer datagrams back.
 //
@@ -196,7 +196,7 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	far := narrowWAN(tp.env, tp.fwd, tp.ot, "198.51.100")
 
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
-		`wmtu :: CheckMTU(1500)`,
+		`wmtu :: IPFragmenter(1500)`,
 		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
 		`wmtu4 :: IPFragmenter(1500, false)`,
 		`"out[0] -> snat -> wfrag :: IPFragmenter(1500)`,
