@@ -191,8 +191,10 @@ func init() {
 				"does not have), \"blackhole route\", \"unreachable route\" and \"prohibit route\" (the latter two when their port is -1); " +
 				"counters \"unreachable route answered\" and \"prohibit route answered\" (sent to those ports). " +
 				"With source = \"kernel\" (counted by the first lookup that reads the table): counters \"kernel routes applied\", \"kernel routes skipped\" " +
-				"(paths through no listed interface, or through a nexthop object), \"kernel resyncs\"; kernel routes of the types not mirrored " +
-				"(throw, local, broadcast, anycast, multicast, nat) are counted by type in forwarder show routes. " +
+				"(paths through no listed interface), \"kernel resyncs\"; kernel routes of the types not mirrored " +
+				"(throw, local, broadcast, anycast, multicast, nat) are counted by type in forwarder show routes. Routes through nexthop " +
+				"objects (ip route ... nhid N, as FRR installs them) are mirrored by the paths the kernel reports with them, a group as ECMP; " +
+				"with net.ipv4.nexthop_compat_mode = 0 it reports none, and they are counted as \"nexthop object\" there. " +
 				"With offload: \"offload routes applied\" (fast-path entries set or deleted), \"offload errors\" " +
 				"(rounds in which the fast path refused a change; retried every 10 ms).",
 			Example: "[tables.main]\n" +

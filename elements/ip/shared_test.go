@@ -2,6 +2,7 @@ package ip
 
 import (
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,45 @@ func TestKernelRouteTypes(t *testing.T) {
 	h.Push(0, mkFrame(t, frameOpts{dst: "10.100.5.1"}), mkFrame(t, frameOpts{dst: "10.100.5.2"}))
 	if len(h.Outs[0].Pkts) != 1 || h.Counter("blackhole route") != 1 {
 		t.Errorf("blackholed: %d forwarded, %d counted", len(h.Outs[0].Pkts), h.Counter("blackhole route"))
+	}
+	// Routes through nexthop objects (ip nexthop, as FRR installs them):
+	// the kernel's messages carry their paths too (nexthop_compat_mode,
+	// on by default), so they are mirrored, a group as ECMP; with compat
+	// mode off they carry none, and are counted as not mirrored.
+	if out, err := exec.Command("ip", "-n", ns, "nexthop", "add", "id", "7", "via", "10.9.0.2", "dev", "d0").CombinedOutput(); err != nil {
+		t.Logf("no nexthop objects in this kernel (%v: %s): that case untested", err, out)
+	} else {
+		ip("nexthop", "add", "id", "8", "via", "10.9.1.2", "dev", "d1")
+		ip("nexthop", "add", "id", "9", "group", "7/8")
+		ip("route", "add", "10.100.9.0/24", "nhid", "7")
+		ip("route", "add", "10.100.10.0/24", "nhid", "9")
+		waitHops := func(dst string, n int) {
+			t.Helper()
+			for t0 := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+				if r, ok := e.Table().Route(netip.MustParseAddr(dst)); ok && r.Prefix.Bits() == 24 && len(r.Hops()) == n {
+					return
+				}
+				if time.Since(t0) > 2*time.Second {
+					r, _ := e.Table().Route(netip.MustParseAddr(dst))
+					t.Fatalf("%s: %v, want a /24 with %d paths", dst, r, n)
+				}
+			}
+		}
+		waitHops("10.100.9.1", 1)
+		waitHops("10.100.10.1", 2)
+		if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.nexthop_compat_mode=0").CombinedOutput(); err != nil {
+			t.Logf("nexthop_compat_mode: %v: %s: that case untested", err, out)
+		} else {
+			ip("route", "add", "10.100.11.0/24", "nhid", "7")
+			for t0 := time.Now(); e.Unmirrored()["nexthop object"] != 1; time.Sleep(5 * time.Millisecond) {
+				if time.Since(t0) > 2*time.Second {
+					t.Fatalf("unmirrored: %v, want nexthop object 1", e.Unmirrored())
+				}
+			}
+			ip("route", "del", "10.100.11.0/24")
+		}
+		ip("route", "del", "10.100.9.0/24")
+		ip("route", "del", "10.100.10.0/24")
 	}
 	ip("route", "del", "throw", "10.100.8.0/24")
 	ip("route", "del", "blackhole", "10.100.5.1/32")

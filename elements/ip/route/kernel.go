@@ -30,10 +30,13 @@ import (
 // repeating a path), blackhole, unreachable and prohibit routes as routes
 // of those types; routes of the other kernel types (throw, local,
 // broadcast, anycast, multicast, nat) are not mirrored, and are counted
-// by type while the kernel holds them (Unmirrored), as are routes whose
-// paths leave by no interface of the mirror's (kernel routes skipped),
-// routes through a nexthop object (ip nexthop: the route message names no
-// path) among them.
+// by type while the kernel holds them (Unmirrored). A route through a
+// nexthop object (ip route ... nhid N) is mirrored by the paths the kernel
+// reports with it (a group's as RTA_MULTIPATH: ECMP), which it does while
+// net.ipv4.nexthop_compat_mode is on, the default; with it off the
+// message names no path (the netlink library does not read the objects)
+// and the route is counted as a "nexthop object". Routes whose paths
+// leave by no interface of the mirror's are "kernel routes skipped".
 
 type kernelOptions struct {
 	table       int
@@ -85,8 +88,13 @@ var kernelTypes = map[int]Type{
 	unix.RTN_PROHIBIT:    Prohibit,
 }
 
+// otherNexthop marks, among the unmirrored routes, a unicast route
+// through a nexthop object (no kernel route type has this number).
+const otherNexthop = 0xff
+
 // kernelTypeNames name the kernel route types that are not mirrored.
 var kernelTypeNames = map[uint8]string{
+	otherNexthop:   "nexthop object",
 	unix.RTN_LOCAL: "local", unix.RTN_BROADCAST: "broadcast", unix.RTN_ANYCAST: "anycast",
 	unix.RTN_MULTICAST: "multicast", unix.RTN_THROW: "throw", unix.RTN_NAT: "nat", unix.RTN_XRESOLVE: "xresolve",
 }
@@ -328,7 +336,15 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 	if !ok {
 		return p, false
 	}
-	ok = k.noteOther(p, r, add && !mirrored)
+	other := uint8(r.Type)
+	if mirrored && typ == Unicast && r.LinkIndex == 0 && r.Gw == nil && len(r.MultiPath) == 0 {
+		// A unicast route without a device or paths names a nexthop
+		// object (ip route ... nhid N) without its paths
+		// (nexthop_compat_mode off), and the netlink library does not
+		// read the objects: not mirrored, and said so.
+		mirrored, other = false, otherNexthop
+	}
+	ok = k.noteOther(p, r, other, add && !mirrored)
 	if !mirrored {
 		// A route of another type replacing a mirrored one (ip route
 		// replace throw ...) takes that metric's place.
@@ -373,13 +389,14 @@ func (k *kernelSync) wantFamily(fam int) bool {
 	return true
 }
 
-// noteOther records (on) or forgets the unmirrored route r to p, and
+// noteOther records (on) or forgets the unmirrored route r to p, of kernel
+// type typ (or otherNexthop), and
 // reports whether k.routes holds a route for p at r's metric.
-func (k *kernelSync) noteOther(p netip.Prefix, r *netlink.Route, on bool) bool {
+func (k *kernelSync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on bool) bool {
 	key := otherKey{p, r.Priority, r.Tos}
 	k.otherMu.Lock()
 	if on {
-		k.other[key] = uint8(r.Type)
+		k.other[key] = typ
 	} else {
 		delete(k.other, key)
 	}
