@@ -18,17 +18,24 @@ while True:
     s.sendto(("%s:%d" % a).encode(), a)
 `
 
-// hairpinPeer binds its port, learns its mapping from the reflector and
-// prints it (MAPPED ip:port). With a peer endpoint argument it sends to it
+// hairpinPeer binds its port, learns its mapping from the reflector (asking
+// again until it answers) and prints it (MAPPED ip:port). With a peer endpoint argument it sends to it
 // and prints where the answer came from (ANSWER ip:port); without, it
 // waits for a datagram, prints its sender (FROM ip:port) and answers it.
 const hairpinPeer = `import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("0.0.0.0", int(sys.argv[1])))
-s.settimeout(10)
-s.sendto(b"who", (sys.argv[2], int(sys.argv[3])))
-d, _ = s.recvfrom(2048)
+s.settimeout(0.5)
+d = None
+for i in range(20):  # the reflector may still be starting
+    s.sendto(b"who", (sys.argv[2], int(sys.argv[3])))
+    try:
+        d, _ = s.recvfrom(2048)
+        break
+    except socket.timeout:
+        pass
 print("MAPPED", d.decode(), flush=True)
+s.settimeout(2)
 if len(sys.argv) > 4:
     host, port = sys.argv[4].rsplit(":", 1)
     for i in range(5):
@@ -41,6 +48,7 @@ if len(sys.argv) > 4:
             print("ANSWER %s:%d" % a, flush=True)
             break
 else:
+    s.settimeout(10)
     while True:
         d, a = s.recvfrom(2048)
         if d == b"ping":
