@@ -155,6 +155,11 @@ func (l *loader) bindTable(ei *elemInfo, line int) bool {
 // checkTablesUsed reports a table no element reads: its routes would
 // route nothing (as a device no element uses is an error).
 func (l *loader) checkTablesUsed() {
+	for _, ei := range l.order {
+		if ei.bad {
+			return // a broken element may be the table's reader
+		}
+	}
 	for _, t := range l.g.Tables {
 		if len(t.Users) == 0 {
 			l.tableErr(t.Name, t.Pos.Line, "", "", "no IPLookup reads it (an IPLookup without routes of its own reads table %s, or names one with table = \"%s\")", quoteValue(tables.Main), t.Name)

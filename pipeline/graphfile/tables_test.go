@@ -97,6 +97,15 @@ offload = ["d"]
 [graph]
 links = ["TestLdSource(d) -> rt2 -> TestLdSink(d)"]`,
 			[]string{`:8: element "rt2" (IPLookup): key "offload": belongs to the table this IPLookup reads: set it in [tables.main]`}},
+		{"the only reader broken: no unread-table error", dev + `
+[tables.main]
+routes = ["10.0.0.0/8 out 0"]
+[elements.rt]
+type = "IPLookup"
+mis = 1
+[graph]
+links = ["TestLdSource(d) -> rt -> TestLdSink(d)"]`,
+			[]string{`:8: element "rt" (IPLookup): key "mis": unknown, did you mean "miss"?`}},
 		{"bad name", dev + `
 [tables."a b"]
 routes = ["10.0.0.0/8 out 0"]` + lookup,
