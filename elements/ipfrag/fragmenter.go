@@ -55,7 +55,7 @@ func init() {
 				"and protocol are the packet's; the offset adds to the packet's own (a fragment fragmented again) and MF is set on " +
 				"all but the last, which keeps the packet's own MF. A fragment never exceeds a packet buffer (2,048 bytes with the " +
 				"link header), so with a larger mtu the fragments are smaller than it, which RFC 791 allows. Packets that fit take " +
-				"one length test (and one test of the IPv6 reassembly mark). " +
+				"one length test and one test of the buffer's size (a reassembled datagram's buffer is larger than a frame's). " +
 				"IPv6 datagrams IP6Reassembler reassembled carry the size of their longest fragment: such a datagram longer than " +
 				"that leaves in fragments of at most that size (RFC 8200 section 4.5: the unfragmentable part in each, then a " +
 				"fragment header with the datagram's own identification; Linux's frag_max_size), or whole if it is no longer; " +
@@ -95,7 +95,11 @@ func newFragmenter(cfg any, ctx *elements.Context) (elements.Element, error) {
 // that the fragments keep the packets' order.
 func (e *Fragmenter) Push(_ int, b *packet.Batch) {
 	for i, p := range b.Pkts {
-		if len(p.Data)-int(p.L3) > e.mtu || p.Scratch[0] == frag6Mark {
+		// A reassembled datagram (possibly an IPv6 one to split at its
+		// sender's size, whatever its length) is in a buffer larger than
+		// any frame's: the test reads only the slice header, not the
+		// annotation's cache line.
+		if len(p.Data)-int(p.L3) > e.mtu || cap(p.Data) > packet.BufSize {
 			e.slow(b, i)
 			return
 		}
