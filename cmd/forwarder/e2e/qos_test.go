@@ -234,8 +234,8 @@ func TestQoSShaper(t *testing.T) {
 	// What the shaper itself sent per phase, at the IP level (its
 	// "sent" packets; TCP's are full-size, UDP's 1428 bytes).
 	sent := func() uint64 { return counter(tp.snapshot(t), "Shaper", "sent") }
-	atShaper := func(n0 uint64, size float64) {
-		t.Logf("qos:   at the shaper: %.2f Mbit/s sent", float64(sent()-n0)*size*8/10/1e6)
+	atShaper := func(n0 uint64, size, seconds float64) {
+		t.Logf("qos:   at the shaper: %.2f Mbit/s sent", float64(sent()-n0)*size*8/seconds/1e6)
 	}
 	pid := p.Cmd.Process.Pid
 	judge := func(what string, ip float64, r iperfResult, udp bool, waited float64) {
@@ -247,15 +247,20 @@ func TestQoSShaper(t *testing.T) {
 			t.Errorf("%s through the 20 Mbit/s shaper: %s", what, e)
 		}
 	}
+	// TCP is measured over 10 s after its first 5 (iperf3 -O): its start
+	// against a drop-tail queue may overflow it, lose a retransmission
+	// and wait for a timeout, seconds at a fraction of the rate before it
+	// settles (benchmarks/qos.md traces one). What the shaper controls is
+	// the settled rate.
 	n0, w0 := sent(), runqWait(pid)
-	ip, r := qosRun(t, tp, "5201", false)
-	qosLog(t, "shaper TCP", ip, r)
-	atShaper(n0, 1500)
+	ip, r := qosRun(t, tp, "5201", false, "-O", "5")
+	qosLog(t, "shaper TCP (first 5 s omitted)", ip, r)
+	atShaper(n0, 1500, 15)
 	judge("TCP", ip, r, false, runqWait(pid)-w0)
 	n0, w0 = sent(), runqWait(pid)
 	ip, r = qosRun(t, tp, "5201", true, "-b", "40M")
 	qosLog(t, "shaper UDP offered 40M", ip, r)
-	atShaper(n0, qosUDPLen+28)
+	atShaper(n0, qosUDPLen+28, 10)
 	judge("UDP at 40 Mbit/s", ip, r, true, runqWait(pid)-w0)
 
 	// VoIP first: 200-byte EF datagrams at 1 Mbit/s while best-effort
