@@ -17,7 +17,7 @@ import (
 var installedGraph = struct {
 	name       string
 	interfaces []string
-}{"nat-gateway", []string{"lan0", "wan0"}}
+}{"site-router", []string{"lan0", "wan0"}}
 
 // genGraph runs without interfaces: an installed example on the gen
 // driver (synthetic traffic).
