@@ -155,12 +155,7 @@ func printFlows(w io.Writer, r *flowsResult, countOnly bool) error {
 			state, nat, f.Timeout.Round(time.Second), f.Packets[0], f.Packets[1], f.Bytes[0], f.Bytes[1], fast, f.Worker)
 	}
 	tw.Flush()
-	more := ""
-	if r.Limited {
-		more = fmt.Sprintf(" (first %d shown: -n 0 shows all)", len(r.Flows))
-	}
-	_, err := fmt.Fprintf(w, "%d of %d flows match%s\n", r.Matched, r.Total, more)
-	return err
+	return printMatched(w, r.Matched, r.Total, len(r.Flows), r.Limited, "flows")
 }
 
 func routeLine(r elements.LiveRoute) string {

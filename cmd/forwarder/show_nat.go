@@ -96,10 +96,16 @@ func printNAT(w io.Writer, r *natResult) error {
 			remotes, m.Age.Round(time.Second), m.Timeout.Round(time.Second), m.Worker)
 	}
 	tw.Flush()
+	return printMatched(w, r.Matched, r.Total, len(r.Mappings), r.Limited, "mappings")
+}
+
+// printMatched ends a listing that -n may have cut: how many of the total
+// matched, and how many are shown when not all are.
+func printMatched(w io.Writer, matched, total, shown int, limited bool, what string) error {
 	more := ""
-	if r.Limited {
-		more = fmt.Sprintf(" (first %d shown: -n 0 shows all)", len(r.Mappings))
+	if limited {
+		more = fmt.Sprintf(" (first %d shown: -n 0 shows all)", shown)
 	}
-	_, err := fmt.Fprintf(w, "%d of %d mappings match%s\n", r.Matched, r.Total, more)
+	_, err := fmt.Fprintf(w, "%d of %d %s match%s\n", matched, total, what, more)
 	return err
 }
