@@ -1,6 +1,7 @@
 package configs_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -183,5 +184,156 @@ func TestSiteRouter(t *testing.T) {
 	}
 	if n := lanDev.pool.Outstanding() + wanDev.pool.Outstanding(); n != 0 {
 		t.Errorf("%d buffers not returned", n)
+	}
+}
+
+// vlanFastTrackGraph is docs/vlan.md's pattern with FastTrack in the
+// graph: a NAT gateway whose LAN is VLAN 10 on the trunk. FastTrack sits
+// after VLANDecap and its hits for the LAN go through the VLAN's
+// VLANEncap, as FastTrackLearn's output for the LAN does.
+const vlanFastTrackGraph = `
+[forwarder]
+workers = 1
+
+[devices.lan]
+driver    = "testmem"
+addresses = ["192.168.10.1/24"]
+
+[devices.wan]
+driver    = "testmem"
+addresses = ["203.0.113.1/24"]
+
+[elements.rt]
+type   = "IPLookup"
+routes = ["192.168.10.0/24 out 0", "0.0.0.0/0 via 203.0.113.2 out 1"]
+
+[elements.ct]
+type     = "Conntrack"
+capacity = 1024
+
+[elements.dnat]
+type = "DNAT"
+
+[elements.snat]
+type   = "SNAT"
+to     = "203.0.113.1"
+inside = "192.168.10.0/24"
+
+[elements.lft]
+type   = "FastTrack"
+after  = 2
+policy = "either-direction"
+
+[elements.wft]
+type   = "FastTrack"
+after  = 2
+policy = "either-direction"
+
+[graph]
+links = [
+  "FromDevice(lan) -> trunk :: Classifier(vlan 10, -)",
+  "trunk[1] -> Discard(other vlan)",
+  "trunk[0] -> VLANDecap -> lft",
+  "FromDevice(wan) -> wft",
+  "lft[1] -> tag :: VLANEncap(10) -> ToDevice(lan)",
+  "lft[2] -> ToDevice(wan)",
+  "wft[1] -> tag",
+  "wft[2] -> ToDevice(wan)",
+  "lft[0] -> lcls :: Classifier(arp, ip, -)",
+  "wft[0] -> wcls :: Classifier(arp, ip, -)",
+  "lcls[2] -> Discard(unclassified)",
+  "wcls[2] -> Discard(unclassified)",
+  "lcls[0] -> larp :: Tee(2)",
+  "larp[0] -> ARPResponder(lan) -> tag",
+  "larp[1] -> [1]laq :: ARPQuerier(lan)",
+  "wcls[0] -> warp :: Tee(2)",
+  "warp[0] -> ARPResponder(wan) -> ToDevice(wan)",
+  "warp[1] -> [1]waq :: ARPQuerier(wan)",
+  "lcls[1] -> CheckIPHeader -> ct",
+  "wcls[1] -> CheckIPHeader -> ct",
+  "ct -> fw :: Classifier(ct established or ct related or src net 192.168.10.0/24, -)",
+  "fw[1] -> Discard(firewall)",
+  "fw[0] -> dnat -> ttl :: DecTTL -> rt",
+  "ttl[1] -> Discard(ttl expired)",
+  "rt[0] -> laq -> [0]ftl :: FastTrackLearn(2)",
+  "rt[1] -> out :: Classifier(src net 192.168.10.0/24, -)",
+  "out[0] -> snat -> waq",
+  "out[1] -> waq",
+  "waq -> [1]ftl",
+  "ftl[0] -> tag",
+  "ftl[1] -> ToDevice(wan)",
+]
+`
+
+// TestVLANFastTrack: a UDP flow between a host on VLAN 10 and the
+// outside, masqueraded, is fast-tracked in both directions once seen
+// twice, and every packet still leaves right: tagged with VLAN 10 towards
+// the host (the answers), translated towards the WAN.
+func TestVLANFastTrack(t *testing.T) {
+	const (
+		host    = "192.168.10.10"
+		outside = "198.51.100.7"
+		pub     = "203.0.113.1"
+		n       = 8
+	)
+	hostMAC := net.HardwareAddr{2, 0, 0, 0, 0, 10}
+	arp := tagged(arpRequest(t, hostMAC, host, "192.168.10.1"), 10)
+	copy(arp[6:12], hostMAC)
+	lan := [][]byte{arp}
+	wan := [][]byte{arpRequest(t, net.HardwareAddr{2, 0, 0, 0, 0, 2}, "203.0.113.2", pub)}
+	for i := 0; i < n; i++ {
+		f := tagged(nfUDP(host, 40000, outside, 53), 10)
+		copy(f[6:12], hostMAC)
+		lan = append(lan, f)
+		wan = append(wan, nfUDP(outside, 53, pub, 40000))
+	}
+	memMu.Lock()
+	memInput["lan"] = lan
+	memInput["wan"] = wan
+	memMu.Unlock()
+	g, err := pipeline.Parse("vlan-fasttrack.toml", []byte(vlanFastTrackGraph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
+	memMu.Lock()
+	lanDev, wanDev := memDevices["lan"], memDevices["wan"]
+	memMu.Unlock()
+	var toHost, toWAN int
+	for _, tf := range lanDev.sent {
+		vid, f := vidOf(tf)
+		if binary.BigEndian.Uint16(f[12:]) != packet.EtherTypeIPv4 {
+			continue
+		}
+		if vid != 10 || !bytes.Equal(f[:6], hostMAC) || netip.AddrFrom4([4]byte(f[30:34])).String() != host ||
+			binary.BigEndian.Uint16(f[36:]) != 40000 {
+			t.Errorf("to the LAN: %x (VLAN %d)", tf, vid)
+			continue
+		}
+		toHost++
+	}
+	for _, f := range wanDev.sent {
+		if len(f) >= 38 && binary.BigEndian.Uint16(f[12:]) == packet.EtherTypeIPv4 {
+			if netip.AddrFrom4([4]byte(f[26:30])).String() != pub {
+				t.Errorf("to the WAN untranslated: %x", f)
+				continue
+			}
+			toWAN++
+		}
+	}
+	var hits uint64
+	for _, e := range r.Snapshot().Elements {
+		for _, c := range e.Counters {
+			if e.Type == "FastTrack" && c.Name == "fasttracked packets" {
+				hits += c.Value
+			}
+		}
+	}
+	t.Logf("to the host %d, to the WAN %d, fast-tracked %d", toHost, toWAN, hits)
+	if toHost != n || toWAN != n {
+		t.Errorf("%d answers reached the host and %d packets the WAN, want %d each", toHost, toWAN, n)
+	}
+	if hits < n {
+		t.Errorf("FastTrack took %d of the %d packets, want at least %d", hits, 2*n, n)
 	}
 }
