@@ -7,9 +7,10 @@
 // ("vlan 10"), each VLAN's branch starts with a VLANDecap, and each
 // VLAN's way out ends with VLANEncap(ID) before the trunk's ToDevice.
 // Between the two, the frame is an ordinary untagged one, so every other
-// element (ARP, NDP, Conntrack, NAT, FastTrack, the policers) works on it
-// unchanged, one instance per VLAN where it holds per-link state (an
-// ARPQuerier per VLAN: its table is that VLAN's neighbours). A device of
+// element (ARP, Conntrack, NAT, the policers; FastTrack with its hits for
+// a VLAN sent through that VLAN's VLANEncap) works on it unchanged, one
+// instance per VLAN where it holds per-link state (an ARPQuerier per
+// VLAN: its table is that VLAN's neighbours). A device of
 // its own per VLAN would have needed the drivers to share one port's
 // queues between several devices and demultiplex in the driver, which
 // only moves the Classifier into a place the graph cannot see or count;
