@@ -306,10 +306,9 @@ func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int
 		e.drop(p, rTiny)
 		return nil, 0
 	}
-	k := key{id: uint32(binary.BigEndian.Uint16(h[4:])), proto: proto}
-	copy(k.src[:4], h[12:16])
-	copy(k.dst[:4], h[16:20])
-	i := e.take(p, k, off, end, last, now)
+	k := key{src0: uint64(binary.BigEndian.Uint32(h[12:])), dst0: uint64(binary.BigEndian.Uint32(h[16:])),
+		id: uint32(binary.BigEndian.Uint16(h[4:])), proto: proto}
+	i := e.take(p, &k, off, end, last, now)
 	if i < 0 {
 		return nil, 0
 	}
@@ -335,7 +334,7 @@ func (e *Reassembler) fragment(p *packet.Packet, now int64) (*packet.Packet, int
 // take finds or makes the slot of datagram k and places fragment p's
 // extent [off, end) in it; -1 when p was dropped (p freed and counted, and
 // the datagram too when p makes it invalid).
-func (e *Reassembler) take(p *packet.Packet, k key, off, end int, last bool, now int64) int32 {
+func (e *Reassembler) take(p *packet.Packet, k *key, off, end int, last bool, now int64) int32 {
 	i := e.t.find(k)
 	if i >= 0 && now-e.t.slots[i].born >= e.timeout {
 		e.discard(i, rTimeout)

@@ -115,10 +115,10 @@ func (e *Reassembler) fragment6(p *packet.Packet, now int64) (*packet.Packet, in
 			return nil, 0, 0
 		}
 	}
-	k := key{id: binary.BigEndian.Uint32(h[fo+4:]), v6: true}
-	copy(k.src[:], h[8:24])
-	copy(k.dst[:], h[24:40])
-	i := e.take(p, k, off, end, last, now)
+	be := binary.BigEndian
+	k := key{src0: be.Uint64(h[8:]), src1: be.Uint64(h[16:]), dst0: be.Uint64(h[24:]), dst1: be.Uint64(h[32:]),
+		id: be.Uint32(h[fo+4:]), v6: true}
+	i := e.take(p, &k, off, end, last, now)
 	if i < 0 {
 		return nil, 0, 0
 	}
