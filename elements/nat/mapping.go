@@ -22,8 +22,9 @@ import (
 // (flowsteer's Masq). So every flow of an inside endpoint is decided by
 // one worker, the owner of its port, which holds its mapping and gives it
 // outside ports it owns: the inside port itself when it is free (port
-// preservation), else a free port of the same parity (RFC 4787 REQ-3/4),
-// else any free port of its own. The mappings are a table per outside
+// preservation), else a free port of the same parity (RFC 4787 REQ-3/4):
+// first a few drawn from the inside endpoint (the same after a restart),
+// then from the free stack, else any free port of its own. The mappings are a table per outside
 // address and protocol, indexed by port (34 bytes a port, written only
 // by the port's owner); an inside endpoint
 // whose mapping is
@@ -213,6 +214,14 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 	m.mem = m.idx.init(m.owned)
 	s.mw[w] = m
 	return m
+}
+
+// owner is the worker that owns port.
+func (s *mapStore) owner(port uint16) int {
+	if s.workers == 1 {
+		return 0
+	}
+	return flowsteer.Port(port, s.workers)
 }
 
 // addrIndex is the index of outside address a in s.addrs (0 if absent).

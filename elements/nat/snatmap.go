@@ -263,8 +263,8 @@ func (e *SNAT) claimMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, re
 
 // allocate picks a free port of this worker for a new mapping of k's
 // inside endpoint: its own port (RFC 4787 REQ-3 port preservation), else
-// one of the same parity (REQ-4), else any; when none is free, a few
-// mappings that ended are freed first.
+// one of the same parity (REQ-4), drawn from the endpoint first, else any;
+// when none is free, a few mappings that ended are freed first.
 func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
 	s, m := e.ms, e.mw
 	a := k.Sport
@@ -276,6 +276,28 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 		if w.Load()&wordUsed == 0 {
 			s.take(mt, a)
 			return a, true
+		}
+	}
+	// Then ports drawn from the inside endpoint and the outside address
+	// alone, of the same parity: the same after a restart (a flow picked
+	// up again mid-stream by Conntrack's loose pickup gets the port it
+	// had, as the per-destination choice's flow candidates do), and
+	// the same in two instances that see the same flows.
+	span := uint64(s.hi-s.lo) + 1
+	x := uint64(k.Src)<<32 | uint64(a)<<16 | uint64(k.Proto)
+	x ^= uint64(addr) * 0x9e3779b97f4a7c15
+	for range flowCandidates {
+		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
+		p := s.lo + uint16(uint64(uint32(x>>32))*span>>32)
+		if p&1 != a&1 {
+			if p == s.hi {
+				continue
+			}
+			p++
+		}
+		if s.owner(p) == e.worker && mt.words[p-s.lo].Load()&wordUsed == 0 && !e.steer.IsPublic(k.Proto, addr, p) {
+			s.take(mt, p)
+			return p, true
 		}
 	}
 	par := int(a & 1)
