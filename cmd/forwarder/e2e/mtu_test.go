@@ -196,10 +196,8 @@ func natOwnPacketTooBig(t *testing.T, fast bool) {
 	far := narrowWAN(tp.env, tp.fwd, tp.ot, "198.51.100")
 
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
-		`wmtu :: IPFragmenter(1500)`,
-		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
+		`"wan :: side(wan, 1500,`, // the WAN side's IPFragmenters and packet too big
 		`wmtu4 :: IPFragmenter(1500, false)`,
-		`"out[0] -> snat -> wfrag :: IPFragmenter(1500)`,
 		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
 	})
 	p := tp.start(t)
@@ -282,7 +280,7 @@ func TestNATGatewayInboundFragNeeded(t *testing.T) {
 	tp.config = withWANMTU(t, tp.config, "1400", []string{
 		`lmtu4 :: IPFragmenter(1500, false)`,
 		`lmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
-		`"lout[0] -> hsnat -> lfrag :: IPFragmenter(1500)`,
+		`"lan :: side(lan, 1500,`, // the LAN side's IPFragmenters and packet too big
 	})
 	p := tp.start(t)
 	srv := tp.in.Start("iperf3", "-s", "-p", "80")
