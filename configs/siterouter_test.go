@@ -24,6 +24,25 @@ func siteRouterOnMem(t testing.TB) []byte {
 	return regexp.MustCompile(`"afxdp"`).ReplaceAll(src, []byte(`"testmem"`))
 }
 
+// runMemRouter runs graph src (testmem devices lan and wan) over the
+// given frames, one worker, to the end, and returns the router and both
+// devices.
+func runMemRouter(t *testing.T, name string, src []byte, lan, wan [][]byte) (*pipeline.Router, *memDevice, *memDevice) {
+	t.Helper()
+	memMu.Lock()
+	memInput["lan"] = lan
+	memInput["wan"] = wan
+	memMu.Unlock()
+	g, err := pipeline.Parse(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
+	memMu.Lock()
+	defer memMu.Unlock()
+	return r, memDevices["lan"], memDevices["wan"]
+}
+
 // tagged puts 802.1Q tags (outermost first) on frame f.
 func tagged(f []byte, vids ...uint16) []byte {
 	out := append([]byte(nil), f[:12]...)
@@ -94,18 +113,7 @@ func TestSiteRouter(t *testing.T) {
 		nfTCP(outside, 50002, pub, 22, 0x02),     // unsolicited, to the router
 		nfTCP(outside, 443, pub, 40000, 0x12),    // the LAN host's answer
 	}
-	memMu.Lock()
-	memInput["lan"] = lan
-	memInput["wan"] = wan
-	memMu.Unlock()
-	g, err := pipeline.Parse("site-router-mem.toml", siteRouterOnMem(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
-	memMu.Lock()
-	lanDev, wanDev := memDevices["lan"], memDevices["wan"]
-	memMu.Unlock()
+	r, lanDev, wanDev := runMemRouter(t, "site-router-mem.toml", siteRouterOnMem(t), lan, wan)
 
 	var arpReplies [2]int // on VLAN 10, VLAN 20, for the right address
 	seen := map[string]int{}
@@ -287,18 +295,7 @@ func TestVLANFastTrack(t *testing.T) {
 		lan = append(lan, f)
 		wan = append(wan, nfUDP(outside, 53, pub, 40000))
 	}
-	memMu.Lock()
-	memInput["lan"] = lan
-	memInput["wan"] = wan
-	memMu.Unlock()
-	g, err := pipeline.Parse("vlan-fasttrack.toml", []byte(vlanFastTrackGraph))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runToEnd(t, g, pipeline.Options{NoPin: true, Workers: 1})
-	memMu.Lock()
-	lanDev, wanDev := memDevices["lan"], memDevices["wan"]
-	memMu.Unlock()
+	r, lanDev, wanDev := runMemRouter(t, "vlan-fasttrack.toml", []byte(vlanFastTrackGraph), lan, wan)
 	var toHost, toWAN int
 	for _, tf := range lanDev.sent {
 		vid, f := vidOf(tf)

@@ -53,20 +53,34 @@ func TestDecap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := elementtest.New(t, "VLANDecap", nil, nil)
-			h.Push(0, tt.in)
-			out := h.Outs[0].Frames()
-			if tt.drop != "" {
-				if len(out) != 0 || h.Counter(tt.drop) != 1 {
-					t.Errorf("%d out, counters %v, want a %q drop", len(out), h.Stats.Counters(), tt.drop)
+			if pushOne(t, h, tt.in, tt.want, tt.drop) {
+				if l3 := h.Outs[0].Pkts[0].L3; l3 != 14 {
+					t.Errorf("L3 %d, want 14", l3)
 				}
-			} else if len(out) != 1 || !bytes.Equal(out[0], tt.want) {
-				t.Errorf("out %x, want %x (counters %v)", out, tt.want, h.Stats.Counters())
-			} else if l3 := h.Outs[0].Pkts[0].L3; l3 != 14 {
-				t.Errorf("L3 %d, want 14", l3)
 			}
-			h.CheckNoLeak()
 		})
 	}
+}
+
+// pushOne pushes frame in through h's element and checks that it came
+// out as want, or was dropped under reason drop (drop != ""); it reports
+// whether the frame came out right.
+func pushOne(t *testing.T, h *elementtest.Harness, in, want []byte, drop string) bool {
+	t.Helper()
+	defer h.CheckNoLeak()
+	h.Push(0, in)
+	out := h.Outs[0].Frames()
+	if drop != "" {
+		if len(out) != 0 || h.Counter(drop) != 1 {
+			t.Errorf("%d out, counters %v, want a %q drop", len(out), h.Stats.Counters(), drop)
+		}
+		return false
+	}
+	if len(out) != 1 || !bytes.Equal(out[0], want) {
+		t.Errorf("out %x, want %x (counters %v)", out, want, h.Stats.Counters())
+		return false
+	}
+	return true
 }
 
 func TestEncap(t *testing.T) {
@@ -85,17 +99,7 @@ func TestEncap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.cfg
-			h := elementtest.New(t, "VLANEncap", &c, nil)
-			h.Push(0, tt.in)
-			out := h.Outs[0].Frames()
-			if tt.drop != "" {
-				if len(out) != 0 || h.Counter(tt.drop) != 1 {
-					t.Errorf("%d out, counters %v, want a %q drop", len(out), h.Stats.Counters(), tt.drop)
-				}
-			} else if len(out) != 1 || !bytes.Equal(out[0], tt.want) {
-				t.Errorf("out %x, want %x (counters %v)", out, tt.want, h.Stats.Counters())
-			}
-			h.CheckNoLeak()
+			pushOne(t, elementtest.New(t, "VLANEncap", &c, nil), tt.in, tt.want, tt.drop)
 		})
 	}
 }
