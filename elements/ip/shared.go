@@ -139,6 +139,10 @@ func buildTable(ctx *elements.Context, c *tables.Config, prev *sharedTable) (*sh
 			}
 			return nil, err
 		}
+		if prev != nil {
+			// Both mirror into the same devices until one closes.
+			route.HandOver(prev.off, sh.off)
+		}
 	}
 	return sh, nil
 }

@@ -39,6 +39,39 @@ type offloadSync struct {
 
 	applied, failed *atomic.Uint64
 	stop, done      chan struct{}
+
+	// peers are the other mirrors into the same fast path while a reload
+	// runs both (HandOver); closed is set when Close has run.
+	peers  []*offloadSync
+	closed bool
+}
+
+// HandOver tells two mirrors into one fast path of each other: a table a
+// reload rebuilds starts a mirror (b) while the running one (a) still
+// runs. Each removes its routes when it closes, which may be routes the
+// other holds too; so the one that closes first makes the other set all
+// of its routes again (within one round, about 10 ms).
+func HandOver(a, b *OffloadSync) {
+	if a == nil || b == nil || a == b {
+		return
+	}
+	a.mu.Lock()
+	a.peers = append(a.peers, b)
+	a.mu.Unlock()
+	b.mu.Lock()
+	b.peers = append(b.peers, a)
+	b.mu.Unlock()
+}
+
+// resetAll makes the next round set every route again (a peer removed
+// routes this mirror believed set); nothing once closed.
+func (s *offloadSync) resetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.have = map[netip.Prefix]offloadRoute{}
+		s.full = true
+	}
 }
 
 func startOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*offloadSync, error) {
@@ -189,12 +222,19 @@ func (s *offloadSync) clear() {
 	s.have = nil
 }
 
-// Close stops the mirror and removes its routes from the fast path.
+// Close stops the mirror and removes its routes from the fast path; a
+// peer still running (HandOver) sets its own again.
 func (s *offloadSync) Close() error {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.clear()
+	s.closed = true
+	peers := s.peers
+	s.peers = nil
+	s.mu.Unlock()
+	for _, p := range peers {
+		p.resetAll()
+	}
 	return nil
 }
