@@ -38,7 +38,7 @@ func init() {
 				{Name: "green", Type: "string", Default: `"pass"`, Doc: "what happens to green packets: \"pass\" (output 0), \"drop\", \"dscp D\" (re-mark to D, a number or name such as ef, af12, cs1, then output 0), \"out N\" (output N), or \"dscp D out N\""},
 				{Name: "yellow", Type: "string", Default: `"pass"`, Doc: "what happens to yellow packets (as green); RFC 2597 suggests re-marking them to a higher drop precedence, e.g. \"dscp af12\""},
 				{Name: "red", Type: "string", Default: `"drop"`, Doc: "what happens to red packets (as green)"},
-				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rates and bursts are divided between workers, which meter independently: \"split\" gives each worker rate/workers and burst/workers, so that what the keys let through in all never exceeds the rate; \"each\" gives every worker the whole rate, right when all packets of a key reach one worker (one worker; key \"flow\" always meters this way, since a flow stays on its worker)"},
+				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rates and bursts are divided between workers, which meter independently: \"split\" gives each worker rate/workers and burst/workers (at least 1514 bytes), so that what the keys let through in all never exceeds the rate (and the bursts); \"each\" gives every worker the whole rate, right when all packets of a key reach one worker (one worker; key \"flow\" always meters this way, since a flow stays on its worker)"},
 				{Name: "color_aware", Type: "bool", Default: "false", Doc: "meter colour-aware (RFC 2697 and RFC 2698, the colour-aware mode): a packet's colour so far comes from its DSCP's drop precedence (RFC 2597: AFx1 green, AFx2 yellow, AFx3 red; every other code point, and a non-IP frame, green), and a packet is never given a better colour than it came with; false: colour-blind"},
 			},
 			Stats: "counters \"green\", \"yellow\", \"red\": packets of each colour; \"remarked\": packets whose DSCP was rewritten; \"not ip\": packets a dscp action could not re-mark (passed unchanged); \"evictions\": keyed meters given up before they were full. " +
@@ -280,7 +280,12 @@ func newPolicer(cfg any, ctx *elements.Context) (elements.Element, error) {
 	if c.Share == shareSplit && kind != keyFlow && ctx.Workers > 1 {
 		w := uint64(ctx.Workers)
 		cir, pir = Rate(max(uint64(cir)/w, 1)), Rate(uint64(pir)/w)
-		cbs, ebs = Size(uint64(cbs)/w), Size(uint64(ebs)/w)
+		// A worker's bucket still holds a full-size frame, else such
+		// packets would never conform there.
+		cbs = max(Size(uint64(cbs)/w), minBurst)
+		if ebs != 0 {
+			ebs = max(Size(uint64(ebs)/w), minBurst)
+		}
 	}
 	e := &Policer{pr: newProfile(cir, pir, cbs, ebs, twoRate), kind: kind, outs: ctx.Outputs,
 		st: ctx.Stats, now: elements.Nanotime}

@@ -249,7 +249,7 @@ func TestPolicerActions(t *testing.T) {
 }
 
 // TestPolicerShare: split gives each of two workers half the rate and
-// burst; each gives both the whole.
+// burst (never less than a full-size frame); each gives both the whole.
 func TestPolicerShare(t *testing.T) {
 	for _, tt := range []struct {
 		share string
@@ -261,6 +261,11 @@ func TestPolicerShare(t *testing.T) {
 		if p.pr.cir != tt.cir || p.pr.cbs != tt.cir/8/100*creditsPerByte {
 			t.Errorf("share %s: CIR %d CBS %d", tt.share, p.pr.cir, p.pr.cbs/creditsPerByte)
 		}
+	}
+	cfg := defaults(1_000_000) // default burst 3000: 1500 a worker of two
+	_, p, _ := policer(t, cfg, &elementtest.Options{Workers: 2})
+	if p.pr.cbs != minBurst*creditsPerByte {
+		t.Errorf("split 3000-byte burst over 2 workers: %d bytes each, want %d", p.pr.cbs/creditsPerByte, minBurst)
 	}
 }
 
