@@ -11,6 +11,12 @@
 // fast path (offload.go); synthetic tables for benchmarks (routegen.go).
 // IPv6 lookups of a whole batch interleave their trie walks (fib6batch.go).
 //
-// The IPLookup element (elements/ip) builds a Table from its config and
+// A route is unicast (its paths) or of another Type: blackhole,
+// unreachable, prohibit, kept as a next-hop set whose one path has the
+// port -Type, so that the data path's check that a port exists is also
+// the check for them and unicast lookups pay nothing.
+//
+// The IPLookup element (elements/ip) builds a Table from a table's config
+// (elements/ip/tables), shares it among the lookups that read it, and
 // looks a batch up in one published version (Table.Current).
 package route
