@@ -88,17 +88,7 @@ func BenchmarkCompoundL3(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer r.Close()
-			for range 10 { // the gen pools are made on first receive
-				r.Round(0)
-			}
-			b.ReportAllocs()
-			pkts := 0
-			for b.Loop() {
-				pkts += r.Round(0)
-			}
-			ns := float64(b.Elapsed().Nanoseconds())
-			b.ReportMetric(ns/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+			benchRounds(b, r)
 		})
 	}
 }
