@@ -43,6 +43,7 @@ const (
 	rNoBuffer
 	rHandoff
 	rDuplicate
+	rReload
 	rCount
 )
 
@@ -57,6 +58,7 @@ var reasonNames = [rCount]string{
 	rNoBuffer:  "no buffer",
 	rHandoff:   "handoff full",
 	rDuplicate: "duplicate fragment",
+	rReload:    "reload: no room",
 }
 
 // MemoryPerWorker is the most an instance's pool of datagram buffers can
@@ -106,7 +108,9 @@ func init() {
 				"to hold the ports, 8 bytes of UDP or ICMP or 20 of TCP, or a TCP fragment at offset 8: RFC 1858's attacks on port " +
 				"filters), \"datagram over 65535 bytes\" (offset and length beyond what IPv4 can carry), \"malformed fragment\" (empty, " +
 				"a non-last fragment not a multiple of 8 bytes, a bad length, or a link header over 64 bytes), \"no buffer\" (no " +
-				"datagram buffer free: the pipeline holds them all), \"handoff full\" (the owning worker's lent buffers are in use).",
+				"datagram buffer free: the pipeline holds them all), \"handoff full\" (the owning worker's lent buffers are in use), " +
+				"\"reload: no room\" (datagrams in reassembly at a reload that the new instance's capacity or max_fragments could not " +
+				"take: the others carry over, their fragments and timeout kept).",
 			Example: `"wcls[1] -> CheckIPHeader -> reasm :: IPReassembler -> ct :: Conntrack", "rt[1] -> IPFragmenter(1500) -> ToDevice(wan)"`,
 			SeeAlso: "IP6Reassembler, IPFragmenter, Conntrack, CheckIPHeader",
 			Text: "Conntrack, NAT and Classifier's port tests need the transport header, which only the first fragment of a datagram " +

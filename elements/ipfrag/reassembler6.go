@@ -42,7 +42,8 @@ func init() {
 				"fragment that does not hold the whole header chain through the upper-layer header, 20 bytes of TCP, 8 of UDP or " +
 				"ICMPv6), \"datagram over 65535 bytes\" (a payload length past 65,535, RFC 8200 section 4.5), \"malformed fragment\" " +
 				"(empty, a non-last fragment whose length is not a multiple of 8, a payload length past the frame, a link header over " +
-				"64 bytes or an unfragmentable part over 256), \"no buffer\", \"handoff full\".",
+				"64 bytes or an unfragmentable part over 256), \"no buffer\", \"handoff full\", \"reload: no room\" (as IPReassembler's: " +
+				"datagrams in reassembly carry over a reload).",
 			Example: `"wcls[3] -> CheckIP6Header -> wreasm6 :: IP6Reassembler -> ct :: Conntrack", "rt[3] -> IPFragmenter(1500) -> NDPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "IPReassembler, IPFragmenter, Conntrack, CheckIP6Header",
 			Text: "IPv6 routers never fragment (RFC 8200 section 5): a 3,000-byte UDP datagram crosses 1,500-byte links in the " +

@@ -442,3 +442,63 @@ func TestZeroAllocs6(t *testing.T) {
 		t.Errorf("atomic fragments: %v allocs per batch", a)
 	}
 }
+
+// A reload: datagrams in reassembly carry over to the new instance (same
+// name and type) and complete with the fragments that come after it; the
+// old instance's Close then frees nothing. A new instance with less room
+// counts what it cannot take as "reload: no room".
+func TestReloadCarriesDatagrams(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		typ, d, frags := "IPReassembler", udpFrame(inside, outside, 1, 2, 5, 2972, nil), [][]byte(nil)
+		cfg := &ReassemblerConfig{Capacity: 64, Timeout: 30e9, MaxFragments: 64}
+		frags = split(d, 1480)
+		if v6 {
+			typ, d = "IP6Reassembler", udp6Frame(inside6, outside6, 1, 2, 2992)
+			frags = split6(d, 1448, 5)
+		}
+		h := elementtest.New(t, typ, cfg, &elementtest.Options{PoolSize: 256})
+		old := h.Element.(*Reassembler)
+		h.Push(0, frags[2], frags[0])
+		other := append([]byte(nil), frags[1]...)
+		other[len(other)-1] ^= 1 // another datagram's middle, to fill the small table below
+		if v6 {
+			other[packet.EthernetLen+packet.IPv6Len+7]++ // its identification
+		} else {
+			other[packet.EthernetLen+5]++
+		}
+		h.Push(0, other)
+		renew := func(capacity int) *Reassembler {
+			t.Helper()
+			tp, _ := elements.Lookup(typ)
+			ctx := elements.NewContext("reasm", 0, 1, packet.DefaultBatch, h.Context.Outputs, h.Stats, h.Pool, nil, &elements.SharedSlot{})
+			ctx.SetReloading(true)
+			ctx.SetPrevious(elements.Previous{Element: old, SameConfig: capacity == 64})
+			el, err := tp.New(&ReassemblerConfig{Capacity: capacity, Timeout: 30e9, MaxFragments: 64}, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := el.(*Reassembler)
+			if err := e.TakeState(old); err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		e := renew(1)
+		if e.t.live != 1 || old.t.live != 0 || h.Counter("reload: no room") != 1 {
+			t.Fatalf("%s: a table of 1 took %d, left %d, counted %d", typ, e.t.live, old.t.live, h.Counter("reload: no room"))
+		}
+		if err := old.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// The oldest came over: the datagram fragments 0 and 2 began.
+		h.Element = e
+		h.Push(0, frags[1])
+		got := frames(h, 0)
+		if len(got) != 1 || h.Counter("reassembled") != 3 {
+			t.Fatalf("%s: after the reload %d datagrams out (reassembled %d)", typ, len(got), h.Counter("reassembled"))
+		}
+		sameFrame(t, got[0], d)
+		h.Reset()
+		e.Close()
+	}
+}
