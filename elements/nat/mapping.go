@@ -112,7 +112,11 @@ type mapStore struct {
 	// inside: the networks whose hosts reach each other's mappings
 	// (hairpinning).
 	inside []flowsteer.Prefix
-	refs   atomic.Int32 // instances holding the store (the last to close frees mem)
+	// block > 0: deterministic port blocks of that many ports
+	// (portblock.go); units[w] lists the units of the range w owns.
+	block int
+	units [][]uint16
+	refs  atomic.Int32 // instances holding the store (the last to close frees mem)
 }
 
 // mapWorker is one worker's side: its free ports and its index.
@@ -448,7 +452,7 @@ func (x *mapIndex) init(n int) *hugeMem {
 // of n: the same addresses, ports, workers and inside networks.
 func (s *mapStore) compatible(n *mapStore) bool {
 	return slices.Equal(s.addrs, n.addrs) && s.lo == n.lo && s.hi == n.hi && s.workers == n.workers &&
-		slices.Equal(s.inside, n.inside)
+		slices.Equal(s.inside, n.inside) && s.block == n.block
 }
 
 // release1 drops an instance's hold on the store and frees its memory

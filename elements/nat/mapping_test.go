@@ -435,3 +435,74 @@ func TestEIMReload(t *testing.T) {
 	f := r.run(ct.Frame(ct.F{Proto: "udp", Src: "198.51.100.99", Dst: pub, Sport: 1, Dport: 7000}))
 	check(t, "let in", f, "198.51.100.99", inside, 1, 7000)
 }
+
+// blockUnits is what the k-th inside host's block on worker w of workers
+// is, computed here from the rule alone (port_block's manual): the units
+// of 16 ports of 1024-65535 that w owns, ascending, the k-th group of
+// per of them.
+func blockUnits(k, per, w, workers int) map[uint16]bool {
+	var units []uint16
+	for u := 1024 / 16; (u+1)*16-1 <= 65535; u++ {
+		if flowsteer.Port(uint16(u*16), workers) == w {
+			units = append(units, uint16(u))
+		}
+	}
+	set := map[uint16]bool{}
+	for _, u := range units[k*per : (k+1)*per] {
+		set[u] = true
+	}
+	return set
+}
+
+// TestPortBlock: deterministic port blocks (port_block, RFC 7422's
+// deterministic NAT): with 1 and 2 workers every mapping of an inside
+// host lies in the block its address and the rule name on the worker that
+// made it, keeping the inside port's parity while the block has such
+// ports (RFC 4787 REQ-4), each host its own block, the mapping still
+// endpoint-independent (REQ-1); a full block gives no more mappings
+// (counted as fallback); bad values are refused.
+func TestPortBlock(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		cfg := mappingConfig(workers)
+		cfg.Inside, cfg.PortBlock = "192.168.1.0/24", 64
+		r := newEIMRig(t, workers, cfg)
+		for _, host := range []int{10, 11} {
+			src := fmt.Sprintf("192.168.1.%d", host)
+			for i := range 24 {
+				sport := uint16(30000 + 37*i + host)
+				p := r.out("udp", src, sport, client, 3478)
+				if !blockUnits(host, 4, r.last, workers)[p/16] {
+					t.Fatalf("%d workers: %s:%d mapped to %d, outside its block on worker %d", workers, src, sport, p, r.last)
+				}
+				if p%2 != sport%2 {
+					t.Errorf("%s:%d mapped to %d: parity not kept", src, sport, p)
+				}
+				if q := r.out("udp", src, sport, "198.51.100.30", 53); q != p {
+					t.Fatalf("%s:%d: %d then %d (REQ-1)", src, sport, p, q)
+				}
+			}
+		}
+	}
+	cfg := mappingConfig(1)
+	cfg.Inside, cfg.PortBlock = "192.168.1.0/24", 16
+	r := newEIMRig(t, 1, cfg)
+	for i := range 20 {
+		p := r.out("udp", "192.168.1.12", uint16(2000+i), client, 3478)
+		if in := blockUnits(12, 1, 0, 1)[p/16]; in != (i < 16) {
+			t.Fatalf("flow %d: port %d in the block %v, want %v", i, p, in, i < 16)
+		}
+	}
+	if v := r.sStats.Counter("mapping fallback").Load(); v != 4 {
+		t.Errorf("mapping fallback = %d, want 4", v)
+	}
+	for _, bad := range []nat.SNATConfig{
+		{To: pub, Inside: "192.168.1.0/24", PortBlock: 10},
+		{To: pub, Inside: "192.168.1.0/24", PortBlock: 8192},
+		{To: pub, PortBlock: 64},
+		{To: pub, Inside: "192.168.1.0/24", PortBlock: 64, Mapping: "address-and-port-dependent"},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

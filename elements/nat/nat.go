@@ -143,6 +143,8 @@ type SNATConfig struct {
 	Filtering  string `toml:"filtering"`
 	UDPTimeout string `toml:"udp_timeout"`
 	TCPTimeout string `toml:"tcp_timeout"`
+	// PortBlock: deterministic port blocks per inside host (portblock.go).
+	PortBlock int `toml:"port_block"`
 
 	to        []uint32
 	lo, hi    uint16
@@ -251,6 +253,13 @@ func init() {
 					"flow once no flow of it is tracked (at least 2m: RFC 4787 REQ-5)"},
 				{Name: "tcp_timeout", Type: "duration", Default: "\"4m\"", Doc: "the same for TCP (at least 4m, RFC 5382 REQ-5's " +
 					"transitory timeout; an established connection keeps its mapping as long as Conntrack tracks it)"},
+				{Name: "port_block", Type: "int", Default: "0", Doc: "N > 0 (a multiple of 16, at most 4096): deterministic " +
+					"port blocks in the manner of RFC 7422, for a carrier that logs subscribers, not flows: the k-th address of " +
+					"`inside` (counting the networks in order) maps only to its own block of N ports on each worker, the k-th " +
+					"block of the ports that worker owns (whole units of 16 consecutive ports), so its outside ports follow from " +
+					"its address alone; SNAT logs the rule once at start. A host whose block is full gets no more mappings " +
+					"(\"mapping fallback\"); inside addresses beyond the blocks there are get none. Needs `inside` and the " +
+					"endpoint-independent mapping. 0: ports from the whole range"},
 			},
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 				"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +

@@ -73,7 +73,7 @@ func (c *SNATConfig) validateMapping() error {
 		c.inside = append(c.inside, flowsteer.Prefix{
 			Addr: uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), Bits: p.Bits()})
 	}
-	return nil
+	return c.validatePortBlock()
 }
 
 // mapRegistry is the graph's list of mapping stores, for DNAT's inbound
@@ -120,6 +120,9 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 	v, err := ctx.Shared(func() (any, error) {
 		s := newMapStore(ctx.Name, c.to, c.lo, c.hi, e.workers, c.filtering, c.timeout)
 		s.inside = c.inside
+		if c.PortBlock > 0 {
+			s.setupBlocks(c.PortBlock)
+		}
 		if e.workers > 1 {
 			s.masq = &flowsteer.Masq{Addrs: c.to, Lo: c.lo, Hi: c.hi, Inside: c.inside, Workers: e.workers}
 		}
@@ -267,6 +270,9 @@ func (e *SNAT) claimMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, re
 // when none is free, a few mappings that ended are freed first.
 func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
 	s, m := e.ms, e.mw
+	if s.block > 0 {
+		return e.allocateBlock(t, mt, addr, k, now) // portblock.go
+	}
 	a := k.Sport
 	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
 		w := &mt.words[a-s.lo]
