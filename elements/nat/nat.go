@@ -257,8 +257,9 @@ func init() {
 					"port blocks in the manner of RFC 7422, for a carrier that logs subscribers, not flows: the k-th address of " +
 					"`inside` (counting the networks in order) maps only to its own block of N ports on each worker, the k-th " +
 					"block of the ports that worker owns (whole units of 16 consecutive ports), so its outside ports follow from " +
-					"its address alone; SNAT logs the rule once at start. A host whose block is full gets no more mappings " +
-					"(\"mapping fallback\"); inside addresses beyond the blocks there are get none. Needs `inside` and the " +
+					"its address alone; SNAT logs the rule once at start. A new flow of a host whose block is full is dropped " +
+					"(\"ports exhausted\"): no port outside a host's block is ever used; inside addresses beyond the blocks " +
+					"there are get none. Needs `inside` and the " +
 					"endpoint-independent mapping. 0: ports from the whole range"},
 			},
 			Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +

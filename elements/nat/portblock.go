@@ -15,7 +15,9 @@ import (
 // networks counted in order) has on each worker the k-th block of N/16
 // units of the ports that worker owns (units of 16 consecutive ports,
 // flowsteer.Port), and its mappings come only from there: same parity
-// first, then any free port of the block, then ports whose mappings ended.
+// first, then any free port of the block, then ports whose mappings ended;
+// a flow finding none is dropped ("ports exhausted"), never given a port
+// outside the block.
 // Its flows are spread over the workers by source port, so it can have up
 // to N mappings per worker. The rule is logged once, at start.
 

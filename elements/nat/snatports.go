@@ -160,6 +160,9 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 		if e.bindMapped(t, c, idx, pos) {
 			return true
 		}
+		if e.ms.block > 0 {
+			return false // no port outside the host's block: "ports exhausted"
+		}
 		e.fallbacks++ // per destination, among this worker's ports
 	}
 	if a != 0 && e.rss == nil {
