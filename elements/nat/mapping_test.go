@@ -340,18 +340,19 @@ func TestEIMHairpin(t *testing.T) {
 		cfg := mappingConfig(workers)
 		cfg.Inside = "192.168.1.0/24"
 		r := newEIMRig(t, workers, cfg)
-		for i := range 12 {
+		for i := range 24 {
+			proto := []string{"udp", "tcp"}[i%2]
 			pa, pb := uint16(41000+97*i), uint16(52000+31*i)
-			oa := r.out("udp", inside, pa, client, 3478)
-			ob := r.out("udp", lanClient, pb, client, 3478)
+			oa := r.out(proto, inside, pa, client, 3478)
+			ob := r.out(proto, lanClient, pb, client, 3478)
 			if oa == 0 || ob == 0 {
 				t.Fatalf("no mappings: %d %d", oa, ob)
 			}
-			f := r.run(ct.Frame(ct.F{Proto: "udp", Src: inside, Dst: pub, Sport: pa, Dport: ob, Payload: 8}))
+			f := r.run(ct.Frame(ct.F{Proto: proto, Src: inside, Dst: pub, Sport: pa, Dport: ob, Flags: ct.SYN, Payload: 8}))
 			w := r.last
-			check(t, "hairpinned", f, pub, lanClient, oa, pb)
-			back := r.run(ct.Frame(ct.F{Proto: "udp", Src: lanClient, Dst: pub, Sport: pb, Dport: oa, Payload: 8}))
-			check(t, "hairpinned answer", back, pub, inside, ob, pa)
+			check(t, proto+" hairpinned", f, pub, lanClient, oa, pb)
+			back := r.run(ct.Frame(ct.F{Proto: proto, Src: lanClient, Dst: pub, Sport: pb, Dport: oa, Flags: ct.SYN | ct.ACK, Payload: 8}))
+			check(t, proto+" hairpinned answer", back, pub, inside, ob, pa)
 			if r.last != w {
 				t.Fatalf("%d workers: the answer went to worker %d, the flow is on %d", workers, r.last, w)
 			}

@@ -284,6 +284,15 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 			return a, true
 		}
 	}
+	if f := mt.free; len(f[0])+len(f[1]) == 0 {
+		// No free port (the usual state of a worker whose ports are
+		// all mapped): free some mappings that ended, if a look a
+		// second ago found any, else give up at once.
+		s.reclaim(t, m, mt, e.worker, now)
+		if len(f[0])+len(f[1]) == 0 {
+			return 0, false
+		}
+	}
 	// Then ports drawn from the inside endpoint and the outside address
 	// alone, of the same parity: the same after a restart (a flow picked
 	// up again mid-stream by Conntrack's loose pickup gets the port it
@@ -307,18 +316,10 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 		}
 	}
 	par := int(a & 1)
-	for try := range 2 {
-		if o, ok := s.pop(e.steer, k.Proto, addr, mt, par); ok {
-			return o, true
-		}
-		if o, ok := s.pop(e.steer, k.Proto, addr, mt, 1-par); ok {
-			return o, true
-		}
-		if try == 0 {
-			s.reclaim(t, m, mt, e.worker, now)
-		}
+	if o, ok := s.pop(e.steer, k.Proto, addr, mt, par); ok {
+		return o, true
 	}
-	return 0, false
+	return s.pop(e.steer, k.Proto, addr, mt, 1-par)
 }
 
 // inbound is DNAT's binding of a new flow to an outside address and port
