@@ -130,6 +130,9 @@ type mapWorker struct {
 	idx   mapIndex
 	owned int
 	mem   *hugeMem // the index's memory
+	// tabs[proto][address]: the worker's view of each table, made once
+	// (a new flow takes a pointer instead of copying five slices).
+	tabs [2][]mapTable
 }
 
 // mapTable is one address and protocol's part of a store.
@@ -216,6 +219,12 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 		}
 	}
 	m.mem = m.idx.init(m.owned)
+	for pi := range m.tabs {
+		m.tabs[pi] = make([]mapTable, len(s.addrs))
+		for ai := range s.addrs {
+			m.tabs[pi][ai] = s.table(m, pi, ai)
+		}
+	}
 	s.mw[w] = m
 	return m
 }

@@ -182,7 +182,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 	k := &c.T[0]
 	s, m := e.ms, e.mw
 	addr := e.address(k)
-	mt := s.table(m, protoIndex(k.Proto), s.addrIndex(addr))
+	mt := &m.tabs[protoIndex(k.Proto)][s.addrIndex(addr)]
 	key := endpointKey(k.Src, k.Sport)
 	if e.now == 0 {
 		e.now = t.Now() // once a batch
@@ -195,25 +195,25 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 	}
 	reply := c.T[1]
 	reply.Dst = addr
-	if o, ok := s.find(m, &mt, key, k.Sport); ok {
+	if o, ok := s.find(m, mt, key, k.Sport); ok {
 		reply.Dport = o
 		if !e.claimMapped(t, c, idx, &reply, pos) {
 			return false
 		}
-		s.use(&mt, o, c, idx, k.Dst, now)
+		s.use(mt, o, c, idx, k.Dst, now)
 		return true
 	}
-	o, ok := e.allocate(t, &mt, addr, k, now)
+	o, ok := e.allocate(t, mt, addr, k, now)
 	if !ok {
 		return false
 	}
 	reply.Dport = o
 	if !e.claimMapped(t, c, idx, &reply, pos) {
-		s.putFree(&mt, o)
+		s.putFree(mt, o)
 		return false
 	}
-	s.install(m, &mt, key, k.Sport, o, now)
-	s.use(&mt, o, c, idx, k.Dst, now)
+	s.install(m, mt, key, k.Sport, o, now)
+	s.use(mt, o, c, idx, k.Dst, now)
 	e.mapsMade++
 	return true
 }
@@ -419,8 +419,7 @@ func (e *SNAT) bindHairpinMapped(t *conntrack.Table, c *conntrack.Conn, idx uint
 		if a := k.Sport; a >= s.lo && a <= s.hi && s.words[pi][ai][a-s.lo].Load()&endpoint == key {
 			o, found = a, true
 		} else if m := s.mw[e.worker]; m != nil && (s.workers == 1 || flowsteer.Port(k.Sport, s.workers) == e.worker) {
-			mt := s.table(m, pi, ai)
-			o, found = s.find(m, &mt, key, k.Sport)
+			o, found = s.find(m, &m.tabs[pi][ai], key, k.Sport)
 		}
 		if found {
 			reply.Dport = o
