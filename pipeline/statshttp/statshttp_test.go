@@ -319,7 +319,6 @@ func TestStatsNotLoopback(t *testing.T) {
 	}
 }
 
-
 // TestStatsSlowloris: clients that send their request header a line at a
 // time, and connect again when cut, do not keep a normal request waiting:
 // while every slot is taken, one still reading its header after
@@ -417,4 +416,3 @@ func TestStatsEndpoint(t *testing.T) {
 		t.Errorf("POST /stats: %s", resp.Status)
 	}
 }
-
