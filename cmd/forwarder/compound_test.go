@@ -110,3 +110,24 @@ func TestCheckCompoundSummary(t *testing.T) {
 		t.Errorf("check says %q, want %q", out.String(), want)
 	}
 }
+
+// TestTraceCompound: trace names the path through compound uses by the
+// flattened names, the use's name first.
+func TestTraceCompound(t *testing.T) {
+	src := strings.Replace(compoundRouter("arp, ip, -"), "[devices.lan]\ndriver    = \"gen\"\n",
+		"[devices.lan]\ndriver    = \"gen\"\nsrc       = \"10.1.0.0/24\"\ndst       = \"10.9.0.0/16\"\n", 1)
+	path := ctlRouterFile(t, "compound.toml", []byte(src))
+	var tr traceResult
+	ctlJSON(t, path, &tr, "trace", "-n", "1", "udp and dst net 10.9.0.0/16")
+	if len(tr.Packets) != 1 {
+		t.Fatalf("trace: %+v", tr)
+	}
+	var names []string
+	for _, s := range tr.Packets[0].Path {
+		names = append(names, s.Element)
+	}
+	p := tr.Packets[0]
+	if got, want := strings.Join(names, " "), "lan/FromDevice(lan)@1 lan/cls lan/CheckIPHeader@1 ttl rt"; got != want || p.At != "wan/q" {
+		t.Errorf("path %q, then %s at %s; want %q, then at wan/q (no neighbour yet)", got, p.Result, p.At, want)
+	}
+}
