@@ -273,6 +273,15 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	if s.block > 0 {
 		return e.allocateBlock(t, mt, addr, k, now) // portblock.go
 	}
+	if f := mt.free; len(f[0])+len(f[1]) == 0 {
+		// No free port (the usual state of a worker whose ports are
+		// all mapped): free some mappings that ended, if a look a
+		// second ago found any, else give up at once.
+		s.reclaim(t, m, mt, e.worker, now)
+		if len(f[0])+len(f[1]) == 0 {
+			return 0, false
+		}
+	}
 	a := k.Sport
 	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
 		w := &mt.words[a-s.lo]
@@ -282,15 +291,6 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 		if w.Load()&wordUsed == 0 {
 			s.take(mt, a)
 			return a, true
-		}
-	}
-	if f := mt.free; len(f[0])+len(f[1]) == 0 {
-		// No free port (the usual state of a worker whose ports are
-		// all mapped): free some mappings that ended, if a look a
-		// second ago found any, else give up at once.
-		s.reclaim(t, m, mt, e.worker, now)
-		if len(f[0])+len(f[1]) == 0 {
-			return 0, false
 		}
 	}
 	// Then ports drawn from the inside endpoint and the outside address
