@@ -24,8 +24,10 @@ const (
 	fastpathMapFpFlowStats             = "fp_flow_stats"
 	fastpathMapFpFlows                 = "fp_flows"
 	fastpathMapFpFlows6                = "fp_flows6"
+	fastpathMapFpLocal                 = "fp_local"
 	fastpathMapFpNeighbors             = "fp_neighbors"
 	fastpathMapFpNeighbors6            = "fp_neighbors6"
+	fastpathMapFpPolice                = "fp_police"
 	fastpathMapFpRoutes                = "fp_routes"
 	fastpathMapFpRoutes6               = "fp_routes6"
 	fastpathMapXsksMap                 = "xsks_map"
@@ -40,6 +42,8 @@ const (
 	fastpathVarDevmapId                = "devmap_id"
 	fastpathVarMacHi                   = "mac_hi"
 	fastpathVarMacLo                   = "mac_lo"
+	fastpathVarPoliceBurst             = "police_burst"
+	fastpathVarPoliceInterval          = "police_interval"
 )
 
 // loadFastpath returns the embedded CollectionSpec for fastpath.
@@ -106,8 +110,10 @@ type fastpathMapSpecs struct {
 	FpFlowStats  *ebpf.MapSpec `ebpf:"fp_flow_stats"`
 	FpFlows      *ebpf.MapSpec `ebpf:"fp_flows"`
 	FpFlows6     *ebpf.MapSpec `ebpf:"fp_flows6"`
+	FpLocal      *ebpf.MapSpec `ebpf:"fp_local"`
 	FpNeighbors  *ebpf.MapSpec `ebpf:"fp_neighbors"`
 	FpNeighbors6 *ebpf.MapSpec `ebpf:"fp_neighbors6"`
+	FpPolice     *ebpf.MapSpec `ebpf:"fp_police"`
 	FpRoutes     *ebpf.MapSpec `ebpf:"fp_routes"`
 	FpRoutes6    *ebpf.MapSpec `ebpf:"fp_routes6"`
 	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
@@ -117,9 +123,11 @@ type fastpathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type fastpathVariableSpecs struct {
-	DevmapId *ebpf.VariableSpec `ebpf:"devmap_id"`
-	MacHi    *ebpf.VariableSpec `ebpf:"mac_hi"`
-	MacLo    *ebpf.VariableSpec `ebpf:"mac_lo"`
+	DevmapId       *ebpf.VariableSpec `ebpf:"devmap_id"`
+	MacHi          *ebpf.VariableSpec `ebpf:"mac_hi"`
+	MacLo          *ebpf.VariableSpec `ebpf:"mac_lo"`
+	PoliceBurst    *ebpf.VariableSpec `ebpf:"police_burst"`
+	PoliceInterval *ebpf.VariableSpec `ebpf:"police_interval"`
 }
 
 // fastpathObjects contains all objects after they have been loaded into the kernel.
@@ -150,8 +158,10 @@ type fastpathMaps struct {
 	FpFlowStats  *ebpf.Map `ebpf:"fp_flow_stats"`
 	FpFlows      *ebpf.Map `ebpf:"fp_flows"`
 	FpFlows6     *ebpf.Map `ebpf:"fp_flows6"`
+	FpLocal      *ebpf.Map `ebpf:"fp_local"`
 	FpNeighbors  *ebpf.Map `ebpf:"fp_neighbors"`
 	FpNeighbors6 *ebpf.Map `ebpf:"fp_neighbors6"`
+	FpPolice     *ebpf.Map `ebpf:"fp_police"`
 	FpRoutes     *ebpf.Map `ebpf:"fp_routes"`
 	FpRoutes6    *ebpf.Map `ebpf:"fp_routes6"`
 	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
@@ -167,8 +177,10 @@ func (m *fastpathMaps) Close() error {
 		m.FpFlowStats,
 		m.FpFlows,
 		m.FpFlows6,
+		m.FpLocal,
 		m.FpNeighbors,
 		m.FpNeighbors6,
+		m.FpPolice,
 		m.FpRoutes,
 		m.FpRoutes6,
 		m.XsksMap,
@@ -179,9 +191,11 @@ func (m *fastpathMaps) Close() error {
 //
 // It can be passed to loadFastpathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fastpathVariables struct {
-	DevmapId *ebpf.Variable `ebpf:"devmap_id"`
-	MacHi    *ebpf.Variable `ebpf:"mac_hi"`
-	MacLo    *ebpf.Variable `ebpf:"mac_lo"`
+	DevmapId       *ebpf.Variable `ebpf:"devmap_id"`
+	MacHi          *ebpf.Variable `ebpf:"mac_hi"`
+	MacLo          *ebpf.Variable `ebpf:"mac_lo"`
+	PoliceBurst    *ebpf.Variable `ebpf:"police_burst"`
+	PoliceInterval *ebpf.Variable `ebpf:"police_interval"`
 }
 
 // fastpathPrograms contains all programs after they have been loaded into the kernel.

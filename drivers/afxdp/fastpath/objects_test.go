@@ -149,6 +149,8 @@ func TestLayouts(t *testing.T) {
 			{"ports", flow6KeyOffSport}, {"proto", flow6KeyOffProto}}},
 		{"fp_flows6", true, flow6ValueSize, []field{{"ifindex", flow6OffIfindex}, {"slot", flow6OffSlot}, {"eth", flow6OffEth},
 			{"mtu", flow6OffMTU}, {"hop_dec", flow6OffHopDec}, {"gen", flow6OffGen}}},
+		{"fp_local", false, localKeySize, []field{{"addr", 0}}},
+		{"fp_police", true, policeValueSize, []field{{"tat", policeOffTat}, {"passed", policeOffPassed}, {"dropped", policeOffDropped}}},
 	} {
 		ms, ok := spec.Maps[c.m]
 		if !ok {

@@ -23,6 +23,11 @@ type Counters struct {
 	Forwarded      uint64 // frames forwarded in the kernel
 	ForwardedBytes uint64 // their bytes (whole frames, Ethernet header included)
 	Slow           uint64 // frames sent to the slow path (AF_XDP socket or kernel)
+	// Policed: frames for the router (Tables.SetLocal) dropped beyond
+	// their class's rate (Police), by class (PoliceClasses); LocalPassed:
+	// those let on to the slow path while policing.
+	Policed     [len(PoliceClasses)]uint64
+	LocalPassed uint64
 	// Runs and RunNanos are the kernel's count and total time of the
 	// program's runs, kept only while kernel.bpf_stats_enabled is 1:
 	// RunNanos/Runs is what the fast path costs per frame.
@@ -46,12 +51,20 @@ type Program struct {
 	xsks     *ebpf.Map
 	queues   *ebpf.Map
 	counters *ebpf.Map
+	police   *ebpf.Map // per class and CPU: bucket, passed, dropped (police.go)
+	pol      Police
 	x        *xdp.Program
 }
 
 // NewProgram builds and loads the program for a device with queues RX
 // queues (the XSKMAP's size, >= 1) and own MAC address mac.
 func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
+	return NewPolicedProgram(t, queues, mac, Police{})
+}
+
+// NewPolicedProgram is NewProgram with traffic for the router policed
+// as pol says.
+func NewPolicedProgram(t *Tables, queues int, mac [6]byte, pol Police) (*Program, error) {
 	if t == nil {
 		return nil, errors.New("fastpath: nil Tables")
 	}
@@ -61,7 +74,10 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 	if err := kfeature.HaveAll(kfeature.XDPProgram, kfeature.XSKMap, kfeature.XDPRedirectMap, kfeature.PerCPUArray); err != nil {
 		return nil, fmt.Errorf("fastpath: %w", err)
 	}
-	p := &Program{}
+	if _, _, err := pol.constants(); err != nil {
+		return nil, err
+	}
+	p := &Program{pol: pol}
 	var err error
 	// The same names as asavie/xdp's maps, so tools see the familiar
 	// layout.
@@ -75,6 +91,10 @@ func NewProgram(t *Tables, queues int, mac [6]byte) (*Program, error) {
 	if p.counters, err = newMap(&ebpf.MapSpec{Name: "fp_counters", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: counterValueSize, MaxEntries: 1}); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("fastpath: creating the counter map: %w", err)
+	}
+	if err = p.newPoliceMap(); err != nil {
+		p.Close()
+		return nil, err
 	}
 	// The variants the kernel's features allow, best first: with
 	// bpf_xdp_get_buff_len (Linux 5.18; else the frame length by
@@ -126,6 +146,9 @@ func (p *Program) Counters() (Counters, error) {
 		c.ForwardedBytes += v.Bytes
 		c.Slow += v.Slow
 	}
+	if err := p.readPolice(&c); err != nil {
+		return Counters{}, err
+	}
 	// The kernel times programs only while BPF statistics are on
 	// (sysctl kernel.bpf_stats_enabled=1, which costs two clock reads
 	// per run); otherwise both stay 0.
@@ -144,7 +167,7 @@ type counterValue struct {
 // Close closes the program and its maps (not the Tables); idempotent.
 func (p *Program) Close() error {
 	// Both Close methods accept nil receivers and closed descriptors.
-	return errors.Join(p.prog.Close(), p.xsks.Close(), p.queues.Close(), p.counters.Close())
+	return errors.Join(p.prog.Close(), p.xsks.Close(), p.queues.Close(), p.counters.Close(), p.police.Close())
 }
 
 // Supported returns nil if this kernel has every feature the fast path
@@ -218,12 +241,18 @@ func program(t *Tables, p *Program, mac [6]byte, name, kernelName string) object
 		"fp_neighbors6": t.neighbors6,
 		"fp_flows6":     t.flows6,
 		"fp_counters":   p.counters,
+		"fp_local":      t.local,
 	}
 	if !p.TC {
 		maps["xsks_map"] = p.xsks
+		maps["fp_police"] = p.police
 	}
+	// Checked by NewPolicedProgram; the TC program has none (0).
+	interval, burst, _ := p.pol.constants()
 	return newObjectSpec(name, kernelName, map[string]any{
-		"mac_lo": ne.Uint32(mac[0:4]),
-		"mac_hi": ne.Uint16(mac[4:6]),
+		"mac_lo":          ne.Uint32(mac[0:4]),
+		"mac_hi":          ne.Uint16(mac[4:6]),
+		"police_interval": interval,
+		"police_burst":    burst,
 	}, maps)
 }

@@ -132,6 +132,9 @@ type Tables struct {
 	// IPv6 (tables6.go): routes, neighbours, flows.
 	routes6, neighbors6, flows6 *ebpf.Map
 
+	// local: the router's own addresses (police.go).
+	local *ebpf.Map
+
 	// Outputs (egress.go): the device map the program redirects
 	// through, whether each output is enabled, and the frames the
 	// kernel refused per output; the watcher that fills the last two.
@@ -203,6 +206,10 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 		return nil, err
 	}
 	if err := t.newMaps6(maxRoutes, maxNeighbors, maxFlows); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if err := t.newLocalMap(); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -379,7 +386,7 @@ func (t *Tables) Close() error {
 	t.watchMu.Unlock()
 	// ebpf.Map.Close accepts nil receivers and closed descriptors.
 	return errors.Join(err0, errw, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close(),
-		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close(), t.routes6.Close(), t.neighbors6.Close(), t.flows6.Close())
+		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close(), t.routes6.Close(), t.neighbors6.Close(), t.flows6.Close(), t.local.Close())
 }
 
 // newMap creates a map, raising RLIMIT_MEMLOCK once on EPERM: kernels

@@ -106,11 +106,13 @@ static long (*bpf_check_mtu)(void *ctx, __u32 ifindex, __u32 *mtu_len, __s32 len
 /* Linux 5.18. */
 static __u64 (*bpf_xdp_get_buff_len)(struct xdp_md *ctx) = (void *)188;
 
-/* Network byte order of a 16-bit constant or value. */
+/* Network byte order of a 16- or 32-bit constant or value. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define fp_htons(x) ((__u16)__builtin_bswap16(x))
+#define fp_htonl(x) ((__u32)__builtin_bswap32(x))
 #elif __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define fp_htons(x) ((__u16)(x))
+#define fp_htonl(x) ((__u32)(x))
 #else
 #error "unknown byte order"
 #endif

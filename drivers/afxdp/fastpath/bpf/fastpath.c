@@ -29,6 +29,12 @@ char LICENSE[] SEC("license") = "GPL";
 volatile const __u32 mac_lo;
 volatile const __u16 mac_hi;
 volatile const __u32 devmap_id;
+/* Policing of traffic for the router (police_pass): the nanoseconds
+ * between two frames at the class's rate, 0 for no policing (the
+ * verifier then skips it all), and how far ahead of now a bucket may
+ * run: (burst - 1) * police_interval. */
+volatile const __u64 police_interval;
+volatile const __u64 police_burst;
 
 /* Shared by every device's program (Tables). */
 struct {
@@ -111,6 +117,13 @@ struct {
 	__uint(max_entries, 1);
 } fp_flows6 SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct local_key);
+	__type(value, __u32);
+	__uint(max_entries, 1);
+} fp_local SEC(".maps");
+
 /* Each device's own (Program). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -118,6 +131,13 @@ struct {
 	__type(value, struct counters);
 	__uint(max_entries, 1);
 } fp_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct police);
+	__uint(max_entries, POLICE_CLASSES);
+} fp_police SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -145,6 +165,10 @@ struct {
 #define PROTO_UDP 17
 #define ICMP_ECHO_REPLY 0
 #define ICMP_ECHO_REQUEST 8
+#define PROTO_ICMP6 58
+#define ICMP6_ECHO_REQUEST 128
+#define ICMP6_ND_FIRST 133 /* router solicitation, then advertisement, */
+#define ICMP6_ND_LAST 137  /* neighbour solicitation, advertisement, redirect */
 
 /* Loads and stores of packet bytes at any offset, in host order: the
  * kernels the fast path runs on allow unaligned packet access, and
@@ -595,6 +619,94 @@ static __always_inline int fastpath6(void *ctx, const int tc, void *data, void *
 }
 
 /*
+ * Traffic for the router (doc.go, "Traffic for the router"): the
+ * police class (POLICE_*) of a frame whose destination is one of the
+ * router's addresses (fp_local), or -1 for any other frame, and for ARP
+ * and IPv6 neighbour discovery (router and neighbour solicitations and
+ * advertisements, redirects), which are never policed. IPv4 with
+ * options and fragments after the first are POLICE_OTHER: their L4
+ * header is not where the class would be read. One fp_local lookup for
+ * both families.
+ */
+static __always_inline int local_class(void *data, void *data_end)
+{
+	struct local_key k;
+	int cls = POLICE_OTHER;
+	__u8 p;
+
+	if (data + MIN_LEN > data_end)
+		return -1;
+	if (ld16(data + OFF_TYPE) == fp_htons(0x0800)) {
+		k.addr[0] = 0;
+		k.addr[1] = 0;
+		k.addr[2] = fp_htonl(0xffff);
+		k.addr[3] = ld32(data + OFF_DST);
+		if (ld8(data + OFF_VER_IHL) == 0x45 && !(ld16(data + OFF_FRAG) & fp_htons(0x1fff))) {
+			p = ld8(data + OFF_PROTO);
+			if (p == PROTO_UDP)
+				cls = POLICE_UDP;
+			else if (p == PROTO_ICMP && data + OFF_L4 + 1 <= data_end && ld8(data + OFF_L4) == ICMP_ECHO_REQUEST)
+				cls = POLICE_ECHO;
+			else if (p == PROTO_TCP && data + OFF_L4 + 14 <= data_end && (ld8(data + OFF_L4 + 13) & 0x12) == 0x02)
+				cls = POLICE_SYN;
+		}
+	} else if (ld16(data + OFF_TYPE) == fp_htons(0x86dd)) {
+		if (data + MIN_LEN6 > data_end)
+			return -1;
+		k.addr[0] = ld32(data + OFF6_DST);
+		k.addr[1] = ld32(data + OFF6_DST + 4);
+		k.addr[2] = ld32(data + OFF6_DST + 8);
+		k.addr[3] = ld32(data + OFF6_DST + 12);
+		p = ld8(data + OFF6_NEXT);
+		if (p == PROTO_UDP) {
+			cls = POLICE_UDP;
+		} else if (p == PROTO_ICMP6 && data + OFF6_L4 + 1 <= data_end) {
+			__u8 t = ld8(data + OFF6_L4);
+
+			if (t >= ICMP6_ND_FIRST && t <= ICMP6_ND_LAST)
+				return -1;
+			if (t == ICMP6_ECHO_REQUEST)
+				cls = POLICE_ECHO;
+		} else if (p == PROTO_TCP && data + OFF6_L4 + 14 <= data_end && (ld8(data + OFF6_L4 + 13) & 0x12) == 0x02) {
+			cls = POLICE_SYN;
+		}
+	} else {
+		return -1;
+	}
+	if (!bpf_map_lookup_elem(&fp_local, &k))
+		return -1;
+	return cls;
+}
+
+/*
+ * Whether class cls's bucket on this CPU lets one more frame on: a
+ * token bucket kept as GCRA's theoretical arrival time, tat. A frame
+ * passes if tat is at most police_burst ahead of now, and moves tat
+ * police_interval on; an idle bucket's tat is now. Per-CPU values:
+ * plain read-modify-write.
+ */
+static __always_inline int police_pass(int cls)
+{
+	__u32 key = cls;
+	struct police *b = bpf_map_lookup_elem(&fp_police, &key);
+	__u64 now, tat;
+
+	if (!b)
+		return 1;
+	now = bpf_ktime_get_ns();
+	tat = b->tat;
+	if (tat < now)
+		tat = now;
+	if (tat - now > police_burst) {
+		b->dropped++;
+		return 0;
+	}
+	b->tat = tat + police_interval;
+	b->passed++;
+	return 1;
+}
+
+/*
  * The fast path. tc 0: the XDP program (ctx a struct xdp_md); tc 1: the
  * TC ingress program (ctx a struct __sk_buff), which sends forwarded
  * frames on itself and leaves every other one to the stack.
@@ -782,6 +894,14 @@ not_ipv4:
 	if (ld16(data + OFF_TYPE) == fp_htons(0x86dd) && fastpath6(ctx, tc, data, data_end, &out, &via))
 		goto forward;
 slow:
+	/* Traffic for the router beyond its class's rate: dropped here,
+	 * before the copy to the socket and the graph. */
+	if (!tc && police_interval != 0) {
+		int cls = local_class(data, data_end);
+
+		if (cls >= 0 && !police_pass(cls))
+			return XDP_DROP;
+	}
 	c = bpf_map_lookup_elem(&fp_counters, &zero);
 	if (c)
 		c->slow++;

@@ -175,4 +175,29 @@ struct flow6 {
 	__u32 gen; /* the flow generation the entry applies under */
 };
 
+/*
+ * Policing of traffic for the router (fastpath.c, local_class and
+ * police_pass; doc.go, "Traffic for the router").
+ */
+
+/* fp_local (hash, shared): the router's own addresses, IPv4 ones as
+ * IPv4-mapped IPv6 (::ffff:a.b.c.d), wire order; value unused (u32). */
+struct local_key {
+	__u32 addr[4];
+};
+
+/* fp_police (per-CPU array, one entry per class): a class's bucket on
+ * one CPU and what it passed and dropped. */
+#define POLICE_ECHO 0  /* ICMP and ICMPv6 echo requests */
+#define POLICE_SYN 1   /* TCP SYN without ACK */
+#define POLICE_UDP 2   /* UDP */
+#define POLICE_OTHER 3 /* everything else for the router but ARP and ND */
+#define POLICE_CLASSES 4
+
+struct police {
+	__u64 tat;     /* CLOCK_MONOTONIC ns: the bucket's theoretical arrival time (GCRA) */
+	__u64 passed;  /* frames let on to the slow path */
+	__u64 dropped; /* frames dropped beyond the rate */
+};
+
 #endif

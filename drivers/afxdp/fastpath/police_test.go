@@ -1,0 +1,165 @@
+package fastpath
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+const xdpDrop = 1
+
+// newPolicedFixture is newFixture whose program polices traffic for
+// the router as pol says, with 10.2.3.1 and 2001:db8:2::1 the router's.
+func newPolicedFixture(tb testing.TB, pol Police) *fixture {
+	f := newFixture(tb)
+	p, err := NewPolicedProgram(f.t, 4, ourMAC, pol)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	f.p.Close()
+	f.p = p
+	for _, a := range []string{"10.2.3.1", "2001:db8:2::1"} {
+		if err := f.t.SetLocal(netip.MustParseAddr(a)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return f
+}
+
+// police runs the program on in and says whether it dropped the frame;
+// anything else must be the slow path's pass (no socket in the test),
+// counted as slow, or a forward.
+func (f *fixture) police(in []byte) (dropped bool) {
+	f.tb.Helper()
+	before := f.counters()
+	ret, _, err := f.p.prog.Test(append([]byte(nil), in...))
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	after := f.counters()
+	var dp uint64
+	for i := range after.Policed {
+		dp += after.Policed[i] - before.Policed[i]
+	}
+	ds, df := after.Slow-before.Slow, after.Forwarded-before.Forwarded
+	switch {
+	case ret == xdpDrop && dp == 1 && ds == 0 && df == 0:
+		return true
+	case ret == xdpPass && dp == 0 && ds == 1, ret == xdpRedirect && dp == 0 && df == 1:
+		return false
+	}
+	f.tb.Fatalf("ret %d, counter deltas policed %d slow %d forwarded %d", ret, dp, ds, df)
+	return false
+}
+
+// arpRequest is an ARP request for ip, broadcast.
+func arpRequest(ip string) []byte {
+	f := make([]byte, 60)
+	copy(f[0:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:], peerMAC[:])
+	f[12], f[13] = 0x08, 0x06
+	copy(f[14:], []byte{0, 1, 8, 0, 6, 4, 0, 1})
+	copy(f[22:], peerMAC[:])
+	copy(f[28:], []byte{10, 2, 3, 9})
+	a := netip.MustParseAddr(ip).As4()
+	copy(f[38:], a[:])
+	return f
+}
+
+// TestPolice: frames for the router beyond their class's burst are
+// dropped and counted in their class; each class has its own bucket,
+// shared by IPv4 and IPv6; transit frames (forwarded or slow), ARP and
+// neighbour discovery are never policed; an address no longer local is
+// not policed; Police{} polices nothing.
+func TestPolice(t *testing.T) {
+	const burst = 3
+	f := newPolicedFixture(t, Police{Rate: 1, Burst: burst}) // 1/s: no refill within the test
+	udp := pkt{proto: protoUDP, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 9, ttl: 64, payload: 18}.frame(t)
+	echo := pkt{proto: protoICMP, icmpType: 8, src: "10.16.0.9", dst: "10.2.3.1", sport: 7, ttl: 64, payload: 18}.frame(t)
+	syn := pkt{proto: protoTCP, flags: syn, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 179, ttl: 64}.frame(t)
+	est := pkt{proto: protoTCP, flags: ack, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 179, ttl: 64}.frame(t)
+	udp6 := v6{src: "2001:db8:1::2", dst: "2001:db8:2::1", next: protoUDP, hop: 64, sport: 5000, dport: 9, payload: 18}.frame()
+	ns6 := v6{src: "2001:db8:1::2", dst: "2001:db8:2::1", next: 58, hop: 255, sport: 135 << 8, payload: 24}.frame()
+	transit := frame("10.1.0.2", "10.2.4.4", 64, 26)  // forwarded
+	transitSlow := frame("10.1.0.2", "10.7.0.1", 64, 26) // no route: slow
+	// Class by class: burst frames pass, the next is dropped.
+	for _, c := range []struct {
+		name  string
+		in    []byte
+		class int
+	}{{"udp", udp, 2}, {"echo", echo, 0}, {"syn", syn, 1}, {"tcp ack", est, 3}} {
+		for i := range burst + 2 {
+			before := f.counters().Policed[c.class]
+			d := f.police(c.in)
+			if d != (i >= burst) {
+				t.Errorf("%s frame %d: dropped %v", c.name, i+1, d)
+			}
+			if d && f.counters().Policed[c.class] != before+1 {
+				t.Errorf("%s: dropped but not counted in class %s", c.name, PoliceClasses[c.class])
+			}
+		}
+	}
+	// The UDP bucket is empty: IPv6 UDP to the router is dropped too.
+	if !f.police(udp6) {
+		t.Error("IPv6 UDP to the router passed an empty UDP bucket")
+	}
+	// Never policed, the buckets empty as they are.
+	for i := range 20 {
+		if f.police(arpRequest("10.2.3.1")) {
+			t.Fatalf("ARP request %d dropped", i)
+		}
+		if f.police(ns6) {
+			t.Fatalf("neighbour solicitation %d dropped", i)
+		}
+		if f.police(transitSlow) {
+			t.Fatalf("transit frame for the slow path %d dropped", i)
+		}
+		f.wantForwarded("transit", transit, gwMAC, outMAC7)
+	}
+	// No longer the router's: not policed.
+	if err := f.t.DeleteLocal(netip.MustParseAddr("10.2.3.1")); err != nil {
+		t.Fatal(err)
+	}
+	if f.police(udp) {
+		t.Error("UDP to an address no longer local dropped")
+	}
+	c := f.counters()
+	if c.Policed != [4]uint64{2, 2, 3, 2} || c.LocalPassed != 4*burst {
+		t.Errorf("policed %v, passed %d; want [2 2 3 2] (echo, syn, udp with IPv6, other), %d", c.Policed, c.LocalPassed, 4*burst)
+	}
+
+	// Off: nothing policed.
+	g := newPolicedFixture(t, Police{})
+	for i := range 20 {
+		if g.police(udp) {
+			t.Fatalf("policing off: frame %d dropped", i)
+		}
+	}
+
+	// The rate: with 1000/s and a burst of 1, a frame 2 ms after the
+	// last one passes.
+	h := newPolicedFixture(t, Police{Rate: 1000, Burst: 1})
+	h.police(udp)
+	time.Sleep(2 * time.Millisecond)
+	if h.police(udp) {
+		t.Error("a frame 2 ms after the last at 1000/s dropped")
+	}
+}
+
+// TestPoliceErrors: bad settings and addresses are refused.
+func TestPoliceErrors(t *testing.T) {
+	f := newFixture(t)
+	for _, p := range []Police{{Rate: 1e9 + 1, Burst: 1}, {Rate: 10, Burst: 0}} {
+		if p2, err := NewPolicedProgram(f.t, 1, ourMAC, p); err == nil {
+			p2.Close()
+			t.Errorf("%+v accepted", p)
+		}
+	}
+	if err := f.t.SetLocal(netip.MustParseAddr("::ffff:10.0.0.1")); err == nil {
+		t.Error("an IPv4-mapped address accepted")
+	}
+	if err := f.t.SetLocal(netip.Addr{}); err == nil {
+		t.Error("the zero address accepted")
+	}
+}
