@@ -15,6 +15,7 @@ var losses = map[string]bool{
 	"rx_packets": false, "rx_bytes": false, "tx_packets": false, "tx_bytes": false,
 	"fastpath_forwarded": false, "fastpath_forwarded_bytes": false, "fastpath_to_graph": false,
 	"fastpath_runs": false, "fastpath_run_ns": false, "loops": false, "rx_own_skipped": false,
+	"local_rate_passed": false,
 	// events that sound like losses
 	"tx_ring_empty": false, "rx_fill_empty": false, "rx_pool_empty": false, "tx_kicks_failed": false,
 	"fastpath_egress_disabled": false, "fastpath_egress_off": false,
@@ -29,6 +30,7 @@ var losses = map[string]bool{
 	"rx_dropped_queue_removed": true, "rx_dropped_reload_aborted": true, "rx_truncated": true,
 	"read_errors": true, "rx_errors": true, "oversize": true, "fastpath_redirect_errors": true,
 	"link_rx_dropped": true, "link_tx_dropped": true, "link_rx_missed_errors": true, "link_peer_tx_dropped": true,
+	"local_rate_dropped_echo": true, "local_rate_dropped_syn": true, "local_rate_dropped_udp": true, "local_rate_dropped_other": true,
 }
 
 // TestIsLoss: the classification of every documented counter, and every

@@ -529,7 +529,11 @@ func (d *Device) Stats() []drivers.Counter {
 			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
 			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
 			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
-			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos})
+			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos},
+			drivers.Counter{Name: "local_rate_passed", Value: fc.LocalPassed})
+		for i, n := range fastpath.PoliceClasses {
+			cs = append(cs, drivers.Counter{Name: "local_rate_dropped_" + n, Value: fc.Policed[i]})
+		}
 		cs = append(cs, d.out.counters()...)
 	}
 	return cs

@@ -57,6 +57,11 @@ func TestValidate(t *testing.T) {
 		{"frames not pow2", func(c *Config) { c.Frames = 3000 }, "frames"},
 		{"frames < 2 ring", func(c *Config) { c.Frames, c.Ring = 1024, 1024 }, "frames"},
 		{"negative queues", func(c *Config) { c.Queues = -1 }, "queues"},
+		{"bad local_rate", func(c *Config) { c.LocalRate = "fast" }, "local_rate"},
+		{"local_rate 0", func(c *Config) { c.LocalRate = "0/s" }, "local_rate"},
+		{"local_burst negative", func(c *Config) { c.LocalBurst = -1 }, "local_burst"},
+		{"local_rate off", func(c *Config) { c.LocalRate = "off" }, ""},
+		{"local_rate 5000/s", func(c *Config) { c.LocalRate = "5000/s" }, ""},
 		{"ok", func(c *Config) {}, ""},
 	} {
 		c := cfg("eth0", "auto")

@@ -2,6 +2,10 @@ package afxdp
 
 import (
 	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
 
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
@@ -19,6 +23,10 @@ type Config struct {
 	// device (see manual): "auto", "xdp" or "tc".
 	FastPathRedirect string `toml:"fastpath_redirect"`
 	RSS              string `toml:"rss"`
+	// LocalRate and LocalBurst: the fast path's policing of traffic
+	// for the router (see manual): "N/s" or "off".
+	LocalRate  string `toml:"local_rate"`
+	LocalBurst int    `toml:"local_burst"`
 }
 
 // Defaults. The rings are sized to hold a TCP sender's burst through a
@@ -29,10 +37,16 @@ const (
 	DefaultFrames = 16384
 	DefaultRing   = 4096
 	maxQueues     = 1024
+	// The policing of traffic for the router: generous for a router's
+	// own control traffic (ping, BGP, SSH, ARP and ND are not policed
+	// at all), far below what a flood sends.
+	DefaultLocalRate  = "20000/s"
+	DefaultLocalBurst = 2000
 )
 
 func newConfig() any {
-	return &Config{Frames: DefaultFrames, Ring: DefaultRing, Mode: "auto", FastPathRedirect: "auto"}
+	return &Config{Frames: DefaultFrames, Ring: DefaultRing, Mode: "auto", FastPathRedirect: "auto",
+		LocalRate: DefaultLocalRate, LocalBurst: DefaultLocalBurst}
 }
 
 func pow2(n int) bool { return n > 0 && bits.OnesCount(uint(n)) == 1 }
@@ -64,10 +78,36 @@ func (c *Config) Validate() error {
 	default:
 		return conf.Errorf("fastpath_redirect", "%q: must be \"auto\", \"xdp\" or \"tc\"", c.FastPathRedirect)
 	}
+	if _, err := c.police(); err != nil {
+		return err
+	}
 	switch c.RSS {
 	case "", "symmetric":
 	default:
 		return conf.Errorf("rss", "%q: must be \"symmetric\" (or absent: the device's RSS as it is)", c.RSS)
 	}
 	return nil
+}
+
+// police reads local_rate and local_burst: "off" is no policing; a
+// Config built in code without them gets the defaults.
+func (c *Config) police() (fastpath.Police, error) {
+	rate, burst := strings.TrimSpace(c.LocalRate), c.LocalBurst
+	if rate == "" {
+		rate = DefaultLocalRate
+	}
+	if burst == 0 {
+		burst = DefaultLocalBurst
+	}
+	if rate == "off" {
+		return fastpath.Police{}, nil
+	}
+	n, err := strconv.ParseUint(strings.TrimSuffix(rate, "/s"), 10, 64)
+	if err != nil || n < 1 || n > 1e9 {
+		return fastpath.Police{}, conf.Errorf("local_rate", "%q: want frames a second, e.g. \"20000/s\" (1..1000000000), or \"off\"", c.LocalRate)
+	}
+	if burst < 1 || burst > 1<<30 {
+		return fastpath.Police{}, conf.Errorf("local_burst", "%d: want frames, 1..%d", c.LocalBurst, 1<<30)
+	}
+	return fastpath.Police{Rate: n, Burst: uint64(burst)}, nil
 }

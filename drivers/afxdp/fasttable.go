@@ -129,6 +129,9 @@ func (f *fastTable) addLocal(a netip.Addr) error {
 	if err := f.t.SetRoute(p, fastpath.Route{Local: true}); err != nil {
 		return err
 	}
+	if err := f.t.SetLocal(a); err != nil { // policed (Police)
+		return err
+	}
 	f.locals[p]++
 	return nil
 }
@@ -145,6 +148,7 @@ func (f *fastTable) removeLocal(a netip.Addr) {
 	}
 	delete(f.locals, p)
 	_ = f.t.DeleteRoute(p)
+	_ = f.t.DeleteLocal(a)
 }
 
 // fastPort is what the table needs of a fast-path device: an afxdp
@@ -333,7 +337,11 @@ func (d *Device) openFastPath(queues int, kind string) error {
 	if ft.t == nil {
 		return d.fastPathOff(name, key, ft.tErr, queues)
 	}
-	if d.fp, err = fastpath.NewProgram(ft.t, queues, d.info.MAC); err != nil {
+	pol, err := d.cfg.police()
+	if err != nil {
+		return err
+	}
+	if d.fp, err = fastpath.NewPolicedProgram(ft.t, queues, d.info.MAC, pol); err != nil {
 		return d.fastPathOff(name, key, err, queues)
 	}
 	d.prog = d.fp.XDP()

@@ -91,6 +91,8 @@ func changedKeys(a, b *Config) []string {
 	add(a.FastPath != b.FastPath, "fastpath")
 	add(a.FastPathRedirect != b.FastPathRedirect, "fastpath_redirect")
 	add(a.RSS != b.RSS, "rss")
+	add(a.LocalRate != b.LocalRate, "local_rate")
+	add(a.LocalBurst != b.LocalBurst, "local_burst")
 	return keys
 }
 

@@ -81,7 +81,7 @@ func TestPolice(t *testing.T) {
 	est := pkt{proto: protoTCP, flags: ack, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 179, ttl: 64}.frame(t)
 	udp6 := v6{src: "2001:db8:1::2", dst: "2001:db8:2::1", next: protoUDP, hop: 64, sport: 5000, dport: 9, payload: 18}.frame()
 	ns6 := v6{src: "2001:db8:1::2", dst: "2001:db8:2::1", next: 58, hop: 255, sport: 135 << 8, payload: 24}.frame()
-	transit := frame("10.1.0.2", "10.2.4.4", 64, 26)  // forwarded
+	transit := frame("10.1.0.2", "10.2.4.4", 64, 26)     // forwarded
 	transitSlow := frame("10.1.0.2", "10.7.0.1", 64, 26) // no route: slow
 	// Class by class: burst frames pass, the next is dropped.
 	for _, c := range []struct {
