@@ -174,7 +174,7 @@ func exchange6(t *testing.T, tp *natTopo, port, n int, mode string) {
 // first). Every datagram and answer arrives: the gateway reassembled
 // them for Conntrack and the IPv6 firewall (fw6, which admits the answers
 // as established) and sent each on in fragments of its sender's size.
-// 3000-byte pings through the gateway are answered.
+// 3000-byte pings through the gateway and to it are answered.
 func TestNATGatewayFragments6(t *testing.T) {
 	netns.RequireTool(t, "python3")
 	for _, run := range []struct {
@@ -194,18 +194,23 @@ func TestNATGatewayFragments6(t *testing.T) {
 			for i, mode := range []string{"in order", "reversed"} {
 				t.Run(mode, func(t *testing.T) { exchange6(t, tp, 7100+i, n, mode) })
 			}
-			// ICMPv6 too: 3000-byte echoes through the gateway, tracked
-			// and filtered whole.
-			if out, err := tp.in.Run("ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "-s", "3000", frag6Outside); err != nil {
-				t.Errorf("ping -s 3000 %s: %v\n%s", frag6Outside, err, out)
+			// ICMPv6 too: 3000-byte echoes through the gateway (tracked
+			// and filtered whole) and to the gateway itself (answered
+			// whole by ICMP6PingResponder, split on the way out).
+			for _, dst := range []string{frag6Outside, "2001:db8:1::1"} {
+				if out, err := tp.in.Run("ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "-s", "3000", dst); err != nil {
+					t.Errorf("ping -s 3000 %s: %v\n%s", dst, err, out)
+				}
 			}
 			var after = snap().snapshot(t)
 			delta := func(typ, name string) uint64 { return counter(after, typ, name) - counter(before, typ, name) }
 			// The workers publish their counters within a few
-			// milliseconds of the last answer.
+			// milliseconds of the last answer. Reassembled: 40 UDP
+			// datagrams, 3 echo requests and 3 replies through the
+			// gateway, 3 requests to it.
 			waitFor(t, 2*time.Second, "the counters", func() (bool, string) {
 				after = snap().snapshot(t)
-				return delta("IP6Reassembler", "datagrams") >= 4*n+6, fmt.Sprint(delta("IP6Reassembler", "datagrams"))
+				return delta("IP6Reassembler", "datagrams") >= 4*n+9, fmt.Sprint(delta("IP6Reassembler", "datagrams"))
 			})
 			if t.Failed() {
 				logLosses(t, before, after)
