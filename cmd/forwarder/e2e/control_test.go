@@ -153,7 +153,7 @@ func TestControlRouter(t *testing.T) {
 			els = append(els, s.Element)
 		}
 		path := strings.Join(els, " ")
-		if pk.Device != "lan" || !strings.HasPrefix(path, "FromDevice(lan)") || !strings.Contains(path, " lcls ") ||
+		if pk.Device != "lan" || !strings.HasPrefix(path, "lan/FromDevice(lan)") || !strings.Contains(path, " lan/cls ") ||
 			!strings.Contains(path, " me ") || !strings.Contains(path, " rt ") || pk.Result != "sent" || pk.At != "device lan" ||
 			!strings.Contains(strings.Join(pk.Headers, "\n"), "ICMP EchoRequest") {
 			t.Errorf("trace of a ping to the router: %s", out.String())
@@ -399,7 +399,7 @@ func TestControlTraceForwarded(t *testing.T) {
 			steps = append(steps, s.Element)
 		}
 		path := strings.Join(steps, " ")
-		if !strings.HasPrefix(path, "FromDevice(lan)") || !strings.Contains(path, " rt ") || !strings.HasSuffix(path, " waq") || pk.Result != "sent" || pk.At != "device wan" {
+		if !strings.HasPrefix(path, "lan/FromDevice(lan)") || !strings.Contains(path, " rt ") || !strings.HasSuffix(path, " wan/aq") || pk.Result != "sent" || pk.At != "device wan" {
 			t.Errorf("%s (trace %d): path %q, %s at %s (%s)", what, i+1, path, pk.Result, pk.At, pk.Reason)
 		}
 	}

@@ -92,10 +92,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	far := narrowWAN(tp.env, tp.fwd, tp.srv, "10.16.0")
 
 	cfg := withWANMTU(t, tp.config, "1400", []string{
-		`wmtu :: CheckMTU(1500)`,
-		`wmtu[1] -> ICMP6Error(auto, toobig, 0, 64, 1500)`,
-		`wmtu4 :: IPFragmenter(1500)`,
-		`wmtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500)`,
+		`"wan :: side(wan, 1500,`, // the WAN side's CheckMTU, IPFragmenter and their errors
 	})
 	p := tp.start(t, cfg)
 	ping6OK(t, tp.cli, "2001:db8:16::2")
@@ -171,7 +168,7 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 // security) and IPv4 (masqueraded, DF), completes through the gateway's
 // own packet too big and fragmentation needed, although both flows are
 // fast-tracked after their handshake: FastTrack hands the batches with a
-// packet longer than the link to the slow path, whose wmtu answers.
+// packet longer than the link to the slow path, whose wan/frag6 answers.
 // Twice: the graph alone (hosts' GRO off) and with the flows offloaded to
 // the in-kernel fast path (GRO on), which hands longer datagrams back.
 //
