@@ -17,7 +17,9 @@ func init() {
 		Doc: elements.Doc{
 			Synopsis: "IP6Reassembler([capacity], [timeout], [max_fragments])",
 			Summary:  "reassembles IPv6 fragments into whole datagrams (before Conntrack) and hands each to the worker that owns its flow; IPFragmenter splits them again as their sender did",
-			Ports: "input 0: Ethernet frames with the network header at the L3 annotation (after CheckIP6Header).\n" +
+			Ports: "input 0: Ethernet frames with the network header at the L3 annotation: any (IPv4, ARP and the rest pass " +
+				"untouched), before or after CheckIP6Header; it checks the lengths of what it reassembles itself. Before the " +
+				"Classifier that picks out neighbour discovery and ICMPv6 to the router, so that fragmented ICMPv6 reaches them whole.\n" +
 				"output 0: everything that is not an IPv6 fragment, unchanged and in order; atomic fragments (offset 0, M clear) " +
 				"unchanged; and each reassembled datagram when its last missing fragment arrives (RFC 8200 section 4.5): the first " +
 				"fragment's link header and unfragmentable part (the fixed header and any hop-by-hop, destination options and routing " +
@@ -44,7 +46,7 @@ func init() {
 				"(empty, a non-last fragment whose length is not a multiple of 8, a payload length past the frame, a link header over " +
 				"64 bytes or an unfragmentable part over 256), \"no buffer\", \"handoff full\", \"reload: no room\" (as IPReassembler's: " +
 				"datagrams in reassembly carry over a reload).",
-			Example: `"wcls[3] -> CheckIP6Header -> wreasm6 :: IP6Reassembler -> ct :: Conntrack", "rt[3] -> IPFragmenter(1500) -> NDPQuerier(wan) -> ToDevice(wan)"`,
+			Example: `"FromDevice(wan) -> IP6Reassembler -> wcls :: Classifier(arp, ip, ip6, -)", "wcls[2] -> CheckIP6Header -> ct :: Conntrack", "rt[3] -> IPFragmenter(1500) -> NDPQuerier(wan) -> ToDevice(wan)"`,
 			SeeAlso: "IPReassembler, IPFragmenter, Conntrack, CheckIP6Header",
 			Text: "IPv6 routers never fragment (RFC 8200 section 5): a 3,000-byte UDP datagram crosses 1,500-byte links in the " +
 				"fragments its sender made, and only the first carries the ports. IP6Reassembler puts such datagrams together " +
