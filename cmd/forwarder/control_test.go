@@ -174,7 +174,7 @@ func TestRouteLive(t *testing.T) {
 		{[]string{"show", "flwos"}, 2, `did you mean "flows"`},
 		{[]string{"show", "routes", "-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"show", "runtime", "-format", "xml"}, 2, `-format "xml": want table or json`},
-		{[]string{"show"}, 2, "what? flows, routes"},
+		{[]string{"show"}, 2, "what? flows, nat, routes"},
 	} {
 		code, out, errs := ctl(t, path, c.args...)
 		if code != c.code || !strings.Contains(out+errs, c.want) {
