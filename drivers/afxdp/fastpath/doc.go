@@ -223,6 +223,35 @@
 // with a registered AF_XDP socket delivers it there and a queue without
 // one passes it to the kernel's stack instead of dropping it.
 //
+// # Traffic for the router
+//
+// An XDP program loaded with a Police (NewPolicedProgram; the afxdp
+// driver's local_rate and local_burst) polices, on the way to the slow
+// path, the frames whose destination is one of the router's addresses
+// (fp_local, Tables.SetLocal: the fast-path devices' addresses), so
+// that a flood of them is dropped before it is copied to the socket,
+// fills the RX ring and takes the graph's time, instead of crowding out
+// transit traffic there. Frames the program forwards (routes, flows)
+// never meet the rule; nor do frames for other destinations. The frame
+// gets a class (local_class): echo (ICMP echo request, ICMPv6 echo
+// request), syn (TCP with SYN and without ACK), udp, other (the rest:
+// established TCP, other ICMP, other protocols, IPv4 with options,
+// fragments after the first); ARP and IPv6 neighbour discovery (ICMPv6
+// types 133-137) have none and are never policed. Each class has a
+// token bucket on each CPU (fp_police, a per-CPU array: no atomics, no
+// shared cache line; the rate the graph may see is the rate times the
+// CPUs receiving), kept as GCRA's theoretical arrival time: a frame
+// passes if the bucket's tat is at most (burst-1)×interval ahead of now,
+// and moves it one interval (1e9/rate ns) on; beyond, XDP_DROP and the
+// class's dropped counter (Counters.Policed). Rate and burst are
+// .rodata constants: with Police{} the verifier removes the rule (the
+// translated program is as long as without it), and changing them
+// takes a new program. The TC program does not police (it passes
+// everything it does not forward to the stack, where the packet
+// sockets' own limits apply). Cost (BenchmarkPolice): none measurable
+// for forwarded frames; for frames to the slow path one fp_local
+// lookup, and for frames for the router a clock read and the bucket.
+//
 // # Maps
 //
 // Integers that are not addresses are in host byte order; IPv4
@@ -283,12 +312,20 @@
 //	           err: the last refusal's errno (negative), from the watcher
 //	fp_egress_errs hash, shared (Tables): key u32 ifindex, value u64
 //	           frames the kernel refused (the watcher adds atomically)
+//	fp_local   hash, shared (Tables), 1024 entries: the router's addresses
+//	           key   {u8 addr[16]} (IPv4: ::ffff:a.b.c.d)             16 bytes
+//	           value u32, unused
+//	fp_police  per-CPU array, 4 entries (classes echo, syn, udp, other),
+//	           per XDP Program
+//	           value {u64 tat; u64 passed; u64 dropped}               24 bytes
+//	           tat: CLOCK_MONOTONIC ns, the bucket's theoretical arrival time
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)
 //	qidconf_map array, queues entries, per Program; unused by the program,
 //	           kept so that asavie/xdp's Register/Unregister work unchanged
 //	.rodata    array of one, frozen, per loaded program (created by the
 //	           loader): the program's constants, mac_lo and mac_hi (the
-//	           device's MAC) or devmap_id (the watcher)
+//	           device's MAC) and police_interval and police_burst
+//	           (ns; 0: no policing), or devmap_id (the watcher)
 //
 // Updates replace whole map elements (the kernel swaps them under RCU),
 // so a running program never sees half of a route, neighbour or flow.
