@@ -77,6 +77,7 @@ func init() {
 		NewConfig: func() any { return &ReassemblerConfig{Capacity: 64, Timeout: 30 * time.Second, MaxFragments: 64} },
 		New:       newReassembler,
 		In:        1, Out: 1,
+		TakesState: true, // a reload carries the datagrams in reassembly over (reload.go)
 		Doc: elements.Doc{
 			Synopsis: "IPReassembler([capacity], [timeout], [max_fragments])",
 			Summary:  "reassembles IPv4 fragments into whole datagrams (before Conntrack and NAT) and hands each to the worker that owns its flow",

@@ -14,6 +14,7 @@ func init() {
 		NewConfig: func() any { return &ReassemblerConfig{Capacity: 64, Timeout: 60 * time.Second, MaxFragments: 64} },
 		New:       newReassembler6,
 		In:        1, Out: 1,
+		TakesState: true, // a reload carries the datagrams in reassembly over (reload.go)
 		Doc: elements.Doc{
 			Synopsis: "IP6Reassembler([capacity], [timeout], [max_fragments])",
 			Summary:  "reassembles IPv6 fragments into whole datagrams (before Conntrack) and hands each to the worker that owns its flow; IPFragmenter splits them again as their sender did",

@@ -3,12 +3,15 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // The IPv6 hosts of the NAT gateway's topology (IPv6 is routed, not
@@ -287,5 +290,75 @@ func TestNATGatewayFragmentFlood6(t *testing.T) {
 	// 2 x 146 buffers of 65,983 bytes) at worst, 37 MiB, once.
 	if grow := rss1 - rss0; grow > 48<<10 {
 		t.Errorf("RSS grew by %d KiB during the flood", grow)
+	}
+}
+
+// frag6Half sends a 3000-byte datagram from argv[3] to argv[1]:argv[2]
+// as raw fragments, its last and first ones at once and its middle one
+// once the file argv[4] exists; prints "half" in between, then "ok" when
+// the reversed answer comes back ("timeout" or "bad" otherwise).
+const frag6Half = frag6Lib + `
+import os
+dst, port, src, gate = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+c = socket.socket(A6, socket.SOCK_DGRAM)
+c.bind((src, 0))
+c.settimeout(5)
+msg = bytes((j * 13) % 251 for j in range(3000))
+fr = frags6(src, dst, 17, udp6(src, dst, c.getsockname()[1], port, msg), 777)
+raw.sendto(fr[2], (dst, 0))
+raw.sendto(fr[0], (dst, 0))
+print("half", flush=True)
+for _ in range(300):
+    if os.path.exists(gate):
+        break
+    time.sleep(0.05)
+raw.sendto(fr[1], (dst, 0))
+try:
+    d, a = c.recvfrom(65535)
+    print("ok" if d == msg[::-1] else "bad", flush=True)
+except socket.timeout:
+    print("timeout", flush=True)
+`
+
+// A reload (SIGHUP, the same nat-gateway.toml) while a datagram is in
+// reassembly: its first and last fragments reach the gateway before the
+// reload, its middle one after; IP6Reassembler's new instance took the
+// datagram over from the old one, so it completes, reaches the outside
+// server, and its answer comes back.
+func TestNATGatewayFragmentsAcrossReload(t *testing.T) {
+	netns.RequireTool(t, "python3")
+	tp, p := natTopo6(t, nil)
+	defer p.Kill()
+	s := tp.ot.Start("python3", "-c", frag6Echo, frag6Outside, "7300", "1", "in order")
+	defer s.Kill()
+	waitFor(t, 20*time.Second, "the UDP server's bind", func() (bool, string) {
+		return strings.HasPrefix(s.Output(), "ready"), s.Output()
+	})
+	gate := filepath.Join(t.TempDir(), "go")
+	c := tp.in.Start("python3", "-c", frag6Half, frag6Outside, "7300", frag6Inside, gate)
+	defer c.Kill()
+	waitFor(t, 20*time.Second, "the first fragments", func() (bool, string) {
+		return strings.Contains(c.Output(), "half"), c.Output()
+	})
+	snap := func() *pipeline.Snapshot { return (&topo{fwd: tp.fwd}).snapshot(t) }
+	waitFor(t, 2*time.Second, "the fragments held", func() (bool, string) {
+		n := counter(snap(), "IP6Reassembler", "in reassembly")
+		return n == 1, fmt.Sprintf("in reassembly %d", n)
+	})
+	gen := snap().Graph.Generation
+	p.Signal(syscall.SIGHUP)
+	waitFor(t, 20*time.Second, "the reload", func() (bool, string) {
+		g := snap().Graph.Generation
+		return g > gen, fmt.Sprintf("generation %d", g)
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(10 * time.Second); err != nil || !strings.Contains(c.Output(), "ok") {
+		t.Errorf("the datagram across the reload: %v: %s (server: %s)", err, c.Output(), s.Output())
+	}
+	after := snap()
+	if n := counter(after, "IP6Reassembler", "reload: no room"); n != 0 {
+		t.Errorf("reload: no room %d", n)
 	}
 }
