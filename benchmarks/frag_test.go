@@ -1,7 +1,6 @@
 package benchmarks
 
 import (
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,23 +10,28 @@ import (
 )
 
 // BenchmarkNATGraphReassembler is BenchmarkNATGraph's slow path (10k
-// flows, 64-byte UDP, none of it fragmented) with and without an
-// IPReassembler before Conntrack, as nat-gateway.toml has one: what the
-// fragment path costs the traffic that is not fragmented. Compare the
-// two with benchstat -col /reasm (cpu-ns/pkt: the worker thread's CPU
-// time per packet, generator included).
+// flows, 64-byte UDP, none of it fragmented) without reassemblers, with
+// an IPReassembler before Conntrack, and with an IP6Reassembler before
+// that, as nat-gateway.toml has both on the way to Conntrack: what the
+// fragment paths cost the traffic that is not fragmented. Compare them
+// with benchstat -col /reasm (cpu-ns/pkt: the worker thread's CPU time
+// per packet, generator included).
 func BenchmarkNATGraphReassembler(b *testing.B) {
-	for _, with := range []bool{false, true} {
-		b.Run(fmt.Sprintf("reasm=%v", with), func(b *testing.B) {
+	for _, with := range []string{"", "IPReassembler -> ", "IP6Reassembler -> IPReassembler -> "} {
+		name := strings.ReplaceAll(strings.TrimSuffix(with, " -> "), " -> ", "+")
+		if name == "" {
+			name = "none"
+		}
+		b.Run("reasm="+name, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			cfg := string(natGraph(b, 10_000, false, 0))
-			if with {
+			if with != "" {
 				old := `"cls[0] -> ct -> `
 				if !strings.Contains(cfg, old) {
 					b.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
 				}
-				cfg = strings.Replace(cfg, old, `"cls[0] -> IPReassembler -> ct -> `, 1)
+				cfg = strings.Replace(cfg, old, `"cls[0] -> `+with+`ct -> `, 1)
 			}
 			g, err := pipeline.Parse("bench-nat.toml", []byte(cfg))
 			if err != nil {
