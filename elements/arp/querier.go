@@ -100,78 +100,10 @@ func init() {
 		NewConfig: func() any {
 			return &QuerierConfig{Timeout: defaultTimeout, Hold: defaultHold, Rate: defaultRate, LearnRate: defaultLearnRate}
 		},
-		New: newQuerier,
-		In:  2,
-		Out: 1,
-		Doc: elements.Doc{
-			Synopsis: `ARPQuerier(DEVICE, ["IP MAC", ...])`,
-			Summary:  "resolves the next-hop annotation to a MAC with ARP and writes the Ethernet header",
-			Ports: "input 0: IPv4 packets to send on DEVICE (normally from IPLookup, which sets the " +
-				"next-hop annotation; without one the IPv4 destination is the next hop). " +
-				"input 1: ARP frames received on DEVICE (replies, and requests: they teach the sender's " +
-				"address); they are consumed. Feed it from the device's Classifier arp port through a " +
-				"Tee so that ARPResponder sees them too, as in Click. " +
-				"output 0: the IPv4 packets with their Ethernet header written (destination = the " +
-				"neighbour, source = DEVICE's MAC, type 0x0800), and the ARP requests it sends: connect " +
-				"it to ToDevice(DEVICE).",
-			Keys: []elements.Key{
-				{Name: "device", Type: "device", Required: true,
-					Doc: "the device the packets leave by: its MAC is the source, its IPv4 addresses " +
-						"(the device's addresses key) the sender of requests"},
-				{Name: "neighbors", Type: "[]string", Variadic: true,
-					Doc: `static entries "IP MAC", never aged nor replaced by ARP`},
-				{Name: "timeout", Type: "duration", Default: `"30s"`,
-					Doc: "an entry is used without question this long after its last confirmation; then " +
-						"it is re-probed (unicast, once a second) and still used for 3 s more; unanswered, " +
-						"it is unresolved again"},
-				{Name: "hold", Type: "int", Default: "8",
-					Doc: "packets kept per unresolved next hop (1..64) while it is being resolved"},
-				{Name: "rate", Type: "int", Default: "100",
-					Doc: "most ARP requests per second per worker, all next hops together (each next hop " +
-						"gets at most one per second, across workers)"},
-				{Name: "learn_rate", Type: "int", Default: "100",
-					Doc: "most entries per second per worker made from ARP requests for the device's " +
-						"addresses (updates of existing entries and the router's own next hops are not limited)"},
-			},
-			Stats: `counters "requests" (ARP requests sent), "learned" (entries made or confirmed by ` +
-				`ARP), "held" (packets queued for resolution), "released" (held packets sent once ` +
-				`resolved), "no buffer" (requests not sent: the worker's pool was empty), ` +
-				`"rate limited" (requests the per-worker rate suppressed), "off-link" (requests for our ` +
-				`address from a sender outside the device's prefixes, which make no entry), "learn limited" (entries not made from requests: learn_rate), "evicted" ` +
-				`(live entries recycled, least recently active first, to make room for a new one). ` +
-				`Drop reasons, input 0: "truncated" (shorter than its IPv4 header), "not ipv4" ` +
-				`(IPv6 next hop), "no headroom" (no room for the Ethernet header), "queue full" ` +
-				`(the next hop already holds hold packets), "too many unresolved" (64 next hops ` +
-				`unresolved on this worker), "table full" (no neighbour slot), "unresolved" (held ` +
-				`packets of a next hop that did not answer within 3 s, those freed at stop, and those ` +
-				`held when a reload switched the worker to a new graph: the neighbours are kept, the ` +
-				`packets waiting for one are not carried into the new graph). ` +
-				`Input 1: "not arp" (not an Ethernet/IPv4 ARP frame), "bad sender" (zero, group or ` +
-				`our own MAC; unusable IP); every other frame of input 1 is consumed, not dropped: "arp in" ` +
-				`(ARP learnt from, or that teaches nothing new). With a fast-path device: "fastpath errors" (neighbours ` +
-				`the device's fast path refused).`,
-			Example: `"cls[0] -> at :: Tee(2)", "at[0] -> ARPResponder(lan) -> ToDevice(lan)",` + "\n" +
-				`"at[1] -> [1]aq :: ARPQuerier(lan)", "rt[0] -> aq -> ToDevice(lan)"`,
-			SeeAlso: "ARPResponder, IPLookup, EtherRewrite, forwarder show neighbors (the running table)",
-			Text: "The neighbour table is shared by all workers (lock-free reads: one atomic load per " +
-				"packet); held packets belong to the worker that holds them and are sent by it as " +
-				"soon as it sees the entry resolved (on its next batch or tick, within a millisecond). " +
-				"Requests are broadcast, except re-probes of a known entry, which are unicast to it " +
-				"(as Linux does). Entries are made for next hops the router sends to and for hosts " +
-				"on the link (a sender inside one of DEVICE's IPv4 prefixes) that ARP for the " +
-				"device's own addresses, at most learn_rate a second per worker; a request from off " +
-				"the link makes no entry. Any ARP frame from a known neighbour refreshes it; " +
-				"unsolicited replies make no entry (Linux's arp_accept=0). The table holds 8,192 " +
-				"entries (per element, all workers); when a new entry finds no room, the least " +
-				"recently active one (confirmed, asked for or sent to) is evicted, never a static " +
-				"one nor an active next hop (resolved, confirmed and sent to within timeout): a flood " +
-				"of spoofed ARP recycles its own entries and the neighbours in use keep theirs. When DEVICE " +
-				"has a fast path (afxdp, fastpath = true), every neighbour learnt (and every static one) " +
-				"is copied into it for timeout, so the fast path forwards to it in the kernel; the copy is " +
-				"renewed when the neighbour's MAC changes or, on its next ARP frame, once it is a quarter " +
-				"timeout old (one system call per neighbour per quarter timeout, not per frame). When it " +
-				"lapses, the packets come back through this element, which resolves the neighbour again.",
-		},
+		New:        newQuerier,
+		In:         2,
+		Out:        1,
+		Doc:        arpQuerierManual,
 		TakesState: true, // a reload keeps its shared state (reload.go)
 	})
 }

@@ -108,40 +108,7 @@ func init() {
 		New:       newResponder,
 		In:        1,
 		Out:       1,
-		Doc: elements.Doc{
-			Synopsis: `ARPResponder("IP MAC", ...)  or  ARPResponder(DEVICE)`,
-			Summary:  "answers ARP requests for the router's own addresses",
-			Ports: "input 0: Ethernet frames (ARP requests, normally from a Classifier's arp port); " +
-				"output 0: the replies, built in place in the request's buffer (send them to " +
-				"ToDevice of the device they came from). Everything else is freed and counted: ARP " +
-				"that needs no answer as consumed, malformed frames as drops (see STATS).",
-			Keys: []elements.Key{
-				{Name: "addresses", Type: "[]string", Variadic: true,
-					Doc: `entries "IP MAC" (e.g. "10.1.0.1 00:11:22:33:44:55"); "IP/len MAC" means the ` +
-						`host address IP. Required unless device is given. A single inline argument ` +
-						`that is not an address is taken as the device (ARPResponder(lan)).`},
-				{Name: "device", Type: "device",
-					Doc: "when addresses is empty: answer for this device's IPv4 addresses with its MAC " +
-						"(the device's addresses and mac keys)"},
-			},
-			Stats: `counter "replies"; consumption reasons (ARP traffic that needs no answer from ` +
-				`us, freed by design, not drops): "not a request" (replies and other opcodes: a ` +
-				`Tee'd ARP port hands it every reply, which the ARPQuerier beside it learns from), ` +
-				`"not for us" (target IP not one of the addresses: a request for another host on ` +
-				`the link), "gratuitous" (sender IP == target IP: an announcement, which expects no ` +
-				`answer; one for our own address means an address conflict). Drop reasons: ` +
-				`"truncated" (shorter than an Ethernet+ARP header), "not arp" (ethertype not ` +
-				`0x0806, or not Ethernet/IPv4 ARP), "bad sender" (sender MAC zero, multicast or ` +
-				`one of ours; sender IP multicast, broadcast or loopback).`,
-			Example: `"cls[0] -> ARPResponder(\"10.1.0.1 00:11:22:33:44:55\") -> ToDevice(lan)"` + "\n" +
-				`"cls[0] -> ARPResponder(lan) -> ToDevice(lan)"`,
-			SeeAlso: "ARPQuerier, Classifier",
-			Text: "The reply (RFC 826) has op 2, sender = our MAC and the requested IP, target = the " +
-				"requester's MAC and IP; its Ethernet destination is the requester's (ARP sender) MAC " +
-				"and its source our MAC. Frame length (padding) is kept. Probes (RFC 5227: sender IP " +
-				"0.0.0.0) are answered, with target IP 0.0.0.0, unicast to the prober: that is what " +
-				"RFC 826 prescribes and how the prober learns the address is taken (Linux does the same).",
-		},
+		Doc:       arpResponderManual,
 	})
 }
 

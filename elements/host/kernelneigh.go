@@ -56,35 +56,7 @@ func init() {
 		New: newKernelNeighbors,
 		In:  1,
 		Out: 1,
-		Doc: elements.Doc{
-			Synopsis: "KernelNeighbors(INTERFACE, DEVICE, FAMILY)",
-			Summary:  "mirrors the kernel's neighbour table of a twin interface into an ARPQuerier or NDPQuerier",
-			Ports: "input 0: the frames the querier learns from (ARP frames, or neighbour solicitations and advertisements), " +
-				"passed on unchanged to output 0; output 0: those, and a frame made for each neighbour the kernel holds " +
-				"REACHABLE, PERMANENT or NOARP on INTERFACE: an ARP request (ipv4) or a neighbour solicitation with its " +
-				"link-layer address (ipv6) from that neighbour for DEVICE's address, which the querier (input 1) learns " +
-				"as it would the neighbour's own. Connect it in front of the querier's input 1.",
-			Keys: []elements.Key{
-				{Name: "interface", Type: "string", Required: true, Doc: `the kernel interface whose neighbours are mirrored: the port's twin (tap driver), e.g. "wan0h"`},
-				{Name: "device", Type: "device", Required: true, Doc: "the graph device the neighbours are on (its MAC and addresses address the frames)"},
-				{Name: "family", Type: "string", Default: `"ipv4"`, Doc: `"ipv4" (ARP, for ARPQuerier) or "ipv6" (neighbour solicitations, for NDPQuerier)`},
-				{Name: "refresh", Type: "duration", Default: `"10s"`, Doc: "how often the whole table is read again (permanent entries change no more, but the querier's entries age: keep it below the querier's timeout)"},
-			},
-			Stats: `counters "mirrored" (frames made for the kernel's neighbours), "netlink errors" (reads or requests that failed, ` +
-				`or messages cut short), "no buffer" (a frame not made: the worker's pool was empty; the next change or refresh makes it).`,
-			Example: `"warpr[0] -> KernelNeighbors(wan0h, wan) -> [1]waq", "wnd[0] -> KernelNeighbors(wan0h, wan, ipv6) -> [1]wnq"`,
-			SeeAlso: "tap, HostPunt, ARPQuerier, NDPQuerier",
-			Text: "Why: the graph's querier and the kernel learn neighbours from the same frames when the twin gets copies of " +
-				"ARP and neighbour discovery (bgp-router.toml), but entries the kernel gets otherwise (an operator's " +
-				"`ip neigh add ... permanent`, a daemon's, or a frame the policer kept from one side) would not reach the " +
-				"graph. This mirrors the kernel's table into the querier, as VPP's linux-nl plugin does, through the " +
-				"querier's own learning rules (on-link senders only, at most its learn_rate new entries a second): the " +
-				"frames stand for the neighbour resolving the router, which is what makes a querier create an entry.\n\n" +
-				"Only the first worker's instance listens (a netlink socket subscribed to neighbour changes, read without " +
-				"blocking at each tick, and the table dumped at start and every refresh); the others pass frames on. Entries " +
-				"the kernel marks STALE, FAILED or INCOMPLETE, and deletions, are not mirrored: the querier ages and " +
-				"re-resolves its own.",
-		},
+		Doc: kernelNeighborsManual,
 	})
 }
 

@@ -109,45 +109,7 @@ func init() {
 		New: newPunt,
 		In:  1,
 		Out: -1,
-		Doc: elements.Doc{
-			Synopsis: "HostPunt(DEVICE, ...)",
-			Summary:  "polices the traffic for the router's own stack per class and sends it towards the twin of the port it came in on",
-			Ports: "input 0: Ethernet frames (network header at the L3 annotation) for the router itself that the graph " +
-				"does not consume: what ICMPPingResponder passes on its output 1, copies of ARP and neighbour discovery " +
-				"(Tee), link-local multicast, DHCP. output i: the packets that came in on the i-th device, for " +
-				"ToDevice(its twin) (a tap device); unchanged.",
-			Keys: []elements.Key{
-				{Name: "devices", Type: "device", Variadic: true,
-					Doc: "the forwarded ports, in output order"},
-				{Name: "neighbor_rate", Type: "int", Default: "2000",
-					Doc: "packets/s of ARP and IPv6 neighbour discovery (router and neighbour solicitations and advertisements, redirects); 0 punts none"},
-				{Name: "routing_rate", Type: "int", Default: "20000",
-					Doc: "packets/s of routing protocols: BGP (TCP 179), BFD (UDP 3784, 3785, 4784), LDP (646), RIP and RIPng (UDP 520, 521), OSPF (89), VRRP (112), PIM (103), IGMP (2), MLD (ICMPv6 130-132, 143); 0 punts none"},
-				{Name: "icmp_rate", Type: "int", Default: "1000",
-					Doc: "packets/s of the other ICMP and ICMPv6; 0 punts none"},
-				{Name: "other_rate", Type: "int", Default: "5000",
-					Doc: "packets/s of everything else (SSH, DHCP, DNS, HTTP, routing protocols from outside peers); 0 punts none"},
-				{Name: "burst", Type: "duration", Default: `"100ms"`,
-					Doc: "how much of a rate may come at once: a class's bucket holds rate × burst packets (at least 16)"},
-				{Name: "peers", Type: "[]string",
-					Doc: `addresses or prefixes routing-protocol packets must come from to be policed as routing (e.g. the BGP neighbours); from any other source they are "other". Empty: any source`},
-			},
-			Stats: `counters "punted neighbor", "punted routing", "punted icmp", "punted other"; drop reasons ` +
-				`"neighbor over rate", "routing over rate", "icmp over rate", "other over rate" (the policer's drops, ` +
-				`by class), "other device" (a packet that came in on none of the devices).`,
-			Example: `"wme[1] -> hp :: HostPunt(lan, wan)", "hp[0] -> ToDevice(lanh)", "hp[1] -> ToDevice(wanh)"`,
-			SeeAlso: "tap (the driver of the twins), Tee, ICMPPingResponder",
-			Text: "Why: a router's daemons must see their packets (BGP, BFD, SSH, DHCP), and the kernel's path to them " +
-				"costs a system call per packet, so without a bound a flood at the router (a SYN flood to port 179, " +
-				"an ARP storm) would spend the workers' time in the kernel and fill the daemons' sockets. Each class " +
-				"has its own token bucket, so a flood of one class does not starve another: an ARP storm leaves BGP " +
-				"alone, and with peers set a SYN flood from spoofed sources to port 179 is policed as \"other\" while " +
-				"the real neighbours' BGP keeps its class (Cisco's CoPP and Juniper's lo0 filter do the same).\n\n" +
-				"Each worker has its own buckets, with the rate divided evenly between the workers (rounded up), so " +
-				"policing takes no lock and no atomic operation; the clock is read once per batch. A flow that " +
-				"all lands on one worker gets that worker's share: a BGP session on a two-worker router gets up to half " +
-				"of routing_rate, which the default leaves far above what a full table transfer sends.",
-		},
+		Doc: hostPuntManual,
 	})
 }
 

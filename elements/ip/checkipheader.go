@@ -98,67 +98,7 @@ func init() {
 		New:       newCheckIPHeader,
 		In:        1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "CheckIPHeader([badsrc], [checksum], [forward_only], [devices], [source_route])",
-			Summary:  "checks IPv4 headers; bad packets go to output 1 or are dropped",
-			Ports: "input 0: frames with an IPv4 header at the L3 offset.\n" +
-				"output 0: packets that pass every check, trimmed to the IP total length.\n" +
-				"output 1 (optional): packets that fail a check. Unconnected, they are dropped and counted as \"unconnected output 1\".",
-			Keys: []elements.Key{
-				{Name: "badsrc", Type: "[]string", Doc: "extra source prefixes (CIDR) to treat as martian, besides RFC 1812's"},
-				{Name: "checksum", Type: "bool", Default: "true", Doc: "verify the header checksum; false trusts it (e.g. a NIC checked it)"},
-				{Name: "forward_only", Type: "bool", Default: "true", Doc: "the packets are to be forwarded: destinations a router never forwards " +
-					"fail (limited broadcast, multicast, 0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4, and the directed broadcasts of devices). " +
-					"false checks only the header and the source, for a CheckIPHeader in front of a path that delivers broadcast or " +
-					"multicast to the router itself (DHCP, a routing protocol)"},
-				{Name: "devices", Type: "device", Doc: "the router's devices: with forward_only, a packet to the directed broadcast " +
-					"address of one of their IPv4 subnets (their addresses key; not /31 or /32) fails. Default: every device of " +
-					"the graph (directed broadcast forwarding is off, RFC 2644); name some to check only theirs"},
-				{Name: "source_route", Type: "bool", Default: "false", Doc: "let packets with a loose or strict source route " +
-					"option (LSRR 131, SSRR 137) pass; by default they fail, as RFC 7126 advises (a sender choosing the path " +
-					"around filters; Linux's accept_source_route = 0)"},
-			},
-			Stats: "One counter per failed check, counted whether the packet goes to output 1 or is dropped: " +
-				"\"too short\" (no 20 bytes at L3), \"bad version\" (not 4), \"bad ihl\" (IHL < 5), " +
-				"\"ihl beyond frame\", \"bad total length\" (total length < header length), " +
-				"\"total length beyond frame\", \"bad checksum\", \"bad options\" (an option whose length byte is missing, " +
-				"below 2 or runs past the header), \"source route\" (an LSRR or SSRR option, unless source_route), " +
-				"\"oversized fragment\" (fragment offset*8 + the bytes after the header > 65,535: it could only reassemble " +
-				"into a packet larger than IPv4 allows, the \"ping of death\"), \"martian source\"; with forward_only, by destination: " +
-				"\"limited broadcast\" (255.255.255.255), \"multicast destination\" (224.0.0.0/4), " +
-				"\"martian destination\" (0.0.0.0/8, 127.0.0.0/8, 240.0.0.0/4 but the limited broadcast), " +
-				"\"directed broadcast\" (the broadcast address of a subnet of devices). " +
-				"Drops are counted under \"unconnected output 1\" when output 1 is unconnected. " +
-				"Counters, not verdicts: \"record route option\", \"timestamp option\" (packets carrying one, which " +
-				"pass with it unchanged; see below).",
-			Example: "[elements.chk]\ntype = \"CheckIPHeader\"\nbadsrc = [\"192.0.2.0/24\"]\n\n" +
-				"[graph]\nlinks = [\"cls[1] -> chk -> DecTTL -> rt\", \"chk[1] -> Print(bad) -> Discard\"]",
-			SeeAlso: "DecTTL, IPLookup",
-			Text: "Checks, in order: the frame holds 20 bytes at the L3 offset; version is 4; IHL >= 5; " +
-				"the header (IHL*4 bytes) fits in the frame; total length >= header length; total length " +
-				"fits in the frame (Ethernet padding after it is fine, and is trimmed away); the header " +
-				"checksum verifies (unless checksum = false); the options, if any (IHL > 5), are well formed " +
-				"(EOL ends them, NOP is one byte, every other option has a length of at least 2 that stays in " +
-				"the header) and hold no source route (LSRR, SSRR; unless source_route = true); a fragment " +
-				"(offset > 0) ends at most at byte 65,535; the source is not martian (RFC 1812 5.3.7: " +
-				"0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 multicast, 240.0.0.0/4 reserved including " +
-				"255.255.255.255, plus the badsrc prefixes); with forward_only (the default), the destination " +
-				"is one a router may forward (RFC 1812 5.3.7, 4.2.2.11 and 5.3.5: not the limited broadcast " +
-				"255.255.255.255, which is for the router itself and never forwarded; not multicast, which a " +
-				"unicast router does not route; not 0.0.0.0/8, 127.0.0.0/8 or 240.0.0.0/4; and not the directed " +
-				"broadcast of a subnet of the graph's devices (or of those named), whose forwarding RFC 2644 turns off by default). " +
-				"Put packets the router itself receives by broadcast or multicast (DHCP, RIP, OSPF) on their own " +
-				"path before the CheckIPHeader of the forwarding path, or give that path's CheckIPHeader " +
-				"forward_only = false. Elements after CheckIPHeader may trust the " +
-				"header's length fields. Other options (router alert...) pass and are not interpreted. " +
-				"Record route (7) and timestamp (68) pass unchanged, counted: RFC 791 and RFC 1812 5.3.13 " +
-				"describe a router entering its address or a timestamp into them; Junction does not, " +
-				"deliberately: it would cost a header rewrite, a checksum update and a per-packet choice of " +
-				"address on the forwarding path for options that networks filter (RFC 7126 4.3 and 4.8 " +
-				"describe routers that drop them, ignore them or process them, the choice documented). " +
-				"A packet carrying one is forwarded as if the router were not on the recorded path; the " +
-				"counters show how many were.",
-		},
+		Doc:      checkIPHeaderManual,
 	})
 }
 

@@ -33,28 +33,7 @@ func init() {
 		},
 		In: 1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "CheckMTU(mtu)",
-			Summary:  "sends packets longer than the egress MTU to output 1 (for ICMP6Error toobig, ICMPError needfrag)",
-			Ports: "input 0: IP packets about to leave by a link (L3 annotation at the IP header).\n" +
-				"output 0: packets whose IP length (frame length from L3) is at most mtu.\n" +
-				"output 1 (optional): longer ones, unchanged: IPv6 packets, and IPv4 packets with DF set. " +
-				"Connect it to ICMP6Error(src, toobig, 0, 64, MTU) for IPv6 (a router never fragments IPv6, " +
-				"RFC 8200 section 5) or ICMPError(src, unreachable, needfrag, 64, MTU) for IPv4 (RFC 1191); " +
-				"unconnected, they are dropped and counted as \"unconnected output 1\". Longer IPv4 packets " +
-				"without DF are dropped and counted as \"too big, not DF\": Junction does not fragment.",
-			Keys: []elements.Key{
-				{Name: "mtu", Type: "int", Required: true, Doc: "the egress link's MTU in bytes (the IP packet, without Ethernet)"},
-			},
-			Stats:   "counter \"too big\": packets sent to output 1; drop \"too big, not DF\": longer IPv4 packets without DF.",
-			Example: `"rt[3] -> mtu :: CheckMTU(1400) -> NDPQuerier(wan) -> ToDevice(wan)", "mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"`,
-			SeeAlso: "ICMP6Error, ICMPError",
-			Text: "A packet bigger than the link takes is never a silent loss: the sender learns the MTU " +
-				"from the packet-too-big or fragmentation-needed message (path MTU discovery, RFC 8201 and " +
-				"RFC 1191) and resends smaller. The mtu must be the egress interface's: a frame longer than " +
-				"the interface takes that gets past CheckMTU is dropped by the afxdp and afpacket drivers " +
-				"and counted as their tx_dropped_too_long.",
-		},
+		Doc:      checkMTUManual,
 	})
 }
 

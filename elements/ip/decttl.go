@@ -11,23 +11,7 @@ func init() {
 		New:  newDecTTL,
 		In:   1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "DecTTL",
-			Summary:  "decrements the IPv4 TTL with an incremental checksum update; expired packets go to output 1",
-			Ports: "input 0: IPv4 packets (header at the L3 offset; normally after CheckIPHeader).\n" +
-				"output 0: packets whose TTL was > 1, with TTL decremented and the header checksum patched.\n" +
-				"output 1 (optional): packets with TTL <= 1, unchanged (connect ICMPError(src, timeexceeded) here). " +
-				"Unconnected, they are dropped and counted as \"unconnected output 1\".",
-			Stats: "\"ttl expired\": packets with TTL <= 1 (a counter, whether sent to output 1 or dropped); " +
-				"drops: \"too short\" (no 20-byte header at L3), \"not ipv4\" (version is not 4), " +
-				"\"unconnected output 1\".",
-			Example: `"CheckIPHeader -> ttl :: DecTTL -> rt", "ttl[1] -> ICMPError(192.0.2.1, timeexceeded) -> rt"`,
-			SeeAlso: "CheckIPHeader, ICMPError",
-			Text: "The checksum is updated per RFC 1624 eqn. 3 (HC' = ~(~HC + ~m + m'), where m is the " +
-				"16-bit word TTL|protocol): it equals a full recomputation, including the 0x0000/0xffff " +
-				"cases where RFC 1141's form goes wrong. DecTTL checks only what it touches (20 bytes, " +
-				"version 4); put CheckIPHeader in front of it for the rest.",
-		},
+		Doc:      decTTLManual,
 	})
 }
 

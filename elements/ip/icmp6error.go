@@ -117,48 +117,7 @@ func init() {
 		},
 		New: newICMP6Error,
 		In:  1, Out: 1,
-		Doc: elements.Doc{
-			Synopsis: "ICMP6Error(src, icmp_type, [icmp_code], [hoplimit], [mtu], [pointer], [rate], [burst])",
-			Summary:  "turns each IPv6 packet into the ICMPv6 error about it (RFC 4443), rate limited",
-			Ports: "input 0: IPv6 packets that caused an error (DecHopLimit's output 1, CheckMTU's output 1, " +
-				"packets for the router nobody listens to).\n" +
-				"output 0: the ICMPv6 error messages to each packet's source, in an Ethernet frame (MACs " +
-				"swapped; L3 = 14; next-hop annotation cleared): route them.",
-			Keys: []elements.Key{
-				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv6", " (global ones: an error to a routed source cannot come from a link-local one)")},
-				{Name: "icmp_type", Type: "int or name", Required: true,
-					Doc: "1 or unreachable, 2 or toobig, 3 or timeexceeded, 4 or parameterproblem"},
-				{Name: "icmp_code", Type: "int or name", Default: "0",
-					Doc: "a number, or a name: unreachable: noroute, adminprohibited, beyondscope, address, port, " +
-						"policy, reject; timeexceeded: hoplimit (transit), reassembly; parameterproblem: header, " +
-						"nextheader, option"},
-				{Name: "hoplimit", Type: "int", Default: "64", Doc: "hop limit of the error messages"},
-				{Name: "mtu", Type: "int", Default: "0", Doc: "the next-hop MTU of toobig (1280..65535), required there and only there"},
-				{Name: "pointer", Type: "int or routing", Default: "0", Doc: "parameterproblem's pointer: the offset of the faulty field, " +
-					"or \"routing\": per packet, the offset of its first routing header's Routing Type field (RFC 5095: " +
-					"the answer to a type-0 routing header; packets without a routing header are dropped, \"no routing header\")"},
-				{Name: "rate", Type: "int", Default: "100", Doc: "errors per second per worker (token bucket); 0 = unlimited"},
-				{Name: "burst", Type: "int", Default: "10", Doc: "token bucket depth"},
-			},
-			Stats: "drops: \"bad ip6 header\" (no IPv6 header to quote), \"about icmp6 error\" (the packet is an " +
-				"ICMPv6 error or a redirect), \"truncated icmp6\" (ICMPv6 without its 4-byte header), " +
-				"\"multicast destination\" (IPv6 or link-layer multicast, except for toobig and parameterproblem " +
-				"code 2), \"bad source\" (unspecified, multicast, loopback, link-local or IPv4-mapped), " +
-				"\"rate limited\", \"no routing header\" (pointer = routing).",
-			Example: `"hl[1] -> ICMP6Error(2001:db8:1::1, timeexceeded) -> rt"` + "\n" +
-				`"mtu[1] -> ICMP6Error(2001:db8:2::1, toobig, 0, 64, 1400) -> rt"` + "\n" +
-				`"hl[1] -> ICMP6Error(auto, timeexceeded) -> rt"`,
-			SeeAlso: "ICMPError, DecHopLimit, CheckMTU, IPLookup",
-			Text: "The message is a new IPv6 header (src from the key — with \"auto\", per packet, see the key —, dst = the original source, hop limit " +
-				"from the key, next header 58), the ICMPv6 header (type, code, checksum over the " +
-				"pseudo-header and the whole message; toobig's MTU or parameterproblem's pointer), and as " +
-				"much of the original packet as keeps the message within the minimum MTU of 1280 bytes " +
-				"(RFC 4443 2.4 (c)). It is built in the packet's own buffer, without allocation. Per RFC " +
-				"4443 2.4 (e) no error is sent about an ICMPv6 error or a redirect (found after walking up " +
-				"to 8 extension headers), about a packet sent to a multicast address (IPv6 or link-layer) " +
-				"unless it is a toobig or a parameterproblem code 2, or about a packet whose source does " +
-				"not identify one host. Each worker has its own token bucket (2.4 (f)).",
-		},
+		Doc: icmP6ErrorManual,
 	})
 }
 

@@ -101,43 +101,7 @@ func init() {
 		},
 		New: newICMPError,
 		In:  1, Out: 1,
-		Doc: elements.Doc{
-			Synopsis: "ICMPError(src, icmp_type, [icmp_code], [ttl], [mtu], [rate], [burst])",
-			Summary:  "turns each packet into the ICMP error about it (RFC 792, RFC 1812 rules), rate limited",
-			Ports: "input 0: IPv4 packets that caused an error (e.g. DecTTL's output 1).\n" +
-				"output 0: the ICMP error messages, addressed to each packet's source, in an Ethernet " +
-				"frame (MACs swapped from the original; L3 = 14; next-hop annotation cleared) — route them.",
-			Keys: []elements.Key{
-				{Name: "src", Type: "address or auto", Required: true, Doc: autoDoc("IPv4", "")},
-				{Name: "icmp_type", Type: "int or name", Required: true,
-					Doc: "3 or unreachable, 11 or timeexceeded, 12 or parameterproblem (case, '-' and '_' ignored: time-exceeded works)"},
-				{Name: "icmp_code", Type: "int or name", Default: "0",
-					Doc: "a number, or a name: unreachable: net, host, protocol, port, needfrag, sourceroute, netunknown, hostunknown, netprohibited, hostprohibited, adminprohibited; timeexceeded: ttl (transit), reassembly; parameterproblem: pointer, missingoption, length"},
-				{Name: "ttl", Type: "int", Default: "64", Doc: "TTL of the error messages"},
-				{Name: "mtu", Type: "int", Default: "0", Doc: "next-hop MTU for unreachable code 4 (needfrag), required there and only there"},
-				{Name: "rate", Type: "int", Default: "100", Doc: "errors per second per worker (token bucket); 0 = unlimited"},
-				{Name: "burst", Type: "int", Default: "10", Doc: "token bucket depth: errors sent back to back"},
-			},
-			Stats: "drops: \"bad ip header\" (no valid IPv4 header to quote), \"about icmp error\" (the packet is an ICMP error), " +
-				"\"truncated icmp\" (an ICMP packet without its full 8-byte header), \"fragment\" (not the first fragment), " +
-				"\"broadcast destination\" (IP destination multicast or 255.255.255.255), \"link broadcast\" " +
-				"(destination MAC broadcast or multicast), \"bad source\" (source not a unicast address), " +
-				"\"rate limited\" (token bucket empty).",
-			Example: `"ttl[1] -> ICMPError(192.0.2.1, timeexceeded) -> rt"` + "\n" +
-				`"mtu4[1] -> ICMPError(auto, unreachable, needfrag, 64, 1400) -> rt"` + "\n" +
-				`[elements.toobig]` + "\n" + `type = "ICMPError"` + "\n" + `src = "192.0.2.1"` + "\n" +
-				`icmp_type = "unreachable"` + "\n" + `icmp_code = "needfrag"` + "\n" + `mtu = 1400`,
-			SeeAlso: "DecTTL, IPLookup",
-			Text: "The message is a new IPv4 header (src from the key — with \"auto\", per packet, see the key —, dst = the original source, TTL from " +
-				"the key, protocol 1, DF clear, TOS 0xc0 = precedence 6 as RFC 1812 4.3.2.5 suggests, " +
-				"a fresh ID), an 8-byte ICMP header (type, code, checksum over the whole ICMP message; " +
-				"for needfrag the next-hop MTU), and the quoted original: its IP header with options and " +
-				"the first 8 bytes of its payload, as RFC 792 asks (RFC 1812 4.3.2.3 allows more; quoting 8 keeps " +
-				"messages small and fixed). It is built in the same buffer, without allocation. Per RFC " +
-				"1812 4.3.2.7 no error is sent about an ICMP error, a non-first fragment, a packet to an " +
-				"IP or link-layer broadcast or multicast, or a packet whose source is not unicast. Each " +
-				"worker has its own token bucket, so the total rate is up to workers * rate.",
-		},
+		Doc: icmpErrorManual,
 	})
 }
 

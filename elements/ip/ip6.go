@@ -56,44 +56,14 @@ func init() {
 		New:       newCheckIP6Header,
 		In:        1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "CheckIP6Header([badsrc])",
-			Summary:  "checks IPv6 headers before forwarding; bad packets go to output 1 or are dropped",
-			Ports: "input 0: frames with an IPv6 header at the L3 offset.\n" +
-				"output 0: packets that pass every check, trimmed to 40 + payload length.\n" +
-				"output 1 (optional): packets that fail a check. Unconnected, they are dropped and counted as \"unconnected output 1\".",
-			Keys: []elements.Key{
-				{Name: "badsrc", Type: "[]string", Doc: "extra IPv6 source prefixes to treat as martian"},
-			},
-			Stats: "One counter per failed check: \"too short\" (no 40 bytes at L3), \"bad version\" (not 6), " +
-				"\"payload length beyond frame\", \"martian source\" (multicast, unspecified, loopback, link-local, " +
-				"IPv4-mapped, or a badsrc prefix), \"bad destination\" (unspecified, loopback or link-local: never forwarded).",
-			Example: "\"cls[2] -> CheckIP6Header -> DecHopLimit -> rt\"  # with cls :: Classifier(arp, ip, ip6, -)",
-			SeeAlso: "CheckIPHeader, DecHopLimit, IPLookup",
-			Text: "The IPv6 counterpart of CheckIPHeader: there is no header checksum to verify. RFC 4291 and " +
-				"RFC 8200: a router does not forward packets from or to link-local, loopback or unspecified " +
-				"addresses, nor from multicast sources. Extension headers are not interpreted.",
-		},
+		Doc:      checkIP6HeaderManual,
 	})
 	elements.Register(elements.Type{
 		Name: "DecHopLimit",
 		New:  newDecHopLimit,
 		In:   1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "DecHopLimit",
-			Summary:  "decrements the IPv6 hop limit; expired packets go to output 1",
-			Ports: "input 0: IPv6 packets (header at the L3 offset; normally after CheckIP6Header).\n" +
-				"output 0: packets whose hop limit was > 1, decremented.\n" +
-				"output 1 (optional): packets with hop limit <= 1, unchanged. Unconnected, they are dropped and " +
-				"counted as \"unconnected output 1\".",
-			Stats: "\"hop limit expired\": packets with hop limit <= 1 (a counter); drops: \"too short\" (no 40-byte " +
-				"header at L3), \"not ipv6\" (version is not 6), \"unconnected output 1\".",
-			Example: `"CheckIP6Header -> hl :: DecHopLimit -> rt", "hl[1] -> Discard"`,
-			SeeAlso: "DecTTL, CheckIP6Header",
-			Text: "The IPv6 counterpart of DecTTL. IPv6 has no header checksum, so nothing else changes; " +
-				"an L4 checksum does not cover the hop limit.",
-		},
+		Doc:      decHopLimitManual,
 	})
 }
 

@@ -84,40 +84,7 @@ func init() {
 		In:       1,
 		Out:      2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "RouterAdvertiser(DEVICE, [prefixes], [interval], [lifetime], [mtu])",
-			Summary:  "sends IPv6 router advertisements (RFC 4861) so that hosts on a link configure themselves (SLAAC)",
-			Ports: "input 0: frames received on DEVICE (normally NDPResponder's output 1): router solicitations " +
-				"are answered (and consumed), everything else passes. output 0: the advertisements: connect it " +
-				"to ToDevice(DEVICE). output 1 (optional): the other frames, unchanged; unconnected, they are " +
-				"dropped and counted.",
-			Keys: []elements.Key{
-				{Name: "device", Type: "device", Required: true,
-					Doc: "the device: the advertisements come from its link-local address (EUI-64 of its MAC) and MAC"},
-				{Name: "prefixes", Type: "[]string",
-					Doc: "prefixes advertised on-link and for autonomous configuration (at most 8); default: the " +
-						"device's global IPv6 addresses' prefixes"},
-				{Name: "interval", Type: "duration", Default: `"200s"`,
-					Doc: "time between unsolicited advertisements (4s..1800s); the first three after start come 16 s " +
-						"apart at most"},
-				{Name: "lifetime", Type: "duration", Default: `"1800s"`,
-					Doc: "router lifetime: how long hosts keep the router as a default router (0: not a default router)"},
-				{Name: "mtu", Type: "int", Default: "0", Doc: "link MTU option (1280..65535); 0: none"},
-			},
-			Stats: `counters "advertisements" (packets created: periodic and answers), "solicitations" (router ` +
-				`solicitations answered), "no buffer". Drop reasons: "bad solicitation" (hop limit not 255, ` +
-				`bad code, length or checksum, or a link-layer option from the unspecified address), ` +
-				`"unconnected output 1".`,
-			Example: `"nr[1] -> ra :: RouterAdvertiser(lan)", "ra[0] -> ToDevice(lan)", "ra[1] -> ICMP6PingResponder(lan) -> rt"`,
-			SeeAlso: "NDPResponder, NDPQuerier",
-			Text: "An advertisement (RFC 4861 4.2) goes from the device's link-local address to all nodes " +
-				"(ff02::1), hop limit 255, current hop limit 64, no managed or other-configuration flag, with the " +
-				"device's link-layer address, the MTU if given, and each prefix with the on-link and autonomous " +
-				"flags (valid lifetime 30 days, preferred 7). Worker 0 sends the unsolicited ones; a solicitation " +
-				"(to any worker) is answered by an advertisement to all nodes at once, unless one went out " +
-				"less than 3 s before, in which case the next is brought forward to 3 s after it (6.2.6). A CPE " +
-				"(RFC 7084) advertises its LAN prefix so that hosts take addresses and it as their default router.",
-		},
+		Doc:      routerAdvertiserManual,
 	})
 }
 

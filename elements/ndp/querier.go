@@ -76,82 +76,10 @@ func init() {
 		NewConfig: func() any {
 			return &QuerierConfig{Timeout: time.Duration(DefaultTimers.Reachable), Hold: defaultHold, Rate: defaultRate, LearnRate: defaultLearnRate}
 		},
-		New: newQuerier,
-		In:  2,
-		Out: 1,
-		Doc: elements.Doc{
-			Synopsis: `NDPQuerier(DEVICE, ["IPv6 MAC", ...])`,
-			Summary:  "resolves the IPv6 next-hop annotation to a MAC with neighbour discovery (RFC 4861) and writes the Ethernet header",
-			Ports: "input 0: IPv6 packets to send on DEVICE (normally from IPLookup, which sets the next-hop " +
-				"annotation; without one the IPv6 destination is the next hop). " +
-				"input 1: neighbour solicitations and advertisements received on DEVICE (NDPResponder's " +
-				"output 2): valid ones teach the cache; they are consumed. " +
-				"output 0: the packets of input 0 with their Ethernet header written (destination = the " +
-				"neighbour, source = DEVICE's MAC, type 0x86dd), and the solicitations it sends: connect " +
-				"it to ToDevice(DEVICE).",
-			Keys: []elements.Key{
-				{Name: "device", Type: "device", Required: true,
-					Doc: "the device the packets leave by: its MAC is the source, its IPv6 addresses (and " +
-						"its link-local address, derived from the MAC) the source of solicitations"},
-				{Name: "neighbors", Type: "[]string", Variadic: true,
-					Doc: `static entries "IPv6 MAC", always REACHABLE, never replaced`},
-				{Name: "timeout", Type: "duration", Default: `"30s"`,
-					Doc: "reachable time: an entry is REACHABLE this long after a confirmation, then STALE"},
-				{Name: "hold", Type: "int", Default: "8",
-					Doc: "packets kept per unresolved neighbour (1..64) while it is INCOMPLETE"},
-				{Name: "rate", Type: "int", Default: "100",
-					Doc: "most solicitations per second per worker, all neighbours together"},
-				{Name: "learn_rate", Type: "int", Default: "100",
-					Doc: "most entries per second per worker made from solicitations for the device's " +
-						"addresses (updates of existing entries and the router's own next hops are not limited)"},
-			},
-			Stats: `counters "solicitations" (NS sent), "learned" (entries made or updated by NS/NA), ` +
-				`"held", "released", "no buffer", "rate limited", "nd frames" (frames received on input 1: ` +
-				`each consumed as "nd in", or dropped as "nd invalid" when malformed or from an unusable link-layer address), "not learned: table full" (solicitations ` +
-				`for us from a sender the full cache had no slot for: a flood from random sources), "off-link" ` +
-				`(solicitations for us from a sender neither link-local nor in DEVICE's prefixes: no entry made), ` +
-				`"learn limited" (entries not made from solicitations: learn_rate), "evicted" (entries not ` +
-				`yet recyclable, evicted least recently active first to make room for a new one; never an active next hop). ` +
-				`Drop reasons, input 0: "truncated", ` +
-				`"not ipv6" (an IPv4 next hop or no IPv6 header), "no headroom", "queue full" (hold ` +
-				`packets already wait for the neighbour), "too many unresolved" (64 neighbours unresolved ` +
-				`on this worker), "table full" (no cache slot: 4096 entries), "unresolved" (held packets ` +
-				`of a neighbour that did not answer 3 solicitations, and those freed at stop). ` +
-				`Input 1: "nd invalid" (not a valid solicitation or advertisement: not ND, malformed, ` +
-				`hop limit not 255, bad checksum, or a group or own link-layer address; NDPResponder ` +
-				`counts each reason before). With a fast-path device: "fastpath errors" (neighbours the ` +
-				`device's fast path refused).`,
-			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[2] -> [1]nq :: NDPQuerier(lan)",` + "\n" +
-				`"rt[2] -> nq -> ToDevice(lan)"`,
-			SeeAlso: "NDPResponder, ARPQuerier, IPLookup, ICMP6Error, forwarder show neighbors (the running cache)",
-			Text: "The neighbour cache follows RFC 4861 7.3: a packet to an unknown neighbour makes an " +
-				"INCOMPLETE entry and multicasts a solicitation to its solicited-node group, once a second, " +
-				"three times; the packets wait (hold per neighbour) and are dropped if none is answered. A " +
-				"solicited advertisement makes it REACHABLE for timeout; then STALE; the first packet sent " +
-				"to a STALE entry moves it to DELAY, and 5 s later, unconfirmed, to PROBE: unicast " +
-				"solicitations once a second, three times, the MAC still in use; unanswered, it is resolved " +
-				"afresh. Solicitations for the router's addresses make or update the sender's entry " +
-				"(STALE), advertisements only update existing ones (with the override rules of 7.2.5). " +
-				"Multicast next hops map to 33:33:xx:xx:xx:xx (RFC 2464) without a cache entry. The cache " +
-				"is shared by all workers (lock-free reads); held packets belong to the worker that holds " +
-				"them. Solicitations make entries only for senders on the link (link-local, or in one of " +
-				"DEVICE's prefixes), at most learn_rate a second per worker. A full cache chain first " +
-				"recycles failed entries, INCOMPLETE ones older than 6 s and resolved ones neither " +
-				"confirmed nor sent to within timeout; else it evicts the least recently active entry " +
-				"that is not an active next hop (resolved and sent to within timeout) nor static: a flood " +
-				"of solicitations or a scan of the link's addresses recycles its own entries, and the " +
-				"neighbours in use keep theirs. When " +
-				"DEVICE has a fast path (afxdp, fastpath = true), every REACHABLE neighbour (and every " +
-				"static one) is copied into it for what remains of its reachable time, so the fast path " +
-				"forwards IPv6 to it in the kernel; the copy is renewed on confirmations (at most once per " +
-				"quarter timeout while the MAC is unchanged) and withdrawn when the neighbour's MAC " +
-				"changes without a confirmation. Since the packets the kernel forwards never reach this " +
-				"element, a neighbour with a copy is re-confirmed before the copy lapses: in the last quarter " +
-				"of its reachable time worker 0's querier sends it a unicast solicitation (at most one per " +
-				"second), whose solicited advertisement renews the copy, as Linux does for managed " +
-				"neighbours. A neighbour that stops answering lapses: the packets come back through this " +
-				"element, whose STALE/DELAY/PROBE probing confirms the neighbour again or fails it.",
-		},
+		New:        newQuerier,
+		In:         2,
+		Out:        1,
+		Doc:        ndpQuerierManual,
 		TakesState: true, // a reload keeps its neighbours (reload.go)
 	})
 }

@@ -39,48 +39,7 @@ func init() {
 		In:        1,
 		Out:       3,
 		Optional:  []int{1, 2},
-		Doc: elements.Doc{
-			Synopsis: "NDPResponder(DEVICE, [announce])",
-			Summary:  "answers IPv6 neighbour solicitations for the router's addresses (RFC 4861) and announces them",
-			Ports: "input 0: frames received on DEVICE that may be neighbour discovery (normally a Classifier's " +
-				"icmp6 to multicast, link-local or our addresses). output 0: the advertisements it creates: " +
-				"answers, and the unsolicited ones sent at start; connect it to ToDevice(DEVICE). output 1 " +
-				"(optional): every frame that is not neighbour solicitation or advertisement (echo requests, " +
-				"other ICMPv6), unchanged. output 2 (optional): what NDPQuerier learns from: the valid " +
-				"solicitations answered and the valid advertisements, unchanged; connect it to " +
-				"NDPQuerier(DEVICE)'s input 1. Unconnected outputs drop and count.",
-			Keys: []elements.Key{
-				{Name: "device", Type: "device", Required: true,
-					Doc: "the device: its MAC answers, for its IPv6 addresses (its addresses key) and its " +
-						"link-local address (fe80::/64 with the EUI-64 of its MAC, unless one is configured)"},
-				{Name: "announce", Type: "int", Default: "3",
-					Doc: "unsolicited advertisements of each address at start, one a second, to all nodes (0..3)"},
-			},
-			Stats: `counters "advertisements" (answers) and "announcements" (the start-up DAD probes and unsolicited ` +
-				`advertisements): the packets it creates; "dad defended" ` +
-				`(duplicate address detection probes for our addresses, answered to all nodes), ` +
-				`"address conflict" (another node advertises one of our addresses), "no buffer". Drop ` +
-				`reasons (solicitations only): "not for us" (target not ours), "truncated", "hop limit not ` +
-				`255", "bad checksum", "bad code", "multicast target", "malformed option" (zero length, ` +
-				`beyond the message, a link-layer option not 8 bytes, more than 16), "bad dad probe" ` +
-				`(unspecified source with a link-layer option or not to the solicited-node group; a ` +
-				`solicited advertisement to a group), "bad sender" (a group or own source MAC), and ` +
-				`"unconnected output 1"/"2".`,
-			Example: `"cls[3] -> nr :: NDPResponder(lan)", "nr[0] -> ToDevice(lan)", "nr[1] -> ICMP6PingResponder(lan, wan) -> rt",` + "\n" +
-				`"nr[2] -> [1]NDPQuerier(lan)"`,
-			SeeAlso: "NDPQuerier, ARPResponder, ICMP6PingResponder",
-			Text: "An answer (RFC 4861 7.2.4) has the router and override flags set and the solicited flag set " +
-				"unless the solicitation was a DAD probe (source ::), which is answered to all nodes (ff02::1) " +
-				"as a defence of the address; other answers go to the solicitation's source, at the MAC of its " +
-				"source link-layer option (else the frame's source). The answer carries a target link-layer " +
-				"option, hop limit 255, and the ICMPv6 checksum over the pseudo-header. At start, worker 0 " +
-				"probes every address for duplicates (RFC 4862 5.4: a solicitation from :: to its solicited-node " +
-				"group; an advertisement of it by another node counts as an address conflict), then a second " +
-				"later announces every address to all nodes (override set, not solicited) so that neighbours " +
-				"with a stale entry learn the MAC. A reload that keeps the element on the same MAC and " +
-				"addresses goes on where it was (no new probes or announcements); one that changes them " +
-				"starts over.",
-		},
+		Doc:       ndpResponderManual,
 	})
 }
 

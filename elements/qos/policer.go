@@ -20,36 +20,7 @@ func init() {
 		New: newPolicer,
 		In:  1,
 		Out: -1,
-		Doc: elements.Doc{
-			Synopsis: "Policer(RATE [, BURST, EXCESS_BURST, PEAK_RATE, PEAK_BURST, KEY, ...])",
-			Summary:  "meters packets with a single-rate (RFC 2697) or two-rate (RFC 2698) three-colour marker, per element, per flow or per address prefix, and passes, re-marks, drops or diverts each colour",
-			Ports: "input 0: packets (IPv4 or IPv6 at the L3 offset; others are metered too, under one key of their own).\n" +
-				"output 0: packets whose colour's action is pass or dscp (re-marked).\n" +
-				"output N (N >= 1): packets whose colour's action is \"out N\"; there are as many outputs as the largest N asks.",
-			Keys: []elements.Key{
-				{Name: "rate", Type: "rate", Required: true, Doc: "the committed information rate (CIR), in bit/s of IP packets: \"20Mbit\", \"1.5Gbit\", \"800kbit\", \"20M\" (decimal units; \"bps\" means bits). 0 and rates beyond 400Gbit are refused"},
-				{Name: "burst", Type: "size", Default: "rate × 10 ms, at least 3000", Doc: "the committed burst size (CBS), in bytes: \"1500\", \"64KB\", \"64KiB\". At least 1514 (a full-size frame, else such packets are never green); at most 256MiB"},
-				{Name: "excess_burst", Type: "size", Default: "0", Doc: "the excess burst size (EBS) of the single-rate marker: tokens beyond a full committed bucket are kept up to it and colour packets yellow. 0: a two-colour policer (green or red). Not with peak_rate"},
-				{Name: "peak_rate", Type: "rate", Default: "none", Doc: "the peak information rate (PIR): makes it a two-rate marker (RFC 2698): above the peak rate red, between the committed and the peak rate yellow. At least rate"},
-				{Name: "peak_burst", Type: "size", Default: "burst", Doc: "the peak burst size (PBS) of the two-rate marker"},
-				{Name: "key", Type: "string", Default: `"element"`, Doc: "what one meter covers: \"element\" (all packets), \"flow\" (the symmetric flow hash: both directions of a connection share one meter), \"src/N\" or \"dst/N\" (the source or destination address masked to N bits for IPv4, prefix6 bits for IPv6: \"src/32\" is one meter per inside host)"},
-				{Name: "prefix6", Type: "int", Default: "64", Doc: "the IPv6 prefix length of src and dst keys (0..128; 64: one meter per IPv6 subnet, as a host usually holds many addresses of its /64)"},
-				{Name: "capacity", Type: "int", Default: "4096", Doc: "meters per worker for keyed policers (16..1048576): a bounded table; when a key's set of four is taken, the meter refilled longest ago gives way (counted as \"evictions\" when it was not yet full)"},
-				{Name: "green", Type: "string", Default: `"pass"`, Doc: "what happens to green packets: \"pass\" (output 0), \"drop\", \"dscp D\" (re-mark to D, a number or name such as ef, af12, cs1, then output 0), \"out N\" (output N), or \"dscp D out N\""},
-				{Name: "yellow", Type: "string", Default: `"pass"`, Doc: "what happens to yellow packets (as green); RFC 2597 suggests re-marking them to a higher drop precedence, e.g. \"dscp af12\""},
-				{Name: "red", Type: "string", Default: `"drop"`, Doc: "what happens to red packets (as green)"},
-				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rates and bursts are divided between workers, which meter independently: \"split\" gives each worker rate/workers and burst/workers (at least 1514 bytes), so that what the keys let through in all never exceeds the rate (and the bursts); \"each\" gives every worker the whole rate, right when all packets of a key reach one worker (one worker; key \"flow\" always meters this way, since a flow stays on its worker)"},
-				{Name: "color_aware", Type: "bool", Default: "false", Doc: "meter colour-aware (RFC 2697 and RFC 2698, the colour-aware mode): a packet's colour so far comes from its DSCP's drop precedence (RFC 2597: AFx1 green, AFx2 yellow, AFx3 red; every other code point, and a non-IP frame, green), and a packet is never given a better colour than it came with; false: colour-blind"},
-			},
-			Stats: "counters \"green\", \"yellow\", \"red\": packets of each colour; \"remarked\": packets whose DSCP was rewritten; \"not ip\": packets a dscp action could not re-mark (passed unchanged); \"evictions\": keyed meters given up before they were full. " +
-				"Drop reasons \"policed green\", \"policed yellow\", \"policed red\": packets of a colour whose action is drop.",
-			Example: `"cls[1] -> Policer(10Mbit, 64KB) -> rt"` + "\n" +
-				`"lcls[2] -> CheckIPHeader -> up -> DecTTL -> rt" with [elements.up]: type = "Policer", rate = "20Mbit", burst = "250KB", key = "src/32" (each inside host at most 20 Mbit/s)`,
-			SeeAlso: "Shaper, SetDSCP, docs/qos.md",
-			Text: "A single-rate three-colour marker (RFC 2697) has a committed bucket of burst bytes and an excess bucket of excess_burst bytes, both refilled at rate; a two-rate one (RFC 2698, peak_rate set) has a committed bucket refilled at rate and a peak bucket refilled at peak_rate. Both start full. Metering is colour-blind, or colour-aware with color_aware. " +
-				"A packet costs its bytes from the IP header on. Token arithmetic is exact (integer credits, no rounding), and the clock is read once per batch. " +
-				"Policing drops what exceeds the rate at once, which TCP reads as loss: a TCP flow policed below its rate may settle well below it, where a Shaper, which queues the excess, keeps it at the rate (docs/qos.md shows both measured).",
-		},
+		Doc: policerManual,
 	})
 }
 

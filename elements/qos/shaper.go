@@ -17,28 +17,7 @@ func init() {
 		New:       newShaper,
 		In:        1,
 		Out:       1,
-		Doc: elements.Doc{
-			Synopsis: "Shaper(RATE [, BURST, QUEUE, SHARE, PRIORITY...])",
-			Summary:  "a rate-limited queue with a burst and strict-priority bands by DSCP: packets beyond the rate wait, and leave when their time comes",
-			Ports: "input 0: packets (IPv4 or IPv6 at the L3 offset; others are shaped too, in the last band).\n" +
-				"output 0: the same packets, no faster than rate (after a burst), highest band first.",
-			Keys: []elements.Key{
-				{Name: "rate", Type: "rate", Required: true, Doc: "the rate, in bit/s of IP packets: \"50Mbit\", \"1.5Gbit\", \"800kbit\", \"50M\" (decimal units; \"bps\" means bits). 0 and rates beyond 400Gbit are refused"},
-				{Name: "burst", Type: "size", Default: "rate × 2 ms, at least 4000", Doc: "the bucket, in bytes: how much may leave back to back after a quiet period (\"64KB\", \"64KiB\", \"9000\"). At least 1920 (the largest frame a packet buffer holds, which would otherwise never leave); at most 256MiB"},
-				{Name: "queue", Type: "int", Default: "512", Doc: "packets each band holds waiting (1..65536); a packet that finds its band full is dropped (\"queue full\"). Held packets are the receiving device's buffers: keep it well below the device's ring"},
-				{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rate and burst are divided between workers, each of which has its own queue: \"split\" gives each worker rate/workers (in all never more than rate), \"each\" gives each the whole rate (right with one worker, or when the traffic to shape reaches one worker)"},
-				{Name: "priority", Type: "[]string", Default: "none", Variadic: true, Doc: "the bands in front of the default one, highest first, each a space-separated list of DSCPs (numbers or names: ef, va, cs0..cs7, af11..af43, be): [\"ef\"] sends EF packets (VoIP) ahead of everything else, [\"ef\", \"af41 af42\"] adds a second band. Up to 7 bands; packets of a DSCP not listed, and non-IP frames, go to the last band. A band is served only when every band above it is empty (strict priority)"},
-			},
-			Stats: "counters \"delayed\": packets that waited in a queue (the others left at once); \"sent\": packets sent. " +
-				"Drop reasons \"queue full\": a packet that found its band full; \"shaper stopped\": packets still queued when the graph stopped or a reload removed the element.",
-			Example: `"rt[1] -> up :: Shaper(50Mbit) -> ARPQuerier(wan) -> ToDevice(wan)"` + "\n" +
-				`"rt[1] -> uplink -> waq -> ToDevice(wan)" with [elements.uplink]: type = "Shaper", rate = "20Mbit", priority = ["ef"] (VoIP first)`,
-			SeeAlso: "Policer, SetDSCP, docs/qos.md",
-			Text: "A token bucket of burst bytes refilled at rate; a packet leaves when the bucket holds its size (its bytes from the IP header on) and the bands above it are empty. " +
-				"What cannot leave waits in its band's queue; the worker's loop releases it at its departure time (the element is an elements.Waker: an idle worker sleeps until the earliest departure instead of polling for it, and a busy one releases packets between batches). " +
-				"A wake-up that comes late (a worker waiting for its CPU on a loaded machine) costs no rate: while packets wait, the bucket keeps up to 200 ms of the rate beyond the burst, and what the lateness delayed leaves at once, back to back (a burst the next hop must absorb: it happens only when the worker did not get its CPU in time); the burst bounds the bucket again once the queue is empty. " +
-				"Unlike a Policer, a Shaper delays rather than drops what exceeds the rate, so TCP keeps its rate through it (docs/qos.md).",
-		},
+		Doc:       shaperManual,
 	})
 }
 
