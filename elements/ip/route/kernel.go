@@ -46,14 +46,6 @@ type kernelOptions struct {
 	family      int // 4, 6, or 0 for both
 }
 
-// kernelRoute is one kernel route for a prefix; the kernel may hold
-// several (different metrics or TOS) and forwards by the best one.
-type kernelRoute struct {
-	prio, tos int
-	typ       Type
-	hops      []Hop // Unicast's paths
-}
-
 type kernelSync struct {
 	t    *Table
 	opt  kernelOptions
@@ -62,9 +54,12 @@ type kernelSync struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	ports  map[int]int // ifindex -> output port
-	ports6 map[int]int // ifindex -> output port of IPv6 routes (nil: ports)
-	routes map[netip.Prefix][]kernelRoute
+	ports   map[int]int                    // ifindex -> output port
+	ports6  map[int]int                    // ifindex -> output port of IPv6 routes (nil: ports)
+	routes  map[netip.Prefix]kernelRoute   // each prefix's best route (kernelstate.go)
+	multi   map[netip.Prefix][]kernelRoute // every route of the prefixes that have several
+	hopSets hopSets
+	peak    int // the most routes held since the map was last rebuilt (shrink)
 	// other holds the kernel's routes of types not mirrored, by prefix
 	// and metric, for Unmirrored.
 	other   map[otherKey]uint8
@@ -72,6 +67,13 @@ type kernelSync struct {
 
 	applied, skipped, resyncs *atomic.Uint64
 	lastErr                   atomic.Pointer[error]
+	epoch                     uint32 // the current dump's number
+	// noForce: SO_RCVBUFFORCE was refused (no CAP_NET_ADMIN).
+	noForce bool
+	// recheck: the last dump was interrupted by changes to the table
+	// (NLM_F_DUMP_INTR), so it may have missed a route; another is made
+	// when the events pause.
+	recheck bool
 }
 
 // otherKey is one kernel route of a type not mirrored.
@@ -120,7 +122,7 @@ const maxBurst = 8192
 
 func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSync, error) {
 	k := &kernelSync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
-		routes: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
+		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
 		k.skipped = st.Counter("kernel routes skipped")
@@ -148,7 +150,7 @@ func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSy
 	}
 	// The first dump is made before the graph starts, so that forwarding
 	// begins with the kernel's table.
-	if err := k.resync(); err != nil {
+	if err := k.resync(true); err != nil {
 		close(done)
 		drain(ch)
 		k.closeAll()
@@ -163,17 +165,35 @@ func (k *kernelSync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error
 	ch := make(chan netlink.RouteUpdate, 4096)
 	done := make(chan struct{})
 	opts := netlink.RouteSubscribeOptions{
-		ErrorCallback:     func(err error) { k.lastErr.Store(&err) },
-		ReceiveBufferSize: 4 << 20,
+		ErrorCallback: func(err error) { k.lastErr.Store(&err) },
+		// A daemon announcing a full table sends a million events in a
+		// few seconds; the socket must hold what arrives while the mirror
+		// is busy publishing, or it overflows and the mirror has to dump
+		// the table again. net.core.rmem_max (4 MiB by default) caps an
+		// ordinary request; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes it.
+		ReceiveBufferSize: subscribeBuffer,
 	}
 	if k.opt.netns != "" {
 		opts.Namespace = &k.ns
 	}
-	if err := netlink.RouteSubscribeWithOptions(ch, done, opts); err != nil {
+	opts.ReceiveBufferForceSize = !k.noForce
+	err := netlink.RouteSubscribeWithOptions(ch, done, opts)
+	if err != nil && !k.noForce {
+		// Without the capability: as large as rmem_max allows (the
+		// library leaves the refused socket open, so this is tried once).
+		k.noForce = true
+		opts.ReceiveBufferForceSize = false
+		err = netlink.RouteSubscribeWithOptions(ch, done, opts)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("source = \"kernel\": subscribing to route changes: %v", err)
 	}
 	return ch, done, nil
 }
+
+// subscribeBuffer is the event socket's receive buffer: about 200 000
+// route events (the kernel charges each about a kilobyte).
+const subscribeBuffer = 256 << 20
 
 func drain(ch chan netlink.RouteUpdate) {
 	for range ch {
@@ -209,12 +229,27 @@ func (k *kernelSync) closeAll() {
 func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 	defer k.wg.Done()
 	burst := make([]netlink.RouteUpdate, 0, 256)
+	// quiet fires when the events have paused for recheckQuiet while a
+	// recheck is due.
+	quiet := time.NewTimer(recheckQuiet)
+	defer quiet.Stop()
 	for {
+		if !k.recheck {
+			quiet.Stop()
+		}
 		select {
 		case <-k.stop:
 			close(done)
 			drain(ch)
 			return
+		case <-quiet.C:
+			if k.recheck {
+				if err := k.resync(false); err != nil {
+					k.lastErr.Store(&err)
+				}
+				k.resyncs.Add(1)
+				quiet.Reset(recheckQuiet)
+			}
 		case u, ok := <-ch:
 			if !ok {
 				// The subscription died (e.g. its buffer overflowed and
@@ -223,6 +258,7 @@ func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 				if ch == nil {
 					return
 				}
+				quiet.Reset(recheckQuiet)
 				continue
 			}
 			burst = append(burst[:0], u)
@@ -239,16 +275,23 @@ func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 				}
 			}
 			k.applyBurst(burst)
+			if k.recheck {
+				quiet.Reset(recheckQuiet)
+			}
 		}
 	}
 }
+
+// recheckQuiet is how long the events must pause before an interrupted
+// dump is repeated: during a burst, a dump would be interrupted again.
+const recheckQuiet = 250 * time.Millisecond
 
 func (k *kernelSync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struct{}) {
 	close(done)
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		ch, d, err := k.subscribe()
 		if err == nil {
-			if err = k.resync(); err == nil {
+			if err = k.resync(false); err == nil {
 				k.resyncs.Add(1)
 				return ch, d
 			}
@@ -264,36 +307,72 @@ func (k *kernelSync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan
 	}
 }
 
-// resync dumps the kernel table and replaces the mirror with it.
-func (k *kernelSync) resync() error {
+// resync dumps the kernel table into the mirror. The first load replaces
+// the table with it; later ones (after events were lost, or to recheck an
+// interrupted dump) apply only what differs from the mirror, as one
+// version, so that a resync of a full table republishes only the routes
+// the lost events concerned instead of reloading a million. The dump is
+// read route by route (a full table's messages are never held at once).
+//
+// Routes the mirror holds and the dump does not are deleted only after a
+// complete dump: one interrupted by changes (NLM_F_DUMP_INTR) may have
+// missed routes, and is repeated once the events pause (recheck).
+func (k *kernelSync) resync(first bool) error {
 	if err := k.refreshPorts(); err != nil {
 		return err
 	}
-	clear(k.routes)
+	k.epoch++
 	k.otherMu.Lock()
 	clear(k.other)
 	k.otherMu.Unlock()
+	touched := map[netip.Prefix]struct{}{}
+	interrupted := false
+	var err error
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		if !k.wantFamily(fam) {
 			continue
 		}
-		rs, err := k.h.RouteListFiltered(fam, &netlink.Route{Table: k.opt.table}, netlink.RT_FILTER_TABLE)
+		err = k.h.RouteListFilteredIter(fam, &netlink.Route{Table: k.opt.table}, netlink.RT_FILTER_TABLE, func(r netlink.Route) bool {
+			if p, ok := k.note(&r, true); ok && !first {
+				touched[p] = struct{}{}
+			}
+			return true
+		})
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
+			interrupted, err = true, nil
+		}
 		if err != nil {
-			return fmt.Errorf("source = \"kernel\": listing routes: %v", err)
-		}
-		for i := range rs {
-			k.note(&rs[i], true)
+			err = fmt.Errorf("source = \"kernel\": listing routes: %v", err)
+			break
 		}
 	}
-	var all []Route
-	for p, krs := range k.routes {
-		all = append(all, krs[0].route(p))
+	k.recheck = interrupted || err != nil
+	if !k.recheck {
+		for p := range k.routes {
+			if k.sweep(p) && !first {
+				touched[p] = struct{}{}
+			}
+		}
 	}
-	if err := k.t.Replace(all); err != nil {
-		return fmt.Errorf("source = \"kernel\": %v", err)
+	if first {
+		if err != nil {
+			return err
+		}
+		all := make([]Route, 0, len(k.routes))
+		for p, kr := range k.routes {
+			all = append(all, k.route(p, kr))
+		}
+		if err := k.t.Replace(all); err != nil {
+			return fmt.Errorf("source = \"kernel\": %v", err)
+		}
+		k.applied.Add(uint64(len(all)))
+		return nil
 	}
-	k.applied.Add(uint64(len(all)))
-	return nil
+	k.shrink()
+	// What the dump changed is the kernel's state even if it failed
+	// half-way: the mirror holds it, so the table must too.
+	k.applyTouched(touched)
+	return err
 }
 
 func (k *kernelSync) refreshPorts() error {
@@ -317,16 +396,9 @@ func (k *kernelSync) refreshPorts() error {
 	return nil
 }
 
-// route is the Table's route for the kernel's route kr to p.
-func (kr kernelRoute) route(p netip.Prefix) Route {
-	if kr.typ != Unicast {
-		return Route{Prefix: p, Type: kr.typ}
-	}
-	return Route{Prefix: p, NextHop: kr.hops[0].Via, Out: kr.hops[0].Out, Also: kr.hops[1:]}
-}
-
 // note records a kernel route add (or delete) in k.routes and reports the
-// prefix it concerns, whether it is mirrored at all.
+// prefix it concerns, whether the mirror changed (false too when the route
+// is not mirrored at all).
 func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 	if r.Table != k.opt.table || !k.wantFamily(r.Family) {
 		return netip.Prefix{}, false
@@ -353,27 +425,41 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 			return p, false
 		}
 	}
-	kr := kernelRoute{prio: r.Priority, tos: r.Tos, typ: typ}
+	kr := kernelRoute{prio: uint32(r.Priority), tos: uint8(r.Tos), typ: typ, seen: k.epoch}
+	var hops []Hop
 	if add && typ == Unicast {
-		hops, ok := k.hops(r)
-		if !ok {
+		if hops, ok = k.hops(r); !ok {
 			k.skipped.Add(1)
 			// A replace by a route we cannot mirror still removes the
 			// old one from the kernel's view of this metric.
 			add = false
 		}
-		kr.hops = hops
 	}
-	list := slices.DeleteFunc(k.routes[p], func(o kernelRoute) bool { return o.prio == kr.prio && o.tos == kr.tos })
+	var buf [1]kernelRoute
+	list := k.routesOf(p, &buf)
+	at := func(o kernelRoute) bool { return o.prio == kr.prio && o.tos == kr.tos }
+	if i := slices.IndexFunc(list, at); add && i >= 0 && list[i].typ == kr.typ && list[i].hops == k.hopSets.find(hops) {
+		// The route the mirror has (a dump's, or an identical replace):
+		// nothing to publish.
+		list[i].seen = k.epoch
+		k.setRoutes(p, list)
+		return p, false
+	}
+	list = slices.DeleteFunc(list, func(o kernelRoute) bool {
+		if at(o) {
+			k.hopSets.release(o.hops)
+			return true
+		}
+		return false
+	})
 	if add {
+		if typ == Unicast {
+			kr.hops = k.hopSets.acquire(hops)
+		}
 		list = append(list, kr)
-		slices.SortStableFunc(list, func(a, b kernelRoute) int { return a.prio - b.prio })
+		sortKernelRoutes(list)
 	}
-	if len(list) == 0 {
-		delete(k.routes, p)
-	} else {
-		k.routes[p] = list
-	}
+	k.setRoutes(p, list)
 	return p, true
 }
 
@@ -401,7 +487,8 @@ func (k *kernelSync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on b
 		delete(k.other, key)
 	}
 	k.otherMu.Unlock()
-	return slices.ContainsFunc(k.routes[p], func(o kernelRoute) bool { return o.prio == r.Priority && o.tos == r.Tos })
+	var buf [1]kernelRoute
+	return slices.ContainsFunc(k.routesOf(p, &buf), func(o kernelRoute) bool { return o.prio == uint32(r.Priority) && o.tos == uint8(r.Tos) })
 }
 
 func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
@@ -502,13 +589,20 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 			touched[p] = struct{}{}
 		}
 	}
+	k.applyTouched(touched)
+	k.shrink()
+}
+
+// applyTouched publishes the mirror's routes for the prefixes touched as
+// one table version.
+func (k *kernelSync) applyTouched(touched map[netip.Prefix]struct{}) {
 	if len(touched) == 0 {
 		return
 	}
 	cs := make([]Change, 0, len(touched))
 	for p := range touched {
-		if list, ok := k.routes[p]; ok {
-			cs = append(cs, Change{Route: list[0].route(p)})
+		if kr, ok := k.routes[p]; ok {
+			cs = append(cs, Change{Route: k.route(p, kr)})
 		} else {
 			cs = append(cs, Change{Route: Route{Prefix: p}, Delete: true})
 		}

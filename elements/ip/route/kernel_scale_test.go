@@ -24,8 +24,9 @@ import (
 // the same way, and reports for each phase the time the kernel took (ip
 // -batch's run), the time until the mirror had the last change, the
 // resyncs, the longest gap between lookups of a goroutine looking up every
-// millisecond, the longest time between two published versions while the
-// phase went on, and the peak Go heap (objects) and process RSS (VmHWM).
+// millisecond (and, as a control, the same with no route changing), the
+// longest time between two published versions while the phase went on,
+// and the peak Go heap (objects) and process RSS (VmHWM).
 // It is a measurement, not part of the ordinary run:
 //
 //	JN_MIRROR_SCALE=1000000,200000 go test -count=1 -v -run '^TestKernelMirrorScale$' -timeout 30m ./elements/ip/route/
@@ -37,26 +38,8 @@ func TestKernelMirrorScale(t *testing.T) {
 	if spec == "" {
 		t.Skip("a measurement: set JN_MIRROR_SCALE=IPV4,IPV6 (e.g. 1000000,200000)")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
 	n4, n6 := parseScale(t, spec)
-	ns := fmt.Sprintf("jn-ms-%d-%x", os.Getpid(), rand.Uint32()&0xffff)
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	ip("link", "add", "m0", "type", "veth", "peer", "name", "m1")
-	ip("link", "set", "m0", "up")
-	ip("link", "set", "m1", "up")
-	ip("addr", "add", "10.255.0.1/16", "dev", "m0")
-	ip("-6", "addr", "add", "2001:db8:ffff::1/64", "dev", "m0", "nodad")
+	ns, _ := mirrorNS(t)
 
 	dir := t.TempDir()
 	add := filepath.Join(dir, "add")
@@ -160,17 +143,54 @@ func TestKernelMirrorScale(t *testing.T) {
 		kernel = <-done
 		runtime.GC()
 		steady := heapObjects()
-		t.Logf("%s %d+%d: kernel %v, mirror %v (%.2fx), resyncs %d, longest lookup gap %v, longest publish gap %v, peak heap %d MB, heap after %d MB (%.0f B/prefix above empty), VmHWM %d MB",
+		m := tb.Mem()
+		fib := m.Bytes4 + m.Bytes6 + m.ControlBytes
+		t.Logf("%s %d+%d: kernel %v, mirror %v (%.2fx), resyncs %d, longest lookup gap %v, longest publish gap %v, peak heap %d MB, heap after %d MB (%.0f B/prefix above empty; the table's own estimate %d MB), VmHWM %d MB",
 			name, n4, n6, kernel.Round(time.Millisecond), mirror.Round(time.Millisecond), float64(mirror)/float64(kernel),
 			k.resyncs.Load()-res0, time.Duration(gap.Load()).Round(time.Millisecond), time.Duration(pubGap.Load()).Round(time.Millisecond),
-			peakHeap.Load()>>20, steady>>20, float64(int64(steady)-int64(base))/float64(n4+n6), vmHWM()>>10)
+			peakHeap.Load()>>20, steady>>20, float64(int64(steady)-int64(base))/float64(n4+n6), fib>>20, vmHWM()>>10)
 	}
 	lastV6 := scalePrefix6(n6 - 1).Addr()
 	if n6 == 0 {
 		lastV6 = scalePrefix4(n4 - 1).Addr()
 	}
+	// The control: the same probes with no route changing, for the gaps
+	// the machine's load makes by itself.
+	gap.Store(0)
+	time.Sleep(5 * time.Second)
+	t.Logf("idle 5s: longest lookup gap %v", time.Duration(gap.Load()).Round(time.Millisecond))
 	phase("announce", add, baseRoutes+n4+n6, lastV6, true)
 	phase("withdraw", del, baseRoutes, lastV6, false)
+}
+
+// mirrorNS makes a throw-away namespace with a veth m0 (10.255.0.1/16,
+// 2001:db8:ffff::1/64) whose peer m1 stays beside it; it is deleted in
+// cleanup. ip runs an ip command in it.
+func mirrorNS(t *testing.T) (ns string, ip func(args ...string)) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip")
+	}
+	ns = fmt.Sprintf("jn-ms-%d-%x", os.Getpid(), rand.Uint32()&0xffff)
+	ip = func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ip("link", "add", "m0", "type", "veth", "peer", "name", "m1")
+	ip("link", "set", "m0", "up")
+	ip("link", "set", "m1", "up")
+	ip("addr", "add", "10.255.0.1/16", "dev", "m0")
+	ip("-6", "addr", "add", "2001:db8:ffff::1/64", "dev", "m0", "nodad")
+	return ns, ip
 }
 
 func parseScale(t *testing.T, s string) (int, int) {

@@ -1,0 +1,107 @@
+package route
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// TestKernelResyncIncremental: a resync after the first load (events were
+// lost) applies only what the kernel changed meanwhile, as one version:
+// routes added, deleted and re-pointed follow, the others are not
+// republished, a route the table got from elsewhere stays, and the path
+// lists the mirror holds are freed with the last route using them.
+func TestKernelResyncIncremental(t *testing.T) {
+	ns, ip := mirrorNS(t)
+	for _, p := range []string{"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"} {
+		ip("route", "add", p, "via", "10.255.0.2")
+	}
+	ip("route", "add", "2001:db8:1::/48", "via", "2001:db8:ffff::2")
+	ip("route", "add", "192.0.2.0/24", "via", "10.255.0.3", "metric", "50")
+	tb, err := NewTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsh, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsh.Close()
+	h, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// The mirror without its event loop: the test plays the lost events.
+	k := &kernelSync{t: tb, opt: kernelOptions{table: 254, interfaces: []string{"m0"}}, h: h,
+		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{},
+		applied: new(atomic.Uint64), skipped: new(atomic.Uint64), resyncs: new(atomic.Uint64)}
+	if err := k.resync(true); err != nil {
+		t.Fatal(err)
+	}
+	via := func(dst string) string {
+		t.Helper()
+		hop, ok := tb.Forward(netip.MustParseAddr(dst), 1)
+		if !ok {
+			return "none"
+		}
+		return hop.Via.String()
+	}
+	if got := via("192.0.2.1"); got != "10.255.0.2" {
+		t.Fatalf("first load: 192.0.2.1 via %s, want the metric-0 route's 10.255.0.2", got)
+	}
+	if len(k.multi) != 1 {
+		t.Errorf("prefixes with several routes: %d, want 1", len(k.multi))
+	}
+	if err := tb.Insert(Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), Out: 0}); err != nil {
+		t.Fatal(err)
+	}
+	ip("route", "del", "192.0.2.0/24", "metric", "0") // the metric-50 route takes over
+	ip("route", "del", "198.51.100.0/24")
+	ip("route", "replace", "203.0.113.0/24", "via", "10.255.0.4")
+	ip("route", "add", "233.252.0.0/24", "via", "10.255.0.2")
+	ver, applied := tb.Version(), k.applied.Load()
+	if err := k.resync(false); err != nil {
+		t.Fatal(err)
+	}
+	for dst, want := range map[string]string{
+		"192.0.2.1": "10.255.0.3", "198.51.100.1": "none", "203.0.113.1": "10.255.0.4",
+		"233.252.0.1": "10.255.0.2", "2001:db8:1::1": "2001:db8:ffff::2", "100.64.0.1": "invalid IP",
+	} {
+		if got := via(dst); got != want {
+			t.Errorf("after the resync %s via %s, want %s", dst, got, want)
+		}
+	}
+	if n := k.applied.Load() - applied; n != 4 {
+		t.Errorf("resync applied %d changes, want the 4 the kernel made", n)
+	}
+	if v := tb.Version() - ver; v != 1 {
+		t.Errorf("resync published %d versions, want 1", v)
+	}
+	if len(k.multi) != 0 {
+		t.Errorf("prefixes with several routes after the resync: %d, want 0", len(k.multi))
+	}
+	// A resync with nothing changed publishes nothing.
+	ver = tb.Version()
+	if err := k.resync(false); err != nil {
+		t.Fatal(err)
+	}
+	if tb.Version() != ver {
+		t.Errorf("a resync without changes published a version")
+	}
+	ip("route", "flush", "via", "10.255.0.2")
+	ip("route", "flush", "via", "10.255.0.3")
+	ip("route", "flush", "via", "10.255.0.4")
+	ip("-6", "route", "flush", "via", "2001:db8:ffff::2")
+	if err := k.resync(false); err != nil {
+		t.Fatal(err)
+	}
+	// Left: the connected routes of m0, IPv4 and IPv6, sharing one path
+	// list (out 0, no gateway).
+	if n := len(k.hopSets.index); n != 1 || len(k.routes) != 2 {
+		t.Errorf("after the gateway routes went: %d path lists and %d routes held, want 1 and 2 (the connected ones)", n, len(k.routes))
+	}
+}

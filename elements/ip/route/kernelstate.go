@@ -1,0 +1,170 @@
+package route
+
+import (
+	"cmp"
+	"encoding/binary"
+	"net/netip"
+	"slices"
+)
+
+// The mirror's state for a prefix is one map entry holding the kernel's
+// best route to it, with no heap object of its own, so that a full table
+// costs the map and nothing per route for the garbage collector to walk:
+// a route's paths are a reference into the set of distinct path lists
+// (a full table from a few peers has a handful), counted by the routes
+// holding them. The few prefixes the kernel holds several routes for
+// (other metrics or TOS) keep their whole list beside it (kernelSync.multi).
+
+// kernelRoute is one kernel route for a prefix; the kernel may hold
+// several (different metrics or TOS) and forwards by the best one.
+type kernelRoute struct {
+	prio uint32 // the kernel's metric: the lowest wins
+	tos  uint8
+	typ  Type
+	hops hopRef // Unicast's paths
+	seen uint32 // the dump (kernelSync.epoch) that last saw it
+}
+
+// hopRef names a path list in hopSets; 0 is none.
+type hopRef uint32
+
+// hopSets holds each distinct path list once, counted by reference.
+type hopSets struct {
+	sets  [][]Hop // by hopRef; sets[0] is unused
+	refs  []uint32
+	index map[string]hopRef
+	free  []hopRef
+	key   []byte
+}
+
+// keyOf encodes hops as the index's key (in a buffer reused by each call).
+func (h *hopSets) keyOf(hops []Hop) []byte {
+	b := h.key[:0]
+	for _, x := range hops {
+		a := x.Via.As16()
+		b = append(b, a[:]...)
+		b = append(b, byte(x.Via.BitLen()>>2))
+		b = binary.LittleEndian.AppendUint32(b, uint32(x.Out))
+	}
+	h.key = b
+	return b
+}
+
+// find returns the reference of a list equal to hops (0: none held).
+func (h *hopSets) find(hops []Hop) hopRef {
+	if len(hops) == 0 {
+		return 0
+	}
+	return h.index[string(h.keyOf(hops))]
+}
+
+// acquire returns a reference to a list equal to hops, holding it once more.
+func (h *hopSets) acquire(hops []Hop) hopRef {
+	if r := h.find(hops); r != 0 {
+		h.refs[r]++
+		return r
+	}
+	if h.index == nil {
+		h.index = map[string]hopRef{}
+		h.sets, h.refs = make([][]Hop, 1), make([]uint32, 1)
+	}
+	var r hopRef
+	if n := len(h.free); n > 0 {
+		r, h.free = h.free[n-1], h.free[:n-1]
+		h.sets[r], h.refs[r] = slices.Clone(hops), 1
+	} else {
+		r = hopRef(len(h.sets))
+		h.sets, h.refs = append(h.sets, slices.Clone(hops)), append(h.refs, 1)
+	}
+	h.index[string(h.keyOf(hops))] = r
+	return r
+}
+
+// release drops one hold on r; the last one frees the list.
+func (h *hopSets) release(r hopRef) {
+	if r == 0 {
+		return
+	}
+	if h.refs[r]--; h.refs[r] == 0 {
+		delete(h.index, string(h.keyOf(h.sets[r])))
+		h.sets[r] = nil // a table version may still read the old slice: never reused
+		h.free = append(h.free, r)
+	}
+}
+
+// route is the Table's route for the kernel's route kr to p.
+func (k *kernelSync) route(p netip.Prefix, kr kernelRoute) Route {
+	if kr.typ != Unicast {
+		return Route{Prefix: p, Type: kr.typ}
+	}
+	hops := k.hopSets.sets[kr.hops]
+	return Route{Prefix: p, NextHop: hops[0].Via, Out: hops[0].Out, Also: hops[1:]}
+}
+
+// routesOf returns the kernel's routes to p, best first (buf holds a
+// single one).
+func (k *kernelSync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
+	if list, ok := k.multi[p]; ok {
+		return list
+	}
+	if kr, ok := k.routes[p]; ok {
+		buf[0] = kr
+		return buf[:]
+	}
+	return nil
+}
+
+// setRoutes makes list (best first) the kernel's routes to p.
+func (k *kernelSync) setRoutes(p netip.Prefix, list []kernelRoute) {
+	switch len(list) {
+	case 0:
+		delete(k.routes, p)
+		delete(k.multi, p)
+	case 1:
+		k.routes[p] = list[0]
+		delete(k.multi, p)
+	default:
+		k.routes[p] = list[0]
+		k.multi[p] = list
+	}
+}
+
+// sortKernelRoutes orders a prefix's routes best first, as the kernel chooses.
+func sortKernelRoutes(list []kernelRoute) {
+	slices.SortStableFunc(list, func(a, b kernelRoute) int { return cmp.Compare(a.prio, b.prio) })
+}
+
+// sweep forgets the routes the last complete dump did not see and reports
+// whether any of p's went.
+func (k *kernelSync) sweep(p netip.Prefix) bool {
+	var buf [1]kernelRoute
+	list := k.routesOf(p, &buf)
+	kept := slices.DeleteFunc(list, func(kr kernelRoute) bool {
+		if kr.seen == k.epoch {
+			return false
+		}
+		k.hopSets.release(kr.hops)
+		return true
+	})
+	if len(kept) == len(list) {
+		return false
+	}
+	k.setRoutes(p, kept)
+	return true
+}
+
+// shrink rebuilds the mirror's map once it holds a quarter of what it held
+// at most: a Go map never gives its memory back, and a withdrawn full
+// table would keep it.
+func (k *kernelSync) shrink() {
+	n := len(k.routes)
+	k.peak = max(k.peak, n)
+	if k.peak < 1<<14 || n >= k.peak/4 {
+		return
+	}
+	m := make(map[netip.Prefix]kernelRoute, n)
+	for p, kr := range k.routes {
+		m[p] = kr
+	}
+	k.routes, k.peak = m, n
+}
