@@ -27,7 +27,14 @@ type snatRig struct {
 	tmpl    []byte
 	batch   *packet.Batch
 	manyDst bool
-	next    int // the next flow number
+	// endpoints: flow i comes from an inside endpoint of its own
+	// (10.0.0.0 + i, a port spread over 1024-65535 as ephemeral ports
+	// are) to one of 251 servers, as the CPS harness's clients.
+	endpoints bool
+	// reuse > 0: with endpoints, flow i comes from endpoint i % reuse
+	// (hosts opening many flows from one socket).
+	reuse int
+	next  int // the next flow number
 }
 
 const rigServer = 0xc6336414 // 198.51.100.20
@@ -59,7 +66,16 @@ func (r *snatRig) track(n int, flows []uint32) {
 		r.next++
 		binary.BigEndian.PutUint32(h[12:], 0x0a000000+uint32(i/4))
 		binary.BigEndian.PutUint16(h[20:], 40000+uint16(i%4))
-		if r.manyDst {
+		if r.endpoints {
+			e := i
+			if r.reuse > 0 {
+				e = i % r.reuse
+			}
+			x := uint32(e) * 0x9e3779b1
+			binary.BigEndian.PutUint32(h[12:], 0x0a000000+uint32(e))
+			binary.BigEndian.PutUint16(h[20:], uint16(1024+(x>>16)%64512))
+			binary.BigEndian.PutUint32(h[16:], 0xc6336400+uint32(i%251))
+		} else if r.manyDst {
 			binary.BigEndian.PutUint32(h[16:], 0x64400000+uint32(i)) // 100.64.0.0/10
 		}
 		b.Add(p)
