@@ -7,6 +7,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers/tap"
 	"github.com/junction-dataplane/junction/elements/host"
+	"github.com/junction-dataplane/junction/elements/ip"
 	"github.com/junction-dataplane/junction/pipeline"
 	"github.com/junction-dataplane/junction/pipeline/graphfile"
 )
@@ -130,16 +131,21 @@ func TestBGPRouterContract(t *testing.T) {
 		t.Errorf("queriers without the kernel's neighbours: %v", mirrors)
 	}
 
-	for _, name := range []string{"rt", "rt4e", "rt6e"} {
+	// rt and rte read one table, the kernel's main one through the twins.
+	for _, name := range []string{"rt", "rte"} {
 		e := g.Element(name)
 		if e == nil || e.Type.Name != "IPLookup" {
 			t.Fatalf("no IPLookup %s", name)
 		}
-		if src := field(e.Config, "Source"); src != "kernel" {
-			t.Errorf("%s: source %v, want kernel", name, src)
+		tc := e.Config.(*ip.IPLookupConfig).Table()
+		if tc == nil || tc.Name != "main" {
+			t.Fatalf("%s reads table %v, want main", name, tc)
 		}
-		if got := field(e.Config, "Interfaces").([]string); !slices.Equal(got, twinIfs) {
-			t.Errorf("%s: interfaces %v, want the twins %v", name, got, twinIfs)
+		if tc.Source != "kernel" {
+			t.Errorf("%s: source %v, want kernel", name, tc.Source)
+		}
+		if !slices.Equal(tc.Interfaces, twinIfs) || !slices.Equal(tc.Interfaces6, twinIfs) {
+			t.Errorf("%s: interfaces %v and %v, want the twins %v", name, tc.Interfaces, tc.Interfaces6, twinIfs)
 		}
 	}
 }
