@@ -20,7 +20,7 @@ type f6 struct {
 	flags        string // tcp: S, SA, A, F...
 	frag         bool
 	atomic       bool // with frag: offset 0 and M clear (RFC 6946)
-	ext          int // destination-options headers before the upper layer
+	ext          int  // destination-options headers before the upper layer
 }
 
 func (f f6) bytes(t testing.TB) []byte {

@@ -29,39 +29,7 @@ func init() {
 		New:       newFragmenter,
 		In:        1, Out: 2,
 		Optional: []int{1},
-		Doc: elements.Doc{
-			Synopsis: "IPFragmenter(mtu, [fragment])",
-			Summary:  "splits IPv4 packets longer than the egress MTU into RFC 791 fragments, and IPv6 datagrams IP6Reassembler put together into fragments as their sender made them; DF packets and other long IPv6 ones go to output 1 (for ICMPError needfrag, ICMP6Error toobig)",
-			Ports: "input 0: IP packets about to leave by a link (L3 annotation at the IP header).\n" +
-				"output 0: packets whose IP length is at most mtu, unchanged, the fragments of longer IPv4 packets without DF, " +
-				"and the fragments of IPv6 datagrams IP6Reassembler reassembled, in the order of the packets they replace.\n" +
-				"output 1 (optional): longer packets, unchanged: IPv4 with DF set, and IPv6 (a router never fragments IPv6, RFC 8200 " +
-				"section 5): one that arrived whole, or a reassembled one whose sender's fragments were longer than mtu. Connect it to ICMPError(src, unreachable, needfrag, 64, MTU) or ICMP6Error(src, toobig, 0, 64, MTU); " +
-				"unconnected, they are dropped and counted as \"unconnected output 1\".",
-			Keys: []elements.Key{
-				{Name: "mtu", Type: "int", Required: true, Doc: "the egress link's MTU in bytes (the IP packet, without its link header), 68..65535"},
-				{Name: "fragment", Type: "bool", Default: "true", Doc: "false: do not fragment, pass long IPv4 packets without DF " +
-					"unchanged on output 0 (DF and IPv6 still go to output 1): the path-MTU check before a NAT, whose error must quote " +
-					"the untranslated packet, when an IPFragmenter after the NAT does the fragmenting"},
-			},
-			Stats: "counters \"fragmented\" (packets split), \"fragments\" (fragments sent), \"too big\" (packets sent to output 1); " +
-				"drops \"no buffer\" (the instance's pool could not hold a packet's fragments: the packet is dropped whole) and " +
-				"\"malformed\" (an IPv4 header whose lengths do not fit the frame, or a fragment reaching past 65,535 bytes).",
-			Example: `"rt[1] -> IPFragmenter(1500) -> ARPQuerier(wan) -> ToDevice(wan)", "frag[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500) -> rt4e"`,
-			SeeAlso: "IPReassembler, CheckMTU, ICMPError, ICMP6Error",
-			Text: "Fragmentation follows RFC 791 (and RFC 1812 5.2.6): each fragment carries as much of the payload as the mtu " +
-				"allows, in multiples of 8 bytes except the last; the first keeps every option, the others only those whose copied " +
-				"flag is set (security, loose and strict source route), padded to a 4-byte boundary; the identification, TOS, TTL " +
-				"and protocol are the packet's; the offset adds to the packet's own (a fragment fragmented again) and MF is set on " +
-				"all but the last, which keeps the packet's own MF. A fragment never exceeds a packet buffer (2,048 bytes with the " +
-				"link header), so with a larger mtu the fragments are smaller than it, which RFC 791 allows. Packets that fit take " +
-				"one length test and one test of the buffer's size (a reassembled datagram's buffer is larger than a frame's). " +
-				"IPv6 datagrams IP6Reassembler reassembled carry the size of their longest fragment: such a datagram longer than " +
-				"that leaves in fragments of at most that size (RFC 8200 section 4.5: the unfragmentable part in each, then a " +
-				"fragment header with the datagram's own identification; Linux's frag_max_size), or whole if it is no longer; " +
-				"one whose fragments were longer than mtu goes to output 1. Fragments come from the instance's own pool and keep the packet's annotations except its flow " +
-				"(a fragment is not a packet of the flow for FastTrackLearn); the packet itself is freed.",
-		},
+		Doc:      ipFragmenterManual,
 	})
 }
 

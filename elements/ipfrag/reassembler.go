@@ -78,56 +78,7 @@ func init() {
 		New:       newReassembler,
 		In:        1, Out: 1,
 		TakesState: true, // a reload carries the datagrams in reassembly over (reload.go)
-		Doc: elements.Doc{
-			Synopsis: "IPReassembler([capacity], [timeout], [max_fragments])",
-			Summary:  "reassembles IPv4 fragments into whole datagrams (before Conntrack and NAT) and hands each to the worker that owns its flow",
-			Ports: "input 0: Ethernet frames with the network header at the L3 annotation (after CheckIPHeader).\n" +
-				"output 0: everything that is not an IPv4 fragment, unchanged and in order, and each reassembled datagram " +
-				"when its last missing fragment arrives: the first fragment's link and IP headers (options included) in front of " +
-				"the whole payload, MF and the offset cleared, total length and header checksum set. A datagram may be longer " +
-				"than any link (up to 65,535 bytes): an IPFragmenter before each output device splits it again.",
-			Keys: []elements.Key{
-				{Name: "capacity", Type: "int", Default: "64", Doc: "datagrams in reassembly at once per worker (1..65536); " +
-					"each holds one buffer of 65,983 bytes whose pages are touched only as far as the datagram reaches; an instance's " +
-					"pool holds capacity + 16 per other worker (lent) + workers + batch such buffers, its resident bound (37 MiB for " +
-					"the two in nat-gateway.toml with 2 workers, as much again for its two IP6Reassemblers, reached only by a flood " +
-					"that writes every page). A new " +
-					"datagram when all are taken evicts the oldest (its fragments are counted as \"table full\"), so that a flood of " +
-					"datagrams that never complete cannot keep others out for the timeout"},
-				{Name: "timeout", Type: "duration", Default: `"30s"`, Doc: "how long a datagram may wait for its missing fragments, " +
-					"from its first fragment's arrival (Linux's ipfrag_time)"},
-				{Name: "max_fragments", Type: "int", Default: "64", Doc: "fragments one datagram may have (2..8192): 64 carry a " +
-					"64 KiB datagram over links of 1,100 bytes; a datagram in more pieces (a 64 KiB datagram in 8-byte fragments) is " +
-					"dropped as \"too many fragments\", which bounds the work per fragment"},
-			},
-			Stats: "counters: \"datagrams\" (reassembled), \"out of order\" (of those, datagrams whose fragments did not all arrive in offset order), \"handed off\" / \"handed in\" (datagrams passed to / received from the " +
-				"worker owning their flow), \"in reassembly\" (a gauge). Consumed: \"reassembled\" (fragments merged into a datagram " +
-				"sent on). Drops, in fragments: \"timeout\" (the datagram did not complete in time), \"table full\" (evicted for a " +
-				"newer one), \"overlapping fragments\" (a fragment overlapping another, or past or contradicting the datagram's end: " +
-				"the whole datagram is dropped, as RFC 5722 asks for IPv6 and Linux does for IPv4), \"duplicate fragment\" (the same " +
-				"piece again: dropped, the datagram kept), \"too many fragments\", \"tiny first fragment\" (a first fragment too short " +
-				"to hold the ports, 8 bytes of UDP or ICMP or 20 of TCP, or a TCP fragment at offset 8: RFC 1858's attacks on port " +
-				"filters), \"datagram over 65535 bytes\" (offset and length beyond what IPv4 can carry), \"malformed fragment\" (empty, " +
-				"a non-last fragment not a multiple of 8 bytes, a bad length, or a link header over 64 bytes), \"no buffer\" (no " +
-				"datagram buffer free: the pipeline holds them all), \"handoff full\" (the owning worker's lent buffers are in use), " +
-				"\"reload: no room\" (datagrams in reassembly at a reload that the new instance's capacity or max_fragments could not " +
-				"take: the others carry over, their fragments and timeout kept).",
-			Example: `"wcls[1] -> CheckIPHeader -> reasm :: IPReassembler -> ct :: Conntrack", "rt[1] -> IPFragmenter(1500) -> ToDevice(wan)"`,
-			SeeAlso: "IP6Reassembler, IPFragmenter, Conntrack, CheckIPHeader",
-			Text: "Conntrack, NAT and Classifier's port tests need the transport header, which only the first fragment of a datagram " +
-				"carries. IPReassembler puts a datagram back together before them, as Linux's defragmentation before connection " +
-				"tracking and Click's IPReassembler do: the tracker, the NAT and FastTrackLearn then see one whole packet, in order " +
-				"and out of order alike (RFC 4787 REQ-14), and the translated datagram is fragmented again on its way out. Non-fragments " +
-				"pass untouched (one load and test of the flags per packet). " +
-				"FromDevice steers every fragment of a datagram to one worker (fragments hash by addresses and protocol); " +
-				"once the datagram is complete its flow's owner is known (the worker the symmetric flow hash of its 5-tuple names, " +
-				"as FromDevice's spreading would place the flow's unfragmented packets, DNAT replies and pinned flows included), and " +
-				"a datagram that belongs to another worker is copied into a buffer that worker lent and handed to it; the owner " +
-				"sends it on from its own instance at its next push or tick (within a millisecond). Memory is bounded: capacity " +
-				"buffers per worker, 16 more per other worker (lent), and a batch's worth in flight. Fragments are copied into " +
-				"the datagram's buffer as they arrive and their frames freed at once; each is counted when its datagram is sent on " +
-				"(consumed, \"reassembled\") or dropped (by reason). IPv6 fragments pass unchanged: IP6Reassembler reassembles them.",
-		},
+		Doc:        ipReassemblerManual,
 	})
 }
 
