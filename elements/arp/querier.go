@@ -9,7 +9,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -161,7 +161,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 		fast = fp.FastPathTable()
 	}
 	v, err := ctx.Shared(keepNeighbours(ctx, c, func() (any, error) {
-		t := &table{gen: conntrack.GenerationOf(ctx), tmo: int64(c.Timeout)}
+		t := &table{gen: fastgen.Of(ctx), tmo: int64(c.Timeout)}
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, neighq.MACWord(e.mac)) {
 				return nil, elements.Errorf("neighbors", "too many static neighbours")

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 )
 
 // The neighbour table is shared by every worker's ARPQuerier of one graph
@@ -67,7 +67,7 @@ type table struct {
 	mu    sync.Mutex // writers only
 	// gen is the graph's fast-path generation, bumped when a known
 	// neighbour moves (nil: none to bump).
-	gen *conntrack.Generation
+	gen *fastgen.Generation
 	// tmo is the querier's timeout: how long an entry is reachable after
 	// its last confirmation, and an active next hop after its last use.
 	tmo int64

@@ -4,10 +4,10 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"runtime"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -764,24 +764,11 @@ func (t *Table) Collect(now int64) {
 }
 
 // Generation numbers the configuration FastTrack entries were learned
-// under, one per graph (GenerationOf): any change to its routes, NAT rules
-// or neighbours bumps it, and a fast-path entry learned under another
-// generation is ignored (and relearned by the slow path). IPLookup's route
-// table bumps it on every new version; ARPQuerier when a neighbour moves.
-type Generation struct{ n atomic.Uint32 }
+// under (fastgen.Generation, one per graph).
+type Generation = fastgen.Generation
 
-// Current returns the current generation.
-func (g *Generation) Current() uint32 { return g.n.Load() }
-
-// Invalidate makes every fast-path entry learned so far stale.
-func (g *Generation) Invalidate() { g.n.Add(1) }
-
-type generationKey struct{}
-
-// GenerationOf returns the generation of ctx's graph.
-func GenerationOf(ctx *elements.Context) *Generation {
-	return elements.GraphValue(ctx, generationKey{}, func() *Generation { return &Generation{} })
-}
+// GenerationOf returns the generation of ctx's graph (fastgen.Of).
+func GenerationOf(ctx *elements.Context) *Generation { return fastgen.Of(ctx) }
 
 // Generation returns the generation the table's fast-path entries are
 // learned under: its graph's (a table made by NewTable has its own).

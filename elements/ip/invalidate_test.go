@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/elementtest"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
@@ -19,8 +19,8 @@ func TestRouteChangeInvalidatesFastPath(t *testing.T) {
 		&elementtest.Options{Sink: true, State: st})
 	elementtest.New(t, "IPLookup", &IPLookupConfig{Routes: []string{"10.0.0.0/8 via 10.1.0.2 out 0"}, Miss: -1},
 		&elementtest.Options{Sink: true, State: other})
-	gen := conntrack.GenerationOf(h.Context)
-	otherGen := conntrack.GenerationOf(elements.NewContext("x", 0, 1, 64, nil, &elements.Stats{}, nil, nil, nil).WithState(other))
+	gen := fastgen.Of(h.Context)
+	otherGen := fastgen.Of(elements.NewContext("x", 0, 1, 64, nil, &elements.Stats{}, nil, nil, nil).WithState(other))
 	tbl := h.Element.(*IPLookup).table
 	r, err := route.ParseRoute("10.0.0.0/8 via 10.1.0.2 out 0")
 	if err != nil {

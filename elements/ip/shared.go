@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/elements/offloadkey"
@@ -120,7 +120,7 @@ func buildTable(ctx *elements.Context, c *tables.Config, prev *sharedTable) (*sh
 	// The router's next reload finds these routes validated.
 	route.ContextCache(ctx).Remember(c.Set())
 	// Every new version makes the graph's fast-path entries stale.
-	t.OnChange(conntrack.GenerationOf(ctx).Invalidate)
+	t.OnChange(fastgen.Of(ctx).Invalidate)
 	if c.Kernel() {
 		ks, err := route.StartKernelSync(t, c.KernelOptions(), ctx.Stats)
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/elements/internal/neighq"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -133,7 +133,7 @@ func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
 	}
 	fast := newFastHook(dev, ctx.Stats)
 	v, err := ctx.Shared(keepNeighbours(ctx, func() (any, error) {
-		t := &table{tm: DefaultTimers, gen: conntrack.GenerationOf(ctx)}
+		t := &table{tm: DefaultTimers, gen: fastgen.Of(ctx)}
 		t.tm.Reachable = int64(c.Timeout)
 		for _, e := range c.static {
 			if !t.setStatic(e.ip, neighq.MACWord(e.mac)) {

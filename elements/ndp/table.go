@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/junction-dataplane/junction/elements/conntrack"
+	"github.com/junction-dataplane/junction/elements/fastgen"
 )
 
 // State is a neighbour cache entry's reachability state (RFC 4861 7.3.2).
@@ -95,7 +95,7 @@ type table struct {
 	n     atomic.Int32 // entries in use
 	// gen is the graph's fast-path generation, bumped when a known
 	// neighbour's MAC changes.
-	gen *conntrack.Generation
+	gen *fastgen.Generation
 }
 
 // invalidate makes the graph's fast-path entries stale (they were learned
