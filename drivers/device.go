@@ -3,6 +3,7 @@ package drivers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"sort"
 	"sync"
@@ -101,6 +102,18 @@ type OpenContext struct {
 	// Addresses and MAC are the common device keys, already parsed.
 	Addresses []netip.Prefix
 	MAC       packet.MAC
+	// Log is where the driver's messages for the operator go (the
+	// router's log, forwarder run's stderr); nil discards them (Logf).
+	Log io.Writer
+}
+
+// Logf writes one message for the operator to ctx.Log, prefixed with the
+// device's name.
+func (ctx OpenContext) Logf(format string, args ...any) {
+	if ctx.Log == nil {
+		return
+	}
+	fmt.Fprintf(ctx.Log, "%s: %s\n", ctx.Name, fmt.Sprintf(format, args...))
 }
 
 // Driver is a registered driver.

@@ -1,6 +1,9 @@
 package elements
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -30,6 +33,10 @@ type Context struct {
 	// per worker (GraphShared, WorkerShared); the pipeline sets it. Nil
 	// makes the context a graph of its own.
 	State *GraphState
+	// Log is where the element's messages for the operator go (the
+	// router's log, forwarder run's stderr); nil discards them. Write
+	// with Logf, never on the hot path.
+	Log io.Writer
 
 	shared *SharedSlot
 	// prev and reloading: what a reload replaces (carry.go).
@@ -60,6 +67,15 @@ type SharedSlot struct {
 func NewContext(name string, worker, workers, batch int, outs []*Output, st *Stats, pool *packet.Pool, devs DeviceSet, shared *SharedSlot) *Context {
 	return &Context{Name: name, Worker: worker, Workers: workers, Batch: batch, Outputs: outs,
 		Stats: st, Pool: pool, Devices: devs, shared: shared}
+}
+
+// Logf writes one message for the operator to Log, prefixed with the
+// element's name and worker.
+func (c *Context) Logf(format string, args ...any) {
+	if c.Log == nil {
+		return
+	}
+	fmt.Fprintf(c.Log, "%s (worker %d): %s\n", c.Name, c.Worker, fmt.Sprintf(format, args...))
 }
 
 // Shared returns the value shared by all workers' instances of this element,

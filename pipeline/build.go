@@ -166,7 +166,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	// Devices: opened once, shared by every worker.
 	r.devices = make([]drivers.Device, len(g.Devices))
 	for i := range g.Devices {
-		if r.devices[i], err = openDevice(g, i, n, batch); err != nil {
+		if r.devices[i], err = openDevice(g, i, n, batch, r.log); err != nil {
 			return r, err
 		}
 	}
@@ -198,7 +198,7 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 
 // openDevice opens g's device i for n workers: the one path by which both
 // the first start and a reload open a device.
-func openDevice(g *Graph, i, n, batch int) (drivers.Device, error) {
+func openDevice(g *Graph, i, n, batch int, log io.Writer) (drivers.Device, error) {
 	d := g.Devices[i]
 	if d.Driver == nil || d.Driver.Open == nil {
 		return nil, fmt.Errorf("%s: device %q: no driver", d.Pos, d.Name)
@@ -209,7 +209,7 @@ func openDevice(g *Graph, i, n, batch int) (drivers.Device, error) {
 	}
 	dev, err := d.Driver.Open(d.Config, drivers.OpenContext{
 		Name: d.Name, Index: i, Workers: n, Batch: batch, BaseDir: base,
-		Addresses: d.Addresses, MAC: d.MAC,
+		Addresses: d.Addresses, MAC: d.MAC, Log: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: device %q (driver %s): %w", d.Pos, d.Name, d.Driver.Name, err)
@@ -410,6 +410,7 @@ func newWorker(r *Router, g *Graph, w, n int, p *plan, shared []*elements.Shared
 		}
 		bind(i)
 		ctx := elements.NewContext(e.Name, w, n, r.batch, wk.outs[i], wk.stats[i], wk.pool, devs, shared[i])
+		ctx.Log = r.log
 		ctx.FlowState = flowState
 		// Every graph the Router runs, reloads included, shares its
 		// state: a reload keeps the workers, and a kept element's

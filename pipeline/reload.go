@@ -381,7 +381,7 @@ func (t *reloadTxn) openDevices() error {
 		if t.keptNew[i] {
 			continue // unchanged, or reconfigured in place (reconfig.go)
 		}
-		dev, err := openDevice(t.g2, i, t.want, t.r.batch)
+		dev, err := openDevice(t.g2, i, t.want, t.r.batch, t.r.log)
 		if err != nil {
 			return err
 		}

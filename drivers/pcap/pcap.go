@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"path/filepath"
 	"sync"
@@ -98,18 +97,16 @@ type Device struct {
 	txBytes   atomic.Uint64
 	txErrs    atomic.Uint64
 	txDropped atomic.Uint64
+	// logf reports a broken file, once per device (OpenContext.Logf).
+	logf func(format string, args ...any)
 }
 
 var _ drivers.Device = (*Device)(nil)
 
 // poolSize is PoolSize, lowered by the fuzz test to keep each run cheap.
-// Like logf, it is a test seam: written only by this package's tests,
-// before they open a device; no graph state.
+// It is a test seam: written only by this package's tests, before they
+// open a device; no graph state.
 var poolSize = PoolSize
-
-// logf reports a broken file once per device (a variable so that tests can
-// count the reports).
-var logf = log.Printf
 
 func resolve(base, p string) string {
 	if base != "" && !filepath.IsAbs(p) {
@@ -133,6 +130,7 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 		info:  drivers.Info{Name: ctx.Name, Driver: "pcap", MAC: ctx.MAC, Addresses: ctx.Addresses},
 		index: uint16(ctx.Index),
 		loop:  c.Loop,
+		logf:  ctx.Logf,
 	}
 	if c.Read != "" {
 		d.readPath = resolve(ctx.BaseDir, c.Read)
@@ -325,7 +323,7 @@ func (d *Device) fail(err error) {
 	}
 	d.errMu.Unlock()
 	if first {
-		logf("pcap device %q: reading %s: %v; reading stopped", d.info.Name, d.readPath, err)
+		d.logf("pcap: reading %s: %v; reading stopped", d.readPath, err)
 	}
 }
 
@@ -375,7 +373,7 @@ func (d *Device) Transmit(worker int, b *packet.Batch) {
 func (d *Device) writeFailed(err error) {
 	if d.writeErr == nil {
 		d.writeErr = err
-		logf("pcap device %q: writing %s: %v", d.info.Name, d.writePath, err)
+		d.logf("pcap: writing %s: %v", d.writePath, err)
 	}
 }
 

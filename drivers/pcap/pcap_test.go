@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"log"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,6 +51,11 @@ func mustOpen(t testing.TB, cfg Config) *Device {
 	}
 	return d
 }
+
+// lineCounter counts the messages a device logs.
+type lineCounter int
+
+func (c *lineCounter) Write(p []byte) (int, error) { *c++; return len(p), nil }
 
 // frames makes n frames of varied lengths (60..1514 bytes) with random
 // content, so that any reordering or corruption shows.
@@ -392,10 +396,11 @@ func TestBrokenFiles(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_"))
 			os.WriteFile(path, tt.data, 0o644)
 			for _, loop := range []bool{false, true} {
-				logs := 0
-				logf = func(string, ...any) { logs++ }
-				defer func() { logf = log.Printf }()
-				d := mustOpen(t, Config{Read: path, Loop: loop})
+				var logs lineCounter
+				d, err := openPcap(t, Config{Read: path, Loop: loop}, drivers.OpenContext{Index: 2, Workers: 2, Log: &logs})
+				if err != nil {
+					t.Fatal(err)
+				}
 				got := readAll(t, d, 100)
 				for range 3 {
 					d.Receive(0, packet.NewBatch(8))
@@ -648,9 +653,8 @@ func BenchmarkReceiveTransmit(b *testing.B) {
 // FuzzRead feeds arbitrary bytes after a valid pcap header: the reader must
 // never panic, never loop without progress, and return every buffer.
 func FuzzRead(f *testing.F) {
-	logf = func(string, ...any) {}
 	poolSize = 256
-	defer func() { logf, poolSize = log.Printf, PoolSize }()
+	defer func() { poolSize = PoolSize }()
 	var buf bytes.Buffer
 	w := pcapgo.NewWriter(&buf)
 	w.WriteFileHeader(65535, layers.LinkTypeEthernet)

@@ -3,7 +3,6 @@ package conntrack
 import (
 	"encoding/binary"
 	"fmt"
-	"log"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -174,9 +173,9 @@ func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 			switch n, err := t.LoadState(path, ctx.Workers); {
 			case err == errNoState:
 			case err != nil:
-				log.Printf("Conntrack %s: worker %d: %v (%d flows restored)", ctx.Name, ctx.Worker, err, n)
+				ctx.Logf("%v (%d flows restored)", err, n)
 			default:
-				log.Printf("Conntrack %s: worker %d: %d flows restored from %s", ctx.Name, ctx.Worker, n, path)
+				ctx.Logf("%d flows restored from %s", n, path)
 			}
 		}
 	}
