@@ -1,8 +1,6 @@
 package nat
 
 import (
-	"log"
-
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/conntrack"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
@@ -38,8 +36,8 @@ func (c *SNATConfig) validatePortBlock() error {
 }
 
 // setupBlocks lists, per worker, the whole units of the range it owns, and
-// logs the rule.
-func (s *mapStore) setupBlocks(block int) {
+// logs the rule with logf.
+func (s *mapStore) setupBlocks(block int, logf func(string, ...any)) {
 	s.block = block
 	s.units = make([][]uint16, s.workers)
 	for u := (int(s.lo) + flowsteer.PortUnit - 1) / flowsteer.PortUnit; (u+1)*flowsteer.PortUnit-1 <= int(s.hi); u++ {
@@ -52,9 +50,9 @@ func (s *mapStore) setupBlocks(block int) {
 			hosts = n
 		}
 	}
-	log.Printf("SNAT %s: port blocks of %d (RFC 7422): the k-th inside address gets on worker w the k-th %d-port "+
+	logf("port blocks of %d (RFC 7422): the k-th inside address gets on worker w the k-th %d-port "+
 		"block of w's ports (units of %d ports owned by w, ascending); %d inside addresses have a block on every worker",
-		s.name, block, block, flowsteer.PortUnit, hosts)
+		block, block, flowsteer.PortUnit, hosts)
 }
 
 // hostIndex is a's place among the inside networks' addresses.

@@ -121,7 +121,7 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 		s := newMapStore(ctx.Name, c.to, c.lo, c.hi, e.workers, c.filtering, c.timeout)
 		s.inside = c.inside
 		if c.PortBlock > 0 {
-			s.setupBlocks(c.PortBlock)
+			s.setupBlocks(c.PortBlock, ctx.Logf)
 		}
 		if e.workers > 1 {
 			s.masq = &flowsteer.Masq{Addrs: c.to, Lo: c.lo, Hi: c.hi, Inside: c.inside, Workers: e.workers}
