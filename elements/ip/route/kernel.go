@@ -577,7 +577,7 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 	for i := range us {
 		u := &us[i]
 		add := u.Type == unix.RTM_NEWROUTE
-		if add && !refreshed && u.Table == k.opt.table && u.Type == unix.RTN_UNICAST {
+		if add && !refreshed && u.Table == k.opt.table && u.Route.Type == unix.RTN_UNICAST {
 			// A route through an interface we have not seen may mean the
 			// interface is new: look the interfaces up again, once.
 			if _, ok := k.port(u.LinkIndex, u.Family == netlink.FAMILY_V4); !ok && len(u.MultiPath) == 0 {

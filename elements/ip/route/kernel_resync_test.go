@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -103,5 +104,36 @@ func TestKernelResyncIncremental(t *testing.T) {
 	// list (out 0, no gateway).
 	if n := len(k.hopSets.index); n != 1 || len(k.routes) != 2 {
 		t.Errorf("after the gateway routes went: %d path lists and %d routes held, want 1 and 2 (the connected ones)", n, len(k.routes))
+	}
+}
+
+// TestKernelNewInterface: a route through an interface of the mirror's
+// that appeared after it started is mirrored (the event makes the mirror
+// look the interfaces up again).
+func TestKernelNewInterface(t *testing.T) {
+	ns, ip := mirrorNS(t)
+	tb, err := NewTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := startKernelSync(tb, kernelOptions{table: 254, interfaces: []string{"m0", "m9"}, netns: ns}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ip("link", "add", "m9", "type", "veth", "peer", "name", "m8")
+	ip("link", "set", "m9", "up")
+	ip("link", "set", "m8", "up")
+	ip("addr", "add", "10.254.0.1/24", "dev", "m9")
+	ip("route", "add", "192.0.2.0/24", "via", "10.254.0.2")
+	want := Hop{Via: netip.MustParseAddr("10.254.0.2"), Out: 1}
+	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
+		if h, ok := tb.Forward(netip.MustParseAddr("192.0.2.1"), 1); ok && h == want {
+			break
+		}
+		if time.Since(t0) > 2*time.Second {
+			h, ok := tb.Forward(netip.MustParseAddr("192.0.2.1"), 1)
+			t.Fatalf("192.0.2.1 -> %v %v after 2 s, want %v (skipped %d)", h, ok, want, k.skipped.Load())
+		}
 	}
 }
