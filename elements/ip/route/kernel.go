@@ -22,9 +22,13 @@ import (
 // between the two), then apply events as they come. Events are drained in
 // bursts and each burst is published as one version, so a routing daemon
 // that flaps routes costs one publish per burst, never a stall: the
-// workers keep forwarding on the previous version meanwhile. If the
-// subscription dies (the socket's buffer overflowed, ENOBUFS), the mirror
-// resubscribes and reloads the whole table, which is swapped in atomically.
+// workers keep forwarding on the previous version meanwhile. The event
+// socket's buffer holds a full table's burst (subscribeBuffer). If the
+// subscription dies all the same (the buffer overflowed, ENOBUFS), the
+// mirror resubscribes, dumps the table again and applies only what
+// differs from its state, as one version (resync); each such dump is a
+// "kernel resyncs". The state is one small map entry per prefix
+// (kernelstate.go).
 //
 // Unicast routes are mirrored with their paths (several: ECMP, weighted by
 // repeating a path), blackhole, unreachable and prohibit routes as routes
