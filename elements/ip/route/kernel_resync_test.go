@@ -2,6 +2,7 @@ package route
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,5 +136,40 @@ func TestKernelNewInterface(t *testing.T) {
 			h, ok := tb.Forward(netip.MustParseAddr("192.0.2.1"), 1)
 			t.Fatalf("192.0.2.1 -> %v %v after 2 s, want %v (skipped %d)", h, ok, want, k.skipped.Load())
 		}
+	}
+}
+
+// TestHopSets: equal path lists share one reference, counted; the last
+// release frees it and a freed slot is reused for another list, while a
+// slice handed out earlier keeps its contents (a table version may still
+// read it).
+func TestHopSets(t *testing.T) {
+	var h hopSets
+	a := []Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 0}}
+	b := []Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 1}, {Via: netip.MustParseAddr("10.0.0.2"), Out: 1}}
+	v6 := []Hop{{Via: netip.MustParseAddr("::ffff:10.0.0.1"), Out: 0}} // not the IPv4 address
+	ra, ra2, rb, r6 := h.acquire(a), h.acquire(slices.Clone(a)), h.acquire(b), h.acquire(v6)
+	if ra == 0 || ra != ra2 || rb == ra || r6 == ra || r6 == rb {
+		t.Fatalf("references %d %d %d %d: want equal lists shared, others apart, none 0", ra, ra2, rb, r6)
+	}
+	if h.find(a) != ra || h.find(nil) != 0 || h.find([]Hop{{Out: 5}}) != 0 {
+		t.Fatalf("find: %d %d %d", h.find(a), h.find(nil), h.find([]Hop{{Out: 5}}))
+	}
+	held := h.sets[rb]
+	h.release(ra)
+	if h.find(a) != ra {
+		t.Fatalf("a list freed while still held once")
+	}
+	h.release(ra)
+	h.release(rb)
+	if h.find(a) != 0 || h.find(b) != 0 || len(h.index) != 1 {
+		t.Fatalf("after the last releases: find %d %d, %d lists indexed, want 0 0 1", h.find(a), h.find(b), len(h.index))
+	}
+	c := []Hop{{Via: netip.MustParseAddr("10.9.9.9"), Out: 3}}
+	if rc := h.acquire(c); rc != rb && rc != ra {
+		t.Errorf("a new list got reference %d, want a freed one (%d or %d)", rc, ra, rb)
+	}
+	if !slices.Equal(held, b) {
+		t.Errorf("a released list's slice changed: %v", held)
 	}
 }
