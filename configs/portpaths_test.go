@@ -10,8 +10,8 @@ import (
 // TestRouterPortPaths: in the contract router each of rt's ports leads to
 // one device, and says its address family, so that `forwarder route add
 // … out wan` picks port 1 for an IPv4 route and port 3 for an IPv6 one.
-// The ICMP errors a port's CheckMTU makes are routed again by rt4e and
-// rt6e, which send to both devices: they are not rt's port's path.
+// The ICMP errors a port's CheckMTU makes are routed again by rte, which
+// sends to both devices: they are not rt's port's path.
 func TestRouterPortPaths(t *testing.T) {
 	g, err := pipeline.Load("router-veth.toml")
 	if err != nil {

@@ -24,7 +24,7 @@ var ipFragmenterManual = elements.Doc{
 	Stats: "counters \"fragmented\" (packets split), \"fragments\" (fragments sent), \"too big\" (packets sent to output 1); " +
 		"drops \"no buffer\" (the instance's pool could not hold a packet's fragments: the packet is dropped whole) and " +
 		"\"malformed\" (an IPv4 header whose lengths do not fit the frame, or a fragment reaching past 65,535 bytes).",
-	Example: `"rt[1] -> IPFragmenter(1500) -> ARPQuerier(wan) -> ToDevice(wan)", "frag[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500) -> rt4e"`,
+	Example: `"rt[1] -> IPFragmenter(1500) -> ARPQuerier(wan) -> ToDevice(wan)", "frag[1] -> ICMPError(auto, unreachable, needfrag, 64, 1500) -> rte"`,
 	SeeAlso: "IPReassembler, CheckMTU, ICMPError, ICMP6Error",
 	Text: "Fragmentation follows RFC 791 (and RFC 1812 5.2.6): each fragment carries as much of the payload as the mtu " +
 		"allows, in multiples of 8 bytes except the last; the first keeps every option, the others only those whose copied " +
