@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
 const xdpDrop = 1
@@ -195,6 +197,39 @@ func BenchmarkPolice(b *testing.B) {
 				f.police(local) // the one frame of the burst
 			}
 			benchProgram(b, f, c.in, c.want)
+		})
+	}
+}
+
+// TestPoliceVariants: every variant of the XDP program (with and
+// without the hand-off to TC, with and without bpf_xdp_get_buff_len)
+// polices alike.
+func TestPoliceVariants(t *testing.T) {
+	for _, v := range []variant{{true, true}, {false, true}, {true, false}, {false, false}} {
+		t.Run(v.name(), func(t *testing.T) {
+			if v.meta {
+				kfeature.Require(t, kfeature.XDPAdjustMeta)
+			}
+			if v.buffLen {
+				kfeature.Require(t, kfeature.XDPGetBuffLen)
+			}
+			f := newPolicedFixture(t, Police{Rate: 1, Burst: 2})
+			prog, err := load(program(f.t, f.p, ourMAC, v.name(), ProgramName))
+			if err != nil {
+				t.Fatalf("loading the variant: %v", err)
+			}
+			f.p.prog.Close()
+			f.p.prog = prog
+			udp := pkt{proto: protoUDP, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 9, ttl: 64, payload: 18}.frame(t)
+			for i := range 4 {
+				if d := f.police(udp); d != (i >= 2) {
+					t.Errorf("frame %d: dropped %v", i+1, d)
+				}
+			}
+			if f.police(arpRequest("10.2.3.1")) {
+				t.Error("ARP dropped")
+			}
+			f.wantForwarded("transit", frame("10.1.0.2", "10.2.4.4", 64, 26), gwMAC, outMAC7)
 		})
 	}
 }
