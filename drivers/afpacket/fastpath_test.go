@@ -125,6 +125,25 @@ func TestFastPathTC(t *testing.T) {
 	if c := drvtest.Counters(d2); c["fastpath_egress_off"] != 0 || c["fastpath_fallbacks"] != 0 {
 		t.Errorf("output counters %v", c)
 	}
+	// The same flow with an 802.1Q tag (a trunk's frame): the kernel has
+	// taken the tag out of the data before TC, so the program must leave
+	// it to the slow path instead of forwarding it untagged.
+	for i := range 5 {
+		fr := validIP(drvtest.Frame(pr.DevMAC, pr.PeerMAC, 1, uint32(100+i), 200))
+		tagged := append(append(append([]byte{}, fr[:12]...), 0x81, 0x00, 0x00, 0x0a), fr[12:]...)
+		if err := raw.Send(tagged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := drvtest.PeerCollect(raw2, 1, 300*time.Millisecond); len(got) != 0 {
+		t.Errorf("the fast path forwarded %d tagged frames (untagged)", len(got))
+	}
+	if c := drvtest.Counters(d); c["fastpath_forwarded"] != n {
+		t.Errorf("fastpath_forwarded %d after tagged frames, want %d", c["fastpath_forwarded"], n)
+	}
+	if slow, _ := drvtest.Collect(d, []int{0}, 5, 2*time.Second); len(slow) != 5 {
+		t.Errorf("the graph received %d of the 5 tagged frames", len(slow))
+	}
 
 	// Another tool detaches the TC program (bpftool link detach): the
 	// loss is counted within the watcher's poll, and the frames reach

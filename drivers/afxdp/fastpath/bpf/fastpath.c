@@ -734,6 +734,14 @@ static __always_inline int fastpath(void *ctx, const int tc, const int have_buff
 	struct counters *c;
 	__u64 sum, len;
 
+	/* 0. TC: a frame that came with a VLAN tag has it in the skb, not
+	 * in data (the kernel takes it out before TC runs): it belongs to a
+	 * trunk, whose VLANs the graph serves (VLANDecap). Forwarded as it
+	 * is here it would leave untagged, so it takes the slow path. XDP
+	 * sees the tag in data, where the EtherType check below sends it
+	 * there. */
+	if (tc && skb->vlan_present)
+		goto slow;
 	/* 1. Ethernet + IPv4 header present: this check is what lets the
 	 * verifier accept every fixed-offset access below. */
 	if (data + MIN_LEN > data_end)
