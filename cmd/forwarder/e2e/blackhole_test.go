@@ -138,13 +138,16 @@ func answerTypedRoutes(t *testing.T, path string) {
 	}
 	s := string(data)
 	rt := "[elements.rt]\ntype = \"IPLookup\"\n"
-	if !strings.Contains(s, rt) || !strings.Contains(s, "\nlinks = [\n") {
-		t.Fatal("router-veth.toml: no [elements.rt] of type IPLookup alone, or no links = [")
+	// The top-level links: the [graph] table's (a compound's come before).
+	g := strings.Index(s, "\n[graph]\n")
+	l := strings.Index(s[max(g, 0):], "\nlinks = [\n")
+	if !strings.Contains(s, rt) || g < 0 || l < 0 {
+		t.Fatal("router-veth.toml: no [elements.rt] of type IPLookup alone, or no [graph] links = [")
 	}
+	l += g + len("\nlinks = [\n")
+	s = s[:l] + "  \"rt[4] -> ICMPError(auto, unreachable, host) -> rte\",\n" +
+		"  \"rt[5] -> ICMPError(auto, unreachable, adminprohibited) -> rte\",\n" + s[l:]
 	s = strings.Replace(s, rt, rt+"unreachable = 4\nprohibit = 5\n", 1)
-	s = strings.Replace(s, "\nlinks = [\n", "\nlinks = [\n"+
-		"  \"rt[4] -> ICMPError(auto, unreachable, host) -> rte\",\n"+
-		"  \"rt[5] -> ICMPError(auto, unreachable, adminprohibited) -> rte\",\n", 1)
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
