@@ -19,7 +19,7 @@ import (
 type routeResult struct {
 	Element string              `json:"element"`         // the table's first IPLookup
 	Table   string              `json:"table,omitempty"` // the [tables] name ("": the element's own)
-	Action  string              `json:"action"` // added, replaced, deleted, reloaded
+	Action  string              `json:"action"`          // added, replaced, deleted, reloaded
 	Route   *elements.LiveRoute `json:"route,omitempty"`
 	Prefix  string              `json:"prefix,omitempty"`
 	Routes  int                 `json:"routes,omitempty"` // after a reload

@@ -99,7 +99,9 @@ print(ok)
 func logLosses(t *testing.T, before, after *pipeline.Snapshot) {
 	t.Helper()
 	old := map[string]uint64{}
-	key := func(e *pipeline.ElementStats, c string) string { return fmt.Sprintf("%s/w%d %s", e.Element, e.Worker, c) }
+	key := func(e *pipeline.ElementStats, c string) string {
+		return fmt.Sprintf("%s/w%d %s", e.Element, e.Worker, c)
+	}
 	for i := range before.Elements {
 		e := &before.Elements[i]
 		for _, c := range e.Counters {
