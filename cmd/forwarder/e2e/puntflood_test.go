@@ -118,8 +118,10 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	routed(t, tp.cli, "10.16.0.5", true)
 	pingOK(t, tp.cli, "10.16.0.5")
-	since, _, _ := router.session("uplink")
-	since6, _, _ := router.session("uplink6")
+	// The sessions' "since" before the flood, once it holds for 2 s: a
+	// session may settle just after it first comes up (BGP's connection
+	// collision closes one of two connections), before any flood.
+	since, since6 := settledSince(t, router, "uplink"), settledSince(t, router, "uplink6")
 	pps := 40000
 	if v, err := strconv.Atoi(os.Getenv("JUNCTION_FLOOD_PPS")); err == nil && v > 0 {
 		pps = v
@@ -210,4 +212,22 @@ func rounded(v []float64) []int {
 		out[i] = int(x)
 	}
 	return out
+}
+
+// settledSince returns session name's "since" once two reads 2 s apart
+// agree and the session is established (at most 20 s).
+func settledSince(t *testing.T, b *bird, name string) string {
+	t.Helper()
+	prev, _, _ := b.session(name)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(2 * time.Second)
+		now, up, _ := b.session(name)
+		if up && now == prev {
+			return now
+		}
+		prev = now
+	}
+	_, _, out := b.session(name)
+	t.Fatalf("BGP session %s did not settle in 20 s:\n%s", name, out)
+	return ""
 }
