@@ -112,20 +112,8 @@ func BenchmarkNATGraph(b *testing.B) {
 				if e := counter(s0, "ct", "entries"); e < uint64(flows)*99/100 {
 					b.Fatalf("%d live flows after warm-up, want %d", e, flows)
 				}
-				b.ReportAllocs()
-				cpu0 := cputime.Thread()
-				pkts := 0
-				for b.Loop() {
-					pkts += r.Round(0)
-				}
-				cpu := cputime.Thread() - cpu0
-				ns := float64(b.Elapsed().Nanoseconds())
+				pkts := measureRounds(b, r)
 				s1 := r.Snapshot()
-				b.ReportMetric(ns/float64(pkts), "ns/pkt")
-				b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
-				if cpu > 0 {
-					b.ReportMetric(float64(pkts)/cpu.Seconds()/1e6, "Mpps-cpu")
-				}
 				hits := counter(s1, "ft", "fasttracked packets") - counter(s0, "ft", "fasttracked packets")
 				b.ReportMetric(float64(hits)/float64(pkts), "fast-share")
 				if fast {

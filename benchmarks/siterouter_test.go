@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -70,20 +69,8 @@ func BenchmarkSiteRouterGraph(b *testing.B) {
 			if e := counter(s0, "ct", "entries"); e < flows*99/100 {
 				b.Fatalf("%d live flows after warm-up, want %d", e, flows)
 			}
-			b.ReportAllocs()
-			cpu0 := cputime.Thread()
-			pkts := 0
-			for b.Loop() {
-				pkts += r.Round(0)
-			}
-			cpu := cputime.Thread() - cpu0
-			ns := float64(b.Elapsed().Nanoseconds())
+			pkts := measureRounds(b, r)
 			s1 := r.Snapshot()
-			b.ReportMetric(ns/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
-			if cpu > 0 {
-				b.ReportMetric(float64(pkts)/cpu.Seconds()/1e6, "Mpps-cpu")
-			}
 			out := sent(s1, "wan") - sent(s0, "wan")
 			if float64(out) < 0.99*float64(pkts) {
 				for _, e := range s1.Elements {
