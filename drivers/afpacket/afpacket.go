@@ -37,6 +37,10 @@ type Config struct {
 	// FastPath: the in-kernel fast path in TC (see manual): "off",
 	// "auto" or "tc".
 	FastPath string `toml:"fastpath"`
+	// LocalRate and LocalBurst: the fast path's policing of traffic
+	// for the router (see manual), as the afxdp driver's keys.
+	LocalRate  string `toml:"local_rate"`
+	LocalBurst int    `toml:"local_burst"`
 }
 
 const (
@@ -50,7 +54,10 @@ const (
 	txRetries = 4
 )
 
-func newConfig() any { return &Config{Frames: 4096, BlockSize: 1 << 20, FastPath: "off"} }
+func newConfig() any {
+	return &Config{Frames: 4096, BlockSize: 1 << 20, FastPath: "off",
+		LocalRate: afxdp.DefaultLocalRate, LocalBurst: afxdp.DefaultLocalBurst}
+}
 
 // fastPathKey is c's fastpath, "" (a Config built in code) read as "off".
 func (c *Config) fastPathKey() string {
@@ -81,6 +88,9 @@ func (c *Config) Validate() error {
 	}
 	if !slices.Contains(afxdp.TCKeyValues, c.fastPathKey()) {
 		return conf.Errorf("fastpath", "%q: must be \"off\", \"auto\" or \"tc\"", c.FastPath)
+	}
+	if _, err := afxdp.ParseLocalRate(c.LocalRate, c.LocalBurst); err != nil {
+		return err
 	}
 	return nil
 }
@@ -178,7 +188,8 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 			}
 			nl.Close()
 		}
-		if d.tcp, err = afxdp.OpenTCPort("afpacket", d.info, c.Interface, d.ifindex, kind, ifi.MTU, key); err != nil {
+		pol, _ := afxdp.ParseLocalRate(c.LocalRate, c.LocalBurst) // checked by Validate
+		if d.tcp, err = afxdp.OpenTCPort("afpacket", d.info, c.Interface, d.ifindex, kind, ifi.MTU, key, pol); err != nil {
 			if _, ok := errors.AsType[*conf.KeyError](err); ok {
 				return nil, err
 			}

@@ -20,8 +20,9 @@ import (
 // by being closed, so what its ring still holds is handed back to the
 // kernel unread and counted in rx_dropped_queue_removed, and from the
 // close on the remaining members take over its flows.
-// Any other key (interface, frames, block_size) is the sockets' own: a
-// reload that changes one closes the device and opens it again.
+// Any other key (interface, frames, block_size; fastpath, local_rate and
+// local_burst, the fast path's) is the sockets' or the TC program's own:
+// a reload that changes one closes the device and opens it again.
 
 var _ drivers.Reconfigurer = (*Device)(nil)
 
@@ -34,7 +35,8 @@ func (d *Device) Reconfigure(cfg any, dry bool) (drivers.WorkerChange, string, e
 	if err := c.Validate(); err != nil {
 		return nil, "", err
 	}
-	if c.Interface != d.cfg.Interface || c.Frames != d.cfg.Frames || c.BlockSize != d.cfg.BlockSize || c.fastPathKey() != d.cfg.fastPathKey() {
+	if c.Interface != d.cfg.Interface || c.Frames != d.cfg.Frames || c.BlockSize != d.cfg.BlockSize || c.fastPathKey() != d.cfg.fastPathKey() ||
+		c.LocalRate != d.cfg.LocalRate || c.LocalBurst != d.cfg.LocalBurst {
 		return nil, "", drivers.ErrReopen
 	}
 	cur := len(d.rx)

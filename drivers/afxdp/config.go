@@ -92,7 +92,15 @@ func (c *Config) Validate() error {
 // police reads local_rate and local_burst: "off" is no policing; a
 // Config built in code without them gets the defaults.
 func (c *Config) police() (fastpath.Police, error) {
-	rate, burst := strings.TrimSpace(c.LocalRate), c.LocalBurst
+	return ParseLocalRate(c.LocalRate, c.LocalBurst)
+}
+
+// ParseLocalRate reads a fast-path device's local_rate and local_burst
+// keys (this driver's, and the afpacket driver's for its fast path in
+// TC): "off" is no policing; "" and 0 (a Config built in code) are the
+// defaults. Errors are located on the key.
+func ParseLocalRate(localRate string, localBurst int) (fastpath.Police, error) {
+	rate, burst := strings.TrimSpace(localRate), localBurst
 	if rate == "" {
 		rate = DefaultLocalRate
 	}
@@ -104,10 +112,10 @@ func (c *Config) police() (fastpath.Police, error) {
 	}
 	n, err := strconv.ParseUint(strings.TrimSuffix(rate, "/s"), 10, 64)
 	if err != nil || n < 1 || n > 1e9 {
-		return fastpath.Police{}, conf.Errorf("local_rate", "%q: want frames a second, e.g. \"20000/s\" (1..1000000000), or \"off\"", c.LocalRate)
+		return fastpath.Police{}, conf.Errorf("local_rate", "%q: want frames a second, e.g. \"20000/s\" (1..1000000000), or \"off\"", localRate)
 	}
 	if burst < 1 || burst > 1<<30 {
-		return fastpath.Police{}, conf.Errorf("local_burst", "%d: want frames, 1..%d", c.LocalBurst, 1<<30)
+		return fastpath.Police{}, conf.Errorf("local_burst", "%d: want frames, 1..%d", localBurst, 1<<30)
 	}
 	return fastpath.Police{Rate: n, Burst: uint64(burst)}, nil
 }

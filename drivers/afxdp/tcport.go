@@ -133,11 +133,13 @@ func noPeerWhy(why error) string {
 // (TCKeyValues; key "off" is not for OpenTCPort): the TC program on the
 // device's ingress, the device an output of the shared table (reached
 // with bpf_redirect_peer if it is a veth, else with bpf_redirect), its
-// addresses local. Call it in the device's network namespace. What the
-// kernel lacks is stepped down from as the afxdp driver does, logged
-// once, counted (fastpath_fallbacks) and shown (Modes); with key "tc" it
-// is an error on fastpath. driver names the caller in the log.
-func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, kind string, mtu int, key string) (*TCPort, error) {
+// addresses local, traffic for the router's addresses policed as pol
+// says (ParseLocalRate: the device's local_rate and local_burst). Call it
+// in the device's network namespace. What the kernel lacks is stepped
+// down from as the afxdp driver does, logged once, counted
+// (fastpath_fallbacks) and shown (Modes); with key "tc" it is an error
+// on fastpath. driver names the caller in the log.
+func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, kind string, mtu int, key string, pol fastpath.Police) (*TCPort, error) {
 	on, picked := PickTC(key, kind)
 	if !on {
 		return nil, fmt.Errorf("afxdp: OpenTCPort with fastpath %q", key)
@@ -160,7 +162,7 @@ func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, ki
 	if ft.t == nil {
 		return off(ft.tErr)
 	}
-	if p.prog, err = fastpath.NewTCProgram(ft.t, info.MAC); err != nil {
+	if p.prog, err = fastpath.NewPolicedTCProgram(ft.t, info.MAC, pol); err != nil {
 		return off(err)
 	}
 	via := fastpath.ViaTC
@@ -267,7 +269,11 @@ func (p *TCPort) Counters() []drivers.Counter {
 		drivers.Counter{Name: "fastpath_forwarded_bytes", Value: c.ForwardedBytes},
 		drivers.Counter{Name: "fastpath_to_graph", Value: c.Slow},
 		drivers.Counter{Name: "fastpath_runs", Value: c.Runs},
-		drivers.Counter{Name: "fastpath_run_ns", Value: c.RunNanos})
+		drivers.Counter{Name: "fastpath_run_ns", Value: c.RunNanos},
+		drivers.Counter{Name: "local_rate_passed", Value: c.LocalPassed})
+	for i, n := range fastpath.PoliceClasses {
+		cs = append(cs, drivers.Counter{Name: "local_rate_dropped_" + n, Value: c.Policed[i]})
+	}
 	return append(cs, p.out.counters()...)
 }
 

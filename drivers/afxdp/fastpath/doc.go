@@ -225,13 +225,15 @@
 //
 // # Traffic for the router
 //
-// An XDP program loaded with a Police (NewPolicedProgram; the afxdp
-// driver's local_rate and local_burst) polices, on the way to the slow
-// path, the frames whose destination is one of the router's addresses
-// (fp_local, Tables.SetLocal: the fast-path devices' addresses), so
-// that a flood of them is dropped before it is copied to the socket,
-// fills the RX ring and takes the graph's time, instead of crowding out
-// transit traffic there. Frames the program forwards (routes, flows)
+// A program loaded with a Police (the XDP program, NewPolicedProgram,
+// and the TC one, NewPolicedTCProgram; the afxdp and afpacket drivers'
+// local_rate and local_burst) polices, on the way to the slow path, the
+// frames whose destination is one of the router's addresses (fp_local,
+// Tables.SetLocal: the fast-path devices' addresses), so that a flood
+// of them is dropped before it is copied to the socket (the AF_XDP
+// socket; for the TC program, the packet sockets the stack serves after
+// TC), fills the RX ring and takes the graph's time, instead of
+// crowding out transit traffic there. Frames the program forwards (routes, flows)
 // never meet the rule; nor do frames for other destinations. The frame
 // gets a class (local_class): echo (ICMP echo request, ICMPv6 echo
 // request), syn (TCP with SYN and without ACK), udp, other (the rest:
@@ -242,13 +244,13 @@
 // shared cache line; the rate the graph may see is the rate times the
 // CPUs receiving), kept as GCRA's theoretical arrival time: a frame
 // passes if the bucket's tat is at most (burst-1)×interval ahead of now,
-// and moves it one interval (1e9/rate ns) on; beyond, XDP_DROP and the
-// class's dropped counter (Counters.Policed). Rate and burst are
-// .rodata constants: with Police{} the verifier removes the rule (the
-// translated program is as long as without it), and changing them
-// takes a new program. The TC program does not police (it passes
-// everything it does not forward to the stack, where the packet
-// sockets' own limits apply). Cost (BenchmarkPolice): none measurable
+// and moves it one interval (1e9/rate ns) on; beyond, XDP_DROP (TC:
+// TC_ACT_SHOT) and the class's dropped counter (Counters.Policed). Rate
+// and burst are .rodata constants: with Police{} the verifier removes
+// the rule (the translated program is as long as without it), and
+// changing them takes a new program. A frame the TC program sees with
+// its VLAN tag taken out by the kernel is not policed (the XDP program
+// sees the tag and does not police it either). Cost (BenchmarkPolice): none measurable
 // for forwarded frames; for frames to the slow path one fp_local
 // lookup, and for frames for the router a clock read and the bucket.
 //
@@ -316,7 +318,7 @@
 //	           key   {u8 addr[16]} (IPv4: ::ffff:a.b.c.d)             16 bytes
 //	           value u32, unused
 //	fp_police  per-CPU array, 4 entries (classes echo, syn, udp, other),
-//	           per XDP Program
+//	           per Program (XDP or TC)
 //	           value {u64 tat; u64 passed; u64 dropped}               24 bytes
 //	           tat: CLOCK_MONOTONIC ns, the bucket's theoretical arrival time
 //	xsks_map   XSKMAP, queues entries, per Program (the AF_XDP sockets)

@@ -35,7 +35,8 @@ const (
 // policed).
 var PoliceClasses = [...]string{"echo", "syn", "udp", "other"}
 
-// Police is how an XDP program polices the frames it would hand to the
+// Police is how a program (the XDP one, NewPolicedProgram, or the TC
+// one, NewPolicedTCProgram) polices the frames it would hand to the
 // slow path whose destination is one of the router's addresses
 // (Tables.SetLocal): each class (PoliceClasses) gets Rate frames a
 // second with bursts of Burst frames, on each CPU; beyond that the

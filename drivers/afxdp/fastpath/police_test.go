@@ -8,13 +8,24 @@ import (
 	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
-const xdpDrop = 1
+// The programs' drop verdicts: XDP_DROP, TC_ACT_SHOT.
+const (
+	xdpDrop   = 1
+	tcActShot = 2
+)
 
-// newPolicedFixture is newFixture whose program polices traffic for
-// the router as pol says, with 10.2.3.1 and 2001:db8:2::1 the router's.
+// newPolicedFixture is newFixture whose program (the TC one with
+// tcFixture) polices traffic for the router as pol says, with 10.2.3.1
+// and 2001:db8:2::1 the router's.
 func newPolicedFixture(tb testing.TB, pol Police) *fixture {
 	f := newFixture(tb)
-	p, err := NewPolicedProgram(f.t, 4, ourMAC, pol)
+	var p *Program
+	var err error
+	if tcFixture {
+		p, err = NewPolicedTCProgram(f.t, ourMAC, pol)
+	} else {
+		p, err = NewPolicedProgram(f.t, 4, ourMAC, pol)
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -35,7 +46,15 @@ func newPolicedFixture(tb testing.TB, pol Police) *fixture {
 func (f *fixture) police(in []byte) (dropped bool) {
 	f.tb.Helper()
 	before := f.counters()
-	ret, _, err := f.p.prog.Test(append([]byte(nil), in...))
+	var ret uint32
+	var err error
+	dropRet, slowRet, fwdRet := uint32(xdpDrop), uint32(xdpPass), uint32(xdpRedirect)
+	if f.p.TC {
+		ret, _, err = f.runTC(in)
+		dropRet, slowRet, fwdRet = tcActShot, tcActUnspec, tcActRedirect
+	} else {
+		ret, _, err = f.p.prog.Test(append([]byte(nil), in...))
+	}
 	if err != nil {
 		f.tb.Fatal(err)
 	}
@@ -46,9 +65,9 @@ func (f *fixture) police(in []byte) (dropped bool) {
 	}
 	ds, df := after.Slow-before.Slow, after.Forwarded-before.Forwarded
 	switch {
-	case ret == xdpDrop && dp == 1 && ds == 0 && df == 0:
+	case ret == dropRet && dp == 1 && ds == 0 && df == 0:
 		return true
-	case ret == xdpPass && dp == 0 && ds == 1, ret == xdpRedirect && dp == 0 && df == 1:
+	case ret == slowRet && dp == 0 && ds == 1, ret == fwdRet && dp == 0 && df == 1:
 		return false
 	}
 	f.tb.Fatalf("ret %d, counter deltas policed %d slow %d forwarded %d", ret, dp, ds, df)
@@ -156,6 +175,10 @@ func TestPoliceErrors(t *testing.T) {
 		if p2, err := NewPolicedProgram(f.t, 1, ourMAC, p); err == nil {
 			p2.Close()
 			t.Errorf("%+v accepted", p)
+		}
+		if p2, err := NewPolicedTCProgram(f.t, ourMAC, p); err == nil {
+			p2.Close()
+			t.Errorf("TC program: %+v accepted", p)
 		}
 	}
 	if err := f.t.SetLocal(netip.MustParseAddr("::ffff:10.0.0.1")); err == nil {

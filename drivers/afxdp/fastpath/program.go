@@ -242,12 +242,12 @@ func program(t *Tables, p *Program, mac [6]byte, name, kernelName string) object
 		"fp_flows6":     t.flows6,
 		"fp_counters":   p.counters,
 		"fp_local":      t.local,
+		"fp_police":     p.police,
 	}
 	if !p.TC {
 		maps["xsks_map"] = p.xsks
-		maps["fp_police"] = p.police
 	}
-	// Checked by NewPolicedProgram; the TC program has none (0).
+	// Checked by NewPolicedProgram and NewPolicedTCProgram.
 	interval, burst, _ := p.pol.constants()
 	return newObjectSpec(name, kernelName, map[string]any{
 		"mac_lo":          ne.Uint32(mac[0:4]),

@@ -44,7 +44,8 @@ func (f *fixture) runTC(in []byte) (ret uint32, out []byte, err error) {
 // the frames the XDP program does (routes and flows, IPv4 and IPv6,
 // NAT with its checksums, the random mutations), its MTU being the
 // output devices' (fixtureMTU), which the XDP tests' neighbours and
-// flows carry too.
+// flows carry too; and it must police traffic for the router as the XDP
+// program does (TestPolice: dropped with TC_ACT_SHOT).
 func TestTC(t *testing.T) {
 	kfeature.Require(t, TCFeatures...)
 	for _, c := range []struct {
@@ -55,6 +56,7 @@ func TestTC(t *testing.T) {
 		{"Expiry", TestExpiry}, {"Delete", TestDelete}, {"Random", TestRandom},
 		{"FlowHits", TestFlowHits}, {"FlowMisses", TestFlowMisses}, {"FlowRandom", TestFlowRandom},
 		{"FlowGeneration", TestFlowGeneration}, {"Forward6", TestForward6}, {"Slow6", TestSlow6}, {"Flow6", TestFlow6},
+		{"Police", TestPolice},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tcFixture = true

@@ -37,16 +37,32 @@ var TCFeatures = []kfeature.Feature{kfeature.TCX, kfeature.LPMTrie, kfeature.Dev
 // with bpf_redirect (into a veth: through its peer's backlog queue);
 // Peer says which.
 func NewTCProgram(t *Tables, mac [6]byte) (*Program, error) {
+	return NewPolicedTCProgram(t, mac, Police{})
+}
+
+// NewPolicedTCProgram is NewTCProgram with traffic for the router
+// (Tables.SetLocal) policed as pol says, as NewPolicedProgram's XDP
+// program does: a frame beyond its class's rate is dropped
+// (TC_ACT_SHOT) before the stack hands it to the device's packet
+// sockets, and counted (Counters.Policed).
+func NewPolicedTCProgram(t *Tables, mac [6]byte, pol Police) (*Program, error) {
 	if t == nil {
 		return nil, errors.New("fastpath: nil Tables")
 	}
 	if err := kfeature.HaveAll(TCFeatures...); err != nil {
 		return nil, fmt.Errorf("fastpath: %w", err)
 	}
-	p := &Program{TC: true}
+	if _, _, err := pol.constants(); err != nil {
+		return nil, err
+	}
+	p := &Program{TC: true, pol: pol}
 	var err error
 	if p.counters, err = newMap(&ebpf.MapSpec{Name: "fp_counters", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: counterValueSize, MaxEntries: 1}); err != nil {
 		return nil, fmt.Errorf("fastpath: creating the counter map: %w", err)
+	}
+	if err = p.newPoliceMap(); err != nil {
+		p.Close()
+		return nil, err
 	}
 	var errs []error
 	for _, peer := range []bool{true, false} {

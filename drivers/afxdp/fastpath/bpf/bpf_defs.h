@@ -71,9 +71,10 @@ struct __sk_buff {
 	__u32 gso_size; /* 176 */
 };
 
-/* TC (tcx) verdicts: go on with the next program or the stack, and
- * redirect. */
+/* TC (tcx) verdicts: go on with the next program or the stack, drop,
+ * and redirect. */
 #define TC_ACT_UNSPEC (-1)
+#define TC_ACT_SHOT 2
 #define TC_ACT_REDIRECT 7
 
 /* bpf_l4_csum_replace flags: the changed words are in the pseudo-header

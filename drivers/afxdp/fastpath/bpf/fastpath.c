@@ -903,12 +903,15 @@ not_ipv4:
 		goto forward;
 slow:
 	/* Traffic for the router beyond its class's rate: dropped here,
-	 * before the copy to the socket and the graph. */
-	if (!tc && police_interval != 0) {
+	 * before the copy to the socket and the graph (XDP: the AF_XDP
+	 * socket; TC: the packet sockets, which the kernel serves after
+	 * TC). TC: a frame whose VLAN tag the kernel took out is not
+	 * policed, as XDP, which sees the tag, does not police it. */
+	if (police_interval != 0 && !(tc && skb->vlan_present)) {
 		int cls = local_class(data, data_end);
 
 		if (cls >= 0 && !police_pass(cls))
-			return XDP_DROP;
+			return tc ? TC_ACT_SHOT : XDP_DROP;
 	}
 	c = bpf_map_lookup_elem(&fp_counters, &zero);
 	if (c)
