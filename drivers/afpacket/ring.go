@@ -236,6 +236,7 @@ func (r *rxQueue) receiveRing(dev uint16, b *packet.Batch) int {
 			}
 			off := r.next*frameSize + int(h.Mac)
 			p.SetFrame(r.ring[off : off+int(h.Snaplen)])
+			p.L3 = packet.L3Offset(p.Data)
 			p.InDevice, p.InQueue = dev, r.id
 			b.Add(p)
 			bytes += uint64(h.Snaplen)

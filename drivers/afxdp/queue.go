@@ -160,6 +160,9 @@ func (q *queue) receive(dev uint16, b *packet.Batch) int {
 			}
 			p.Reset()
 			p.Data = p.Buffer()[off : off+uint64(d.Len)]
+			// Past a trunk's VLAN tags: steering hashes the IP flow
+			// inside them.
+			p.L3 = packet.L3Offset(p.Data)
 			p.InDevice, p.InQueue = dev, q.id
 			b.Add(p)
 			bytes += uint64(d.Len)

@@ -264,6 +264,7 @@ func (d *Device) Receive(q int, b *packet.Batch) int {
 			continue
 		}
 		p.SetFrame(data)
+		p.L3 = packet.L3Offset(p.Data)
 		p.InDevice = d.index
 		b.Add(p)
 		p = nil

@@ -1,10 +1,14 @@
 package devices
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
+	"strings"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -28,6 +32,11 @@ type FromConfig struct {
 	// Spread is "auto" (spread in software when the device has fewer RX
 	// queues than there are workers), "on" or "off".
 	Spread string `toml:"spread"`
+	// HostAffinity lists host networks whose hosts are each steered to
+	// one worker (flowsteer's host steering).
+	HostAffinity []string `toml:"host_affinity"`
+
+	hosts flowsteer.Hosts
 }
 
 // Validate checks the keys.
@@ -39,6 +48,22 @@ func (c *FromConfig) Validate() error {
 	case "auto", "on", "off":
 	default:
 		return elements.Errorf("spread", "%q: want auto, on or off", c.Spread)
+	}
+	c.hosts = flowsteer.Hosts{}
+	for _, s := range c.HostAffinity {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return elements.Errorf("host_affinity", "%q: not a network (192.168.20.0/24, 2001:db8:20::/64)", s)
+		}
+		p = p.Masked()
+		if p.Addr().Is4() {
+			c.hosts.V4 = append(c.hosts.V4, flowsteer.Prefix{Addr: binary.BigEndian.Uint32(p.Addr().AsSlice()), Bits: p.Bits()})
+		} else {
+			c.hosts.V6 = append(c.hosts.V6, p)
+		}
+	}
+	if len(c.HostAffinity) > 0 && c.Spread == "off" {
+		return elements.Errorf("host_affinity", "steers only what is spread: not with spread = \"off\"")
 	}
 	return nil
 }
@@ -81,9 +106,14 @@ const sleepDoc = `Idle workers. A worker that found nothing for a while sleeps u
 // FromDevice is one worker's receiver for one device. It implements
 // elements.Source.
 type FromDevice struct {
-	dev    drivers.Device
-	index  uint16
-	queues []int
+	// hosts: what this instance published of host_affinity (nil: none),
+	// under hostsKey in steer.
+	hosts    *flowsteer.Hosts
+	hostsKey string
+	steer    *flowsteer.Table
+	dev      drivers.Device
+	index    uint16
+	queues   []int
 	// drained caches drivers.Device.Drained per queue: a drained queue
 	// stays drained, so the driver is asked again only for live ones.
 	drained []bool
@@ -110,6 +140,9 @@ var (
 
 func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*FromConfig)
+	if err := c.Validate(); err != nil { // builds c.hosts
+		return nil, err
+	}
 	dev, index, ok := ctx.Devices.Device(c.Device)
 	if !ok || dev == nil {
 		return nil, elements.Errorf("device", "no device %q", c.Device)
@@ -147,6 +180,13 @@ func newFromDevice(cfg any, ctx *elements.Context) (elements.Element, error) {
 			return nil, err
 		}
 		f.sp = sp
+	}
+	if len(c.HostAffinity) > 0 && workers > 1 {
+		h := c.hosts
+		h.Workers = workers
+		f.hosts, f.hostsKey = &h, "FromDevice "+ctx.Name
+		f.steer = flowsteer.Of(ctx)
+		f.steer.SetHosts(f.hostsKey, f.hosts)
 	}
 	return f, nil
 }
@@ -299,6 +339,9 @@ func (f *FromDevice) Woke() {
 func (f *FromDevice) Close() error {
 	if f.sp != nil {
 		f.sp.close()
+	}
+	if f.hosts != nil {
+		f.steer.WithdrawHosts(f.hostsKey, f.hosts)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import "github.com/junction-dataplane/junction/elements"
 
 // fromDeviceManual is FromDevice's manual page (forwarder elements FromDevice).
 var fromDeviceManual = elements.Doc{
-	Synopsis: "FromDevice(DEVICE [, SPREAD])",
+	Synopsis: "FromDevice(DEVICE [, SPREAD, HOST_AFFINITY...])",
 	Summary:  "receives batches from the RX queues of DEVICE that this worker serves",
 	Ports: "no inputs; output 0: every received packet. RX queue i of the device is " +
 		"served by worker i mod workers, so a worker may serve several queues (polled round " +
@@ -18,7 +18,18 @@ var fromDeviceManual = elements.Doc{
 			"the device has fewer RX queues than there are workers, and when the graph keeps per-flow " +
 			"state per worker (Conntrack, FastTrack, Plugin) unless the device promises that its queues " +
 			"already keep each flow on one worker (gen with split_flows); on: always; off: never (a " +
-			"flow whose packets reach two workers then meets per-worker state that never saw it)"}),
+			"flow whose packets reach two workers then meets per-worker state that never saw it)"},
+		elements.Key{Name: "host_affinity", Type: "[]string", Default: "none",
+			Doc: "networks whose hosts each keep all their packets on one worker: a packet with an end in one of " +
+				"them (an IPv4 address, an IPv6 address by its /64) is steered by that host, both directions alike, " +
+				"instead of by its flow (with an end in two, to the lower of the two hosts' workers). For per-host " +
+				"limits with several workers: a Policer keyed src/32 or dst/32 meters on each worker alone, and is " +
+				"exact (share = \"each\") only when a host's flows all reach one worker. Applies to every " +
+				"FromDevice of the graph that spreads (the graph has one steering table), to the flow an ICMP error " +
+				"quotes, and to a DNAT'd reply as its original direction; a masqueraded flow's replies come home by " +
+				"the outside port SNAT picks on the host's worker. Only with spreading (not with spread = \"off\"); " +
+				"the busiest host is then one worker's load at most. A reload that changes it moves those hosts' " +
+				"flows to other workers, whose Conntrack did not see them start"}),
 	Stats: "packets and batches received (per worker): what this worker pushed into the graph, " +
 		"its own queues' packets and those handed to it. Receive errors and ring drops are " +
 		"the driver's counters. With spreading: counters \"handed off\" (packets this worker " +

@@ -24,8 +24,11 @@ import (
 // of its own, so the replies come home. A packet with both ends port-owned
 // (inside to inside, or an inside host to an outside address: hairpinning)
 // goes to the lower of the two owners, which both directions agree on.
-// DNAT'd flows (an endpoint that is a DNAT backend's or a DNAT public one)
-// and everything else keep the symmetric hash.
+// An ICMP echo request or reply is steered the same way with its
+// identifier as both ports (SNAT maps it so): the reply to the outside
+// address carries nothing else of the inside host's. DNAT'd flows (an
+// endpoint that is a DNAT backend's or a DNAT public one) and everything
+// else keep the symmetric hash.
 
 // PortUnit is how many consecutive ports belong to one worker: a unit of
 // SNAT's mapping table (20 to 2 bytes a port in its arrays) spans whole
@@ -200,8 +203,12 @@ func (t *Table) IsPublic(proto uint8, addr uint32, port uint16) bool {
 }
 
 // masqHash is Hash for a frame when a masquerading SNAT steers by port:
-// ok false when the frame is not a TCP or UDP packet (or an ICMP error
-// quoting one) with a port-owned end.
+// ok false when the frame is not a TCP or UDP packet or an ICMP echo
+// request or reply (or an ICMP error quoting one) with a port-owned end.
+// An echo's identifier plays both ports, as in SNAT's mapping of it: an
+// inside host's echo requests go to its identifier's owner, and the
+// replies to the outside address, carrying the identifier SNAT kept or
+// gave, to that identifier's owner.
 func (t *Table) masqHash(s *masqSet, frame []byte, l3 int) (uint32, bool) {
 	if l3 < packet.EthernetLen || l3+packet.IPv4MinLen+4 > len(frame) ||
 		binary.BigEndian.Uint16(frame[l3-2:]) != packet.EtherTypeIPv4 {
@@ -216,7 +223,14 @@ func (t *Table) masqHash(s *masqSet, frame []byte, l3 int) (uint32, bool) {
 		h = q
 	}
 	src, dst, sport, dport, proto := packet.Tuple4(h)
-	if proto != packet.ProtoTCP && proto != packet.ProtoUDP || sport == 0 && dport == 0 {
+	if proto == packet.ProtoICMP {
+		id, ok := echoID(h)
+		if !ok {
+			return 0, false
+		}
+		sport, dport = id, id
+	}
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP && proto != packet.ProtoICMP || sport == 0 && dport == 0 {
 		return 0, false
 	}
 	var rs []Reverse
@@ -231,7 +245,10 @@ func (t *Table) masqHash(s *masqSet, frame []byte, l3 int) (uint32, bool) {
 // it so, else by HashTuple (a reload that changes the number of workers
 // computes the flows' new owners with it). Not for the hot path.
 func (t *Table) OwnerTuple(src, dst uint32, sport, dport uint16, proto uint8, n int) int {
-	if s := t.masq.Load(); s != nil && (proto == packet.ProtoTCP || proto == packet.ProtoUDP) {
+	if g, ok := t.ownerHost4(src, dst, sport, proto, n); ok {
+		return g
+	}
+	if s := t.masq.Load(); s != nil && (proto == packet.ProtoTCP || proto == packet.ProtoUDP || proto == packet.ProtoICMP) {
 		var rs []Reverse
 		if tp := t.table.Load(); tp != nil {
 			rs = *tp
@@ -246,4 +263,19 @@ func (t *Table) OwnerTuple(src, dst uint32, sport, dport uint16, proto uint8, n 
 		}
 	}
 	return Owner(t.HashTuple(src, dst, sport, dport, proto), n)
+}
+
+// echoID is the identifier of IPv4 packet h (a whole one or an error's
+// quote: its header and at least 8 bytes) when it is an ICMP echo request
+// or reply, not a fragment.
+func echoID(h []byte) (uint16, bool) {
+	ihl := int(h[0]&0x0f) * 4
+	if h[9] != packet.ProtoICMP || ihl < packet.IPv4MinLen || len(h) < ihl+8 ||
+		binary.BigEndian.Uint16(h[6:])&(packet.IPv4FlagMF|packet.IPv4FragOffset) != 0 {
+		return 0, false
+	}
+	if t := h[ihl]; t != packet.ICMPEchoRequest && t != packet.ICMPEchoReply {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(h[ihl+4:]), true
 }

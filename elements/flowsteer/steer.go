@@ -39,6 +39,10 @@ type Table struct {
 	pins  atomic.Pointer[Pins]      // nil: none (pins.go)
 	masqs map[string]*Masq
 	masq  masqPtr // nil: no SNAT steers by port (masq.go)
+	// hostsBy are the host networks each FromDevice asked for; hosts
+	// their union (hosts.go), nil: none.
+	hostsBy map[string]*Hosts
+	hosts   hostsPtr
 }
 
 type tableKey struct{}
@@ -87,8 +91,15 @@ func (t *Table) Set(owner any, rs []Reverse) {
 // error. Other packets get FlowHashFrame's hash. It takes no lock and
 // allocates nothing; with no DNAT rules it costs one atomic load more than
 // FlowHashFrame. With a masquerading SNAT that steers by port (masq.go),
-// packets of masqueraded flows are steered by port ownership instead.
+// packets of masqueraded flows are steered by port ownership instead;
+// with host networks (hosts.go), a packet with an end in them by that
+// host, before anything else.
 func (t *Table) Hash(frame []byte, l3 int) uint32 {
+	if s := t.hosts.Load(); s != nil {
+		if h, ok := t.hostHash(s, frame, l3); ok {
+			return h
+		}
+	}
 	if s := t.masq.Load(); s != nil {
 		if h, ok := t.masqHash(s, frame, l3); ok {
 			return h

@@ -89,7 +89,8 @@ func (e *Decap) Push(in int, b *packet.Batch) {
 		}
 		copy(d[tagLen:tagLen+12], d[:12])
 		p.Data = d[tagLen:]
-		p.L3 = packet.EthernetLen
+		// 14, or 18 past a QinQ frame's inner tag.
+		p.L3 = packet.L3Offset(p.Data)
 		b.Pkts[k] = p
 		k++
 	}
@@ -172,6 +173,7 @@ func (e *Encap) Push(in int, b *packet.Batch) {
 		copy(d[:12], d[tagLen:tagLen+12])
 		copy(d[12:16], e.tag[:])
 		p.Data = d
+		p.L3 += tagLen // the network header is where it was, 4 bytes further from the start
 		b.Pkts[k] = p
 		k++
 	}
