@@ -35,7 +35,7 @@ func siteRouterGraph(t testing.TB, vid, flows int) []byte {
 		"driver    = \"gen\"\nsrc       = \"192.168.%d.0/24\"\ndst       = \"198.51.100.7\"\nflows     = %d\nsize      = 64\nmac       = \"02:00:00:00:01:01\"\n",
 		vid, flows))
 	rep("driver    = \"afxdp\"\ninterface = \"wan0\"\n", "driver    = \"gen\"\ncount     = 1\nmac       = \"02:00:00:00:02:01\"\n")
-	rep(`"FromDevice(lan) -> trunk ::`, fmt.Sprintf(`"FromDevice(lan) -> VLANEncap(%d) -> trunk ::`, vid))
+	rep(`"trunkin -> trunk ::`, fmt.Sprintf(`"trunkin -> VLANEncap(%d) -> trunk ::`, vid))
 	rep(`"warp[1] -> [1]waq :: ARPQuerier(wan)",`, `"warp[1] -> [1]waq",`)
 	rep("[graph]\n", "[elements.waq]\ntype      = \"ARPQuerier\"\ndevice    = \"wan\"\nneighbors = [\"203.0.113.2 02:00:00:00:02:02\"]\n\n[graph]\n")
 	return []byte(s)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,9 +22,13 @@ import (
 
 // The site router topology (addresses as configs/site-router.toml says):
 //
-//	lan   (eth0.10 192.168.10.10) ─┐
-//	g1    (eth0.20 192.168.20.20) ─┼─ sw: bridge ── trunk ═ lan0 [fwd] wan0 ── (eth0 203.0.113.2) out
-//	g2    (eth0.20 192.168.20.21) ─┘
+//	lan   (eth0.10 192.168.10.10 2001:db8:10::10) ─┐
+//	g1    (eth0.20 192.168.20.20 2001:db8:20::20) ─┼─ sw: bridge ── trunk ═ lan0 [fwd] wan0 ── (eth0 203.0.113.2 2001:db8:2::2) out
+//	g2    (eth0.20 192.168.20.21 2001:db8:20::21) ─┘
+//
+// The inside hosts have static IPv6 addresses and take their IPv6
+// default route (and a SLAAC address) from the router's advertisements;
+// the outside host routes the two inside /64s to the router.
 //
 // Each host is an ordinary Linux host with a VLAN interface on its eth0
 // (ip link add link eth0 name eth0.10 type vlan id 10); sw is a plain
@@ -39,6 +44,14 @@ const (
 	srGuestGW = "192.168.20.1"
 	srPub     = "203.0.113.1"
 	srOutside = "203.0.113.2"
+
+	srLANHost6 = "2001:db8:10::10"
+	srGuest16  = "2001:db8:20::20"
+	srGuest26  = "2001:db8:20::21"
+	srLANGW6   = "2001:db8:10::1"
+	srGuestGW6 = "2001:db8:20::1"
+	srWAN6     = "2001:db8:2::1"
+	srOutside6 = "2001:db8:2::2"
 )
 
 type siteTopo struct {
@@ -66,16 +79,20 @@ func newSiteTopo(t *testing.T) *siteTopo {
 	// frame, not in the veth's metadata.
 	tp.sw.MustRun("ethtool", "-K", "trunk", "txvlan", "off")
 	for i, h := range []struct {
-		ns        *netns.NS
-		vid, addr string
-		gw        string
-	}{{tp.lan, "10", srLANHost, srLANGW}, {tp.g1, "20", srGuest1, srGuestGW}, {tp.g2, "20", srGuest2, srGuestGW}} {
+		ns               *netns.NS
+		vid, addr, addr6 string
+		gw               string
+	}{{tp.lan, "10", srLANHost, srLANHost6, srLANGW}, {tp.g1, "20", srGuest1, srGuest16, srGuestGW}, {tp.g2, "20", srGuest2, srGuest26, srGuestGW}} {
 		port := fmt.Sprintf("p%d", i)
 		env.Veth(tp.sw, port, h.ns, "eth0", 1)
 		tp.sw.MustRun("ip", "link", "set", port, "master", "br0")
 		vif := vlanHost(t, h.ns, h.vid)
 		h.ns.Addr(vif, h.addr+"/24")
 		h.ns.Route("default", "via", h.gw)
+		// IPv6: a static address (no duplicate detection to wait for);
+		// the default route comes from the router's advertisements.
+		h.ns.MustRun("sysctl", "-qw", "net.ipv6.conf."+vif+".accept_ra=2")
+		h.ns.MustRun("ip", "-6", "addr", "add", h.addr6+"/64", "dev", vif, "nodad")
 		// veth leaves TCP/UDP checksums to "hardware" (see newTopo).
 		h.ns.MustRun("ethtool", "-K", "eth0", "tx", "off")
 		if vif != "eth0" {
@@ -84,6 +101,10 @@ func newSiteTopo(t *testing.T) *siteTopo {
 	}
 	tp.sw.Up("br0")
 	tp.ot.Addr("eth0", srOutside+"/24")
+	tp.ot.MustRun("ip", "-6", "addr", "add", srOutside6+"/64", "dev", "eth0", "nodad")
+	for _, p := range []string{"2001:db8:10::/64", "2001:db8:20::/64"} {
+		tp.ot.MustRun("ip", "-6", "route", "add", p, "via", srWAN6)
+	}
 	tp.ot.MustRun("ethtool", "-K", "eth0", "tx", "off")
 	return tp
 }
@@ -98,7 +119,8 @@ func (tp *siteTopo) start(t *testing.T) {
 	for _, probe := range []struct {
 		ns  *netns.NS
 		dst string
-	}{{tp.lan, srLANGW}, {tp.g1, srGuestGW}, {tp.g2, srGuestGW}, {tp.ot, srPub}} {
+	}{{tp.lan, srLANGW}, {tp.g1, srGuestGW}, {tp.g2, srGuestGW}, {tp.ot, srPub},
+		{tp.lan, srLANGW6}, {tp.g1, srGuestGW6}, {tp.g2, srGuestGW6}, {tp.ot, srWAN6}} {
 		for {
 			select {
 			case <-p.Done():
@@ -145,12 +167,15 @@ func (tp *siteTopo) refused(t *testing.T, what string, ns *netns.NS, url string)
 	}
 }
 
-// TestSiteRouter: configs/site-router.toml as shipped between ordinary
-// hosts on VLAN interfaces behind a trunk: ping and curl through the NAT
-// from both VLANs, the LAN reaching a guest but not the other way, no
-// new connection from the WAN, and each guest host held to 20 Mbit/s each
-// way (UDP, iperf3; TCP through a policer settles below its rate, see
-// benchmarks/qos.md).
+// TestSiteRouter: configs/site-router.toml as shipped (two workers)
+// between ordinary hosts on VLAN interfaces behind a trunk: ping and curl
+// through the NAT from both VLANs, the LAN reaching a guest but not the
+// other way, no new connection from the WAN; the same over IPv6 (routed,
+// not translated), with each VLAN's router advertisements giving its
+// hosts their default route and their own prefix only; and each guest
+// host held to 20 Mbit/s each way (UDP, iperf3; TCP through a policer
+// settles below its rate, see benchmarks/qos.md), all of a host's packets
+// metered on one worker (the trunk's host_affinity).
 func TestSiteRouter(t *testing.T) {
 	netns.RequireTool(t, "curl")
 	tp := newSiteTopo(t)
@@ -190,6 +215,49 @@ func TestSiteRouter(t *testing.T) {
 		serveHTTP(t, tp.g2, net.JoinHostPort(srGuest2, "81"), "guest 2\n")
 		tp.refused(t, "WAN -> guest", tp.ot, "http://"+srGuest2+":81/")
 		tp.refused(t, "WAN -> LAN", tp.ot, "http://"+srLANHost+":82/")
+	})
+
+	t.Run("router advertisements", func(t *testing.T) { siteRA(t, tp) })
+
+	t.Run("ping6", func(t *testing.T) {
+		pingOK(t, tp.lan, srLANGW6)
+		pingOK(t, tp.g1, srGuestGW6)
+		pingOK(t, tp.g2, srGuestGW6)
+		pingOK(t, tp.lan, srOutside6)
+		pingOK(t, tp.g1, srOutside6)
+		pingOK(t, tp.g2, srOutside6)
+		pingOK(t, tp.lan, srGuest16) // LAN -> guest: allowed
+	})
+
+	t.Run("curl6", func(t *testing.T) {
+		const body = "outside web server, IPv6\n"
+		log := serveHTTP6(t, tp.ot, net.JoinHostPort(srOutside6, "8080"), body)
+		url := "http://[" + srOutside6 + "]:8080/"
+		for _, h := range []struct {
+			ns   *netns.NS
+			addr string
+		}{{tp.lan, srLANHost6}, {tp.g1, srGuest16}, {tp.g2, srGuest26}} {
+			before := len(log.hosts())
+			natCurl6(t, h.ns, h.addr, url, body)
+			if hs := log.hosts(); len(hs) != before+1 || hs[len(hs)-1] != h.addr {
+				t.Errorf("curl from %s: the server saw %v, want %s last (routed, not translated)", h.ns.Name, hs, h.addr)
+			}
+		}
+		glog := serveHTTP6(t, tp.g1, net.JoinHostPort(srGuest16, "81"), "guest\n")
+		natCurl6(t, tp.lan, srLANHost6, "http://["+srGuest16+"]:81/", "guest\n")
+		onlyHost(t, "lan to guest over IPv6", glog, srLANHost6)
+	})
+
+	t.Run("guest to lan refused (IPv6)", func(t *testing.T) {
+		serveHTTP6(t, tp.lan, net.JoinHostPort(srLANHost6, "81"), "lan\n")
+		tp.refused(t, "guest -> LAN (IPv6)", tp.g1, "http://["+srLANHost6+"]:81/")
+		pingOK(t, tp.g1, srOutside6)
+	})
+
+	t.Run("wan inbound refused (IPv6)", func(t *testing.T) {
+		serveHTTP6(t, tp.g2, net.JoinHostPort(srGuest26, "82"), "guest 2\n")
+		tp.refused(t, "WAN -> guest (IPv6)", tp.ot, "http://["+srGuest26+"]:82/")
+		tp.refused(t, "WAN -> LAN (IPv6)", tp.ot, "http://["+srLANHost6+"]:82/")
 	})
 
 	t.Run("bad tags", func(t *testing.T) { siteBadTags(t, tp) })
@@ -263,16 +331,37 @@ func siteRates(t *testing.T, tp *siteTopo) {
 		}
 	}
 
+	// Two workers: all of one host's packets reach one of them (the
+	// trunk's host_affinity), so one meter held it.
+	oneWorker := func(what, element string, f func()) {
+		g0 := greenByWorker(t, tp, element)
+		f()
+		g1 := greenByWorker(t, tp, element)
+		var total, most uint64
+		for w, n := range g1 {
+			d := n - g0[w]
+			total += d
+			most = max(most, d)
+		}
+		t.Logf("site: %s: %s's green packets by worker before %v, after %v", what, element, g0, g1)
+		if total == 0 || most < total {
+			t.Errorf("%s: %s metered the host on more than one worker (green packets before %v, after %v)", what, element, g0, g1)
+		}
+	}
 	pace(tp.g1, "40mbit")
-	phase("guest upload offered 40M", 1, func() ([]float64, []iperfResult) {
-		ip, r := run(tp.g1, "5201", srGuest1, "-b", "40M")
-		return []float64{ip}, []iperfResult{r}
+	oneWorker("guest upload", "up", func() {
+		phase("guest upload offered 40M", 1, func() ([]float64, []iperfResult) {
+			ip, r := run(tp.g1, "5201", srGuest1, "-b", "40M")
+			return []float64{ip}, []iperfResult{r}
+		})
 	})
 	unpace(tp.g1)
 	pace(tp.ot, "40mbit")
-	phase("guest download offered 40M", 1, func() ([]float64, []iperfResult) {
-		ip, r := run(tp.g1, "5201", srGuest1, "-b", "40M", "-R")
-		return []float64{ip}, []iperfResult{r}
+	oneWorker("guest download", "down", func() {
+		phase("guest download offered 40M", 1, func() ([]float64, []iperfResult) {
+			ip, r := run(tp.g1, "5201", srGuest1, "-b", "40M", "-R")
+			return []float64{ip}, []iperfResult{r}
+		})
 	})
 	unpace(tp.ot)
 	pace(tp.g1, "40mbit")
@@ -432,4 +521,83 @@ func siteBadTags(t *testing.T, tp *siteTopo) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	pingOK(t, tp.lan, srLANGW)
+}
+
+// serveHTTP6 is serveHTTP on an IPv6 address.
+func serveHTTP6(t *testing.T, ns *netns.NS, addr, body string) *peerLog {
+	t.Helper()
+	var ln net.Listener
+	if err := ns.Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp6", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listen on %s in %s: %v", addr, ns.Name, err)
+	}
+	log := &peerLog{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r.RemoteAddr)
+		fmt.Fprint(w, body)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return log
+}
+
+// natCurl6 fetches url from ns from its address src (not the SLAAC one
+// the router's advertisements gave it) and checks the body.
+func natCurl6(t *testing.T, ns *netns.NS, src, url, body string) {
+	t.Helper()
+	out, err := ns.Run("curl", "-sf", "-6", "--interface", src, "--max-time", "5", url)
+	if err != nil || out != body {
+		t.Errorf("curl -6 %s from %s (%s): %v: %q", url, ns.Name, src, err, out)
+	}
+}
+
+// siteRA: each inside host takes its IPv6 default route from the
+// router's advertisements on its VLAN (a link-local gateway, proto ra)
+// and configures a SLAAC address in its VLAN's prefix, never in the
+// other VLAN's (each VLAN's RouterAdvertiser advertises its own prefix).
+// The first unsolicited advertisements come within 16 s of the start.
+func siteRA(t *testing.T, tp *siteTopo) {
+	for _, h := range []struct {
+		ns         *netns.NS
+		own, other string
+	}{{tp.lan, "2001:db8:10:", "2001:db8:20:"}, {tp.g1, "2001:db8:20:", "2001:db8:10:"}, {tp.g2, "2001:db8:20:", "2001:db8:10:"}} {
+		deadline := time.Now().Add(40 * time.Second)
+		for {
+			route, _ := h.ns.Run("ip", "-6", "route", "show", "default")
+			addrs, _ := h.ns.Run("ip", "-6", "addr", "show", "dynamic")
+			if strings.Contains(route, "proto ra") && strings.Contains(route, "via fe80:") && strings.Contains(addrs, h.own) {
+				if strings.Contains(addrs, h.other) {
+					t.Errorf("%s took an address of the other VLAN's prefix:\n%s", h.ns.Name, addrs)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: no default route or SLAAC address from router advertisements within 40 s:\nroutes: %s\naddresses: %s", h.ns.Name, route, addrs)
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if n := counter((&topo{fwd: tp.fwd}).snapshot(t), "RouterAdvertiser", "advertisements"); n == 0 {
+		t.Errorf("the RouterAdvertisers counted no advertisement")
+	}
+}
+
+// greenByWorker is a Policer's green packets on each worker.
+func greenByWorker(t *testing.T, tp *siteTopo, element string) map[int]uint64 {
+	m := map[int]uint64{}
+	for _, e := range (&topo{fwd: tp.fwd}).snapshot(t).Elements {
+		if e.Element != element {
+			continue
+		}
+		for _, c := range e.Counters {
+			if c.Name == "green" {
+				m[e.Worker] += c.Value
+			}
+		}
+	}
+	return m
 }
