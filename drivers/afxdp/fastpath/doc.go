@@ -310,8 +310,9 @@
 //	           key u32 ifindex; value u32 ifindex (the device)
 //	fp_egress  hash, shared (Tables), 4096 entries
 //	           key   u32 ifindex
-//	           value {u32 disabled; i32 err}                          8 bytes
-//	           err: the last refusal's errno (negative), from the watcher
+//	           value {u32 disabled; i32 err; u32 via}                12 bytes
+//	           err: the last refusal's errno (negative), from the watcher;
+//	           via: how frames leave through it (Via)
 //	fp_egress_errs hash, shared (Tables): key u32 ifindex, value u64
 //	           frames the kernel refused (the watcher adds atomically)
 //	fp_local   hash, shared (Tables), 1024 entries: the router's addresses
@@ -373,9 +374,16 @@
 // same command and requires the committed bytes: bpf2go strips DWARF
 // and maps the source directory away, so the same sources and clang
 // version give the same bytes; with another clang version the test
-// skips and says so (CI installs Debian's clang, .ci/run). TestLayouts
-// checks the structs of bpf/fastpath.h (through the object's BTF)
-// against the Go side's offsets in tables.go and egress.go.
+// skips and says so (CI installs Debian's clang, .ci/run). The Go types
+// of the map keys and values are bpf2go's too (its -type flags in
+// objects.go: fastpathRoute for struct route, ...), generated from the
+// object's BTF into fastpath_bpfel.go, but for the IPv4 flow key and
+// value, whose anonymous struct in a union bpf2go cannot declare
+// (flows.go keeps their offsets). TestLayouts checks every one against
+// the object's BTF (even where TestObjectsUpToDate skips), and
+// TestOtherTypes that types_other.go holds the same types for the
+// big-endian hosts fastpath_bpfel.go is not built on (go test -run
+// TestOtherTypes -update rewrites it after go generate).
 //
 // Loading (objects.go): the object is parsed once; each NewProgram and
 // WatchRedirects copies it, sets its constants (the device's MAC,
@@ -393,8 +401,9 @@
 //     frame that takes the slow path reaches the graph unchanged;
 //   - a new map: declare it in bpf/fastpath.c (struct in
 //     bpf/fastpath.h), create it on the Go side and add it to the
-//     replacements in program() (or the watcher's); add its layout to
-//     TestLayouts;
+//     replacements in program() (or the watcher's); add -type for its
+//     key and value structs to objects.go's go:generate line, and the
+//     map to TestLayouts;
 //   - a new constant: a volatile const global, set in program();
 //   - every packet access needs a bounds check against data_end that
 //     the verifier can follow; helper calls that take a map must each

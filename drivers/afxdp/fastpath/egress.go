@@ -1,7 +1,6 @@
 package fastpath
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/junction-dataplane/junction/drivers/kfeature"
@@ -46,13 +45,9 @@ import (
 // its peer's ingress. The kernel cannot refuse that the way it refuses
 // an XDP redirect, so such outputs never need the watcher.
 const (
-	// fp_egress (hash) key: u32 ifindex; value: u32 disabled (0 = the
-	// program may redirect there); i32 err (the last failure's errno,
-	// negative, as the tracepoint reported it); u32 via (Via).
-	egressValueSize = 12
-	egressOffOff    = 0
-	egressOffErr    = 4
-	egressOffVia    = 8
+	// fp_egress (hash) key: u32 ifindex; value: fastpathEgress
+	// (Disabled: 0 = the program may redirect there; Err: the last
+	// failure's errno, negative, as the tracepoint reported it; Via).
 	// maxEgress bounds the interfaces the fast path redirects to.
 	maxEgress = 4096
 
@@ -93,7 +88,7 @@ func (t *Tables) newEgressMaps() error {
 	if t.devmap, err = newMap(&ebpf.MapSpec{Name: "fp_devmap", Type: ebpf.DevMapHash, KeySize: 4, ValueSize: 4, MaxEntries: maxEgress}); err != nil {
 		return fmt.Errorf("fastpath: creating the device map: %w", err)
 	}
-	if t.egress, err = newMap(&ebpf.MapSpec{Name: "fp_egress", Type: ebpf.Hash, KeySize: 4, ValueSize: egressValueSize, MaxEntries: maxEgress}); err != nil {
+	if t.egress, err = newMap(&ebpf.MapSpec{Name: "fp_egress", Type: ebpf.Hash, KeySize: 4, ValueSize: sizeOf[fastpathEgress](), MaxEntries: maxEgress}); err != nil {
 		return fmt.Errorf("fastpath: creating the egress map: %w", err)
 	}
 	if t.egressErrs, err = newMap(&ebpf.MapSpec{Name: "fp_egress_errs", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: maxEgress}); err != nil {
@@ -186,12 +181,11 @@ func (t *Tables) SetEgress(ifindex int, enabled bool) error {
 	t.viaMu.Lock()
 	via := t.via[k]
 	t.viaMu.Unlock()
-	v := make([]byte, egressValueSize)
+	v := fastpathEgress{Via: uint32(via)}
 	if !enabled {
-		binary.NativeEndian.PutUint32(v[egressOffOff:], 1)
+		v.Disabled = 1
 	}
-	binary.NativeEndian.PutUint32(v[egressOffVia:], uint32(via))
-	return t.egress.Put(k, v)
+	return t.egress.Put(k, &v)
 }
 
 // SetEgressVia sets how frames leave through ifindex, from the next
@@ -252,13 +246,11 @@ func (t *Tables) Egress(ifindex int) (EgressState, error) {
 		return EgressState{}, err
 	}
 	var s EgressState
-	v := make([]byte, egressValueSize)
+	var v fastpathEgress
 	if err := t.egress.Lookup(k, &v); err != nil {
 		return s, err
 	}
-	s.Disabled = binary.NativeEndian.Uint32(v[egressOffOff:]) != 0
-	s.Err = int32(binary.NativeEndian.Uint32(v[egressOffErr:]))
-	s.Via = Via(binary.NativeEndian.Uint32(v[egressOffVia:]))
+	s.Disabled, s.Err, s.Via = v.Disabled != 0, v.Err, Via(v.Via)
 	if err := t.egressErrs.Lookup(k, &s.Errors); err != nil {
 		return s, err
 	}

@@ -185,10 +185,8 @@ func TestSlow6(t *testing.T) {
 	f.wantSlow("local route", with(func(p *v6) { p.dst = "2001:db8:2:3::1" }))
 	// A Local entry with an output and a neighbour (SetRoute never
 	// writes one: the flag alone must keep it slow).
-	lv := make([]byte, route6ValueSize)
-	binary.NativeEndian.PutUint32(lv[route6OffIfindex:], 7)
-	binary.NativeEndian.PutUint32(lv[route6OffFlags:], routeFlagLocal)
-	if err := f.t.routes6.Put(route6Key(netip.MustParsePrefix("2001:db8:2:4::/64")), lv); err != nil {
+	lv := fastpathRoute6{Ifindex: 7, Flags: routeFlagLocal}
+	if err := f.t.routes6.Put(route6Key(netip.MustParsePrefix("2001:db8:2:4::/64")), &lv); err != nil {
 		t.Fatal(err)
 	}
 	f.neigh6(7, "2001:db8:2:4::1", gwMAC, outMAC7, 1500, time.Hour)
@@ -322,8 +320,8 @@ func TestFlow6(t *testing.T) {
 
 	// fp_flow_gen's count 0: no flow lookup at all (the entries are
 	// still in the map here, written behind the Tables' back).
-	var zeroCount [flowGenSize]byte
-	if err := f.t.flowGen.Put(uint32(0), zeroCount[:]); err != nil {
+	var zeroCount fastpathFlowGen
+	if err := f.t.flowGen.Put(uint32(0), &zeroCount); err != nil {
 		t.Fatal(err)
 	}
 	f.wantForwarded6("flow count 0: routed", tcp.frame(), gwMAC, outMAC7, 1)

@@ -8,9 +8,120 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type fastpathCounters struct {
+	_              structs.HostLayout
+	Forwarded      uint64
+	ForwardedBytes uint64
+	Slow           uint64
+}
+
+type fastpathEgress struct {
+	_        structs.HostLayout
+	Disabled uint32
+	Err      int32
+	Via      uint32
+}
+
+type fastpathFlow6 struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Slot    uint32
+	Eth     [12]uint8
+	Mtu     uint32
+	HopDec  uint8
+	Pad     [3]uint8
+	Gen     uint32
+}
+
+type fastpathFlow6Key struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Src     [4]uint32
+	Dst     [4]uint32
+	Ports   uint32
+	Proto   uint32
+}
+
+type fastpathFlowGen struct {
+	_     structs.HostLayout
+	Gen   uint32
+	Count uint32
+}
+
+type fastpathFlowStats struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
+type fastpathLocalKey struct {
+	_    structs.HostLayout
+	Addr [4]uint32
+}
+
+type fastpathNeigh struct {
+	_       structs.HostLayout
+	Eth     [12]uint8
+	Mtu     uint32
+	Expires uint64
+}
+
+type fastpathNeigh6 struct {
+	_       structs.HostLayout
+	Eth     [12]uint8
+	Mtu     uint32
+	Expires uint64
+}
+
+type fastpathNeigh6Key struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Ip      [4]uint32
+}
+
+type fastpathNeighKey struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Ip      uint32
+}
+
+type fastpathPolice struct {
+	_       structs.HostLayout
+	Tat     uint64
+	Passed  uint64
+	Dropped uint64
+}
+
+type fastpathRoute struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Gateway uint32
+	Flags   uint32
+}
+
+type fastpathRoute6 struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Flags   uint32
+	Gateway [4]uint32
+}
+
+type fastpathRoute6Key struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      [4]uint32
+}
+
+type fastpathRouteKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Addr      uint32
+}
 
 // Names of all BPF objects in the ELF.
 //

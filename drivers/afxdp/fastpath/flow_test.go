@@ -567,6 +567,10 @@ func TestFlowCounters(t *testing.T) {
 	if p, b := f.t.FlowCounters(slot); p != n || b != sum {
 		t.Errorf("FlowCounters = %d packets %d bytes, want %d and %d", p, b, n, sum)
 	}
+	// FastTrack reads an offloaded flow's counters at each visit: no allocation.
+	if a := testing.AllocsPerRun(100, func() { f.t.FlowCounters(slot) }); a != 0 {
+		t.Errorf("FlowCounters: %v allocations", a)
+	}
 	after := f.counters()
 	if after.Forwarded-before.Forwarded != n || after.ForwardedBytes-before.ForwardedBytes != frames {
 		t.Errorf("Counters: %d forwarded, %d bytes; want %d and %d (frames)", after.Forwarded-before.Forwarded, after.ForwardedBytes-before.ForwardedBytes, n, frames)

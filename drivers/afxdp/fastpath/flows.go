@@ -22,6 +22,49 @@ var (
 	ErrFlowExists = errors.New("fastpath: flow already installed")
 )
 
+// The IPv4 flow key and value (struct flow_key and struct flow in
+// bpf/fastpath.h) are laid out here by hand, unlike every other map's
+// (bpf2go generates those): each holds its ports in an anonymous union
+// of an anonymous struct {sport; dport} and the 32-bit word ports (one
+// store writes both), and bpf2go's Go formatter takes a union's first
+// member, here an anonymous struct, which it cannot declare. TestLayouts
+// checks these offsets against the object's BTF.
+const (
+	// fp_flows (BPF_MAP_TYPE_HASH) key: u32 ifindex (input); u8 src[4];
+	// u8 dst[4]; u8 sport[2]; u8 dport[2] (wire order; ICMP echo: the
+	// identifier twice); u32 proto.
+	flowKeySize       = 20
+	flowKeyOffIfindex = 0
+	flowKeyOffSrc     = 4
+	flowKeyOffDst     = 8
+	flowKeyOffSport   = 12
+	flowKeyOffDport   = 14
+	flowKeyOffProto   = 16
+	// fp_flows value: u32 ifindex (output); u32 slot (flow_stats index);
+	// u8 eth_dst[6]; u8 eth_src[6]; u8 src[4]; u8 dst[4]; u8 sport[2];
+	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
+	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
+	// checksum deltas, wire order, see packet.FlowDeltas); u8 ttl_dec;
+	// u8 icmp_type; u16 mtu (the output's: longer datagrams take the
+	// slow path; 0 = no limit); u32 gen (the generation the
+	// entry was installed under: it applies only while the tables'
+	// generation is the same).
+	flowValueSize   = 44
+	flowOffIfindex  = 0
+	flowOffSlot     = 4
+	flowOffEth      = 8 // eth_dst then eth_src, as in the Ethernet header
+	flowOffSrc      = 20
+	flowOffDst      = 24
+	flowOffSport    = 28
+	flowOffDport    = 30
+	flowOffIPDelta  = 32
+	flowOffL4Delta  = 34
+	flowOffTTLDec   = 36
+	flowOffICMPType = 37
+	flowOffMTU      = 38
+	flowOffGen      = 40
+)
+
 // FlowKey is one direction of a flow as it arrives. ICMP echo: Sport and
 // Dport are both the identifier.
 type FlowKey struct {
@@ -75,7 +118,7 @@ func (t *Tables) newFlowMaps(maxFlows int) error {
 		Name:       "fp_flow_stats",
 		Type:       ebpf.Array,
 		KeySize:    4,
-		ValueSize:  flowStatSize,
+		ValueSize:  uint32(flowStatSize),
 		MaxEntries: uint32(maxFlows),
 		Flags:      unix.BPF_F_MMAPABLE,
 	}); err != nil {
@@ -88,7 +131,7 @@ func (t *Tables) newFlowMaps(maxFlows int) error {
 	}
 	// One u32, read by the program through a direct value pointer
 	// (BPF_PSEUDO_MAP_VALUE): a load, not a helper call.
-	if t.flowGen, err = newMap(&ebpf.MapSpec{Name: "fp_flow_gen", Type: ebpf.Array, KeySize: 4, ValueSize: flowGenSize, MaxEntries: 1}); err != nil {
+	if t.flowGen, err = newMap(&ebpf.MapSpec{Name: "fp_flow_gen", Type: ebpf.Array, KeySize: 4, ValueSize: sizeOf[fastpathFlowGen](), MaxEntries: 1}); err != nil {
 		return fmt.Errorf("fastpath: creating the flow generation map: %w", err)
 	}
 	t.free = make([]uint32, maxFlows)
@@ -215,7 +258,7 @@ func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err
 	// Zero the counters before the program can count into them for
 	// this entry (a replaced entry counts into the same slot until
 	// the update).
-	if err := t.flowStats.Put(s, make([]byte, flowStatSize)); err != nil {
+	if err := t.flowStats.Put(s, &fastpathFlowStats{}); err != nil {
 		return -1, fmt.Errorf("fastpath: zeroing flow counters: %w", err)
 	}
 	binary.NativeEndian.PutUint32(v[flowOffSlot:], s)
@@ -284,12 +327,10 @@ func (t *Tables) FlowCounters(slot int) (packets, bytes uint64) {
 	if slot < 0 || slot >= t.maxFlows || t.mem == nil {
 		return 0, 0
 	}
-	off := slot * flowStatSize
 	// The mapping is page-aligned and values are 16 bytes apart: both
 	// words are 8-byte aligned.
-	packets = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffPkts])))
-	bytes = atomic.LoadUint64((*uint64)(unsafe.Pointer(&t.mem[off+flowStatOffBytes])))
-	return packets, bytes
+	s := (*fastpathFlowStats)(unsafe.Pointer(&t.mem[slot*flowStatSize]))
+	return atomic.LoadUint64(&s.Packets), atomic.LoadUint64(&s.Bytes)
 }
 
 // SetFlowGeneration makes g the generation flow entries must carry to
@@ -306,10 +347,8 @@ func (t *Tables) SetFlowGeneration(g uint32) error {
 // installed (the program skips the flow lookup while none is: a router
 // that offloads no flow pays nothing for the flow path). Under flowMu.
 func (t *Tables) putFlowGen() error {
-	var v [flowGenSize]byte
-	binary.NativeEndian.PutUint32(v[flowGenOffGen:], t.gen)
-	binary.NativeEndian.PutUint32(v[flowGenOffCount:], uint32(t.flowCount()))
-	if err := t.flowGen.Put(uint32(0), v[:]); err != nil {
+	v := fastpathFlowGen{Gen: t.gen, Count: uint32(t.flowCount())}
+	if err := t.flowGen.Put(uint32(0), &v); err != nil {
 		return fmt.Errorf("fastpath: writing the flow generation: %w", err)
 	}
 	return nil

@@ -9,14 +9,18 @@ import (
 )
 
 // The programs are C (bpf/fastpath.c), compiled by bpf2go into
-// fastpath_bpfel.o, which fastpath_bpfel.go embeds; see doc.go.
+// fastpath_bpfel.o, which fastpath_bpfel.go embeds; see doc.go. Each
+// -type is a map key or value of bpf/fastpath.h whose Go type bpf2go
+// generates from the object's BTF (fastpathRoute, ...; -no-global-types
+// leaves out the rest, the IPv4 flow key and value among them: see
+// flows.go).
 // -mcpu=v3: 32-bit jumps and ALU (Linux 5.1; DEVMAP_HASH needs 5.4
 // anyway). -mllvm -enable-tail-merge=false: one call site per map
 // helper and map, see TestOneMapPerCallSite. The second line records the
 // compiler, which TestObjectsUpToDate needs: another clang version makes
 // other bytes.
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -go-package fastpath fastpath bpf/fastpath.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -type counters -type egress -type flow_gen -type flow_stats -type flow6 -type flow6_key -type local_key -type neigh -type neigh_key -type neigh6 -type neigh6_key -type police -type route -type route_key -type route6 -type route6_key -go-package fastpath fastpath bpf/fastpath.c
 //go:generate sh -c "clang --version | sed -n 1p > bpf/clang-version"
 
 // objectSpec is one program of the compiled object, ready for load: its

@@ -10,23 +10,14 @@ import (
 )
 
 // Policing of traffic for the router (doc.go, "Traffic for the router";
-// bpf/fastpath.c, local_class and police_pass).
-const (
-	// local (BPF_MAP_TYPE_HASH, shared) key: u8 addr[16], IPv4 as
-	// IPv4-mapped IPv6; value: u32, unused.
-	localKeySize   = 16
-	localValueSize = 4
-	// maxLocals is the room for the router's own addresses.
-	maxLocals = 1024
+// bpf/fastpath.c, local_class and police_pass). fp_local
+// (BPF_MAP_TYPE_HASH, shared): key fastpathLocalKey (IPv4 as
+// IPv4-mapped IPv6), value u32, unused. fp_police
+// (BPF_MAP_TYPE_PERCPU_ARRAY, one entry per class): value fastpathPolice
+// (GCRA's theoretical arrival time, CLOCK_MONOTONIC ns; passed; dropped).
 
-	// police (BPF_MAP_TYPE_PERCPU_ARRAY, one entry per class) value:
-	// u64 tat (GCRA's theoretical arrival time, CLOCK_MONOTONIC ns);
-	// u64 passed; u64 dropped.
-	policeValueSize  = 24
-	policeOffTat     = 0
-	policeOffPassed  = 8
-	policeOffDropped = 16
-)
+// maxLocals is the room for the router's own addresses.
+const maxLocals = 1024
 
 // PoliceClasses are the classes of traffic for the router the program
 // polices, each with its own bucket, in the order of Counters.Policed:
@@ -60,11 +51,11 @@ func (p Police) constants() (interval, burst uint64, err error) {
 }
 
 // localKey is addr's fp_local key.
-func localKey(a netip.Addr) ([localKeySize]byte, error) {
+func localKey(a netip.Addr) (*fastpathLocalKey, error) {
 	if !a.IsValid() || a.Is4In6() {
-		return [localKeySize]byte{}, fmt.Errorf("fastpath: %v: an IPv4 or IPv6 address (not IPv4-mapped)", a)
+		return nil, fmt.Errorf("fastpath: %v: an IPv4 or IPv6 address (not IPv4-mapped)", a)
 	}
-	return netip.AddrFrom16(a.As16()).As16(), nil // IPv4: ::ffff:a.b.c.d
+	return &fastpathLocalKey{Addr: wire128(a.As16())}, nil // IPv4: ::ffff:a.b.c.d
 }
 
 // SetLocal marks a as one of the router's own addresses, whose traffic
@@ -74,8 +65,7 @@ func (t *Tables) SetLocal(a netip.Addr) error {
 	if err != nil {
 		return err
 	}
-	var v [localValueSize]byte
-	if err := t.local.Put(k, v); err != nil {
+	if err := t.local.Put(k, uint32(0)); err != nil {
 		return fmt.Errorf("fastpath: adding local address %v: %w", a, err)
 	}
 	return nil
@@ -96,7 +86,7 @@ func (t *Tables) DeleteLocal(a netip.Addr) error {
 
 // newLocalMap creates fp_local.
 func (t *Tables) newLocalMap() (err error) {
-	t.local, err = newMap(&ebpf.MapSpec{Name: "fp_local", Type: ebpf.Hash, KeySize: localKeySize, ValueSize: localValueSize, MaxEntries: maxLocals})
+	t.local, err = newMap(&ebpf.MapSpec{Name: "fp_local", Type: ebpf.Hash, KeySize: sizeOf[fastpathLocalKey](), ValueSize: 4, MaxEntries: maxLocals})
 	if err != nil {
 		return fmt.Errorf("fastpath: creating the local address map: %w", err)
 	}
@@ -105,16 +95,11 @@ func (t *Tables) newLocalMap() (err error) {
 
 // newPoliceMap creates p's fp_police.
 func (p *Program) newPoliceMap() (err error) {
-	p.police, err = newMap(&ebpf.MapSpec{Name: "fp_police", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: policeValueSize, MaxEntries: uint32(len(PoliceClasses))})
+	p.police, err = newMap(&ebpf.MapSpec{Name: "fp_police", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: sizeOf[fastpathPolice](), MaxEntries: uint32(len(PoliceClasses))})
 	if err != nil {
 		return fmt.Errorf("fastpath: creating the police map: %w", err)
 	}
 	return nil
-}
-
-// policeValue mirrors fp_police's value.
-type policeValue struct {
-	Tat, Passed, Dropped uint64
 }
 
 // readPolice adds each class's drops, summed over CPUs, to c.
@@ -122,7 +107,7 @@ func (p *Program) readPolice(c *Counters) error {
 	if p.police == nil {
 		return nil
 	}
-	var per []policeValue
+	var per []fastpathPolice
 	for i := range PoliceClasses {
 		if err := p.police.Lookup(uint32(i), &per); err != nil {
 			return fmt.Errorf("fastpath: reading police counters: %w", err)

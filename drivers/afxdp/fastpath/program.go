@@ -136,14 +136,14 @@ func (p *Program) XDP() *xdp.Program { return p.x }
 
 // Counters returns the counts summed over CPUs.
 func (p *Program) Counters() (Counters, error) {
-	var per []counterValue
+	var per []fastpathCounters
 	if err := p.counters.Lookup(uint32(0), &per); err != nil {
 		return Counters{}, fmt.Errorf("fastpath: reading counters: %w", err)
 	}
 	var c Counters
 	for _, v := range per {
 		c.Forwarded += v.Forwarded
-		c.ForwardedBytes += v.Bytes
+		c.ForwardedBytes += v.ForwardedBytes
 		c.Slow += v.Slow
 	}
 	if err := p.readPolice(&c); err != nil {
@@ -157,11 +157,6 @@ func (p *Program) Counters() (Counters, error) {
 		c.RunNanos = uint64(st.Runtime)
 	}
 	return c, nil
-}
-
-// counterValue mirrors the counter map's value (see tables.go).
-type counterValue struct {
-	Forwarded, Bytes, Slow uint64
 }
 
 // Close closes the program and its maps (not the Tables); idempotent.

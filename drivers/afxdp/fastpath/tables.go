@@ -11,91 +11,29 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 )
 
-// Map layouts. Every multi-byte integer that is not an IPv4 address is
-// in host byte order (the program reads it with plain loads); IPv4
-// addresses are the 4 bytes as on the wire, so the program can copy them
-// from the packet without swapping.
+// Map layouts: bpf/fastpath.h declares every map's key and value, and
+// bpf2go (objects.go's -type flags) generates their Go types from the
+// compiled object's BTF into fastpath_bpfel.go: fastpathRouteKey,
+// fastpathRoute, fastpathNeighKey, fastpathNeigh, fastpathCounters, ...
+// with the C's field names, sizes and offsets. Only the IPv4 flow key
+// and value (flows.go) are kept by hand: bpf2go cannot express their
+// anonymous struct in a union. Every multi-byte integer that is not an
+// address, a port or a checksum delta is in host byte order (the program
+// reads it with plain loads); those are the bytes as on the wire, held
+// in __u32/__u16 words (wire32) so that the program copies them from the
+// packet without swapping.
 const (
-	// routes (BPF_MAP_TYPE_LPM_TRIE) key: u32 prefixlen; u8 addr[4].
-	routeKeySize = 8
-	// routes value: u32 ifindex; u8 gateway[4] (0.0.0.0 = directly
-	// connected); u32 flags.
-	routeValueSize  = 12
-	routeOffIfindex = 0
-	routeOffGateway = 4
-	routeOffFlags   = 8
-	routeFlagLocal  = 1
+	routeFlagLocal = 1 // fastpathRoute.Flags and fastpathRoute6.Flags: the destination is ours
 
-	// neighbors (BPF_MAP_TYPE_HASH) key: u32 ifindex; u8 ip[4].
-	neighKeySize = 8
-	// neighbors value: u8 dst[6]; u8 src[6]; u32 mtu (the output's:
-	// longer datagrams take the slow path; 0 = no limit);
-	// u64 expires (CLOCK_MONOTONIC ns; valid while now < expires).
-	neighValueSize  = 24
-	neighOffDst     = 0
-	neighOffSrc     = 6
-	neighOffMTU     = 12
-	neighOffExpires = 16
-
-	// counters (BPF_MAP_TYPE_PERCPU_ARRAY, one entry, key u32 0) value:
-	// u64 forwarded; u64 forwarded_bytes; u64 slow.
-	counterValueSize    = 24
-	counterOffForwarded = 0
-	counterOffBytes     = 8
-	counterOffSlow      = 16
-
-	// flows (BPF_MAP_TYPE_HASH) key: u32 ifindex (input); u8 src[4];
-	// u8 dst[4]; u8 sport[2]; u8 dport[2] (wire order; ICMP echo: the
-	// identifier twice); u32 proto.
-	flowKeySize       = 20
-	flowKeyOffIfindex = 0
-	flowKeyOffSrc     = 4
-	flowKeyOffDst     = 8
-	flowKeyOffSport   = 12
-	flowKeyOffDport   = 14
-	flowKeyOffProto   = 16
-	// flows value: u32 ifindex (output); u32 slot (flow_stats index);
-	// u8 eth_dst[6]; u8 eth_src[6]; u8 src[4]; u8 dst[4]; u8 sport[2];
-	// u8 dport[2] (the rewritten tuple, wire order; ICMP: the new
-	// identifier in sport); u8 ip_delta[2]; u8 l4_delta[2] (RFC 1624
-	// checksum deltas, wire order, see packet.FlowDeltas); u8 ttl_dec;
-	// u8 icmp_type; u16 mtu (the output's: longer datagrams take the
-	// slow path; 0 = no limit); u32 gen (the generation the
-	// entry was installed under: it applies only while the tables'
-	// generation is the same).
-	flowValueSize   = 44
-	flowOffIfindex  = 0
-	flowOffSlot     = 4
-	flowOffEth      = 8 // eth_dst then eth_src, as in the Ethernet header
-	flowOffSrc      = 20
-	flowOffDst      = 24
-	flowOffSport    = 28
-	flowOffDport    = 30
-	flowOffIPDelta  = 32
-	flowOffL4Delta  = 34
-	flowOffTTLDec   = 36
-	flowOffICMPType = 37
-	flowOffMTU      = 38
-	flowOffGen      = 40
-
-	// fp_flow_gen (BPF_MAP_TYPE_ARRAY, one entry) value: u32 gen (the
-	// current flow generation); u32 count (installed flows; 0: the
-	// program skips the flow lookup).
-	flowGenSize     = 8
-	flowGenOffGen   = 0
-	flowGenOffCount = 4
-
-	// flow_stats (BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, key u32 slot)
-	// value: u64 packets; u64 bytes (IPv4 total lengths).
-	flowStatSize     = 16
-	flowStatOffPkts  = 0
-	flowStatOffBytes = 8
-	maxFlowsLimit    = math.MaxUint32 / flowStatSize
+	counterValueSize = uint32(unsafe.Sizeof(fastpathCounters{}))
+	flowStatSize     = int(unsafe.Sizeof(fastpathFlowStats{}))
+	maxFlowsLimit    = int(math.MaxUint32 / unsafe.Sizeof(fastpathFlowStats{}))
 
 	protoICMP       = 1
 	protoTCP        = 6
@@ -103,6 +41,25 @@ const (
 	icmpEchoReply   = 0
 	icmpEchoRequest = 8
 )
+
+// sizeOf is the size of a map key or value type, for its MapSpec.
+func sizeOf[T any]() uint32 {
+	var v T
+	return uint32(unsafe.Sizeof(v))
+}
+
+// wire32 is the word whose bytes in memory are b: how the maps hold an
+// IPv4 address (or two ports) in wire order.
+func wire32(b [4]byte) uint32 { return binary.NativeEndian.Uint32(b[:]) }
+
+// wire128 is a 16-byte address as the maps hold it: four words in wire
+// order.
+func wire128(b [16]byte) (w [4]uint32) {
+	for i := range w {
+		w[i] = binary.NativeEndian.Uint32(b[4*i:])
+	}
+	return w
+}
 
 // Route is the fast path's view of a route.
 type Route struct {
@@ -151,10 +108,10 @@ type Tables struct {
 	maxFlows int
 
 	flowMu sync.Mutex
-	free   []uint32            // free slots, a stack (the last freed is reused first)
-	slots  map[flowKey]uint32  // installed keys and their slots
-	slots6 map[flow6Key]uint32 // the same for IPv6 flows (tables6.go)
-	gen    uint32              // the flow generation written to fp_flow_gen
+	free   []uint32                    // free slots, a stack (the last freed is reused first)
+	slots  map[flowKey]uint32          // installed keys and their slots
+	slots6 map[fastpathFlow6Key]uint32 // the same for IPv6 flows (tables6.go)
+	gen    uint32                      // the flow generation written to fp_flow_gen
 
 	memMu sync.RWMutex // guards mem against Close
 	mem   []byte       // flowStats mapped read-only; nil once closed
@@ -176,8 +133,8 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	routes, err := newMap(&ebpf.MapSpec{
 		Name:       "fp_routes",
 		Type:       ebpf.LPMTrie,
-		KeySize:    routeKeySize,
-		ValueSize:  routeValueSize,
+		KeySize:    sizeOf[fastpathRouteKey](),
+		ValueSize:  sizeOf[fastpathRoute](),
 		MaxEntries: uint32(maxRoutes),
 		// The kernel refuses LPM tries without it.
 		Flags: unix.BPF_F_NO_PREALLOC,
@@ -188,8 +145,8 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	neighbors, err := newMap(&ebpf.MapSpec{
 		Name:       "fp_neighbors",
 		Type:       ebpf.Hash,
-		KeySize:    neighKeySize,
-		ValueSize:  neighValueSize,
+		KeySize:    sizeOf[fastpathNeighKey](),
+		ValueSize:  sizeOf[fastpathNeigh](),
 		MaxEntries: uint32(maxNeighbors),
 	})
 	if err != nil {
@@ -216,16 +173,12 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	return t, nil
 }
 
-func routeKey(p netip.Prefix) ([]byte, error) {
+func routeKey(p netip.Prefix) (*fastpathRouteKey, error) {
 	if !p.IsValid() || !p.Addr().Is4() {
 		return nil, fmt.Errorf("fastpath: %v: only IPv4 prefixes", p)
 	}
 	p = p.Masked()
-	k := make([]byte, routeKeySize)
-	binary.NativeEndian.PutUint32(k[0:], uint32(p.Bits()))
-	a := p.Addr().As4()
-	copy(k[4:], a[:])
-	return k, nil
+	return &fastpathRouteKey{Prefixlen: uint32(p.Bits()), Addr: wire32(p.Addr().As4())}, nil
 }
 
 // ipv4 accepts IPv4 and IPv4-mapped IPv6 addresses.
@@ -247,23 +200,23 @@ func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
 	if err != nil {
 		return err
 	}
-	v := make([]byte, routeValueSize)
+	var v fastpathRoute
 	if r.Local {
-		binary.NativeEndian.PutUint32(v[routeOffFlags:], routeFlagLocal)
+		v.Flags = routeFlagLocal
 	} else {
 		if r.Ifindex <= 0 || r.Ifindex > math.MaxUint32 {
 			return fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
 		}
-		binary.NativeEndian.PutUint32(v[routeOffIfindex:], uint32(r.Ifindex))
+		v.Ifindex = uint32(r.Ifindex)
 		if r.Gateway.IsValid() {
 			gw, ok := ipv4(r.Gateway)
 			if !ok {
 				return fmt.Errorf("fastpath: route %v: gateway %v is not IPv4", p, r.Gateway)
 			}
-			copy(v[routeOffGateway:], gw[:])
+			v.Gateway = wire32(gw)
 		}
 	}
-	return t.routes.Put(k, v)
+	return t.routes.Put(k, &v)
 }
 
 // DeleteRoute removes the route for p; a missing route is not an error.
@@ -281,7 +234,7 @@ func (t *Tables) DeleteRoute(p netip.Prefix) error {
 	return nil
 }
 
-func neighKey(ifindex int, ip netip.Addr) ([]byte, error) {
+func neighKey(ifindex int, ip netip.Addr) (*fastpathNeighKey, error) {
 	a, ok := ipv4(ip)
 	if !ok {
 		return nil, fmt.Errorf("fastpath: neighbour %v: only IPv4", ip)
@@ -289,10 +242,7 @@ func neighKey(ifindex int, ip netip.Addr) ([]byte, error) {
 	if ifindex <= 0 || ifindex > math.MaxUint32 {
 		return nil, fmt.Errorf("fastpath: neighbour %v: bad ifindex %d", ip, ifindex)
 	}
-	k := make([]byte, neighKeySize)
-	binary.NativeEndian.PutUint32(k[0:], uint32(ifindex))
-	copy(k[4:], a[:])
-	return k, nil
+	return &fastpathNeighKey{Ifindex: uint32(ifindex), Ip: wire32(a)}, nil
 }
 
 // monotonicNow is CLOCK_MONOTONIC in ns, the clock bpf_ktime_get_ns reads.
@@ -338,12 +288,16 @@ func (t *Tables) SetNeighborMTU(ifindex int, ip netip.Addr, dst, src [6]byte, mt
 	default:
 		expires = uint64(now + int64(lifetime))
 	}
-	v := make([]byte, neighValueSize)
-	copy(v[neighOffDst:], dst[:])
-	copy(v[neighOffSrc:], src[:])
-	binary.NativeEndian.PutUint32(v[neighOffMTU:], uint32(mtu))
-	binary.NativeEndian.PutUint64(v[neighOffExpires:], expires)
-	return t.neighbors.Put(k, v)
+	v := fastpathNeigh{Eth: ethHeader(dst, src), Mtu: uint32(mtu), Expires: expires}
+	return t.neighbors.Put(k, &v)
+}
+
+// ethHeader is a neighbour's or flow's MACs as the program writes them
+// into the Ethernet header: destination, then source.
+func ethHeader(dst, src [6]byte) (eth [12]byte) {
+	copy(eth[:6], dst[:])
+	copy(eth[6:], src[:])
+	return eth
 }
 
 // DeleteNeighbor removes the entry for {ifindex, ip}; a missing entry
