@@ -14,6 +14,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
+	"github.com/junction-dataplane/junction/pipeline/graphfile"
 )
 
 // ElementPoolSize is the size of each worker's pool for packets that
@@ -154,6 +155,11 @@ func build(g *Graph, o Options) (_ *Router, err error) {
 	log := o.Log
 	if log == nil {
 		log = io.Discard
+	}
+	// A rate limit beyond the links it is fed by (forwarder check says
+	// the same).
+	for _, w := range graphfile.LinkRateWarnings(g) {
+		fmt.Fprintf(log, "warning: %v\n", w)
 	}
 	r := &Router{g: g, log: log, batch: batch, done: make(chan struct{}), state: elements.NewGraphState(),
 		gen: GraphGeneration{Generation: 1, File: g.File, LoadedAt: time.Now()}}

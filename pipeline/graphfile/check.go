@@ -74,6 +74,7 @@ func CheckEnvWarn(g *Graph, workers int) ([]Warning, error) {
 		}
 	}
 	errs = append(errs, checkMemory(g, workers)...) // check_memory.go
+	ws = append(ws, LinkRateWarnings(g)...)         // check_linkrate.go
 	return ws, errors.Join(errs...)
 }
 
