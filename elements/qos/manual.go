@@ -34,7 +34,8 @@ var policerManual = elements.Doc{
 	SeeAlso: "Shaper, SetDSCP, docs/qos.md",
 	Text: "A single-rate three-colour marker (RFC 2697) has a committed bucket of burst bytes and an excess bucket of excess_burst bytes, both refilled at rate; a two-rate one (RFC 2698, peak_rate set) has a committed bucket refilled at rate and a peak bucket refilled at peak_rate. Both start full. Metering is colour-blind, or colour-aware with color_aware. " +
 		"A packet costs its bytes from the IP header on. Token arithmetic is exact (integer credits, no rounding), and the clock is read once per batch. " +
-		"Policing drops what exceeds the rate at once, which TCP reads as loss: a TCP flow policed below its rate may settle well below it, where a Shaper, which queues the excess, keeps it at the rate (docs/qos.md shows both measured).",
+		"Policing drops what exceeds the rate at once, which TCP reads as loss: a TCP flow policed below its rate may settle well below it, where a Shaper, which queues the excess, keeps it at the rate (docs/qos.md shows both measured). " +
+		"A rate (or peak_rate) beyond the summed link speeds of the devices whose packets reach the element never limits anything: forwarder check and forwarder run warn about it, located at the element and naming the key and that ceiling, where the kernel reports the speed of every such device (ethtool's Speed: a NIC with its link up; a veth reports 10 Gbit/s; virtio and tun devices report none, and then nothing is said).",
 }
 
 // setDSCPManual is SetDSCP's manual page (forwarder elements SetDSCP).
@@ -63,14 +64,20 @@ var shaperManual = elements.Doc{
 		{Name: "queue", Type: "int", Default: "512", Doc: "packets each band holds waiting (1..65536); a packet that finds its band full is dropped (\"queue full\"). Held packets are the receiving device's buffers: keep it well below the device's ring"},
 		{Name: "share", Type: "string", Default: `"split"`, Doc: "how the rate and burst are divided between workers, each of which has its own queue: \"split\" gives each worker rate/workers (in all never more than rate), \"each\" gives each the whole rate (right with one worker, or when the traffic to shape reaches one worker)"},
 		{Name: "priority", Type: "[]string", Default: "none", Variadic: true, Doc: "the bands in front of the default one, highest first, each a space-separated list of DSCPs (numbers or names: ef, va, cs0..cs7, af11..af43, be): [\"ef\"] sends EF packets (VoIP) ahead of everything else, [\"ef\", \"af41 af42\"] adds a second band. Up to 7 bands; packets of a DSCP not listed, and non-IP frames, go to the last band. A band is served only when every band above it is empty (strict priority)"},
+		{Name: "aqm", Type: "string", Default: `"codel"`, Doc: "the queue management: \"codel\" (RFC 8289: a packet about to leave after its band's sojourn time has stayed above target for an interval is dropped, or marked CE, and the next one interval/sqrt(count) later) or \"off\" (drop tail only: what finds its band full is dropped)"},
+		{Name: "target", Type: "duration", Default: `"5ms"`, Doc: "CoDel's target: the sojourn time a band may keep standing (more than 0, less than interval; RFC 8289: 5-10% of the interval)"},
+		{Name: "interval", Type: "duration", Default: `"100ms"`, Doc: "CoDel's interval (1ms..10s): how long the sojourn time must stay above target before a drop, and the first gap between drops; about the round-trip time of the paths through the shaper"},
+		{Name: "ecn", Type: "bool", Default: "true", Doc: "mark ECN-capable packets (IPv4 and IPv6 ECT(0), ECT(1)) Congestion Experienced (RFC 3168; the IPv4 checksum patched) instead of dropping them; false: drop them as well"},
 	},
-	Stats: "counters \"delayed\": packets that waited in a queue (the others left at once); \"sent\": packets sent. " +
-		"Drop reasons \"queue full\": a packet that found its band full; \"shaper stopped\": packets still queued when the graph stopped or a reload removed the element.",
+	Stats: "counters \"delayed\": packets that waited in a queue (the others left at once); \"sent\": packets sent; \"ce marked\": packets CoDel marked Congestion Experienced. " +
+		"Drop reasons \"queue full\": a packet that found its band full; \"codel\": a packet CoDel dropped as it was about to leave; \"shaper stopped\": packets still queued when the graph stopped or a reload removed the element.",
 	Example: `"rt[1] -> up :: Shaper(50Mbit) -> ARPQuerier(wan) -> ToDevice(wan)"` + "\n" +
 		`"rt[1] -> uplink -> waq -> ToDevice(wan)" with [elements.uplink]: type = "Shaper", rate = "20Mbit", priority = ["ef"] (VoIP first)`,
 	SeeAlso: "Policer, SetDSCP, docs/qos.md",
 	Text: "A token bucket of burst bytes refilled at rate; a packet leaves when the bucket holds its size (its bytes from the IP header on) and the bands above it are empty. " +
 		"What cannot leave waits in its band's queue; the worker's loop releases it at its departure time (the element is an elements.Waker: an idle worker sleeps until the earliest departure instead of polling for it, and a busy one releases packets between batches). " +
 		"A wake-up that comes late (a worker waiting for its CPU on a loaded machine) costs no rate: while packets wait, the bucket keeps up to 200 ms of the rate beyond the burst, and what the lateness delayed leaves at once, back to back (a burst the next hop must absorb: it happens only when the worker did not get its CPU in time); the burst bounds the bucket again once the queue is empty. " +
-		"Unlike a Policer, a Shaper delays rather than drops what exceeds the rate, so TCP keeps its rate through it (docs/qos.md).",
+		"Unlike a Policer, a Shaper delays rather than drops what exceeds the rate, so TCP keeps its rate through it (docs/qos.md). " +
+		"Each band's queue is managed by CoDel (RFC 8289) unless aqm = \"off\": a packet's sojourn time (from its arrival to its departure) is read as it is about to leave; once a band's has stayed above target for a whole interval, the queue is standing rather than a burst passing through, and a packet is dropped (an ECN-capable one marked CE instead) and the next one interval/sqrt(count) later, until the sojourn time falls below target (a band holding no more than one packet's worth is never judged). " +
+		"A TCP sender then slows down after one loss or mark, where drop tail lets the queue fill during its slow start and loses a whole burst at once (docs/qos.md, Queue management). The state and the timestamps are kept per band (no allocation).",
 }

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
@@ -13,12 +14,18 @@ import (
 func init() {
 	elements.Register(elements.Type{
 		Name:      "Shaper",
-		NewConfig: func() any { return &ShaperConfig{Queue: 512, Share: shareSplit} },
+		NewConfig: func() any { return newShaperConfig() },
 		New:       newShaper,
 		In:        1,
 		Out:       1,
 		Doc:       shaperManual,
 	})
+}
+
+// newShaperConfig is a config with every default.
+func newShaperConfig() *ShaperConfig {
+	return &ShaperConfig{Queue: 512, Share: shareSplit, AQM: aqmCoDel,
+		Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, ECN: true}
 }
 
 // ShaperConfig is Shaper's config.
@@ -28,7 +35,19 @@ type ShaperConfig struct {
 	Queue    int      `toml:"queue"`
 	Share    string   `toml:"share"`
 	Priority []string `toml:"priority"`
+	// AQM is the queue management: "codel" (RFC 8289) or "off" (drop
+	// tail only).
+	AQM      string        `toml:"aqm"`
+	Target   time.Duration `toml:"target"`
+	Interval time.Duration `toml:"interval"`
+	ECN      bool          `toml:"ecn"`
 }
+
+// The aqm key's values.
+const (
+	aqmCoDel = "codel"
+	aqmOff   = "off"
+)
 
 // Limits of a Shaper's keys.
 const (
@@ -99,6 +118,17 @@ func (c *ShaperConfig) Validate() error {
 	if _, _, err := c.bandsOf(); err != nil {
 		return elements.Errorf("priority", "%v", err)
 	}
+	switch c.AQM {
+	case aqmCoDel, aqmOff:
+	default:
+		return elements.Errorf("aqm", "%q: want \"codel\" or \"off\"", c.AQM)
+	}
+	if c.Interval < time.Millisecond || c.Interval > 10*time.Second {
+		return elements.Errorf("interval", "%v: want 1ms..10s (RFC 8289: about a round-trip time of the paths through it, 100ms)", c.Interval)
+	}
+	if c.Target <= 0 || c.Target >= c.Interval {
+		return elements.Errorf("target", "%v: want more than 0 and less than interval (%v); RFC 8289: 5-10%% of it, 5ms", c.Target, c.Interval)
+	}
 	return nil
 }
 
@@ -106,8 +136,11 @@ func (c *ShaperConfig) Validate() error {
 // of a power-of-two length so that a wrap is a mask, not a division.
 type ring struct {
 	q              []*packet.Packet
+	ts             []int64 // when each packet was queued (CoDel's sojourn time)
 	head, n, limit int
 	mask           int
+	bytes          int // what the queued packets cost (ipSize)
+	cd             codel
 }
 
 // Shaper is one worker's shaper.
@@ -133,7 +166,10 @@ type Shaper struct {
 	st            *elements.Stats
 	queueFull     elements.Reason
 	stop          elements.Reason
+	aqmDrop       elements.Reason
 	delayed, sent *atomic.Uint64
+	marked        *atomic.Uint64
+	aqm           codelParams
 	now           func() int64
 }
 
@@ -157,9 +193,14 @@ func newShaper(cfg any, ctx *elements.Context) (elements.Element, error) {
 	s.tokens, s.last = s.max, -1<<62 // full whenever the first packet comes
 	size := 1 << bits.Len(uint(c.Queue-1))
 	slab := make([]*packet.Packet, bands*size)
+	ts := make([]int64, bands*size)
 	for i := range s.bands {
-		s.bands[i] = ring{q: slab[i*size : (i+1)*size : (i+1)*size], limit: c.Queue, mask: size - 1}
+		s.bands[i] = ring{q: slab[i*size : (i+1)*size : (i+1)*size], ts: ts[i*size : (i+1)*size : (i+1)*size],
+			limit: c.Queue, mask: size - 1}
 	}
+	s.aqm = codelParams{on: c.AQM == aqmCoDel, target: int64(c.Target), interval: int64(c.Interval), ecn: c.ECN}
+	s.aqmDrop = ctx.Stats.Reason("codel")
+	s.marked = ctx.Stats.Counter("ce marked")
 	s.queueFull = ctx.Stats.Reason("queue full")
 	s.stop = ctx.Stats.Reason("shaper stopped")
 	s.delayed = ctx.Stats.Counter("delayed")
@@ -217,8 +258,10 @@ func (s *Shaper) Push(_ int, b *packet.Batch) {
 			s.st.Drop(p, s.queueFull)
 			continue
 		}
-		r.q[(r.head+r.n)&r.mask] = p
+		j := (r.head + r.n) & r.mask
+		r.q[j], r.ts[j] = p, now
 		r.n++
+		r.bytes += ipSize(p)
 		s.queued++
 		delayed++
 	}
@@ -243,6 +286,8 @@ func (s *Shaper) Wake(now int64) int {
 // the packets sent.
 func (s *Shaper) release() int {
 	ob := s.ob
+	now := s.last
+	var marked uint64
 	for s.queued > 0 {
 		i := 0
 		for s.bands[i].n == 0 {
@@ -256,15 +301,34 @@ func (s *Shaper) release() int {
 			s.next = s.last + (cost-s.tokens+s.rate-1)/s.rate
 			break
 		}
-		s.tokens -= cost
+		queued := r.ts[r.head]
 		r.q[r.head] = nil
 		r.head = (r.head + 1) & r.mask
 		r.n--
+		r.bytes -= ipSize(p)
 		s.queued--
+		if s.aqm.on {
+			v := r.cd.decide(&s.aqm, now-queued, now, r.bytes, s.aqm.ecn && ecnCapable(p))
+			if r.n == 0 {
+				r.cd.empty()
+			}
+			if v == drop {
+				s.st.Drop(p, s.aqmDrop)
+				continue
+			}
+			if v == mark {
+				markCE(p)
+				marked++
+			}
+		}
+		s.tokens -= cost
 		if ob.Full() {
 			s.flush()
 		}
 		ob.Add(p)
+	}
+	if marked != 0 {
+		s.marked.Add(marked)
 	}
 	if s.queued == 0 {
 		// What a late wake-up owed is paid: the burst bounds the
@@ -304,6 +368,8 @@ func (s *Shaper) drain() uint64 {
 		for ; r.n > 0; r.n-- {
 			s.st.Drop(r.q[r.head], s.stop)
 			r.q[r.head] = nil
+			r.bytes = 0
+			r.cd.empty()
 			r.head = (r.head + 1) & r.mask
 			n++
 		}

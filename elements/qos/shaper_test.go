@@ -3,6 +3,7 @@ package qos
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/elementtest"
@@ -208,6 +209,12 @@ func TestShaperConfigErrors(t *testing.T) {
 		{"priority", func(c *ShaperConfig) { c.Priority = []string{""} }},
 		{"priority", func(c *ShaperConfig) { c.Priority = []string{"eff"} }},
 		{"priority", func(c *ShaperConfig) { c.Priority = strings.Fields("1 2 3 4 5 6 7 8") }},
+		{"aqm", func(c *ShaperConfig) { c.AQM = "red" }},
+		{"aqm", func(c *ShaperConfig) { c.AQM = "" }},
+		{"interval", func(c *ShaperConfig) { c.Interval = 0 }},
+		{"interval", func(c *ShaperConfig) { c.Interval = 11 * time.Second }},
+		{"target", func(c *ShaperConfig) { c.Target = 0 }},
+		{"target", func(c *ShaperConfig) { c.Target = c.Interval }},
 	}
 	for _, tt := range tests {
 		c := shaperConfig(50_000_000)
