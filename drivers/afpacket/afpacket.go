@@ -189,7 +189,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 			nl.Close()
 		}
 		pol, _ := afxdp.ParseLocalRate(c.LocalRate, c.LocalBurst) // checked by Validate
-		if d.tcp, err = afxdp.OpenTCPort("afpacket", d.info, c.Interface, d.ifindex, kind, ifi.MTU, key, pol); err != nil {
+		if d.tcp, err = afxdp.OpenTCPort("afpacket", ctx, d.info, c.Interface, d.ifindex, kind, ifi.MTU, key, pol); err != nil {
 			if _, ok := errors.AsType[*conf.KeyError](err); ok {
 				return nil, err
 			}

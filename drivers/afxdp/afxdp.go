@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net/netip"
 	"strings"
 	"sync"
@@ -47,6 +46,7 @@ var socketMu sync.Mutex
 type Device struct {
 	info    drivers.Info
 	ifname  string
+	log     opLog       // the operator's messages (OpenContext.Log)
 	rss     *rss.Config // the device's RSS key and table (nil: it has none)
 	ifindex int
 	index   uint16
@@ -102,6 +102,24 @@ func open(cfg any, ctx drivers.OpenContext) (drivers.Device, error) {
 	return Open(c, ctx)
 }
 
+// opLog writes a device's messages for the operator to the Log its
+// driver's Open was given (OpenContext.Logf, which names the device
+// first), each after the driver and the interface: "wan: afxdp (wan0):
+// ...". The zero opLog discards them, as a nil Log does.
+type opLog struct {
+	ctx    drivers.OpenContext
+	prefix string
+}
+
+func newOpLog(ctx drivers.OpenContext, driver, ifname string) opLog {
+	return opLog{ctx: ctx, prefix: driver + " (" + ifname + "): "}
+}
+
+// Printf writes one message.
+func (l opLog) Printf(format string, args ...any) {
+	l.ctx.Logf("%s%s", l.prefix, fmt.Sprintf(format, args...))
+}
+
 // RSS is the device's RSS hash key and indirection table as read when it
 // was opened (after rss = "symmetric" set its key), or nil when the device
 // has none: then the queue a packet lands on cannot be predicted.
@@ -112,7 +130,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Device{ifname: c.Interface, index: uint16(ctx.Index), linkFD: -1, cfg: *c}
+	d := &Device{ifname: c.Interface, log: newOpLog(ctx, "afxdp", c.Interface), index: uint16(ctx.Index), linkFD: -1, cfg: *c}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -165,7 +183,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	}
 	d.info = drivers.Info{Name: ctx.Name, Driver: "afxdp", MAC: mac, Addresses: ctx.Addresses, MTU: link.MTU}
 
-	d.rss = rss.Setup(c.Interface, c.RSS == "symmetric", func(f string, a ...any) { log.Printf("afxdp: "+f, a...) })
+	d.rss = rss.Setup(c.Interface, c.RSS == "symmetric", d.log.Printf)
 
 	if err := d.removeStale(link); err != nil {
 		return nil, conf.Errorf("interface", "%v", err)

@@ -3,7 +3,9 @@ package afxdp
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,16 +22,52 @@ func drvOpenCtx() drivers.OpenContext {
 
 func openIn(t testing.TB, ns *netns.NS, c *Config, workers int) (*Device, error) {
 	t.Helper()
+	return openLogged(t, ns, c, workers, nil)
+}
+
+// openLogged is openIn with the device's messages written to log.
+func openLogged(t testing.TB, ns *netns.NS, c *Config, workers int, log io.Writer) (*Device, error) {
+	t.Helper()
 	var d *Device
 	err := ns.Do(func() error {
 		var err error
-		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: workers, Batch: 64})
+		d, err = Open(c, drivers.OpenContext{Name: "dut", Workers: workers, Batch: 64, Log: log})
 		return err
 	})
 	if d != nil {
 		t.Cleanup(func() { d.Close() })
 	}
 	return d, err
+}
+
+// logBuffer collects what devices log, for tests to read while the
+// devices' goroutines write.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
+// devLog is the log of device name on interface ifname, written to l.
+func (l *logBuffer) devLog(name, ifname string) opLog {
+	return newOpLog(drivers.OpenContext{Name: name, Log: l}, "afxdp", ifname)
 }
 
 func cfg(ifname, mode string) *Config {

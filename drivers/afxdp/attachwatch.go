@@ -3,7 +3,6 @@ package afxdp
 import (
 	"errors"
 	"io"
-	"log"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +43,7 @@ type attachWatch struct {
 func (d *Device) startAttachWatch() {
 	nl, err := nlink.Open()
 	if err != nil {
-		log.Printf("afxdp: %s: not watching its XDP program: %v", d.ifname, err)
+		d.log.Printf("not watching its XDP program: %v", err)
 		return
 	}
 	w := &attachWatch{nl: nl, stop: make(chan struct{}), done: make(chan struct{})}
@@ -98,22 +97,22 @@ func (d *Device) watchAttached(w *attachWatch) {
 				first := !xdpLost
 				xdpLost = true
 				if first {
-					log.Printf("afxdp: %s (%s): its XDP program was detached by another tool (now attached: id %d): attaching it again; until then the kernel's stack gets this device's frames", d.info.Name, d.ifname, l.XDPProgID)
+					d.log.Printf("its XDP program was detached by another tool (now attached: id %d): attaching it again; until then the kernel's stack gets this device's frames", l.XDPProgID)
 				}
 				if err := d.reattach(); err == nil {
 					w.reattached.Add(1)
 				} else if first {
-					log.Printf("afxdp: %s: attaching its XDP program again: %v (retrying every %v)", d.ifname, err, attachPoll)
+					d.log.Printf("attaching its XDP program again: %v (retrying every %v)", err, attachPoll)
 				}
 			case xdpLost:
 				xdpLost = false
-				log.Printf("afxdp: %s (%s): its XDP program is attached again", d.info.Name, d.ifname)
+				d.log.Printf("its XDP program is attached again")
 			}
 		}
 		if w.tcID != 0 && !tcGone && !tcAttached(d.tc) {
 			tcGone = true
 			w.tcLost.Add(1)
-			d.ft.tcFailed(d.info.Name+" ("+d.ifname+")", errors.New("its TC ingress program was detached by another tool"), false)
+			d.ft.tcFailed(d.log, errors.New("its TC ingress program was detached by another tool"), false)
 		}
 	}
 }

@@ -1,9 +1,7 @@
 package afxdp
 
 import (
-	"bytes"
 	"errors"
-	"log"
 	"net/netip"
 	"strings"
 	"testing"
@@ -35,10 +33,7 @@ func TestFastPathFallbacks(t *testing.T) {
 	ns := env.NS("fpfb")
 	env.Veth(ns, "fb0", ns, "fb1", 1)
 
-	logs := new(bytes.Buffer)
-	orig := log.Writer()
-	log.SetOutput(logs)
-	t.Cleanup(func() { log.SetOutput(orig) })
+	logs := new(logBuffer)
 
 	open := func(t *testing.T, missing, redirect string) (*Device, error) {
 		t.Helper()
@@ -46,7 +41,7 @@ func TestFastPathFallbacks(t *testing.T) {
 		logs.Reset()
 		c := cfg("fb0", "auto")
 		c.FastPath, c.FastPathRedirect = true, redirect
-		return openIn(t, ns, c, 1)
+		return openLogged(t, ns, c, 1, logs)
 	}
 	mode := func(d *Device) drivers.Mode {
 		for _, m := range d.Modes() {
@@ -193,15 +188,12 @@ func TestProgramsDetached(t *testing.T) {
 	env := netns.New(t)
 	ns := env.NS("fpdt")
 	env.Veth(ns, "dt0", ns, "dt1", 1)
-	logs := new(bytes.Buffer)
-	orig := log.Writer()
-	log.SetOutput(logs)
-	t.Cleanup(func() { log.SetOutput(orig) })
+	logs := new(logBuffer)
 	t.Setenv(kfeature.EnvMissing, "xdp_bpf_link")
 
 	c := cfg("dt0", "auto")
 	c.FastPath = true
-	d, err := openIn(t, ns, c, 1)
+	d, err := openLogged(t, ns, c, 1, logs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package afxdp
 import (
 	"errors"
 	"fmt"
-	"log"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -72,7 +71,9 @@ var (
 	fastShared *fastTable
 )
 
-func acquireFastTable() (*fastTable, error) {
+// acquireFastTable returns the shared table, made on first use: l, the
+// first device's log, also gets the table's own messages.
+func acquireFastTable(l opLog) (*fastTable, error) {
 	fastMu.Lock()
 	defer fastMu.Unlock()
 	if fastShared == nil {
@@ -91,7 +92,7 @@ func acquireFastTable() (*fastTable, error) {
 		}
 		f.t = t
 		if err := t.WatchRedirects(); err != nil {
-			log.Printf("afxdp: fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
+			l.Printf("fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
 		} else {
 			f.watching = true
 		}
@@ -324,7 +325,7 @@ var _ drivers.FastPath = (*Device)(nil)
 // counted (fastpath_fallbacks) and shown (Modes). Only an explicit
 // fastpath_redirect the kernel cannot honour is an error.
 func (d *Device) openFastPath(queues int, kind string) error {
-	ft, err := acquireFastTable()
+	ft, err := acquireFastTable(d.log)
 	if err != nil {
 		return err
 	}
@@ -333,16 +334,15 @@ func (d *Device) openFastPath(queues int, kind string) error {
 	if key == "" {
 		key = "auto"
 	}
-	name := fmt.Sprintf("%s (%s)", d.info.Name, d.ifname)
 	if ft.t == nil {
-		return d.fastPathOff(name, key, ft.tErr, queues)
+		return d.fastPathOff(key, ft.tErr, queues)
 	}
 	pol, err := d.cfg.police()
 	if err != nil {
 		return err
 	}
 	if d.fp, err = fastpath.NewPolicedProgram(ft.t, queues, d.info.MAC, pol); err != nil {
-		return d.fastPathOff(name, key, err, queues)
+		return d.fastPathOff(key, err, queues)
 	}
 	d.prog = d.fp.XDP()
 	via := redirectVia(key, kind)
@@ -365,16 +365,16 @@ func (d *Device) openFastPath(queues int, kind string) error {
 		if quiet { // this device's own step down says it all
 			d.fallback(viaXDPInstead(key, noTC))
 		}
-		ft.tcFailed(name, noTC, quiet)
+		ft.tcFailed(d.log, noTC, quiet)
 	}
-	if d.out, err = ft.addOut(d.ifindex, name, via); err != nil {
+	if d.out, err = ft.addOut(d.ifindex, d.log, via); err != nil {
 		return err
 	}
 	how := "XDP redirects"
 	if m := d.fastPathMode(); m == "tc" {
 		how = "its input's TC program (the hand-off to TC)"
 	}
-	log.Printf("afxdp: %s: fast path on (program %s); as an output it is reached by %s", name, d.fp.Variant, how)
+	d.log.Printf("fast path on (program %s); as an output it is reached by %s", d.fp.Variant, how)
 	for _, a := range d.info.Addresses {
 		// IPv4 and global IPv6 addresses (link-local ones are never
 		// forwarded by the fast path anyway).
@@ -392,7 +392,7 @@ func (d *Device) openFastPath(queues int, kind string) error {
 // AF_XDP program: the graph forwards everything) because of why, unless
 // fastpath_redirect (key) asked explicitly for a way the fast path
 // cannot take.
-func (d *Device) fastPathOff(name, key string, why error, queues int) error {
+func (d *Device) fastPathOff(key string, why error, queues int) error {
 	if key != "auto" {
 		return explicitRedirectErr(d.ifname, key, why)
 	}
@@ -409,7 +409,7 @@ func (d *Device) fastPathOff(name, key string, why error, queues int) error {
 // asked of the fast path.
 func (d *Device) fallback(what string) {
 	d.fallbacks = append(d.fallbacks, what)
-	log.Printf("afxdp: %s (%s): fast path: %s", d.info.Name, d.ifname, what)
+	d.log.Printf("fast path: %s", what)
 }
 
 // fastPathMode is the fast path the device settled on, as Modes shows
@@ -506,7 +506,7 @@ func redirectVia(key, kind string) fastpath.Via {
 // Close (Stats reads them after it).
 type egressOut struct {
 	ifindex int
-	name    string              // "wan (wan0)", for the log
+	log     opLog               // its device's (watch logs its outages)
 	probe   *fastpath.XmitProbe // nil: the kernel does not say
 	via     fastpath.Via        // under fastTable.mu
 	// links asks whether a TC output is up and has carrier; nil for XDP
@@ -545,18 +545,18 @@ func (o *egressOut) counters() []drivers.Counter {
 	}
 }
 
-// addOut makes the device ifindex an output of the fast path, reached
-// via via (XDP if no TC program may be relied on), off until watch's
-// first look (at once when the watcher runs, never otherwise). Call it
-// in the device's network namespace: the device map and the features
-// probe resolve ifindex there.
-func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressOut, error) {
-	o := &egressOut{ifindex: ifindex, name: name, off: true}
+// addOut makes the device ifindex, whose log is l, an output of the
+// fast path, reached via via (XDP if no TC program may be relied on),
+// off until watch's first look (at once when the watcher runs, never
+// otherwise). Call it in the device's network namespace: the device map
+// and the features probe resolve ifindex there.
+func (f *fastTable) addOut(ifindex int, l opLog, via fastpath.Via) (*egressOut, error) {
+	o := &egressOut{ifindex: ifindex, log: l, off: true}
 	o.isOff.Store(true)
 	if p, err := fastpath.NewXmitProbe(); err == nil {
 		o.probe = p
 	} else if !errors.Is(err, fastpath.ErrNoXDPFeatures) {
-		log.Printf("afxdp: %s: fast path: %v (refused redirects are still noticed, one lost frame each)", name, err)
+		l.Printf("fast path: %v (refused redirects are still noticed, one lost frame each)", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -587,12 +587,12 @@ func (f *fastTable) addOut(ifindex int, name string, via fastpath.Via) (*egressO
 // tcFailed records that a device cannot hand frames to TC (its program
 // lacks the hand-off, or its TC program could not be attached): every
 // output, now and later, is reached with XDP.
-// quiet: the caller logged it.
-func (f *fastTable) tcFailed(name string, err error, quiet bool) {
+// l is the device's log; quiet: the caller logged it.
+func (f *fastTable) tcFailed(l opLog, err error, quiet bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.noTC && !quiet {
-		log.Printf("afxdp: %s: fast path: %v: every output is reached by XDP redirects instead of through TC", name, err)
+		l.Printf("fast path: %v: every output is reached by XDP redirects instead of through TC", err)
 	}
 	f.noTC = true
 	for _, o := range f.outs {
@@ -673,7 +673,7 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 		o.disabled.Add(1)
 		if !o.logged {
 			o.logged = true
-			log.Printf("afxdp: %s: fast path: not offloading to this device, its traffic takes the graph's path: %s", o.name, why)
+			o.log.Printf("fast path: not offloading to this device, its traffic takes the graph's path: %s", why)
 		}
 	}
 	switch {
@@ -710,7 +710,7 @@ func (f *fastTable) step(o *egressOut, now time.Time) {
 		o.probing, o.backoff = false, 0
 		if o.logged {
 			o.logged = false
-			log.Printf("afxdp: %s: fast path: offloading to this device again", o.name)
+			o.log.Printf("fast path: offloading to this device again")
 		}
 	}
 	o.isOff.Store(o.off)

@@ -1,10 +1,8 @@
 package afxdp
 
 import (
-	"bytes"
 	"errors"
 	"github.com/junction-dataplane/junction/drivers/kfeature"
-	"log"
 	"net"
 	"strings"
 	"testing"
@@ -15,9 +13,8 @@ import (
 )
 
 // testFastTable is a watching fastTable over new tables of four entries
-// each, with the log captured into the returned buffer until the test
-// ends.
-func testFastTable(t *testing.T) (*fastTable, *bytes.Buffer) {
+// each, and a buffer for the logs of its outputs (logBuffer.devLog).
+func testFastTable(t *testing.T) (*fastTable, *logBuffer) {
 	t.Helper()
 	kfeature.Require(t, fastpath.Features...)
 	tables, err := fastpath.NewTables(4, 4, 4)
@@ -25,11 +22,7 @@ func testFastTable(t *testing.T) (*fastTable, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tables.Close() })
-	logs := new(bytes.Buffer)
-	orig := log.Writer()
-	log.SetOutput(logs)
-	t.Cleanup(func() { log.SetOutput(orig) })
-	return &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}, logs
+	return &fastTable{t: tables, outs: map[int]*egressOut{}, watching: true}, new(logBuffer)
 }
 
 // TestEgressStates drives one output's state machine (fastTable.step)
@@ -55,7 +48,7 @@ func TestEgressStates(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		o, err = f.addOut(ifi.Index, "wan (out0)", fastpath.ViaXDP)
+		o, err = f.addOut(ifi.Index, logs.devLog("wan", "out0"), fastpath.ViaXDP)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -161,7 +154,7 @@ func TestTCOutputs(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			o, err = f.addOut(ifi.Index, "dev ("+name+")", via)
+			o, err = f.addOut(ifi.Index, logs.devLog("dev", name), via)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -185,7 +178,7 @@ func TestTCOutputs(t *testing.T) {
 	if xdp.probe != nil && !xdp.isOff.Load() {
 		t.Errorf("XDP output, GRO off at its peer: on, want off")
 	}
-	f.tcFailed("dev (x)", errors.New("no tcx"), false)
+	f.tcFailed(logs.devLog("dev", "x"), errors.New("no tcx"), false)
 	if s := state(tc); tc.via != fastpath.ViaXDP || s.Via != fastpath.ViaXDP || s.Disabled != tc.isOff.Load() {
 		t.Errorf("after tcFailed: driver via %v, kernel %+v, off %v; want xdp", tc.via, s, tc.isOff.Load())
 	}

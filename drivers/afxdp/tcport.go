@@ -3,7 +3,6 @@ package afxdp
 import (
 	"fmt"
 	"io"
-	"log"
 	"net/netip"
 	"strings"
 	"sync"
@@ -29,7 +28,7 @@ import (
 // logged and counted the same way).
 type TCPort struct {
 	ft        *fastTable
-	name      string // "lan (lan0)", for the log
+	log       opLog // the device's messages (its OpenContext.Log)
 	ifindex   int
 	mac       packet.MAC
 	mtu       int
@@ -138,25 +137,26 @@ func noPeerWhy(why error) string {
 // in the device's network namespace. What the kernel lacks is stepped
 // down from as the afxdp driver does, logged once, counted
 // (fastpath_fallbacks) and shown (Modes); with key "tc" it is an error
-// on fastpath. driver names the caller in the log.
-func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, kind string, mtu int, key string, pol fastpath.Police) (*TCPort, error) {
+// on fastpath. Its messages go to ctx's Log (the device's OpenContext),
+// driver naming the caller.
+func OpenTCPort(driver string, ctx drivers.OpenContext, info drivers.Info, ifname string, ifindex int, kind string, mtu int, key string, pol fastpath.Police) (*TCPort, error) {
 	on, picked := PickTC(key, kind)
 	if !on {
 		return nil, fmt.Errorf("afxdp: OpenTCPort with fastpath %q", key)
 	}
-	ft, err := acquireFastTable()
+	l := newOpLog(ctx, driver, ifname)
+	ft, err := acquireFastTable(l)
 	if err != nil {
 		return nil, err
 	}
-	p := &TCPort{ft: ft, name: fmt.Sprintf("%s (%s)", info.Name, ifname), ifindex: ifindex, mac: info.MAC, mtu: mtu, picked: picked}
-	logf := func(f string, a ...any) { log.Printf(driver+": "+p.name+": fast path: "+f, a...) }
+	p := &TCPort{ft: ft, log: l, ifindex: ifindex, mac: info.MAC, mtu: mtu, picked: picked}
 	off := func(why error) (*TCPort, error) {
 		if key == "tc" {
 			p.Close()
 			return nil, tcKeyErr(ifname, why)
 		}
 		p.fallbacks = append(p.fallbacks, noTCFastPathWhy(why))
-		logf("%s", p.fallbacks[len(p.fallbacks)-1])
+		p.log.Printf("fast path: %s", p.fallbacks[len(p.fallbacks)-1])
 		return p, nil
 	}
 	if ft.t == nil {
@@ -172,11 +172,11 @@ func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, ki
 			why = fmt.Errorf("the kernel refused %s", fastpath.TCFastPathName)
 		}
 		p.fallbacks = append(p.fallbacks, noPeerWhy(why))
-		logf("%s", p.fallbacks[len(p.fallbacks)-1])
+		p.log.Printf("fast path: %s", p.fallbacks[len(p.fallbacks)-1])
 	} else if kind == "veth" {
 		via = fastpath.ViaTCPeer
 	}
-	if p.out, err = ft.addOut(ifindex, p.name, via); err != nil {
+	if p.out, err = ft.addOut(ifindex, p.log, via); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%s: the fast path's output: %w", ifname, err)
 	}
@@ -198,9 +198,9 @@ func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, ki
 		p.prog = nil
 		return off(err)
 	}
-	logf("on in TC (program %s, %s); as an output it is reached by %s", p.prog.Variant, picked, viaWords(via))
+	p.log.Printf("fast path: on in TC (program %s, %s); as an output it is reached by %s", p.prog.Variant, picked, viaWords(via))
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
-	go p.watchTC(logf)
+	go p.watchTC()
 	return p, nil
 }
 
@@ -209,7 +209,7 @@ func OpenTCPort(driver string, info drivers.Info, ifname string, ifindex int, ki
 // another tool has detached it, the fast path forwards nothing and every
 // frame reaches the graph through the device's sockets, which is logged
 // and counted (fastpath_tc_lost) once.
-func (p *TCPort) watchTC(logf func(string, ...any)) {
+func (p *TCPort) watchTC() {
 	defer close(p.done)
 	t := time.NewTicker(attachPoll)
 	defer t.Stop()
@@ -220,7 +220,7 @@ func (p *TCPort) watchTC(logf func(string, ...any)) {
 		case <-t.C:
 			if !tcAttached(p.tc) {
 				p.lost.Add(1)
-				logf("its TC program (%s) was detached by another tool: the graph forwards all of this device's traffic from now on", fastpath.TCFastPathName)
+				p.log.Printf("fast path: its TC program (%s) was detached by another tool: the graph forwards all of this device's traffic from now on", fastpath.TCFastPathName)
 				return
 			}
 		}
