@@ -6,6 +6,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/route/kernelmirror"
 	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -373,7 +374,7 @@ func BuildTableOf(c *tables.Config) (t *route.Table, stop func() error, err erro
 	if !c.Kernel() {
 		return t, func() error { return nil }, nil
 	}
-	ks, err := route.StartKernelSync(t, c.KernelOptions(), nil)
+	ks, err := kernelmirror.Start(t, c.KernelOptions(), nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/fastgen"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/route/fpmirror"
+	"github.com/junction-dataplane/junction/elements/ip/route/kernelmirror"
 	"github.com/junction-dataplane/junction/elements/ip/tables"
 	"github.com/junction-dataplane/junction/elements/offloadkey"
 )
@@ -40,8 +42,8 @@ type sharedTable struct {
 	key   tableKey
 	set   *tableSet
 	table *route.Table
-	ksync *route.KernelSync
-	off   *route.OffloadSync
+	ksync *kernelmirror.Sync
+	off   *fpmirror.Sync
 	refs  atomic.Int32 // instances of every lookup reading it
 	live  liveRoutes   // what the control socket changed (live.go)
 	cfg   *tables.Config
@@ -122,7 +124,7 @@ func buildTable(ctx *elements.Context, c *tables.Config, prev *sharedTable) (*sh
 	// Every new version makes the graph's fast-path entries stale.
 	t.OnChange(fastgen.Of(ctx).Invalidate)
 	if c.Kernel() {
-		ks, err := route.StartKernelSync(t, c.KernelOptions(), ctx.Stats)
+		ks, err := kernelmirror.Start(t, c.KernelOptions(), ctx.Stats)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +133,7 @@ func buildTable(ctx *elements.Context, c *tables.Config, prev *sharedTable) (*sh
 	if len(c.Offload) > 0 {
 		ports, _, fp, err := offloadkey.Resolve(ctx.Devices, "offload", c.Offload)
 		if err == nil {
-			sh.off, err = route.StartOffload(t, fp, ports, ctx.Stats)
+			sh.off, err = fpmirror.Start(t, fp, ports, ctx.Stats)
 		}
 		if err != nil {
 			if sh.ksync != nil {
@@ -141,7 +143,7 @@ func buildTable(ctx *elements.Context, c *tables.Config, prev *sharedTable) (*sh
 		}
 		if prev != nil {
 			// Both mirror into the same devices until one closes.
-			route.HandOver(prev.off, sh.off)
+			fpmirror.HandOver(prev.off, sh.off)
 		}
 	}
 	return sh, nil

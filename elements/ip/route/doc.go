@@ -6,9 +6,8 @@
 // each version changed; its pages on huge-page slabs (slab.go); the route
 // syntax and routes files (routes.go), and the validated sets of large
 // routes files a router remembers across loads of its graph (remember.go:
-// its reload does not parse an unchanged file again); a mirror
-// of a kernel routing table (kernel.go) and one into a driver's in-kernel
-// fast path (offload.go); synthetic tables for benchmarks (routegen.go).
+// its reload does not parse an unchanged file again); synthetic tables for
+// benchmarks (routegen.go).
 // IPv6 lookups of a whole batch interleave their trie walks (fib6batch.go).
 //
 // A route is unicast (its paths) or of another Type: blackhole,
@@ -18,5 +17,9 @@
 //
 // The IPLookup element (elements/ip) builds a Table from a table's config
 // (elements/ip/tables), shares it among the lookups that read it, and
-// looks a batch up in one published version (Table.Current).
+// looks a batch up in one published version (Table.Current). Its mirrors
+// are packages of their own, so that the table imports neither netlink
+// nor a driver: route/kernelmirror copies a kernel routing table into a
+// Table (Apply, Replace), route/fpmirror a Table into a driver's in-kernel
+// fast path (Routes, then the journal: StartJournal, ChangesSince).
 package route

@@ -3,12 +3,11 @@ package route
 import (
 	"net/netip"
 
-	"github.com/junction-dataplane/junction/drivers"
-	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// What IPLookup (elements/ip) builds a table and its mirrors with.
+// What IPLookup (elements/ip) builds a table with, and what its mirrors
+// (route/kernelmirror, route/fpmirror) read and write it by.
 
 // ParsePrefix4 reads an IPv4 prefix or address (a /32), for IPv4-only keys.
 func ParsePrefix4(s string) (netip.Prefix, error) { return parsePrefix(s) }
@@ -18,6 +17,10 @@ func ParsePrefix(s string) (netip.Prefix, error) { return parsePrefixAny(s) }
 
 // Unicast4 reports whether a is usable as an IPv4 host address.
 func Unicast4(a netip.Addr) bool { return unicast4(a) }
+
+// CheckVia checks that a is usable as a next hop of the family (v4:
+// IPv4): unicast, no zone.
+func CheckVia(a netip.Addr, v4 bool) error { return checkVia(a, v4) }
 
 // CheckRoute reports what is wrong with r as a table entry (nil: nothing).
 func CheckRoute(r Route) error { return checkRoute(r) }
@@ -48,36 +51,6 @@ func NewTableChecked(routes []Route, lim Limits, checked bool) (*Table, error) {
 
 // Pick chooses one of n equal-cost paths by flow hash.
 func Pick(n int, hash uint32) int { return pick(n, hash) }
-
-// KernelOptions choose what a kernel mirror copies: the kernel table, the
-// interfaces (their order gives the output ports; Interfaces6, if any,
-// give IPv6 routes ports of their own, after Interfaces') and the network
-// namespace ("": the process's).
-type KernelOptions struct {
-	Table       int
-	Interfaces  []string
-	Interfaces6 []string
-	NetNS       string
-	Family      int // 4 or 6: mirror that family's routes only; 0: both
-}
-
-// KernelSync mirrors a kernel routing table into a Table (kernel.go).
-type KernelSync = kernelSync
-
-// StartKernelSync loads the kernel table into t and keeps it in step.
-func StartKernelSync(t *Table, o KernelOptions, st *elements.Stats) (*KernelSync, error) {
-	return startKernelSync(t, kernelOptions{table: o.Table, interfaces: o.Interfaces, interfaces6: o.Interfaces6, netns: o.NetNS, family: o.Family}, st)
-}
-
-// OffloadSync mirrors a Table's IPv4 routes into a driver's fast path
-// (offload.go).
-type OffloadSync = offloadSync
-
-// StartOffload copies t's IPv4 routes into fp, ports[i] being output port
-// i's device, and keeps it in step until Close.
-func StartOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*OffloadSync, error) {
-	return startOffload(t, fp, ports, st)
-}
 
 // FIB is one published version of a table: immutable, read by every worker
 // without locks. A lookup returns a next-hop value: 0 for no route, else

@@ -177,7 +177,7 @@ type Table struct {
 	// Publish, Update) or an overflow moves jBase past what is lost.
 	journal   []journalRec
 	jBase     uint64
-	journalOn bool // only while a mirror follows the table (startJournal)
+	journalOn bool // only while a mirror follows the table (StartJournal)
 }
 
 // journalRec is one prefix changed by version ver.
@@ -454,9 +454,9 @@ func (t *Table) record(changes []Change) {
 	}
 }
 
-// startJournal makes the table journal its changes from now on, for a
+// StartJournal makes the table journal its changes from now on, for a
 // mirror that has just walked it.
-func (t *Table) startJournal() {
+func (t *Table) StartJournal() {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	if !t.journalOn {
@@ -472,10 +472,10 @@ func (t *Table) rebuilt() {
 	t.jBase = t.ver
 }
 
-// changesSince returns, for every prefix changed after version since, its
+// ChangesSince returns, for every prefix changed after version since, its
 // route now (nil: deleted), and the current version; ok is false when the
 // journal no longer covers since (the caller walks Routes instead).
-func (t *Table) changesSince(since uint64) (changed map[netip.Prefix]*Route, ver uint64, ok bool) {
+func (t *Table) ChangesSince(since uint64) (changed map[netip.Prefix]*Route, ver uint64, ok bool) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	if since < t.jBase || since > t.ver {

@@ -396,3 +396,70 @@ func mustRoutes(t *testing.T, ss ...string) []Route {
 	}
 	return rs
 }
+
+// TestChangesSince: the journal a mirror follows names every prefix a
+// version changed, with its route now; a rebuild or an overflow makes older
+// versions unanswerable (the mirror then walks the table), and versions
+// never go back, rebuilds included.
+func TestChangesSince(t *testing.T) {
+	pf := netip.MustParsePrefix
+	tab, err := NewTable(mustRoutes(t, "10.0.0.0/8 out 0", "10.1.0.0/16 out 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.StartJournal()
+	v0 := tab.Version()
+	if err := tab.Insert(mustRoutes(t, "192.0.2.0/24 via 10.1.0.7 out 0")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tab.Delete(pf("10.1.0.0/16")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(mustRoutes(t, "10.0.0.0/8 out 1")...); err != nil {
+		t.Fatal(err)
+	}
+	ch, v, ok := tab.ChangesSince(v0)
+	if !ok || v != tab.Version() || v != v0+3 || len(ch) != 3 {
+		t.Fatalf("ChangesSince(%d) = %v, %d, %v; want 3 prefixes up to %d", v0, ch, v, ok, v0+3)
+	}
+	if r := ch[pf("10.1.0.0/16")]; r != nil {
+		t.Errorf("deleted prefix reported as %v", r)
+	}
+	if r := ch[pf("10.0.0.0/8")]; r == nil || r.Out != 1 {
+		t.Errorf("10.0.0.0/8 reported as %v, want its latest route (out 1)", r)
+	}
+	if ch2, _, ok := tab.ChangesSince(v0 + 2); !ok || len(ch2) != 1 {
+		t.Errorf("ChangesSince(v0+2) = %v, %v: want only the last change", ch2, ok)
+	}
+	if ch3, _, ok := tab.ChangesSince(v); !ok || len(ch3) != 0 {
+		t.Errorf("ChangesSince(now) = %v, %v", ch3, ok)
+	}
+	// A rebuild: older versions are unanswerable; the version still grows.
+	if err := tab.Replace(mustRoutes(t, "10.0.0.0/8 out 0")); err != nil {
+		t.Fatal(err)
+	}
+	if tab.Version() <= v {
+		t.Fatalf("version went from %d to %d across Replace", v, tab.Version())
+	}
+	if _, _, ok := tab.ChangesSince(v); ok {
+		t.Error("ChangesSince answered across a Replace")
+	}
+	// An overflow: the oldest versions are dropped.
+	vr := tab.Version()
+	var rs []Route
+	for i := 0; i < maxJournal/2+10; i++ {
+		rs = append(rs, Route{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(i >> 8), byte(i), 0}), 24), Out: 0})
+	}
+	// Five versions of ~16k changes: more records than maxJournal.
+	for _, half := range [][]Route{rs[:len(rs)/2], rs[len(rs)/2:], rs[:len(rs)/2], rs[len(rs)/2:], rs[:len(rs)/2]} {
+		if err := tab.Insert(half...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, ok := tab.ChangesSince(vr); ok {
+		t.Error("ChangesSince answered for versions the journal dropped")
+	}
+	if ch, _, ok := tab.ChangesSince(tab.Version() - 1); !ok || len(ch) != len(rs)/2 {
+		t.Errorf("the last version: %d prefixes, %v; want %d", len(ch), ok, len(rs)/2)
+	}
+}

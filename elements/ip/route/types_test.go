@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/junction-dataplane/junction/elements"
 )
 
 // TestRouteTypeSyntax: the types parse in both orders, print back in the
@@ -75,42 +73,4 @@ func TestTableTypes(t *testing.T) {
 	if h, ok := tb.Forward(netip.MustParseAddr("10.100.5.1"), 0); !ok || h.Out != 1 {
 		t.Errorf("after the delete: %+v %v", h, ok)
 	}
-}
-
-// TestOffloadTypes: a blackhole (or unreachable, prohibit) route under an
-// offloaded prefix is held in the fast path as "never forward here", so
-// that its packets reach the graph instead of leaving by the covering
-// route; deleting it hands its addresses back to the covering route.
-func TestOffloadTypes(t *testing.T) {
-	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
-	lan := &fastDev{name: "lan", ft: ff}
-	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := NewTable(mustRoutes(t, "10.16.0.0/12 via 10.2.0.2 out 0", "10.16.5.1 blackhole", "10.16.6.0/24 prohibit"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := startOffload(tab, fp, ports, &elements.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got := ff.snapshot()
-	for _, p := range []string{"10.16.5.1/32", "10.16.6.0/24"} {
-		if r, ok := got[netip.MustParsePrefix(p)]; !ok || r.out != nil {
-			t.Errorf("%s in the fast path: %+v %v, want held as never-forward", p, r, ok)
-		}
-	}
-	if r := got[netip.MustParsePrefix("10.16.0.0/12")]; r.out != lan {
-		t.Errorf("the covering prefix: %+v", r)
-	}
-	if err := tab.Insert(Route{Prefix: netip.MustParsePrefix("10.16.7.0/24"), Type: Unreachable}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the unreachable route held in the fast path", func() bool {
-		r, ok := ff.snapshot()[netip.MustParsePrefix("10.16.7.0/24")]
-		return ok && r.out == nil
-	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/ip/route"
+	"github.com/junction-dataplane/junction/elements/ip/route/kernelmirror"
 )
 
 // Main is the table an IPLookup reads when it names none.
@@ -249,8 +250,8 @@ func (c *Config) SourceName() string {
 }
 
 // KernelOptions are the kernel mirror's options (source = "kernel").
-func (c *Config) KernelOptions() route.KernelOptions {
-	return route.KernelOptions{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS, Family: c.fam}
+func (c *Config) KernelOptions() kernelmirror.Options {
+	return kernelmirror.Options{Table: c.ktable, Interfaces: c.Interfaces, Interfaces6: c.Interfaces6, NetNS: c.NetNS, Family: c.fam}
 }
 
 // FamilyNumber is 4 or 6 for a table of one family, 0 for both.

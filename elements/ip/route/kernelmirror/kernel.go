@@ -1,4 +1,4 @@
-package route
+package kernelmirror
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // The kernel source mirrors a kernel routing table into a Table: subscribe
@@ -30,7 +31,7 @@ import (
 // "kernel resyncs". The state is one small map entry per prefix
 // (kernelstate.go).
 //
-// Unicast routes are mirrored with their paths (several: ECMP, weighted by
+// route.Unicast routes are mirrored with their paths (several: ECMP, weighted by
 // repeating a path), blackhole, unreachable and prohibit routes as routes
 // of those types; routes of the other kernel types (throw, local,
 // broadcast, anycast, multicast, nat) are not mirrored, and are counted
@@ -42,17 +43,23 @@ import (
 // and the route is counted as a "nexthop object". Routes whose paths
 // leave by no interface of the mirror's are "kernel routes skipped".
 
-type kernelOptions struct {
-	table       int
-	interfaces  []string
-	interfaces6 []string // IPv6 routes' ports, after interfaces' (none: the same as IPv4's)
-	netns       string
-	family      int // 4, 6, or 0 for both
+// Options choose what a kernel mirror copies: the kernel table, the
+// interfaces (their order gives the output ports; Interfaces6, if any,
+// give IPv6 routes ports of their own, after Interfaces') and the network
+// namespace ("": the process's).
+type Options struct {
+	Table       int
+	Interfaces  []string
+	Interfaces6 []string
+	NetNS       string
+	Family      int // 4 or 6: mirror that family's routes only; 0: both
 }
 
-type kernelSync struct {
-	t    *Table
-	opt  kernelOptions
+// Sync mirrors a kernel routing table into a route.Table (Start), until
+// Close.
+type Sync struct {
+	t    *route.Table
+	opt  Options
 	ns   netns.NsHandle
 	h    *netlink.Handle
 	stop chan struct{}
@@ -87,11 +94,11 @@ type otherKey struct {
 }
 
 // kernelTypes are the kernel route types mirrored as Table types.
-var kernelTypes = map[int]Type{
-	unix.RTN_UNICAST:     Unicast,
-	unix.RTN_BLACKHOLE:   Blackhole,
-	unix.RTN_UNREACHABLE: Unreachable,
-	unix.RTN_PROHIBIT:    Prohibit,
+var kernelTypes = map[int]route.Type{
+	unix.RTN_UNICAST:     route.Unicast,
+	unix.RTN_BLACKHOLE:   route.Blackhole,
+	unix.RTN_UNREACHABLE: route.Unreachable,
+	unix.RTN_PROHIBIT:    route.Prohibit,
 }
 
 // otherNexthop marks, among the unmirrored routes, a unicast route
@@ -107,7 +114,7 @@ var kernelTypeNames = map[uint8]string{
 
 // Unmirrored counts the routes of the kernel table the mirror does not
 // copy because of their type, by type name ("throw": 2).
-func (k *kernelSync) Unmirrored() map[string]int {
+func (k *Sync) Unmirrored() map[string]int {
 	k.otherMu.Lock()
 	defer k.otherMu.Unlock()
 	out := map[string]int{}
@@ -124,8 +131,9 @@ func (k *kernelSync) Unmirrored() map[string]int {
 // maxBurst bounds the events applied as one version.
 const maxBurst = 8192
 
-func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSync, error) {
-	k := &kernelSync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
+// Start loads the kernel table into t and keeps it in step.
+func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
+	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
 		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
@@ -134,10 +142,10 @@ func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSy
 	} else {
 		k.applied, k.skipped, k.resyncs = new(atomic.Uint64), new(atomic.Uint64), new(atomic.Uint64)
 	}
-	if opt.netns != "" {
-		ns, err := netns.GetFromName(opt.netns)
+	if opt.NetNS != "" {
+		ns, err := netns.GetFromName(opt.NetNS)
 		if err != nil {
-			return nil, fmt.Errorf("source = \"kernel\": netns %q: %v", opt.netns, err)
+			return nil, fmt.Errorf("source = \"kernel\": netns %q: %v", opt.NetNS, err)
 		}
 		k.ns = ns
 	}
@@ -165,7 +173,7 @@ func startKernelSync(t *Table, opt kernelOptions, st *elements.Stats) (*kernelSy
 	return k, nil
 }
 
-func (k *kernelSync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error) {
+func (k *Sync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error) {
 	ch := make(chan netlink.RouteUpdate, 4096)
 	done := make(chan struct{})
 	opts := netlink.RouteSubscribeOptions{
@@ -177,7 +185,7 @@ func (k *kernelSync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error
 		// ordinary request; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes it.
 		ReceiveBufferSize: subscribeBuffer,
 	}
-	if k.opt.netns != "" {
+	if k.opt.NetNS != "" {
 		opts.Namespace = &k.ns
 	}
 	opts.ReceiveBufferForceSize = !k.noForce
@@ -205,7 +213,7 @@ func drain(ch chan netlink.RouteUpdate) {
 }
 
 // Close stops the mirror; the table keeps its last state.
-func (k *kernelSync) Close() error {
+func (k *Sync) Close() error {
 	select {
 	case <-k.stop:
 		return nil
@@ -217,20 +225,20 @@ func (k *kernelSync) Close() error {
 	return nil
 }
 
-func (k *kernelSync) closeNS() {
-	if k.opt.netns != "" {
+func (k *Sync) closeNS() {
+	if k.opt.NetNS != "" {
 		k.ns.Close()
 	}
 }
 
-func (k *kernelSync) closeAll() {
+func (k *Sync) closeAll() {
 	if k.h != nil {
 		k.h.Close()
 	}
 	k.closeNS()
 }
 
-func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
+func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 	defer k.wg.Done()
 	burst := make([]netlink.RouteUpdate, 0, 256)
 	// quiet fires when the events have paused for recheckQuiet while a
@@ -290,7 +298,7 @@ func (k *kernelSync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 // dump is repeated: during a burst, a dump would be interrupted again.
 const recheckQuiet = 250 * time.Millisecond
 
-func (k *kernelSync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struct{}) {
+func (k *Sync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struct{}) {
 	close(done)
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		ch, d, err := k.subscribe()
@@ -321,7 +329,7 @@ func (k *kernelSync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan
 // Routes the mirror holds and the dump does not are deleted only after a
 // complete dump: one interrupted by changes (NLM_F_DUMP_INTR) may have
 // missed routes, and is repeated once the events pause (recheck).
-func (k *kernelSync) resync(first bool) error {
+func (k *Sync) resync(first bool) error {
 	if err := k.refreshPorts(); err != nil {
 		return err
 	}
@@ -336,7 +344,7 @@ func (k *kernelSync) resync(first bool) error {
 		if !k.wantFamily(fam) {
 			continue
 		}
-		err = k.h.RouteListFilteredIter(fam, &netlink.Route{Table: k.opt.table}, netlink.RT_FILTER_TABLE, func(r netlink.Route) bool {
+		err = k.h.RouteListFilteredIter(fam, &netlink.Route{Table: k.opt.Table}, netlink.RT_FILTER_TABLE, func(r netlink.Route) bool {
 			if p, ok := k.note(&r, true); ok && !first {
 				touched[p] = struct{}{}
 			}
@@ -362,7 +370,7 @@ func (k *kernelSync) resync(first bool) error {
 		if err != nil {
 			return err
 		}
-		all := make([]Route, 0, len(k.routes))
+		all := make([]route.Route, 0, len(k.routes))
 		for p, kr := range k.routes {
 			all = append(all, k.route(p, kr))
 		}
@@ -379,22 +387,22 @@ func (k *kernelSync) resync(first bool) error {
 	return err
 }
 
-func (k *kernelSync) refreshPorts() error {
+func (k *Sync) refreshPorts() error {
 	links, err := k.h.LinkList()
 	if err != nil {
 		return fmt.Errorf("source = \"kernel\": listing interfaces: %v", err)
 	}
 	k.ports = map[int]int{}
 	k.ports6 = nil
-	if len(k.opt.interfaces6) > 0 {
+	if len(k.opt.Interfaces6) > 0 {
 		k.ports6 = map[int]int{}
 	}
 	for _, l := range links {
-		if i := slices.Index(k.opt.interfaces, l.Attrs().Name); i >= 0 {
+		if i := slices.Index(k.opt.Interfaces, l.Attrs().Name); i >= 0 {
 			k.ports[l.Attrs().Index] = i
 		}
-		if i := slices.Index(k.opt.interfaces6, l.Attrs().Name); i >= 0 {
-			k.ports6[l.Attrs().Index] = len(k.opt.interfaces) + i
+		if i := slices.Index(k.opt.Interfaces6, l.Attrs().Name); i >= 0 {
+			k.ports6[l.Attrs().Index] = len(k.opt.Interfaces) + i
 		}
 	}
 	return nil
@@ -403,8 +411,8 @@ func (k *kernelSync) refreshPorts() error {
 // note records a kernel route add (or delete) in k.routes and reports the
 // prefix it concerns, whether the mirror changed (false too when the route
 // is not mirrored at all).
-func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
-	if r.Table != k.opt.table || !k.wantFamily(r.Family) {
+func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
+	if r.Table != k.opt.Table || !k.wantFamily(r.Family) {
 		return netip.Prefix{}, false
 	}
 	typ, mirrored := kernelTypes[r.Type]
@@ -413,7 +421,7 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		return p, false
 	}
 	other := uint8(r.Type)
-	if mirrored && typ == Unicast && r.LinkIndex == 0 && r.Gw == nil && len(r.MultiPath) == 0 {
+	if mirrored && typ == route.Unicast && r.LinkIndex == 0 && r.Gw == nil && len(r.MultiPath) == 0 {
 		// A unicast route without a device or paths names a nexthop
 		// object (ip route ... nhid N) without its paths
 		// (nexthop_compat_mode off), and the netlink library does not
@@ -430,8 +438,8 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		}
 	}
 	kr := kernelRoute{prio: uint32(r.Priority), tos: uint8(r.Tos), typ: typ, seen: k.epoch}
-	var hops []Hop
-	if add && typ == Unicast {
+	var hops []route.Hop
+	if add && typ == route.Unicast {
 		if hops, ok = k.hops(r); !ok {
 			k.skipped.Add(1)
 			// A replace by a route we cannot mirror still removes the
@@ -457,7 +465,7 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		return false
 	})
 	if add {
-		if typ == Unicast {
+		if typ == route.Unicast {
 			kr.hops = k.hopSets.acquire(hops)
 		}
 		list = append(list, kr)
@@ -469,8 +477,8 @@ func (k *kernelSync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 
 // wantFamily reports whether the mirror copies routes of the netlink
 // address family fam.
-func (k *kernelSync) wantFamily(fam int) bool {
-	switch k.opt.family {
+func (k *Sync) wantFamily(fam int) bool {
+	switch k.opt.Family {
 	case 4:
 		return fam == netlink.FAMILY_V4
 	case 6:
@@ -482,7 +490,7 @@ func (k *kernelSync) wantFamily(fam int) bool {
 // noteOther records (on) or forgets the unmirrored route r to p, of kernel
 // type typ (or otherNexthop), and
 // reports whether k.routes holds a route for p at r's metric.
-func (k *kernelSync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on bool) bool {
+func (k *Sync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on bool) bool {
 	key := otherKey{p, r.Priority, r.Tos}
 	k.otherMu.Lock()
 	if on {
@@ -519,7 +527,7 @@ func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
 	return p, p.IsValid()
 }
 
-func (k *kernelSync) port(ifindex int, v4 bool) (int, bool) {
+func (k *Sync) port(ifindex int, v4 bool) (int, bool) {
 	if !v4 && k.ports6 != nil {
 		p, ok := k.ports6[ifindex]
 		return p, ok
@@ -528,7 +536,7 @@ func (k *kernelSync) port(ifindex int, v4 bool) (int, bool) {
 	return p, ok
 }
 
-func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
+func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 	v4 := r.Family == netlink.FAMILY_V4
 	via := func(ip net.IP) (netip.Addr, bool) {
 		if ip == nil {
@@ -541,9 +549,9 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 		if v4 {
 			a = a.Unmap()
 		}
-		return a, checkVia(a, v4) == nil
+		return a, route.CheckVia(a, v4) == nil
 	}
-	var hops []Hop
+	var hops []route.Hop
 	if len(r.MultiPath) == 0 {
 		port, ok := k.port(r.LinkIndex, v4)
 		if !ok {
@@ -553,7 +561,7 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 		if !ok {
 			return nil, false
 		}
-		return []Hop{{Via: a, Out: port}}, true
+		return []route.Hop{{Via: a, Out: port}}, true
 	}
 	for _, nh := range r.MultiPath {
 		port, ok := k.port(nh.LinkIndex, v4)
@@ -566,8 +574,8 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 		}
 		// The kernel's weight is Hops+1: repeat the path to weigh it.
 		for range min(nh.Hops+1, 8) {
-			if len(hops) < MaxPaths {
-				hops = append(hops, Hop{Via: a, Out: port})
+			if len(hops) < route.MaxPaths {
+				hops = append(hops, route.Hop{Via: a, Out: port})
 			}
 		}
 	}
@@ -575,13 +583,13 @@ func (k *kernelSync) hops(r *netlink.Route) ([]Hop, bool) {
 }
 
 // applyBurst applies a burst of kernel events as one table version.
-func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
+func (k *Sync) applyBurst(us []netlink.RouteUpdate) {
 	touched := map[netip.Prefix]struct{}{}
 	refreshed := false
 	for i := range us {
 		u := &us[i]
 		add := u.Type == unix.RTM_NEWROUTE
-		if add && !refreshed && u.Table == k.opt.table && u.Route.Type == unix.RTN_UNICAST {
+		if add && !refreshed && u.Table == k.opt.Table && u.Route.Type == unix.RTN_UNICAST {
 			// A route through an interface we have not seen may mean the
 			// interface is new: look the interfaces up again, once.
 			if _, ok := k.port(u.LinkIndex, u.Family == netlink.FAMILY_V4); !ok && len(u.MultiPath) == 0 {
@@ -599,16 +607,16 @@ func (k *kernelSync) applyBurst(us []netlink.RouteUpdate) {
 
 // applyTouched publishes the mirror's routes for the prefixes touched as
 // one table version.
-func (k *kernelSync) applyTouched(touched map[netip.Prefix]struct{}) {
+func (k *Sync) applyTouched(touched map[netip.Prefix]struct{}) {
 	if len(touched) == 0 {
 		return
 	}
-	cs := make([]Change, 0, len(touched))
+	cs := make([]route.Change, 0, len(touched))
 	for p := range touched {
 		if kr, ok := k.routes[p]; ok {
-			cs = append(cs, Change{Route: k.route(p, kr)})
+			cs = append(cs, route.Change{Route: k.route(p, kr)})
 		} else {
-			cs = append(cs, Change{Route: Route{Prefix: p}, Delete: true})
+			cs = append(cs, route.Change{Route: route.Route{Prefix: p}, Delete: true})
 		}
 	}
 	if err := k.t.Apply(cs); err != nil {
@@ -622,7 +630,7 @@ func (k *kernelSync) applyTouched(touched map[netip.Prefix]struct{}) {
 }
 
 // Err returns the last error the mirror met (nil if none).
-func (k *kernelSync) Err() error {
+func (k *Sync) Err() error {
 	if e := k.lastErr.Load(); e != nil {
 		return *e
 	}

@@ -1,10 +1,11 @@
-package route
+package fpmirror
 
 import (
 	"net/netip"
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // TestOffloadHandOver: a table rebuilt by a reload starts a second mirror
@@ -20,13 +21,13 @@ func TestOffloadHandOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		oldT, _ := NewTable(mustRoutes(t, "10.1.0.0/24 out 0", "10.2.0.0/24 out 0"))
-		newT, _ := NewTable(mustRoutes(t, "10.1.0.0/24 out 0", "10.3.0.0/24 out 0"))
-		a, err := startOffload(oldT, fp, ports, &elements.Stats{})
+		oldT, _ := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0", "10.2.0.0/24 out 0"))
+		newT, _ := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0", "10.3.0.0/24 out 0"))
+		a, err := Start(oldT, fp, ports, &elements.Stats{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := startOffload(newT, fp, ports, &elements.Stats{})
+		b, err := Start(newT, fp, ports, &elements.Stats{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package route
+package kernelmirror
 
 import (
 	"net/netip"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -23,7 +24,7 @@ func TestKernelResyncIncremental(t *testing.T) {
 	}
 	ip("route", "add", "2001:db8:1::/48", "via", "2001:db8:ffff::2")
 	ip("route", "add", "192.0.2.0/24", "via", "10.255.0.3", "metric", "50")
-	tb, err := NewTable(nil)
+	tb, err := route.NewTable(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestKernelResyncIncremental(t *testing.T) {
 	}
 	defer h.Close()
 	// The mirror without its event loop: the test plays the lost events.
-	k := &kernelSync{t: tb, opt: kernelOptions{table: 254, interfaces: []string{"m0"}}, h: h,
+	k := &Sync{t: tb, opt: Options{Table: 254, Interfaces: []string{"m0"}}, h: h,
 		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{},
 		applied: new(atomic.Uint64), skipped: new(atomic.Uint64), resyncs: new(atomic.Uint64)}
 	if err := k.resync(true); err != nil {
@@ -58,7 +59,7 @@ func TestKernelResyncIncremental(t *testing.T) {
 	if len(k.multi) != 1 {
 		t.Errorf("prefixes with several routes: %d, want 1", len(k.multi))
 	}
-	if err := tb.Insert(Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), Out: 0}); err != nil {
+	if err := tb.Insert(route.Route{Prefix: netip.MustParsePrefix("100.64.0.0/10"), Out: 0}); err != nil {
 		t.Fatal(err)
 	}
 	ip("route", "del", "192.0.2.0/24", "metric", "0") // the metric-50 route takes over
@@ -113,11 +114,11 @@ func TestKernelResyncIncremental(t *testing.T) {
 // look the interfaces up again).
 func TestKernelNewInterface(t *testing.T) {
 	ns, ip := mirrorNS(t)
-	tb, err := NewTable(nil)
+	tb, err := route.NewTable(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := startKernelSync(tb, kernelOptions{table: 254, interfaces: []string{"m0", "m9"}, netns: ns}, nil)
+	k, err := Start(tb, Options{Table: 254, Interfaces: []string{"m0", "m9"}, NetNS: ns}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestKernelNewInterface(t *testing.T) {
 	ip("link", "set", "m8", "up")
 	ip("addr", "add", "10.254.0.1/24", "dev", "m9")
 	ip("route", "add", "192.0.2.0/24", "via", "10.254.0.2")
-	want := Hop{Via: netip.MustParseAddr("10.254.0.2"), Out: 1}
+	want := route.Hop{Via: netip.MustParseAddr("10.254.0.2"), Out: 1}
 	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
 		if h, ok := tb.Forward(netip.MustParseAddr("192.0.2.1"), 1); ok && h == want {
 			break
@@ -145,15 +146,15 @@ func TestKernelNewInterface(t *testing.T) {
 // read it).
 func TestHopSets(t *testing.T) {
 	var h hopSets
-	a := []Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 0}}
-	b := []Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 1}, {Via: netip.MustParseAddr("10.0.0.2"), Out: 1}}
-	v6 := []Hop{{Via: netip.MustParseAddr("::ffff:10.0.0.1"), Out: 0}} // not the IPv4 address
+	a := []route.Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 0}}
+	b := []route.Hop{{Via: netip.MustParseAddr("10.0.0.1"), Out: 1}, {Via: netip.MustParseAddr("10.0.0.2"), Out: 1}}
+	v6 := []route.Hop{{Via: netip.MustParseAddr("::ffff:10.0.0.1"), Out: 0}} // not the IPv4 address
 	ra, ra2, rb, r6 := h.acquire(a), h.acquire(slices.Clone(a)), h.acquire(b), h.acquire(v6)
 	if ra == 0 || ra != ra2 || rb == ra || r6 == ra || r6 == rb {
 		t.Fatalf("references %d %d %d %d: want equal lists shared, others apart, none 0", ra, ra2, rb, r6)
 	}
-	if h.find(a) != ra || h.find(nil) != 0 || h.find([]Hop{{Out: 5}}) != 0 {
-		t.Fatalf("find: %d %d %d", h.find(a), h.find(nil), h.find([]Hop{{Out: 5}}))
+	if h.find(a) != ra || h.find(nil) != 0 || h.find([]route.Hop{{Out: 5}}) != 0 {
+		t.Fatalf("find: %d %d %d", h.find(a), h.find(nil), h.find([]route.Hop{{Out: 5}}))
 	}
 	held := h.sets[rb]
 	h.release(ra)
@@ -165,7 +166,7 @@ func TestHopSets(t *testing.T) {
 	if h.find(a) != 0 || h.find(b) != 0 || len(h.index) != 1 {
 		t.Fatalf("after the last releases: find %d %d, %d lists indexed, want 0 0 1", h.find(a), h.find(b), len(h.index))
 	}
-	c := []Hop{{Via: netip.MustParseAddr("10.9.9.9"), Out: 3}}
+	c := []route.Hop{{Via: netip.MustParseAddr("10.9.9.9"), Out: 3}}
 	if rc := h.acquire(c); rc != rb && rc != ra {
 		t.Errorf("a new list got reference %d, want a freed one (%d or %d)", rc, ra, rb)
 	}

@@ -1,4 +1,4 @@
-package route
+package fpmirror
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // offloadInterval is how often the mirror compares the table's version
@@ -23,12 +24,13 @@ type offloadRoute struct {
 	out drivers.Device
 }
 
-// offloadSync mirrors the routes of a Table, IPv4 and IPv6, into a driver's fast path
-// (drivers.FastPathTable): a walk of the table at start, then the prefixes
-// the table's journal says each new version changed, so a change costs what
-// it changes (a rebuild of the table, or a failed call, costs a walk).
-type offloadSync struct {
-	t     *Table
+// Sync mirrors the routes of a route.Table, IPv4 and IPv6, into a
+// driver's fast path (drivers.FastPathTable): a walk of the table at
+// start, then the prefixes the table's journal says each new version
+// changed, so a change costs what it changes (a rebuild of the table, or
+// a failed call, costs a walk).
+type Sync struct {
+	t     *route.Table
 	fp    drivers.FastPathTable
 	ports []drivers.Device // by output port; nil: not offloaded
 
@@ -42,7 +44,7 @@ type offloadSync struct {
 
 	// peers are the other mirrors into the same fast path while a reload
 	// runs both (HandOver); closed is set when Close has run.
-	peers  []*offloadSync
+	peers  []*Sync
 	closed bool
 }
 
@@ -51,7 +53,7 @@ type offloadSync struct {
 // runs. Each removes its routes when it closes, which may be routes the
 // other holds too; so the one that closes first makes the other set all
 // of its routes again (within one round, about 10 ms).
-func HandOver(a, b *OffloadSync) {
+func HandOver(a, b *Sync) {
 	if a == nil || b == nil || a == b {
 		return
 	}
@@ -65,7 +67,7 @@ func HandOver(a, b *OffloadSync) {
 
 // resetAll makes the next round set every route again (a peer removed
 // routes this mirror believed set); nothing once closed.
-func (s *offloadSync) resetAll() {
+func (s *Sync) resetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -74,12 +76,14 @@ func (s *offloadSync) resetAll() {
 	}
 }
 
-func startOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*offloadSync, error) {
-	s := &offloadSync{t: t, fp: fp, ports: ports, applied: st.Counter("offload routes applied"),
+// Start copies t's routes into fp, ports[i] being output port i's device
+// (nil: not offloaded), and keeps it in step until Close.
+func Start(t *route.Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*Sync, error) {
+	s := &Sync{t: t, fp: fp, ports: ports, applied: st.Counter("offload routes applied"),
 		failed: st.Counter("offload errors"), stop: make(chan struct{}), done: make(chan struct{})}
 	// Journal first, then walk: a change between the two is in both,
 	// and applying it twice is harmless.
-	t.startJournal()
+	t.StartJournal()
 	if err := s.sync(); err != nil {
 		s.clear()
 		return nil, elements.Errorf("offload", "programming the fast path: %v", err)
@@ -88,7 +92,7 @@ func startOffload(t *Table, fp drivers.FastPathTable, ports []drivers.Device, st
 	return s, nil
 }
 
-func (s *offloadSync) run() {
+func (s *Sync) run() {
 	defer close(s.done)
 	tk := time.NewTicker(offloadInterval)
 	defer tk.Stop()
@@ -108,8 +112,8 @@ func (s *offloadSync) run() {
 // prohibit route is held as "never forward here", so that the fast path
 // hands its packets to the graph (which drops them) instead of
 // forwarding them by a covering prefix.
-func (s *offloadSync) want(r Route) offloadRoute {
-	if r.Type != Unicast || len(r.Also) > 0 || r.Out >= len(s.ports) || s.ports[r.Out] == nil {
+func (s *Sync) want(r route.Route) offloadRoute {
+	if r.Type != route.Unicast || len(r.Also) > 0 || r.Out >= len(s.ports) || s.ports[r.Out] == nil {
 		return offloadRoute{}
 	}
 	return offloadRoute{gw: r.NextHop, out: s.ports[r.Out]}
@@ -121,11 +125,11 @@ func (s *offloadSync) want(r Route) offloadRoute {
 // after a rebuild, or after a failed call. A prefix whose SetRoute failed is
 // deleted from the fast path (it must not go on forwarding by the old
 // route), and full forces the next round to walk and set it again.
-func (s *offloadSync) sync() error {
+func (s *Sync) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.have != nil && !s.full {
-		changed, v, ok := s.t.changesSince(s.ver)
+		changed, v, ok := s.t.ChangesSince(s.ver)
 		if ok {
 			if v == s.ver {
 				return nil
@@ -165,7 +169,7 @@ func (s *offloadSync) sync() error {
 }
 
 // set installs w for p, or on failure takes p out of the fast path.
-func (s *offloadSync) set(p netip.Prefix, w offloadRoute) error {
+func (s *Sync) set(p netip.Prefix, w offloadRoute) error {
 	if err := s.fp.SetRoute(p, w.gw, w.out); err != nil {
 		if s.fp.DeleteRoute(p) == nil {
 			delete(s.have, p)
@@ -177,7 +181,7 @@ func (s *offloadSync) set(p netip.Prefix, w offloadRoute) error {
 }
 
 // walk compares the whole table with what the fast path holds.
-func (s *offloadSync) walk() error {
+func (s *Sync) walk() error {
 	v := s.t.Version() // Routes is at least this version; the journal covers what follows
 	if s.have == nil {
 		s.have = map[netip.Prefix]offloadRoute{}
@@ -215,7 +219,7 @@ func (s *offloadSync) walk() error {
 }
 
 // clear removes every route this mirror installed.
-func (s *offloadSync) clear() {
+func (s *Sync) clear() {
 	for p := range s.have {
 		_ = s.fp.DeleteRoute(p)
 	}
@@ -224,7 +228,7 @@ func (s *offloadSync) clear() {
 
 // Close stops the mirror and removes its routes from the fast path; a
 // peer still running (HandOver) sets its own again.
-func (s *offloadSync) Close() error {
+func (s *Sync) Close() error {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()

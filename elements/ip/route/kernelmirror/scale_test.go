@@ -1,4 +1,4 @@
-package route
+package kernelmirror
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // TestKernelMirrorScale measures the kernel mirror against an Internet-size
@@ -29,7 +31,7 @@ import (
 // and the peak Go heap (objects) and process RSS (VmHWM).
 // It is a measurement, not part of the ordinary run:
 //
-//	JN_MIRROR_SCALE=1000000,200000 go test -count=1 -v -run '^TestKernelMirrorScale$' -timeout 30m ./elements/ip/route/
+//	JN_MIRROR_SCALE=1000000,200000 go test -count=1 -v -run '^TestKernelMirrorScale$' -timeout 30m ./elements/ip/route/kernelmirror/
 //
 // It fails if a phase does not finish within 5 minutes, or the mirror ends
 // with other routes than the kernel's.
@@ -47,7 +49,7 @@ func TestKernelMirrorScale(t *testing.T) {
 	writeScaleBatch(t, add, "add", n4, n6)
 	writeScaleBatch(t, del, "del", n4, n6)
 
-	tb, err := NewTable(nil)
+	tb, err := route.NewTable(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestKernelMirrorScale(t *testing.T) {
 			t.Logf("control, no mirror, %s: kernel %v, longest gap between probes %v", filepath.Base(b), d.Round(time.Millisecond), g.Round(time.Millisecond))
 		}
 	}
-	k, err := startKernelSync(tb, kernelOptions{table: 254, interfaces: []string{"m0"}, netns: ns}, nil)
+	k, err := Start(tb, Options{Table: 254, Interfaces: []string{"m0"}, NetNS: ns}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

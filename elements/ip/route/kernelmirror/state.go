@@ -1,10 +1,12 @@
-package route
+package kernelmirror
 
 import (
 	"cmp"
 	"encoding/binary"
 	"net/netip"
 	"slices"
+
+	"github.com/junction-dataplane/junction/elements/ip/route"
 )
 
 // The mirror's state for a prefix is one map entry holding the kernel's
@@ -13,16 +15,16 @@ import (
 // a route's paths are a reference into the set of distinct path lists
 // (a full table from a few peers has a handful), counted by the routes
 // holding them. The few prefixes the kernel holds several routes for
-// (other metrics or TOS) keep their whole list beside it (kernelSync.multi).
+// (other metrics or TOS) keep their whole list beside it (Sync.multi).
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
 // several (different metrics or TOS) and forwards by the best one.
 type kernelRoute struct {
 	prio uint32 // the kernel's metric: the lowest wins
 	tos  uint8
-	typ  Type
-	hops hopRef // Unicast's paths
-	seen uint32 // the dump (kernelSync.epoch) that last saw it
+	typ  route.Type
+	hops hopRef // a unicast route's paths
+	seen uint32 // the dump (Sync.epoch) that last saw it
 }
 
 // hopRef names a path list in hopSets; 0 is none.
@@ -30,7 +32,7 @@ type hopRef uint32
 
 // hopSets holds each distinct path list once, counted by reference.
 type hopSets struct {
-	sets  [][]Hop // by hopRef; sets[0] is unused
+	sets  [][]route.Hop // by hopRef; sets[0] is unused
 	refs  []uint32
 	index map[string]hopRef
 	free  []hopRef
@@ -38,7 +40,7 @@ type hopSets struct {
 }
 
 // keyOf encodes hops as the index's key (in a buffer reused by each call).
-func (h *hopSets) keyOf(hops []Hop) []byte {
+func (h *hopSets) keyOf(hops []route.Hop) []byte {
 	b := h.key[:0]
 	for _, x := range hops {
 		a := x.Via.As16()
@@ -51,7 +53,7 @@ func (h *hopSets) keyOf(hops []Hop) []byte {
 }
 
 // find returns the reference of a list equal to hops (0: none held).
-func (h *hopSets) find(hops []Hop) hopRef {
+func (h *hopSets) find(hops []route.Hop) hopRef {
 	if len(hops) == 0 {
 		return 0
 	}
@@ -59,14 +61,14 @@ func (h *hopSets) find(hops []Hop) hopRef {
 }
 
 // acquire returns a reference to a list equal to hops, holding it once more.
-func (h *hopSets) acquire(hops []Hop) hopRef {
+func (h *hopSets) acquire(hops []route.Hop) hopRef {
 	if r := h.find(hops); r != 0 {
 		h.refs[r]++
 		return r
 	}
 	if h.index == nil {
 		h.index = map[string]hopRef{}
-		h.sets, h.refs = make([][]Hop, 1), make([]uint32, 1)
+		h.sets, h.refs = make([][]route.Hop, 1), make([]uint32, 1)
 	}
 	var r hopRef
 	if n := len(h.free); n > 0 {
@@ -93,17 +95,17 @@ func (h *hopSets) release(r hopRef) {
 }
 
 // route is the Table's route for the kernel's route kr to p.
-func (k *kernelSync) route(p netip.Prefix, kr kernelRoute) Route {
-	if kr.typ != Unicast {
-		return Route{Prefix: p, Type: kr.typ}
+func (k *Sync) route(p netip.Prefix, kr kernelRoute) route.Route {
+	if kr.typ != route.Unicast {
+		return route.Route{Prefix: p, Type: kr.typ}
 	}
 	hops := k.hopSets.sets[kr.hops]
-	return Route{Prefix: p, NextHop: hops[0].Via, Out: hops[0].Out, Also: hops[1:]}
+	return route.Route{Prefix: p, NextHop: hops[0].Via, Out: hops[0].Out, Also: hops[1:]}
 }
 
 // routesOf returns the kernel's routes to p, best first (buf holds a
 // single one).
-func (k *kernelSync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
+func (k *Sync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
 	if list, ok := k.multi[p]; ok {
 		return list
 	}
@@ -115,7 +117,7 @@ func (k *kernelSync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute
 }
 
 // setRoutes makes list (best first) the kernel's routes to p.
-func (k *kernelSync) setRoutes(p netip.Prefix, list []kernelRoute) {
+func (k *Sync) setRoutes(p netip.Prefix, list []kernelRoute) {
 	switch len(list) {
 	case 0:
 		delete(k.routes, p)
@@ -136,7 +138,7 @@ func sortKernelRoutes(list []kernelRoute) {
 
 // sweep forgets the routes the last complete dump did not see and reports
 // whether any of p's went.
-func (k *kernelSync) sweep(p netip.Prefix) bool {
+func (k *Sync) sweep(p netip.Prefix) bool {
 	var buf [1]kernelRoute
 	list := k.routesOf(p, &buf)
 	kept := slices.DeleteFunc(list, func(kr kernelRoute) bool {
@@ -156,7 +158,7 @@ func (k *kernelSync) sweep(p netip.Prefix) bool {
 // shrink rebuilds the mirror's map once it holds a quarter of what it held
 // at most: a Go map never gives its memory back, and a withdrawn full
 // table would keep it.
-func (k *kernelSync) shrink() {
+func (k *Sync) shrink() {
 	n := len(k.routes)
 	k.peak = max(k.peak, n)
 	if k.peak < 1<<14 || n >= k.peak/4 {

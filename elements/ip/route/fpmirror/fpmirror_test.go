@@ -1,4 +1,4 @@
-package route
+package fpmirror
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/ip/route"
 	"github.com/junction-dataplane/junction/elements/offloadkey"
 )
 
@@ -74,6 +75,20 @@ func resolveOffload(t *testing.T, names []string, devs elements.DeviceSet) ([]dr
 	return ports, fp, err
 }
 
+// mustRoutes parses route strings or fails the test.
+func mustRoutes(t *testing.T, ss ...string) []route.Route {
+	t.Helper()
+	var rs []route.Route
+	for _, s := range ss {
+		r, err := route.ParseRoute(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
 // waitFor polls cond for up to 2 s (the mirror runs every 10 ms).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -92,7 +107,7 @@ func TestOffloadMirrorsRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := NewTable(mustRoutes(t,
+	tab, err := route.NewTable(mustRoutes(t,
 		"10.1.0.0/24 out 0",
 		"10.2.0.0/24 out 1",
 		"10.16.0.0/12 via 10.2.0.2 out 1",
@@ -104,7 +119,7 @@ func TestOffloadMirrorsRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &elements.Stats{}
-	s, err := startOffload(tab, fp, ports, st)
+	s, err := Start(tab, fp, ports, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,73 +216,6 @@ func TestOffloadConfigErrors(t *testing.T) {
 	}
 }
 
-// TestChangesSince: the journal a mirror follows names every prefix a
-// version changed, with its route now; a rebuild or an overflow makes older
-// versions unanswerable (the mirror then walks the table), and versions
-// never go back, rebuilds included.
-func TestChangesSince(t *testing.T) {
-	pf := netip.MustParsePrefix
-	tab, err := NewTable(mustRoutes(t, "10.0.0.0/8 out 0", "10.1.0.0/16 out 1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab.startJournal()
-	v0 := tab.Version()
-	if err := tab.Insert(mustRoutes(t, "192.0.2.0/24 via 10.1.0.7 out 0")...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tab.Delete(pf("10.1.0.0/16")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tab.Insert(mustRoutes(t, "10.0.0.0/8 out 1")...); err != nil {
-		t.Fatal(err)
-	}
-	ch, v, ok := tab.changesSince(v0)
-	if !ok || v != tab.Version() || v != v0+3 || len(ch) != 3 {
-		t.Fatalf("changesSince(%d) = %v, %d, %v; want 3 prefixes up to %d", v0, ch, v, ok, v0+3)
-	}
-	if r := ch[pf("10.1.0.0/16")]; r != nil {
-		t.Errorf("deleted prefix reported as %v", r)
-	}
-	if r := ch[pf("10.0.0.0/8")]; r == nil || r.Out != 1 {
-		t.Errorf("10.0.0.0/8 reported as %v, want its latest route (out 1)", r)
-	}
-	if ch2, _, ok := tab.changesSince(v0 + 2); !ok || len(ch2) != 1 {
-		t.Errorf("changesSince(v0+2) = %v, %v: want only the last change", ch2, ok)
-	}
-	if ch3, _, ok := tab.changesSince(v); !ok || len(ch3) != 0 {
-		t.Errorf("changesSince(now) = %v, %v", ch3, ok)
-	}
-	// A rebuild: older versions are unanswerable; the version still grows.
-	if err := tab.Replace(mustRoutes(t, "10.0.0.0/8 out 0")); err != nil {
-		t.Fatal(err)
-	}
-	if tab.Version() <= v {
-		t.Fatalf("version went from %d to %d across Replace", v, tab.Version())
-	}
-	if _, _, ok := tab.changesSince(v); ok {
-		t.Error("changesSince answered across a Replace")
-	}
-	// An overflow: the oldest versions are dropped.
-	vr := tab.Version()
-	var rs []Route
-	for i := 0; i < maxJournal/2+10; i++ {
-		rs = append(rs, Route{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(i >> 8), byte(i), 0}), 24), Out: 0})
-	}
-	// Five versions of ~16k changes: more records than maxJournal.
-	for _, half := range [][]Route{rs[:len(rs)/2], rs[len(rs)/2:], rs[:len(rs)/2], rs[len(rs)/2:], rs[:len(rs)/2]} {
-		if err := tab.Insert(half...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, _, ok := tab.changesSince(vr); ok {
-		t.Error("changesSince answered for versions the journal dropped")
-	}
-	if ch, _, ok := tab.changesSince(tab.Version() - 1); !ok || len(ch) != len(rs)/2 {
-		t.Errorf("the last version: %d prefixes, %v; want %d", len(ch), ok, len(rs)/2)
-	}
-}
-
 // TestOffloadFollowsReplace: a rebuild of the table (which restarts the
 // writer's internal epoch) still reaches the fast path.
 func TestOffloadFollowsReplace(t *testing.T) {
@@ -277,11 +225,11 @@ func TestOffloadFollowsReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := NewTable(mustRoutes(t, "10.1.0.0/24 out 0"))
+	tab, err := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startOffload(tab, fp, ports, &elements.Stats{})
+	s, err := Start(tab, fp, ports, &elements.Stats{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,5 +242,43 @@ func TestOffloadFollowsReplace(t *testing.T) {
 		_, nw := got[netip.MustParsePrefix("10.9.0.0/24")]
 		_, old := got[netip.MustParsePrefix("10.1.0.0/24")]
 		return nw && !old && len(got) == 1
+	})
+}
+
+// TestOffloadTypes: a blackhole (or unreachable, prohibit) route under an
+// offloaded prefix is held in the fast path as "never forward here", so
+// that its packets reach the graph instead of leaving by the covering
+// route; deleting it hands its addresses back to the covering route.
+func TestOffloadTypes(t *testing.T) {
+	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
+	lan := &fastDev{name: "lan", ft: ff}
+	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := route.NewTable(mustRoutes(t, "10.16.0.0/12 via 10.2.0.2 out 0", "10.16.5.1 blackhole", "10.16.6.0/24 prohibit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(tab, fp, ports, &elements.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := ff.snapshot()
+	for _, p := range []string{"10.16.5.1/32", "10.16.6.0/24"} {
+		if r, ok := got[netip.MustParsePrefix(p)]; !ok || r.out != nil {
+			t.Errorf("%s in the fast path: %+v %v, want held as never-forward", p, r, ok)
+		}
+	}
+	if r := got[netip.MustParsePrefix("10.16.0.0/12")]; r.out != lan {
+		t.Errorf("the covering prefix: %+v", r)
+	}
+	if err := tab.Insert(route.Route{Prefix: netip.MustParsePrefix("10.16.7.0/24"), Type: route.Unreachable}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the unreachable route held in the fast path", func() bool {
+		r, ok := ff.snapshot()[netip.MustParsePrefix("10.16.7.0/24")]
+		return ok && r.out == nil
 	})
 }
