@@ -12,9 +12,11 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
-// frr is FRR's zebra and bgpd in a namespace, with their config, sockets
-// and pid files in a temporary directory (the daemons run as Debian's frr
-// user, which must be able to write there).
+// frr is FRR's zebra, bgpd and bfdd in a namespace, with their config,
+// sockets and pid files in a temporary directory (the daemons run as
+// Debian's frr user, which must be able to write there). bgpd asks bfdd
+// for the sessions of the neighbours configured with "bfd" (through
+// zebra), as FRR's daemons file with bfdd=yes would run them.
 type frr struct {
 	ns  *netns.NS
 	dir string
@@ -22,7 +24,7 @@ type frr struct {
 
 func startFRR(t *testing.T, ns *netns.NS, bgpdConf string) *frr {
 	t.Helper()
-	for _, d := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd"} {
+	for _, d := range []string{"/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd"} {
 		if _, err := os.Stat(d); err != nil {
 			t.Skipf("FRR not installed (%s): apt-get install frr", d)
 		}
@@ -37,14 +39,17 @@ func startFRR(t *testing.T, ns *netns.NS, bgpdConf string) *frr {
 		t.Fatal(err)
 	}
 	f := &frr{ns: ns, dir: dir}
-	for name, conf := range map[string]string{"zebra": "hostname r\n", "bgpd": bgpdConf} {
+	for name, conf := range map[string]string{"zebra": "hostname r\n", "bgpd": bgpdConf, "bfdd": frrBFD} {
 		if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{"zebra", "bgpd"} {
+	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
 		args := []string{"-f", filepath.Join(dir, d+".conf"), "-i", filepath.Join(dir, d+".pid"),
 			"-z", filepath.Join(dir, "zserv.api"), "--vty_socket", dir, "-u", "frr", "-g", "frr", "-P", "0", "--log", "stdout"}
+		if d == "bfdd" {
+			args = append(args, "--bfdctl", filepath.Join(dir, "bfdd.sock"))
+		}
 		p := ns.Start("/usr/lib/frr/"+d, args...)
 		t.Cleanup(func() {
 			p.Kill()
@@ -61,6 +66,20 @@ func startFRR(t *testing.T, ns *netns.NS, bgpdConf string) *frr {
 	}
 	return f
 }
+
+// frrBFD is bfdd's config: the profile "wan" has the BIRD peers' timers
+// (birdBFD: 300 ms × 10), so that a loaded 2-CPU machine delaying the
+// control packets for under 3 s does not read as a failure (FRR's
+// default is 300 ms × 3).
+const frrBFD = `hostname r
+bfd
+ profile wan
+  detect-multiplier 10
+  receive-interval 300
+  transmit-interval 300
+ !
+!
+`
 
 // neighbor reads bgpd's view of one BGP neighbour: its state and how many
 // times its session has been established.
@@ -79,14 +98,41 @@ func (f *frr) neighbor(addr string) (state string, established int, out string) 
 	return n[addr].BGPState, n[addr].ConnectionsEstablished, out
 }
 
-// TestBGPRouterFRR: FRR (zebra and bgpd, unchanged) in the router's
+// bfdPeer is one of bfdd's sessions: its status ("up", "down", "init")
+// and how long it has had it, in seconds.
+type bfdPeer struct {
+	Peer   string `json:"peer"`
+	Status string `json:"status"`
+	Uptime int    `json:"uptime"`
+	Mult   int    `json:"detect-multiplier"`
+}
+
+// bfdPeers reads bfdd's sessions by peer address.
+func (f *frr) bfdPeers() (map[string]bfdPeer, string) {
+	out, err := f.ns.Run("vtysh", "--vty_socket", f.dir, "-c", "show bfd peers json")
+	if err != nil {
+		return nil, out
+	}
+	var ps []bfdPeer
+	if json.Unmarshal([]byte(out), &ps) != nil {
+		return nil, out
+	}
+	m := map[string]bfdPeer{}
+	for _, p := range ps {
+		m[p.Peer] = p
+	}
+	return m, out
+}
+
+// TestBGPRouterFRR: FRR (zebra, bgpd and bfdd, unchanged) in the router's
 // namespace peers with BIRD on the WAN host over the forwarded link, IPv4
-// and IPv6; zebra installs the learnt routes into the kernel's main table
+// and IPv6, each session with BFD (both BFD sessions up, and still up
+// with the same uptime after the load); zebra installs the learnt routes into the kernel's main table
 // on the twin; they are forwarded; the sessions stay up through an iperf3
 // load through the router; a withdrawn route stops.
 func TestBGPRouterFRR(t *testing.T) {
 	tp, _ := newBGPTopo(t, nil)
-	peer := bgpHosts(t, tp, false)
+	peer := bgpHosts(t, tp, true)
 	router := startFRR(t, tp.fwd, `hostname r
 router bgp 65001
  bgp router-id 10.2.0.1
@@ -95,8 +141,10 @@ router bgp 65001
  timers bgp 3 9
  neighbor 10.2.0.2 remote-as 65002
  neighbor 10.2.0.2 timers connect 1
+ neighbor 10.2.0.2 bfd profile wan
  neighbor 2001:db8:2::2 remote-as 65002
  neighbor 2001:db8:2::2 timers connect 1
+ neighbor 2001:db8:2::2 bfd profile wan
  address-family ipv4 unicast
   neighbor 10.2.0.2 activate
  exit-address-family
@@ -111,6 +159,34 @@ router bgp 65001
 			return st == "Established", out
 		})
 	}
+	// BFD over the forwarded link, both families: bfdd's sessions with
+	// the peer's BIRD (bfd on) come up.
+	waitFor(t, 15*time.Second, "FRR's BFD sessions up", func() (bool, string) {
+		ps, out := router.bfdPeers()
+		return ps[peers[0]].Status == "up" && ps[peers[1]].Status == "up", out
+	})
+	if ps, out := router.bfdPeers(); ps[peers[0]].Mult != 10 || ps[peers[1]].Mult != 10 {
+		t.Errorf("FRR's BFD sessions without the profile's detect multiplier 10:\n%s", out)
+	}
+	bfdStart := time.Now()
+	// The sessions' establishment counts, once they hold for 2 s: a
+	// session may be reset once while it comes up (a connection
+	// collision, or BFD coming up after BGP: FRR resets the session with
+	// "BFD down" when its BFD session goes down on the way up).
+	settled := map[string]int{}
+	waitFor(t, 20*time.Second, "FRR sessions settled", func() (bool, string) {
+		ok, all := true, ""
+		for _, a := range peers {
+			st, n, out := router.neighbor(a)
+			ok = ok && st == "Established" && n == settled[a]
+			settled[a] = n
+			all += out
+		}
+		if !ok {
+			time.Sleep(2 * time.Second)
+		}
+		return ok, all
+	})
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	kernelRoute(t, tp, "2001:db8:16::/48", true)
 	routed(t, tp.cli, "10.16.0.5", true)
@@ -129,8 +205,17 @@ router bgp 65001
 		t.Errorf("iperf3 through the FRR route: no throughput (%q)\n%.2000s", rep.Error, out)
 	}
 	for _, a := range peers {
-		if st, n, out := router.neighbor(a); st != "Established" || n != 1 {
-			t.Errorf("FRR session with %s after %d s of load: %s, established %d times:\n%.2000s", a, secs, st, n, out)
+		if st, n, out := router.neighbor(a); st != "Established" || n != settled[a] {
+			t.Errorf("FRR session with %s after %d s of load: %s, established %d times (%d before the load):\n%.2000s", a, secs, st, n, settled[a], out)
+		}
+	}
+	// The BFD sessions stayed up through the load: up, and for as long
+	// as since they were first seen up (a flap would restart the uptime).
+	ps, out := router.bfdPeers()
+	for _, a := range peers {
+		if p := ps[a]; p.Status != "up" || time.Duration(p.Uptime+1)*time.Second < time.Since(bfdStart) {
+			t.Errorf("FRR's BFD session with %s after %d s of load: %s for %d s, up %v ago:\n%.2000s",
+				a, secs, p.Status, p.Uptime, time.Since(bfdStart).Round(time.Second), out)
 		}
 	}
 
