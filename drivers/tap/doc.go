@@ -20,9 +20,11 @@
 // neighbour itself) and the graph sends them out of the port. Leaving the
 // port to the kernel with an XDP pass would tie the design to one
 // driver; a TAP works under every driver, costs a system call per frame
-// only on the punt path, which the policer bounds, and disappears with
-// the forwarder (it is not persistent), so a crashed forwarder leaves no
-// half-configured interface behind.
+// only on the punt path, which the policer bounds, and by default
+// disappears with the forwarder, so a crashed forwarder leaves no
+// half-configured interface behind. With the persist key the TAP is
+// persistent (TUNSETPERSIST) and the next start attaches to it by name,
+// so the daemons keep their addresses and sockets across a restart.
 //
 // RX: one queue, the TAP's file descriptor in non-blocking mode, read
 // frame by frame into the queue's pool (read(2) on a TAP returns one

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"net/netip"
@@ -19,8 +20,8 @@ func init() {
 	drivers.Register(drivers.Driver{
 		Name:      "tap",
 		NewConfig: newConfig,
-		// One descriptor per non-persistent TAP: a second open would
-		// make a second interface, or fail.
+		// One descriptor per TAP (not multi-queue): a second open of
+		// the same name fails.
 		Exclusive: true,
 		Open:      open,
 		Doc:       manual(),
@@ -33,6 +34,9 @@ type Config struct {
 	Interface string `toml:"interface"`
 	Twin      string `toml:"twin"`
 	MTU       int    `toml:"mtu"`
+	// Persist keeps the TAP (TUNSETPERSIST) with its addresses when the
+	// forwarder exits, to be adopted by the next start.
+	Persist bool `toml:"persist"`
 }
 
 const (
@@ -176,7 +180,9 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 	if twin != nil {
 		d.twin = twin.Index
 	}
-	if info.MAC != (packet.MAC{}) {
+	// A TAP kept by an earlier run (persist) already has the MAC: setting
+	// it again would announce a change to the daemons for nothing.
+	if info.MAC != (packet.MAC{}) && !bytes.Equal(d.link.Attrs().HardwareAddr, info.MAC[:]) {
 		if err := d.nl.LinkSetHardwareAddr(d.link, net.HardwareAddr(info.MAC[:])); err != nil {
 			return nil, conf.Errorf("interface", "%s: setting the MAC %s: %v", c.Interface, info.MAC, err)
 		}
@@ -203,7 +209,24 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 			return nil, conf.Errorf("twin", "%s: following its link state: %v", c.Twin, err)
 		}
 	}
+	// Last, so that a TAP created by a failed open is not left behind.
+	// Without persist the flag is cleared, so that a TAP an earlier run
+	// kept goes away at this run's exit.
+	if err := d.setPersist(c.Persist); err != nil {
+		return nil, conf.Errorf("persist", "%s: TUNSETPERSIST: %v", c.Interface, err)
+	}
 	return d, nil
+}
+
+// setPersist sets or clears the TAP's persistence: a persistent TAP
+// stays, with its addresses, routes and the daemons' sockets, when its
+// last descriptor is closed (its carrier goes off until the next open).
+func (d *Device) setPersist(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return unix.IoctlSetInt(d.fd, unix.TUNSETPERSIST, v)
 }
 
 // addAddress puts a on the TAP without duplicate address detection: the
@@ -396,7 +419,7 @@ func (d *Device) Transmit(_ int, b *packet.Batch) {
 func (d *Device) Flush() error { return nil }
 
 // Close stops following the twin and closes the descriptor, which
-// removes the TAP (it is not persistent) and its addresses.
+// removes the TAP and its addresses unless it is persistent.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

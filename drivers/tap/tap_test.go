@@ -200,6 +200,122 @@ func waitLink(t *testing.T, ns *netns.NS, want string) {
 	t.Errorf("twin never showed %q:\n%s", want, out)
 }
 
+// TestPersist: with persist the TAP outlives Close with its ifindex, its
+// addresses and a socket listening on one of them (a daemon's), and the
+// next Open adopts it (the same interface, carrier back, addresses kept,
+// the socket still accepting); an Open without persist clears the flag,
+// so that Close removes it.
+func TestPersist(t *testing.T) {
+	netns.RequireRoot(t)
+	env := netns.New(t)
+	ns := env.NS("tapp")
+	env.Veth(ns, "p0", ns, "p1", 1)
+	openTAP := func(persist bool) *Device {
+		t.Helper()
+		var d *Device
+		err := ns.Do(func() error {
+			var err error
+			d, err = Open(&Config{Interface: "p0h", Twin: "p0", Persist: persist}, drivers.OpenContext{
+				Name: "wanh", Index: 3, Workers: 1, Batch: 64,
+				Addresses: []netip.Prefix{netip.MustParsePrefix("10.9.0.1/24"), netip.MustParsePrefix("2001:db8:9::1/64")},
+			})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	ifindex := func() string {
+		t.Helper()
+		out, err := ns.Run("ip", "-o", "link", "show", "p0h")
+		if err != nil {
+			t.Fatalf("the TAP is gone: %v: %s", err, out)
+		}
+		i, _, _ := strings.Cut(out, ":")
+		return i
+	}
+	d := openTAP(true)
+	idx := ifindex()
+	waitLink(t, ns, "LOWER_UP")
+	// A daemon's listening socket on the TAP's addresses.
+	var ln [2]net.Listener
+	if err := ns.Do(func() error {
+		var err error
+		if ln[0], err = net.Listen("tcp4", "10.9.0.1:1790"); err != nil {
+			return err
+		}
+		ln[1], err = net.Listen("tcp6", "[2001:db8:9::1]:1790")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ln {
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("ok"))
+				c.Close()
+			}
+		}()
+	}
+	accepts := func(when string) {
+		t.Helper()
+		for _, a := range []string{"10.9.0.1", "2001:db8:9::1"} {
+			if out, err := ns.Run("bash", "-c", "exec 3<>/dev/tcp/"+a+"/1790 && head -c2 <&3"); err != nil || out != "ok" {
+				t.Errorf("%s: the socket on %s does not answer: %v %q", when, a, err, out)
+			}
+		}
+	}
+	addrs := func(when string) {
+		t.Helper()
+		out := ns.MustRun("ip", "-o", "addr", "show", "p0h")
+		for _, a := range []string{"10.9.0.1/24", "2001:db8:9::1/64"} {
+			if !strings.Contains(out, a) {
+				t.Errorf("%s: the TAP lacks %s:\n%s", when, a, out)
+			}
+		}
+	}
+	accepts("open")
+
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ifindex(); got != idx {
+		t.Errorf("after Close: ifindex %s, want %s", got, idx)
+	}
+	waitLink(t, ns, "NO-CARRIER")
+	addrs("after Close")
+	accepts("after Close")
+
+	d = openTAP(true)
+	if got := ifindex(); got != idx {
+		t.Errorf("adopted: ifindex %s, want the kept TAP's %s", got, idx)
+	}
+	waitLink(t, ns, "LOWER_UP")
+	addrs("adopted")
+	accepts("adopted")
+	if mac := d.Info().MAC; !bytes.Equal(mac[:], ns.MAC("p0")) {
+		t.Errorf("adopted: MAC %s, want the port's %s", net.HardwareAddr(mac[:]), ns.MAC("p0"))
+	}
+	d.Close()
+
+	// Without persist, the kept TAP is adopted and removed at Close.
+	d = openTAP(false)
+	if got := ifindex(); got != idx {
+		t.Errorf("adopted without persist: ifindex %s, want %s", got, idx)
+	}
+	d.Close()
+	if _, err := ns.Run("ip", "link", "show", "p0h"); err == nil {
+		t.Error("a TAP opened without persist outlives Close")
+	}
+}
+
 // TestCheckRefusesOther: a name taken by an interface that is not a TAP
 // is refused before anything is opened.
 func TestCheckRefusesOther(t *testing.T) {
