@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 // The accounting invariant (pipeline.Totals), on real elements and drivers:
@@ -190,7 +191,7 @@ func checkInvariant(t *testing.T, s *pipeline.Snapshot, deviceRX string) {
 	c := created(s)
 	if out := tot.TX + tot.Drops + tot.Consumed + tot.InFlight; tot.RX+c != out {
 		var buf bytes.Buffer
-		s.WriteTable(&buf)
+		statstable.Render(&buf, s, statstable.Options{PerWorker: true})
 		t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d = %d (off by %d)\n%s",
 			tot.RX, c, tot.RX+c, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, out,
 			int64(tot.RX+c)-int64(out), buf.String())

@@ -1,7 +1,7 @@
 package pipeline
 
 import (
-	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -37,10 +37,8 @@ func checkTotals(t *testing.T, s *Snapshot) {
 	}
 	tot := s.Totals
 	if tot.RX+created != tot.TX+tot.Drops+tot.Consumed+tot.InFlight {
-		var buf bytes.Buffer
-		s.WriteTable(&buf)
 		t.Errorf("rx %d + created %d != tx %d + drops %d + consumed %d + in flight %d\n%s",
-			tot.RX, created, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, buf.String())
+			tot.RX, created, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, snapshotText(s))
 	}
 	// Drops and Consumed are the sums of the elements' (and the devices'
 	// transmit losses, in Drops): each packet freed is in exactly one.
@@ -191,4 +189,14 @@ func (l *rtLossyFrom) Poll() int {
 		return k
 	}
 	return 0
+}
+
+// snapshotText is s for a failing test's message (the table that prints
+// it, pipeline/statstable, imports this package).
+func snapshotText(s *Snapshot) string {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

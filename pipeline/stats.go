@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -335,18 +334,6 @@ func (s *Snapshot) CounterSum(name string, keep func(*ElementStats) bool) uint64
 		}
 	}
 	return v
-}
-
-// WriteTable prints the table with every worker's rows (Render).
-func (s *Snapshot) WriteTable(w io.Writer) error {
-	return s.Render(w, TableOptions{PerWorker: true})
-}
-
-func fixed(v float64, prec int) string {
-	if v == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.*f", prec, v)
 }
 
 // RateLine summarises the interval between two snapshots of the same

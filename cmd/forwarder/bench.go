@@ -16,6 +16,7 @@ import (
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/packet"
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 const benchUsage = `usage: forwarder bench -element TYPE [-set key=value ...] [-traffic gen-keys] [-batch N] [-duration D]
@@ -297,7 +298,7 @@ func benchGraph(g *pipeline.Graph, d time.Duration, focus string, origin benchOr
 	}
 	if focus == "" {
 		fmt.Fprintf(w, "  (one worker, its rounds driven by bench: no busy or idle time to report)\n")
-		return interval.Render(w, pipeline.TableOptions{NoWorkers: true})
+		return statstable.Render(w, interval, statstable.Options{NoWorkers: true})
 	}
 	a, b := delta(focus)
 	tp := b.TimedPackets - a.TimedPackets

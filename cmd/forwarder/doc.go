@@ -17,7 +17,7 @@
 //	forwarder show neighbors [-element NAME]        ARPQuerier tables and NDPQuerier caches (RFC 4861 states)
 //	forwarder show interfaces [DEV...]              per device, per RX queue (drivers.QueueStater: afxdp, afpacket) and per worker:
 //	                                                packets, bytes, drops by reason (kernel's too), 1 s and 10 s rates
-//	forwarder show runtime [-workers]               the exit table live (pipeline's Snapshot.Render), graph generation
+//	forwarder show runtime [-workers]               the exit table live (pipeline/statstable), graph generation
 //	forwarder show errors [-workers] [-all]         drop reasons in graph order (every counter with -all)
 //	forwarder clear counters                        show counts from now (a baseline; the workers' counters are untouched)
 //	forwarder route add|replace PREFIX [via NH]... out PORT|DEVICE... [-element NAME]

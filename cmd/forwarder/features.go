@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/junction-dataplane/junction/drivers/kfeature"
-	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 // featuresCmd: forwarder features [-format table|json]. It probes every
@@ -43,5 +43,5 @@ func featuresCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		t = append(t, []string{string(r.Name), have, r.Since, r.Uses, r.Without})
 	}
-	return pipeline.WriteTable(stdout, []bool{false, false, false, false, false}, t)
+	return statstable.Write(stdout, []bool{false, false, false, false, false}, t)
 }

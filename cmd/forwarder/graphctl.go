@@ -10,10 +10,11 @@ import (
 
 	"github.com/junction-dataplane/junction/internal/control"
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/livedot"
 )
 
 // The control socket's "graph [-interval D] [-source NAME]": the running
-// graph drawn by the forwarder itself (pipeline.LabelledDOT) with its
+// graph drawn by the forwarder itself (livedot.DOT) with its
 // counters over the interval, for `forwarder graph -control` without
 // -config. The graph is the one the router runs, not a file read again:
 // the file may have changed since it was loaded, be relative to the
@@ -63,8 +64,8 @@ func (cs *ctlServer) graphDOT(ctx context.Context, args []string) (any, error) {
 	if before != nil && before.Graph.Generation != gen || after.Graph.Generation != gen || gen2 != gen {
 		return nil, errors.New("the graph was reloaded while it was sampled: ask again")
 	}
-	st := &pipeline.LiveStats{Before: before, After: after, Source: *source}
-	return graphResult{File: file, Generation: gen, DOT: pipeline.LabelledDOT(g, st)}, nil
+	st := &livedot.Stats{Before: before, After: after, Source: *source}
+	return graphResult{File: file, Generation: gen, DOT: livedot.DOT(g, st)}, nil
 }
 
 // controlGraph asks the forwarder at sock to draw the graph it runs with

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/livedot"
 	"github.com/junction-dataplane/junction/pipeline/statshttp"
 )
 
@@ -117,9 +118,9 @@ func graphLiveCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		text = pipeline.LabelledDOT(g, st)
+		text = livedot.DOT(g, st)
 	default:
-		text = pipeline.LabelledDOT(g, nil)
+		text = livedot.DOT(g, nil)
 	}
 	return writeGraph(stdout, text, dotBin, *format)
 }
@@ -145,7 +146,7 @@ func writeGraph(stdout io.Writer, text, dotBin, format string) error {
 // liveStats reads the counters twice, interval apart, with fetch (from
 // the stats endpoint or the control socket addr), and checks that they
 // are this graph's.
-func liveStats(g *pipeline.Graph, addr string, fetch func() (*pipeline.Snapshot, error), interval time.Duration) (*pipeline.LiveStats, error) {
+func liveStats(g *pipeline.Graph, addr string, fetch func() (*pipeline.Snapshot, error), interval time.Duration) (*livedot.Stats, error) {
 	var before *pipeline.Snapshot
 	if interval > 0 {
 		s, err := fetch()
@@ -195,5 +196,5 @@ func liveStats(g *pipeline.Graph, addr string, fetch func() (*pipeline.Snapshot,
 		}
 		return nil, fmt.Errorf("the forwarder at %s runs another graph than %s: %s%s", addr, g.File, strings.Join(foreign, ", "), hint)
 	}
-	return &pipeline.LiveStats{Before: before, After: after, Source: addr}, nil
+	return &livedot.Stats{Before: before, After: after, Source: addr}, nil
 }

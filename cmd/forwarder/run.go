@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"io"
 	"os"
 	"os/signal"
@@ -13,8 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/junction-dataplane/junction/drivers/kfeature"
+
 	"github.com/junction-dataplane/junction/pipeline"
 	"github.com/junction-dataplane/junction/pipeline/statshttp"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -260,7 +262,7 @@ loop:
 	if gr := final.Graph; gr.Generation > 1 {
 		fmt.Fprintf(stdout, "graph generation %d (%s, loaded %s)\n", gr.Generation, gr.File, gr.LoadedAt.Format(time.RFC3339))
 	}
-	if err := final.Render(stdout, pipeline.TableOptions{PerWorker: o.perWorker}); err != nil {
+	if err := statstable.Render(stdout, final, statstable.Options{PerWorker: o.perWorker}); err != nil {
 		return err
 	}
 	if closeErr != nil {

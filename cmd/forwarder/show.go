@@ -98,7 +98,7 @@ type runtimeResult struct {
 	Totals    pipeline.Totals          `json:"totals"`
 	// Snapshot is the accounting since the last clear (its Uptime is
 	// Since), as run's exit table and forwarder stats print it: the
-	// table format renders it with pipeline's Snapshot.Render.
+	// table format renders it with statstable.Render.
 	Snapshot *pipeline.Snapshot `json:"snapshot"`
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/junction-dataplane/junction/drivers"
 	"io"
 	"maps"
 	"net/netip"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/junction-dataplane/junction/drivers"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/pipeline"
@@ -293,7 +295,7 @@ func printRuntime(w io.Writer, r *runtimeResult) error {
 		return fmt.Errorf("show runtime: the forwarder sent no snapshot (an older forwarder? use -format json)")
 	}
 	// The same table as run's exit table and forwarder stats.
-	return r.Snapshot.Render(w, pipeline.TableOptions{PerWorker: r.PerWorker})
+	return statstable.Render(w, r.Snapshot, statstable.Options{PerWorker: r.PerWorker})
 }
 
 func printErrors(w io.Writer, r *errorsResult) error {
@@ -308,7 +310,7 @@ func printErrors(w io.Writer, r *errorsResult) error {
 		}
 		rows = append(rows, []string{strconv.FormatUint(e.Value, 10), e.Element, workerCol(e.Worker), reason})
 	}
-	if err := pipeline.WriteTable(w, []bool{true, false, false, false}, rows); err != nil {
+	if err := statstable.Write(w, []bool{true, false, false, false}, rows); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "total drops %d (elements %d, devices %d), consumed %d (by design, not drops), counted over %s\n",

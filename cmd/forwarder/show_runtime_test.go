@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
-// TestShowRuntimeTable: show runtime prints the exit table (Snapshot.Render:
+// TestShowRuntimeTable: show runtime prints the exit table (statstable.Render:
 // graph order, totals, the busy/CPU legend, device auto names) with the
 // graph's generation; -workers keeps its per-worker rows in JSON; after
 // clear counters the snapshot's interval is the time since the clear, so
@@ -29,7 +29,7 @@ func TestShowRuntimeTable(t *testing.T) {
 	if !strings.HasPrefix(lines[3], "FromDevice(in)") {
 		t.Errorf("first row %q, want the source FromDevice(in) (graph order)", lines[3])
 	}
-	if !strings.Contains(out, pipeline.BusyLegend) || !strings.Contains(out, "worker 0 (unpinned): busy ") || !strings.Contains(out, "total: rx ") {
+	if !strings.Contains(out, statstable.BusyLegend) || !strings.Contains(out, "worker 0 (unpinned): busy ") || !strings.Contains(out, "total: rx ") {
 		t.Errorf("no busy legend, worker line or totals:\n%s", out)
 	}
 	// One order for both: the table's rows and the JSON rows follow the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/junction-dataplane/junction/pipeline"
 	"github.com/junction-dataplane/junction/pipeline/statshttp"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 // statsCmd reads a running forwarder's stats endpoint.
@@ -27,7 +28,7 @@ func statsCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "uptime %s\n", s.Uptime.Round(1e6))
-		return s.Render(stdout, pipeline.TableOptions{PerWorker: *perWorker})
+		return statstable.Render(stdout, s, statstable.Options{PerWorker: *perWorker})
 	case "json", "prom":
 		path := "/stats"
 		if *format == "prom" {

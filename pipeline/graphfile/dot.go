@@ -101,7 +101,7 @@ func (e *Element) LocalName() string {
 }
 
 // DOTQuote quotes s as a DOT identifier or label, for drawings of a graph
-// made outside this package (pipeline.LabelledDOT).
+// made outside this package (livedot.DOT).
 func DOTQuote(s string) string { return dotQuote(s) }
 
 func dotQuote(s string) string {

@@ -130,7 +130,7 @@ func (c *cache) current() *bodies {
 	enc := json.NewEncoder(&jb)
 	enc.SetIndent("", "  ")
 	enc.Encode(s)
-	s.WritePrometheus(&pb)
+	WritePrometheus(&pb, s)
 	b.json, b.prom = jb.Bytes(), pb.Bytes()
 	c.builds.Add(1)
 	c.cur.Store(b)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/junction-dataplane/junction/internal/netns"
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 // TestAccountingRealDevices: the contract router between real hosts, on
@@ -79,7 +80,7 @@ func TestAccountingRealDevices(t *testing.T) {
 			held := counter(s, "ARPQuerier", "held") - counter(s, "ARPQuerier", "released") - counter(s, "ARPQuerier", "unresolved")
 			if in, out := tot.RX+created, tot.TX+tot.Drops+tot.Consumed+tot.InFlight+held; in != out {
 				var buf bytes.Buffer
-				s.WriteTable(&buf)
+				statstable.Render(&buf, s, statstable.Options{PerWorker: true})
 				t.Errorf("rx %d + created %d = %d, but tx %d + drops %d + consumed %d + in flight %d + held %d = %d\n%s",
 					tot.RX, created, in, tot.TX, tot.Drops, tot.Consumed, tot.InFlight, held, out, buf.String())
 			}

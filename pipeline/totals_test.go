@@ -1,15 +1,9 @@
 package pipeline
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
-
-var updateGolden = flag.Bool("update-table", false, "rewrite testdata/table/*.golden")
 
 // tableSnapshot is a two-worker snapshot of a small router, in graph order.
 func tableSnapshot() *Snapshot {
@@ -33,59 +27,6 @@ func tableSnapshot() *Snapshot {
 		{Device: "wan", Driver: "gen", Counters: []DeviceCounter{{"tx_packets", 19170}}}}
 	s.Totals = Totals{RX: 19200, TX: 19170, Drops: 30}
 	return s
-}
-
-// consumedSnapshot is tableSnapshot with a Discard(not ip) that consumed
-// 5 packets on worker 0 and 10 on worker 1: its consumption is a column and
-// a total of its own, not drops.
-func consumedSnapshot() *Snapshot {
-	s := tableSnapshot()
-	for w := 0; w < 2; w++ {
-		k := uint64(w + 1)
-		e := ElementStats{Element: "Discard@4", Type: "Discard", Worker: w, Batches: 5 * k, Packets: 5 * k, Consumed: 5 * k,
-			TimedNanos: 50 * k, TimedPackets: 5 * k, Counters: []Counter{{Name: "not ip", Consumed: true, Value: 5 * k}}}
-		e.fill()
-		s.Elements = append(s.Elements, e)
-	}
-	s.Devices[0].Counters[0].Value += 15
-	s.Totals.RX += 15
-	s.Totals.Consumed = 15
-	return s
-}
-
-// TestRenderGolden: the table's layout, with and without per-worker rows,
-// and with the consumed column.
-func TestRenderGolden(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		o    TableOptions
-		s    func() *Snapshot
-	}{
-		{"totals", TableOptions{}, tableSnapshot},
-		{"per-worker", TableOptions{PerWorker: true}, tableSnapshot},
-		{"no-workers", TableOptions{NoWorkers: true}, tableSnapshot},
-		{"consumed", TableOptions{}, consumedSnapshot},
-		{"consumed-per-worker", TableOptions{PerWorker: true}, consumedSnapshot},
-	} {
-		var buf bytes.Buffer
-		if err := c.s().Render(&buf, c.o); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join("testdata", "table", c.name+".golden")
-		if *updateGolden {
-			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if buf.String() != string(want) {
-			t.Errorf("%s:\n%s\nwant:\n%s", c.name, buf.String(), want)
-		}
-	}
 }
 
 // TestElementTotals: sums across workers, ns/packet weighted by the timed

@@ -1,4 +1,4 @@
-package pipeline
+package livedot
 
 import (
 	"errors"
@@ -6,9 +6,10 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/pipeline/graphfile"
 )
 
-// The loader's test types that TestLabelledDOTLinks draws (their
+// The loader's test types that TestDOTLinks and TestDOTConsumed draw (their
 // originals, with more keys, are pipeline/graphfile's test fakes): a
 // source and a sink on a device, a filter with two outputs, a join with
 // two inputs, and the "testld" driver. They only load; none runs.
@@ -51,9 +52,9 @@ func init() {
 }
 
 // mustParse loads src as "t.toml".
-func mustParse(t *testing.T, src string) *Graph {
+func mustParse(t *testing.T, src string) *graphfile.Graph {
 	t.Helper()
-	g, err := Parse("t.toml", []byte(src))
+	g, err := graphfile.Parse("t.toml", []byte(src))
 	if err != nil {
 		t.Fatalf("unexpected errors:\n%v", err)
 	}

@@ -1,4 +1,4 @@
-package pipeline
+package livedot
 
 import (
 	"fmt"
@@ -9,22 +9,23 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/conf"
+	"github.com/junction-dataplane/junction/pipeline"
 	"github.com/junction-dataplane/junction/pipeline/graphfile"
 )
 
 // dotQuote quotes a DOT identifier or label as the graph file's DOT does.
 func dotQuote(s string) string { return graphfile.DOTQuote(s) }
 
-// LiveStats are the counters drawn on a graph by LabelledDOT: two
+// Stats are the counters drawn on a graph by DOT: two
 // snapshots of the running graph (Before may be nil: then the rates are
 // averages since start).
-type LiveStats struct {
-	Before, After *Snapshot
+type Stats struct {
+	Before, After *pipeline.Snapshot
 	// Source names where the counters came from, for the caption.
 	Source string
 }
 
-// LabelledDOT renders graph g for reading: top to bottom, devices
+// DOT renders graph g for reading: top to bottom, devices
 // named on their FromDevice/ToDevice boxes, Classifier outputs labelled
 // with their rule text, port labels only where an element has several
 // ports, sources on the first rank and transmitters on the last. With
@@ -37,7 +38,7 @@ type LiveStats struct {
 // less what arrived on the destination's other links; or what its source
 // pushed, less its other links), and is shown as unknown when neither
 // settles it.
-func LabelledDOT(g *Graph, st *LiveStats) string {
+func DOT(g *graphfile.Graph, st *Stats) string {
 	var b strings.Builder
 	name := g.File
 	if name == "" {
@@ -53,7 +54,7 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 		fmt.Fprintf(&b, "\tlabel=%s;\n\tlabelloc=t;\n\tfontname=\"Helvetica\";\n\tfontsize=10;\n", dotQuote(live.caption()))
 	}
 	var sources, sinks []string
-	nodes := make(map[*Element]string, len(g.Elements))
+	nodes := make(map[*graphfile.Element]string, len(g.Elements))
 	for _, e := range g.Elements {
 		label := elementLabel(e)
 		attrs := ""
@@ -84,7 +85,7 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 			sinks = append(sinks, dotQuote(e.Name))
 		}
 	}
-	g.DOTNodes(&b, func(e *Element) string { return nodes[e] })
+	g.DOTNodes(&b, func(e *graphfile.Element) string { return nodes[e] })
 	if len(sources) > 0 {
 		fmt.Fprintf(&b, "\t{ rank=source; %s; }\n", strings.Join(sources, "; "))
 	}
@@ -121,7 +122,7 @@ func LabelledDOT(g *Graph, st *LiveStats) string {
 }
 
 // elementLabel is "name: Type(devices)" ("Type(devices)" when anonymous).
-func elementLabel(e *Element) string {
+func elementLabel(e *graphfile.Element) string {
 	if e.Type == nil {
 		return e.Name
 	}
@@ -138,7 +139,7 @@ func elementLabel(e *Element) string {
 
 // portLabel names an output port when its element has several: a
 // Classifier's rule text, else "[N]".
-func portLabel(g *Graph, lk Link) string {
+func portLabel(g *graphfile.Graph, lk graphfile.Link) string {
 	from := g.Element(lk.From)
 	if from == nil || from.Out <= 1 {
 		return ""
@@ -168,7 +169,7 @@ func portLabel(g *Graph, lk Link) string {
 }
 
 // configRules is the element config's rules list (toml key "rules").
-func configRules(e *Element) []string {
+func configRules(e *graphfile.Element) []string {
 	rv := reflect.ValueOf(e.Config)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
 		return nil
@@ -212,7 +213,7 @@ func rate(pps float64) string {
 
 // liveFigures are the per-element and per-link rates of a LiveStats.
 type liveFigures struct {
-	st     *LiveStats
+	st     *Stats
 	secs   float64
 	elems  map[string]*elemFigures
 	links  []float64
@@ -241,7 +242,7 @@ func reasonLines(kind string, m map[string]float64) []string {
 	return out
 }
 
-func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
+func newLiveFigures(g *graphfile.Graph, st *Stats) *liveFigures {
 	lf := &liveFigures{st: st, elems: map[string]*elemFigures{}}
 	dt := st.After.Uptime
 	if st.Before != nil {
@@ -255,7 +256,7 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 	acc := map[string]*sums{}
 	drops := map[string]map[string]float64{}
 	consumed := map[string]map[string]float64{}
-	add := func(s *Snapshot, sign float64) {
+	add := func(s *pipeline.Snapshot, sign float64) {
 		if s == nil {
 			return
 		}
@@ -306,7 +307,7 @@ func newLiveFigures(g *Graph, st *LiveStats) *liveFigures {
 // destination received (its one unsettled input link gets the rest),
 // then, when that settles nothing more, from what each source pushed (a
 // source's packets; another element's received less dropped).
-func (lf *liveFigures) solveLinks(g *Graph) {
+func (lf *liveFigures) solveLinks(g *graphfile.Graph) {
 	n := len(g.Links)
 	lf.links, lf.known = make([]float64, n), make([]bool, n)
 	in, out := map[string][]int{}, map[string][]int{}

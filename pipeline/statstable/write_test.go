@@ -1,13 +1,13 @@
-package pipeline
+package statstable
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestWriteTable(t *testing.T) {
+func TestWrite(t *testing.T) {
 	var b strings.Builder
-	err := WriteTable(&b, []bool{true, false, false}, [][]string{
+	err := Write(&b, []bool{true, false, false}, [][]string{
 		{"count", "element", "reason"},
 		{"12345", "ToDevice(wan)@3", "ring full"},
 		{"7", "rt", "no route"},

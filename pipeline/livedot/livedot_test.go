@@ -1,16 +1,18 @@
-package pipeline
+package livedot
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// TestLabelledDOTLinks: link rates come from the element counters where
+// TestDOTLinks: link rates come from the element counters where
 // they settle them (a destination's only input; a source's remaining
 // output) and are drawn unknown where they do not (two links between the
 // same pair of elements, into two ports); drops are drawn by reason.
-func TestLabelledDOTLinks(t *testing.T) {
+func TestDOTLinks(t *testing.T) {
 	g := mustParse(t, `[devices.lan]
 driver = "testld"
 [elements.f]
@@ -21,16 +23,16 @@ links = [
   "f -> [1]j",
 ]
 `)
-	at := func(up time.Duration, src, f, j, sink, drops uint64) *Snapshot {
-		return &Snapshot{Uptime: up, Elements: []ElementStats{
+	at := func(up time.Duration, src, f, j, sink, drops uint64) *pipeline.Snapshot {
+		return &pipeline.Snapshot{Uptime: up, Elements: []pipeline.ElementStats{
 			{Element: "src", Packets: src},
 			{Element: "f", Packets: f, TimedNanos: 10 * f, TimedPackets: f},
-			{Element: "j", Packets: j, Counters: []Counter{{Name: "too late", Drop: true, Value: drops}, {Name: "never", Drop: true}}},
+			{Element: "j", Packets: j, Counters: []pipeline.Counter{{Name: "too late", Drop: true, Value: drops}, {Name: "never", Drop: true}}},
 			{Element: "sink", Packets: sink},
 		}}
 	}
-	st := &LiveStats{Before: at(time.Second, 1000, 1000, 1000, 900, 100), After: at(3*time.Second, 3000, 3000, 3000, 2700, 300), Source: "test"}
-	got := LabelledDOT(g, st)
+	st := &Stats{Before: at(time.Second, 1000, 1000, 1000, 900, 100), After: at(3*time.Second, 3000, 3000, 3000, 2700, 300), Source: "test"}
+	got := DOT(g, st)
 	want := []string{
 		`"src" -> "f" [penwidth=6.00, label="1 kpps"]`,
 		`"f" -> "j" [taillabel="[1]", style=dashed, label="?"]`,
@@ -50,9 +52,9 @@ links = [
 	}
 }
 
-// TestLabelledDOTConsumed: what an element consumes by design is drawn by
+// TestDOTConsumed: what an element consumes by design is drawn by
 // reason as consumed, without the red outline that marks losses.
-func TestLabelledDOTConsumed(t *testing.T) {
+func TestDOTConsumed(t *testing.T) {
 	g := mustParse(t, `[devices.lan]
 driver = "testld"
 [elements.f]
@@ -63,15 +65,15 @@ links = [
   "f -> [1]j",
 ]
 `)
-	at := func(up time.Duration, n, consumed uint64) *Snapshot {
-		return &Snapshot{Uptime: up, Elements: []ElementStats{
+	at := func(up time.Duration, n, consumed uint64) *pipeline.Snapshot {
+		return &pipeline.Snapshot{Uptime: up, Elements: []pipeline.ElementStats{
 			{Element: "src", Packets: n},
 			{Element: "f", Packets: n},
-			{Element: "j", Packets: n, Consumed: consumed, Counters: []Counter{{Name: "by design", Consumed: true, Value: consumed}}},
+			{Element: "j", Packets: n, Consumed: consumed, Counters: []pipeline.Counter{{Name: "by design", Consumed: true, Value: consumed}}},
 			{Element: "sink", Packets: n - consumed},
 		}}
 	}
-	got := LabelledDOT(g, &LiveStats{Before: at(time.Second, 1000, 100), After: at(3*time.Second, 3000, 300)})
+	got := DOT(g, &Stats{Before: at(time.Second, 1000, 100), After: at(3*time.Second, 3000, 300)})
 	want := `label="j: TestLdJoin\n1 kpps\nconsumed by design: 100 pps", fillcolor="white"];`
 	if !strings.Contains(got, want) {
 		t.Errorf("no %s in\n%s", want, got)

@@ -1,15 +1,17 @@
-package pipeline
+package statshttp
 
 import (
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// WritePrometheus writes the snapshot in the Prometheus text exposition
-// format.
-func (s *Snapshot) WritePrometheus(w io.Writer) error {
+// WritePrometheus writes snapshot s in the Prometheus text exposition
+// format (what GET /metrics serves).
+func WritePrometheus(w io.Writer, s *pipeline.Snapshot) error {
 	pw := &promWriter{w: w}
 	pw.family("junction_element_batches_total", "counter", "Batches received by an element instance.")
 	for _, e := range s.Elements {
