@@ -187,7 +187,9 @@ e2e_json_runs() {
 #   null:   benchmarks/veth-bridge.toml, the afxdp driver moving frames
 #           unchanged lan0 <-> wan0 with no processing (each host's gateway
 #           neighbour set to the other host's MAC): the bound for any afxdp
-#           graph on these veths.
+#           graph on these veths. NULL_CONFIG names another bridge file,
+#           e.g. benchmarks/veth-bridge-afpacket.toml, the afpacket
+#           driver's bound.
 #   bounce: (GRO=on only) benchmarks/xdpbounce on lan0 and on wan0, XDP
 #           programs redirecting every frame unchanged to the other veth in
 #           the kernel: the bound for the in-kernel fast path.
@@ -236,7 +238,7 @@ e2e_bounds() {
 	smac=$(ip -n "$SRV" -br link show eth0 | awk '{print $3}')
 	ip -n "$CLI" -"$fam" neigh replace "$cgw" lladdr "$smac" dev eth0 nud permanent
 	ip -n "$SRV" -"$fam" neigh replace "$sgw" lladdr "$cmac" dev eth0 nud permanent
-	ip netns exec "$FWD" "$TMP/forwarder" run -config "$ROOT/benchmarks/veth-bridge.toml" -quiet >"$TMP/fwd-null.log" 2>&1 &
+	ip netns exec "$FWD" "$TMP/forwarder" run -config "${NULL_CONFIG:-$ROOT/benchmarks/veth-bridge.toml}" -quiet >"$TMP/fwd-null.log" 2>&1 &
 	FWDPID=$!
 	PIDS+=($FWDPID)
 	e2e_wait_path
