@@ -306,7 +306,7 @@ func (h *cpsHarness) next(side int, p *packet.Packet) bool {
 // transmitted sees a packet leave on side.
 func (h *cpsHarness) transmitted(side int, p *packet.Packet) {
 	if h.table == nil {
-		h.table, _ = p.Ct.Table.(*conntrack.Table)
+		h.table, _ = conntrack.FlowOf(p)
 	}
 	if !h.tcp || h.filling {
 		if side != 1 {

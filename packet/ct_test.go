@@ -8,7 +8,7 @@ import "testing"
 func TestCtAnnotation(t *testing.T) {
 	pool := NewPool(2)
 	p := pool.Get()
-	table := new(int)
+	table := new(CtTable)
 	p.Ct = Ct{Table: table, Flow: 7, State: CtEstablished, Dir: 1, TTL: 63}
 	q := p.Clone(pool)
 	if q == nil || q.Ct != p.Ct {

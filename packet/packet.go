@@ -29,9 +29,9 @@ const (
 // elements after it: Classifier's ct primitives, DNAT, SNAT and
 // FastTrackLearn. The zero value means "not tracked".
 type Ct struct {
-	// Table is the worker's flow table (a *conntrack.Table; typed any so
-	// that packet imports nothing).
-	Table any
+	// Table is the worker's flow table the packet was tracked in: the
+	// header a conntrack.Table or Table6 begins with (CtTable).
+	Table *CtTable
 	// Flow is the entry's index in Table (0: no entry), Tag the entry's
 	// tag when the packet was tracked (an entry reused for another flow
 	// has another tag).
@@ -49,6 +49,16 @@ type Ct struct {
 	// the tracker saw the packet; 0: none. FastTrackLearn skips a packet
 	// whose direction it already knows without reading the flow.
 	Learned uint8
+}
+
+// CtTable is the header a flow table of elements/conntrack begins with
+// (Table, Table6), what Ct.Table points to: a concrete pointer, one word
+// to store and compare per packet and no type assertion to read (packet
+// imports nothing, so it cannot name the tables themselves). conntrack
+// turns it back into its table (FlowOf, FlowOf6) after checking V6.
+type CtTable struct {
+	// V6 is set in the header of an IPv6 table (Table6).
+	V6 bool
 }
 
 // Packet is one frame and its annotations. Data is the frame itself, a slice

@@ -528,8 +528,8 @@ func arrived(p *packet.Packet, buf []byte, size int, index, q uint16) {
 	p.Data = buf[:size]
 	p.InDevice, p.InQueue, p.L3, p.Port = index, q, l3Off, 0
 	p.NextHop = netip.Addr{}
-	// Field by field: zeroing the whole Ct (which holds an
-	// interface) calls runtime.wbZero while the GC runs, and any
+	// Field by field: zeroing the whole Ct (which holds a
+	// pointer) calls runtime.wbZero while the GC runs, and any
 	// call in the loop makes the compiler keep its values on the
 	// stack.
 	p.Ct.Table = nil

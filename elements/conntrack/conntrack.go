@@ -523,7 +523,7 @@ func (t *Table) track(p *packet.Packet, kp *Tuple, l4 []byte, res int, hb, hint 
 	// on the stack and copied with 16-byte loads of what was just stored
 	// in pieces, which stalls (store forwarding).
 	ct := &p.Ct
-	ct.Table = t
+	ct.Table = &t.hdr
 	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, state, dir, h[8]
 	// The line of Fast was just written (Bytes): FastTrackLearn need not
 	// read it again for a direction it already learned.
@@ -575,7 +575,7 @@ func (t *Table) trackRelated(p *packet.Packet, icmp []byte, now int64) int {
 	}
 	c := &t.conns[idx]
 	t.relatedN++
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: p.Data[p.L3+8]}
+	p.Ct = packet.Ct{Table: &t.hdr, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: p.Data[p.L3+8]}
 	return resOK
 }
 

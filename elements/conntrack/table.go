@@ -95,6 +95,9 @@ type list struct{ head, tail uint32 }
 // they became evictable, and the assured ones. Only the owning
 // worker touches it, so it has no locks.
 type Table struct {
+	// hdr is what packets tracked here point to (packet.Ct.Table): the
+	// first field, so that FlowOf turns it back into the table.
+	hdr     packet.CtTable
 	conns   []Conn
 	buckets []ibucket
 	mask    uint32
@@ -770,6 +773,10 @@ type Generation = fastgen.Generation
 // GenerationOf returns the generation of ctx's graph (fastgen.Of).
 func GenerationOf(ctx *elements.Context) *Generation { return fastgen.Of(ctx) }
 
+// CtTable is what packets tracked in the table point to
+// (packet.Ct.Table).
+func (t *Table) CtTable() *packet.CtTable { return &t.hdr }
+
 // Generation returns the generation the table's fast-path entries are
 // learned under: its graph's (a table made by NewTable has its own).
 func (t *Table) Generation() *Generation {
@@ -782,8 +789,12 @@ func (t *Table) Generation() *Generation {
 // FlowOf returns the table and entry a packet was annotated with by
 // Conntrack, or nil if it carries none.
 func FlowOf(p *packet.Packet) (*Table, *Conn) {
-	t, _ := p.Ct.Table.(*Table)
-	if t == nil || p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
+	h := p.Ct.Table
+	if h == nil || h.V6 {
+		return nil, nil
+	}
+	t := (*Table)(unsafe.Pointer(h)) // hdr is Table's first field
+	if p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
 		return nil, nil
 	}
 	c := &t.conns[p.Ct.Flow]

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/junction-dataplane/junction/packet"
 )
@@ -14,9 +15,9 @@ import (
 // IPv6 table keeps the same rules (5-tuple keys for both directions, the
 // same TCP state machine and timeouts, unassured-first eviction, lazy and
 // swept expiry) with less machinery: no NAT, no FastTrack flow cache. Its
-// flows are annotated with the *Table6 in packet.Ct.Table, so Classifier's
-// ct rules see their state and NAT and FastTrack (which look for a *Table)
-// leave them alone.
+// flows are annotated with the Table6's header in packet.Ct.Table (V6
+// set), so Classifier's ct rules see their state and NAT and FastTrack
+// (which look for a Table: FlowOf) leave them alone.
 
 // Tuple6 identifies one direction of an IPv6 flow.
 type Tuple6 struct {
@@ -50,6 +51,9 @@ type Conn6 struct {
 
 // Table6 is one worker's IPv6 flow table.
 type Table6 struct {
+	// hdr is what packets tracked here point to (packet.Ct.Table), V6
+	// set: the first field, so that FlowOf6 turns it back into the table.
+	hdr      packet.CtTable
 	conns    []Conn6
 	buckets  []uint32
 	mask     uint32
@@ -69,7 +73,7 @@ type Table6 struct {
 func NewTable6(capacity int, to Timeouts) *Table6 {
 	capacity = max(capacity, 1)
 	nb := 1 << bits.Len(uint(2*capacity-1))
-	t := &Table6{conns: make([]Conn6, capacity+1), buckets: make([]uint32, nb), mask: uint32(nb - 1),
+	t := &Table6{hdr: packet.CtTable{V6: true}, conns: make([]Conn6, capacity+1), buckets: make([]uint32, nb), mask: uint32(nb - 1),
 		seed: rand.Uint64() | 1, timeouts: to}
 	for i := capacity; i >= 1; i-- {
 		t.conns[i].nxt = t.free
@@ -77,6 +81,10 @@ func NewTable6(capacity int, to Timeouts) *Table6 {
 	}
 	return t
 }
+
+// CtTable is what packets tracked in the table point to
+// (packet.Ct.Table).
+func (t *Table6) CtTable() *packet.CtTable { return &t.hdr }
 
 // Live returns the number of flows.
 func (t *Table6) Live() int { return t.live }
@@ -382,7 +390,7 @@ func (t *Table6) Track(p *packet.Packet, now int64) int {
 	if c.Flags&FlagSeenReply != 0 {
 		state = packet.CtEstablished
 	}
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: state, Dir: dir, TTL: h[7]}
+	p.Ct = packet.Ct{Table: &t.hdr, Flow: idx, Tag: c.Tag, State: state, Dir: dir, TTL: h[7]}
 	return resOK
 }
 
@@ -426,7 +434,7 @@ func (t *Table6) trackRelated(p *packet.Packet, h, icmp []byte, now int64) int {
 	}
 	c := &t.conns[idx]
 	t.relatedN++
-	p.Ct = packet.Ct{Table: t, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: h[7]}
+	p.Ct = packet.Ct{Table: &t.hdr, Flow: idx, Tag: c.Tag, State: packet.CtRelated, Dir: dir, TTL: h[7]}
 	return resOK
 }
 
@@ -450,8 +458,12 @@ func (t *Table6) TimeoutOf(c *Conn6) int64 { return t.timeout(c) }
 // FlowOf6 returns the IPv6 table and entry a packet was annotated with by
 // Conntrack, or nils (not an IPv6 flow, or the entry since reused).
 func FlowOf6(p *packet.Packet) (*Table6, *Conn6) {
-	t, _ := p.Ct.Table.(*Table6)
-	if t == nil || p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
+	h := p.Ct.Table
+	if h == nil || !h.V6 {
+		return nil, nil
+	}
+	t := (*Table6)(unsafe.Pointer(h)) // hdr is Table6's first field
+	if p.Ct.Flow == 0 || int(p.Ct.Flow) >= len(t.conns) {
 		return nil, nil
 	}
 	c := &t.conns[p.Ct.Flow]

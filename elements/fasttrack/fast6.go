@@ -79,7 +79,7 @@ func (e *FastTrack) hit6(t6 *conntrack.Table6, p *packet.Packet, gen uint32, now
 	if c.Flags&conntrack.FlagSeenReply == 0 {
 		st = packet.CtNew
 	}
-	p.Ct = packet.Ct{Table: t6, Flow: idx, Tag: c.Tag, State: st, Dir: dir, TTL: hop}
+	p.Ct = packet.Ct{Table: t6.CtTable(), Flow: idx, Tag: c.Tag, State: st, Dir: dir, TTL: hop}
 	if e.off != nil && f.Offload == offNone {
 		e.off.queue6(idx, c, dir, p)
 	}

@@ -466,11 +466,11 @@ func (e *FastTrack) hit(t *conntrack.Table, p *packet.Packet, k *conntrack.Tuple
 		st = packet.CtNew
 	}
 	// Only the fields that differ from what the packet may carry: the
-	// table (an interface, whose store needs a write barrier) is written
+	// table (a pointer, whose store needs a write barrier) is written
 	// once per packet buffer's life in practice.
 	ct := &p.Ct
-	if ct.Table != any(t) {
-		ct.Table = t
+	if h := t.CtTable(); ct.Table != h {
+		ct.Table = h
 	}
 	ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = idx, c.Tag, st, dir, ttl
 	if e.off != nil && f.Offload == offNone {
@@ -596,8 +596,8 @@ func (e *FastTrack) pushCached(t *conntrack.Table, ps []*packet.Packet, gen uint
 			nf++
 		}
 		ct := &p.Ct
-		if ct.Table != any(t) {
-			ct.Table = t
+		if h := t.CtTable(); ct.Table != h {
+			ct.Table = h
 		}
 		ct.Flow, ct.Tag, ct.State, ct.Dir, ct.TTL = ce.Idx, ce.Tag, ce.CtState, ce.CtDir, ttl
 		bytes += uint64(tl)
