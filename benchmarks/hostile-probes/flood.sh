@@ -53,7 +53,16 @@
 # run; the floods are then compared with the first RUNS runs), QUEUES=2,
 # FORWARDER=path (prebuilt), ROUTER_CONFIG, NAT_CONFIG (other files than
 # the checkout's configs/router-veth.toml and configs/nat-gateway.toml),
-# KEEP=DIR (keep the raw per-run lines and the forwarder's logs in DIR).
+# KEEP=DIR (keep the raw per-run lines and the forwarder's logs in DIR),
+# RATE (the legitimate stream's offered rate, iperf3 -b, e.g. "1G": on
+# a machine whose CPUs the generator shares, a stream that takes every
+# CPU loses whatever the generator takes whoever forwards it; one below
+# capacity shows what the router itself lets through), WAYS="junction"
+# ("junction linux": also the same runs through Linux forwarding on the
+# same veths, ip_forward=1 with the config's addresses, and for nat
+# nftables masquerade and the config's port forwards, as
+# benchmarks/e2e-tcp.sh sets it up: the reference; control, stats, RSS
+# and Conntrack columns are Junction's only).
 # Results and what they mean: benchmarks/hostile-inputs.md, "Floods and
 # legitimate traffic".
 set -euo pipefail
@@ -66,6 +75,8 @@ FLOOD_SECS=${FLOOD_SECS:-7}
 DIRS=${DIRS:-up}
 QUEUES=${QUEUES:-2}
 PAIRED=${PAIRED:-1}
+RATE=${RATE:-}
+WAYS=${WAYS:-junction}
 STATS=127.0.0.1:7879
 FWDPID=
 
@@ -83,7 +94,7 @@ fi
 go build -o "$TMP/flood" ./benchmarks/hostile-probes/flood.go
 SOCK=$TMP/fwd.sock
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION FLOOD_SECS=$FLOOD_SECS PPS=\"$PPS\" DIRS=\"$DIRS\" QUEUES=$QUEUES CONFIGS=\"$CONFIGS\""
+echo "RUNS=$RUNS DURATION=$DURATION FLOOD_SECS=$FLOOD_SECS PPS=\"$PPS\" DIRS=\"$DIRS\" QUEUES=$QUEUES CONFIGS=\"$CONFIGS\" RATE=\"$RATE\" WAYS=\"$WAYS\""
 
 # topology CFG: namespaces, veths, the bridge, addresses; sets DST (the
 # outside host), GW (the inside host's gateway), INSIDE, CONFIG.
@@ -139,7 +150,7 @@ iperf() {
 	for try in 1 2 3 4 5; do
 		# shellcheck disable=SC2086
 		timeout -s INT -k 3 $((DURATION + 20)) ip netns exec $CLI iperf3 -c "$DST" -J --connect-timeout 3000 \
-			-t "$DURATION" $rev >"$TMP/$name.json" 2>&1 || true
+			-t "$DURATION" $rev ${RATE:+-b "$RATE"} >"$TMP/$name.json" 2>&1 || true
 		grep -qE 'server is busy|Connection refused' "$TMP/$name.json" || break
 		sleep 0.3
 	done
@@ -160,13 +171,44 @@ EOF
 cookies() { ip netns exec $CLI nstat -saz TcpExtSyncookiesSent | awk '$1 == "TcpExtSyncookiesSent" {print $2}'; }
 # mstat: "BUSY TOTAL" clock ticks of the whole machine (all CPUs).
 mstat() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6}' /proc/stat; }
-rss() { awk -v k="$1:" '$1 == k {print $2}' /proc/$FWDPID/status; }
-fwdticks() { sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12 + $13}'; }
+rss() { if [ -n "$FWDPID" ]; then awk -v k="$1:" '$1 == k {print $2}' /proc/$FWDPID/status; else echo 0; fi; }
+fwdticks() { if [ -n "$FWDPID" ]; then sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12 + $13}'; else echo 0; fi; }
+
+# linux_up CFG, linux_down: Linux forwarding in $FWD as the reference
+# (benchmarks/e2e-tcp.sh's set-up).
+linux_up() {
+	case $1 in
+	router)
+		ip -n $FWD addr add 10.1.0.1/24 dev lan0
+		ip -n $FWD addr add 10.2.0.1/24 dev wan0
+		ip -n $FWD route add 10.16.0.0/12 via 10.2.0.2 ;;
+	nat)
+		ip -n $FWD addr add 192.168.1.1/24 dev lan0
+		ip -n $FWD addr add 203.0.113.1/24 dev wan0
+		ip -n $FWD route add default via 203.0.113.2
+		ip netns exec $FWD nft -f - <<'NFT'
+table ip nat {
+	chain prerouting {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
+		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat;
+		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
+	}
+}
+NFT
+		;;
+	esac
+	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=1
+}
 
 # ctstats: "NEW EVICTED TABLEFULL ENTRIES DROPS" from /stats (Conntrack
 # "ct" summed over workers; DROPS: the forwarder's total drops), or
 # "- - - - -" when it does not answer.
 ctstats() {
+	[ -n "$FWDPID" ] || { echo "- - - - -"; return; }
 	ip netns exec $FWD curl -s -m 5 -o "$TMP/stats.json" "http://$STATS/stats" || { echo "- - - - -"; return; }
 	python3 - "$TMP/stats.json" <<'EOF'
 import json, sys
@@ -223,7 +265,15 @@ one() {
 		sleep 1
 	fi
 	read -r bps retr err < <(iperf "$cfg-$fl-$pps-$dir-$i" "$dir")
-	if [ "${fl#none}" = "$fl" ]; then
+	if [ "${fl#none}" = "$fl" ] && [ -z "$FWDPID" ]; then
+		wait $FLPID || true
+		kill $smp 2>/dev/null || true
+		wait $smp 2>/dev/null || true
+		fline=$(tail -1 "$TMP/flood.out")
+		echo "-" >"$TMP/ans.control"
+		echo "-" >"$TMP/ans.stats"
+		sleep 1
+	elif [ "${fl#none}" = "$fl" ]; then
 		wait $FLPID || true
 		T0=$(date +%s.%N)
 		answer control "$TMP/ans.control" &
@@ -254,29 +304,43 @@ one() {
 }
 
 : >"$TMP/res"
-for CFG in $CONFIGS; do
+for CFG0 in $CONFIGS; do
+for WAY in $WAYS; do
+	# CFG names the rows: the config, and "-linux" for the reference.
+	CFG=$CFG0
+	[ "$WAY" = linux ] && CFG=$CFG0-linux
 	echo
 	echo "== $CFG =="
-	topology "$CFG"
-	ip netns exec $SRV iperf3 -s -B "$DST" >"$TMP/iperf3-srv-$CFG.log" 2>&1 &
+	topology "$CFG0"
+	ip netns exec $SRV iperf3 -s -B "$DST" >"$TMP/iperf3-srv.log" 2>&1 &
 	PIDS+=($!)
-	ip netns exec $CLI iperf3 -s -p 80 -B "$INSIDE" >"$TMP/iperf3-listener-$CFG.log" 2>&1 &
+	ip netns exec $CLI iperf3 -s -p 80 -B "$INSIDE" >"$TMP/iperf3-listener.log" 2>&1 &
 	PIDS+=($!)
-	ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet -stats $STATS -control "$SOCK" >"$TMP/fwd-$CFG.log" 2>&1 &
-	FWDPID=$!
-	PIDS+=($FWDPID)
+	LOG=$TMP/fwd-$CFG0-$WAY.log
+	if [ "$WAY" = linux ]; then
+		linux_up "$CFG0"
+		FWDPID=
+	else
+		ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet -stats $STATS -control "$SOCK" >"$LOG" 2>&1 &
+		FWDPID=$!
+		PIDS+=($FWDPID)
+	fi
 	for i in $(seq 75); do
 		ip netns exec $CLI ping -c1 -W1 "$GW" >/dev/null 2>&1 && break
-		e2e_alive $FWDPID "$TMP/fwd-$CFG.log" "the forwarder ($CFG, starting)"
+		[ -z "$FWDPID" ] || e2e_alive $FWDPID "$LOG" "the forwarder ($CFG, starting)"
 		sleep 0.2
 	done
 	for i in $(seq 75); do
 		ip netns exec $CLI ping -c1 -W1 "$DST" >/dev/null 2>&1 && break
 		sleep 0.2
 	done
-	e2e_alive $FWDPID "$TMP/fwd-$CFG.log" "the forwarder ($CFG)"
+	[ -z "$FWDPID" ] || e2e_alive $FWDPID "$LOG" "the forwarder ($CFG)"
 	RMAC=$(ip -n $FWD -br link show wan0 | awk '{print $3}')
-	echo "forwarder pid $FWDPID ($(cat /proc/$FWDPID/comm)), RSS $(rss VmRSS) KB; router's WAN MAC $RMAC"
+	if [ -n "$FWDPID" ]; then
+		echo "forwarder pid $FWDPID ($(cat /proc/$FWDPID/comm)), RSS $(rss VmRSS) KB; router's WAN MAC $RMAC"
+	else
+		echo "Linux forwarding; router's WAN MAC $RMAC"
+	fi
 	for dir in $DIRS; do
 		for i in $(seq "$RUNS"); do one "$CFG" none 0 "$dir" "$i" ""; done
 	done
@@ -289,24 +353,27 @@ for CFG in $CONFIGS; do
 					# shared machine the rate drifts with the load.
 					[ "$PAIRED" = 1 ] && one "$CFG" "none.$fl.$pps" 0 "$dir" "$i" ""
 					one "$CFG" "$fl" "$pps" "$dir" "$i" "$args"
-					e2e_alive $FWDPID "$TMP/fwd-$CFG.log" "the forwarder ($CFG, after $fl)"
+					[ -z "$FWDPID" ] || e2e_alive $FWDPID "$LOG" "the forwarder ($CFG, after $fl)"
 				done
 			done
 		done
-	done < <(floods "$CFG")
+	done < <(floods "$CFG0")
 	for dir in $DIRS; do
 		for i in $(seq "$RUNS"); do one "$CFG" none-after 0 "$dir" "$i" ""; done
 	done
-	echo "forwarder VmHWM $(rss VmHWM) KB, VmRSS $(rss VmRSS) KB at the end"
-	echo "$CFG hwm $(rss VmHWM)" >>"$TMP/hwm"
-	kill -INT $FWDPID
-	wait $FWDPID || true
-	FWDPID=
-	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  /' | cut -c1-110 || true
+	if [ -n "$FWDPID" ]; then
+		echo "forwarder VmHWM $(rss VmHWM) KB, VmRSS $(rss VmRSS) KB at the end"
+		echo "$CFG hwm $(rss VmHWM)" >>"$TMP/hwm"
+		kill -INT $FWDPID
+		wait $FWDPID || true
+		FWDPID=
+		grep -E '^ *worker [0-9]+ ' "$LOG" | sed 's/^ */  /' | cut -c1-110 || true
+	fi
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	PIDS=()
 	for ns in $CLI $FWD $SRV $ATK; do ip netns del $ns; done
+done
 done
 
 echo
