@@ -52,7 +52,7 @@ func elementCatalogue(t *testing.T) []byte {
 	b.WriteString("# Element catalogue\n\n")
 	b.WriteString("Every element type of a standard build (`elements/all` and the Plugin element), with the manual\n")
 	b.WriteString("`forwarder elements TYPE` prints: synopsis, ports, keys with their defaults, counters and drop\n")
-	b.WriteString("reasons, an example. Inline arguments fill the keys in the order listed.\n\n")
+	b.WriteString("reasons, an example. Inline arguments fill the keys in the order listed; `KEY = VALUE` after them sets one by name.\n\n")
 	var types []*elements.Type
 	for _, n := range elements.Names() {
 		ty, _ := elements.Lookup(n)

@@ -786,22 +786,35 @@ func (l *loader) decodeArgs(ei *elemInfo, args []string, line int) {
 		ei.bad = true
 		return
 	}
-	ai := 0
-	for _, k := range keys {
-		if ai >= len(args) {
+	pos := len(args) // the positional arguments come first, then the keywords
+	for i, a := range args {
+		if _, _, ok := keywordArg(a, keys); ok {
+			pos = i
 			break
 		}
-		f, ok := conf.FindField(fields, k.Name)
+	}
+	field := func(k string) (reflect.Value, bool) {
+		f, ok := conf.FindField(fields, k)
 		if !ok {
-			l.elemErr(ei, line, k.Name, "", "internal error: %s documents key %q but its config has no such field", ei.Type.Name, k.Name)
+			l.elemErr(ei, line, k, "", "internal error: %s documents key %q but its config has no such field", ei.Type.Name, k)
 			ei.bad = true
+			return reflect.Value{}, false
+		}
+		return conf.FieldValue(rv, f), true
+	}
+	ai := 0
+	for _, k := range keys {
+		if ai >= pos {
+			break
+		}
+		dst, ok := field(k.Name)
+		if !ok {
 			return
 		}
-		dst := conf.FieldValue(rv, f)
 		ei.given[k.Name] = true
 		if k.Variadic && dst.Kind() == reflect.Slice {
-			dst.Set(reflect.MakeSlice(dst.Type(), 0, len(args)-ai))
-			for ; ai < len(args); ai++ {
+			dst.Set(reflect.MakeSlice(dst.Type(), 0, pos-ai))
+			for ; ai < pos; ai++ {
 				if err := conf.AppendText(dst, args[ai]); err != nil {
 					l.elemErr(ei, line, k.Name, "", "argument %d: %v", ai+1, err)
 				}
@@ -813,15 +826,74 @@ func (l *loader) decodeArgs(ei *elemInfo, args []string, line int) {
 		}
 		ai++
 	}
-	if ai < len(args) {
+	if ai < pos {
 		names := make([]string, len(keys))
 		for i, k := range keys {
 			names[i] = k.Name
 		}
 		l.elemErr(ei, line, "", "", "too many arguments: %s takes at most %d (%s), got %d",
-			ei.Type.Name, len(keys), strings.Join(names, ", "), len(args))
+			ei.Type.Name, len(keys), strings.Join(names, ", "), pos)
+	}
+	for i := pos; i < len(args); i++ {
+		name, val, ok := keywordArg(args[i], keys)
+		switch {
+		case !ok:
+			l.elemErr(ei, line, "", "", "argument %d: %s after keyword arguments: positional arguments come first (or write it KEY = VALUE)", i+1, conf.Quote(args[i]))
+			continue
+		case ei.given[name]:
+			l.elemErr(ei, line, name, "", "argument %d: key %q given twice", i+1, name)
+			continue
+		}
+		dst, ok := field(name)
+		if !ok {
+			return
+		}
+		ei.given[name] = true
+		if err := setKeywordArg(dst, val); err != nil {
+			l.elemErr(ei, line, name, "", "argument %d: %v", i+1, err)
+		}
 	}
 	l.finish(ei, line, len(l.errs) > n)
+}
+
+// keywordArg splits inline argument a written "KEY = VALUE" where KEY is
+// one of keys (spaces around "=" optional). Anything else, a NAME=VALUE
+// item of a list included (Conntrack's "udp=20s"), is positional.
+func keywordArg(a string, keys []elements.Key) (name, value string, ok bool) {
+	eq := strings.IndexByte(a, '=')
+	if eq <= 0 {
+		return "", "", false
+	}
+	name, value = strings.TrimSpace(a[:eq]), strings.TrimSpace(a[eq+1:])
+	if value == "" {
+		return "", "", false
+	}
+	for _, k := range keys {
+		if k.Name == name {
+			return name, value, true
+		}
+	}
+	return "", "", false
+}
+
+// setKeywordArg sets dst from a keyword argument's value: a list key takes
+// "[A, B, ...]" (or one item, a list of one), anything else one value read
+// as a positional argument is.
+func setKeywordArg(dst reflect.Value, v string) error {
+	if dst.Kind() != reflect.Slice || !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
+		return conf.SetText(dst, v)
+	}
+	items, err := splitArgs(v[1 : len(v)-1])
+	if err != nil {
+		return err
+	}
+	dst.Set(reflect.MakeSlice(dst.Type(), 0, len(items)))
+	for _, it := range items {
+		if err := conf.AppendText(dst, it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish checks required keys, validates the config and sets the ports.

@@ -244,8 +244,8 @@ func (p *linkParser) parens() (string, error) {
 }
 
 // splitArgs splits an argument list on top-level commas (not inside
-// parentheses or double quotes) and trims each argument. An empty list
-// (only spaces) has no arguments.
+// parentheses, brackets or double quotes) and trims each argument. An
+// empty list (only spaces) has no arguments.
 func splitArgs(s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -263,12 +263,12 @@ func splitArgs(s string) ([]string, error) {
 			if i >= len(s) {
 				return nil, fmt.Errorf("unterminated string in arguments")
 			}
-		case '(':
+		case '(', '[':
 			depth++
-		case ')':
+		case ')', ']':
 			depth--
 			if depth < 0 {
-				return nil, fmt.Errorf("unbalanced parentheses in arguments")
+				return nil, fmt.Errorf("unbalanced parentheses or brackets in arguments")
 			}
 		case ',':
 			if depth == 0 {
@@ -278,7 +278,7 @@ func splitArgs(s string) ([]string, error) {
 		}
 	}
 	if depth != 0 {
-		return nil, fmt.Errorf("unbalanced parentheses in arguments")
+		return nil, fmt.Errorf("unbalanced parentheses or brackets in arguments")
 	}
 	args = append(args, strings.TrimSpace(s[start:]))
 	for i, a := range args {

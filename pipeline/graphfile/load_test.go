@@ -301,6 +301,55 @@ links = ["TestLdSource(d) -> k -> TestLdSink(d)", "TestLdSource(d) -> r :: TestL
 	}
 }
 
+// TestKeywordArgs: after the positional arguments, KEY = VALUE sets a key
+// by name (spaces around "=" optional); a list key takes [A, B] or one
+// item; an argument NAME=VALUE whose NAME is no key stays positional (a
+// variadic item); a key given twice, a positional argument after a
+// keyword one and a bad value are errors at the link's line.
+func TestKeywordArgs(t *testing.T) {
+	g := mustParse(t, `
+[devices.d]
+driver = "testld"
+[graph]
+links = [
+  "TestLdSource(d) -> k :: TestLdKinds(x, b = true, ss = [p, \"q, r\"], d=2s) -> TestLdSink(d)",
+  "TestLdSource(d) -> f :: TestLdFilter(strict = true) -> TestLdSink(d)",
+  "TestLdSource(d) -> r :: TestLdRoute(3, udp=20s out 0, a out 1) -> TestLdDiscard",
+  "r[1] -> TestLdDiscard", "r[2] -> TestLdDiscard",
+  "TestLdSource(d) -> one :: TestLdKinds(ss = p, ii = [7, 8]) -> TestLdSink(d)",
+]
+`)
+	k := g.Element("k").Config.(*ldKindsConfig)
+	if k.S != "x" || !k.B || strings.Join(k.SS, "|") != "p|q, r" || k.D != 2*time.Second || k.I != 0 {
+		t.Errorf("k: %+v", *k)
+	}
+	if f := g.Element("f").Config.(*ldFilterConfig); !f.Strict || f.Mode != "all" {
+		t.Errorf("f: %+v (the others keep their defaults)", *f)
+	}
+	if r := g.Element("r").Config.(*ldRouteConfig); r.Out != 3 || strings.Join(r.Routes, "|") != "udp=20s out 0|a out 1" {
+		t.Errorf("r: %+v: udp is no key, so udp=20s out 0 is a route", *r)
+	}
+	if o := g.Element("one").Config.(*ldKindsConfig); strings.Join(o.SS, "|") != "p" || len(o.II) != 2 || o.II[1] != 8 {
+		t.Errorf("one: %+v", *o)
+	}
+
+	for _, tt := range []struct{ link, want string }{
+		{"TestLdFilter(all, mode = some)", `key "mode" given twice`},
+		{"TestLdFilter(strict = true, 5)", `argument 2: "5" after keyword arguments`},
+		{"TestLdFilter(limit = lots)", `key "limit": argument 1: want integer, got "lots"`},
+		{"TestLdKinds(ss = [p, ])", "argument 2 is empty"},
+	} {
+		_, errs := parseSrc(t, `[devices.d]
+driver = "testld"
+[graph]
+links = ["TestLdSource(d) -> `+tt.link+` -> TestLdSink(d)"]
+`)
+		if !strings.Contains(errs.Error(), ":4: ") || !strings.Contains(errs.Error(), tt.want) {
+			t.Errorf("%s: got\n%v\nwant an error at line 4 with %q", tt.link, errs, tt.want)
+		}
+	}
+}
+
 func TestTableValues(t *testing.T) {
 	g := mustParse(t, `
 [devices.d]
