@@ -159,6 +159,10 @@ func OpenTCPort(driver string, ctx drivers.OpenContext, info drivers.Info, ifnam
 		p.log.Printf("fast path: %s", p.fallbacks[len(p.fallbacks)-1])
 		return p, nil
 	}
+	// The probe's own words first, as PlanTC (forwarder check) says them.
+	if err := kfeature.HaveAll(fastpath.TCFeatures...); err != nil {
+		return off(err)
+	}
 	if ft.t == nil {
 		return off(ft.tErr)
 	}
