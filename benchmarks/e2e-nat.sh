@@ -53,7 +53,7 @@ e2e_binaries
 
 # The contract config plus the rule for pktgen's port.
 CONFIG=$TMP/nat-gateway-bench.toml
-sed 's|^  "udp 203.0.113.1:5000 -> 192.168.1.10:5000",|&\n  "udp 203.0.113.1:9 -> 192.168.1.10:9",|' \
+sed 's|"udp 203.0.113.1:5000 -> 192.168.1.10:5000"|&, "udp 203.0.113.1:9 -> 192.168.1.10:9"|' \
 	"$ROOT/configs/nat-gateway.toml" >"$CONFIG"
 grep -q '"udp 203.0.113.1:9 -> 192.168.1.10:9"' "$CONFIG" ||
 	{ echo "e2e-nat.sh: could not add the port-9 DNAT rule to nat-gateway.toml" >&2; exit 1; }
