@@ -91,7 +91,8 @@ func newSiteTopo(t *testing.T) *siteTopo {
 		h.ns.Route("default", "via", h.gw)
 		// IPv6: a static address (no duplicate detection to wait for);
 		// the default route comes from the router's advertisements.
-		h.ns.MustRun("sysctl", "-qw", "net.ipv6.conf."+vif+".accept_ra=2")
+		// (The slash form: a VLAN interface's name, eth0.10, has a dot.)
+		h.ns.MustRun("sysctl", "-qw", "net/ipv6/conf/"+vif+"/accept_ra=2")
 		h.ns.MustRun("ip", "-6", "addr", "add", h.addr6+"/64", "dev", vif, "nodad")
 		// veth leaves TCP/UDP checksums to "hardware" (see newTopo).
 		h.ns.MustRun("ethtool", "-K", "eth0", "tx", "off")
