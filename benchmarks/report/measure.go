@@ -67,8 +67,9 @@ func (o *options) measure(spec runSpec, reps int) ([]result.Run, error) {
 		return nil, err
 	}
 	// Unpinned: on a shared machine a pinned worker cannot move away from
-	// the other jobs.
-	r, err := pipeline.Start(g, pipeline.Options{Workers: spec.workers, NoPin: true})
+	// the other jobs. The drivers' messages (a fast path falling back)
+	// go to stderr with the progress.
+	r, err := pipeline.Start(g, pipeline.Options{Workers: spec.workers, NoPin: true, Log: os.Stderr})
 	if err != nil {
 		return nil, err
 	}

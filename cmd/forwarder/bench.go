@@ -78,7 +78,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return benchGraph(g, *duration, "", origin, stdout, benchJSON(*asJSON, "graph "+*config, args))
+		return benchGraph(g, *duration, "", origin, stdout, stderr, benchJSON(*asJSON, "graph "+*config, args))
 	}
 	if *element == "" {
 		fs.Usage()
@@ -105,7 +105,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	return benchGraph(g, *duration, "bench", origin, stdout, benchJSON(*asJSON, "element "+*element, args))
+	return benchGraph(g, *duration, "bench", origin, stdout, stderr, benchJSON(*asJSON, "element "+*element, args))
 }
 
 // tomlValue renders a -set or -traffic value: TOML if it parses as a TOML
@@ -232,9 +232,10 @@ func benchOutputs(typ, plugin, table string) (int, error) {
 // benchGraph runs g on one worker for d (or until its sources are
 // drained) and prints the figures, headed by where they were measured
 // (origin); focus names the element under test (empty: the whole graph's
-// table).
-func benchGraph(g *pipeline.Graph, d time.Duration, focus string, origin benchOrigin, w io.Writer, js *benchJSONOut) error {
-	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: 4})
+// table). The drivers' and the runtime's messages (a fast path falling
+// back, a failed pin) go to logw.
+func benchGraph(g *pipeline.Graph, d time.Duration, focus string, origin benchOrigin, w, logw io.Writer, js *benchJSONOut) error {
+	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: 4, Log: logw})
 	if err != nil {
 		return err
 	}

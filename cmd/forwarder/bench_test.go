@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,5 +62,24 @@ func TestBenchConfig(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// The elements' and drivers' messages reach bench's stderr: a Conntrack
+// whose state file is not one says so while it starts.
+func TestBenchLog(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "ct.state")
+	// Worker 0's file (conntrack.StatePath).
+	if err := os.WriteFile(state+".w0", []byte("not a state file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Main([]string{"bench", "-element", "Conntrack", "-set", "state_file=" + strconv.Quote(state),
+		"-traffic", "proto=udp,flows=4", "-duration", "50ms"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "flows restored") {
+		t.Errorf("stderr lacks Conntrack's message about its state file:\n%s", errb.String())
 	}
 }
