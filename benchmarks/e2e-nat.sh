@@ -12,8 +12,11 @@
 #      and the inside network masqueraded on wan0, as the contract config does;
 #   2. the same plus an nftables flowtable on lan0 and wan0 ("flow add" for
 #      every forwarded UDP/TCP flow);
-#   3. Junction: forwarder run on configs/nat-gateway.toml (afxdp, 2 workers,
-#      Conntrack, DNAT, SNAT, FastTrack either-direction).
+#   3. Junction: forwarder run on configs/nat-gateway.toml (afpacket with
+#      the fast path in TC, 2 workers, Conntrack, DNAT, SNAT, FastTrack
+#      either-direction). The pktgen and XDP sinks read in's eth0 by XDP,
+#      which frames the TC fast path sends into it (bpf_redirect_peer)
+#      bypass: count offloaded flows with a sink that reads the stack.
 # pktgen's destination port is fixed (9, discard), so each side gets one more
 # DNAT rule of the same shape as the contract's udp :5000 rule:
 # "udp 203.0.113.1:9 -> 192.168.1.10:9" (a copy of nat-gateway.toml with the
@@ -30,8 +33,8 @@
 # -workers; empty: the config's 2), FORWARDER=path PKTGEN=path (prebuilt
 # binaries instead of go build), QUEUES=1 (veth queues), GEN_QUEUES=1
 # (generator queues), FASTPATH=0 (FastTrack not offloaded to the
-# devices' in-kernel fast path: nat-gateway.toml without its fastpath = true
-# and offload lines; it ships with them), XDP_SINK=1 (the sink is an XDP
+# devices' in-kernel fast path: nat-gateway.toml without its fastpath and
+# offload lines; it ships with them), XDP_SINK=1 (the sink is an XDP
 # program that takes no CPU; see e2e-lib.sh), RESULT_JSON=path (also write
 # the per-second rates of every phase as a result in benchmarks/result's
 # schema; e2e_json in e2e-lib.sh).
@@ -57,12 +60,12 @@ sed 's|"udp 203.0.113.1:5000 -> 192.168.1.10:5000"|&, "udp 203.0.113.1:9 -> 192.
 	"$ROOT/configs/nat-gateway.toml" >"$CONFIG"
 grep -q '"udp 203.0.113.1:9 -> 192.168.1.10:9"' "$CONFIG" ||
 	{ echo "e2e-nat.sh: could not add the port-9 DNAT rule to nat-gateway.toml" >&2; exit 1; }
-LABEL="afxdp + fastpath"
+LABEL="afpacket + fastpath in TC"
 if [ "${FASTPATH:-}" = 0 ]; then
-	sed -i -e '/^fastpath  = true$/d' -e '/^offload = \["lan", "wan"\]$/d' "$CONFIG"
+	sed -i -e '/^fastpath  = "auto"$/d' -e '/^offload = \["lan", "wan"\]$/d' "$CONFIG"
 	! grep -q '^fastpath\|^offload' "$CONFIG" ||
 		{ echo "e2e-nat.sh: FASTPATH=0: could not edit nat-gateway.toml" >&2; exit 1; }
-	LABEL=afxdp
+	LABEL=afpacket
 fi
 
 e2e_netns

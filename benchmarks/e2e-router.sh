@@ -27,10 +27,14 @@
 # frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound of
 # an in-kernel fast path on these links),
 # FASTPATH=0 runs the forwarder without its in-kernel fast path (CONFIG
-# without its fastpath = true and offload lines; configs/router-veth.toml
-# ships with them), FASTPATH=1 with it (added to a CONFIG that lacks it:
-# fastpath = true on the afxdp devices, offload = ["lan", "wan"] on the
-# IPLookup),
+# without its fastpath and offload lines; configs/router-veth.toml ships
+# with them: afpacket devices with fastpath = "auto", the fast path in TC),
+# FASTPATH=1 with it (added to an afxdp CONFIG that lacks it: fastpath =
+# true on the afxdp devices, offload = ["lan", "wan"] on the IPLookup).
+# The pktgen and XDP sinks read srv's eth0 by XDP, which frames the TC
+# fast path sends into it (bpf_redirect_peer, into the veth's ingress)
+# bypass: with the fast path in TC, count with a sink that reads the
+# stack (or use an afxdp variant of the config),
 # FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build),
 # RESULT_JSON=path (also write the per-second rates of every phase as a
 # result in benchmarks/result's schema; e2e_json in e2e-lib.sh).
@@ -52,7 +56,16 @@ e2e_init e2e-router.sh $CLI $FWD $SRV
 e2e_binaries
 CFGPATH=$ROOT/$CONFIG
 LABEL=afxdp
-if grep -q '^fastpath  = true$' "$CFGPATH"; then
+grep -q '^driver    = "afpacket"$' "$CFGPATH" && LABEL=afpacket
+if grep -q '^fastpath  = "auto"$' "$CFGPATH"; then
+	# configs/router-veth.toml: afpacket with the fast path in TC.
+	LABEL="afpacket + fastpath in TC"
+	if [ "${FASTPATH:-}" = 0 ]; then
+		sed -e '/^fastpath  = "auto"$/d' -e '/^offload = \[/d' "$CFGPATH" >"$TMP/nofastpath.toml"
+		CFGPATH=$TMP/nofastpath.toml
+		LABEL=afpacket
+	fi
+elif grep -q '^fastpath  = true$' "$CFGPATH"; then
 	LABEL="afxdp + fastpath"
 	if [ "${FASTPATH:-}" = 0 ]; then
 		sed -e '/^fastpath  = true$/d' -e '/^offload = \["lan", "wan"\]$/d' "$CFGPATH" >"$TMP/nofastpath.toml"

@@ -167,8 +167,8 @@ func FuzzRouterGraph(f *testing.F) {
 	})
 }
 
-// natGatewayOnMem is nat-gateway.toml with its afxdp devices replaced by
-// testmem ones (without the in-kernel fast path, which testmem has not:
+// natGatewayOnMem is nat-gateway.toml with its afpacket devices replaced
+// by testmem ones (without the in-kernel fast path, which testmem has not:
 // FastTrack then fast-tracks in the graph) and a flow table small enough
 // for a test.
 func natGatewayOnMem(t testing.TB) []byte {
@@ -178,7 +178,7 @@ func natGatewayOnMem(t testing.TB) []byte {
 	}
 	src = regexp.MustCompile(`(?m)^(interface|fastpath|offload)\s*=.*$`).ReplaceAll(src, nil)
 	src = regexp.MustCompile(`(?m)^capacity\s*=.*$`).ReplaceAll(src, []byte("capacity = 1024"))
-	return regexp.MustCompile(`"afxdp"`).ReplaceAll(src, []byte(`"testmem"`))
+	return regexp.MustCompile(`"afpacket"`).ReplaceAll(src, []byte(`"testmem"`))
 }
 
 // arpReply is an ARP reply from ip (MAC mac) to the router, which teaches

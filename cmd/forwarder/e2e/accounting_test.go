@@ -15,12 +15,14 @@ import (
 	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
-// TestAccountingRealDevices: the contract router between real hosts, on
-// afxdp (with its in-kernel fast path, one and two queues per veth: with
-// one, FromDevice spreads in software between the 2 workers) and on
-// afpacket. After mixed traffic (pings to and through the router, TTL
-// expiry, 20,000 UDP packets on 256 flows, broadcast and multicast the
-// router must not forward) and once the counters have settled:
+// TestAccountingRealDevices: the contract router between real hosts, as
+// shipped (afpacket with the in-kernel fast path in TC, one and two queues
+// per veth), on afxdp (with its XDP fast path, one and two queues per
+// veth: with one, FromDevice spreads in software between the 2 workers;
+// and without a fast path) and on afpacket without a fast path. After
+// mixed traffic (pings to and through the router, TTL expiry, 20,000 UDP
+// packets on 256 flows, broadcast and multicast the router must not
+// forward) and once the counters have settled:
 //
 //	rx + created = tx + drops + consumed + in flight + held
 //
@@ -35,22 +37,25 @@ func TestAccountingRealDevices(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		queues int
-		driver string // "afxdp" (the contract, fast path on), "afxdp-graph" (no fast path), "afpacket"
+		driver string // "contract" (afpacket, fast path in TC), "afxdp" (XDP fast path), "afxdp-graph" and "afpacket-graph" (no fast path)
 	}{
+		{"contract: afpacket fast path in TC, 1 queue", 1, "contract"},
+		{"contract: afpacket fast path in TC, 2 queues", 2, "contract"},
 		{"afxdp fast path, 1 queue", 1, "afxdp"},
 		{"afxdp fast path, 2 queues", 2, "afxdp"},
 		{"afxdp graph only, 1 queue", 1, "afxdp-graph"},
-		{"afpacket", 1, "afpacket"},
+		{"afpacket graph only, 1 queue", 1, "afpacket-graph"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := newTopo(t, tc.queues)
 			config := ""
 			switch tc.driver {
-			case "afpacket", "afxdp-graph":
+			case "afpacket-graph", "afxdp-graph":
 				config = noFastPathConfig(t, tp.config, strings.TrimSuffix(tc.driver, "-graph"))
-			default:
-				// The fast path redirects into a veth only if the peer
-				// runs NAPI (GRO on); see TestFastPath.
+			case "afxdp":
+				config = fastPathConfig(t, tp.config)
+				// The XDP fast path redirects into a veth only if the
+				// peer runs NAPI (GRO on); see TestFastPath.
 				for _, ns := range []*netns.NS{tp.cli, tp.srv} {
 					ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
 				}
@@ -121,8 +126,11 @@ func TestAccountingRealDevices(t *testing.T) {
 				t.Error("one queue, two workers: nothing was spread")
 			}
 			t.Logf("rx %d tx %d drops %d; fast path forwarded %d (reported apart)", tot.RX, tot.TX, tot.Drops, tot.FastPath)
-			if tc.driver != "afxdp" && tot.FastPath != 0 {
+			if strings.HasSuffix(tc.driver, "-graph") && tot.FastPath != 0 {
 				t.Errorf("fast path forwarded %d packets in a graph without one", tot.FastPath)
+			}
+			if !strings.HasSuffix(tc.driver, "-graph") && tot.FastPath < 20000/2 {
+				t.Errorf("the in-kernel fast path forwarded %d of the 20,000 UDP packets", tot.FastPath)
 			}
 			// RFC 1812: refused by CheckIPHeader, counted, never forwarded.
 			if n := counter(s, "CheckIPHeader", "limited broadcast"); n < 2 {
@@ -143,10 +151,12 @@ func noFastPathConfig(t *testing.T, contract, driver string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.ReplaceAll(string(data), `driver    = "afxdp"`, `driver    = "`+driver+`"`)
-	cfg = strings.ReplaceAll(cfg, "fastpath  = true\n", "")
+	if strings.Count(string(data), shippedDevice) != 2 {
+		t.Fatalf("%s: no longer two devices with %q; update noFastPathConfig", contract, shippedDevice)
+	}
+	cfg := strings.ReplaceAll(string(data), shippedDevice, `driver    = "`+driver+`"`+"\n")
 	cfg = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(cfg, "") // IPLookup's or FastTrack's, whatever its ports
-	if strings.Count(cfg, `driver    = "`+driver+`"`) != 2 || strings.Contains(cfg, "fastpath  = true") || strings.Contains(cfg, "offload =") {
+	if strings.Count(cfg, `driver    = "`+driver+`"`) != 2 || strings.Contains(cfg, "fastpath  =") || strings.Contains(cfg, "offload =") {
 		t.Fatalf("%s: cannot turn it into a graph without fast path any more", filepath.Base(contract))
 	}
 	path := filepath.Join(t.TempDir(), driver+"-nofastpath-"+filepath.Base(contract))

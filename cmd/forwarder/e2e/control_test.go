@@ -220,17 +220,23 @@ func TestControlRouter(t *testing.T) {
 		if len(ifs) != 2 || ifs[0].Device != "lan" || ifs[0].RxPackets == 0 || len(ifs[0].Workers) != 2 {
 			t.Fatalf("show interfaces: %+v", ifs)
 		}
-		// afxdp keeps counters per queue (socket): one queue here, polled
-		// by a worker, with the socket's kernel counters.
-		if q := ifs[0].Queues; len(q) != 1 || q[0].Queue != 0 || q[0].RxPackets == 0 || q[0].RxPackets > ifs[0].RxPackets || len(q[0].Workers) == 0 {
+		// afpacket keeps counters per queue (RX socket, a member of the
+		// fanout group): one per worker here, each polled by a worker,
+		// with the socket's kernel counter (PACKET_STATISTICS drops).
+		q := ifs[0].Queues
+		var qrx uint64
+		for i := range q {
+			qrx += q[i].RxPackets
+		}
+		if len(q) != 2 || q[0].Queue != 0 || q[1].Queue != 1 || qrx == 0 || qrx > ifs[0].RxPackets || len(q[0].Workers) == 0 || len(q[1].Workers) == 0 {
 			t.Errorf("show interfaces: lan's queues %+v", q)
 		} else {
-			ring := false
+			kstat := false
 			for _, c := range q[0].Counters {
-				ring = ring || c.Name == "rx_ring_full"
+				kstat = kstat || c.Name == "rx_kernel_dropped"
 			}
-			if !ring {
-				t.Errorf("show interfaces: lan's queue 0 has no XDP_STATISTICS counter (rx_ring_full): %+v", q[0].Counters)
+			if !kstat {
+				t.Errorf("show interfaces: lan's queue 0 has no PACKET_STATISTICS counter (rx_kernel_dropped): %+v", q[0].Counters)
 			}
 		}
 		kernel := false
@@ -240,14 +246,17 @@ func TestControlRouter(t *testing.T) {
 		if !kernel {
 			t.Errorf("show interfaces: no kernel drop counter (link_rx_dropped) for lan: %+v", ifs[0].Drops)
 		}
-		// The kernel's XDP_STATISTICS events are not losses: an idle
-		// socket counts tx_ring_empty at every wake-up.
+		// Event counters are not losses: rx_pool_empty (the frame waits
+		// in the ring), the fast path's state as an output.
 		for _, d := range ifs[0].Drops {
-			if d.Name == "tx_ring_empty" || d.Name == "rx_fill_empty" || d.Name == "rx_pool_empty" {
+			if d.Name == "rx_pool_empty" || d.Name == "rx_own_skipped" || strings.HasPrefix(d.Name, "fastpath_egress") || d.Name == "fastpath_fallbacks" {
 				t.Errorf("show interfaces: the event counter %s among lan's drops: %+v", d.Name, ifs[0].Drops)
 			}
 		}
-		if code, out := fwdctl(t, bin, sock, "show", "interfaces"); code != 0 || !strings.Contains(out, "lan (afxdp)") || !strings.Contains(out, "rate over") || !strings.Contains(out, "  queue 0 (workers [") {
+		// The table says which fast path "auto" picked, and why.
+		if code, out := fwdctl(t, bin, sock, "show", "interfaces"); code != 0 || !strings.Contains(out, "lan (afpacket)") || !strings.Contains(out, "rate over") ||
+			!strings.Contains(out, "  queue 0 (workers [") || !strings.Contains(out, "  queue 1 (workers [") ||
+			!strings.Contains(out, "  fastpath tc\n    fastpath: auto: a veth") {
 			t.Errorf("show interfaces table: %d %q", code, out)
 		}
 	})
@@ -380,7 +389,7 @@ type traceOut struct {
 // queue to the WAN device.
 func TestControlTraceForwarded(t *testing.T) {
 	tp := newTopo(t, 1)
-	p, sock := startCtl(t, tp.fwd, tp.bin, noFastPathConfig(t, tp.config, "afxdp"), tp.cli, "10.1.0.1")
+	p, sock := startCtl(t, tp.fwd, tp.bin, noFastPathConfig(t, tp.config, "afpacket"), tp.cli, "10.1.0.1")
 	defer func() {
 		out := tp.stop(t, p)
 		if t.Failed() {

@@ -8,9 +8,10 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
-// IPv6 through the in-kernel fast path (configs/router-veth.toml as
-// shipped: IPLookup mirrors its IPv6 routes, NDPQuerier its REACHABLE
-// neighbours). The hosts are TestIPv6Router's.
+// IPv6 through the in-kernel XDP fast path (configs/router-veth.toml's
+// afxdp variant, xdpConfig: IPLookup mirrors its IPv6 routes, NDPQuerier
+// its REACHABLE neighbours; TestTCFastPath runs IPv6 through the config
+// as shipped, the fast path in TC). The hosts are TestIPv6Router's.
 
 // fastPath6Hosts gives cli and srv their IPv6 addresses and keeps the
 // forwarder namespace's kernel out of IPv6 (see TestIPv6Router).
@@ -128,7 +129,7 @@ func TestFallbackRouter6(t *testing.T) {
 	}
 }
 
-// TestNATGatewayFastPath6: nat-gateway.toml as shipped, hosts with GRO on:
+// TestNATGatewayFastPath6: nat-gateway.toml's afxdp variant, hosts with GRO on:
 // the inside host's iperf3 -6 TCP flow is fast-tracked and handed to the
 // kernel (FastTrack's "offloaded packets" and lan's fastpath_forwarded
 // grow), and simple security still refuses inbound connections meanwhile

@@ -13,22 +13,51 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// fastPathConfig returns a copy of the contract router config, checked
-// to be the fast-path one it ships as: both devices load the fast-path
-// XDP program and IPLookup mirrors its routes into it.
-func fastPathConfig(t *testing.T, contract string) string {
+// Every contract config's fast-path devices, as shipped (the afpacket
+// driver with the fast path in TC) and as their afxdp variant (the XDP
+// fast path) that xdpConfig makes of them.
+const (
+	shippedDevice = "driver    = \"afpacket\"\nfastpath  = \"auto\"\n"
+	xdpDevice     = "driver    = \"afxdp\"\nfastpath  = true\n"
+)
+
+// xdpConfig writes a copy of a contract config whose two fast-path
+// devices (afpacket with the fast path in TC, as shipped) become afxdp
+// devices with the fast path as an XDP program (fastpath = true): the
+// reverse of benchmarks/e2e-tcp-tcfp.sh's tcfp_config, for the tests of
+// the afxdp driver and its XDP fast path. Every other line as shipped.
+func xdpConfig(t *testing.T, contract string) string {
+	t.Helper()
 	kfeature.Require(t, fastpath.Features...)
 	data, err := os.ReadFile(contract)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := string(data)
-	if strings.Count(cfg, "fastpath  = true\n") != 2 || !strings.Contains(cfg, "offload = [\"lan\", \"wan\", \"lan\", \"wan\"]\n") {
-		t.Fatal("router-veth.toml: no longer fastpath = true on both devices with IPLookup's offload = [\"lan\", \"wan\", \"lan\", \"wan\"]; update fastPathConfig")
+	if strings.Count(cfg, shippedDevice) != 2 || strings.Contains(cfg, "driver    = \"afxdp\"") {
+		t.Fatalf("%s: no longer two devices with %q (and none on afxdp); update xdpConfig", contract, shippedDevice)
 	}
-	path := filepath.Join(t.TempDir(), "router-fastpath.toml")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	cfg = strings.ReplaceAll(cfg, shippedDevice, xdpDevice)
+	path := filepath.Join(t.TempDir(), "xdp-"+filepath.Base(contract))
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	return path
+}
+
+// fastPathConfig returns the contract router config's afxdp variant
+// (xdpConfig), checked to have what the XDP fast path's tests rely on:
+// both devices load the fast-path XDP program and IPLookup mirrors its
+// routes into it.
+func fastPathConfig(t *testing.T, contract string) string {
+	path := xdpConfig(t, contract)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(data)
+	if strings.Count(cfg, "fastpath  = true\n") != 2 || !strings.Contains(cfg, "offload = [\"lan\", \"wan\", \"lan\", \"wan\"]\n") {
+		t.Fatal("router-veth.toml: no longer a fast path on both devices with IPLookup's offload = [\"lan\", \"wan\", \"lan\", \"wan\"]; update fastPathConfig")
 	}
 	return path
 }
@@ -124,13 +153,14 @@ func typePackets(s *pipeline.Snapshot, typ string) uint64 {
 	return n
 }
 
-// natFastPathConfig returns the contract NAT gateway config, checked to
-// be the fast-path one it ships as: both devices load the fast-path XDP
-// program and both FastTracks (one in the compound side, used for lan and
-// wan) hand their flows to it.
+// natFastPathConfig returns the contract NAT gateway config's afxdp
+// variant (xdpConfig), checked to have what the XDP fast path's tests
+// rely on: both devices load the fast-path XDP program and both
+// FastTracks (one in the compound side, used for lan and wan) hand
+// their flows to it.
 func natFastPathConfig(t *testing.T, contract string) string {
-	kfeature.Require(t, fastpath.Features...)
-	data, err := os.ReadFile(contract)
+	path := xdpConfig(t, contract)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +168,9 @@ func natFastPathConfig(t *testing.T, contract string) string {
 	ft := "[compounds.side.elements.ft]\ntype    = \"FastTrack\"\n"
 	if strings.Count(cfg, "fastpath  = true\n") != 2 || strings.Count(cfg, ft) != 1 || strings.Count(cfg, "offload = [\"lan\", \"wan\"]\n") != 1 ||
 		!strings.Contains(cfg, `"lan :: side(lan,`) || !strings.Contains(cfg, `"wan :: side(wan,`) {
-		t.Fatal("nat-gateway.toml: no longer fastpath = true on both devices with both FastTracks offloading; update natFastPathConfig")
+		t.Fatal("nat-gateway.toml: no longer a fast path on both devices with both FastTracks offloading; update natFastPathConfig")
 	}
-	return contract
+	return path
 }
 
 // TestNATGatewayFastPath: the NAT gateway with FastTrack offloaded to the

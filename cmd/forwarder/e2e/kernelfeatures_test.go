@@ -15,7 +15,8 @@ import (
 // programs, older ones lack tcx, some lack what the fast path needs at
 // all. These tests run both contract configs as shipped with such
 // features emulated missing (JUNCTION_KERNEL_MISSING, which the
-// forwarder honours at every use of a feature), between ordinary hosts:
+// forwarder honours at every use of a feature), and their afxdp variants
+// (xdpConfig: the XDP fast path), between ordinary hosts:
 // check warns and exits 0, run starts, says once per device what it
 // left out, shows it in show interfaces, and ping, curl and iperf3 TCP
 // (one stream and more streams than workers, both directions) work.
@@ -26,12 +27,26 @@ import (
 var handOff = []kfeature.Feature{kfeature.XDPAdjustMeta, kfeature.TCX, kfeature.RedirectPeer}
 
 // degradedCases are the emulations and the fast-path mode each device
-// must settle on with fastpath_redirect = "auto" on a veth.
+// must settle on: on the configs' afxdp variant (xdp) with
+// fastpath_redirect = "auto" on a veth, and on the configs as shipped
+// (afpacket, fastpath = "auto": the fast path in TC).
 var degradedCases = []struct {
 	missing, mode, log string // log: how the driver's message (and check's warning) starts
+	xdp                bool   // on the afxdp variant
 }{
-	{"xdp_adjust_meta", "xdp", `fastpath_redirect "auto" would reach this device through TC, but this kernel lacks xdp_adjust_meta`},
-	{"optional", "off", "no in-kernel fast path: "},
+	{"xdp_adjust_meta", "xdp", `fastpath_redirect "auto" would reach this device through TC, but this kernel lacks xdp_adjust_meta`, true},
+	{"optional", "off", "no in-kernel fast path: ", true},
+	{"tc_redirect_peer", "tc", "this kernel lacks tc_redirect_peer", false},
+	{"tcx", "off", "no fast path in TC: this kernel lacks tcx", false},
+}
+
+// degradedConfig is contract as case c runs it: its afxdp variant, or as
+// shipped; and the driver check names.
+func degradedConfig(t *testing.T, contract string, xdp bool) (string, string) {
+	if xdp {
+		return xdpConfig(t, contract), "afxdp"
+	}
+	return contract, "afpacket"
 }
 
 // wantModes checks, in a stats snapshot and in show interfaces, that lan
@@ -63,14 +78,14 @@ func wantModes(t *testing.T, s *pipeline.Snapshot, show, mode string) {
 }
 
 // checkWarns runs forwarder check on config in ns: exit 0, one located
-// warning per fast-path device.
-func checkWarns(t *testing.T, ns *netns.NS, bin, config, what string) {
+// warning per fast-path device (of driver).
+func checkWarns(t *testing.T, ns *netns.NS, bin, config, driver, what string) {
 	t.Helper()
 	out, err := ns.Run(bin, "check", "-config", config)
 	if err != nil {
 		t.Errorf("check: %v\n%s", err, out)
 	}
-	for _, dev := range []string{`device "lan" (afxdp): `, `device "wan" (afxdp): `} {
+	for _, dev := range []string{`device "lan" (` + driver + `): `, `device "wan" (` + driver + `): `} {
 		if !strings.Contains(out, dev+what) || !strings.Contains(out, "warning: ") {
 			t.Errorf("check: want a located warning %q for %s:\n%s", what, dev, out)
 		}
@@ -87,21 +102,25 @@ func iperfBoth(t *testing.T, cli, srv *netns.NS, srvAddr string) {
 	}
 }
 
-// TestRouterDegradedKernel: configs/router-veth.toml as shipped on a
-// kernel without the TC hand-off (xdp_adjust_meta) and on one without
-// any fast path: check warns, ping, curl and iperf3 work, and with the
-// hand-off missing, the fast path still engages by XDP redirects once
-// the hosts turn GRO on.
+// TestRouterDegradedKernel: configs/router-veth.toml's afxdp variant on
+// a kernel without the TC hand-off (xdp_adjust_meta) and on one without
+// any fast path, and the config as shipped (the fast path in TC) on one
+// without bpf_redirect_peer and on one without tcx: check warns, ping,
+// curl and iperf3 work; with the hand-off missing, the fast path still
+// engages by XDP redirects once the hosts turn GRO on, and without
+// bpf_redirect_peer the TC program still carries the traffic (with
+// bpf_redirect).
 func TestRouterDegradedKernel(t *testing.T) {
 	netns.RequireTool(t, "curl")
 	netns.RequireTool(t, "iperf3")
 	netns.RequireTool(t, "timeout")
 	for _, c := range degradedCases {
 		t.Run(c.missing, func(t *testing.T) {
-			t.Setenv(kfeature.EnvMissing, c.missing)
 			tp := newTopo(t, 1)
-			checkWarns(t, tp.fwd, tp.bin, tp.config, c.log)
-			p, sock := startCtl(t, tp.fwd, tp.bin, tp.config, tp.cli, "10.1.0.1")
+			cfg, driver := degradedConfig(t, tp.config, c.xdp) // before the emulation: xdpConfig requires the features
+			t.Setenv(kfeature.EnvMissing, c.missing)
+			checkWarns(t, tp.fwd, tp.bin, cfg, driver, c.log)
+			p, sock := startCtl(t, tp.fwd, tp.bin, cfg, tp.cli, "10.1.0.1")
 			defer func() {
 				p.Signal(syscall.SIGINT)
 				if err := p.Wait(10 * time.Second); err != nil {
@@ -122,6 +141,16 @@ func TestRouterDegradedKernel(t *testing.T) {
 			iperfBoth(t, tp.cli, tp.srv, "10.2.0.2")
 			_, show := fwdctl(t, tp.bin, sock, "show", "interfaces")
 			wantModes(t, tp.snapshot(t), show, c.mode)
+			if c.mode == "tc" {
+				// bpf_redirect instead of bpf_redirect_peer: the TC
+				// program still carries the traffic.
+				before := tp.snapshot(t)
+				fallbackIperf(t, tp.cli, tp.srv, "10.2.0.2")
+				after := tp.snapshot(t)
+				if fwd := deviceCounter(after, "lan", "fastpath_forwarded") - deviceCounter(before, "lan", "fastpath_forwarded"); fwd < 1000 {
+					t.Errorf("without bpf_redirect_peer: the fast path in TC forwarded %d frames of an iperf3 run", fwd)
+				}
+			}
 			if c.mode != "xdp" {
 				return
 			}
@@ -138,8 +167,8 @@ func TestRouterDegradedKernel(t *testing.T) {
 	}
 }
 
-// TestNATDegradedKernel: configs/nat-gateway.toml as shipped on the same
-// kernels: check warns; DNAT'd curl, SNAT'd iperf3 both ways and ping
+// TestNATDegradedKernel: configs/nat-gateway.toml (its afxdp variant, or
+// as shipped) on the same kernels: check warns; DNAT'd curl, SNAT'd iperf3 both ways and ping
 // work, FastTrack keeping the flows in the graph where the devices have
 // no fast path ("offload unavailable" counts them, nothing else fails).
 func TestNATDegradedKernel(t *testing.T) {
@@ -148,10 +177,11 @@ func TestNATDegradedKernel(t *testing.T) {
 	netns.RequireTool(t, "timeout")
 	for _, c := range degradedCases {
 		t.Run(c.missing, func(t *testing.T) {
-			t.Setenv(kfeature.EnvMissing, c.missing)
 			tp := newNATTopo(t)
-			checkWarns(t, tp.fwd, tp.bin, tp.config, c.log)
-			p, sock := startCtl(t, tp.fwd, tp.bin, tp.config, tp.in, natLANAddr)
+			cfg, driver := degradedConfig(t, tp.config, c.xdp)
+			t.Setenv(kfeature.EnvMissing, c.missing)
+			checkWarns(t, tp.fwd, tp.bin, cfg, driver, c.log)
+			p, sock := startCtl(t, tp.fwd, tp.bin, cfg, tp.in, natLANAddr)
 			defer func() {
 				p.Signal(syscall.SIGINT)
 				if err := p.Wait(10 * time.Second); err != nil {

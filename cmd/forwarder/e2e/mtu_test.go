@@ -3,13 +3,14 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
-	"github.com/junction-dataplane/junction/drivers/kfeature"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/junction-dataplane/junction/drivers/afxdp/fastpath"
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/internal/netns"
@@ -66,23 +67,21 @@ func iperfBytes(t *testing.T, cli, srv *netns.NS, family, addr, n string) float6
 // over IPv6 and IPv4 (DF, as Linux sends TCP) through: the senders learn
 // the path MTU. Nothing longer than the link reaches the driver
 // (tx_dropped_too_long stays 0), and an IPv4 packet without DF that does
-// not fit is a counted drop. Twice: with the hosts' GRO off (the graph
-// forwards everything) and on (the in-kernel fast path forwards what fits
-// and hands the longer datagrams to the graph).
+// not fit is a counted drop. Twice: without the fast path (the graph
+// forwards everything) and as shipped (the in-kernel fast path in TC
+// forwards what fits and hands the longer datagrams to the graph).
 //
 //	cli ── lan0 [fwd] wan0 ══ (mtu 1400) ══ eth0 srv eth1 ── eth0 far
 //	                                       (2001:db8:16::2, 10.16.0.2)
 func TestRouterOwnPacketTooBig(t *testing.T) {
 	t.Run("graph", func(t *testing.T) { routerOwnPacketTooBig(t, false) })
-	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.Features...); routerOwnPacketTooBig(t, true) })
+	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.TCFeatures...); routerOwnPacketTooBig(t, true) })
 }
 
 func routerOwnPacketTooBig(t *testing.T, fast bool) {
 	tp := newTopo(t, 1)
-	if fast {
-		for _, ns := range []*netns.NS{tp.cli, tp.srv} {
-			ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
-		}
+	if !fast {
+		tp.config = noFastPathConfig(t, tp.config, "afpacket")
 	}
 	noKernelIPv6(tp.fwd)
 	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
@@ -169,22 +168,21 @@ func routerOwnPacketTooBig(t *testing.T, fast bool) {
 // own packet too big and fragmentation needed, although both flows are
 // fast-tracked after their handshake: FastTrack hands the batches with a
 // packet longer than the link to the slow path, whose wan/frag6 answers.
-// Twice: the graph alone (hosts' GRO off) and with the flows offloaded to
-// the in-kernel fast path (GRO on), which hands longer datagrams back.
+// Twice: the graph alone (no fast path: FastTrack forwards in userspace)
+// and as shipped, with the flows offloaded to the in-kernel fast path in
+// TC, which hands longer datagrams back.
 //
 //	in ── lan0 [fwd] wan0 ══ (mtu 1400) ══ eth0 out eth1 ── eth0 far
 //	                                       (2001:db8:16::2, 198.51.100.2)
 func TestNATGatewayOwnPacketTooBig(t *testing.T) {
 	t.Run("graph", func(t *testing.T) { natOwnPacketTooBig(t, false) })
-	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.Features...); natOwnPacketTooBig(t, true) })
+	t.Run("fast path", func(t *testing.T) { kfeature.Require(t, fastpath.TCFeatures...); natOwnPacketTooBig(t, true) })
 }
 
 func natOwnPacketTooBig(t *testing.T, fast bool) {
 	tp := newNATTopo(t)
-	if fast {
-		for _, ns := range []*netns.NS{tp.in, tp.ot} {
-			ns.MustRun("ethtool", "-K", "eth0", "gro", "on") // see TestFastPath
-		}
+	if !fast {
+		tp.config = noFastPathConfig(t, tp.config, "afpacket")
 	}
 	noKernelIPv6(tp.fwd)
 	addr6(t, tp.in, "2001:db8:1::10/64", "2001:db8:1::1")

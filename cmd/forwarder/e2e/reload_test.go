@@ -80,11 +80,10 @@ func TestReloadNATGateway(t *testing.T) {
 	netns.RequireTool(t, "nft")
 	netns.RequireTool(t, "curl")
 	tp := newNATTopoQueues(t, 2)
-	// Through the graph, without the fast path: its retransmissions are
-	// compared with Linux's, and a fast path through the veths' XDP rings
-	// retransmits more without any reload (benchmarks/e2e-tcp.md, "The
-	// fast path through TC").
-	base, err := os.ReadFile(noFastPathConfig(t, tp.config, "afxdp"))
+	// Through the graph (the config's afpacket devices without the fast
+	// path), so that the element the reload adds on the path sees the
+	// stream's packets; its retransmissions are compared with Linux's.
+	base, err := os.ReadFile(noFastPathConfig(t, tp.config, "afpacket"))
 	if err != nil {
 		t.Fatal(err)
 	}

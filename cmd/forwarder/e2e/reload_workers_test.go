@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestReloadNATGatewayWorkers: configs/nat-gateway.toml (afxdp, two queues
-// per veth) reloaded by SIGHUP from 2 workers to 1, back to 2 and to 1
+// TestReloadNATGatewayWorkers: configs/nat-gateway.toml as shipped
+// (afpacket with the fast path in TC; two queues per veth) reloaded by SIGHUP from 2 workers to 1, back to 2 and to 1
 // again while an iperf3 TCP stream runs from the inside host to the
 // outside one and curl reaches the inside server through the DNAT port
 // forward: the stream never stalls, the connection survives every change

@@ -2,14 +2,8 @@ package e2e
 
 import (
 	"encoding/binary"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/junction-dataplane/junction/internal/netns"
 )
 
 // riskyFrame is an IPv4/UDP frame from the client (10.1.0.2) to the server
@@ -52,8 +46,8 @@ func riskyFrame(dst, src []byte, id uint16, opts []byte, frag uint16) []byte {
 // reaches the server, while one carrying a loose source route option
 // (LSRR, RFC 7126: dropped by default) and a fragment whose offset*8 plus
 // length passes 65,535 do not: CheckIPHeader counts them ("source route",
-// "oversized fragment"). As shipped (the in-kernel fast path forwarding
-// by the offloaded routes, engaged here by GRO on at the hosts), packets
+// "oversized fragment"). As shipped (the in-kernel fast path in TC
+// forwarding by the offloaded routes), packets
 // with options take the graph, and so does the oversized fragment (the
 // fast path's rule 4 hands fragments reaching beyond 65,535 bytes to the
 // graph): the same outcome either way.
@@ -64,23 +58,9 @@ func TestRouterRiskyIPv4(t *testing.T) {
 	}{{"graph only", false}, {"fast path", true}} {
 		t.Run(v.name, func(t *testing.T) {
 			tp := newTopo(t, 1)
-			for _, ns := range []*netns.NS{tp.cli, tp.srv} {
-				ns.MustRun("ethtool", "-K", "eth0", "gro", "on")
-			}
-			cfg := tp.config
-			if v.fastPath {
-				cfg = fastPathConfig(t, tp.config)
-			} else {
-				data, err := os.ReadFile(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := strings.ReplaceAll(string(data), "fastpath  = true\n", "")
-				s = regexp.MustCompile(`(?m)^offload = \[[^\]\n]*\]\n`).ReplaceAllString(s, "")
-				cfg = filepath.Join(t.TempDir(), "router-graph.toml")
-				if err := os.WriteFile(cfg, []byte(s), 0o644); err != nil {
-					t.Fatal(err)
-				}
+			cfg := tp.config // as shipped: the fast path in TC
+			if !v.fastPath {
+				cfg = noFastPathConfig(t, tp.config, "afpacket")
 			}
 			p := tp.start(t, cfg)
 			defer func() {

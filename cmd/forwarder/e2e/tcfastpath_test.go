@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,27 +20,20 @@ import (
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
-// tcFastPathConfig writes a copy of a contract config whose two afxdp
-// fast-path devices become afpacket devices with the fast path in TC
-// (fastpath = "auto", which picks it for these veths): no XDP program on
-// any device, every other line as shipped.
+// tcFastPathConfig is a contract config as shipped, checked to have its
+// two fast-path devices on the afpacket driver with fastpath = "auto"
+// (which picks the fast path in TC for these veths): no XDP program on
+// any device.
 func tcFastPathConfig(t *testing.T, contract string) string {
 	kfeature.Require(t, fastpath.TCFeatures...)
 	data, err := os.ReadFile(contract)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const xdp = "driver    = \"afxdp\"\nfastpath  = true\n"
-	cfg := string(data)
-	if strings.Count(cfg, xdp) != 2 {
-		t.Fatalf("%s: no longer two devices with %q; update tcFastPathConfig", contract, xdp)
+	if strings.Count(string(data), shippedDevice) != 2 {
+		t.Fatalf("%s: no longer two devices with %q; update tcFastPathConfig", contract, shippedDevice)
 	}
-	cfg = strings.ReplaceAll(cfg, xdp, "driver    = \"afpacket\"\nfastpath  = \"auto\"\n")
-	path := filepath.Join(t.TempDir(), "tc-"+filepath.Base(contract))
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return contract
 }
 
 // wantTCMode checks that both devices settled on the fast path in TC,
@@ -150,8 +145,8 @@ func plainHostsNAT(t *testing.T, config func(*testing.T, string) string, cases [
 	noXDPAnywhere(t, tp.in, tp.ot)
 }
 
-// TestTCFastPath: the contract configs with their devices on afpacket
-// and the fast path in TC, between ordinary hosts (plain veths, GRO off,
+// TestTCFastPath: the contract configs as shipped, their devices on
+// afpacket and the fast path in TC, between ordinary hosts (plain veths, GRO off,
 // no XDP anywhere): ping and curl work, and iperf3 TCP with one and
 // eight streams in both directions, each run twice (and over IPv6
 // through the router), is carried by the kernel's TC program, with no
@@ -178,8 +173,8 @@ func TestTCFastPath(t *testing.T) {
 	t.Run("nat", func(t *testing.T) { plainHostsNAT(t, tcFastPathConfig, twice, running) })
 }
 
-// TestTCFastPathBadInput: router-veth.toml on afpacket with the fast path
-// in TC, ordinary hosts, and what an operator does to a running router:
+// TestTCFastPathBadInput: router-veth.toml as shipped (afpacket, the fast
+// path in TC), ordinary hosts, and what an operator does to a running router:
 //
 //   - the server's veth goes down: wan is turned off as an output
 //     (counted once, logged), and on again once it is back up, when the
@@ -300,4 +295,87 @@ func netIndex(ns *netns.NS, ifname string) (int, error) {
 	var i int
 	_, err = fmt.Sscan(out, &i)
 	return i, err
+}
+
+// TestTCFastPathPolice: router-veth.toml as shipped (the fast path in
+// TC) with local_rate lowered to 200/s (burst 20) on both devices: a
+// UDP flood from the server to the router's WAN address is policed in
+// the TC program (local_rate_dropped_udp counts most of it, a loss in
+// show interfaces' drops), the graph sees at most what passed, and
+// meanwhile pings to the router (their own class) and through it are
+// answered.
+func TestTCFastPathPolice(t *testing.T) {
+	tp := newTopo(t, 1)
+	data, err := os.ReadFile(tcFastPathConfig(t, tp.config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.ReplaceAll(string(data), shippedDevice, shippedDevice+"local_rate = \"200/s\"\nlocal_burst = 20\n")
+	path := filepath.Join(t.TempDir(), "policed-router-veth.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, sock := startCtl(t, tp.fwd, tp.bin, path, tp.cli, "10.1.0.1")
+	defer func() {
+		out := tp.stop(t, p)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%s", out)
+		}
+	}()
+	pingOK(t, tp.srv, "10.2.0.1")
+	before := tp.snapshot(t)
+	const n = 20000
+	start := time.Now()
+	if err := tp.srv.Do(func() error {
+		// Unconnected: the router's port unreachables fail no write.
+		conn, err := net.ListenPacket("udp4", "10.2.0.2:0")
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		dst := &net.UDPAddr{IP: net.IPv4(10, 2, 0, 1), Port: 9}
+		b := make([]byte, 32)
+		for range n {
+			if _, err := conn.WriteTo(b, dst); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	pingOK(t, tp.srv, "10.2.0.1")
+	pingOK(t, tp.cli, "10.2.0.2")
+	time.Sleep(200 * time.Millisecond)
+	after := tp.snapshot(t)
+	d := func(name string) uint64 {
+		return deviceCounter(after, "wan", name) - deviceCounter(before, "wan", name)
+	}
+	dropped, passed := d("local_rate_dropped_udp"), d("local_rate_passed")
+	// Each CPU has its own bucket.
+	maxPassed := uint64(20+200*(took+300*time.Millisecond).Seconds()+1)*uint64(runtime.NumCPU()) + 20 // + the pings
+	t.Logf("%d datagrams to 10.2.0.1 in %v: the TC program dropped %d, let on %d", n, took, dropped, passed)
+	if dropped < n/2 || passed > maxPassed {
+		t.Errorf("UDP flood to the router: dropped %d (want most of %d), passed %d (at most %d)", dropped, n, passed, maxPassed)
+	}
+	if rx := d("rx_packets"); rx > passed+50 {
+		t.Errorf("wan's sockets received %d frames, but the TC program let on only %d for the router", rx, passed)
+	}
+	var ifs []struct {
+		Device string `json:"device"`
+		Drops  []struct {
+			Name string `json:"name"`
+		} `json:"drops"`
+	}
+	fwdctlJSON(t, tp.bin, sock, &ifs, "show", "interfaces")
+	found := false
+	for _, i := range ifs {
+		for _, c := range i.Drops {
+			found = found || i.Device == "wan" && c.Name == "local_rate_dropped_udp"
+		}
+	}
+	if !found {
+		t.Errorf("show interfaces: local_rate_dropped_udp not among wan's drops: %+v", ifs)
+	}
 }

@@ -10,20 +10,21 @@ import (
 	"github.com/junction-dataplane/junction/internal/netns"
 )
 
-// natGraphOnly is configs/nat-gateway.toml without FastTrack and the
-// in-kernel fast path: every segment of every flow passes Conntrack, so
-// that its window tracking (on by default) follows whole TCP streams.
+// natGraphOnly is configs/nat-gateway.toml (its driver, afpacket) without
+// FastTrack and the in-kernel fast path: every segment of every flow
+// passes Conntrack, so that its window tracking (on by default) follows
+// whole TCP streams.
 const natGraphOnly = `
 [forwarder]
 workers = 2
 
 [devices.lan]
-driver    = "afxdp"
+driver    = "afpacket"
 interface = "lan0"
 addresses = ["192.168.1.1/24"]
 
 [devices.wan]
-driver    = "afxdp"
+driver    = "afpacket"
 interface = "wan0"
 addresses = ["203.0.113.1/24"]
 
