@@ -85,6 +85,10 @@ type Sync struct {
 	// (NLM_F_DUMP_INTR), so it may have missed a route; another is made
 	// when the events pause.
 	recheck bool
+	// pending holds the prefixes events changed since the last version
+	// (publishEvery), lastPub when that version was published.
+	pending map[netip.Prefix]struct{}
+	lastPub time.Time
 }
 
 // otherKey is one kernel route of a type not mirrored.
@@ -128,12 +132,27 @@ func (k *Sync) Unmirrored() map[string]int {
 	return out
 }
 
-// maxBurst bounds the events applied as one version.
+// maxBurst bounds the events read from the channel at once, and the
+// prefixes a version holds before it is published early.
 const maxBurst = 8192
+
+// publishEvery is the shortest time between two versions while events
+// keep coming: the events that arrive meanwhile are noted in the mirror
+// and published together when it has passed (or maxBurst prefixes are
+// pending). A change after a pause is published at once. Each version
+// costs the table a new root (tens of kilobytes) and copies of the pages
+// it changes; publishing every burst the channel happened to hold (a
+// few events each while a full table arrives, over a thousand versions
+// a second) made gigabytes of garbage per table, kept the collector
+// running (its mark worker holding one of the two processors the
+// workers share) and took CPU from the workers: forwarding paused for
+// up to seconds (benchmarks/routing.md, "Kernel mirror at Internet
+// scale").
+const publishEvery = 10 * time.Millisecond
 
 // Start loads the kernel table into t and keeps it in step.
 func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
-	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(),
+	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(), pending: map[netip.Prefix]struct{}{},
 		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
@@ -245,17 +264,25 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 	// recheck is due.
 	quiet := time.NewTimer(recheckQuiet)
 	defer quiet.Stop()
+	// pub fires when the pending changes are due (publishEvery).
+	pub := time.NewTimer(publishEvery)
+	pub.Stop()
+	defer pub.Stop()
 	for {
 		if !k.recheck {
 			quiet.Stop()
 		}
 		select {
 		case <-k.stop:
+			k.flush()
 			close(done)
 			drain(ch)
 			return
+		case <-pub.C:
+			k.flush()
 		case <-quiet.C:
 			if k.recheck {
+				k.flush()
 				if err := k.resync(false); err != nil {
 					k.lastErr.Store(&err)
 				}
@@ -266,6 +293,7 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 			if !ok {
 				// The subscription died (e.g. its buffer overflowed and
 				// events were lost): start over with a fresh dump.
+				k.flush()
 				ch, done = k.restart(done)
 				if ch == nil {
 					return
@@ -286,7 +314,14 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 					break more
 				}
 			}
-			k.applyBurst(burst)
+			k.noteBurst(burst)
+			if wait := publishEvery - time.Since(k.lastPub); wait <= 0 || len(k.pending) >= maxBurst {
+				pub.Stop()
+				k.flush()
+			} else if len(k.pending) > 0 {
+				// Due at lastPub+publishEvery, whichever burst set it.
+				pub.Reset(wait)
+			}
 			if k.recheck {
 				quiet.Reset(recheckQuiet)
 			}
@@ -582,9 +617,9 @@ func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 	return hops, len(hops) > 0
 }
 
-// applyBurst applies a burst of kernel events as one table version.
-func (k *Sync) applyBurst(us []netlink.RouteUpdate) {
-	touched := map[netip.Prefix]struct{}{}
+// noteBurst applies a burst of kernel events to the mirror's state; the
+// prefixes they change are pending until flush publishes them.
+func (k *Sync) noteBurst(us []netlink.RouteUpdate) {
 	refreshed := false
 	for i := range us {
 		u := &us[i]
@@ -598,10 +633,18 @@ func (k *Sync) applyBurst(us []netlink.RouteUpdate) {
 			}
 		}
 		if p, ok := k.note(&u.Route, add); ok {
-			touched[p] = struct{}{}
+			k.pending[p] = struct{}{}
 		}
 	}
-	k.applyTouched(touched)
+}
+
+// flush publishes the pending changes as one table version.
+func (k *Sync) flush() {
+	if len(k.pending) > 0 {
+		k.applyTouched(k.pending)
+		clear(k.pending)
+		k.lastPub = time.Now()
+	}
 	k.shrink()
 }
 
