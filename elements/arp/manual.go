@@ -69,7 +69,7 @@ var arpQuerierManual = elements.Doc{
 		"recently active one (confirmed, asked for or sent to) is evicted, never a static " +
 		"one nor an active next hop (resolved, confirmed and sent to within timeout): a flood " +
 		"of spoofed ARP recycles its own entries and the neighbours in use keep theirs. When DEVICE " +
-		"has a fast path (afxdp, fastpath = true), every neighbour learnt (and every static one) " +
+		"has a fast path (afxdp with fastpath = true, or afpacket with fastpath = \"auto\" or \"tc\"), every neighbour learnt (and every static one) " +
 		"is copied into it for timeout, so the fast path forwards to it in the kernel; the copy is " +
 		"renewed when the neighbour's MAC changes or, on its next ARP frame, once it is a quarter " +
 		"timeout old (one system call per neighbour per quarter timeout, not per frame). When it " +

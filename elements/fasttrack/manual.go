@@ -18,7 +18,7 @@ func fastTrackManual() elements.Doc {
 			{Name: "idle_timeout", Type: "duration", Default: "0", Doc: "timeout a fast-path hit gives the flow; 0 keeps the tracker's timeout for the flow's state"},
 			{Name: "outputs", Type: "int", Default: "2", Doc: "number of fast outputs (FastTrackLearn's ports)"},
 			{Name: "offload", Type: "[]string",
-				Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per fast output in order (\"\" for none): " +
+				Doc: "devices with a fast path (driver = \"afxdp\" with fastpath = true, or driver = \"afpacket\" with fastpath = \"auto\" or \"tc\"), one per fast output in order (\"\" for none): " +
 					"a flow direction that FastTrack handled once, arriving on and leaving by devices this key names, is handed to their " +
 					"in-kernel fast path, which then applies the same rewrite and transmits without the graph"},
 			{Name: "no_cache", Type: "bool", Default: "false",

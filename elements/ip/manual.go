@@ -262,10 +262,10 @@ var ipLookupManual = elements.Doc{
 				"routes through other interfaces are not mirrored (counted as \"kernel routes skipped\")"},
 		{Name: "netns", Type: "string", Doc: "with source = \"kernel\": a named network namespace (ip netns) to read; default: the forwarder's own"},
 		{Name: "offload", Type: "[]string",
-			Doc: "devices with a fast path (driver = \"afxdp\", fastpath = true), one per output port in port order " +
+			Doc: "devices with a fast path (driver = \"afxdp\" with fastpath = true, or driver = \"afpacket\" with fastpath = \"auto\" or \"tc\"), one per output port in port order " +
 				"(\"\" for a port that is not offloaded): the IPv4 and IPv6 routes leaving on those ports are mirrored into the " +
 				"devices' in-kernel fast path, which forwards plain IPv4 packets, and IPv6 TCP and UDP, to a next hop " +
-				"ARPQuerier or NDPQuerier resolved, before the graph sees them (see the afxdp driver); ECMP routes and " +
+				"ARPQuerier or NDPQuerier resolved, before the graph sees them (see the afxdp and afpacket drivers); ECMP routes and " +
 				"routes to other ports stay in the graph, and blackhole, unreachable and prohibit routes are held there as " +
 				"\"never forward\" so that their packets reach the graph. A dual-stack graph whose IPv6 routes leave on their own ports " +
 				"names the devices again for those (offload = [\"lan\", \"wan\", \"lan\", \"wan\"]). " +

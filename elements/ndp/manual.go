@@ -104,7 +104,7 @@ var ndpQuerierManual = elements.Doc{
 		"that is not an active next hop (resolved and sent to within timeout) nor static: a flood " +
 		"of solicitations or a scan of the link's addresses recycles its own entries, and the " +
 		"neighbours in use keep theirs. When " +
-		"DEVICE has a fast path (afxdp, fastpath = true), every REACHABLE neighbour (and every " +
+		"DEVICE has a fast path (afxdp with fastpath = true, or afpacket with fastpath = \"auto\" or \"tc\"), every REACHABLE neighbour (and every " +
 		"static one) is copied into it for what remains of its reachable time, so the fast path " +
 		"forwards IPv6 to it in the kernel; the copy is renewed on confirmations (at most once per " +
 		"quarter timeout while the MAC is unchanged) and withdrawn when the neighbour's MAC " +
