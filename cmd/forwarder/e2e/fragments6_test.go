@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,17 +24,11 @@ const (
 // kernel makes for a 1500-byte link) and sends them over a raw socket
 // (IPPROTO_RAW: the IPv6 header included), last fragment first: what a
 // host's kernel never does, and what the gateway must reassemble all the
-// same (RFC 4787 REQ-14, RFC 8200 section 4.5).
+// same (RFC 4787 REQ-14, RFC 8200 section 4.5). FAM is the family of
+// fragEchoMain and fragClientMain (fragLib is the same for IPv4).
 const frag6Lib = `import socket, struct, sys, time
-A6 = socket.AF_INET6
-def csum(b):
-    if len(b) % 2:
-        b += b"\x00"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-def frags6(src, dst, nh, payload, ident, size=1448):
+A6 = FAM = socket.AF_INET6
+` + pyCsum + `def frags6(src, dst, nh, payload, ident, size=1448):
     out = []
     for off in range(0, len(payload), size):
         part = payload[off:off + size]
@@ -54,54 +47,8 @@ def send_reversed(src, dst, sport, dport, data, ident):
         raw.sendto(f, (dst, 0))
 `
 
-// frag6Echo is fragEcho over IPv6: a UDP server on argv[1]:argv[2]
-// answering every 3000-byte datagram with it reversed (argv[4]
-// "reversed": as raw fragments, last first), printing "from HOST" for
-// each, exiting after argv[3] of them or 15 s without one.
-const frag6Echo = frag6Lib + `
-s = socket.socket(A6, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], int(sys.argv[2])))
-print("ready", flush=True)
-s.settimeout(15)
-want, n = int(sys.argv[3]), 0
-while n < want:
-    try:
-        d, a = s.recvfrom(65535)
-    except socket.timeout:
-        break
-    if len(d) == 3000:
-        n += 1
-        print("from", a[0], flush=True)
-        if sys.argv[4] == "reversed":
-            send_reversed(sys.argv[1], a[0], int(sys.argv[2]), a[1], d[::-1], 40000 + n)
-        else:
-            s.sendto(d[::-1], a)
-`
-
-// frag6Client is fragClient over IPv6: argv[3] 3000-byte datagrams to
-// argv[1]:argv[2] from argv[4], each from a new socket (a new flow),
-// waiting up to 3 s for the reversed answer; prints how many came back.
-const frag6Client = frag6Lib + `
-dst, port, n, src, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-ok = 0
-for i in range(n):
-    c = socket.socket(A6, socket.SOCK_DGRAM)
-    c.bind((src, 0))
-    c.settimeout(3)
-    msg = bytes((i * 7 + j) % 251 for j in range(3000))
-    if mode == "reversed":
-        send_reversed(src, dst, c.getsockname()[1], port, msg, 20000 + i)
-    else:
-        c.sendto(msg, (dst, port))
-    try:
-        d, a = c.recvfrom(65535)
-        if d == msg[::-1]:
-            ok += 1
-    except socket.timeout:
-        pass
-    c.close()
-print(ok)
-`
+// frag6 is the fragment exchange over IPv6.
+var frag6 = fragFamily{echo: frag6Lib + fragEchoMain, client: frag6Lib + fragClientMain}
 
 // frag6Flood sends hostile IPv6 fragments from argv[1] to argv[2]: a
 // 64 KiB datagram in 8-byte fragments, then argv[3] of four kinds in
@@ -147,26 +94,11 @@ func natTopo6(t *testing.T, args []string) (*natTopo, *netns.Proc) {
 
 // exchange6 runs n 3000-byte exchanges from the inside host to a server
 // on the outside host (port), and fails the test unless every datagram
-// and every answer arrives.
+// and every answer arrives (IPv6 is routed, not translated: the server
+// sees the inside host's address).
 func exchange6(t *testing.T, tp *natTopo, port, n int, mode string) {
 	t.Helper()
-	s := tp.ot.Start("python3", "-c", frag6Echo, frag6Outside, strconv.Itoa(port), strconv.Itoa(n), mode)
-	defer s.Kill()
-	waitFor(t, 20*time.Second, "the UDP server's bind", func() (bool, string) {
-		return strings.HasPrefix(s.Output(), "ready"), s.Output()
-	})
-	out, err := tp.in.Run("python3", "-c", frag6Client, frag6Outside, strconv.Itoa(port), strconv.Itoa(n), frag6Inside, mode)
-	if err != nil {
-		t.Fatalf("client: %v: %s", err, out)
-	}
-	s.Wait(5 * time.Second)
-	froms := strings.Count(s.Output(), "from "+frag6Inside)
-	if got := strings.TrimSpace(out); got != strconv.Itoa(n) {
-		t.Errorf("%s answers came back intact, want %d (the server got %d)", got, n, froms)
-	}
-	if froms != n {
-		t.Errorf("the server got %d of %d datagrams from %s:\n%s", froms, n, frag6Inside, s.Output())
-	}
+	frag6.exchange(t, tp.ot, tp.in, frag6Outside, frag6Inside, frag6Outside, port, n, frag6Inside, mode)
 }
 
 // RFC 8200 section 4.5 and RFC 4787 REQ-14 over IPv6, through
@@ -180,19 +112,11 @@ func exchange6(t *testing.T, tp *natTopo, port, n int, mode string) {
 // 3000-byte pings through the gateway and to it are answered.
 func TestNATGatewayFragments6(t *testing.T) {
 	netns.RequireTool(t, "python3")
-	for _, run := range []struct {
-		workers int
-		args    []string
-	}{
-		{2, nil}, // the config's
-		{1, []string{"-workers", "1"}},
-		{4, []string{"-workers", "4", "-nopin"}},
-	} {
+	for _, run := range fragWorkerRuns {
 		t.Run(fmt.Sprintf("workers=%d", run.workers), func(t *testing.T) {
 			tp, p := natTopo6(t, run.args)
 			defer p.Kill()
-			snap := func() *topo { return &topo{fwd: tp.fwd} }
-			before := snap().snapshot(t)
+			before := (&topo{fwd: tp.fwd}).snapshot(t)
 			const n = 10
 			for i, mode := range []string{"in order", "reversed"} {
 				t.Run(mode, func(t *testing.T) { exchange6(t, tp, 7100+i, n, mode) })
@@ -205,35 +129,11 @@ func TestNATGatewayFragments6(t *testing.T) {
 					t.Errorf("ping -s 3000 %s: %v\n%s", dst, err, out)
 				}
 			}
-			var after = snap().snapshot(t)
-			delta := func(typ, name string) uint64 { return counter(after, typ, name) - counter(before, typ, name) }
-			// The workers publish their counters within a few
-			// milliseconds of the last answer. Reassembled: 40 UDP
-			// datagrams, 3 echo requests and 3 replies through the
-			// gateway, 3 requests to it.
-			waitFor(t, 2*time.Second, "the counters", func() (bool, string) {
-				after = snap().snapshot(t)
-				return delta("IP6Reassembler", "datagrams") >= 4*n+9, fmt.Sprint(delta("IP6Reassembler", "datagrams"))
-			})
-			if t.Failed() {
-				logLosses(t, before, after)
-			}
-			t.Logf("IP6Reassembler: datagrams %d, out of order %d, handed off %d, handed in %d; IPFragmenter: fragmented %d, fragments %d; Conntrack invalid: fragment %d",
-				delta("IP6Reassembler", "datagrams"), delta("IP6Reassembler", "out of order"), delta("IP6Reassembler", "handed off"),
-				delta("IP6Reassembler", "handed in"), delta("IPFragmenter", "fragmented"), delta("IPFragmenter", "fragments"),
-				delta("Conntrack", "invalid: fragment"))
-			if d := delta("IP6Reassembler", "out of order"); d < 2*n {
-				t.Errorf("IP6Reassembler saw %d datagrams out of order, want at least %d", d, 2*n)
-			}
-			if d := delta("IPFragmenter", "fragmented"); d < 4*n {
-				t.Errorf("IPFragmenter split %d datagrams, want at least %d (both ways, two exchanges)", d, 4*n)
-			}
-			if off, in := delta("IP6Reassembler", "handed off"), delta("IP6Reassembler", "handed in"); off != in || (run.workers > 1) != (off > 0) {
-				t.Errorf("handed off %d, handed in %d with %d workers", off, in, run.workers)
-			}
-			if d := delta("Conntrack", "invalid: fragment"); d != 0 {
-				t.Errorf("Conntrack saw %d fragments", d)
-			}
+			// Reassembled: 40 UDP datagrams, 3 echo requests and 3
+			// replies through the gateway, 3 requests to it; half the
+			// UDP ones out of order; split again: the UDP ones both
+			// ways.
+			checkFragCounters(t, tp.fwd, before, "IP6Reassembler", run.workers, fragWant{datagrams: 4*n + 9, outOfOrder: 2 * n, fragmented: 4 * n})
 		})
 	}
 }
@@ -248,49 +148,8 @@ func TestNATGatewayFragmentFlood6(t *testing.T) {
 	netns.RequireTool(t, "python3")
 	tp, p := natTopo6(t, nil)
 	defer p.Kill()
-	rss := func() int {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.Atoi(f[1])
-				return kb
-			}
-		}
-		t.Fatal("no VmRSS")
-		return 0
-	}
-	before, rss0 := (&topo{fwd: tp.fwd}).snapshot(t), rss()
-	flood := tp.ot.Start("python3", "-c", frag6Flood, frag6Outside, "2001:db8:2::1", "40000")
-	defer flood.Kill()
-	time.Sleep(200 * time.Millisecond)
-	exchange6(t, tp, 7200, 10, "in order")
-	if err := flood.Wait(60 * time.Second); err != nil {
-		t.Fatalf("flood: %v: %s", err, flood.Output())
-	}
-	time.Sleep(100 * time.Millisecond)
-	after, rss1 := (&topo{fwd: tp.fwd}).snapshot(t), rss()
-	if t.Failed() {
-		logLosses(t, before, after)
-	}
-	delta := func(name string) uint64 {
-		return counter(after, "IP6Reassembler", name) - counter(before, "IP6Reassembler", name)
-	}
-	t.Logf("IP6Reassembler: table full %d, tiny first fragment %d, too many fragments %d, overlapping fragments %d, datagram over 65535 bytes %d, in reassembly %d; RSS %d -> %d KiB",
-		delta("table full"), delta("tiny first fragment"), delta("too many fragments"), delta("overlapping fragments"),
-		delta("datagram over 65535 bytes"), counter(after, "IP6Reassembler", "in reassembly"), rss0, rss1)
-	for _, r := range []string{"table full", "tiny first fragment", "too many fragments", "overlapping fragments", "datagram over 65535 bytes"} {
-		if delta(r) == 0 {
-			t.Errorf("no drop counted as %q", r)
-		}
-	}
-	// As IPv4's flood: the two IP6Reassemblers' fixed pools (2 workers x
-	// 2 x 146 buffers of 65,983 bytes) at worst, 37 MiB, once.
-	if grow := rss1 - rss0; grow > 48<<10 {
-		t.Errorf("RSS grew by %d KiB during the flood", grow)
-	}
+	checkFragFlood(t, tp, p, []string{frag6Flood, frag6Outside, "2001:db8:2::1", "40000"}, func() { exchange6(t, tp, 7200, 10, "in order") },
+		"IP6Reassembler", []string{"table full", "tiny first fragment", "too many fragments", "overlapping fragments", "datagram over 65535 bytes"})
 }
 
 // frag6Half sends a 3000-byte datagram from argv[3] to argv[1]:argv[2]
@@ -329,11 +188,8 @@ func TestNATGatewayFragmentsAcrossReload(t *testing.T) {
 	netns.RequireTool(t, "python3")
 	tp, p := natTopo6(t, nil)
 	defer p.Kill()
-	s := tp.ot.Start("python3", "-c", frag6Echo, frag6Outside, "7300", "1", "in order")
+	s := frag6.startEcho(t, tp.ot, frag6Outside, 7300, 1, "in order")
 	defer s.Kill()
-	waitFor(t, 20*time.Second, "the UDP server's bind", func() (bool, string) {
-		return strings.HasPrefix(s.Output(), "ready"), s.Output()
-	})
 	gate := filepath.Join(t.TempDir(), "go")
 	c := tp.in.Start("python3", "-c", frag6Half, frag6Outside, "7300", frag6Inside, gate)
 	defer c.Kill()
