@@ -513,12 +513,6 @@ func TestSnapshotOutputs(t *testing.T) {
 		t.Errorf("from on worker 0: %+v", from0)
 	}
 
-	prev := &Snapshot{Uptime: s.Uptime - 2*time.Second, Workers: []WorkerStats{{}, {}}}
-	line := RateLine(prev, s)
-	if !strings.Contains(line, "rx 5.00 kpps") || !strings.Contains(line, "busy w0 ") || !strings.Contains(line, " w1 ") {
-		t.Errorf("rate line %q", line)
-	}
-
 	js, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -529,17 +523,6 @@ func TestSnapshotOutputs(t *testing.T) {
 	}
 	if back.Totals != s.Totals || len(back.Elements) != len(s.Elements) || back.Elements[1].Nanos != s.Elements[1].Nanos {
 		t.Errorf("JSON round trip lost data: %+v", back.Totals)
-	}
-}
-
-func TestFormatRate(t *testing.T) {
-	for _, tc := range []struct {
-		pps  float64
-		want string
-	}{{0, "0 pps"}, {999, "999 pps"}, {1500, "1.50 kpps"}, {12.31e6, "12.31 Mpps"}} {
-		if got := FormatRate(tc.pps); got != tc.want {
-			t.Errorf("FormatRate(%v) = %q, want %q", tc.pps, got, tc.want)
-		}
 	}
 }
 

@@ -228,7 +228,7 @@ loop:
 		case <-tick.C:
 			cur := r.Snapshot()
 			if !o.quiet {
-				fmt.Fprintln(stdout, pipeline.RateLine(prev, cur))
+				fmt.Fprintln(stdout, statstable.RateLine(prev, cur))
 			}
 			prev = cur
 			// A reload over the control socket: the service

@@ -16,7 +16,6 @@ import (
 	"github.com/junction-dataplane/junction/pipeline/statstable"
 
 	"github.com/junction-dataplane/junction/elements"
-	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // The client side of `show …`: `forwarder show WHAT` asks the running
@@ -233,7 +232,7 @@ func printInterfaces(w io.Writer, rs []ifaceStat) error {
 		printModes(w, is.Modes)
 		fmt.Fprintf(w, "  rx %d packets %d bytes   tx %d packets %d bytes\n", is.RxPackets, is.RxBytes, is.TxPackets, is.TxBytes)
 		for _, r := range []ifaceRate{is.Rate1, is.Rate10} {
-			fmt.Fprintf(w, "  rate over %.0fs: rx %s %s  tx %s %s\n", r.Seconds, pipeline.FormatRate(r.RxPPS), bits(r.RxBPS), pipeline.FormatRate(r.TxPPS), bits(r.TxBPS))
+			fmt.Fprintf(w, "  rate over %.0fs: rx %s %s  tx %s %s\n", r.Seconds, statstable.FormatRate(r.RxPPS), bits(r.RxBPS), statstable.FormatRate(r.TxPPS), bits(r.TxBPS))
 		}
 		var drops []string
 		for _, c := range is.Drops {

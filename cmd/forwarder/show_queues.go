@@ -10,6 +10,7 @@ import (
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/pipeline"
+	"github.com/junction-dataplane/junction/pipeline/statstable"
 )
 
 // ifaceQueue is one RX queue of show interfaces, from a driver that keeps
@@ -125,7 +126,7 @@ func intList(xs []int) string {
 func printQueues(w io.Writer, is *ifaceStat) {
 	for _, q := range is.Queues {
 		fmt.Fprintf(w, "  queue %d (workers [%s]): rx %d packets %d bytes, tx %d packets %d bytes, rx %s (1s) %s (10s)",
-			q.Queue, intList(q.Workers), q.RxPackets, q.RxBytes, q.TxPackets, q.TxBytes, pipeline.FormatRate(q.RxPPS1), pipeline.FormatRate(q.RxPPS10))
+			q.Queue, intList(q.Workers), q.RxPackets, q.RxBytes, q.TxPackets, q.TxBytes, statstable.FormatRate(q.RxPPS1), statstable.FormatRate(q.RxPPS10))
 		var drops []string
 		for _, c := range q.Drops {
 			drops = append(drops, fmt.Sprintf("%s %d", c.Name, c.Value))
@@ -140,6 +141,6 @@ func printQueues(w io.Writer, is *ifaceStat) {
 	}
 	for _, q := range is.Workers {
 		fmt.Fprintf(w, "  worker %d (%s, polls queues [%s]): %d packets, %d drops, %s (1s) %s (10s)\n", q.Worker, q.Element, intList(q.Queues),
-			q.Packets, q.Drops, pipeline.FormatRate(q.PPS1), pipeline.FormatRate(q.PPS10))
+			q.Packets, q.Drops, statstable.FormatRate(q.PPS1), statstable.FormatRate(q.PPS10))
 	}
 }
