@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKernelMirrorPingGap measures what a full table's arrival costs the
+// forwarding: a ping -i 0.01 from cli to srv through the router while one
+// `ip -batch` installs N IPv4 /24s and M IPv6 /48s into the router
+// namespace's main table (routes through the twin, as a BGP daemon's
+// would be, so that the forwarder's kernel-sourced table mirrors them),
+// then while another deletes them; it reports the longest time between
+// two echo replies (the gap the acceptance bounds at 50 ms) and the
+// replies lost, per phase. The reference is the same probe and load with
+// Linux forwarding alone (no forwarder; the routes through wan0), for
+// what ip -batch and the kernel's installing cost the machine by
+// themselves. It is a measurement, not part of the ordinary run:
+//
+//	JN_PINGGAP_SCALE=1000000,200000 go test -count=1 -v -run '^TestKernelMirrorPingGap$' -timeout 30m ./cmd/forwarder/e2e/
+//
+// JN_PINGGAP_ONLY=linux or junction runs one side; JN_PINGGAP_GODEBUG is
+// given to the forwarder as GODEBUG (e.g. gctrace=1, printed with its
+// output at the end). The graph forwards (bgp-router.toml with the XDP
+// fast path and the table's offload off: the probe measures the workers,
+// not the kernel's XDP); JN_PINGGAP_FASTPATH=1 keeps the file as it is.
+func TestKernelMirrorPingGap(t *testing.T) {
+	spec := os.Getenv("JN_PINGGAP_SCALE")
+	if spec == "" {
+		t.Skip("a measurement: set JN_PINGGAP_SCALE=IPV4,IPV6 (e.g. 1000000,200000)")
+	}
+	a, b, _ := strings.Cut(spec, ",")
+	n4, err4 := strconv.Atoi(a)
+	n6, err6 := strconv.Atoi(b)
+	if err4 != nil || err6 != nil || n4 < 1 || n4 > 1<<20 || n6 < 0 || n6 > 1<<20 {
+		t.Fatalf("JN_PINGGAP_SCALE %q: IPV4,IPV6 counts (1..%d, 0..%d)", spec, 1<<20, 1<<20)
+	}
+	only := os.Getenv("JN_PINGGAP_ONLY")
+	if only == "" || only == "linux" {
+		t.Run("linux", func(t *testing.T) {
+			tp := newTopo(t, 1)
+			tp.fwd.Addr("lan0", "10.1.0.1/24")
+			tp.fwd.Addr("wan0", "10.2.0.1/24")
+			tp.fwd.MustRun("ip", "-6", "addr", "add", "2001:db8:2::1/64", "dev", "wan0", "nodad")
+			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
+			pingGapPhases(t, tp, "wan0", n4, n6)
+		})
+	}
+	if only == "" || only == "junction" {
+		t.Run("junction", func(t *testing.T) {
+			forwarderBin(t)
+			if g := os.Getenv("JN_PINGGAP_GODEBUG"); g != "" {
+				// After the build, so that only the forwarder has it.
+				t.Setenv("GODEBUG", g)
+			}
+			tp, _ := newBGPTopo(t, func(c string) string {
+				if os.Getenv("JN_PINGGAP_FASTPATH") != "" {
+					return c
+				}
+				c = strings.ReplaceAll(c, "fastpath  = true", "fastpath  = false")
+				var keep []string
+				for _, l := range strings.Split(c, "\n") {
+					if !strings.HasPrefix(l, "offload ") {
+						keep = append(keep, l)
+					}
+				}
+				return strings.Join(keep, "\n")
+			})
+			pingGapPhases(t, tp, "wan0h", n4, n6)
+			if os.Getenv("JN_PINGGAP_GODEBUG") != "" {
+				out := tp.stop(t, tp.proc)
+				t.Logf("forwarder output:\n%s", out)
+			}
+		})
+	}
+}
+
+// pingGapPhases runs the idle control, the announce and the withdrawal,
+// each under a ping -i 0.01 from cli to srv, routes through dev.
+func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6 int) {
+	t.Helper()
+	pingOK(t, tp.cli, "10.2.0.2")
+	dir := t.TempDir()
+	add, del := filepath.Join(dir, "add"), filepath.Join(dir, "del")
+	pingGapBatch(t, add, "add", dev, n4, n6)
+	pingGapBatch(t, del, "del", dev, n4, n6)
+	// The last IPv4 prefix's first address is srv's: reachable once the
+	// forwarding has the route, which ends the announce phase.
+	v := uint32(16)<<24 | uint32(n4-1)<<8
+	last := fmt.Sprintf("%d.%d.%d.1", v>>24, v>>16&0xff, v>>8&0xff)
+	tp.srv.MustRun("ip", "addr", "add", last+"/32", "dev", "lo")
+
+	probe := func(name string, run func()) {
+		t.Helper()
+		load0, _ := os.ReadFile("/proc/loadavg")
+		p := tp.cli.Start("ping", "-D", "-n", "-i", "0.01", "-W", "1", "10.2.0.2")
+		time.Sleep(500 * time.Millisecond)
+		t0 := time.Now()
+		run()
+		d := time.Since(t0)
+		time.Sleep(500 * time.Millisecond)
+		p.Signal(syscall.SIGINT)
+		if err := p.Wait(5 * time.Second); err != nil && !strings.Contains(p.Output(), "transmitted") {
+			t.Fatalf("ping: %v\n%.2000s", err, p.Output())
+		}
+		load1, _ := os.ReadFile("/proc/loadavg")
+		g := parsePingGaps(p.Output())
+		t.Logf("%s: %v; %d replies to %d requests, longest time between replies %v (at +%v), longest run of lost replies %d (%v); load %s -> %s",
+			name, d.Round(time.Millisecond), g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
+			g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,
+			strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
+	}
+	probe("idle 5 s", func() { time.Sleep(5 * time.Second) })
+	batch := func(file string) {
+		out, err := exec.Command("ip", "-n", tp.fwd.Name, "-batch", file).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip -batch %s: %v: %.300s", file, err, out)
+		}
+	}
+	reach := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			_, err := tp.cli.Run("ping", "-c1", "-W1", last)
+			if (err == nil) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s reachable=%v: not within 5 minutes of the batch's end", last, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	probe(fmt.Sprintf("announce %d+%d", n4, n6), func() {
+		t0 := time.Now()
+		batch(add)
+		k := time.Since(t0)
+		reach(true)
+		t.Logf("announce: ip -batch %v, forwarded %v after its start", k.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	})
+	probe(fmt.Sprintf("withdraw %d+%d", n4, n6), func() {
+		t0 := time.Now()
+		batch(del)
+		k := time.Since(t0)
+		reach(false)
+		t.Logf("withdraw: ip -batch %v, gone %v after its start", k.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	})
+}
+
+// pingGapBatch writes an ip -batch file of n4 IPv4 /24s from 16.0.0.0 and
+// n6 IPv6 /48s from 2a00::, through srv on dev.
+func pingGapBatch(t *testing.T, path, verb, dev string, n4, n6 int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range n4 {
+		v := uint32(16)<<24 | uint32(i)<<8
+		fmt.Fprintf(w, "route %s %d.%d.%d.0/24 via 10.2.0.2 dev %s\n", verb, v>>24, v>>16&0xff, v>>8&0xff, dev)
+	}
+	for i := range n6 {
+		fmt.Fprintf(w, "route %s 2a00:%x:%x::/48 via 2001:db8:2::2 dev %s\n", verb, i>>16, i&0xffff, dev)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+type pingGaps struct {
+	sent, replies int
+	gap, gapAt    time.Duration // the longest time between two replies, and when it began after the first
+	lostRun       int           // the longest run of sequence numbers without a reply
+}
+
+var pingReply = regexp.MustCompile(`(?m)^\[(\d+)\.(\d+)\] \d+ bytes from .*icmp_seq=(\d+)`)
+var pingSent = regexp.MustCompile(`(\d+) packets transmitted`)
+
+// parsePingGaps reads ping -D's output.
+func parsePingGaps(out string) pingGaps {
+	var g pingGaps
+	if m := pingSent.FindStringSubmatch(out); m != nil {
+		g.sent, _ = strconv.Atoi(m[1])
+	}
+	var first, prev time.Time
+	prevSeq := -1
+	for _, m := range pingReply.FindAllStringSubmatch(out, -1) {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		frac := m[2]
+		for len(frac) < 9 {
+			frac += "0"
+		}
+		ns, _ := strconv.ParseInt(frac[:9], 10, 64)
+		ts := time.Unix(sec, ns)
+		seq, _ := strconv.Atoi(m[3])
+		if g.replies == 0 {
+			first = ts
+		} else {
+			if d := ts.Sub(prev); d > g.gap {
+				g.gap, g.gapAt = d, prev.Sub(first)
+			}
+			// icmp_seq wraps at 65536.
+			if lost := (seq-prevSeq+65536)%65536 - 1; lost > g.lostRun {
+				g.lostRun = lost
+			}
+		}
+		prev, prevSeq = ts, seq
+		g.replies++
+	}
+	return g
+}
