@@ -243,9 +243,20 @@ func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err
 	if err != nil {
 		return -1, err
 	}
+	return installFlow(t, t.slots, key, replaceOK, func(slot uint32) error {
+		binary.NativeEndian.PutUint32(v[flowOffSlot:], slot)
+		return t.flows.Put(key[:], v)
+	})
+}
+
+// installFlow is setFlow's bookkeeping, the same for both families
+// (slots is the family's, the free slots and the generation are shared),
+// under flowMu: key keeps its slot, or a new key takes a free one, whose
+// counters are zeroed before put writes the entry carrying slot.
+func installFlow[K comparable](t *Tables, slots map[K]uint32, key K, replaceOK bool, put func(slot uint32) error) (slot int, err error) {
 	t.flowMu.Lock()
 	defer t.flowMu.Unlock()
-	s, replace := t.slots[key]
+	s, replace := slots[key]
 	if replace && !replaceOK {
 		return -1, ErrFlowExists
 	}
@@ -261,13 +272,12 @@ func (t *Tables) setFlow(k FlowKey, a FlowAction, replaceOK bool) (slot int, err
 	if err := t.flowStats.Put(s, &fastpathFlowStats{}); err != nil {
 		return -1, fmt.Errorf("fastpath: zeroing flow counters: %w", err)
 	}
-	binary.NativeEndian.PutUint32(v[flowOffSlot:], s)
-	if err := t.flows.Put(key[:], v); err != nil {
+	if err := put(s); err != nil {
 		return -1, fmt.Errorf("fastpath: installing a flow: %w", err)
 	}
 	if !replace {
 		t.free = t.free[:len(t.free)-1]
-		t.slots[key] = s
+		slots[key] = s
 		if t.flowCount() == 1 {
 			if err := t.putFlowGen(); err != nil {
 				return int(s), err
@@ -294,19 +304,26 @@ func (t *Tables) DeleteFlow(k FlowKey, slot int) error {
 	if err != nil {
 		return err
 	}
+	return removeFlow(t, t.slots, key, slot, func() error { return t.flows.Delete(key[:]) })
+}
+
+// removeFlow is DeleteFlow's bookkeeping, the same for both families,
+// under flowMu: del removes the entry of key, at slot, whose slot is
+// then free again.
+func removeFlow[K comparable](t *Tables, slots map[K]uint32, key K, slot int, del func() error) error {
 	t.flowMu.Lock()
 	defer t.flowMu.Unlock()
-	s, ok := t.slots[key]
+	s, ok := slots[key]
 	if !ok {
 		return nil
 	}
 	if slot != int(s) {
 		return fmt.Errorf("fastpath: DeleteFlow: the flow is at slot %d, not %d", s, slot)
 	}
-	if err := t.flows.Delete(key[:]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := del(); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return err
 	}
-	delete(t.slots, key)
+	delete(slots, key)
 	t.free = append(t.free, s)
 	if t.flowCount() == 0 {
 		return t.putFlowGen()

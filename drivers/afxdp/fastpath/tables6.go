@@ -182,35 +182,10 @@ func (t *Tables) setFlow6(k FlowKey, a FlowAction, replaceOK bool) (slot int, er
 	if err != nil {
 		return -1, err
 	}
-	t.flowMu.Lock()
-	defer t.flowMu.Unlock()
-	s, replace := t.slots6[key]
-	if replace && !replaceOK {
-		return -1, ErrFlowExists
-	}
-	if !replace {
-		if len(t.free) == 0 {
-			return -1, ErrFlowsFull
-		}
-		s = t.free[len(t.free)-1]
-	}
-	if err := t.flowStats.Put(s, &fastpathFlowStats{}); err != nil {
-		return -1, fmt.Errorf("fastpath: zeroing flow counters: %w", err)
-	}
-	v.Slot = s
-	if err := t.flows6.Put(&key, v); err != nil {
-		return -1, fmt.Errorf("fastpath: installing a flow: %w", err)
-	}
-	if !replace {
-		t.free = t.free[:len(t.free)-1]
-		t.slots6[key] = s
-		if t.flowCount() == 1 {
-			if err := t.putFlowGen(); err != nil {
-				return int(s), err
-			}
-		}
-	}
-	return int(s), nil
+	return installFlow(t, t.slots6, key, replaceOK, func(slot uint32) error {
+		v.Slot = slot
+		return t.flows6.Put(&key, v)
+	})
 }
 
 // deleteFlow6 is DeleteFlow for IPv6.
@@ -219,24 +194,7 @@ func (t *Tables) deleteFlow6(k FlowKey, slot int) error {
 	if err != nil {
 		return err
 	}
-	t.flowMu.Lock()
-	defer t.flowMu.Unlock()
-	s, ok := t.slots6[key]
-	if !ok {
-		return nil
-	}
-	if slot != int(s) {
-		return fmt.Errorf("fastpath: DeleteFlow: the flow is at slot %d, not %d", s, slot)
-	}
-	if err := t.flows6.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return err
-	}
-	delete(t.slots6, key)
-	t.free = append(t.free, s)
-	if t.flowCount() == 0 {
-		return t.putFlowGen()
-	}
-	return nil
+	return removeFlow(t, t.slots6, key, slot, func() error { return t.flows6.Delete(&key) })
 }
 
 // flowCount is the number of installed flows, both families (under
