@@ -366,6 +366,7 @@ func (d *Device) Receive(q int, b *packet.Batch) int {
 			continue
 		}
 		p.SetLen(n)
+		p.L3 = packet.L3Offset(p.Data)
 		p.InDevice = d.idx
 		b.Add(p)
 		bytes += uint64(n)
