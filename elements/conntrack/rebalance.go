@@ -31,8 +31,9 @@ import (
 // 0's), when:
 //   - it is not TCP or UDP (an ICMP echo through SNAT), its two directions
 //     hashed to one worker before and reach two now ("reload: workers
-//     changed: directions split"): the steering cannot pin it (echo
-//     identifiers are not hashed). One that was split already stays with
+//     changed: directions split"): the steering pins TCP and UDP only
+//     (with a masquerading SNAT an echo is steered by its identifier
+//     both ways, so one whose identifier SNAT kept never splits). One that was split already stays with
 //     its original direction's owner, as before.
 //   - the new owner's table has no free entry ("reload: workers changed:
 //     no room"): moving never evicts a live flow of the new owner.
@@ -75,12 +76,8 @@ func (rb *rebalancer) owner4(k *Tuple, n int) int {
 	return rb.steer.OwnerTuple(k.Src, k.Dst, k.Sport, k.Dport, k.Proto, n)
 }
 
-func owner6(k *Tuple6, n int) int {
-	sp, dp := k.Sport, k.Dport
-	if k.Proto != packet.ProtoTCP && k.Proto != packet.ProtoUDP {
-		sp, dp = 0, 0
-	}
-	return flowsteer.Owner(packet.FlowHashV6(k.Src, k.Dst, sp, dp, k.Proto), n)
+func (rb *rebalancer) owner6(k *Tuple6, n int) int {
+	return rb.steer.OwnerTuple6(k.Src, k.Dst, k.Sport, k.Dport, k.Proto, n)
 }
 
 // RebalanceWorkers implements elements.WorkerRebalancer.
@@ -136,7 +133,7 @@ func (rb *rebalancer) RebalanceWorkers(from, to int) elements.RebalanceResult {
 		if s6 := src.t6; s6 != nil {
 			for l := range s6.lists {
 				for i := s6.lists[l].head; i != 0; i = s6.conns[i].nxt {
-					if own := owner6(&s6.conns[i].T[0], to); own == w {
+					if own := rb.owner6(&s6.conns[i].T[0], to); own == w {
 						res.Kept++
 					} else {
 						moves = append(moves, move{w, own, i, true})

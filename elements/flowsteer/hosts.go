@@ -222,3 +222,22 @@ func (t *Table) ownerHost4(src, dst uint32, sport uint16, proto uint8, n int) (i
 	}
 	return pair(c.hostOwner4(src), c.hostOwner4(dst))
 }
+
+// OwnerTuple6 is OwnerTuple for an IPv6 flow direction: by host when an
+// end is in the host networks (by its /64), else by the flow hash (ports
+// for TCP and UDP only, as packet.FlowHashFrame). A reload that changes
+// the number of workers computes the IPv6 flows' new owners with it. Not
+// for the hot path.
+func (t *Table) OwnerTuple6(src, dst [16]byte, sport, dport uint16, proto uint8, n int) int {
+	if s := t.hosts.Load(); s != nil && n >= 2 && len(s.v6) > 0 {
+		c := *s
+		c.workers = n
+		if g, ok := pair(c.hostOwner6(src[:]), c.hostOwner6(dst[:])); ok {
+			return g
+		}
+	}
+	if proto != packet.ProtoTCP && proto != packet.ProtoUDP {
+		sport, dport = 0, 0
+	}
+	return Owner(packet.FlowHashV6(src, dst, sport, dport, proto), n)
+}

@@ -124,6 +124,15 @@ func TestHostSteering(t *testing.T) {
 				t.Errorf("%d workers: IPv6 packet %d steered to %d, the /64's other packets to %d", w, i, g, a)
 			}
 		}
+		// The owners a reload computes for IPv6 flows agree.
+		a16 := func(x string) [16]byte { return netip.MustParseAddr(x).As16() }
+		if g := tb.OwnerTuple6(a16("2001:db8:10::7"), a16("2001:db8:20::9"), 4, 3, packet.ProtoTCP, w); g != a {
+			t.Errorf("%d workers: OwnerTuple6 of a flow to the guest /64: %d, its frames' %d", w, g, a)
+		}
+		if g, want := tb.OwnerTuple6(a16("2001:db8:10::7"), a16("2001:db8:2::2"), 4, 3, packet.ProtoUDP, w),
+			owner(ip6Frame("2001:db8:10::7", "2001:db8:2::2", 4, 3)); g != want {
+			t.Errorf("%d workers: OwnerTuple6 of a flow outside the host networks: %d, its frames' %d", w, g, want)
+		}
 		o6 := ip6Frame("2001:db8:10::7", "2001:db8:2::2", 4, 3)
 		if tb.Hash(o6, packet.EthernetLen) != packet.FlowHashFrame(o6, packet.EthernetLen) {
 			t.Errorf("IPv6 outside the host networks changed its hash")
