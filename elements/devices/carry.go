@@ -63,7 +63,7 @@ func (f *FromDevice) Stranded() uint64 {
 	var n uint64
 	for _, s := range f.sp.in {
 		r := f.sp.h.data[s][f.sp.me]
-		n += r.tail.Load() - r.head.Load()
+		n += uint64(r.Len())
 	}
 	if o := f.sp.ord; o != nil {
 		// Packets held for a queue move (order.go), freed by Close too.

@@ -174,10 +174,10 @@ func (sp *spreader) settle() {
 			// Everything the reader handed over before it published
 			// its progress is in the ring by now: wait until it is
 			// taken.
-			m.ringMark = sp.h.data[m.reader][sp.me].tail.Load()
+			m.ringMark = sp.h.data[m.reader][sp.me].Tail()
 			m.marked = true
 		}
-		if m.marked && sp.h.data[m.reader][sp.me].cHead >= m.ringMark {
+		if m.marked && sp.h.data[m.reader][sp.me].Popped() >= m.ringMark {
 			sp.release(m, false)
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/elements/internal/pktring"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -60,10 +61,10 @@ const spreadRing = 1024
 // elements.Context.Shared): the rings between them and who is done.
 type hub struct {
 	workers int
-	senders []bool        // workers that own at least one RX queue
-	data    [][]*ring     // data[s][r]: packets from sender s to receiver r
-	lend    [][]*ring     // lend[s][r]: empty buffers of r's pool lent to s
-	done    []atomic.Bool // sender s has drained its queues and published all
+	senders []bool            // workers that own at least one RX queue
+	data    [][]*pktring.Ring // data[s][r]: packets from sender s to receiver r
+	lend    [][]*pktring.Ring // lend[s][r]: empty buffers of r's pool lent to s
+	done    []atomic.Bool     // sender s has drained its queues and published all
 
 	// Wake-ups of sleeping receivers: a worker about to sleep sets
 	// asleep[r], then checks its incoming rings; a sender publishes, then
@@ -91,7 +92,7 @@ type spreader struct {
 	in    []int // senders that feed me
 	// out[r] / lent[r]: my rings towards r (nil for me and when I send
 	// nothing).
-	out, lent []*ring
+	out, lent []*pktring.Ring
 	touched   []bool
 
 	st                  *elements.Stats
@@ -135,18 +136,18 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 				}
 			}
 		}
-		h.data = make([][]*ring, workers)
-		h.lend = make([][]*ring, workers)
+		h.data = make([][]*pktring.Ring, workers)
+		h.lend = make([][]*pktring.Ring, workers)
 		for s := 0; s < workers; s++ {
-			h.data[s] = make([]*ring, workers)
-			h.lend[s] = make([]*ring, workers)
+			h.data[s] = make([]*pktring.Ring, workers)
+			h.lend[s] = make([]*pktring.Ring, workers)
 			if !h.senders[s] {
 				continue
 			}
 			for r := 0; r < workers; r++ {
 				if r != s {
-					h.data[s][r] = newRing(spreadRing)
-					h.lend[s][r] = newRing(spreadRing)
+					h.data[s][r] = pktring.New(spreadRing)
+					h.lend[s][r] = pktring.New(spreadRing)
 				}
 			}
 		}
@@ -211,7 +212,7 @@ func (sp *spreader) congested(need int) bool {
 		if out == nil {
 			continue
 		}
-		if out.room() < need || sp.lent[t].ready() < need {
+		if out.Room() < need || sp.lent[t].Ready() < need {
 			sp.waits.Add(1)
 			return true
 		}
@@ -252,17 +253,17 @@ func (sp *spreader) handOff(b *packet.Batch) {
 		}
 		// Room first, then a buffer: a popped buffer always finds its
 		// slot, so none is ever stranded.
-		if !out.hasRoom() {
+		if !out.HasRoom() {
 			sp.st.Drop(p, sp.full)
 			continue
 		}
-		q := sp.lent[t].pop()
+		q := sp.lent[t].Pop()
 		if q == nil {
 			sp.st.Drop(p, sp.full)
 			continue
 		}
 		copyPacket(q, p)
-		out.push(q)
+		out.Push(q)
 		p.Free()
 		sp.touched[t] = true
 		sp.offCount++
@@ -271,8 +272,8 @@ func (sp *spreader) handOff(b *packet.Batch) {
 	for t, tt := range sp.touched {
 		if tt {
 			sp.touched[t] = false
-			sp.out[t].publish()
-			sp.lent[t].release()
+			sp.out[t].Publish()
+			sp.lent[t].Release()
 			// After the publish: a receiver that set asleep before
 			// this saw nothing, and waits for the eventfd.
 			if sp.h.asleep[t].Load() && sp.h.asleep[t].Swap(false) {
@@ -311,13 +312,13 @@ func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 	for _, s := range sp.in {
 		r := sp.h.data[s][sp.me]
 		for !b.Full() {
-			p := r.pop()
+			p := r.Pop()
 			if p == nil {
 				break
 			}
 			b.Add(p)
 		}
-		r.release()
+		r.Release()
 		sp.refill(s)
 		if sp.ord != nil && len(b.Pkts) > 0 {
 			sp.filter(b)
@@ -343,7 +344,7 @@ func (sp *spreader) receive(b *packet.Batch, out *elements.Output) int {
 // (when it has fallen below half: one shared-line access per half ring).
 func (sp *spreader) refill(s int) {
 	l := sp.h.lend[s][sp.me]
-	room := l.room()
+	room := l.Room()
 	if room < spreadRing/2 {
 		return
 	}
@@ -352,9 +353,9 @@ func (sp *spreader) refill(s int) {
 		if p == nil {
 			break
 		}
-		l.push(p)
+		l.Push(p)
 	}
-	l.publish()
+	l.Publish()
 }
 
 // wakeUp writes receiver t's eventfd (once per sleep: the flag was taken).
@@ -378,7 +379,7 @@ func (sp *spreader) prepareSleep(fds []int) ([]int, elements.SleepMode) {
 	sp.h.asleep[sp.me].Store(true)
 	sp.armed = true
 	for _, s := range sp.in {
-		if sp.h.data[s][sp.me].ready() > 0 {
+		if sp.h.data[s][sp.me].Ready() > 0 {
 			return fds, elements.SleepNot
 		}
 	}
@@ -419,7 +420,7 @@ func (sp *spreader) drained() bool {
 	}
 	for _, s := range sp.in {
 		// done first: a sender publishes its last packets before done.
-		if !sp.h.done[s].Load() || !sp.h.data[s][sp.me].empty() {
+		if !sp.h.done[s].Load() || !sp.h.data[s][sp.me].Empty() {
 			return false
 		}
 	}
@@ -435,13 +436,13 @@ func (sp *spreader) close() {
 		sp.h.wake[sp.me] = -1
 	}
 	for _, s := range sp.in {
-		for _, r := range []*ring{sp.h.data[s][sp.me], sp.h.lend[s][sp.me]} {
+		for _, r := range []*pktring.Ring{sp.h.data[s][sp.me], sp.h.lend[s][sp.me]} {
 			// Consume everything published, whoever was the consumer.
-			r.cHead, r.cTail = r.head.Load(), r.tail.Load()
-			for p := r.pop(); p != nil; p = r.pop() {
+			r.Adopt()
+			for p := r.Pop(); p != nil; p = r.Pop() {
 				p.Free()
 			}
-			r.release()
+			r.Release()
 		}
 	}
 }

@@ -1,10 +1,6 @@
 package ipfrag
 
-import (
-	"sync/atomic"
-
-	"github.com/junction-dataplane/junction/packet"
-)
+import "github.com/junction-dataplane/junction/elements/internal/pktring"
 
 // The handoff of finished datagrams to the worker that owns their flow.
 // Fragments hash without ports (packet.FlowHashFrame), so FromDevice brings
@@ -16,8 +12,8 @@ import (
 // datagram buffers of its own pool over a second ring (as FromDevice's
 // spreading does); the sender copies the datagram into one and frees its
 // own. Only finished, fragmented datagrams take this path, a few per
-// thousand packets at most, so each ring operation publishes at once (two
-// atomic operations) rather than per batch.
+// thousand packets at most, so each ring operation publishes at once
+// (pktring's Put and Take) rather than per batch.
 
 // lendDepth is how many datagram buffers each worker lends each other
 // worker: enough for a burst of fragmented datagrams between two polls.
@@ -31,57 +27,21 @@ const lendDepth = 16
 // the receiver's buffers are ever on their way.
 const ringSlots = 2 * lendDepth
 
-// ring is a bounded single-producer single-consumer queue of packets.
-type ring struct {
-	_     [64]byte
-	head  atomic.Uint64 // advanced by the consumer
-	_     [56]byte
-	tail  atomic.Uint64 // advanced by the producer
-	_     [56]byte
-	slots [ringSlots]*packet.Packet
-}
-
-// put appends p (producer side); false when full.
-func (r *ring) put(p *packet.Packet) bool {
-	t := r.tail.Load()
-	if t-r.head.Load() == ringSlots {
-		return false
-	}
-	r.slots[t%ringSlots] = p
-	r.tail.Store(t + 1)
-	return true
-}
-
-// take removes the oldest packet (consumer side); nil when empty.
-func (r *ring) take() *packet.Packet {
-	h := r.head.Load()
-	if h == r.tail.Load() {
-		return nil
-	}
-	p := r.slots[h%ringSlots]
-	r.slots[h%ringSlots] = nil
-	r.head.Store(h + 1)
-	return p
-}
-
-// count is how many packets the ring holds (either side).
-func (r *ring) count() int { return int(r.tail.Load() - r.head.Load()) }
-
 // hub is what the instances of one IPReassembler share across workers.
 type hub struct {
 	workers int
-	data    [][]*ring // data[s][r]: datagrams from worker s to worker r
-	lend    [][]*ring // lend[s][r]: empty buffers of r's pool lent to s
+	data    [][]*pktring.Ring // data[s][r]: datagrams from worker s to worker r
+	lend    [][]*pktring.Ring // lend[s][r]: empty buffers of r's pool lent to s
 }
 
 func newHub(workers int) *hub {
-	h := &hub{workers: workers, data: make([][]*ring, workers), lend: make([][]*ring, workers)}
+	h := &hub{workers: workers, data: make([][]*pktring.Ring, workers), lend: make([][]*pktring.Ring, workers)}
 	for s := range workers {
-		h.data[s] = make([]*ring, workers)
-		h.lend[s] = make([]*ring, workers)
+		h.data[s] = make([]*pktring.Ring, workers)
+		h.lend[s] = make([]*pktring.Ring, workers)
 		for r := range workers {
 			if r != s {
-				h.data[s][r], h.lend[s][r] = &ring{}, &ring{}
+				h.data[s][r], h.lend[s][r] = pktring.New(ringSlots), pktring.New(ringSlots)
 			}
 		}
 	}

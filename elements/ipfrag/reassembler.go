@@ -349,7 +349,7 @@ func (e *Reassembler) route(d *packet.Packet, fh uint32) (_ *packet.Packet, ok b
 	if o == e.me {
 		return d, true
 	}
-	q := e.hub.lend[e.me][o].take()
+	q := e.hub.lend[e.me][o].Take()
 	if q == nil {
 		d.Free() // its fragments are counted as "handoff full"
 		return nil, false
@@ -357,7 +357,7 @@ func (e *Reassembler) route(d *packet.Packet, fh uint32) (_ *packet.Packet, ok b
 	d.CopyTo(q)
 	q.Ct = packet.Ct{}
 	d.Free()
-	e.hub.data[e.me][o].put(q) // never full (ringSlots)
+	e.hub.data[e.me][o].Put(q) // never full (ringSlots)
 	e.nOff++
 	return nil, true
 }
@@ -367,10 +367,10 @@ func (e *Reassembler) receive() {
 	h := e.hub
 	for s := range h.workers {
 		r := h.data[s][e.me]
-		if r == nil || r.count() == 0 {
+		if r == nil || r.Len() == 0 {
 			continue
 		}
-		for q := r.take(); q != nil; q = r.take() {
+		for q := r.Take(); q != nil; q = r.Take() {
 			e.side.Add(q)
 			e.nIn++
 			if e.side.Full() {
@@ -397,12 +397,12 @@ func (e *Reassembler) lend() {
 		if l == nil {
 			continue
 		}
-		for l.count()+h.data[s][e.me].count() < lendDepth {
+		for l.Len()+h.data[s][e.me].Len() < lendDepth {
 			q := e.pool.Get()
 			if q == nil {
 				return
 			}
-			l.put(q)
+			l.Put(q)
 		}
 	}
 }
