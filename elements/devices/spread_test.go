@@ -45,6 +45,7 @@ func (d *seqDev) Receive(q int, b *packet.Batch) int {
 			break
 		}
 		p.SetFrame(d.frames[d.sent%len(d.frames)])
+		p.L3 = packet.L3Offset(p.Data) // as the drivers do
 		b.Add(p)
 		d.sent++
 		n++
