@@ -12,3 +12,9 @@ func (c *PolicerConfig) Rates() []elements.RateKey {
 	}
 	return r
 }
+
+// Rates implements elements.RateLimiter: a Shaper whose rate exceeds
+// what can reach it never queues anything.
+func (c *ShaperConfig) Rates() []elements.RateKey {
+	return []elements.RateKey{{Key: "rate", BitsPerSecond: uint64(c.Rate)}}
+}
