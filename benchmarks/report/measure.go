@@ -11,8 +11,8 @@ import (
 
 	_ "github.com/junction-dataplane/junction/drivers/all"
 	_ "github.com/junction-dataplane/junction/elements/all"
-	"github.com/junction-dataplane/junction/elements/ip"
 
+	"github.com/junction-dataplane/junction/benchmarks"
 	"github.com/junction-dataplane/junction/benchmarks/result"
 	"github.com/junction-dataplane/junction/pipeline"
 )
@@ -218,32 +218,8 @@ func (o *options) lookupDests() (*result.Result, error) {
 
 // routesFile writes the synthetic table once per report run.
 func (o *options) routesFile(n int) (string, error) {
-	rs := ip.GenerateRoutes(ip.GenOptions{Seed: 1, Routes: n, NextHops: 300, Ports: 1})
-	fixed := map[netip.Prefix]bool{}
-	for _, s := range []string{"10.1.0.0/24", "10.2.0.0/24", "0.0.0.0/0"} {
-		fixed[netip.MustParsePrefix(s)] = true
-	}
-	out := rs[:0]
-	for _, r := range rs {
-		if !fixed[r.Prefix] {
-			r.Out = 1
-			out = append(out, r)
-		}
-	}
-	out = append(out,
-		ip.Route{Prefix: netip.MustParsePrefix("10.1.0.0/24"), Out: 0},
-		ip.Route{Prefix: netip.MustParsePrefix("10.2.0.0/24"), Out: 1},
-		ip.Route{Prefix: netip.MustParsePrefix("0.0.0.0/0"), NextHop: netip.MustParseAddr("10.2.0.2"), Out: 1})
 	path := filepath.Join(o.tmp, fmt.Sprintf("table-%d.routes", n))
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	if err := ip.WriteRoutes(f, out); err != nil {
-		f.Close()
-		return "", err
-	}
-	return path, f.Close()
+	return path, benchmarks.WriteRoutes(path, n)
 }
 
 // natFlows: configs/bench-nat.toml with n live UDP flows (Conntrack
