@@ -186,7 +186,6 @@ loop:
 		}
 	}
 	tr.Disarm(s)
-	// Packets marked in rounds still running arrive at their round's end.
 	// Packets marked in rounds still running arrive at their round's
 	// end; a packet an element holds (ARPQuerier) arrives when it leaves
 	// it, or after elements.HoldTraceFor.
@@ -213,6 +212,14 @@ func (cs *ctlServer) trace(ctx context.Context, args []string) (any, error) {
 	}
 	s := elements.NewTraceSession(n)
 	s.Trace = true
+	return cs.runTrace(ctx, s, filter, n, timeout, cs.describe)
+}
+
+// runTrace runs session s on the packets filter matches (collect) and
+// returns its traceResult, each record as describe tells it (start: when
+// the session began).
+func (cs *ctlServer) runTrace(ctx context.Context, s *elements.TraceSession, filter *classifier.Filter, n int, timeout time.Duration,
+	describe func(r *elements.TraceRecord, start int64) tracedPacket) (any, error) {
 	if filter.String() != "-" {
 		s.Match = filter.MatchPacket
 	}
@@ -223,7 +230,7 @@ func (cs *ctlServer) trace(ctx context.Context, args []string) (any, error) {
 	}
 	res := &traceResult{Filter: filter.String(), Requested: n, TimedOut: timedOut, Lost: s.Lost.Load(), Packets: []tracedPacket{}}
 	for _, r := range recs {
-		res.Packets = append(res.Packets, cs.describe(r, start))
+		res.Packets = append(res.Packets, describe(r, start))
 	}
 	return res, nil
 }
@@ -311,20 +318,10 @@ func (cs *ctlServer) capture(ctx context.Context, args []string) (any, error) {
 	}
 	s := elements.NewTraceSession(n)
 	s.CaptureElement, s.CapturePort = i, *port
-	if filter.String() != "-" {
-		s.Match = filter.MatchPacket
-	}
-	start := elements.Nanotime()
-	recs, timedOut, err := cs.collect(ctx, s, n, timeout)
-	if err != nil {
-		return nil, err
-	}
-	res := &traceResult{Filter: filter.String(), Requested: n, TimedOut: timedOut, Lost: s.Lost.Load(), Packets: []tracedPacket{}}
-	for _, r := range recs {
-		res.Packets = append(res.Packets, tracedPacket{Worker: r.Worker, Queue: r.InQueue, AgeNanos: r.Time - start,
-			Frame: r.Frame, Captured: fmt.Sprintf("%s[%d]", cs.elementName(r.CaptureElement), r.CapturePort)})
-	}
-	return res, nil
+	return cs.runTrace(ctx, s, filter, n, timeout, func(r *elements.TraceRecord, start int64) tracedPacket {
+		return tracedPacket{Worker: r.Worker, Queue: r.InQueue, AgeNanos: r.Time - start,
+			Frame: r.Frame, Captured: fmt.Sprintf("%s[%d]", cs.elementName(r.CaptureElement), r.CapturePort)}
+	})
 }
 
 // --- client ---
