@@ -543,16 +543,23 @@ func (d *Device) Stats() []drivers.Counter {
 		cs = append(cs, drivers.Counter{Name: "fastpath_fallbacks", Value: uint64(len(d.fallbacks))})
 	}
 	if d.fp != nil {
-		cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: fc.Forwarded},
-			drivers.Counter{Name: "fastpath_forwarded_bytes", Value: fc.ForwardedBytes},
-			drivers.Counter{Name: "fastpath_to_graph", Value: fc.Slow},
-			drivers.Counter{Name: "fastpath_runs", Value: fc.Runs},
-			drivers.Counter{Name: "fastpath_run_ns", Value: fc.RunNanos},
-			drivers.Counter{Name: "local_rate_passed", Value: fc.LocalPassed})
-		for i, n := range fastpath.PoliceClasses {
-			cs = append(cs, drivers.Counter{Name: "local_rate_dropped_" + n, Value: fc.Policed[i]})
-		}
+		cs = appendProgCounters(cs, fc)
 		cs = append(cs, d.out.counters()...)
+	}
+	return cs
+}
+
+// appendProgCounters appends a fast-path program's counters c (XDP's or
+// TC's) to cs as the device's counters.
+func appendProgCounters(cs []drivers.Counter, c fastpath.Counters) []drivers.Counter {
+	cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: c.Forwarded},
+		drivers.Counter{Name: "fastpath_forwarded_bytes", Value: c.ForwardedBytes},
+		drivers.Counter{Name: "fastpath_to_graph", Value: c.Slow},
+		drivers.Counter{Name: "fastpath_runs", Value: c.Runs},
+		drivers.Counter{Name: "fastpath_run_ns", Value: c.RunNanos},
+		drivers.Counter{Name: "local_rate_passed", Value: c.LocalPassed})
+	for i, n := range fastpath.PoliceClasses {
+		cs = append(cs, drivers.Counter{Name: "local_rate_dropped_" + n, Value: c.Policed[i]})
 	}
 	return cs
 }

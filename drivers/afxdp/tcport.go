@@ -269,15 +269,7 @@ func (p *TCPort) Counters() []drivers.Counter {
 	if !p.closed {
 		c, _ = p.prog.Counters()
 	}
-	cs = append(cs, drivers.Counter{Name: drivers.CounterFastPathForwarded, Value: c.Forwarded},
-		drivers.Counter{Name: "fastpath_forwarded_bytes", Value: c.ForwardedBytes},
-		drivers.Counter{Name: "fastpath_to_graph", Value: c.Slow},
-		drivers.Counter{Name: "fastpath_runs", Value: c.Runs},
-		drivers.Counter{Name: "fastpath_run_ns", Value: c.RunNanos},
-		drivers.Counter{Name: "local_rate_passed", Value: c.LocalPassed})
-	for i, n := range fastpath.PoliceClasses {
-		cs = append(cs, drivers.Counter{Name: "local_rate_dropped_" + n, Value: c.Policed[i]})
-	}
+	cs = appendProgCounters(cs, c)
 	return append(cs, p.out.counters()...)
 }
 
