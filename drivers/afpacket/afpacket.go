@@ -113,8 +113,10 @@ type Device struct {
 	groups  []int
 	typed   bool
 	pending *rxGrow
-	// tcp is the fast path in TC (fastpath key), or nil.
+	// tcp is the fast path in TC (fastpath key), or nil; rps, the RX
+	// queues whose RPS it turned on (rps.go), restored at Close.
 	tcp *afxdp.TCPort
+	rps []rpsQueue
 	// shrinkTo is the RX socket count a prepared reload lowers the
 	// device to (0: none pending); retired are the sockets such reloads
 	// closed, whose counters stay in the totals; rxRemoved counts the
@@ -196,6 +198,15 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 			return nil, conf.Errorf("fastpath", "%s: %v", c.Interface, err)
 		}
 		d.typed = d.tcp.Mode().Value == "tc"
+		if d.typed && kind == "veth" {
+			// Each flow's frames in one CPU's backlog, in order (rps.go).
+			if d.rps, err = setRPS(c.Interface, d.ifindex, ifi.HardwareAddr.String()); err != nil {
+				ctx.Logf("afpacket (%s): fast path: RPS not turned on (%v): a sender that moves between CPUs may see its flows reordered", c.Interface, err)
+				err = nil
+			} else if len(d.rps) > 0 {
+				ctx.Logf("afpacket (%s): fast path: RPS on for %d RX queues (rps_cpus), so that each flow keeps its order through the TC program; restored at exit", c.Interface, len(d.rps))
+			}
+		}
 	}
 
 	nq := c.Queues
@@ -296,6 +307,9 @@ func (d *Device) Close() error {
 		if err := d.tcp.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := restoreRPS(d.rps); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -379,3 +379,41 @@ func TestTCFastPathPolice(t *testing.T) {
 		t.Errorf("show interfaces: local_rate_dropped_udp not among wan's drops: %+v", ifs)
 	}
 }
+
+// TestTCFastPathRPS: router-veth.toml as shipped turns RPS on for lan0's
+// and wan0's RX queues while it runs (so that a flow's frames, which the
+// veth queues to the sending CPU's backlog, stay in order through the TC
+// program: TestTCPNoReorder), says so once per device, keeps a mask the
+// operator set, and puts the old masks back at exit.
+func TestTCFastPathRPS(t *testing.T) {
+	tp := newTopo(t, 2)
+	rps := func(ifn, q string) string {
+		return strings.TrimSpace(tp.fwd.MustRun("cat", "/sys/class/net/"+ifn+"/queues/"+q+"/rps_cpus"))
+	}
+	zero := func(m string) bool { return strings.Trim(m, "0,") == "" }
+	// wan0's queue 1 has the operator's mask.
+	tp.fwd.MustRun("sh", "-c", "echo 1 > /sys/class/net/wan0/queues/rx-1/rps_cpus")
+	op := rps("wan0", "rx-1")
+	p := tp.start(t, tcFastPathConfig(t, tp.config))
+	for _, ifn := range []string{"lan0", "wan0"} {
+		for _, q := range []string{"rx-0", "rx-1"} {
+			if m := rps(ifn, q); zero(m) {
+				t.Errorf("%s %s: rps_cpus %s while the forwarder runs", ifn, q, m)
+			}
+		}
+	}
+	if m := rps("wan0", "rx-1"); m != op {
+		t.Errorf("wan0 rx-1: the operator's rps_cpus %s became %s", op, m)
+	}
+	pingOK(t, tp.cli, "10.2.0.2")
+	out := tp.stop(t, p)
+	wantLoggedOnce(t, out, "fast path: RPS on for ")
+	for _, ifn := range []string{"lan0", "wan0"} {
+		if m := rps(ifn, "rx-0"); !zero(m) {
+			t.Errorf("%s rx-0: rps_cpus %s after exit, want it back at 0", ifn, m)
+		}
+	}
+	if m := rps("wan0", "rx-1"); m != op {
+		t.Errorf("wan0 rx-1: the operator's rps_cpus %s is %s after exit", op, m)
+	}
+}
