@@ -2,8 +2,6 @@ package classifier
 
 import (
 	"testing"
-
-	"github.com/junction-dataplane/junction/elements"
 )
 
 // TestMatchFlow6 matches IPv6 flows as their first packet would match:
@@ -13,11 +11,7 @@ func TestMatchFlow6(t *testing.T) {
 	dns := flow("udp", "2001:db8:1::10", 5353, "2001:4860::8888", 53, "UNREPLIED")
 	ping := flow("icmp6", "2001:db8:1::10", 77, "2001:db8:2::2", 77, "REPLIED")
 	v4 := flow("tcp", "192.168.1.10", 40000, "203.0.113.1", 443, "ESTABLISHED")
-	for _, c := range []struct {
-		filter string
-		f      elements.Flow
-		want   bool
-	}{
+	checkMatchFlow(t, []matchFlowCase{
 		{"", web, true},
 		{"ip6", web, true},
 		{"ip6", v4, false},
@@ -39,16 +33,7 @@ func TestMatchFlow6(t *testing.T) {
 		{"ct established", web, true},
 		{"ct new", dns, true},
 		{"ip6 and ct established", ping, true},
-	} {
-		f, err := ParseFilter(c.filter)
-		if err != nil {
-			t.Errorf("%q: %v", c.filter, err)
-			continue
-		}
-		if got := f.MatchFlow(c.f); got != c.want {
-			t.Errorf("%q on %s %v: %v, want %v", c.filter, c.f.Proto, c.f.Orig, got, c.want)
-		}
-	}
+	})
 }
 
 func TestMatchFlow6Allocs(t *testing.T) {

@@ -32,15 +32,33 @@ func flow(proto, src string, sport uint16, dst string, dport uint16, state strin
 	return elements.Flow{Proto: proto, Orig: o, Reply: elements.FlowTuple{Src: o.Dst, Dst: o.Src, Sport: o.Dport, Dport: o.Sport}, State: state}
 }
 
+// matchFlowCase is a filter, a flow, and whether the filter matches it.
+type matchFlowCase struct {
+	filter string
+	f      elements.Flow
+	want   bool
+}
+
+// checkMatchFlow checks each case's filter on its flow.
+func checkMatchFlow(t *testing.T, cases []matchFlowCase) {
+	t.Helper()
+	for _, c := range cases {
+		f, err := ParseFilter(c.filter)
+		if err != nil {
+			t.Errorf("%q: %v", c.filter, err)
+			continue
+		}
+		if got := f.MatchFlow(c.f); got != c.want {
+			t.Errorf("%q on %s %v: %v, want %v", c.filter, c.f.Proto, c.f.Orig, got, c.want)
+		}
+	}
+}
+
 func TestMatchFlow(t *testing.T) {
 	web := flow("tcp", "192.168.1.10", 40000, "203.0.113.1", 8080, "ESTABLISHED")
 	dns := flow("udp", "192.168.1.10", 5353, "8.8.8.8", 53, "UNREPLIED")
 	ping := flow("icmp", "192.168.1.10", 77, "203.0.113.2", 77, "REPLIED")
-	for _, c := range []struct {
-		filter string
-		f      elements.Flow
-		want   bool
-	}{
+	checkMatchFlow(t, []matchFlowCase{
 		{"", web, true},
 		{"-", dns, true},
 		{"tcp", web, true},
@@ -58,16 +76,7 @@ func TestMatchFlow(t *testing.T) {
 		{"ct new", dns, true},
 		{"ct established", dns, false},
 		{"not tcp", dns, true},
-	} {
-		f, err := ParseFilter(c.filter)
-		if err != nil {
-			t.Errorf("%q: %v", c.filter, err)
-			continue
-		}
-		if got := f.MatchFlow(c.f); got != c.want {
-			t.Errorf("%q on %s %v: %v, want %v", c.filter, c.f.Proto, c.f.Orig, got, c.want)
-		}
-	}
+	})
 }
 
 // MatchFlow builds a frame on the stack: nothing escapes per flow.
