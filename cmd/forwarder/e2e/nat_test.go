@@ -128,10 +128,22 @@ func (l *peerLog) hosts() []string {
 // serveHTTP listens on addr inside ns and answers body, logging clients.
 func serveHTTP(t *testing.T, ns *netns.NS, addr, body string) *peerLog {
 	t.Helper()
+	return serveHTTPNet(t, ns, "tcp4", addr, body)
+}
+
+// serveHTTP6 is serveHTTP on an IPv6 address.
+func serveHTTP6(t *testing.T, ns *netns.NS, addr, body string) *peerLog {
+	t.Helper()
+	return serveHTTPNet(t, ns, "tcp6", addr, body)
+}
+
+// serveHTTPNet is serveHTTP on network ("tcp4" or "tcp6").
+func serveHTTPNet(t *testing.T, ns *netns.NS, network, addr, body string) *peerLog {
+	t.Helper()
 	var ln net.Listener
 	if err := ns.Do(func() error {
 		var err error
-		ln, err = net.Listen("tcp4", addr)
+		ln, err = net.Listen(network, addr)
 		return err
 	}); err != nil {
 		t.Fatalf("listen on %s in %s: %v", addr, ns.Name, err)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -522,27 +521,6 @@ func siteBadTags(t *testing.T, tp *siteTopo) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	pingOK(t, tp.lan, srLANGW)
-}
-
-// serveHTTP6 is serveHTTP on an IPv6 address.
-func serveHTTP6(t *testing.T, ns *netns.NS, addr, body string) *peerLog {
-	t.Helper()
-	var ln net.Listener
-	if err := ns.Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp6", addr)
-		return err
-	}); err != nil {
-		t.Fatalf("listen on %s in %s: %v", addr, ns.Name, err)
-	}
-	log := &peerLog{}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		log.add(r.RemoteAddr)
-		fmt.Fprint(w, body)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return log
 }
 
 // natCurl6 fetches url from ns from its address src (not the SLAAC one
