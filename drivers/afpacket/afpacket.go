@@ -204,7 +204,7 @@ func Open(c *Config, ctx drivers.OpenContext) (dev *Device, err error) {
 				ctx.Logf("afpacket (%s): fast path: RPS not turned on (%v): a sender that moves between CPUs may see its flows reordered", c.Interface, err)
 				err = nil
 			} else if len(d.rps) > 0 {
-				ctx.Logf("afpacket (%s): fast path: RPS on for %d RX queues (rps_cpus), so that each flow keeps its order through the TC program; restored at exit", c.Interface, len(d.rps))
+				ctx.Logf("afpacket (%s): fast path: RPS on for its RX queues (rps_cpus of %d), so that each flow keeps its order through the TC program; restored at exit", c.Interface, len(d.rps))
 			}
 		}
 	}

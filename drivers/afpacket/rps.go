@@ -2,6 +2,7 @@ package afpacket
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,11 +79,12 @@ func setRPS(ifname string, ifindex int, hw string) ([]rpsQueue, error) {
 	return done, nil
 }
 
-// restoreRPS puts back the masks setRPS replaced.
+// restoreRPS puts back the masks setRPS replaced; a queue whose
+// interface has gone meanwhile (its veth deleted) has nothing to restore.
 func restoreRPS(qs []rpsQueue) error {
 	var first error
 	for _, q := range qs {
-		if err := os.WriteFile(q.path, q.old, 0); err != nil && first == nil {
+		if err := os.WriteFile(q.path, q.old, 0); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
 			first = err
 		}
 	}

@@ -57,3 +57,17 @@ func TestRPSOtherNamespace(t *testing.T) {
 		t.Errorf("setRPS on an interface this sysfs does not show: %v", err)
 	}
 }
+
+// TestRestoreRPSGone: a queue whose interface went away (its veth
+// deleted with its namespace) is not an error at Close.
+func TestRestoreRPSGone(t *testing.T) {
+	dir := t.TempDir()
+	ok := dir + "/rps_cpus"
+	if err := os.WriteFile(ok, []byte("3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := restoreRPS([]rpsQueue{{path: dir + "/gone/rps_cpus", old: []byte("0")}, {path: ok, old: []byte("0")}})
+	if b, _ := os.ReadFile(ok); err != nil || string(b) != "0" {
+		t.Errorf("restore with one queue gone: %v, the other holds %q", err, b)
+	}
+}

@@ -407,7 +407,7 @@ func TestTCFastPathRPS(t *testing.T) {
 	}
 	pingOK(t, tp.cli, "10.2.0.2")
 	out := tp.stop(t, p)
-	wantLoggedOnce(t, out, "fast path: RPS on for ")
+	wantLoggedOnce(t, out, "fast path: RPS on for its RX queues")
 	for _, ifn := range []string{"lan0", "wan0"} {
 		if m := rps(ifn, "rx-0"); !zero(m) {
 			t.Errorf("%s rx-0: rps_cpus %s after exit, want it back at 0", ifn, m)
