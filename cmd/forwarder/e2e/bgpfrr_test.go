@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,17 +192,7 @@ router bgp 65001
 	pingOK(t, tp.cli, "10.16.0.5")
 	ping6OK(t, tp.cli, "2001:db8:16::5")
 
-	secs := 30
-	if s, err := strconv.Atoi(os.Getenv("JUNCTION_BGP_SECONDS")); err == nil && s > 0 {
-		secs = s
-	}
-	rep, out := iperfTo(t, tp.cli, tp.srv, "10.16.0.5", true, "iperf3", "-c", "10.16.0.5",
-		"-t", strconv.Itoa(secs), "-P", "8", "-J", "--connect-timeout", "2000")
-	r := rep.End.SumReceived
-	t.Logf("iperf3 to the FRR-learned 10.16.0.5, %d s, 8 streams: %.1f Mbit/s", secs, r.BitsPerSecond/1e6)
-	if r.BitsPerSecond <= 0 {
-		t.Errorf("iperf3 through the FRR route: no throughput (%q)\n%.2000s", rep.Error, out)
-	}
+	secs := bgpLoad(t, tp, "FRR")
 	for _, a := range peers {
 		if st, n, out := router.neighbor(a); st != "Established" || n != settled[a] {
 			t.Errorf("FRR session with %s after %d s of load: %s, established %d times (%d before the load):\n%.2000s", a, secs, st, n, settled[a], out)

@@ -192,20 +192,19 @@ protocol bgp r1v6 {
 `)
 }
 
-// birdPeers starts BIRD in the router's namespace (AS 65001, routes into
-// the kernel's main table) peering with bgpHosts' BIRD over two sessions
-// on the WAN, IPv4 ("uplink") and IPv6 ("uplink6"), both with BFD, and
-// waits for the sessions.
-func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
+// startUplinks starts BIRD in the router's namespace ns (AS 65001,
+// routes into the kernel's main table; extra: more of its config) with
+// its two sessions to bgpHosts' BIRD on the WAN, IPv4 ("uplink") and
+// IPv6 ("uplink6"), each with timers, and waits until both are
+// established.
+func startUplinks(t *testing.T, ns *netns.NS, extra, timers string) *bird {
 	t.Helper()
-	peer = bgpHosts(t, tp, true)
-	const timers = birdTimers + " bfd on;"
-	router = startBird(t, tp.fwd, `log stderr all;
+	b := startBird(t, ns, `log stderr all;
 router id 10.2.0.1;
 protocol device { scan time 1; }
 protocol kernel k4 { ipv4 { import none; export all; }; }
 protocol kernel k6 { ipv6 { import none; export all; }; }
-`+birdBFD+`protocol bgp uplink {
+`+extra+`protocol bgp uplink {
   local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002; `+timers+`
   ipv4 { import all; export none; };
 }
@@ -216,15 +215,44 @@ protocol bgp uplink6 {
 `)
 	for _, name := range []string{"uplink", "uplink6"} {
 		waitFor(t, 30*time.Second, "BGP session "+name+" established", func() (bool, string) {
-			_, up, out := router.session(name)
+			_, up, out := b.session(name)
 			return up, out
 		})
 	}
+	return b
+}
+
+// birdPeers starts bgpHosts' BIRD and the router's (startUplinks), both
+// sessions with BFD, and waits for the sessions and BFD.
+func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
+	t.Helper()
+	peer = bgpHosts(t, tp, true)
+	router = startUplinks(t, tp.fwd, birdBFD, birdTimers+" bfd on;")
 	waitFor(t, 10*time.Second, "BFD sessions up", func() (bool, string) {
 		out, _ := router.ctl("show", "bfd", "sessions")
 		return strings.Count(out, " Up ") == 2, out
 	})
 	return router, peer
+}
+
+// bgpLoad runs iperf3 (8 streams) from the client to 10.16.0.5, through
+// the route learnt from the peer by (BGP, FRR), for JUNCTION_BGP_SECONDS
+// (30 s by default), fails the test if nothing got through, and returns
+// the seconds.
+func bgpLoad(t *testing.T, tp *topo, by string) int {
+	t.Helper()
+	secs := 30
+	if s, err := strconv.Atoi(os.Getenv("JUNCTION_BGP_SECONDS")); err == nil && s > 0 {
+		secs = s
+	}
+	rep, out := iperfTo(t, tp.cli, tp.srv, "10.16.0.5", true, "iperf3", "-c", "10.16.0.5",
+		"-t", strconv.Itoa(secs), "-P", "8", "-J", "--connect-timeout", "2000")
+	r := rep.End.SumReceived
+	t.Logf("iperf3 to the %s-learned 10.16.0.5, %d s, 8 streams: %.1f Mbit/s", by, secs, r.BitsPerSecond/1e6)
+	if r.BitsPerSecond <= 0 {
+		t.Errorf("iperf3 through the %s route: no throughput (%q)\n%.2000s", by, rep.Error, out)
+	}
+	return secs
 }
 
 // kernelRoute waits until the router's kernel has (or, with want false,
@@ -299,17 +327,7 @@ func TestBGPRouter(t *testing.T) {
 	})
 
 	t.Run("under load", func(t *testing.T) {
-		secs := 30
-		if s, err := strconv.Atoi(os.Getenv("JUNCTION_BGP_SECONDS")); err == nil && s > 0 {
-			secs = s
-		}
-		rep, out := iperfTo(t, tp.cli, tp.srv, "10.16.0.5", true, "iperf3", "-c", "10.16.0.5",
-			"-t", strconv.Itoa(secs), "-P", "8", "-J", "--connect-timeout", "2000")
-		r := rep.End.SumReceived
-		t.Logf("iperf3 to the BGP-learned 10.16.0.5, %d s, 8 streams: %.1f Mbit/s", secs, r.BitsPerSecond/1e6)
-		if r.BitsPerSecond <= 0 {
-			t.Errorf("iperf3 through the BGP route: no throughput (%q)\n%.2000s", rep.Error, out)
-		}
+		secs := bgpLoad(t, tp, "BGP")
 		for _, sess := range []struct{ name, since string }{{"uplink", since}, {"uplink6", since6}} {
 			if now, up, st := router.session(sess.name); !up || !sameSince(now, sess.since) {
 				t.Errorf("BGP session %s after %d s of load: established %v, since %q (was %q):\n%s", sess.name, secs, up, now, sess.since, st)

@@ -25,27 +25,7 @@ func TestBGPRouterRestartPersist(t *testing.T) {
 		return c
 	})
 	bgpHosts(t, tp, false)
-	const timers = birdTimers + " check link off;"
-	router := startBird(t, tp.fwd, `log stderr all;
-router id 10.2.0.1;
-protocol device { scan time 1; }
-protocol kernel k4 { ipv4 { import none; export all; }; }
-protocol kernel k6 { ipv6 { import none; export all; }; }
-protocol bgp uplink {
-  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002; `+timers+`
-  ipv4 { import all; export none; };
-}
-protocol bgp uplink6 {
-  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002; `+timers+`
-  ipv6 { import all; export none; };
-}
-`)
-	for _, name := range []string{"uplink", "uplink6"} {
-		waitFor(t, 30*time.Second, "BGP session "+name+" established", func() (bool, string) {
-			_, up, out := router.session(name)
-			return up, out
-		})
-	}
+	router := startUplinks(t, tp.fwd, "", birdTimers+" check link off;")
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	kernelRoute(t, tp, "2001:db8:16::/48", true)
 	routed(t, tp.cli, "10.16.0.5", true)
