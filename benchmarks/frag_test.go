@@ -27,11 +27,7 @@ func BenchmarkNATGraphReassembler(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			cfg := string(natGraph(b, 10_000, false, 0))
 			if with != "" {
-				old := `"cls[0] -> ct -> `
-				if !strings.Contains(cfg, old) {
-					b.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
-				}
-				cfg = strings.Replace(cfg, old, `"cls[0] -> `+with+`ct -> `, 1)
+				cfg = replaceOnce(b, "bench-nat.toml", cfg, `"cls[0] -> ct -> `, `"cls[0] -> `+with+`ct -> `)
 			}
 			g, err := pipeline.Parse("bench-nat.toml", []byte(cfg))
 			if err != nil {

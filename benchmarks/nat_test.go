@@ -27,12 +27,7 @@ func natGraph(t testing.TB, flows int, fast bool, count int) []byte {
 		t.Fatal(err)
 	}
 	s := string(src)
-	rep := func(old, new string) {
-		if !strings.Contains(s, old) {
-			t.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
-		}
-		s = strings.Replace(s, old, new, 1)
-	}
+	rep := func(old, new string) { s = replaceOnce(t, "bench-nat.toml", s, old, new) }
 	rep("flows     = 10000", fmt.Sprintf("flows     = %d", flows))
 	rep("capacity = 65536", fmt.Sprintf("capacity = %d", flows+flows/4))
 	if count > 0 {
@@ -463,12 +458,18 @@ func natTaxGraph(t testing.TB, flows int, ft bool) []byte {
 	if !ft {
 		return g
 	}
-	s := string(g)
-	old := `FastTrack(2, either-direction)`
+	return []byte(replaceOnce(t, "bench-nat.toml", string(g), `FastTrack(2, either-direction)`, `FastTrack(2, both-directions)`))
+}
+
+// replaceOnce returns s, the config file name, with the first old
+// replaced by new; it fails the test when s has no old (a config the
+// benchmark edits has changed).
+func replaceOnce(t testing.TB, name, s, old, new string) string {
+	t.Helper()
 	if !strings.Contains(s, old) {
-		t.Fatalf("bench-nat.toml: %q not found (the benchmark edits it)", old)
+		t.Fatalf("%s: %q not found (the benchmark edits it)", name, old)
 	}
-	return []byte(strings.Replace(s, old, `FastTrack(2, both-directions)`, 1))
+	return strings.Replace(s, old, new, 1)
 }
 
 // BenchmarkNATGraphMiss steps the 10k-flow NAT graph with a FastTrack that

@@ -25,12 +25,7 @@ func siteRouterGraph(t testing.TB, vid, flows int) []byte {
 		t.Fatal(err)
 	}
 	s := string(src)
-	rep := func(old, new string) {
-		if !strings.Contains(s, old) {
-			t.Fatalf("site-router.toml: %q not found (the benchmark edits it)", old)
-		}
-		s = strings.Replace(s, old, new, 1)
-	}
+	rep := func(old, new string) { s = replaceOnce(t, "site-router.toml", s, old, new) }
 	rep("driver    = \"afxdp\"\ninterface = \"lan0\"\n", fmt.Sprintf(
 		"driver    = \"gen\"\nsrc       = \"192.168.%d.0/24\"\ndst       = \"198.51.100.7\"\nflows     = %d\nsize      = 64\nmac       = \"02:00:00:00:01:01\"\n",
 		vid, flows))
