@@ -249,10 +249,7 @@ func (e *SNAT) try(t *conntrack.Table, c *conntrack.Conn, idx uint32, reply *con
 // to be inlined: one worker decides nothing.
 func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 	if reply.Proto == packet.ProtoICMP {
-		// Echo identifiers are not hashed by the steering: no
-		// worker check.
 		reply.Sport = port
-		return true
 	}
 	return e.workers <= 1 || e.homeWorker(reply, port)
 }
@@ -260,6 +257,13 @@ func (e *SNAT) home(reply *conntrack.Tuple, port uint16) bool {
 // homeWorker is home's check with several workers: the reply's source as
 // FromDevice steers it (bind set hsrc, hsport from reply's).
 func (e *SNAT) homeWorker(reply *conntrack.Tuple, port uint16) bool {
+	if reply.Proto == packet.ProtoICMP {
+		// With the masquerade's steering by port, echoes are steered
+		// by their identifier both ways (flowsteer): the reply's must
+		// be one this worker owns. Without it the steering does not
+		// hash identifiers, and any will do.
+		return e.ms == nil || e.ms.masq == nil || flowsteer.Port(port, e.workers) == e.worker
+	}
 	if e.byPort {
 		return flowsteer.Port(port, e.workers) == e.worker && !e.steer.IsPublic(reply.Proto, reply.Dst, port) && !e.pinned(reply)
 	}
