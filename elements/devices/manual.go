@@ -27,7 +27,7 @@ var fromDeviceManual = elements.Doc{
 				"exact (share = \"each\") only when a host's flows all reach one worker. Applies to every " +
 				"FromDevice of the graph that spreads (the graph has one steering table), to the flow an ICMP error " +
 				"quotes, and to a DNAT'd reply as its original direction; a masqueraded flow's replies come home by " +
-				"the outside port SNAT picks on the host's worker. Only with spreading (not with spread = \"off\"); " +
+				"the outside port SNAT picks on the host's worker (ICMP echoes through a masquerading SNAT excepted: they are steered by their identifier both ways, their replies naming no host). Only with spreading (not with spread = \"off\"); " +
 				"the busiest host is then one worker's load at most. A reload that changes it moves those hosts' " +
 				"flows to other workers, whose Conntrack did not see them start"}),
 	Stats: "packets and batches received (per worker): what this worker pushed into the graph, " +
