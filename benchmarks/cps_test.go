@@ -444,14 +444,7 @@ func newCPSRun(t testing.TB, tcp, fast bool, capacity int) *cpsRun {
 	copy(h.mac[1][:], []byte{2, 0, 0, 0, 2, 1, 2, 0, 0, 0, 2, 2})
 	cpsHarnesses.Store(name, h)
 	t.Cleanup(func() { cpsHarnesses.Delete(name) })
-	g, err := pipeline.Parse("cps.toml", cpsGraph(name, capacity, fast))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := buildStepped(t, "cps.toml", cpsGraph(name, capacity, fast), pipeline.Options{})
 	t.Cleanup(func() { r.Close() })
 	return &cpsRun{h: h, r: r, capacity: capacity}
 }

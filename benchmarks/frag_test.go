@@ -29,14 +29,7 @@ func BenchmarkNATGraphReassembler(b *testing.B) {
 			if with != "" {
 				cfg = replaceOnce(b, "bench-nat.toml", cfg, `"cls[0] -> ct -> `, `"cls[0] -> `+with+`ct -> `)
 			}
-			g, err := pipeline.Parse("bench-nat.toml", []byte(cfg))
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-			if err != nil {
-				b.Fatal(err)
-			}
+			r := buildStepped(b, "bench-nat.toml", []byte(cfg), pipeline.Options{})
 			defer r.Close()
 			for warm := 0; warm < 60_000; {
 				warm += r.Round(0)

@@ -56,14 +56,7 @@ func natGraph(t testing.TB, flows int, fast bool, count int) []byte {
 
 // buildNAT builds the NAT graph on one worker for stepping with Round.
 func buildNAT(t testing.TB, flows int, fast bool) *pipeline.Router {
-	g, err := pipeline.Parse("bench-nat.toml", natGraph(t, flows, fast, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := buildStepped(t, "bench-nat.toml", natGraph(t, flows, fast, 0), pipeline.Options{})
 	t.Cleanup(func() { r.Close() })
 	return r
 }
@@ -483,14 +476,7 @@ func BenchmarkNATGraphMiss(b *testing.B) {
 		b.Run(map[bool]string{false: "path=noft", true: "path=ft-never"}[ft], func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			g, err := pipeline.Parse("bench-nat.toml", natTaxGraph(b, 10_000, ft))
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-			if err != nil {
-				b.Fatal(err)
-			}
+			r := buildStepped(b, "bench-nat.toml", natTaxGraph(b, 10_000, ft), pipeline.Options{})
 			defer r.Close()
 			for warm := 0; warm < 6*10_000; {
 				warm += r.Round(0)

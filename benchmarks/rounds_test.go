@@ -15,15 +15,27 @@ func buildL3(t testing.TB, timingEvery int) *pipeline.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := pipeline.Parse("bench-l3.toml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true, TimingEvery: timingEvery})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := buildStepped(t, "bench-l3.toml", src, pipeline.Options{TimingEvery: timingEvery})
 	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// buildStepped builds the graph src (named name in errors) on one
+// unpinned worker without starting it, for a test or benchmark to step
+// its rounds (Round(0)) on its own goroutine; o gives any other options.
+// The caller closes it (a benchmark before its function returns: the
+// next run of the function builds the graph again).
+func buildStepped(t testing.TB, name string, src []byte, o pipeline.Options) *pipeline.Router {
+	t.Helper()
+	g, err := pipeline.Parse(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Workers, o.NoPin = 1, true
+	r, err := pipeline.Build(g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 

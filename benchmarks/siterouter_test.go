@@ -48,14 +48,7 @@ func BenchmarkSiteRouterGraph(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			const flows = 1000
-			g, err := pipeline.Parse("site-router-gen.toml", siteRouterGraph(b, vid, flows))
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-			if err != nil {
-				b.Fatal(err)
-			}
+			r := buildStepped(b, "site-router-gen.toml", siteRouterGraph(b, vid, flows), pipeline.Options{})
 			defer r.Close()
 			for warm := 0; warm < 20*flows; {
 				warm += r.Round(0)
@@ -94,14 +87,7 @@ func sent(s *pipeline.Snapshot, dev string) uint64 {
 // either VLAN, allocates nothing once its flows are tracked.
 func TestSiteRouterGraphAllocs(t *testing.T) {
 	for _, vid := range []int{10, 20} {
-		g, err := pipeline.Parse("site-router-gen.toml", siteRouterGraph(t, vid, 256))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := pipeline.Build(g, pipeline.Options{Workers: 1, NoPin: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := buildStepped(t, "site-router-gen.toml", siteRouterGraph(t, vid, 256), pipeline.Options{})
 		for warm := 0; warm < 20*256; {
 			warm += r.Round(0)
 		}
