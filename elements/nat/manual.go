@@ -72,10 +72,22 @@ var snatManual = elements.Doc{
 			"port blocks in the manner of RFC 7422, for a carrier that logs subscribers, not flows: the k-th address of " +
 			"`inside` (counting the networks in order) maps only to its own block of N ports on each worker, the k-th " +
 			"block of the ports that worker owns (whole units of 16 consecutive ports), so its outside ports follow from " +
-			"its address alone; SNAT logs the rule once at start. A new flow of a host whose block is full is dropped " +
+			"its address alone; SNAT logs the rule once at start, and each host's block on a worker once, when that worker " +
+			"first gives the host a port (a line per subscriber and worker, none per flow: \"TIME port block in use: " +
+			"INSIDE -> OUTSIDE ports LO-HI[,LO-HI...]\", UTC to the millisecond, the block's ports on that worker, " +
+			"written to the router's log between batches). A new flow of a host whose block is full is dropped " +
 			"(\"ports exhausted\"): no port outside a host's block is ever used; inside addresses beyond the blocks " +
 			"there are get none. Needs `inside` and the " +
 			"endpoint-independent mapping. 0: ports from the whole range"},
+		{Name: "port_block_alloc", Type: "string", Default: "\"deterministic\"", Doc: "how port_block's blocks are given: " +
+			"\"deterministic\" (above); \"bulk\": an inside host takes a free block of N ports of a worker's ports (whole " +
+			"units of 16 it owns, chosen at random among the free ones of the host's outside address) at its first mapping " +
+			"there, all its mappings on that worker come from it, and it goes back to the pool once the last of them has " +
+			"ended (its flows gone and the mapping's timeout passed: a few held blocks are looked at every millisecond). " +
+			"Each is logged, \"TIME port block allocated: INSIDE -> OUTSIDE ports LO-HI[,...]\" and \"TIME port block " +
+			"released: ...\" with the same ports, so the log has two lines per subscriber and block; a host finding no " +
+			"free block, or its block full, has its new flows dropped (\"ports exhausted\"). A block is not handed out " +
+			"or given back without its line (at most 256 lines a worker between two writes, one a millisecond)"},
 	},
 	Stats: "counters: \"translated\" (flows given a SNAT binding), \"port probes\" (conntrack lookups made " +
 		"choosing ports: about one per new flow while the destination has free ports; a rising ratio to " +
@@ -125,5 +137,6 @@ var snatManual = elements.Doc{
 		"own ports: the inside port when free, else a port of the same parity, else any. A worker whose ports " +
 		"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
 		"(\"mapping fallback\"). Memory: 34 bytes per port of the range per address and protocol (4.2 MiB for one " +
-		"address and the default range) and an index of 10 bytes per port per worker, shared by the workers.",
+		"address and the default range) and, per worker, an index (two 10-byte slots per port and protocol it owns) " +
+		"and a filter (4 bits per port and protocol it owns), each rounded up to a power of two.",
 }

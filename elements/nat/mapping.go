@@ -115,6 +115,7 @@ type mapStore struct {
 	// block > 0: deterministic port blocks of that many ports
 	// (portblock.go); units[w] lists the units of the range w owns.
 	block int
+	bulk  bool // blocks taken and given back (portbulk.go), not fixed
 	units [][]uint16
 	refs  atomic.Int32 // instances holding the store (the last to close frees mem)
 }
@@ -128,11 +129,20 @@ type mapWorker struct {
 	// mappings costs its new flows no walk).
 	dry   [2][]uint32
 	idx   mapIndex
+	filt  mapFilter
 	owned int
-	mem   *hugeMem // the index's memory
+	w     int      // the worker
+	mem   *hugeMem // the index's and the filter's memory
 	// tabs[proto][address]: the worker's view of each table, made once
 	// (a new flow takes a pointer instead of copying five slices).
 	tabs [2][]mapTable
+	// Port blocks (portblock.go): a bit per host whose block on this
+	// worker has been used (noted for the log), and the first uses
+	// noted since the last Tick.
+	blockLogged []uint64
+	uses        []blockUse
+	nuses       int
+	bulk        *bulkBlocks // bulk blocks (portbulk.go), or nil
 }
 
 // mapTable is one address and protocol's part of a store.
@@ -190,7 +200,7 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 	if s.mw[w] != nil {
 		return s.mw[w]
 	}
-	m := &mapWorker{}
+	m := &mapWorker{w: w}
 	for pi := range m.free {
 		proto := uint8(packet.ProtoTCP)
 		if pi == 1 {
@@ -218,7 +228,17 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 			}
 		}
 	}
-	m.mem = m.idx.init(m.owned)
+	if s.block > 0 {
+		hosts := len(s.units[w]) / (s.block / flowsteer.PortUnit)
+		m.blockLogged = make([]uint64, (hosts+63)/64)
+		m.uses = make([]blockUse, maxBlockUses)
+		if s.bulk {
+			m.bulk = newBulkBlocks(s, w)
+		}
+	}
+	m.mem = newHugeMem(indexBytes(m.owned) + filterBytes(m.owned) + 256)
+	m.idx.init(m.mem, m.owned)
+	m.filt.init(m.mem, m.owned)
 	for pi := range m.tabs {
 		m.tabs[pi] = make([]mapTable, len(s.addrs))
 		for ai := range s.addrs {
@@ -256,6 +276,9 @@ func endpointKey(addr uint32, port uint16) uint64 {
 // find returns the outside port of inside endpoint key (port a), if it has
 // a mapping.
 func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16, bool) {
+	if !m.filt.has(key | uint64(t.pi)<<1) {
+		return 0, false // certainly none: its lines are not read
+	}
 	if a >= s.lo && a <= s.hi {
 		w := t.words[a-s.lo].Load()
 		if w&endpoint == key {
@@ -322,6 +345,12 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 	}
 	t.meta[port-s.lo].remote = [2]uint32{}
 	s.putFree(t, port)
+	if m.bulk != nil {
+		m.bulkReleased(t.ai, port)
+	}
+	if m.filt.stale++; m.filt.stale >= m.filt.rebuildAt() {
+		s.refilter(m)
+	}
 }
 
 // putFree puts port back on its free stack.
@@ -385,6 +414,10 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 
 // install makes port the mapping of inside endpoint key (port a).
 func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16, now int64) {
+	m.filt.add(key | uint64(t.pi)<<1)
+	if m.bulk != nil {
+		m.bulk.live[t.ai][m.bulk.unitBlock[port/flowsteer.PortUnit]]++
+	}
 	if a != port {
 		m.idx.put(key|uint64(t.pi)<<1, port)
 		s.addDisplaced(t, a, dispOne)
@@ -443,25 +476,35 @@ type mapIndex struct {
 	sh   uint
 }
 
-func (x *mapIndex) init(n int) *hugeMem {
+// indexSize is the slots of an index for n ports, and its hash's shift.
+func indexSize(n int) (int, uint) {
 	size, sh := 16, uint(60)
 	for size < 2*n {
 		size <<= 1
 		sh--
 	}
-	mem := newHugeMem(size*10 + 128)
+	return size, sh
+}
+
+// indexBytes is the memory of an index for n ports.
+func indexBytes(n int) int {
+	size, _ := indexSize(n)
+	return size*10 + 128
+}
+
+func (x *mapIndex) init(mem *hugeMem, n int) {
+	size, sh := indexSize(n)
 	x.keys = cut[uint64](mem, size)
 	x.vals = cut[uint16](mem, size)
 	x.mask = uint64(size - 1)
 	x.sh = sh
-	return mem
 }
 
 // compatible reports whether the mappings of s can serve the instances
 // of n: the same addresses, ports, workers and inside networks.
 func (s *mapStore) compatible(n *mapStore) bool {
 	return slices.Equal(s.addrs, n.addrs) && s.lo == n.lo && s.hi == n.hi && s.workers == n.workers &&
-		slices.Equal(s.inside, n.inside) && s.block == n.block
+		slices.Equal(s.inside, n.inside) && s.block == n.block && s.bulk == n.bulk
 }
 
 // release1 drops an instance's hold on the store and frees its memory
@@ -518,4 +561,84 @@ func (x *mapIndex) del(k uint64) {
 		}
 	}
 	x.keys[i] = 0
+}
+
+// mapFilter is a worker's filter of its mappings' inside endpoints: a bit
+// per hash of the endpoint and protocol, set when a mapping is made, so
+// that a clear bit says the endpoint certainly has no mapping. A new
+// endpoint (every new flow of clients that do not reuse their sockets)
+// then reads one line of a table small enough to stay in the core's cache
+// (filterBitsPer bits a port the worker owns: 64 KiB for one address and
+// the default range) instead of its port's word and its index slot, lines
+// of tables sized for every port. The share of set bits, and so of new
+// endpoints that read those lines anyway, is at most the share of the
+// worker's ports mapped over filterBitsPer. A bit stays set when its
+// mapping ends (another may share it); the ended mappings are counted and,
+// once they reach a sixteenth of the bits, the filter is built again from
+// the words of the worker's ports (a walk of the tables, once per that
+// many releases).
+type mapFilter struct {
+	bits  []uint64
+	sh    uint // a hash's top 64-sh bits pick the bit
+	stale int  // mappings ended since the filter was built
+}
+
+// filterBitsPer is the filter's bits per port the worker owns.
+const filterBitsPer = 4
+
+// filterSize is the bits of a filter for n ports, and its hash's shift.
+func filterSize(n int) (int, uint) {
+	size, sh := 1<<12, uint(52)
+	for size < filterBitsPer*n {
+		size <<= 1
+		sh--
+	}
+	return size, sh
+}
+
+// filterBytes is the memory of a filter for n ports.
+func filterBytes(n int) int {
+	size, _ := filterSize(n)
+	return size/8 + 64
+}
+
+func (f *mapFilter) init(mem *hugeMem, n int) {
+	size, sh := filterSize(n)
+	f.bits = cut[uint64](mem, size/64)
+	f.sh = sh
+}
+
+// pos is the bit of index key k (endpoint and protocol).
+func (f *mapFilter) pos(k uint64) uint64 { return (k * 0xff51afd7ed558ccd) >> f.sh }
+
+func (f *mapFilter) has(k uint64) bool { return f.test(f.pos(k)) }
+
+func (f *mapFilter) test(i uint64) bool { return f.bits[i>>6]&(1<<(i&63)) != 0 }
+
+func (f *mapFilter) add(k uint64) {
+	i := f.pos(k)
+	f.bits[i>>6] |= 1 << (i & 63)
+}
+
+// line is the address of bit i's word, to prefetch.
+func (f *mapFilter) line(i uint64) uintptr { return uintptr(unsafe.Pointer(&f.bits[i>>6])) }
+
+// rebuildAt is the count of ended mappings that has the filter built
+// again.
+func (f *mapFilter) rebuildAt() int { return len(f.bits) * 64 / 16 }
+
+// refilter builds worker m's filter again from the words of the ports it
+// owns (their owner writes them: this worker).
+func (s *mapStore) refilter(m *mapWorker) {
+	clear(m.filt.bits)
+	m.filt.stale = 0
+	for pi := range s.words {
+		for _, words := range s.words[pi] {
+			for i := range words {
+				if v := words[i].Load(); v&wordUsed != 0 && s.owner(s.lo+uint16(i)) == m.w {
+					m.filt.add(v&endpoint | uint64(pi)<<1)
+				}
+			}
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package nat_test
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"reflect"
@@ -29,7 +30,8 @@ type eimRig struct {
 	sStats  *elements.Stats
 	steer   *flowsteer.Table
 	now     int64
-	last    int // the worker the last frame went to
+	last    int          // the worker the last frame went to
+	log     bytes.Buffer // the SNAT's log (Context.Log)
 }
 
 func newEIMRig(t *testing.T, workers int, cfg nat.SNATConfig) *eimRig {
@@ -49,6 +51,9 @@ func newEIMRig(t *testing.T, workers int, cfg nat.SNATConfig) *eimRig {
 		ctx := elements.NewContext(name, w, workers, packet.DefaultBatch, []*elements.Output{out}, stats,
 			packet.NewPool(64), nil, slot)
 		ctx.State = st
+		if name == "snat" {
+			ctx.Log = &r.log
+		}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -501,6 +506,8 @@ func TestPortBlock(t *testing.T) {
 		{To: pub, Inside: "192.168.1.0/24", PortBlock: 8192},
 		{To: pub, PortBlock: 64},
 		{To: pub, Inside: "192.168.1.0/24", PortBlock: 64, Mapping: "address-and-port-dependent"},
+		{To: pub, Inside: "192.168.1.0/24", PortBlockAlloc: "bulk"},
+		{To: pub, Inside: "192.168.1.0/24", PortBlock: 64, PortBlockAlloc: "random"},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)

@@ -144,8 +144,10 @@ type SNATConfig struct {
 	Filtering  string `toml:"filtering"`
 	UDPTimeout string `toml:"udp_timeout"`
 	TCPTimeout string `toml:"tcp_timeout"`
-	// PortBlock: deterministic port blocks per inside host (portblock.go).
-	PortBlock int `toml:"port_block"`
+	// PortBlock: port blocks per inside host, given deterministically or
+	// in bulk (PortBlockAlloc) (portblock.go).
+	PortBlock      int    `toml:"port_block"`
+	PortBlockAlloc string `toml:"port_block_alloc"`
 
 	to        []uint32
 	lo, hi    uint16
@@ -153,6 +155,7 @@ type SNATConfig struct {
 	eim       bool
 	filtering int
 	timeout   [2]uint32
+	bulk      bool
 }
 
 // Validate parses the addresses and the port range.
@@ -401,11 +404,13 @@ type SNAT struct {
 	seed            [2]uint64      // destHash's key
 	cursors         [cursorSlots]uint16
 
-	flows    conntrack.TableRef // the worker's flow table, for a reload
-	addrGone *atomic.Uint64     // flows a reload removed (reload.go)
-	rss      *rss.Config        // the reply device's RSS (snatrss.go), or nil
-	steer    *flowsteer.Table   // the graph's, for its pins (pins.go) and the replies' steering
-	hairpin  bool               // bind only DNAT'd flows
+	flows    conntrack.TableRef   // the worker's flow table, for a reload
+	addrGone *atomic.Uint64       // flows a reload removed (reload.go)
+	rss      *rss.Config          // the reply device's RSS (snatrss.go), or nil
+	steer    *flowsteer.Table     // the graph's, for its pins (pins.go) and the replies' steering
+	hairpin  bool                 // bind only DNAT'd flows
+	ct       *conntrack.Table     // the table of the last new flow a bulk block served (Tick's sweep)
+	logf     func(string, ...any) // the element's log (Context.Logf)
 	// hsrc, hsport are the source of the reply tuple bind is choosing a
 	// port for, as FromDevice steers it (flowsteer.Table.Public).
 	hsrc   uint32
@@ -425,10 +430,15 @@ type SNAT struct {
 	mapsMade, fallbacks uint64 // this batch's, published once per batch
 	now                 int64  // the batch's clock reading (0: not read yet)
 	// The batch's new flows through the mapping (warmMapped): nm of
-	// them, the lines each reads first, and each position's (index + 1).
-	nm  int
-	mpf [packet.MaxBatch][4]uintptr
-	mat [packet.MaxBatch]uint16
+	// them, each one's tuple and filter bit, and each position's
+	// (index + 1, or matFull with the filter bit in fbit); the filter
+	// lines of nq new flows, to prefetch.
+	nm   int
+	nq   int
+	mah  [packet.MaxBatch]mapAhead
+	fpf  [packet.MaxBatch]uintptr
+	mat  [packet.MaxBatch]uint16
+	fbit [packet.MaxBatch]uint32
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -445,7 +455,7 @@ func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
 	e := &SNAT{to: c.to, lo: c.lo, hi: c.hi, worker: ctx.Worker, workers: max(ctx.Workers, 1),
 		seed:  [2]uint64{rand.Uint64(), rand.Uint64()},
 		flows: conntrack.RefOf(ctx), addrGone: ctx.Stats.Counter("reload: address removed"), steer: flowsteer.Of(ctx),
-		hairpin: c.Hairpin}
+		hairpin: c.Hairpin, logf: ctx.Logf}
 	e.translator = translator{manip: manipSrc, done: conntrack.FlagSNATDone, active: len(c.to) > 0,
 		bind: e.bindNew, out: ctx.Outputs[0], st: ctx.Stats,
 		fail: ctx.Stats.Reason("ports exhausted"), translated: ctx.Stats.Counter("translated")}

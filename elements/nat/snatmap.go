@@ -121,7 +121,7 @@ func (e *SNAT) setupMapping(c *SNATConfig, ctx *elements.Context) error {
 		s := newMapStore(ctx.Name, c.to, c.lo, c.hi, e.workers, c.filtering, c.timeout)
 		s.inside = c.inside
 		if c.PortBlock > 0 {
-			s.setupBlocks(c.PortBlock, ctx.Logf)
+			s.setupBlocks(c.PortBlock, c.bulk, ctx.Logf)
 		}
 		if e.workers > 1 {
 			s.masq = &flowsteer.Masq{Addrs: c.to, Lo: c.lo, Hi: c.hi, Inside: c.inside, Workers: e.workers}
@@ -189,7 +189,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 	}
 	now := e.now
 	if pos < len(e.mat) {
-		if j := int(e.mat[pos]) - 1 + claimAhead; e.mat[pos] != 0 && j < e.nm {
+		if j := int(e.mat[pos]) - 1 + claimAhead; e.mat[pos] != 0 && e.mat[pos] != matFull && j < e.nm {
 			e.warmLines(j)
 		}
 	}
@@ -218,39 +218,104 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 	return true
 }
 
-// warmMapped notes the lines bindMapped will read first for new flow k at
-// batch position pos (its inside port's word and timeout, its index
-// slot), and prefetches them for the first claimAhead such flows; bind
-// prefetches each further one claimAhead flows before it.
-func (e *SNAT) warmMapped(k *conntrack.Tuple, pos int) {
+// warmMapped notes new flow k at batch position pos for bind, and queues
+// its filter bit's line for prefetching (in groups of warmGroup). On a
+// worker without free ports that found none to free a moment ago (the
+// state of one whose ports are all mapped) a new endpoint has nothing to
+// do but fall back: the flow is only marked (matFull) and bind, once the
+// line is in, tests the bit and falls back when it is clear. Any other
+// flow is the batch's next through the mapping: warmLines prefetches what
+// its bind will read, if anything, once the filter line is in (prepare
+// for the first claimAhead such flows, bind each further one claimAhead
+// flows before it).
+func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	s, m := e.ms, e.mw
 	pi := protoIndex(k.Proto)
-	ai := s.addrIndex(e.address(k))
+	fb := m.filt.pos(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
+	e.fpf[e.nq] = m.filt.line(fb)
+	if e.nq++; e.nq%warmGroup == 0 {
+		conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
+	}
+	if s.block == 0 {
+		ai := s.addrIndex(e.address(k))
+		if f := &m.free[pi][ai]; len(f[0])+len(f[1]) == 0 {
+			if e.now == 0 {
+				e.now = t.Now() // once a batch
+			}
+			if uint32(e.now>>30) < m.dry[pi][ai] {
+				// No port can be had this batch (none is freed
+				// before the dry spell ends, none is made).
+				e.mat[pos] = matFull
+				e.fbit[pos] = uint32(fb)
+				return
+			}
+		}
+	}
 	j := e.nm
 	e.nm++
 	e.mat[pos] = uint16(e.nm)
-	a := k.Sport
-	if a < s.lo || a > s.hi {
-		a = s.lo // no slot of its own: any line will do
-	}
-	e.mpf[j] = [4]uintptr{
-		uintptr(unsafe.Pointer(&s.words[pi][ai][a-s.lo])),
-		uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)])),
-		uintptr(unsafe.Pointer(&s.until[pi][ai][a-s.lo])),
-		uintptr(unsafe.Pointer(&s.words[pi][ai][a-s.lo])), // a repeat when no mapping is likely
-	}
-	if f := &m.free[pi][ai]; len(f[0])+len(f[1]) > 0 {
-		// A new mapping is likely: its port's metadata is written.
-		e.mpf[j][3] = uintptr(unsafe.Pointer(&s.meta[pi][ai][a-s.lo]))
-	}
-	if j < claimAhead {
-		e.warmLines(j)
-	}
+	e.mah[j] = mapAhead{k: k, bit: uint32(fb)}
 }
 
-// warmLines prefetches the lines warmMapped noted for the batch's j-th
-// new flow through the mapping.
-func (e *SNAT) warmLines(j int) { conntrack.Prefetch(e.mpf[j][:]) }
+// fullNoMapping reports whether the new flow at batch position pos, which
+// warmMapped found on a worker without a port to give, has no mapping
+// either (its filter bit is clear): it then falls back without
+// bindMapped.
+func (e *SNAT) fullNoMapping(pos int) bool {
+	return pos < len(e.mat) && e.mat[pos] == matFull && !e.mw.filt.test(uint64(e.fbit[pos]))
+}
+
+// matFull in SNAT.mat marks a new flow warmMapped found on a worker with
+// no port to give (fullNoMapping).
+const matFull = 0xffff
+
+// warmGroup is how many filter lines prepare asks for at once (one call).
+const warmGroup = 8
+
+// mapAhead is what warmMapped notes of one new flow through the mapping.
+type mapAhead struct {
+	k   *conntrack.Tuple
+	bit uint32 // the endpoint's filter bit
+}
+
+// warmLines prefetches the lines the batch's j-th new flow through the
+// mapping will read: with its filter bit set, those of a mapping it may
+// have (its inside port's word and timeout, its index slot), and, with
+// free ports, the inside port's metadata, which a new mapping writes;
+// with the bit clear, the inside port's lines only when there are free
+// ports (a new mapping is made), else none: the flow falls back at once.
+func (e *SNAT) warmLines(j int) {
+	s, m := e.ms, e.mw
+	a := &e.mah[j]
+	k := a.k
+	set := m.filt.test(uint64(a.bit))
+	pi := protoIndex(k.Proto)
+	ai := s.addrIndex(e.address(k))
+	f := &m.free[pi][ai]
+	free := len(f[0])+len(f[1]) > 0
+	if !set && !free {
+		return
+	}
+	p := k.Sport
+	if p < s.lo || p > s.hi {
+		p = s.lo // no slot of its own: any line will do
+	}
+	i := int(p - s.lo)
+	lines := [4]uintptr{
+		uintptr(unsafe.Pointer(&s.words[pi][ai][i])),
+		uintptr(unsafe.Pointer(&s.until[pi][ai][i])),
+		uintptr(unsafe.Pointer(&s.meta[pi][ai][i])),
+	}
+	n := 2
+	if free {
+		n = 3
+	}
+	if set {
+		lines[n] = uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)]))
+		n++
+	}
+	conntrack.Prefetch(lines[:n])
+}
 
 // claimMapped makes reply (with the mapping's port) the flow's reply
 // tuple, unless a reload pinned it elsewhere or another flow holds it.

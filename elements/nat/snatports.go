@@ -73,7 +73,7 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
-	e.now, e.nm = 0, 0
+	e.now, e.nm, e.nq = 0, 0, 0
 	for i, p := range b.Pkts {
 		e.nf.at[i] = 0
 		e.mat[i] = 0
@@ -83,7 +83,7 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		}
 		k := &c.T[0]
 		if e.mw != nil && e.mapped(k) {
-			e.warmMapped(k, i)
+			e.warmMapped(tt, k, i)
 		}
 		if k.Sport < e.lo || k.Sport > e.hi {
 			continue
@@ -102,6 +102,12 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		}
 		m++
 		e.nf.at[i] = uint16(m)
+	}
+	if e.nq > 0 {
+		conntrack.Prefetch(e.fpf[e.nq-e.nq%warmGroup : e.nq])
+		for j := range min(e.nm, claimAhead) {
+			e.warmLines(j) // their filter lines were asked for first
+		}
 	}
 	e.nf.t = t
 	e.nf.n = m
@@ -157,11 +163,13 @@ func (e *SNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) 
 		t.WarmClaim(e.nf.hs[j])
 	}
 	if e.mapped(k) {
-		if e.bindMapped(t, c, idx, pos) {
-			return true
-		}
-		if e.ms.block > 0 {
-			return false // no port outside the host's block: "ports exhausted"
+		if !e.fullNoMapping(pos) {
+			if e.bindMapped(t, c, idx, pos) {
+				return true
+			}
+			if e.ms.block > 0 {
+				return false // no port outside the host's block: "ports exhausted"
+			}
 		}
 		e.fallbacks++ // per destination, among this worker's ports
 	}
