@@ -474,6 +474,12 @@ func (e *SNAT) Push(_ int, b *packet.Batch) {
 		e.prepare(b)
 	}
 	e.push(b)
+	if e.nm != 0 {
+		// The tuples point into the flow table's memory, which a
+		// reload may unmap: none is kept past the batch.
+		clear(e.mah[:e.nm])
+		e.nm = 0
+	}
 	if e.lookups != 0 {
 		e.probes.Add(e.lookups)
 		e.lookups = 0
