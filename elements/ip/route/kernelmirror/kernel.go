@@ -29,7 +29,7 @@ import (
 // mirror resubscribes, dumps the table again and applies only what
 // differs from its state, as one version (resync); each such dump is a
 // "kernel resyncs". The state is one small map entry per prefix
-// (kernelstate.go).
+// (state.go).
 //
 // route.Unicast routes are mirrored with their paths (several: ECMP, weighted by
 // repeating a path), blackhole, unreachable and prohibit routes as routes
@@ -67,7 +67,7 @@ type Sync struct {
 
 	ports   map[int]int                    // ifindex -> output port
 	ports6  map[int]int                    // ifindex -> output port of IPv6 routes (nil: ports)
-	routes  map[netip.Prefix]kernelRoute   // each prefix's best route (kernelstate.go)
+	routes  map[netip.Prefix]kernelRoute   // each prefix's best route (state.go)
 	multi   map[netip.Prefix][]kernelRoute // every route of the prefixes that have several
 	hopSets hopSets
 	peak    int // the most routes held since the map was last rebuilt (shrink)
