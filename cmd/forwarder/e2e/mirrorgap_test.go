@@ -263,6 +263,7 @@ func parsePingGaps(out string) pingGaps {
 	var first, prev time.Time
 	prevSeq := -1
 	for _, m := range pingReply.FindAllStringSubmatch(out, -1) {
+		g.replies++
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		frac := m[2]
 		for len(frac) < 9 {
@@ -271,7 +272,7 @@ func parsePingGaps(out string) pingGaps {
 		ns, _ := strconv.ParseInt(frac[:9], 10, 64)
 		ts := time.Unix(sec, ns)
 		seq, _ := strconv.Atoi(m[3])
-		if g.replies == 0 {
+		if g.replies == 1 {
 			first = ts
 		} else {
 			if d := ts.Sub(prev); d > g.gap {
@@ -289,7 +290,25 @@ func parsePingGaps(out string) pingGaps {
 			}
 		}
 		prev, prevSeq = ts, seq
-		g.replies++
 	}
 	return g
+}
+
+// TestParsePingGaps: the gap between replies, a lost run, and a late reply
+// (overtaken) neither lost nor a wrap.
+func TestParsePingGaps(t *testing.T) {
+	out := `PING 10.2.0.2 (10.2.0.2) 56(84) bytes of data.
+[100.000000] 64 bytes from 10.2.0.2: icmp_seq=1 ttl=63 time=0.1 ms
+[100.010000] 64 bytes from 10.2.0.2: icmp_seq=2 ttl=63 time=0.1 ms
+[100.300000] 64 bytes from 10.2.0.2: icmp_seq=6 ttl=63 time=0.1 ms
+[100.301000] 64 bytes from 10.2.0.2: icmp_seq=4 ttl=63 time=0.1 ms
+[100.310000] 64 bytes from 10.2.0.2: icmp_seq=7 ttl=63 time=0.1 ms
+
+--- 10.2.0.2 ping statistics ---
+7 packets transmitted, 5 received, 28% packet loss, time 60ms
+`
+	g := parsePingGaps(out)
+	if g.sent != 7 || g.replies != 5 || g.gap != 290*time.Millisecond || g.gapAt != 10*time.Millisecond || g.lostRun != 3 {
+		t.Errorf("parsePingGaps: %+v, want 7 sent, 5 replies, gap 290ms at +10ms, lost run 3", g)
+	}
 }
