@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Layouts of the fast path's map keys and values. They must match the
- * Go side byte for byte (the constants at the top of tables.go and
- * egress.go, which also document them); TestLayouts checks the sizes
- * and offsets recorded in the compiled object's BTF against those
- * constants.
+ * Layouts of the fast path's map keys and values. The Go side's types
+ * are generated from these structs by bpf2go (-type, objects.go), but
+ * for the IPv4 flow key and value, kept by hand in flows.go;
+ * TestLayouts checks every type's size and offsets against the
+ * compiled object's BTF.
  *
  * Integers that are not addresses are in host byte order; IPv4
  * addresses, ports and checksum deltas are kept as their wire bytes
