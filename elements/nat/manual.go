@@ -112,9 +112,9 @@ var snatManual = elements.Doc{
 		"u of the destination's ports is in use). A new flow looks at no more than 4096 ports and makes at " +
 		"most 128 lookups (after the source port's); if none is free it is dropped as \"ports exhausted\" " +
 		"and the next one goes on from there. A destination can have at most one flow per port and outside " +
-		"address (with W workers, about 1/W of them on each worker). ICMP echo identifiers " +
-		"are not hashed by the steering, so with several workers echo flows are only guaranteed to come home " +
-		"when the steering sends both directions alike. SNAT also un-DNATs the replies of DNAT'd flows " +
+		"address (with W workers, about 1/W of them on each worker). With `inside` set and several workers, " +
+		"FromDevice steers ICMP echoes by their identifier both ways, so an identifier SNAT must change (below " +
+		"`ports`, or taken) is replaced by one the worker owns and the reply comes home. SNAT also un-DNATs the replies of DNAT'd flows " +
 		"(their source goes back to the public address) and translates ICMP errors about its flows. " +
 		"A port qualifies by the hash FromDevice steers the reply by: a reply from a DNAT backend endpoint " +
 		"hashes as the public endpoint it serves (flowsteer), which is what a hairpinned flow's reply is. " +
