@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -104,26 +105,53 @@ func TestPolice(t *testing.T) {
 	ns6 := v6{src: "2001:db8:1::2", dst: "2001:db8:2::1", next: 58, hop: 255, sport: 135 << 8, payload: 24}.frame()
 	transit := frame("10.1.0.2", "10.2.4.4", 64, 26)     // forwarded
 	transitSlow := frame("10.1.0.2", "10.7.0.1", 64, 26) // no route: slow
-	// Class by class: burst frames pass, the next is dropped.
+	// Class by class: the buckets are per CPU and the frames may run on
+	// any CPU the test's thread moves to (BPF_PROG_TEST_RUN on the
+	// caller's CPU, the TC fixture's frames where the kernel takes them),
+	// so each class gets CPUs×burst+2 frames: the first burst always
+	// pass, at most CPUs×burst pass, the rest are dropped and counted.
+	ncpu := runtime.NumCPU()
+	frames := ncpu*burst + 2
+	var wantPoliced [4]uint64
+	var passed uint64
 	for _, c := range []struct {
 		name  string
 		in    []byte
 		class int
 	}{{"udp", udp, 2}, {"echo", echo, 0}, {"syn", syn, 1}, {"tcp ack", est, 3}} {
-		for i := range burst + 2 {
+		pass := 0
+		for i := range frames {
 			before := f.counters().Policed[c.class]
 			d := f.police(c.in)
-			if d != (i >= burst) {
-				t.Errorf("%s frame %d: dropped %v", c.name, i+1, d)
+			if d && i < burst {
+				t.Errorf("%s frame %d dropped within the burst", c.name, i+1)
 			}
 			if d && f.counters().Policed[c.class] != before+1 {
 				t.Errorf("%s: dropped but not counted in class %s", c.name, PoliceClasses[c.class])
 			}
+			if !d {
+				pass++
+			}
 		}
+		if pass > ncpu*burst {
+			t.Errorf("%s: %d of %d frames passed, want at most %d (%d CPUs × burst %d)", c.name, pass, frames, ncpu*burst, ncpu, burst)
+		}
+		wantPoliced[c.class] += uint64(frames - pass)
+		passed += uint64(pass)
 	}
-	// The UDP bucket is empty: IPv6 UDP to the router is dropped too.
-	if !f.police(udp6) {
-		t.Error("IPv6 UDP to the router passed an empty UDP bucket")
+	// The UDP buckets are empty: IPv6 UDP to the router is dropped too
+	// (on a CPU whose bucket the IPv4 frames emptied).
+	dropped6 := false
+	for range ncpu*burst + 1 {
+		if f.police(udp6) {
+			dropped6 = true
+			wantPoliced[2]++
+			break
+		}
+		passed++
+	}
+	if !dropped6 {
+		t.Error("IPv6 UDP to the router never dropped by the emptied UDP buckets")
 	}
 	// Never policed, the buckets empty as they are.
 	for i := range 20 {
@@ -146,8 +174,8 @@ func TestPolice(t *testing.T) {
 		t.Error("UDP to an address no longer local dropped")
 	}
 	c := f.counters()
-	if c.Policed != [4]uint64{2, 2, 3, 2} || c.LocalPassed != 4*burst {
-		t.Errorf("policed %v, passed %d; want [2 2 3 2] (echo, syn, udp with IPv6, other), %d", c.Policed, c.LocalPassed, 4*burst)
+	if c.Policed != wantPoliced || c.LocalPassed != passed {
+		t.Errorf("policed %v, passed %d; want %v (echo, syn, udp with IPv6, other), %d", c.Policed, c.LocalPassed, wantPoliced, passed)
 	}
 
 	// Off: nothing policed.
