@@ -285,3 +285,36 @@ e2e_wait_path() {
 		sleep 0.2
 	done
 }
+
+# e2e_linux_up CFG: Linux forwarding in $FWD on lan0 and wan0, the
+# reference the scripts measure Junction against: router: ip_forward=1
+# with router-veth.toml's addresses and its route to the outside
+# hosts' 10.16.0.0/12; nat: nat-gateway.toml's addresses, nftables
+# masquerade of 192.168.1.0/24 out wan0 and the config's port forwards.
+e2e_linux_up() {
+	case $1 in
+	router)
+		ip -n "$FWD" addr add 10.1.0.1/24 dev lan0
+		ip -n "$FWD" addr add 10.2.0.1/24 dev wan0
+		ip -n "$FWD" route add 10.16.0.0/12 via 10.2.0.2 ;;
+	nat)
+		ip -n "$FWD" addr add 192.168.1.1/24 dev lan0
+		ip -n "$FWD" addr add 203.0.113.1/24 dev wan0
+		ip -n "$FWD" route add default via 203.0.113.2
+		ip netns exec "$FWD" nft -f - <<'NFT'
+table ip nat {
+	chain prerouting {
+		type nat hook prerouting priority dstnat;
+		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
+		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
+	}
+	chain postrouting {
+		type nat hook postrouting priority srcnat;
+		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
+	}
+}
+NFT
+		;;
+	esac
+	ip netns exec "$FWD" sysctl -qw net.ipv4.ip_forward=1
+}

@@ -277,32 +277,7 @@ topology() {
 	esac
 }
 
-linux_up() {
-	case $1 in
-	router)
-		ip -n $FWD addr add 10.1.0.1/24 dev lan0
-		ip -n $FWD addr add 10.2.0.1/24 dev wan0 ;;
-	nat)
-		ip -n $FWD addr add 192.168.1.1/24 dev lan0
-		ip -n $FWD addr add 203.0.113.1/24 dev wan0
-		ip -n $FWD route add default via 203.0.113.2
-		ip netns exec $FWD nft -f - <<'EOF'
-table ip nat {
-	chain prerouting {
-		type nat hook prerouting priority dstnat;
-		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
-		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
-	}
-	chain postrouting {
-		type nat hook postrouting priority srcnat;
-		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
-	}
-}
-EOF
-		;;
-	esac
-	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=1
-}
+linux_up() { e2e_linux_up "$1"; }
 linux_down() {
 	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=0
 	ip netns exec $FWD nft flush ruleset 2>/dev/null || true

@@ -174,36 +174,6 @@ mstat() { awk '/^cpu / {b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6}' 
 rss() { if [ -n "$FWDPID" ]; then awk -v k="$1:" '$1 == k {print $2}' /proc/$FWDPID/status; else echo 0; fi; }
 fwdticks() { if [ -n "$FWDPID" ]; then sed 's/.*) //' /proc/$FWDPID/stat | awk '{print $12 + $13}'; else echo 0; fi; }
 
-# linux_up CFG, linux_down: Linux forwarding in $FWD as the reference
-# (benchmarks/e2e-tcp.sh's set-up).
-linux_up() {
-	case $1 in
-	router)
-		ip -n $FWD addr add 10.1.0.1/24 dev lan0
-		ip -n $FWD addr add 10.2.0.1/24 dev wan0
-		ip -n $FWD route add 10.16.0.0/12 via 10.2.0.2 ;;
-	nat)
-		ip -n $FWD addr add 192.168.1.1/24 dev lan0
-		ip -n $FWD addr add 203.0.113.1/24 dev wan0
-		ip -n $FWD route add default via 203.0.113.2
-		ip netns exec $FWD nft -f - <<'NFT'
-table ip nat {
-	chain prerouting {
-		type nat hook prerouting priority dstnat;
-		ip daddr 203.0.113.1 tcp dport 8080 dnat to 192.168.1.10:80
-		ip daddr 203.0.113.1 udp dport 5000 dnat to 192.168.1.10:5000
-	}
-	chain postrouting {
-		type nat hook postrouting priority srcnat;
-		oifname "wan0" ip saddr 192.168.1.0/24 masquerade
-	}
-}
-NFT
-		;;
-	esac
-	ip netns exec $FWD sysctl -qw net.ipv4.ip_forward=1
-}
-
 # ctstats: "NEW EVICTED TABLEFULL ENTRIES DROPS" from /stats (Conntrack
 # "ct" summed over workers; DROPS: the forwarder's total drops), or
 # "- - - - -" when it does not answer.
@@ -318,7 +288,7 @@ for WAY in $WAYS; do
 	PIDS+=($!)
 	LOG=$TMP/fwd-$CFG0-$WAY.log
 	if [ "$WAY" = linux ]; then
-		linux_up "$CFG0"
+		e2e_linux_up "$CFG0"
 		FWDPID=
 	else
 		ip netns exec $FWD "$TMP/forwarder" run -config "$CONFIG" -quiet -stats $STATS -control "$SOCK" >"$LOG" 2>&1 &
