@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,8 +128,10 @@ func (f *frr) bfdPeers() (map[string]bfdPeer, string) {
 // namespace peers with BIRD on the WAN host over the forwarded link, IPv4
 // and IPv6, each session with BFD (both BFD sessions up, and still up
 // with the same uptime after the load); zebra installs the learnt routes into the kernel's main table
-// on the twin; they are forwarded; the sessions stay up through an iperf3
-// load through the router; a withdrawn route stops.
+// on the twin; they are forwarded, offloaded to the fast path in TC
+// (kernelRouteOffloaded); the sessions stay up through an iperf3 load
+// through the router; a withdrawn route stops. Should a session be
+// re-established, frrResetReport logs why, as each side saw it.
 func TestBGPRouterFRR(t *testing.T) {
 	tp, _ := newBGPTopo(t, nil)
 	peer := bgpHosts(t, tp, true)
@@ -192,11 +195,18 @@ router bgp 65001
 	pingOK(t, tp.cli, "10.16.0.5")
 	ping6OK(t, tp.cli, "2001:db8:16::5")
 
+	before := tp.snapshot(t)
 	secs := bgpLoad(t, tp, "FRR")
+	kernelRouteOffloaded(t, before, tp.snapshot(t))
+	reset := false
 	for _, a := range peers {
 		if st, n, out := router.neighbor(a); st != "Established" || n != settled[a] {
+			reset = true
 			t.Errorf("FRR session with %s after %d s of load: %s, established %d times (%d before the load):\n%.2000s", a, secs, st, n, settled[a], out)
 		}
+	}
+	if reset {
+		frrResetReport(t, tp, router, peer, peers)
 	}
 	// The BFD sessions stayed up through the load: up, and for as long
 	// as since they were first seen up (a flap would restart the uptime).
@@ -217,4 +227,46 @@ router bgp 65001
 		t.Errorf("10.16.0.5 still reached after its route was withdrawn:\n%s", out)
 	}
 	ping6OK(t, tp.cli, "2001:db8:16::5")
+}
+
+// frrResetReport logs, after a session was re-established, what each side
+// says about why: bgpd's last reset and notification, bfdd's sessions
+// with their diagnostics and packet counters, the peer BIRD's view of its
+// sessions, and the router's counters on the way (HostPunt, the ports'
+// and twins' drops): which side gave up, on what (BFD's detection time,
+// the hold timer, an error), and whether the router lost the packets.
+func frrResetReport(t *testing.T, tp *topo, router *frr, peer *bird, peers []string) {
+	t.Helper()
+	for _, a := range peers {
+		out, _ := router.ns.Run("vtysh", "--vty_socket", router.dir, "-c", "show bgp neighbors "+a+" json")
+		var n map[string]map[string]any
+		if json.Unmarshal([]byte(out), &n) == nil {
+			m := n[a]
+			t.Logf("bgpd, neighbour %s: lastResetDueTo %v, lastResetCode %v, lastReset %v s ago, lastNotificationReason %v, lastErrorCodeSubcode %v",
+				a, m["lastResetDueTo"], m["lastResetCode"], m["lastReset"], m["lastNotificationReason"], m["lastErrorCodeSubcode"])
+		}
+	}
+	for _, c := range []string{"show bfd peers json", "show bfd peers counters json"} {
+		out, _ := router.ns.Run("vtysh", "--vty_socket", router.dir, "-c", c)
+		t.Logf("bfdd, %s:\n%.3000s", c, out)
+	}
+	for _, c := range [][]string{{"show", "protocols", "all", "r1"}, {"show", "protocols", "all", "r1v6"}, {"show", "bfd", "sessions"}} {
+		out, _ := peer.ctl(c...)
+		t.Logf("the peer's BIRD, %s:\n%.3000s", strings.Join(c, " "), out)
+	}
+	s := tp.snapshot(t)
+	var hp []string
+	for _, name := range []string{"punted routing", "routing over rate", "punted neighbor", "neighbor over rate", "punted other", "other over rate"} {
+		hp = append(hp, fmt.Sprintf("%s %d", name, counter(s, "HostPunt", name)))
+	}
+	t.Logf("HostPunt: %s", strings.Join(hp, ", "))
+	for _, d := range s.Devices {
+		var cs []string
+		for _, c := range d.Counters {
+			if c.Value != 0 {
+				cs = append(cs, fmt.Sprintf("%s %d", c.Name, c.Value))
+			}
+		}
+		t.Logf("device %s (%s): %s", d.Device, d.Driver, strings.Join(cs, ", "))
+	}
 }

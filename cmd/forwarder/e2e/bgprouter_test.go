@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/junction-dataplane/junction/internal/netns"
+	"github.com/junction-dataplane/junction/pipeline"
 )
 
 // The tests of configs/bgp-router.toml: the topology of every test (cli on
@@ -28,6 +29,38 @@ func bgpConfigPath(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// kernelOffPorts keeps the kernel's stack of ns off the router's ports
+// lan0 and wan0, as bgp-router.toml's header asks ("Data path"): with
+// AF_PACKET ports the stack sees every frame the fast path in TC leaves to
+// the sockets, and, the twins' addresses being in the same namespace, it
+// would answer the router's own traffic a second time (pings twice, TCP
+// segments delivered twice, ARP answered from the port) past HostPunt.
+// Strict reverse-path filtering drops IPv4 arriving on a port (the
+// sources' routes lead through the twins), arp_ignore 8 answers no ARP
+// there, and IPv6 is off on the ports.
+func kernelOffPorts(ns *netns.NS) {
+	for _, port := range []string{"lan0", "wan0"} {
+		ns.Sysctl("net.ipv4.conf."+port+".rp_filter", "1")
+		ns.Sysctl("net.ipv4.conf."+port+".arp_ignore", "8")
+		ns.Sysctl("net.ipv6.conf."+port+".disable_ipv6", "1")
+	}
+}
+
+// answeredOnce pings dst from ns and fails the test unless every echo
+// got exactly one reply (the graph's; a duplicate is the kernel
+// answering from a port as well).
+func answeredOnce(t *testing.T, ns *netns.NS, dst string) {
+	t.Helper()
+	args := []string{"-c5", "-i0.2", "-W2", "-w8", dst}
+	if strings.Contains(dst, ":") {
+		args = append([]string{"-6"}, args...)
+	}
+	out, err := ns.Run("ping", args...)
+	if err != nil || !strings.Contains(out, " 0% packet loss") || strings.Contains(out, "DUP!") || strings.Contains(out, "duplicates") {
+		t.Errorf("ping %s from %s: want each echo answered once: %v\n%s", dst, ns.Name, err, out)
+	}
 }
 
 // newBGPTopo starts the forwarder with bgp-router.toml (changed by edit,
@@ -51,6 +84,7 @@ func newBGPTopo(t *testing.T, edit func(string) string) (*topo, string) {
 		}
 	}
 	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "lo")
+	kernelOffPorts(tp.fwd)
 	p, sock := startCtl(t, tp.fwd, tp.bin, tp.config, tp.cli, "10.1.0.1")
 	tp.proc = p
 	t.Cleanup(func() {
@@ -283,7 +317,10 @@ func routed(t *testing.T, ns *netns.NS, dst string, reachable bool) {
 // TestBGPRouter: BIRD in the router's namespace peers with BIRD in srv
 // over the forwarded WAN link; the session stays established through an
 // iperf3 load through the router; the route it learns is forwarded by
-// the graph and the fast path, and once withdrawn it is not; the kernel's
+// the graph and offloaded to the fast path in TC, which carries the load
+// (kernelRouteOffloaded), and once withdrawn it is not; the router's
+// addresses are answered once each, by the graph (not by the kernel from
+// the ports as well: kernelOffPorts); the kernel's
 // neighbour entry for the peer is resolved (it sees the ARP replies);
 // the router's own addresses answer TCP from both sides, over IPv4 and
 // IPv6 (the kernel resolves the LAN host by neighbour discovery through
@@ -301,6 +338,11 @@ func TestBGPRouter(t *testing.T) {
 	ping6OK(t, tp.cli, "2001:db8:16::5")
 
 	t.Run("router addresses", func(t *testing.T) {
+		// Answered by the graph, and only by it: not by the kernel
+		// from the port as well (kernelOffPorts).
+		for _, dst := range []string{"10.1.0.1", "10.2.0.1", "2001:db8:1::1", "2001:db8:2::1"} {
+			answeredOnce(t, tp.cli, dst)
+		}
 		const body = "the router itself\n"
 		serveHTTP(t, tp.fwd, "10.1.0.1:8080", body)
 		natCurl(t, tp.cli, "http://10.1.0.1:8080/", body)
@@ -327,6 +369,7 @@ func TestBGPRouter(t *testing.T) {
 	})
 
 	t.Run("under load", func(t *testing.T) {
+		before := tp.snapshot(t)
 		secs := bgpLoad(t, tp, "BGP")
 		for _, sess := range []struct{ name, since string }{{"uplink", since}, {"uplink6", since6}} {
 			if now, up, st := router.session(sess.name); !up || !sameSince(now, sess.since) {
@@ -341,6 +384,7 @@ func TestBGPRouter(t *testing.T) {
 		if counter(s, "HostPunt", "punted routing") == 0 || counter(s, "HostPunt", "routing over rate") != 0 {
 			t.Errorf("HostPunt: BGP punted %d, dropped %d", counter(s, "HostPunt", "punted routing"), counter(s, "HostPunt", "routing over rate"))
 		}
+		kernelRouteOffloaded(t, before, s)
 	})
 
 	t.Run("withdrawn", func(t *testing.T) {
@@ -394,6 +438,43 @@ func TestBGPRouter(t *testing.T) {
 		routed(t, tp.cli, "10.16.0.5", true)
 		pingOK(t, tp.cli, "10.16.0.5")
 	})
+}
+
+// kernelRouteOffloaded checks, over bgpLoad's run between snapshots
+// before and after, that the route BIRD or FRR installed in the kernel
+// reached the fast path in TC (the table's offload): both ports run it
+// (fastpath "tc", as "auto" picks on a veth), and the TC program on lan
+// forwarded most of the load's frames to the route's next hop, the graph
+// seeing fewer of them than it did (a GSO packet is one frame), and the
+// one on wan the replies.
+func kernelRouteOffloaded(t *testing.T, before, after *pipeline.Snapshot) {
+	t.Helper()
+	for _, d := range after.Devices {
+		if d.Device != "lan" && d.Device != "wan" {
+			continue
+		}
+		mode := ""
+		for _, m := range d.Modes {
+			if m.Name == "fastpath" {
+				mode = m.Value
+			}
+		}
+		if mode != "tc" {
+			t.Errorf("%s (%s): fast path %q, want tc: %+v", d.Device, d.Driver, mode, d.Modes)
+		}
+	}
+	delta := func(dev, name string) uint64 {
+		return deviceCounter(after, dev, name) - deviceCounter(before, dev, name)
+	}
+	fwd, graph := delta("lan", "fastpath_forwarded"), delta("lan", "rx_packets")
+	t.Logf("during the load: lan's TC program forwarded %d frames (%d bytes), its sockets took %d; wan's forwarded %d",
+		fwd, delta("lan", "fastpath_forwarded_bytes"), graph, delta("wan", "fastpath_forwarded"))
+	if fwd < 1000 || fwd < graph {
+		t.Errorf("the kernel's route is not offloaded: lan's TC program forwarded %d frames of the load, the graph received %d", fwd, graph)
+	}
+	if delta("wan", "fastpath_forwarded") < 1000 {
+		t.Errorf("wan's TC program forwarded %d frames of the load's replies", delta("wan", "fastpath_forwarded"))
+	}
 }
 
 // TestBGPRouterDHCP: dnsmasq on the router's LAN twin hands the LAN host

@@ -34,9 +34,10 @@ import (
 //
 // JN_PINGGAP_ONLY=linux or junction runs one side; JN_PINGGAP_GODEBUG is
 // given to the forwarder as GODEBUG (e.g. gctrace=1, printed with its
-// output at the end). The graph forwards (bgp-router.toml with the XDP
-// fast path and the table's offload off: the probe measures the workers,
-// not the kernel's XDP); JN_PINGGAP_FASTPATH=1 keeps the file as it is.
+// output at the end). The graph forwards (bgp-router.toml with the fast
+// path in TC and the table's offload off: the probe measures the workers,
+// not the kernel's fast path); JN_PINGGAP_FASTPATH=1 keeps the file as it
+// is.
 func TestKernelMirrorPingGap(t *testing.T) {
 	spec := os.Getenv("JN_PINGGAP_SCALE")
 	if spec == "" {
@@ -73,12 +74,18 @@ func TestKernelMirrorPingGap(t *testing.T) {
 			}
 			c := string(data)
 			if os.Getenv("JN_PINGGAP_FASTPATH") == "" {
-				c = strings.ReplaceAll(c, "fastpath  = true", "fastpath  = false")
+				if strings.Count(c, shippedDevice) != 2 {
+					t.Fatalf("bgp-router.toml: no longer two devices with %q; update the fast path's removal", shippedDevice)
+				}
+				c = strings.ReplaceAll(c, shippedDevice, strings.Replace(shippedDevice, `"auto"`, `"off"`, 1))
 				var keep []string
 				for _, l := range strings.Split(c, "\n") {
 					if !strings.HasPrefix(l, "offload ") {
 						keep = append(keep, l)
 					}
+				}
+				if n := strings.Count(c, "\n") - len(keep) + 1; n != 1 {
+					t.Fatalf("bgp-router.toml: %d offload lines, want the table's one", n)
 				}
 				c = strings.Join(keep, "\n")
 			}
@@ -86,6 +93,7 @@ func TestKernelMirrorPingGap(t *testing.T) {
 			if err := os.WriteFile(tp.config, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			kernelOffPorts(tp.fwd)
 			out := startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
 			for _, twin := range []string{"lan0h", "wan0h"} {
 				waitFor(t, 15*time.Second, twin+" up", func() (bool, string) {

@@ -174,10 +174,14 @@ func TestBGPRouterPuntFlood(t *testing.T) {
 	}
 	s := tp.snapshot(t)
 	// What the flood cost before HostPunt: frames the WAN device could not
-	// take (a full RX ring: the workers were short of CPU).
-	t.Logf("wan device: rx_packets %d, rx_ring_full %d, rx_kernel_dropped %d, rx_fill_empty %d",
+	// take (a full RX ring: the workers were short of CPU; afxdp's
+	// rx_ring_full and rx_fill_empty, afpacket's rx_kernel_dropped), and
+	// what the fast path's policer dropped of the traffic for the router
+	// before the rings (SYNs: local_rate_dropped_syn).
+	t.Logf("wan device: rx_packets %d, rx_ring_full %d, rx_kernel_dropped %d, rx_fill_empty %d, local_rate_dropped_syn %d, local_rate_passed %d",
 		deviceCounter(s, "wan", "rx_packets"), deviceCounter(s, "wan", "rx_ring_full"),
-		deviceCounter(s, "wan", "rx_kernel_dropped"), deviceCounter(s, "wan", "rx_fill_empty"))
+		deviceCounter(s, "wan", "rx_kernel_dropped"), deviceCounter(s, "wan", "rx_fill_empty"),
+		deviceCounter(s, "wan", "local_rate_dropped_syn"), deviceCounter(s, "wan", "local_rate_passed"))
 	names := []string{"punted routing", "punted neighbor", "punted other", "routing over rate", "neighbor over rate", "other over rate"}
 	got := map[string]uint64{}
 	for _, n := range names {
