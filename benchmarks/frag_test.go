@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -34,14 +33,7 @@ func BenchmarkNATGraphReassembler(b *testing.B) {
 			for warm := 0; warm < 60_000; {
 				warm += r.Round(0)
 			}
-			b.ReportAllocs()
-			cpu0 := cputime.Thread()
-			pkts := 0
-			for b.Loop() {
-				pkts += r.Round(0)
-			}
-			cpu := cputime.Thread() - cpu0
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+			pkts, cpu := stepRounds(b, r)
 			// The worker thread's own CPU time: what the graph costs,
 			// without the time the shared machine took the CPU away.
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(pkts), "cpu-ns/pkt")

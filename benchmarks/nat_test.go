@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/pipeline"
 )
 
@@ -124,15 +123,8 @@ func BenchmarkNATGraph(b *testing.B) {
 func TestNATGraphAllocs(t *testing.T) {
 	for _, fast := range []bool{false, true} {
 		r := buildNAT(t, 256, fast)
-		for range 200 { // create and fast-track every flow, make the pools
-			r.Round(0)
-		}
-		allocs := testing.AllocsPerRun(500, func() {
-			if r.Round(0) == 0 {
-				t.Fatal("empty round")
-			}
-		})
-		if allocs != 0 {
+		// 200 rounds to create and fast-track every flow, make the pools
+		if allocs := roundAllocs(t, r, 200, 500); allocs != 0 {
 			t.Errorf("fast=%v: %v allocations per round", fast, allocs)
 		}
 		if s := r.Snapshot(); fast && counter(s, "ft", "fasttracked packets") == 0 {
@@ -482,16 +474,8 @@ func BenchmarkNATGraphMiss(b *testing.B) {
 				warm += r.Round(0)
 			}
 			s0 := r.Snapshot()
-			b.ReportAllocs()
-			cpu0 := cputime.Thread()
-			pkts := 0
-			for b.Loop() {
-				pkts += r.Round(0)
-			}
-			cpu := cputime.Thread() - cpu0
-			ns := float64(b.Elapsed().Nanoseconds())
-			b.ReportMetric(ns/float64(pkts), "ns/pkt")
-			b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+			pkts, cpu := stepRounds(b, r)
+			b.ReportMetric(float64(pkts)/float64(b.Elapsed().Nanoseconds())*1e3, "Mpps")
 			if cpu > 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(pkts), "cpu-ns/pkt")
 			}

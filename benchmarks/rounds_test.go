@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/junction-dataplane/junction/internal/cputime"
 	"github.com/junction-dataplane/junction/pipeline"
@@ -43,19 +44,25 @@ func buildStepped(t testing.TB, name string, src []byte, o pipeline.Options) *pi
 // it through every element, transmit it — allocates nothing.
 func TestL3GraphAllocs(t *testing.T) {
 	for _, every := range []int{1, 8} {
-		r := buildL3(t, every)
-		for range 10 { // warm up: the gen pools are made on first receive
-			r.Round(0)
-		}
-		allocs := testing.AllocsPerRun(1000, func() {
-			if r.Round(0) == 0 {
-				t.Fatal("empty round")
-			}
-		})
-		if allocs != 0 {
+		// warm up: the gen pools are made on first receive
+		if allocs := roundAllocs(t, buildL3(t, every), 10, 1000); allocs != 0 {
 			t.Errorf("timing every %d rounds: %v allocations per round", every, allocs)
 		}
 	}
+}
+
+// roundAllocs steps worker 0 of r warm rounds, then returns the average
+// allocations of a round over runs more; an empty round fails the test.
+func roundAllocs(t *testing.T, r *pipeline.Router, warm, runs int) float64 {
+	t.Helper()
+	for range warm {
+		r.Round(0)
+	}
+	return testing.AllocsPerRun(runs, func() {
+		if r.Round(0) == 0 {
+			t.Fatal("empty round")
+		}
+	})
 }
 
 // BenchmarkL3Round steps the L3 graph on one worker with element timing in
@@ -76,32 +83,35 @@ func benchRounds(b *testing.B, r *pipeline.Router) {
 	for range 10 {
 		r.Round(0)
 	}
-	b.ReportAllocs()
-	pkts := 0
-	for b.Loop() {
-		pkts += r.Round(0)
-	}
-	ns := float64(b.Elapsed().Nanoseconds())
-	b.ReportMetric(ns/float64(pkts), "ns/pkt")
-	b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+	pkts, _ := stepRounds(b, r)
+	b.ReportMetric(float64(pkts)/float64(b.Elapsed().Nanoseconds())*1e3, "Mpps")
 }
 
 // measureRounds runs worker 0's rounds for the benchmark's loop, reports
 // ns/pkt, Mpps and, from the thread's CPU time (what a shared machine
 // inflates least), Mpps-cpu, and returns the packets the rounds moved.
 func measureRounds(b *testing.B, r *pipeline.Router) int {
-	b.ReportAllocs()
-	cpu0 := cputime.Thread()
-	pkts := 0
-	for b.Loop() {
-		pkts += r.Round(0)
-	}
-	cpu := cputime.Thread() - cpu0
-	ns := float64(b.Elapsed().Nanoseconds())
-	b.ReportMetric(ns/float64(pkts), "ns/pkt")
-	b.ReportMetric(float64(pkts)/ns*1e3, "Mpps")
+	pkts, cpu := stepRounds(b, r)
+	b.ReportMetric(float64(pkts)/float64(b.Elapsed().Nanoseconds())*1e3, "Mpps")
 	if cpu > 0 {
 		b.ReportMetric(float64(pkts)/cpu.Seconds()/1e6, "Mpps-cpu")
 	}
 	return pkts
+}
+
+// stepRounds is the timed loop of the benchmarks that step a graph: it
+// runs worker 0's rounds for the benchmark's loop with allocations
+// reported, reports ns/pkt (wall time), and returns the packets the rounds
+// moved and the CPU time the calling thread spent on them (what a shared
+// machine inflates least; the caller locks the thread for it to be the
+// rounds' alone).
+func stepRounds(b *testing.B, r *pipeline.Router) (pkts int, cpu time.Duration) {
+	b.ReportAllocs()
+	cpu0 := cputime.Thread()
+	for b.Loop() {
+		pkts += r.Round(0)
+	}
+	cpu = cputime.Thread() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
+	return pkts, cpu
 }
