@@ -45,47 +45,120 @@ e2e_netns() {
 	done
 }
 
-# e2e_start_sink NS ADDR QUEUES: pktgen sink on NS's eth0 (answering ARP
-# for ADDR), its per-second lines in $TMP/sink.log; e2e_stop_sink stops it.
-# With XDP_SINK=1 the sink is instead an XDP program on eth0 that drops
-# IPv4 and passes ARP to NS's kernel (which answers for ADDR, configured
-# by the script): no thread polls, so the sink takes no CPU from the
-# generator and the forwarder; a loop turns the interface's XDP drop
-# counter into the same per-second lines.
+# The receiver of e2e-router.sh and e2e-nat.sh: what counts the frames
+# that reach the receiving host's eth0. SINK (e2e_sink_init) picks it:
+#   kernel (the default): no XDP and no thread at the receiver: an
+#          nftables netdev ingress chain on eth0 counts IPv4 UDP and drops
+#          it (ARP and the rest go on to the host's kernel, which answers
+#          for its address, configured by the script). It counts every
+#          frame that reaches eth0, whichever way it came: through the
+#          veth's transmit (Linux's forwarding, the graph's sockets) or
+#          put straight into eth0's ingress by a TC program's
+#          bpf_redirect_peer (Junction's fast path into a veth, in TC as
+#          the contract configs ship, or handed to TC by the afxdp
+#          driver's XDP fast path), which an XDP program on eth0 never
+#          sees.
+#   xdp    (or XDP_SINK=1): an XDP program on eth0 (benchmarks/xdpbounce
+#          -drop) drops IPv4 and passes ARP to the kernel; counted by
+#          eth0's XDP drop counters.
+#   afxdp: the pktgen sink: an AF_XDP socket on eth0 that one pktgen
+#          thread per queue busy-polls, answering ARP; counted by eth0's
+#          XDP redirect counters (the frames put on the socket's ring).
+# xdp and afxdp are cooperating receivers: an XDP program on eth0 turns
+# the veth's receive into its NAPI mode and takes frames before the
+# stack, which an ordinary host does not do; figures measured with them
+# are labelled so (SINK_LABEL). The ingress counter runs beneath them
+# too, so that frames that bypass their XDP program (bpf_redirect_peer)
+# are counted: the rate is the sum, and the ingress counter's share is
+# printed as what bypassed the sink.
+
+# e2e_sink_init: E2E_SINK from SINK (XDP_SINK=1: xdp; neither: kernel),
+# SINK_LABEL (how the scripts label their figures) and SINK_COOP (1 for
+# a cooperating receiver); exits on an unknown SINK or without nft.
+# shellcheck disable=SC2034 # SINK_LABEL and SINK_COOP: for the scripts.
+e2e_sink_init() {
+	E2E_SINK=${SINK:-}
+	if [ -z "$E2E_SINK" ]; then
+		if [ "${XDP_SINK:-0}" = 1 ]; then E2E_SINK=xdp; else E2E_SINK=kernel; fi
+	fi
+	case $E2E_SINK in
+	kernel) SINK_LABEL="receiver: eth0's ingress counter, no XDP" SINK_COOP=0 ;;
+	xdp) SINK_LABEL="cooperating receiver: XDP sink" SINK_COOP=1 ;;
+	afxdp) SINK_LABEL="cooperating receiver: AF_XDP sink" SINK_COOP=1 ;;
+	*) echo "SINK=$E2E_SINK: want kernel, xdp or afxdp" >&2; exit 1 ;;
+	esac
+	command -v nft >/dev/null || { echo "the receiver's count needs nft (nftables)" >&2; exit 1; }
+}
+
+# e2e_start_sink NS ADDR QUEUES: the receiver on NS's eth0 (SINK; the
+# afxdp sink answers ARP for ADDR with QUEUES threads) and a loop writing
+# its per-second rates to $TMP/sink.log (e2e_sink_count);
+# e2e_stop_sink stops both and removes the ingress counter.
 e2e_start_sink() {
-	if [ "${XDP_SINK:-0}" = 1 ]; then
+	[ -n "${E2E_SINK:-}" ] || e2e_sink_init
+	E2E_SINK_NS=$1
+	ip netns exec "$1" nft -f - <<'NFT'
+table netdev e2e_sink {
+	counter rx {
+	}
+	chain ingress_eth0 {
+		type filter hook ingress device "eth0" priority 0;
+		ip protocol udp counter name "rx" drop
+	}
+}
+NFT
+	SINKPID=
+	case $E2E_SINK in
+	xdp)
 		[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
 		ip netns exec "$1" "$TMP/xdpbounce" -from eth0 -drop >"$TMP/xdpsink.log" 2>&1 &
-		SINK=$!
-		PIDS+=($SINK)
-		: >"$TMP/sink.log"
-		e2e_xdp_count "$1" &
-		SINKLOOP=$!
-		PIDS+=($SINKLOOP)
-		sleep 1.5
-		return
-	fi
-	ip netns exec "$1" "$TMP/pktgen" sink -interface eth0 -addr "$2" -queues "$3" >"$TMP/sink.log" 2>&1 &
-	SINK=$!
-	PIDS+=($SINK)
-	sleep 1.5
+		SINKPID=$! ;;
+	afxdp)
+		ip netns exec "$1" "$TMP/pktgen" sink -interface eth0 -addr "$2" -queues "$3" >"$TMP/afxdp-sink.log" 2>&1 &
+		SINKPID=$! ;;
+	esac
+	[ -n "$SINKPID" ] && PIDS+=("$SINKPID")
+	sleep 1
+	: >"$TMP/sink.log"
+	e2e_sink_count "$1" &
+	SINKLOOP=$!
+	PIDS+=("$SINKLOOP")
+	sleep 0.5
 }
 e2e_stop_sink() {
 	[ -n "${SINKLOOP:-}" ] && { kill $SINKLOOP 2>/dev/null || true; wait $SINKLOOP 2>/dev/null || true; SINKLOOP=; }
-	kill -INT $SINK 2>/dev/null || true
-	wait $SINK 2>/dev/null || true
+	[ -n "${SINKPID:-}" ] && { kill -INT $SINKPID 2>/dev/null || true; wait $SINKPID 2>/dev/null || true; SINKPID=; }
+	ip netns exec "$E2E_SINK_NS" nft delete table netdev e2e_sink 2>/dev/null || true
 }
 
-# e2e_xdp_count NS: every second, "sink: t=Ts rx_pps=R" from the growth of
-# NS eth0's XDP drop counters (all queues) into $TMP/sink.log.
-e2e_xdp_count() {
-	local prev now t=0
-	prev=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_drops/ {s+=$2} END {print s+0}')
+# e2e_sink_total NS: "TOTAL INGRESS", the frames NS's eth0 has received
+# so far: all of them (the ingress counter plus, for a cooperating sink,
+# the frames its XDP program took) and the ingress counter's alone.
+e2e_sink_total() {
+	local ing x=0
+	ing=$(ip netns exec "$1" nft list counter netdev e2e_sink rx 2>/dev/null | awk '/packets/ {print $2; exit}') || true
+	case $E2E_SINK in
+	xdp) x=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_drops/ {s+=$2} END {print s+0}') || true ;;
+	afxdp) x=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_redirect/ {s+=$2} END {print s+0}') || true ;;
+	esac
+	echo "$((${ing:-0} + ${x:-0})) ${ing:-0}"
+}
+
+# e2e_sink_count NS: every second, "sink: t=Ts rx_pps=R total=N
+# ingress_pps=I" into $TMP/sink.log: the received rate (e2e_sink_total's
+# growth over the time it took), the count so far and the ingress
+# counter's rate alone.
+e2e_sink_count() {
+	local t=0 n0 i0 n1 i1 t0 t1
+	read -r n0 i0 < <(e2e_sink_total "$1")
+	t0=$(date +%s%N)
 	while sleep 1; do
+		read -r n1 i1 < <(e2e_sink_total "$1")
+		t1=$(date +%s%N)
 		t=$((t + 1))
-		now=$(ip netns exec "$1" ethtool -S eth0 | awk '/xdp_drops/ {s+=$2} END {print s+0}')
-		echo "sink: t=${t}s rx_pps=$((now - prev)) total=$now" >>"$TMP/sink.log"
-		prev=$now
+		awk -v t=$t -v dn=$((n1 - n0)) -v di=$((i1 - i0)) -v dt=$((t1 - t0)) -v n="$n1" 'BEGIN {
+			printf "sink: t=%ds rx_pps=%.0f total=%s ingress_pps=%.0f\n", t, dn * 1e9 / dt, n, di * 1e9 / dt }' >>"$TMP/sink.log"
+		n0=$n1 i0=$i1 t0=$t1
 	done
 }
 
@@ -120,13 +193,16 @@ e2e_alive() {
 
 # e2e_window NAME FROM: the sink's per-second rates since mark FROM, the
 # first 2 s (ramp-up) and the last second (drain) left out, into
-# $TMP/win-NAME; sets MEAN (their mean), LAST (the last one) and SECS.
+# $TMP/win-NAME; sets MEAN (their mean), LAST (the last one), SECS and
+# INGRESS (the mean of the ingress counter's share: with a cooperating
+# sink, what bypassed it).
 e2e_window() {
 	local name=$1 n0=$2 n1
 	sleep 1.2
 	n1=$(e2e_mark)
 	grep rx_pps "$TMP/sink.log" | sed -n "$((n0 + 3)),$((n1 - 1))p" >"$TMP/win-$name"
 	MEAN=$(awk -F'rx_pps=' '{split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
+	INGRESS=$(awk -F'ingress_pps=' 'NF > 1 {split($2,a," "); s+=a[1]; n++} END {if (n) printf "%.0f", s/n; else print 0}' "$TMP/win-$name")
 	LAST=$(tail -1 "$TMP/win-$name" | sed 's/.*rx_pps=\([0-9]*\).*/\1/')
 	SECS=$(wc -l <"$TMP/win-$name")
 }

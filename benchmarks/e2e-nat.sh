@@ -5,27 +5,39 @@
 #
 # The same generator (pktgen send on out's eth0: 64-byte UDP from
 # 203.0.113.2, FLOWS source ports, to the public address 203.0.113.1) and the
-# same sink (pktgen sink on in's eth0: counts IPv4, answers ARP for
-# 192.168.1.10) measure, in one run, destination NAT of that stream to the
-# inside host 192.168.1.10:
+# same receiver on in's eth0 (SINK, below; in answers ARP for 192.168.1.10)
+# measure, in one run, destination NAT of that stream to the inside host
+# 192.168.1.10:
 #   1. Linux in fwd: ip_forward=1, nftables DNAT (prerouting) with conntrack
 #      and the inside network masqueraded on wan0, as the contract config does;
 #   2. the same plus an nftables flowtable on lan0 and wan0 ("flow add" for
 #      every forwarded UDP/TCP flow);
 #   3. Junction: forwarder run on configs/nat-gateway.toml (afpacket with
 #      the fast path in TC, 2 workers, Conntrack, DNAT, SNAT, FastTrack
-#      either-direction). The pktgen and XDP sinks read in's eth0 by XDP,
-#      which frames the TC fast path sends into it (bpf_redirect_peer)
-#      bypass: count offloaded flows with a sink that reads the stack.
+#      either-direction).
 # pktgen's destination port is fixed (9, discard), so each side gets one more
 # DNAT rule of the same shape as the contract's udp :5000 rule:
 # "udp 203.0.113.1:9 -> 192.168.1.10:9" (a copy of nat-gateway.toml with the
 # rule added; the nftables rule matches the same). Everything else is the
 # contract config as is.
 #
-# It prints the three rates and the ratios, Junction's fasttracked packets,
-# each worker's busy share and the forwarder's exit table; for the flowtable
-# phase, how many packets still took the forward chain (not offloaded).
+# It prints the three rates and the ratios, Junction's fasttracked packets
+# (FastTrack's counter, which the in-kernel fast path's per-flow counts
+# are folded into), the packets that fast path forwarded (never seen by
+# the graph: not in its rx total), each worker's busy share and the
+# forwarder's exit table; for the flowtable phase, how many packets still
+# took the forward chain (not offloaded).
+#
+# The receiver (SINK; e2e-lib.sh) counts every frame that reaches in's
+# eth0, whichever way it came, including those the fast path puts
+# straight into eth0's ingress (bpf_redirect_peer), which an XDP program
+# on eth0 never sees. SINK=kernel (the default): an nftables ingress
+# counter that drops them, no XDP at the receiver. SINK=xdp (or
+# XDP_SINK=1): an XDP program dropping IPv4, which takes no CPU.
+# SINK=afxdp: the pktgen sink, an AF_XDP socket that busy-polls a CPU.
+# xdp and afxdp are cooperating receivers and every figure taken with
+# them is labelled so; for them each phase also prints what bypassed the sink
+# (counted by the ingress counter beneath it and included in the rate).
 #
 # Usage: sudo benchmarks/e2e-nat.sh               (from the repository root)
 # Knobs (environment): DURATION=10 (seconds per measurement), FLOWS=1024,
@@ -34,8 +46,8 @@
 # binaries instead of go build), QUEUES=1 (veth queues), GEN_QUEUES=1
 # (generator queues), FASTPATH=0 (FastTrack not offloaded to the
 # devices' in-kernel fast path: nat-gateway.toml without its fastpath and
-# offload lines; it ships with them), XDP_SINK=1 (the sink is an XDP
-# program that takes no CPU; see e2e-lib.sh), RESULT_JSON=path (also write
+# offload lines; it ships with them), SINK=kernel|xdp|afxdp and
+# XDP_SINK=1 (above), RESULT_JSON=path (also write
 # the per-second rates of every phase as a result in benchmarks/result's
 # schema; e2e_json in e2e-lib.sh).
 set -euo pipefail
@@ -52,7 +64,11 @@ IN=jnb-nin-$SUF FWD=jnb-nfwd-$SUF OUT=jnb-nout-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
 e2e_init e2e-nat.sh $IN $FWD $OUT
 command -v nft >/dev/null || { echo "e2e-nat.sh: needs nft (nftables)" >&2; exit 1; }
+e2e_sink_init
 e2e_binaries
+# RECV labels a figure taken with a cooperating receiver.
+RECV=
+[ "$SINK_COOP" = 1 ] && RECV=" ($SINK_LABEL)"
 
 # The contract config plus the rule for pktgen's port.
 CONFIG=$TMP/nat-gateway-bench.toml
@@ -90,7 +106,10 @@ measure() {
 		-flows $FLOWS -queues $GEN_QUEUES -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
 	e2e_window "$name" "$n0"
 	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
-	printf "%-26s delivered %10s pps (mean of %s s); generator sent %s\n" "$name" "$MEAN" "$SECS" "$SENT"
+	printf "%-26s delivered %10s pps (mean of %s s); generator sent %s%s\n" "$name" "$MEAN" "$SECS" "$SENT" "$RECV"
+	if [ "$SINK_COOP" = 1 ]; then
+		printf "%-26s of which %s pps bypassed the %s sink (counted at eth0's ingress)\n" "" "$INGRESS" "$E2E_SINK"
+	fi
 	# Where the generator's excess is lost in the kernel (cumulative):
 	# veth drops on the sending side (the peer's ring was full) and on
 	# the forwarder's receiving interfaces.
@@ -197,21 +216,23 @@ stop_sink
 FT=$({ grep -E '"fasttracked packets"' "$TMP/fwd.log" || true; } | awk '{s+=$NF} END {print s+0}')
 MISS=$({ grep -E 'ft w[0-9]+ count "misses"' "$TMP/fwd.log" || true; } | awk '{s+=$NF} END {print s+0}')
 RX=$({ grep -E '^ *total:' "$TMP/fwd.log" || true; } | awk '{print $3}')
+# The packets the devices forwarded in the kernel (the exit table's line).
+FP=$({ grep -E '^fast path: [0-9]+ packets' "$TMP/fwd.log" || true; } | awk '{print $3}')
 
 echo
-echo "== Results =="
-awk -v l="$LINUX" -v f="${FLOWTABLE:-0}" -v j="$JUNCTION" -v lab="$LABEL" 'BEGIN {
-	printf "Linux nftables DNAT + conntrack:             %10.0f pps\n", l
-	if (f > 0) printf "Linux nftables DNAT + conntrack + flowtable: %10.0f pps\n", f
+echo "== Results ($SINK_LABEL) =="
+awk -v l="$LINUX" -v f="${FLOWTABLE:-0}" -v j="$JUNCTION" -v lab="$LABEL" -v r="$RECV" 'BEGIN {
+	printf "Linux nftables DNAT + conntrack:             %10.0f pps%s\n", l, r
+	if (f > 0) printf "Linux nftables DNAT + conntrack + flowtable: %10.0f pps%s\n", f, r
 	else printf "Linux nftables DNAT + conntrack + flowtable:        n/a (no flowtable in this kernel)\n"
-	printf "Junction DNAT + FastTrack (%s): %10.0f pps\n", lab, j
+	printf "Junction DNAT + FastTrack (%s): %10.0f pps%s\n", lab, j, r
 	printf "ratio Junction/Linux conntrack: %.2fx", (l > 0 ? j / l : 0)
 	if (f > 0) printf ", Junction/Linux flowtable: %.2fx", j / f
-	printf " (goal >= 1.5x)\n" }'
-echo "Junction fasttracked packets: $FT (slow-path misses: $MISS; forwarder rx total: ${RX:-?})"
+	printf " (goal >= 1.5x)%s\n", r }'
+echo "Junction fasttracked packets: $FT (slow-path misses: $MISS; forwarder rx total: ${RX:-?}); of which the in-kernel fast path forwarded ${FP:-0} (not in the graph's rx total)"
 { grep -E '^ *worker [0-9]+ ' "$TMP/fwd.log" || true; } | sed 's/^ */Junction /'
-e2e_json e2e-nat "nftables DNAT + conntrack (and flowtable) vs Junction DNAT + FastTrack ($LABEL) on veth; 64-byte UDP from pktgen, delivered to the sink" \
-	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES" linux-nft linux-flowtable junction
+e2e_json e2e-nat "nftables DNAT + conntrack (and flowtable) vs Junction DNAT + FastTrack ($LABEL) on veth; 64-byte UDP from pktgen, delivered to in's eth0 ($SINK_LABEL)" \
+	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES,sink=$E2E_SINK" linux-nft linux-flowtable junction
 echo
 echo "== forwarder exit table =="
 cat "$TMP/fwd.log"

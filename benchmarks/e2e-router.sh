@@ -3,15 +3,28 @@
 #
 #   cli (eth0 10.1.0.2) ── lan0 [fwd] wan0 ── (eth0 10.2.0.2) srv
 #
-# The same generator (pktgen send: 64-byte UDP through AF_XDP on cli's eth0)
-# and the same sink (pktgen sink: AF_XDP on srv's eth0, counting, answering
-# ARP for 10.2.0.2) measure, in one run:
+# The same generator (pktgen send: 64-byte UDP through AF_XDP on cli's
+# eth0) and the same receiver on srv's eth0 (SINK, below) measure, in one
+# run:
 #   1. Linux's own IPv4 forwarding in fwd (ip_forward=1, no firewall);
-#   2. Junction: forwarder run -config configs/router-veth.toml in fwd;
+#   2. Junction: forwarder run -config configs/router-veth.toml in fwd
+#      (afpacket, 2 workers, the fast path in TC);
 #   3. Junction with destinations drawn from 10.16.0.0/12 (1,048,576
 #      addresses, all routed via 10.2.0.2) against one destination.
-# It prints both rates and their ratio, the forwarder's per-element table
-# and each worker's busy share.
+# It prints both rates and their ratio, how many packets Junction's
+# in-kernel fast path forwarded (never seen by the graph), the
+# forwarder's per-element table and each worker's busy share.
+#
+# The receiver (SINK; e2e-lib.sh) counts every frame that reaches srv's
+# eth0, whichever way it came, including those the fast path puts
+# straight into eth0's ingress (bpf_redirect_peer), which an XDP program
+# on eth0 never sees. SINK=kernel (the default): an nftables ingress
+# counter that drops them, no XDP at the receiver. SINK=xdp (or
+# XDP_SINK=1): an XDP program dropping IPv4, which takes no CPU.
+# SINK=afxdp: the pktgen sink, an AF_XDP socket that busy-polls a CPU.
+# xdp and afxdp are cooperating receivers and every figure taken with
+# them is labelled so; for them each phase also prints what bypassed the sink
+# (counted by the ingress counter beneath it and included in the rate).
 #
 # Usage: sudo benchmarks/e2e-router.sh            (from the repository root)
 # Knobs (environment): DURATION=10 (seconds per rate measurement),
@@ -22,19 +35,20 @@
 # CONFIG=configs/router-veth.toml (the forwarder's config; with another
 # config, e.g. benchmarks/veth-null.toml, the script waits 2 s instead of
 # pinging the router), LONG=0 skips the one/many-destination phases,
-# XDP_SINK=1 counts with an XDP program instead of the pktgen sink (see
-# e2e-lib.sh), XDP_BOUNCE=1 adds a phase where an XDP program on lan0 redirects every
-# frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound of
-# an in-kernel fast path on these links),
+# SINK=kernel|xdp|afxdp and XDP_SINK=1 (above),
+# XDP_BOUNCE=1 adds a phase where an XDP program on lan0 redirects every
+# frame unchanged to wan0 in the kernel (benchmarks/xdpbounce: the bound
+# of an XDP fast path on these links; a veth takes XDP-redirected frames
+# only while its peer runs XDP or has GRO on, so with SINK=kernel srv's
+# eth0 has GRO on for that phase), TC_BOUNCE=1 one where a TC ingress
+# program on lan0 puts every frame unchanged into wan0's peer
+# (bpf_redirect_peer: the bound of the fast path in TC, as the config
+# ships),
 # FASTPATH=0 runs the forwarder without its in-kernel fast path (CONFIG
 # without its fastpath and offload lines; configs/router-veth.toml ships
 # with them: afpacket devices with fastpath = "auto", the fast path in TC),
 # FASTPATH=1 with it (added to an afxdp CONFIG that lacks it: fastpath =
-# true on the afxdp devices, offload = ["lan", "wan"] on the IPLookup).
-# The pktgen and XDP sinks read srv's eth0 by XDP, which frames the TC
-# fast path sends into it (bpf_redirect_peer, into the veth's ingress)
-# bypass: with the fast path in TC, count with a sink that reads the
-# stack (or use an afxdp variant of the config),
+# true on the afxdp devices, offload = ["lan", "wan"] on the IPLookup),
 # FORWARDER=path PKTGEN=path (prebuilt binaries instead of go build),
 # RESULT_JSON=path (also write the per-second rates of every phase as a
 # result in benchmarks/result's schema; e2e_json in e2e-lib.sh).
@@ -53,7 +67,11 @@ SUF=$$
 CLI=jnb-cli-$SUF FWD=jnb-fwd-$SUF SRV=jnb-srv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
 e2e_init e2e-router.sh $CLI $FWD $SRV
+e2e_sink_init
 e2e_binaries
+# RECV labels a figure taken with a cooperating receiver.
+RECV=
+[ "$SINK_COOP" = 1 ] && RECV=" ($SINK_LABEL)"
 CFGPATH=$ROOT/$CONFIG
 LABEL=afxdp
 grep -q '^driver    = "afpacket"$' "$CFGPATH" && LABEL=afpacket
@@ -100,8 +118,11 @@ measure() {
 		-flows $FLOWS -queues $GEN_QUEUES -rate $RATE -duration "${secs}s" >"$TMP/send-$name.log" 2>&1
 	e2e_window "$name" "$n0"
 	SENT=$(grep -o '[0-9]* pps' "$TMP/send-$name.log" | tail -1)
-	printf "%-28s delivered %10s pps (mean of %s s; last second %s pps); generator sent %s\n" \
-		"$name" "$MEAN" "$SECS" "${LAST:-0}" "$SENT"
+	printf "%-28s delivered %10s pps (mean of %s s; last second %s pps); generator sent %s%s\n" \
+		"$name" "$MEAN" "$SECS" "${LAST:-0}" "$SENT" "$RECV"
+	if [ "$SINK_COOP" = 1 ]; then
+		printf "%-28s of which %s pps bypassed the %s sink (counted at eth0's ingress)\n" "" "$INGRESS" "$E2E_SINK"
+	fi
 }
 
 echo
@@ -147,35 +168,63 @@ kill -INT $FWDPID
 wait $FWDPID || true
 stop_sink
 
-BOUNCE=
-if [ "${XDP_BOUNCE:-0}" = 1 ]; then
+# bounce_phase NAME TITLE ARGS...: measure NAME with benchmarks/xdpbounce
+# on lan0 (ARGS: -to wan0 and the kind of redirect); sets MEAN.
+bounce_phase() {
+	local name=$1 title=$2 bpid
+	shift 2
 	echo
-	echo "== XDP bounce (lan0 -> wan0 in the kernel, nothing else) =="
-	go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
+	echo "== $title =="
+	[ -x "$TMP/xdpbounce" ] || go build -o "$TMP/xdpbounce" ./benchmarks/xdpbounce
 	start_sink
-	ip netns exec $FWD "$TMP/xdpbounce" -from lan0 -to wan0 >"$TMP/bounce.log" 2>&1 &
-	BPID=$!
-	PIDS+=($BPID)
+	ip netns exec $FWD "$TMP/xdpbounce" -from lan0 "$@" >"$TMP/$name.log" 2>&1 &
+	bpid=$!
+	PIDS+=("$bpid")
 	sleep 1
-	measure xdp-bounce "$DURATION" 10.16.0.1
-	BOUNCE=$MEAN
-	kill -INT $BPID
-	wait $BPID || true
+	measure "$name" "$DURATION" 10.16.0.1
+	kill -INT $bpid
+	wait $bpid || true
 	stop_sink
+}
+
+BOUNCE= TCBOUNCE=
+if [ "${XDP_BOUNCE:-0}" = 1 ]; then
+	# An XDP-redirected frame enters a veth only while its peer runs an
+	# XDP program (the xdp and afxdp sinks) or has GRO on.
+	GROTITLE=
+	if [ "$E2E_SINK" = kernel ]; then
+		ip netns exec $SRV ethtool -K eth0 gro on >/dev/null
+		GROTITLE="; srv's eth0 with GRO on, which a veth needs to take XDP-redirected frames"
+	fi
+	bounce_phase xdp-bounce "XDP bounce (lan0 -> wan0 in the kernel, nothing else$GROTITLE)" -to wan0
+	BOUNCE=$MEAN
+	if [ "$E2E_SINK" = kernel ]; then
+		ip netns exec $SRV ethtool -K eth0 gro off >/dev/null
+	fi
+fi
+if [ "${TC_BOUNCE:-0}" = 1 ]; then
+	bounce_phase tc-bounce "TC bounce (lan0 -> wan0's peer by bpf_redirect_peer, nothing else)" -to wan0 -tc peer
+	TCBOUNCE=$MEAN
 fi
 
-echo
-echo "== Results =="
-[ -n "$BOUNCE" ] && awk -v b="$BOUNCE" -v l="$LINUX" 'BEGIN { printf "XDP bounce:        %10.0f pps (%.2fx Linux)\n", b, (l > 0 ? b / l : 0) }'
+# The packets Junction's devices forwarded in the kernel (the exit
+# table's line; the graph never saw them), over the whole run.
+FP=$({ grep -E '^fast path: [0-9]+ packets' "$TMP/fwd.log" || true; } | awk '{print $3}')
 
-awk -v j="$JUNCTION" -v l="$LINUX" -v lab="$LABEL" 'BEGIN {
-	printf "Linux ip_forward:  %10.0f pps\nJunction (%s):  %10.0f pps\nratio Junction/Linux: %.2fx (goal >= 1.5x)\n", l, lab, j, (l > 0 ? j / l : 0) }'
-awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" 'BEGIN {
-	printf "one destination:        last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, o, om
-	printf "1,048,576 destinations: last second (t=%ds) %10.0f pps, mean %10.0f pps\n", s, m, mm
+echo
+echo "== Results ($SINK_LABEL) =="
+[ -n "$BOUNCE" ] && awk -v b="$BOUNCE" -v l="$LINUX" -v r="$RECV" 'BEGIN { printf "XDP bounce:        %10.0f pps (%.2fx Linux)%s\n", b, (l > 0 ? b / l : 0), r }'
+[ -n "$TCBOUNCE" ] && awk -v b="$TCBOUNCE" -v l="$LINUX" -v r="$RECV" 'BEGIN { printf "TC bounce:         %10.0f pps (%.2fx Linux)%s\n", b, (l > 0 ? b / l : 0), r }'
+
+awk -v j="$JUNCTION" -v l="$LINUX" -v lab="$LABEL" -v r="$RECV" 'BEGIN {
+	printf "Linux ip_forward:  %10.0f pps%s\nJunction (%s):  %10.0f pps%s\nratio Junction/Linux: %.2fx (goal >= 1.5x)%s\n", l, r, lab, j, r, (l > 0 ? j / l : 0), r }'
+echo "Junction's in-kernel fast path forwarded ${FP:-0} packets over all its phases (not counted by the graph)"
+awk -v o="$ONE" -v m="$MANY" -v om="$ONEMEAN" -v mm="$MANYMEAN" -v s="$LONG" -v r="$RECV" 'BEGIN {
+	printf "one destination:        last second (t=%ds) %10.0f pps, mean %10.0f pps%s\n", s, o, om, r
+	printf "1,048,576 destinations: last second (t=%ds) %10.0f pps, mean %10.0f pps%s\n", s, m, mm, r
 	printf "many/one: last second %.1f%%, mean %.1f%% (goal >= 95%%)\n", (o > 0 ? 100 * m / o : 0), (om > 0 ? 100 * mm / om : 0) }'
-e2e_json e2e-router "Linux ip_forward vs Junction ($LABEL, $CONFIG) on veth; 64-byte UDP from pktgen (AF_XDP), delivered to the sink" \
-	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES" linux junction junction-1dst junction-1Mdst xdp-bounce
+e2e_json e2e-router "Linux ip_forward vs Junction ($LABEL, $CONFIG) on veth; 64-byte UDP from pktgen (AF_XDP), delivered to srv's eth0 ($SINK_LABEL)" \
+	"size=64,proto=udp,flows=$FLOWS,rate=$RATE,queues=$QUEUES,sink=$E2E_SINK" linux junction junction-1dst junction-1Mdst xdp-bounce tc-bounce
 echo
 echo "== forwarder exit table (whole run: all phases) =="
 cat "$TMP/fwd.log"
