@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/junction-dataplane/junction/pipeline"
@@ -72,15 +71,24 @@ func BenchmarkSiteRouterGraph(b *testing.B) {
 	}
 }
 
-// sent is what ToDevice(dev) passed to the device in snapshot s.
+// sent is what device dev transmitted in snapshot s, from the driver's
+// own counter. Not the ToDevice element's packets: elements' packet counts
+// are published by the worker's clock about once a millisecond, at the
+// start of a round, so a snapshot taken right after a short loop of rounds
+// (-benchtime 1x: one round) misses what they sent; the gen driver counts
+// every transmitted batch at once.
 func sent(s *pipeline.Snapshot, dev string) uint64 {
-	var n uint64
-	for _, e := range s.Elements {
-		if e.Type == "ToDevice" && strings.Contains(e.Element, dev) {
-			n += e.Packets
+	for _, d := range s.Devices {
+		if d.Device != dev {
+			continue
+		}
+		for _, c := range d.Counters {
+			if c.Name == "tx_packets" {
+				return c.Value
+			}
 		}
 	}
-	return n
+	return 0
 }
 
 // TestSiteRouterGraphAllocs: a round of the site router's graph, on
