@@ -14,7 +14,10 @@
 #           of 192.168.1.0/24 out wan0 plus the config's port forwards
 #           (dnat tcp 203.0.113.1:8080 -> 192.168.1.10:80, udp :5000).
 # Linux is measured first, then `forwarder run` on the config as shipped
-# (the kernel's addresses, forwarding and rules removed). Each of four cases
+# (the kernel's addresses, forwarding and rules removed): the afpacket
+# driver with the fast path as a TC ingress program (fastpath = "auto":
+# what it forwards goes into the other veth's peer by bpf_redirect_peer),
+# no XDP program on any veth. Each of four cases
 # (-P 1 and -P 8, client to server and -R) runs RUNS times as
 # `iperf3 -t DURATION -J`; a run that fails or does not finish within
 # DURATION+20 s, or receives nothing, counts as a failure (0 bit/s).
@@ -41,11 +44,12 @@
 # each config's result lines to PREFIX-CONFIG), IPERF_ARGS (added to every
 # iperf3 client, e.g. "-b 1500M" for CPU figures at one fixed rate),
 # ROUTER_CONFIG and NAT_CONFIG (another file for Junction's phase, e.g. a
-# copy with other driver keys),
+# copy with other driver keys; XDP=1's config is made from it),
 # GRO=on (the hosts' eth0 with GRO on, for every phase: a veth takes frames
-# XDP-redirected into it only then, so the configs' in-kernel fast path
-# engages), BOUNDS=1 (router only: after Linux, the same cases through what
-# bounds every router on these links; see below).
+# XDP-redirected into it only then; the bounce bound needs it, the fast
+# paths do not: both reach a veth through TC), BOUNDS=1 (router only: after
+# Linux, the same cases through what bounds every router on these links;
+# see below), XDP=1 (below).
 #
 # BOUNDS=1 adds three phases, each compared with Linux's medians:
 # direct (no router at all), null (the afxdp driver moving frames
@@ -53,16 +57,25 @@
 # e2e-lib.sh's e2e_bounds says what each is; BOUNDS_TC=1 adds the TC
 # redirect bounds tcpeer, tcpass and tcegress.
 #
-# TCFP=1 (on by default with BOUNDS=1; every config) adds, after Junction
-# as shipped, Junction with the data path that attaches no XDP program to
-# a veth: the same config with its afxdp fast-path devices on the
-# afpacket driver with fastpath = "auto" (the fast path as a TC ingress
-# program, bpf_redirect_peer into the other veth's peer; the graph's
-# sockets bound to the IPv4, IPv6 and ARP EtherTypes). It prints as
-# "tcfp" with its ratio to Linux.
+# XDP=1 (on by default with BOUNDS=1; every config) adds, after Junction
+# as shipped, Junction on the data path the configs shipped with before:
+# the same config with its fast-path devices on the afxdp driver with its
+# XDP fast path (driver = "afxdp", fastpath = true; xdp_config in
+# e2e-tcp-tcfp.sh): an XDP program on lan0 and wan0 forwards what it can
+# and hands the rest to the graph's AF_XDP sockets; into a veth it passes
+# a forwarded frame up and the input's TC program redirects it into the
+# other veth's peer (fastpath_redirect = "auto"). It prints as "xdp" with
+# its ratio to Linux. That hand-off needs bpf_xdp_adjust_meta in XDP
+# programs, which some kernel builds refuse (this machine's 6.18 does):
+# there the program reaches a veth only by XDP redirects, which a veth
+# takes only with GRO=on (or XDP) at its host, and otherwise the graph
+# carries everything. So the script prints, for each way, how many
+# packets its fast path forwarded and the driver's own words where it
+# stepped down. (TCFP=1, which added the TC fast path when the
+# configs shipped on afxdp, is gone: that is now the Junction phase.)
 #
 # INTERLEAVE=1: instead of each way's RUNS runs in a row, RUNS rounds of
-# one run per case each of Linux, Junction and (TCFP=1) tcfp, so that a
+# one run per case each of Linux, Junction and (XDP=1) xdp, so that a
 # machine whose load changes during the script (other jobs) weighs on
 # every way alike; no bounds. The exit tables printed are the last
 # round's.
@@ -75,7 +88,7 @@ QUEUES=${QUEUES:-2}
 UDP=${UDP:-0}
 GRO=${GRO:-off}
 BOUNDS=${BOUNDS:-0}
-TCFP=${TCFP:-$BOUNDS}
+XDP=${XDP:-$BOUNDS}
 INTERLEAVE=${INTERLEAVE:-0}
 CPU=${CPU:-0}
 PROFILE=${PROFILE:-}
@@ -87,6 +100,9 @@ CLI=jnb-tcli-$SUF FWD=jnb-tfwd-$SUF SRV=jnb-tsrv-$SUF
 . "$(dirname "$0")/e2e-lib.sh"
 . "$(dirname "$0")/e2e-tcp-tcfp.sh"
 e2e_init e2e-tcp.sh $CLI $FWD $SRV
+if [ -n "${TCFP:-}" ]; then
+	echo "e2e-tcp.sh: TCFP is gone: the configs ship with the fast path in TC (the Junction phase); XDP=1 adds their afxdp variant" >&2
+fi
 command -v iperf3 >/dev/null || { echo "e2e-tcp.sh: needs iperf3" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "e2e-tcp.sh: needs python3" >&2; exit 1; }
 if [ -n "${FORWARDER:-}" ]; then
@@ -96,7 +112,7 @@ else
 	go build -o "$TMP/forwarder" ./cmd/forwarder
 fi
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified)'); kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS TCFP=$TCFP INTERLEAVE=$INTERLEAVE CONFIGS=\"$CONFIGS\""
+echo "RUNS=$RUNS DURATION=$DURATION QUEUES=$QUEUES GRO=$GRO BOUNDS=$BOUNDS XDP=$XDP INTERLEAVE=$INTERLEAVE CONFIGS=\"$CONFIGS\""
 
 # parse FILE REVERSE: "BPS RETRANSMITS ERROR" of one iperf3 -J report (the
 # receiver's rate; ERROR "-" when the run completed). UDP reports: "PPS LOSS ERROR".
@@ -186,9 +202,9 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
-bounds = [f for f in ("tcfp", "direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
+bounds = [f for f in ("xdp", "direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
 if bounds:
-    print(f"  more (received Mbit/s, median [min-max]; ÷ Linux's median): tcfp = Junction on afpacket with the fast path in TC (no XDP); bounds: direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel, tcpeer/tcpass/tcegress = TC redirects")
+    print(f"  more (received Mbit/s, median [min-max]; ÷ Linux's median): xdp = Junction on afxdp with the fast path in XDP (the configs' data path before; into a veth through TC, or by XDP redirects where the kernel refuses that hand-off); bounds: direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel, tcpeer/tcpass/tcegress = TC redirects")
     for c in cases:
         if c.startswith("udp"): continue
         lm = st.median(pick("linux", c, 2)) / 1e6
@@ -210,7 +226,7 @@ if hz:
         if c.startswith("udp"): continue
         busy = " ".join(f"{pergb(f, c, 8):.2f}" for f in fwds)
         soft = " ".join(f"{pergb(f, c, 7):.2f}" for f in fwds)
-        procs = "; ".join(f"{f} {pergb(f, c, 6):.2f}, {pergb(f, c, 9):.2f}" for f in fwds if f in ("junction", "null"))
+        procs = "; ".join(f"{f} {pergb(f, c, 6):.2f}, {pergb(f, c, 9):.2f}" for f in fwds if f in ("junction", "xdp", "null"))
         print(f"  {c:<18} busy {busy}; softirq {soft}; process {procs}")
 for c in cases:
     if not c.startswith("udp"): continue
@@ -311,9 +327,11 @@ for CFG in $CONFIGS; do
 	PIDS+=($SRVPID)
 	sleep 0.5
 
-	[ "$TCFP" = 1 ] && tcfp_config "$CONFIG" "$TMP/tcfp-$CFG.toml"
+	if [ "$XDP" = 1 ]; then
+		xdp_config "$CONFIG" "$TMP/xdp-$CFG.toml"
+	fi
 	if [ "$INTERLEAVE" = 1 ]; then
-		# RUNS rounds of one run per case each: Linux, Junction, tcfp.
+		# RUNS rounds of one run per case each: Linux, Junction, xdp.
 		rounds=$RUNS
 		RUNS=1
 		for round in $(seq "$rounds"); do
@@ -322,7 +340,9 @@ for CFG in $CONFIGS; do
 			measure linux
 			linux_down
 			run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
-			[ "$TCFP" = 1 ] && run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
+			if [ "$XDP" = 1 ]; then
+				run_forwarder xdp "$TMP/xdp-$CFG.toml" "$TMP/fwd-xdp-$CFG.log"
+			fi
 		done
 		RUNS=$rounds
 	else
@@ -333,7 +353,9 @@ for CFG in $CONFIGS; do
 			e2e_bounds 4 10.1.0.1 10.2.0.1
 		fi
 		run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
-		[ "$TCFP" = 1 ] && run_forwarder tcfp "$TMP/tcfp-$CFG.toml" "$TMP/fwd-tcfp-$CFG.log"
+		if [ "$XDP" = 1 ]; then
+			run_forwarder xdp "$TMP/xdp-$CFG.toml" "$TMP/fwd-xdp-$CFG.log"
+		fi
 	fi
 	kill $SRVPID 2>/dev/null || true
 	wait $SRVPID 2>/dev/null || true
@@ -349,6 +371,17 @@ for CFG in $CONFIGS; do
 			sed 's/.*"\(.*\)": \([0-9]*\)/\1 \2/' | awk '{n=$NF; $NF=""; s[$0]+=n} END {for (k in s) printf "%s%d, ", k, s[k]}')"
 	fi
 	grep -E '^ *worker [0-9]+ ' "$TMP/fwd-$CFG.log" | sed 's/^ */  Junction /' | cut -c1-100
+	# How much each way's in-kernel fast path forwarded (the exit
+	# table's line; those packets never reached the graph).
+	for w in junction xdp; do
+		log=$TMP/fwd-$CFG.log
+		[ "$w" = xdp ] && log=$TMP/fwd-xdp-$CFG.log
+		[ -e "$log" ] || continue
+		echo "  $w: $({ grep -E '^fast path: [0-9]+ packets' "$log" || echo 'fast path: 0 packets'; } | cut -d' ' -f3) packets forwarded by its in-kernel fast path$([ "$INTERLEAVE" = 1 ] && echo ' (last round)')"
+		# Where the driver stepped down (a kernel feature missing, an
+		# output that takes no redirected frames), its own words.
+		{ grep -E 'fast path: (not offloading|fastpath_redirect|off)' "$log" || true; } | sed 's/^[a-z]*: //' | sort -u | head -3 | cut -c1-220 | sed 's/^/    /'
+	done
 	[ -n "${KEEP_RESULTS:-}" ] && cp "$TMP/res-$CFG" "$KEEP_RESULTS-$CFG"
 	for ns in $CLI $FWD $SRV; do ip netns del $ns; done
 done
