@@ -203,3 +203,44 @@ func TestFastPathTCKeys(t *testing.T) {
 	}
 	drvtest.ReceiveAll(t, pr, d, 20)
 }
+
+// TestFastPathTCKernelStackOff: a frame the TC program leaves to the
+// slow path is the graph's alone. The device's kernel holds an address
+// (as a namespace holding the control plane's twins does); the peer
+// pings it, its neighbour entry set by hand: the echo requests reach the
+// graph through the sockets and the kernel answers none of them (the
+// program marks them addressed to another host, so that the kernel's IP
+// stack drops them on arrival). Without the mark, the kernel answers
+// every ping a second time.
+func TestFastPathTCKernelStackOff(t *testing.T) {
+	kfeature.Require(t, fastpath.TCFeatures...)
+	pr := drvtest.NewPair(t, 1)
+	d, err := openIn(t, pr.DevNS, tcCfg(pr.DevIf, "tc"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.DevNS.MustRun("ip", "addr", "add", "10.77.0.1/24", "dev", pr.DevIf)
+	pr.PeerNS.MustRun("ip", "addr", "add", "10.77.0.2/24", "dev", pr.PeerIf)
+	pr.PeerNS.MustRun("ip", "neigh", "replace", "10.77.0.1", "lladdr", pr.DevMAC.String(), "dev", pr.PeerIf, "nud", "permanent")
+	out, err := pr.PeerNS.Run("ping", "-c3", "-i0.2", "-W1", "10.77.0.1")
+	if err == nil || !strings.Contains(out, " 0 received") {
+		t.Errorf("the device's kernel answered pings the fast path left to the graph:\n%s", out)
+	}
+	// The frames wait in the socket's ring: read them now.
+	b := packet.NewBatch(64)
+	echo := 0
+	for deadline := time.Now().Add(2 * time.Second); echo < 3 && time.Now().Before(deadline); {
+		d.Receive(0, b)
+		for _, p := range b.Pkts {
+			f := p.Data
+			// IPv4, protocol ICMP, type 8 (echo request).
+			if len(f) >= 35 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 1 && f[34] == 8 {
+				echo++
+			}
+		}
+		b.FreeAll()
+	}
+	if echo != 3 {
+		t.Errorf("the graph received %d of the 3 echo requests", echo)
+	}
+}

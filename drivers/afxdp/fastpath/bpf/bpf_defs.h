@@ -76,6 +76,8 @@ struct __sk_buff {
 #define TC_ACT_UNSPEC (-1)
 #define TC_ACT_SHOT 2
 #define TC_ACT_REDIRECT 7
+/* linux/if_packet.h: a frame addressed to another host. */
+#define PACKET_OTHERHOST 3
 
 /* bpf_l4_csum_replace flags: the changed words are in the pseudo-header
  * (addresses); a UDP checksum of 0 (none) stays 0, a computed 0 becomes
@@ -102,6 +104,7 @@ static long (*bpf_redirect_map)(void *map, __u64 key, __u64 flags) = (void *)51;
 static long (*bpf_l4_csum_replace)(struct __sk_buff *skb, __u32 offset, __u64 from, __u64 to, __u64 flags) = (void *)11;
 /* Linux 5.10. */
 static long (*bpf_redirect_peer)(__u32 ifindex, __u64 flags) = (void *)155;
+static long (*bpf_skb_change_type)(struct __sk_buff *skb, __u32 type) = (void *)32;
 /* Linux 5.12. */
 static long (*bpf_check_mtu)(void *ctx, __u32 ifindex, __u32 *mtu_len, __s32 len_diff, __u64 flags) = (void *)163;
 /* Linux 5.18. */

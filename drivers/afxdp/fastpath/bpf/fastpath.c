@@ -918,9 +918,18 @@ slow:
 		c->slow++;
 	/* TC: on to the next program or the stack, where the slow path's
 	 * packet sockets (bound to the IPv4, IPv6 and ARP types, which the
-	 * kernel serves after TC) take it. */
-	if (tc)
+	 * kernel serves after TC) take it. The frame is the graph's: marked
+	 * as addressed to another host, the device's own IP, IPv6 and ARP
+	 * stacks drop it on arrival (the packet sockets take every type but
+	 * loopback), as they never see what an AF_XDP socket takes. Left
+	 * PACKET_HOST, the kernel would route each such frame (and drop
+	 * it, forwarding being off) and, where the namespace holds the
+	 * router's addresses (the control plane's twins), answer the
+	 * router's ARP, pings and connections a second time. */
+	if (tc) {
+		bpf_skb_change_type(skb, PACKET_OTHERHOST);
 		return TC_ACT_UNSPEC;
+	}
 	/* Count, then what the AF_XDP default program does, with XDP_PASS
 	 * as the fallback so that a queue without a socket hands its
 	 * frames to the kernel instead of dropping them. */
