@@ -200,15 +200,15 @@ const (
 // 2001:db8:2::2 and 2001:db8:16::5) and starts BIRD in srv (AS 65002),
 // announcing 10.16.0.0/12 and 2001:db8:16::/48 (protocols s16 and s16v6)
 // to the router (AS 65001) over an IPv4 and an IPv6 session, with BFD if
-// bfd is set.
-func bgpHosts(t *testing.T, tp *topo, bfd bool) *bird {
+// bfd (BIRD's bfd protocol: birdBFD, ...) is not empty.
+func bgpHosts(t *testing.T, tp *topo, bfd string) *bird {
 	t.Helper()
 	addr6(t, tp.cli, "2001:db8:1::2/64", "2001:db8:1::1")
 	addr6(t, tp.srv, "2001:db8:2::2/64", "2001:db8:2::1")
 	tp.srv.MustRun("ip", "-6", "addr", "add", "2001:db8:16::5/128", "dev", "lo")
 	timers, bfdProto := birdTimers, ""
-	if bfd {
-		timers, bfdProto = birdTimers+" bfd on;", birdBFD
+	if bfd != "" {
+		timers, bfdProto = birdTimers+" bfd on;", bfd
 	}
 	return startBird(t, tp.srv, `log stderr all;
 router id 10.2.0.2;
@@ -260,7 +260,7 @@ protocol bgp uplink6 {
 // sessions with BFD, and waits for the sessions and BFD.
 func birdPeers(t *testing.T, tp *topo) (router, peer *bird) {
 	t.Helper()
-	peer = bgpHosts(t, tp, true)
+	peer = bgpHosts(t, tp, birdBFD)
 	router = startUplinks(t, tp.fwd, birdBFD, birdTimers+" bfd on;")
 	waitFor(t, 10*time.Second, "BFD sessions up", func() (bool, string) {
 		out, _ := router.ctl("show", "bfd", "sessions")

@@ -24,7 +24,7 @@ func TestBGPRouterRestartPersist(t *testing.T) {
 		}
 		return c
 	})
-	bgpHosts(t, tp, false)
+	bgpHosts(t, tp, "")
 	router := startUplinks(t, tp.fwd, "", birdTimers+" check link off;")
 	kernelRoute(t, tp, "10.16.0.0/12", true)
 	kernelRoute(t, tp, "2001:db8:16::/48", true)
