@@ -57,6 +57,11 @@ func TestFastPathTC(t *testing.T) {
 	if out := pr.DevNS.MustRun("ip", "-d", "link", "show", "dev", pr.DevIf); strings.Contains(out, "xdp") {
 		t.Errorf("an XDP program on the device:\n%s", out)
 	}
+	// Three sockets a queue; ARP's ring is one block, its pool no larger.
+	if ss := d.rx[0].sockets(); len(ss) != 3 || ss[0].pool.Size() != PoolSize || ss[1].pool.Size() != PoolSize ||
+		ss[2].frames != 512 || ss[2].pool.Size() != ss[2].frames {
+		t.Errorf("queue 0's sockets: want IPv4 and IPv6 pools of %d, an ARP ring of 512 frames and a pool of as many", PoolSize)
+	}
 	drvtest.CheckRxFD(t, pr, d) // 11 IPv4 frames, all to the graph
 	if c := drvtest.Counters(d); c["fastpath_to_graph"] < 11 || c["fastpath_forwarded"] != 0 {
 		t.Errorf("counters %v: want 11 frames to the graph, none forwarded", c)

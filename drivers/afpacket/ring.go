@@ -51,9 +51,9 @@ var bindProtos = []uint16{unix.ETH_P_IP, unix.ETH_P_IPV6, unix.ETH_P_ARP}
 // typed to one socket per bindProtos type.
 func newRxQueue(ifindex, id int, c *Config, typed bool) (r *rxQueue, err error) {
 	if !typed {
-		return newRxSocket(ifindex, id, c, unix.ETH_P_ALL)
+		return newRxSocket(ifindex, id, c, unix.ETH_P_ALL, PoolSize)
 	}
-	if r, err = newRxSocket(ifindex, id, c, bindProtos[0]); err != nil {
+	if r, err = newRxSocket(ifindex, id, c, bindProtos[0], PoolSize); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -62,11 +62,16 @@ func newRxQueue(ifindex, id int, c *Config, typed bool) (r *rxQueue, err error) 
 		}
 	}()
 	for i, proto := range bindProtos[1:] {
-		sc := *c
+		sc, pool := *c, PoolSize
 		if i == len(bindProtos)-2 { // ARP
+			// One block of ring, and a pool no larger: ARP frames
+			// leave the graph as they come (answered or learnt), so a
+			// pool the size of the IPv4 one would be 8 MiB of heap a
+			// queue that nothing uses.
 			sc.Frames = c.BlockSize / frameSize
+			pool = min(PoolSize, sc.Frames)
 		}
-		m, err := newRxSocket(ifindex, id, &sc, proto)
+		m, err := newRxSocket(ifindex, id, &sc, proto, pool)
 		if err != nil {
 			return nil, fmt.Errorf("EtherType %#04x: %w", proto, err)
 		}
@@ -126,8 +131,9 @@ func (r *rxQueue) join(groups []int) error {
 	return nil
 }
 
-// newRxSocket opens one socket bound to EtherType proto with its ring.
-func newRxSocket(ifindex, id int, c *Config, proto uint16) (r *rxQueue, err error) {
+// newRxSocket opens one socket bound to EtherType proto with its ring and
+// a pool of pool packets.
+func newRxSocket(ifindex, id int, c *Config, proto uint16, pool int) (r *rxQueue, err error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -159,7 +165,7 @@ func newRxSocket(ifindex, id int, c *Config, proto uint16) (r *rxQueue, err erro
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: ifindex}); err != nil {
 		return nil, fmt.Errorf("bind: %w", err)
 	}
-	r.pool = packet.NewPool(PoolSize)
+	r.pool = packet.NewPool(pool)
 	return r, nil
 }
 
