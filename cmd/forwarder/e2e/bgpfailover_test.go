@@ -66,7 +66,6 @@ func TestBGPRouterFailover(t *testing.T) {
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		kernelOffPorts(r.ns)
 		// Each router's worker on a CPU of its own, as on two boxes: on
 		// one CPU, the dying router's teardown would hold up the
 		// survivor's punt path, and with it the BFD it carries.

@@ -31,26 +31,12 @@ func bgpConfigPath(t *testing.T) string {
 	return p
 }
 
-// kernelOffPorts keeps the kernel's stack of ns off the router's ports
-// lan0 and wan0, as bgp-router.toml's header asks ("Data path"): with
-// AF_PACKET ports the stack sees every frame the fast path in TC leaves to
-// the sockets, and, the twins' addresses being in the same namespace, it
-// would answer the router's own traffic a second time (pings twice, TCP
-// segments delivered twice, ARP answered from the port) past HostPunt.
-// Strict reverse-path filtering drops IPv4 arriving on a port (the
-// sources' routes lead through the twins), arp_ignore 8 answers no ARP
-// there, and IPv6 is off on the ports.
-func kernelOffPorts(ns *netns.NS) {
-	for _, port := range []string{"lan0", "wan0"} {
-		ns.Sysctl("net.ipv4.conf."+port+".rp_filter", "1")
-		ns.Sysctl("net.ipv4.conf."+port+".arp_ignore", "8")
-		ns.Sysctl("net.ipv6.conf."+port+".disable_ipv6", "1")
-	}
-}
-
 // answeredOnce pings dst from ns and fails the test unless every echo
-// got exactly one reply (the graph's; a duplicate is the kernel
-// answering from a port as well).
+// got exactly one reply: the graph's. The namespace's kernel holds the
+// router's addresses (on the twins) and, if the port's stack took the
+// frames the fast path in TC leaves to the packet sockets, would answer
+// from the port as well (a DUP! each; the TC program marks those frames
+// PACKET_OTHERHOST so that it does not).
 func answeredOnce(t *testing.T, ns *netns.NS, dst string) {
 	t.Helper()
 	args := []string{"-c5", "-i0.2", "-W2", "-w8", dst}
@@ -84,7 +70,6 @@ func newBGPTopo(t *testing.T, edit func(string) string) (*topo, string) {
 		}
 	}
 	tp.srv.MustRun("ip", "addr", "add", "10.16.0.5/32", "dev", "lo")
-	kernelOffPorts(tp.fwd)
 	p, sock := startCtl(t, tp.fwd, tp.bin, tp.config, tp.cli, "10.1.0.1")
 	tp.proc = p
 	t.Cleanup(func() {
@@ -320,7 +305,7 @@ func routed(t *testing.T, ns *netns.NS, dst string, reachable bool) {
 // the graph and offloaded to the fast path in TC, which carries the load
 // (kernelRouteOffloaded), and once withdrawn it is not; the router's
 // addresses are answered once each, by the graph (not by the kernel from
-// the ports as well: kernelOffPorts); the kernel's
+// the ports as well); the kernel's
 // neighbour entry for the peer is resolved (it sees the ARP replies);
 // the router's own addresses answer TCP from both sides, over IPv4 and
 // IPv6 (the kernel resolves the LAN host by neighbour discovery through
@@ -339,7 +324,7 @@ func TestBGPRouter(t *testing.T) {
 
 	t.Run("router addresses", func(t *testing.T) {
 		// Answered by the graph, and only by it: not by the kernel
-		// from the port as well (kernelOffPorts).
+		// from the port as well (answeredOnce).
 		for _, dst := range []string{"10.1.0.1", "10.2.0.1", "2001:db8:1::1", "2001:db8:2::1"} {
 			answeredOnce(t, tp.cli, dst)
 		}

@@ -93,7 +93,6 @@ func TestKernelMirrorPingGap(t *testing.T) {
 			if err := os.WriteFile(tp.config, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			kernelOffPorts(tp.fwd)
 			out := startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
 			for _, twin := range []string{"lan0h", "wan0h"} {
 				waitFor(t, 15*time.Second, twin+" up", func() (bool, string) {
