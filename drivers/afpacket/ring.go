@@ -171,6 +171,14 @@ func newRxSocket(ifindex, id int, c *Config, proto uint16, pool int) (r *rxQueue
 
 // joinFanout adds the socket to the device's fanout group; group 0 asks
 // the kernel for a fresh unique id, which it returns.
+//
+// The group is asked not to take the device's own transmissions
+// (PACKET_FANOUT_FLAG_IGNORE_OUTGOING): a fanout group receives through
+// a hook of its own, which the members' PACKET_IGNORE_OUTGOING does not
+// reach, so without the flag every frame the device sends is copied into
+// an RX ring (rx_own_skipped) only to be skipped there. A kernel that
+// refuses the flag gets the group without it; the ring loop filters
+// PACKET_OUTGOING frames either way.
 func (r *rxQueue) joinFanout(group int) (int, error) {
 	arg := unix.PACKET_FANOUT_HASH << 16
 	if group == 0 {
@@ -178,7 +186,11 @@ func (r *rxQueue) joinFanout(group int) (int, error) {
 	} else {
 		arg |= group
 	}
-	if err := unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg); err != nil {
+	err := unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg|unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING<<16)
+	if err != nil {
+		err = unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg)
+	}
+	if err != nil {
 		return 0, err
 	}
 	if group == 0 {
@@ -225,9 +237,8 @@ func (r *rxQueue) receiveRing(dev uint16, b *packet.Batch) int {
 			break
 		}
 		if r.ring[r.next*frameSize+sllPktTypeOff] == unix.PACKET_OUTGOING {
-			// Our own transmission looped back. PACKET_IGNORE_OUTGOING
-			// is set on the socket, but a fanout group delivers through
-			// its own hook, which does not honour it: filter here too,
+			// Our own transmission looped back (a kernel without
+			// PACKET_FANOUT_FLAG_IGNORE_OUTGOING: joinFanout): skipped,
 			// or a router would route its own output again.
 			r.outgoing++
 		} else if h.Len != h.Snaplen || int(h.Mac)+int(h.Snaplen) > frameSize || h.Snaplen > packet.BufSize-packet.Headroom {
