@@ -52,7 +52,7 @@ func plotTCP(r *result.Result) (*plot.Plot, error) {
 	forwarders := []struct {
 		name, legend string
 		col          color.Color
-	}{{"linux", "Linux (ip_forward; NAT: nftables masquerade)", colOther}, {"junction", "Junction (AF_XDP graph, configs as shipped)", colJunction}}
+	}{{"linux", "Linux (ip_forward; NAT: nftables masquerade)", colOther}, {"junction", "Junction (configs as shipped: afpacket, fast path in TC)", colJunction}}
 	legend := map[string]bool{}
 	x := 0.0
 	for _, cfg := range cfgs {
