@@ -177,8 +177,11 @@ func newRxSocket(ifindex, id int, c *Config, proto uint16, pool int) (r *rxQueue
 // a hook of its own, which the members' PACKET_IGNORE_OUTGOING does not
 // reach, so without the flag every frame the device sends is copied into
 // an RX ring (rx_own_skipped) only to be skipped there. A kernel that
-// refuses the flag gets the group without it; the ring loop filters
-// PACKET_OUTGOING frames either way.
+// refuses the flag gets the group without it, and one that predates it
+// takes the flag and ignores it (so no probe can tell): the ring loop
+// filters PACKET_OUTGOING frames either way, counted in rx_own_skipped,
+// which is how such a kernel shows. Tests set fanoutIgnoreOutgoing to 0
+// to take that path.
 func (r *rxQueue) joinFanout(group int) (int, error) {
 	arg := unix.PACKET_FANOUT_HASH << 16
 	if group == 0 {
@@ -186,7 +189,7 @@ func (r *rxQueue) joinFanout(group int) (int, error) {
 	} else {
 		arg |= group
 	}
-	err := unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg|unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING<<16)
+	err := unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg|fanoutIgnoreOutgoing<<16)
 	if err != nil {
 		err = unix.SetsockoptInt(r.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg)
 	}
@@ -202,6 +205,9 @@ func (r *rxQueue) joinFanout(group int) (int, error) {
 	}
 	return group, nil
 }
+
+// fanoutIgnoreOutgoing is the fanout flag joinFanout asks for (0: none).
+var fanoutIgnoreOutgoing = unix.PACKET_FANOUT_FLAG_IGNORE_OUTGOING
 
 // sllPktTypeOff is where the kernel writes the frame's sockaddr_ll packet
 // type (sll_pkttype) in a ring frame: the sockaddr_ll follows the

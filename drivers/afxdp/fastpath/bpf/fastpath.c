@@ -925,7 +925,9 @@ slow:
 	 * PACKET_HOST, the kernel would route each such frame (and drop
 	 * it, forwarding being off) and, where the namespace holds the
 	 * router's addresses (the control plane's twins), answer the
-	 * router's ARP, pings and connections a second time. */
+	 * router's ARP, pings and connections a second time.
+	 * bpf_skb_change_type is Linux 4.8: every kernel with tcx (6.6),
+	 * which loading this program needs and probes, has it. */
 	if (tc) {
 		bpf_skb_change_type(skb, PACKET_OTHERHOST);
 		return TC_ACT_UNSPEC;
