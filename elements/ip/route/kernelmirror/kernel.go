@@ -20,11 +20,12 @@ import (
 
 // The kernel source mirrors a kernel routing table into a Table: subscribe
 // to route events first, then dump the table (so that no change falls
-// between the two), then apply events as they come. Events are drained in
-// bursts and each burst is published as one version, so a routing daemon
-// that flaps routes costs one publish per burst, never a stall: the
-// workers keep forwarding on the previous version meanwhile. The event
-// socket's buffer holds a full table's burst (subscribeBuffer). If the
+// between the two), then apply events as they come. Events are read in
+// batches (events.go: the mirror's own reader and decoder) and the
+// changes of a burst are published together, at most one version every
+// publishEvery, so a routing daemon that flaps routes costs one publish
+// per burst, never a stall: the workers keep forwarding on the previous
+// version meanwhile. The event socket's buffer holds a full table's burst (subscribeBuffer). If the
 // subscription dies all the same (the buffer overflowed, ENOBUFS), the
 // mirror resubscribes, dumps the table again and applies only what
 // differs from its state, as one version (resync); each such dump is a
@@ -132,8 +133,8 @@ func (k *Sync) Unmirrored() map[string]int {
 	return out
 }
 
-// maxBurst bounds the events read from the channel at once, and the
-// prefixes a version holds before it is published early.
+// maxBurst bounds the prefixes a version holds before it is published
+// early.
 const maxBurst = 8192
 
 // publishEvery is the shortest time between two versions while events
@@ -183,7 +184,6 @@ func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
 	// begins with the kernel's table.
 	if err := k.resync(true); err != nil {
 		close(done)
-		drain(ch)
 		k.closeAll()
 		return nil, err
 	}
@@ -192,44 +192,29 @@ func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
 	return k, nil
 }
 
-func (k *Sync) subscribe() (chan netlink.RouteUpdate, chan struct{}, error) {
-	ch := make(chan netlink.RouteUpdate, 4096)
+func (k *Sync) subscribe() (*events, chan struct{}, error) {
 	done := make(chan struct{})
-	opts := netlink.RouteSubscribeOptions{
-		ErrorCallback: func(err error) { k.lastErr.Store(&err) },
-		// A daemon announcing a full table sends a million events in a
-		// few seconds; the socket must hold what arrives while the mirror
-		// is busy publishing, or it overflows and the mirror has to dump
-		// the table again. net.core.rmem_max (4 MiB by default) caps an
-		// ordinary request; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes it.
-		ReceiveBufferSize: subscribeBuffer,
-	}
-	if k.opt.NetNS != "" {
-		opts.Namespace = &k.ns
-	}
-	opts.ReceiveBufferForceSize = !k.noForce
-	err := netlink.RouteSubscribeWithOptions(ch, done, opts)
+	errf := func(err error) { k.lastErr.Store(&err) }
+	// A daemon announcing a full table sends a million events in a few
+	// seconds; the socket must hold what arrives while the mirror is
+	// busy publishing, or it overflows and the mirror has to dump the
+	// table again. net.core.rmem_max (4 MiB by default) caps an ordinary
+	// request; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes it.
+	ev, err := subscribeEvents(k.ns, subscribeBuffer, !k.noForce, done, errf)
 	if err != nil && !k.noForce {
-		// Without the capability: as large as rmem_max allows (the
-		// library leaves the refused socket open, so this is tried once).
+		// Without the capability: as large as rmem_max allows.
 		k.noForce = true
-		opts.ReceiveBufferForceSize = false
-		err = netlink.RouteSubscribeWithOptions(ch, done, opts)
+		ev, err = subscribeEvents(k.ns, subscribeBuffer, false, done, errf)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("source = \"kernel\": subscribing to route changes: %v", err)
 	}
-	return ch, done, nil
+	return ev, done, nil
 }
 
 // subscribeBuffer is the event socket's receive buffer: about 200 000
 // route events (the kernel charges each about a kilobyte).
 const subscribeBuffer = 256 << 20
-
-func drain(ch chan netlink.RouteUpdate) {
-	for range ch {
-	}
-}
 
 // Close stops the mirror; the table keeps its last state.
 func (k *Sync) Close() error {
@@ -257,9 +242,9 @@ func (k *Sync) closeAll() {
 	k.closeNS()
 }
 
-func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
+func (k *Sync) run(ev *events, done chan struct{}) {
 	defer k.wg.Done()
-	burst := make([]netlink.RouteUpdate, 0, 256)
+	var scratch routeScratch
 	// quiet fires when the events have paused for recheckQuiet while a
 	// recheck is due.
 	quiet := time.NewTimer(recheckQuiet)
@@ -276,7 +261,6 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 		case <-k.stop:
 			k.flush()
 			close(done)
-			drain(ch)
 			return
 		case <-pub.C:
 			k.flush()
@@ -289,32 +273,21 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 				k.resyncs.Add(1)
 				quiet.Reset(recheckQuiet)
 			}
-		case u, ok := <-ch:
+		case b, ok := <-ev.ch:
 			if !ok {
 				// The subscription died (e.g. its buffer overflowed and
 				// events were lost): start over with a fresh dump.
 				k.flush()
-				ch, done = k.restart(done)
-				if ch == nil {
+				ev, done = k.restart(done)
+				if ev == nil {
 					return
 				}
 				quiet.Reset(recheckQuiet)
 				continue
 			}
-			burst = append(burst[:0], u)
-		more:
-			for len(burst) < maxBurst {
-				select {
-				case u, ok := <-ch:
-					if !ok {
-						break more
-					}
-					burst = append(burst, u)
-				default:
-					break more
-				}
-			}
-			k.noteBurst(burst)
+			k.noteBurst(b, &scratch)
+			b.ev, b.paths = b.ev[:0], b.paths[:0]
+			ev.free <- b
 			if wait := publishEvery - time.Since(k.lastPub); wait <= 0 || len(k.pending) >= maxBurst {
 				pub.Stop()
 				k.flush()
@@ -333,7 +306,7 @@ func (k *Sync) run(ch chan netlink.RouteUpdate, done chan struct{}) {
 // dump is repeated: during a burst, a dump would be interrupted again.
 const recheckQuiet = 250 * time.Millisecond
 
-func (k *Sync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struct{}) {
+func (k *Sync) restart(done chan struct{}) (*events, chan struct{}) {
 	close(done)
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		ch, d, err := k.subscribe()
@@ -343,7 +316,6 @@ func (k *Sync) restart(done chan struct{}) (chan netlink.RouteUpdate, chan struc
 				return ch, d
 			}
 			close(d)
-			drain(ch)
 		}
 		k.lastErr.Store(&err)
 		select {
@@ -617,22 +589,21 @@ func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 	return hops, len(hops) > 0
 }
 
-// noteBurst applies a burst of kernel events to the mirror's state; the
+// noteBurst applies a batch of kernel events to the mirror's state; the
 // prefixes they change are pending until flush publishes them.
-func (k *Sync) noteBurst(us []netlink.RouteUpdate) {
+func (k *Sync) noteBurst(b *eventBatchBuf, s *routeScratch) {
 	refreshed := false
-	for i := range us {
-		u := &us[i]
-		add := u.Type == unix.RTM_NEWROUTE
-		if add && !refreshed && u.Table == k.opt.Table && u.Route.Type == unix.RTN_UNICAST {
+	for i := range b.ev {
+		u := &b.ev[i]
+		if u.add && !refreshed && int(u.table) == k.opt.Table && u.typ == unix.RTN_UNICAST && u.np == 0 {
 			// A route through an interface we have not seen may mean the
 			// interface is new: look the interfaces up again, once.
-			if _, ok := k.port(u.LinkIndex, u.Family == netlink.FAMILY_V4); !ok && len(u.MultiPath) == 0 {
+			if _, ok := k.port(int(u.oif), u.family == unix.AF_INET); !ok {
 				refreshed = true
 				k.refreshPorts()
 			}
 		}
-		if p, ok := k.note(&u.Route, add); ok {
+		if p, ok := k.note(s.route(u, b.paths), u.add); ok {
 			k.pending[p] = struct{}{}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // resyncs, the longest gap between lookups of a goroutine looking up every
 // millisecond (and, as a control, the same with no route changing), the
 // longest time between two published versions while the phase went on,
-// and the peak Go heap (objects) and process RSS (VmHWM).
+// the CPU time the process (the mirror, mostly) used, and the peak Go heap
+// (objects) and process RSS (VmHWM).
 // It is a measurement, not part of the ordinary run:
 //
 //	JN_MIRROR_SCALE=1000000,200000 go test -count=1 -v -run '^TestKernelMirrorScale$' -timeout 30m ./elements/ip/route/kernelmirror/
@@ -153,6 +155,7 @@ func TestKernelMirrorScale(t *testing.T) {
 		lastPub.Store(0)
 		peakHeap.Store(heapObjects())
 		res0 := k.resyncs.Load()
+		cpu0 := processCPU()
 		t0 := time.Now()
 		done := make(chan time.Duration, 1)
 		go func() {
@@ -174,13 +177,14 @@ func TestKernelMirrorScale(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		mirror := time.Since(t0)
+		cpu := processCPU() - cpu0
 		kernel = <-done
 		runtime.GC()
 		steady := heapObjects()
 		m := tb.Mem()
 		fib := m.Bytes4 + m.Bytes6 + m.ControlBytes
-		t.Logf("%s %d+%d: kernel %v, mirror %v (%.2fx), resyncs %d, longest lookup gap %v, longest publish gap %v, peak heap %d MB, heap after %d MB (%.0f B/prefix above empty; the table's own estimate %d MB), VmHWM %d MB",
-			name, n4, n6, kernel.Round(time.Millisecond), mirror.Round(time.Millisecond), float64(mirror)/float64(kernel),
+		t.Logf("%s %d+%d: kernel %v, mirror %v (%.2fx), this process's CPU %v, resyncs %d, longest lookup gap %v, longest publish gap %v, peak heap %d MB, heap after %d MB (%.0f B/prefix above empty; the table's own estimate %d MB), VmHWM %d MB",
+			name, n4, n6, kernel.Round(time.Millisecond), mirror.Round(time.Millisecond), float64(mirror)/float64(kernel), cpu.Round(time.Millisecond),
 			k.resyncs.Load()-res0, time.Duration(gap.Load()).Round(time.Millisecond), time.Duration(pubGap.Load()).Round(time.Millisecond),
 			peakHeap.Load()>>20, steady>>20, float64(int64(steady)-int64(base))/float64(n4+n6), fib>>20, vmHWM()>>10)
 	}
@@ -195,6 +199,17 @@ func TestKernelMirrorScale(t *testing.T) {
 	t.Logf("idle 5s: longest lookup gap %v", time.Duration(gap.Load()).Round(time.Millisecond))
 	phase("announce", add, baseRoutes+n4+n6, lastV6, true)
 	phase("withdraw", del, baseRoutes, lastV6, false)
+}
+
+// processCPU is the CPU time this process has used (user and system, all
+// its threads: the mirror's, and the test's own probes, which cost little),
+// not counting the ip commands it runs.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // mirrorNS makes a throw-away namespace with a veth m0 (10.255.0.1/16,
