@@ -435,7 +435,10 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		// read the objects: not mirrored, and said so.
 		mirrored, other = false, otherNexthop
 	}
-	ok = k.noteOther(p, r, other, add && !mirrored)
+	// The prefix's routes are looked up once (a million-entry map).
+	var buf [1]kernelRoute
+	list := k.routesOf(p, &buf)
+	ok = k.noteOther(p, r, other, add && !mirrored, list)
 	if !mirrored {
 		// A route of another type replacing a mirrored one (ip route
 		// replace throw ...) takes that metric's place.
@@ -454,8 +457,6 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 			add = false
 		}
 	}
-	var buf [1]kernelRoute
-	list := k.routesOf(p, &buf)
 	at := func(o kernelRoute) bool { return o.prio == kr.prio && o.tos == kr.tos }
 	if i := slices.IndexFunc(list, at); add && i >= 0 && list[i].typ == kr.typ && list[i].hops == k.hopSets.find(hops) {
 		// The route the mirror has (a dump's, or an identical replace):
@@ -495,19 +496,17 @@ func (k *Sync) wantFamily(fam int) bool {
 }
 
 // noteOther records (on) or forgets the unmirrored route r to p, of kernel
-// type typ (or otherNexthop), and
-// reports whether k.routes holds a route for p at r's metric.
-func (k *Sync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on bool) bool {
-	key := otherKey{p, r.Priority, r.Tos}
+// type typ (or otherNexthop), and reports whether list (p's routes in
+// k.routes) holds one at r's metric.
+func (k *Sync) noteOther(p netip.Prefix, r *netlink.Route, typ uint8, on bool, list []kernelRoute) bool {
 	k.otherMu.Lock()
 	if on {
-		k.other[key] = typ
-	} else {
-		delete(k.other, key)
+		k.other[otherKey{p, r.Priority, r.Tos}] = typ
+	} else if len(k.other) > 0 {
+		delete(k.other, otherKey{p, r.Priority, r.Tos})
 	}
 	k.otherMu.Unlock()
-	var buf [1]kernelRoute
-	return slices.ContainsFunc(k.routesOf(p, &buf), func(o kernelRoute) bool { return o.prio == uint32(r.Priority) && o.tos == uint8(r.Tos) })
+	return slices.ContainsFunc(list, func(o kernelRoute) bool { return o.prio == uint32(r.Priority) && o.tos == uint8(r.Tos) })
 }
 
 func kernelPrefix(r *netlink.Route) (netip.Prefix, bool) {
