@@ -53,7 +53,7 @@ func (e *SNAT) Mappings(yield func(Mapping) bool) {
 			name = "udp"
 		}
 		for ai, a := range s.addrs {
-			words, meta, untils := s.words[pi][ai], s.meta[pi][ai], s.until[pi][ai]
+			words, meta := s.words[pi][ai], s.meta[pi][ai]
 			for i := range words {
 				port := s.lo + uint16(i)
 				if flowsteer.Port(port, s.workers) != e.worker {
@@ -63,7 +63,7 @@ func (e *SNAT) Mappings(yield func(Mapping) bool) {
 				if key&wordUsed == 0 {
 					continue
 				}
-				since, until, remote := meta[i].since, untils[i], meta[i].remote
+				since, until, remote := meta[i].since, meta[i].until, meta[i].remote
 				if words[i].Load() != key {
 					continue
 				}

@@ -136,7 +136,8 @@ var snatManual = elements.Doc{
 		"`inside` key), so the owner of an inside port decides all the flows of its endpoints and gives them its " +
 		"own ports: the inside port when free, else a port of the same parity, else any. A worker whose ports " +
 		"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
-		"(\"mapping fallback\"). Memory: 34 bytes per port of the range per address and protocol (4.2 MiB for one " +
-		"address and the default range) and, per worker, an index (two 10-byte slots per port and protocol it owns) " +
-		"and a filter (4 bits per port and protocol it owns), each rounded up to a power of two.",
+		"(\"mapping fallback\"). Memory: 32 bytes per port of the range per address and protocol (3.9 MiB for one " +
+		"address and the default range) and, per worker, 2 bits per port of the range per address and protocol " +
+		"(mapped, free), an index (two 10-byte slots per port and protocol it owns) and a filter (4 bits per port " +
+		"and protocol it owns), the last two rounded up to a power of two.",
 }

@@ -25,12 +25,27 @@ import (
 // preservation), else a free port of the same parity (RFC 4787 REQ-3/4):
 // first a few drawn from the inside endpoint (the same after a restart),
 // then from the free stack, else any free port of its own. The mappings are a table per outside
-// address and protocol, indexed by port (34 bytes a port, written only
+// address and protocol, indexed by port (32 bytes a port:
+// an 8-byte word and 24 bytes of metadata; written only
 // by the port's owner); an inside endpoint
 // whose mapping is
 // not its own port is found through the worker's index (mapIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
 // so that ports handed out are not predictable beyond the kept ones.
+//
+// A new mapping reads and writes as few random lines as it can (each is
+// a miss shared with Conntrack's, prefetched or not). Each worker keeps,
+// per table, a bit per port saying whether the port is mapped
+// (mapTable.used: the word's wordUsed bit, for the ports it owns) and
+// one saying whether it is on its free stack (onStack): 1 KiB each per
+// 8,192 ports, small enough to stay in cache. The candidate ports of a
+// new mapping are checked in the first instead of in their words. A port
+// that leaves the free ports other than by a pop (kept by its endpoint,
+// or drawn) stays on its stack, counted out of the free ports
+// (mapWorker.nfree): pop drops it while it is mapped, and when its
+// mapping ends it is free again where it stands (a table of each port's
+// place in its stack, read and rewritten so as to move the stack's top
+// into the hole, cost three random lines a mapping).
 //
 // A mapping ends lazily: when a worker needs a port and has none free, it
 // looks at a few of its mappings (reclaimPerTry) and frees those whose
@@ -65,7 +80,7 @@ const reclaimPerTry = 16
 // (this port) that are in the worker's index because this port was not
 // free for them (saturating: at dispMax it stays, and the index is always
 // looked at). It is written by the port's owner only and read by show nat
-// on another goroutine (atomic). The rest (portMeta, 32 bytes) is the
+// on another goroutine (atomic). The rest (portMeta, 24 bytes) is the
 // owner's; show nat reads it as Conntrack's listing reads flows: copied,
 // then the word read again.
 const (
@@ -85,6 +100,11 @@ type portMeta struct {
 	remote [2]uint32
 	// ref and tag name the last flow bound to the mapping.
 	ref, tag uint32
+	// until is when (Conntrack's clock >> 30, about seconds) the
+	// mapping may end if no flow of it is tracked. In the same entry as
+	// the rest (24 bytes), so that a new mapping, and a flow bound to
+	// one, writes one line of metadata, not two.
+	until uint32
 }
 
 // mapStore is an SNAT element's mappings, shared by its workers'
@@ -99,16 +119,10 @@ type mapStore struct {
 	// 1 UDP).
 	words [2][][]atomic.Uint64
 	meta  [2][][]portMeta
-	// until[proto][address][port-lo]: when (Conntrack's clock >> 30,
-	// about seconds) the mapping may end if no flow of it is tracked.
-	until [2][][]uint32
-	// pos[proto][address][port-lo]: the port's place in its owner's
-	// free stack while free.
-	pos  [2][][]uint16
-	mw   []*mapWorker
-	masq *flowsteer.Masq // published steering (nil: one worker, none needed)
-	name string
-	mem  *hugeMem // where the tables are cut from (nil: the Go heap)
+	mw    []*mapWorker
+	masq  *flowsteer.Masq // published steering (nil: one worker, none needed)
+	name  string
+	mem   *hugeMem // where the tables are cut from (nil: the Go heap)
 	// inside: the networks whose hosts reach each other's mappings
 	// (hairpinning).
 	inside []flowsteer.Prefix
@@ -122,8 +136,16 @@ type mapStore struct {
 
 // mapWorker is one worker's side: its free ports and its index.
 type mapWorker struct {
-	free  [2][][2][]uint16 // [proto][address][parity]
-	sweep [2][]uint32      // [proto][address]: reclaim cursor (offset in the range)
+	// free[proto][address][parity]: the free stacks, which also hold
+	// ports taken out of order (mapped: skipped by pop); nfree the free
+	// ports on each.
+	free  [2][][2][]uint16
+	nfree [2][][2]int
+	// used, onStack [proto][address]: a bit per port of the range (its
+	// offset), for the ports this worker owns: mapped; on its free
+	// stack.
+	used, onStack [2][][]uint64
+	sweep         [2][]uint32 // [proto][address]: reclaim cursor (offset in the range)
 	// dry[proto][address]: until when (clock >> 30) not to look for
 	// mappings to free, after a look found none (a table full of live
 	// mappings costs its new flows no walk).
@@ -147,13 +169,14 @@ type mapWorker struct {
 
 // mapTable is one address and protocol's part of a store.
 type mapTable struct {
-	words []atomic.Uint64
-	meta  []portMeta
-	until []uint32
-	pos   []uint16
-	free  *[2][]uint16
-	pi    int
-	ai    int
+	words   []atomic.Uint64
+	meta    []portMeta
+	free    *[2][]uint16
+	nfree   *[2]int
+	used    []uint64
+	onStack []uint64
+	pi      int
+	ai      int
 }
 
 func protoIndex(proto uint8) int {
@@ -166,17 +189,13 @@ func protoIndex(proto uint8) int {
 func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering int, timeout [2]uint32) *mapStore {
 	s := &mapStore{addrs: addrs, lo: lo, hi: hi, workers: workers, filtering: filtering, timeout: timeout, name: name}
 	span := int(hi-lo) + 1
-	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8+4+2) + 4*64))
+	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8) + 2*64))
 	for pi := range s.words {
 		s.words[pi] = make([][]atomic.Uint64, len(addrs))
 		s.meta[pi] = make([][]portMeta, len(addrs))
-		s.until[pi] = make([][]uint32, len(addrs))
-		s.pos[pi] = make([][]uint16, len(addrs))
 		for ai := range addrs {
 			s.words[pi][ai] = cut[atomic.Uint64](s.mem, span)
-			s.until[pi][ai] = cut[uint32](s.mem, span)
 			s.meta[pi][ai] = cut[portMeta](s.mem, span)
-			s.pos[pi][ai] = cut[uint16](s.mem, span)
 		}
 	}
 	s.mw = make([]*mapWorker, workers)
@@ -186,9 +205,10 @@ func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering 
 // table returns worker m's view of address ai and protocol pi (m nil:
 // without the free ports, for reading).
 func (s *mapStore) table(m *mapWorker, pi, ai int) mapTable {
-	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], until: s.until[pi][ai], pos: s.pos[pi][ai], pi: pi, ai: ai}
+	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], pi: pi, ai: ai}
 	if m != nil {
-		t.free = &m.free[pi][ai]
+		t.free, t.nfree = &m.free[pi][ai], &m.nfree[pi][ai]
+		t.used, t.onStack = m.used[pi][ai], m.onStack[pi][ai]
 	}
 	return t
 }
@@ -201,29 +221,35 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 		return s.mw[w]
 	}
 	m := &mapWorker{w: w}
+	span := int(s.hi-s.lo) + 1
+	m.mem = newHugeMem(indexBytes(s.ownedMax(w)) + filterBytes(s.ownedMax(w)) + 2*2*len(s.addrs)*(bitmapBytes(span)+64) + 256)
 	for pi := range m.free {
 		proto := uint8(packet.ProtoTCP)
 		if pi == 1 {
 			proto = packet.ProtoUDP
 		}
 		m.free[pi] = make([][2][]uint16, len(s.addrs))
+		m.nfree[pi] = make([][2]int, len(s.addrs))
+		m.used[pi] = make([][]uint64, len(s.addrs))
+		m.onStack[pi] = make([][]uint64, len(s.addrs))
 		m.sweep[pi] = make([]uint32, len(s.addrs))
 		m.dry[pi] = make([]uint32, len(s.addrs))
 		for ai, a := range s.addrs {
-			pos := s.pos[pi][ai]
+			m.used[pi][ai] = cut[uint64](m.mem, bitmapBytes(span)/8)
+			m.onStack[pi][ai] = cut[uint64](m.mem, bitmapBytes(span)/8)
+			stk := m.onStack[pi][ai]
 			for p := int(s.lo); p <= int(s.hi); p++ {
 				port := uint16(p)
 				if flowsteer.Port(port, s.workers) != w || steer.IsPublic(proto, a, port) {
 					continue
 				}
 				m.free[pi][ai][p&1] = append(m.free[pi][ai][p&1], port)
+				setBit(stk, port-s.lo)
 			}
 			for par := range 2 {
 				st := m.free[pi][ai][par]
 				rand.Shuffle(len(st), func(i, j int) { st[i], st[j] = st[j], st[i] })
-				for i, port := range st {
-					pos[port-s.lo] = uint16(i)
-				}
+				m.nfree[pi][ai][par] = len(st)
 				m.owned += len(st)
 			}
 		}
@@ -236,7 +262,6 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 			m.bulk = newBulkBlocks(s, w)
 		}
 	}
-	m.mem = newHugeMem(indexBytes(m.owned) + filterBytes(m.owned) + 256)
 	m.idx.init(m.mem, m.owned)
 	m.filt.init(m.mem, m.owned)
 	for pi := range m.tabs {
@@ -248,6 +273,31 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 	s.mw[w] = m
 	return m
 }
+
+// ownedMax bounds the ports worker w owns (of both protocols and every
+// address; DNAT ports are among them), to size its memory before its
+// free stacks are built.
+func (s *mapStore) ownedMax(w int) int {
+	n := 0
+	for p := int(s.lo); p <= int(s.hi); p++ {
+		if flowsteer.Port(uint16(p), s.workers) == w {
+			n++
+		}
+	}
+	return 2 * len(s.addrs) * n
+}
+
+// bitmapBytes is the memory of a bitmap of span ports.
+func bitmapBytes(span int) int { return (span + 63) / 64 * 8 }
+
+func setBit(b []uint64, i uint16)       { b[i>>6] |= 1 << (i & 63) }
+func clearBit(b []uint64, i uint16)     { b[i>>6] &^= 1 << (i & 63) }
+func testBit(b []uint64, i uint16) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+
+// inUse reports whether port offset i (port-lo), a port of the table's
+// worker, is mapped: its word's wordUsed bit, read from the worker's
+// bitmap.
+func (t *mapTable) inUse(i uint16) bool { return testBit(t.used, i) }
 
 // owner is the worker that owns port.
 func (s *mapStore) owner(port uint16) int {
@@ -291,27 +341,29 @@ func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16
 	return m.idx.get(key | uint64(t.pi)<<1)
 }
 
-// take removes port from its free stack (it is free and owned).
+// take removes port, free and owned, from the free ports (a port the
+// endpoint keeps, or drawn): it stays on its stack, where pop skips it
+// while it is mapped, so no other line is written.
 func (s *mapStore) take(t *mapTable, port uint16) {
-	st := &t.free[port&1]
-	i := t.pos[port-s.lo]
-	if int(i) >= len(*st) || (*st)[i] != port {
-		return // not on the stack (dropped as a DNAT port since)
-	}
-	last := (*st)[len(*st)-1]
-	(*st)[i] = last
-	t.pos[last-s.lo] = i
-	*st = (*st)[:len(*st)-1]
+	if testBit(t.onStack, port-s.lo) {
+		t.nfree[port&1]--
+	} // else not on the stack (dropped as a DNAT port since)
 }
 
-// pop takes a free port of the given parity: ok false when the stack is
-// empty. Ports that became a DNAT rule's public endpoint since are dropped
-// from the stack.
+// pop takes a free port of the given parity: ok false when there is none.
+// Ports mapped since they were pushed (taken out of order) are dropped
+// from the stack, as are ports that became a DNAT rule's public
+// endpoint.
 func (s *mapStore) pop(steer *flowsteer.Table, proto uint8, addr uint32, t *mapTable, par int) (uint16, bool) {
 	q := &t.free[par]
-	for len(*q) > 0 {
+	for t.nfree[par] > 0 && len(*q) > 0 {
 		port := (*q)[len(*q)-1]
 		*q = (*q)[:len(*q)-1]
+		clearBit(t.onStack, port-s.lo)
+		if t.inUse(port - s.lo) {
+			continue // taken out of order: not counted
+		}
+		t.nfree[par]--
 		if !steer.IsPublic(proto, addr, port) {
 			return port, true
 		}
@@ -339,6 +391,7 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 		return
 	}
 	w.Store(v & dispMask)
+	clearBit(t.used, port-s.lo)
 	if a := uint16(v >> 16); a != port {
 		m.idx.del(v&endpoint | uint64(t.pi)<<1)
 		s.addDisplaced(t, a, -dispOne)
@@ -353,20 +406,24 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 	}
 }
 
-// putFree puts port back on its free stack.
+// putFree makes port free again: on top of its free stack, unless it
+// is still on it (taken out of order).
 func (s *mapStore) putFree(t *mapTable, port uint16) {
-	st := &t.free[port&1]
-	t.pos[port-s.lo] = uint16(len(*st))
-	*st = append(*st, port)
+	if !testBit(t.onStack, port-s.lo) {
+		st := &t.free[port&1]
+		*st = append(*st, port)
+		setBit(t.onStack, port-s.lo)
+	}
+	t.nfree[port&1]++
 }
 
 // expired reports whether the mapping of port may end at now: its
 // timeout passed and its last flow is gone.
 func (s *mapStore) expired(ct *conntrack.Table, t *mapTable, port uint16, now int64) bool {
-	if uint32(now>>30) < t.until[port-s.lo] {
+	pm := &t.meta[port-s.lo]
+	if uint32(now>>30) < pm.until {
 		return false
 	}
-	pm := &t.meta[port-s.lo]
 	c := ct.Live(pm.ref, pm.tag)
 	if c == nil {
 		return true
@@ -412,19 +469,25 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 	}
 }
 
-// install makes port the mapping of inside endpoint key (port a).
+// install makes port the mapping of inside endpoint key (port a). The
+// words are written first: an atomic store waits for every store before
+// it to reach the cache, so the lines only this worker reads (index,
+// filter) are written after them and not waited for; the metadata comes
+// before the word, which another worker's listing reads first.
 func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16, now int64) {
+	i := port - s.lo
+	t.meta[i].since = uint32(now >> 30)
+	w := &t.words[i]
+	w.Store(key | w.Load()&dispMask)
+	setBit(t.used, i)
+	if a != port {
+		s.addDisplaced(t, a, dispOne)
+		m.idx.put(key|uint64(t.pi)<<1, port)
+	}
 	m.filt.add(key | uint64(t.pi)<<1)
 	if m.bulk != nil {
 		m.bulk.live[t.ai][m.bulk.unitBlock[port/flowsteer.PortUnit]]++
 	}
-	if a != port {
-		m.idx.put(key|uint64(t.pi)<<1, port)
-		s.addDisplaced(t, a, dispOne)
-	}
-	t.meta[port-s.lo].since = uint32(now >> 30)
-	w := &t.words[port-s.lo]
-	w.Store(key | w.Load()&dispMask)
 }
 
 // use notes a flow bound to the mapping of port: its timeout restarts and
@@ -432,10 +495,10 @@ func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16
 func (s *mapStore) use(t *mapTable, port uint16, c *conntrack.Conn, idx uint32, remote uint32, now int64) {
 	pm := &t.meta[port-s.lo]
 	pm.ref, pm.tag = idx, c.Tag
-	if u := uint32(now>>30) + s.timeout[t.pi]; u != t.until[port-s.lo] {
-		t.until[port-s.lo] = u
+	if u := uint32(now>>30) + s.timeout[t.pi]; u != pm.until {
+		pm.until = u
 	}
-	if pm.remote[0] != remote && s.filtering == filterAD {
+	if s.filtering == filterAD && pm.remote[0] != remote { // the line is read only when the filtering needs it
 		pm.remote[1], pm.remote[0] = pm.remote[0], remote
 	}
 }

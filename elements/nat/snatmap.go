@@ -238,7 +238,7 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	}
 	if s.block == 0 {
 		ai := s.addrIndex(e.address(k))
-		if f := &m.free[pi][ai]; len(f[0])+len(f[1]) == 0 {
+		if f := &m.nfree[pi][ai]; f[0]+f[1] == 0 {
 			if e.now == 0 {
 				e.now = t.Now() // once a batch
 			}
@@ -254,7 +254,7 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	j := e.nm
 	e.nm++
 	e.mat[pos] = uint16(e.nm)
-	e.mah[j] = mapAhead{k: k, bit: uint32(fb)}
+	e.mah[j] = mapAhead{k: k, bit: uint32(fb), pos: uint16(pos)}
 }
 
 // fullNoMapping reports whether the new flow at batch position pos, which
@@ -276,23 +276,36 @@ const warmGroup = 8
 type mapAhead struct {
 	k   *conntrack.Tuple
 	bit uint32 // the endpoint's filter bit
+	pos uint16 // its place in the batch
+	// guess is the port warmLines guessed for a new mapping other than
+	// the inside port, h the hash of the reply tuple with it (hashed).
+	guess  uint16
+	hashed bool
+	h      uint32
 }
 
 // warmLines prefetches the lines the batch's j-th new flow through the
-// mapping will read: with its filter bit set, those of a mapping it may
-// have (its inside port's word and timeout, its index slot), and, with
-// free ports, the inside port's metadata, which a new mapping writes;
-// with the bit clear, the inside port's lines only when there are free
-// ports (a new mapping is made), else none: the flow falls back at once.
+// mapping will read: its inside port's word and metadata (a mapping it
+// may have, or one whose end allocate checks, or the new mapping that
+// keeps the port), and, with its filter bit set, its index slot; with
+// the bit clear, none when there is no free port (the flow falls back
+// at once), else also those of the new mapping it will make when that
+// does not keep the inside port: the word and metadata of the port
+// allocate will most likely give it (guess), its index slot (key and
+// value), and the flow table's line for the reply tuple with that port
+// (prepare prefetched the one with the inside port), whose hash is kept
+// for the claim. Each of these was a miss a new mapping waited for.
 func (e *SNAT) warmLines(j int) {
 	s, m := e.ms, e.mw
 	a := &e.mah[j]
 	k := a.k
 	set := m.filt.test(uint64(a.bit))
 	pi := protoIndex(k.Proto)
-	ai := s.addrIndex(e.address(k))
-	f := &m.free[pi][ai]
-	free := len(f[0])+len(f[1]) > 0
+	addr := e.address(k)
+	ai := s.addrIndex(addr)
+	mt := &m.tabs[pi][ai]
+	f := mt.nfree
+	free := f[0]+f[1] > 0
 	if !set && !free {
 		return
 	}
@@ -301,20 +314,89 @@ func (e *SNAT) warmLines(j int) {
 		p = s.lo // no slot of its own: any line will do
 	}
 	i := int(p - s.lo)
-	lines := [4]uintptr{
-		uintptr(unsafe.Pointer(&s.words[pi][ai][i])),
-		uintptr(unsafe.Pointer(&s.until[pi][ai][i])),
-		uintptr(unsafe.Pointer(&s.meta[pi][ai][i])),
-	}
-	n := 2
-	if free {
-		n = 3
+	var lines [8]uintptr
+	lines[0] = uintptr(unsafe.Pointer(&mt.words[i]))
+	lines[1] = uintptr(unsafe.Pointer(&mt.meta[i].until)) // the entry's end: a quarter of the 24-byte entries span two lines
+	lines[2] = uintptr(unsafe.Pointer(&mt.meta[i]))
+	n := 3
+	if !set && s.block == 0 {
+		// A new mapping, certainly.
+		if o := s.guess(mt, k, addr, e.worker); int(o-s.lo) != i {
+			oi := int(o - s.lo)
+			slot := m.idx.slot(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
+			lines[3] = uintptr(unsafe.Pointer(&mt.words[oi]))
+			lines[4] = uintptr(unsafe.Pointer(&mt.meta[oi]))
+			lines[5] = uintptr(unsafe.Pointer(&mt.meta[oi].until))
+			lines[6] = uintptr(unsafe.Pointer(&m.idx.keys[slot]))
+			lines[7] = uintptr(unsafe.Pointer(&m.idx.vals[slot]))
+			n = 8
+			if at := e.nf.at[a.pos]; at != 0 && e.nf.t != nil {
+				// The claim of the reply tuple with that port: prepare
+				// prefetched the one with the inside port.
+				r := e.nf.keys[at-1]
+				r.Dport = o
+				a.guess, a.hashed, a.h = o, true, e.nf.t.Bucket(&r)
+				e.nf.t.WarmClaim(a.h)
+			}
+		}
+		conntrack.Prefetch(lines[:n])
+		return
 	}
 	if set {
 		lines[n] = uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)]))
 		n++
 	}
 	conntrack.Prefetch(lines[:n])
+}
+
+// guess is the port allocate will most likely give a new mapping of k's
+// inside endpoint (a worker with free ports, no port blocks), from the
+// worker's bitmaps and free stacks alone, for warmLines: flows bound in
+// between, DNAT ports and mappings that ended may make allocate choose
+// another, which only wastes the prefetch.
+func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int) uint16 {
+	a := k.Sport
+	if a >= s.lo && a <= s.hi && !mt.inUse(a-s.lo) {
+		return a
+	}
+	x := drawSeed(k, addr)
+	for range flowCandidates {
+		if p, ok := s.nextDraw(&x, a); ok && s.owner(p) == w && !mt.inUse(p-s.lo) {
+			return p
+		}
+	}
+	for _, par := range [2]uint16{a & 1, 1 - a&1} {
+		st := mt.free[par]
+		for i := len(st) - 1; i >= max(len(st)-4, 0); i-- {
+			if !mt.inUse(st[i] - s.lo) {
+				return st[i]
+			}
+		}
+	}
+	return s.lo
+}
+
+// drawSeed starts the draw of ports for a new mapping of k's inside
+// endpoint on outside address addr (allocate, guess).
+func drawSeed(k *conntrack.Tuple, addr uint32) uint64 {
+	x := uint64(k.Src)<<32 | uint64(k.Sport)<<16 | uint64(k.Proto)
+	return x ^ uint64(addr)*0x9e3779b97f4a7c15
+}
+
+// nextDraw advances the draw x and returns its next port, of inside port
+// a's parity (ok false: the draw fell on the range's last port, of the
+// other parity).
+func (s *mapStore) nextDraw(x *uint64, a uint16) (uint16, bool) {
+	span := uint64(s.hi-s.lo) + 1
+	*x = (*x ^ *x>>29) * 0xbf58476d1ce4e5b9
+	p := s.lo + uint16(uint64(uint32(*x>>32))*span>>32)
+	if p&1 != a&1 {
+		if p == s.hi {
+			return 0, false
+		}
+		p++
+	}
+	return p, true
 }
 
 // claimMapped makes reply (with the mapping's port) the flow's reply
@@ -326,7 +408,24 @@ func (e *SNAT) claimMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, re
 	if e.steer.Pins() != nil && e.pinned(reply) {
 		return false
 	}
-	return e.claim(t, c, idx, reply, e.nf.hash(t, reply, pos))
+	h, ok := e.guessHash(t, pos, reply.Dport)
+	if !ok {
+		h = e.nf.hash(t, reply, pos)
+	}
+	return e.claim(t, c, idx, reply, h)
+}
+
+// guessHash is the hash warmLines computed of the reply tuple with port,
+// when port is its guess for the new flow at batch position pos.
+func (e *SNAT) guessHash(t *conntrack.Table, pos int, port uint16) (uint32, bool) {
+	if pos < len(e.mat) && t == e.nf.t {
+		if j := e.mat[pos]; j != 0 && j != matFull {
+			if a := &e.mah[j-1]; a.hashed && a.guess == port {
+				return a.h, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // allocate picks a free port of this worker for a new mapping of k's
@@ -338,12 +437,12 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	if s.block > 0 {
 		return e.allocateBlock(t, mt, addr, k, now) // portblock.go
 	}
-	if f := mt.free; len(f[0])+len(f[1]) == 0 {
+	if f := mt.nfree; f[0]+f[1] == 0 {
 		// No free port (the usual state of a worker whose ports are
 		// all mapped): free some mappings that ended, if a look a
 		// second ago found any, else give up at once.
 		s.reclaim(t, m, mt, e.worker, now)
-		if len(f[0])+len(f[1]) == 0 {
+		if f[0]+f[1] == 0 {
 			return 0, false
 		}
 	}
@@ -363,19 +462,11 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	// up again mid-stream by Conntrack's loose pickup gets the port it
 	// had, as the per-destination choice's flow candidates do), and
 	// the same in two instances that see the same flows.
-	span := uint64(s.hi-s.lo) + 1
-	x := uint64(k.Src)<<32 | uint64(a)<<16 | uint64(k.Proto)
-	x ^= uint64(addr) * 0x9e3779b97f4a7c15
+	x := drawSeed(k, addr)
 	for range flowCandidates {
-		x = (x ^ x>>29) * 0xbf58476d1ce4e5b9
-		p := s.lo + uint16(uint64(uint32(x>>32))*span>>32)
-		if p&1 != a&1 {
-			if p == s.hi {
-				continue
-			}
-			p++
-		}
-		if s.owner(p) == e.worker && mt.words[p-s.lo].Load()&wordUsed == 0 && !e.steer.IsPublic(k.Proto, addr, p) {
+		// Whether the port is mapped is read from the worker's bitmap
+		// (its word's bit, without a random line a candidate).
+		if p, ok := s.nextDraw(&x, a); ok && s.owner(p) == e.worker && !mt.inUse(p-s.lo) && !e.steer.IsPublic(k.Proto, addr, p) {
 			s.take(mt, p)
 			return p, true
 		}

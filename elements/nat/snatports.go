@@ -103,14 +103,14 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		m++
 		e.nf.at[i] = uint16(m)
 	}
+	e.nf.t = t
+	e.nf.n = m
 	if e.nq > 0 {
 		conntrack.Prefetch(e.fpf[e.nq-e.nq%warmGroup : e.nq])
 		for j := range min(e.nm, claimAhead) {
 			e.warmLines(j) // their filter lines were asked for first
 		}
 	}
-	e.nf.t = t
-	e.nf.n = m
 	if t != nil {
 		// The first claimAhead keys are prefetched now, each
 		// further one when bind claims the key claimAhead before it.
