@@ -78,7 +78,14 @@
 # one run per case each of Linux, Junction and (XDP=1) xdp, so that a
 # machine whose load changes during the script (other jobs) weighs on
 # every way alike; no bounds. The exit tables printed are the last
-# round's.
+# round's. With INTERLEAVE=1, NULL_CONFIG=FILE (router only) adds the
+# null phase to every round (the bridge in FILE, each host's gateway
+# neighbour the other host's MAC for that phase only) and prints each
+# Junction way's medians ÷ the null bridge's: what the graph keeps of
+# its driver's bound, measured under the same load. ALT_CONFIG=FILE
+# (with INTERLEAVE=1) adds a second Junction phase, "alt", on FILE to
+# every round (e.g. the config with its fast path off), compared with
+# Linux and the null bridge like Junction.
 set -euo pipefail
 
 RUNS=${RUNS:-10}
@@ -202,7 +209,7 @@ for c in cases:
     lm, jm = st.median(l) / 1e6, st.median(j) / 1e6
     fmt = lambda v: f"{st.median(v)/1e6:6.0f} [{min(v)/1e6:5.0f}-{max(v)/1e6:5.0f}]"
     print(f"  {c:<18} {fmt(l):>22} {fmt(j):>22} {jm/lm if lm else 0:6.2f}x {st.median(lr):6.0f}/{st.median(jr):<6.0f} {fails('linux', c):>4}/{fails('junction', c):<4}")
-bounds = [f for f in ("xdp", "direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
+bounds = [f for f in ("xdp", "alt", "direct", "null", "bounce", "tcpeer", "tcpass", "tcegress") if any(r[0] == f for r in rows)]
 if bounds:
     print(f"  more (received Mbit/s, median [min-max]; ÷ Linux's median): xdp = Junction on afxdp with the fast path in XDP (the configs' data path before; into a veth through TC, or by XDP redirects where the kernel refuses that hand-off); bounds: direct = no router, null = afxdp moving frames unchanged, bounce = XDP redirect in the kernel, tcpeer/tcpass/tcegress = TC redirects")
     for c in cases:
@@ -213,6 +220,13 @@ if bounds:
             v = pick(f, c, 2)
             if v: parts.append(f"{f} {st.median(v)/1e6:.0f} [{min(v)/1e6:.0f}-{max(v)/1e6:.0f}] {st.median(v)/1e6/lm if lm else 0:.2f}x, retr {st.median(pick(f, c, 3)):.0f}, {fails(f, c)} failed")
         print(f"  {c:<18} " + "; ".join(parts))
+if "null" in bounds:
+    ways = [f for f in ("junction", "alt", "xdp") if any(r[0] == f for r in rows)]
+    print(f"  ÷ the null bridge's median (the driver's bound): " + ", ".join(ways))
+    for c in cases:
+        if c.startswith("udp"): continue
+        nm = st.median(pick("null", c, 2))
+        print(f"  {c:<18} " + "; ".join(f"{f} {st.median(pick(f, c, 2))/nm if nm else 0:.2f}x" for f in ways))
 if hz:
     # CPU seconds per GB received, medians over the runs: columns 6-9 are
     # bytes, forwarder ticks, softirq ticks, busy ticks; 10 the
@@ -317,6 +331,29 @@ run_forwarder() {
 	FWDPID=
 }
 
+# null_round: one round's null phase (INTERLEAVE=1 with NULL_CONFIG):
+# the bridge forwards frames unchanged, so each host's gateway neighbour
+# is the other host's MAC while it runs; the entries are removed after
+# it, so that the next round's Linux and Junction resolve the router's
+# MAC again.
+null_round() {
+	local cmac smac
+	cmac=$(ip -n "$CLI" -br link show eth0 | awk '{print $3}')
+	smac=$(ip -n "$SRV" -br link show eth0 | awk '{print $3}')
+	ip -n "$CLI" neigh replace "$GW" lladdr "$smac" dev eth0 nud permanent
+	ip -n "$SRV" neigh replace 10.2.0.1 lladdr "$cmac" dev eth0 nud permanent
+	ip netns exec $FWD "$TMP/forwarder" run -config "$NULL_CONFIG" -quiet >"$TMP/fwd-null.log" 2>&1 &
+	FWDPID=$!
+	PIDS+=($FWDPID)
+	e2e_wait_path
+	measure null
+	kill -INT $FWDPID
+	wait $FWDPID || true
+	FWDPID=
+	ip -n "$CLI" neigh del "$GW" dev eth0
+	ip -n "$SRV" neigh del 10.2.0.1 dev eth0
+}
+
 for CFG in $CONFIGS; do
 	echo
 	echo "== $CFG =="
@@ -342,6 +379,12 @@ for CFG in $CONFIGS; do
 			run_forwarder junction "$CONFIG" "$TMP/fwd-$CFG.log"
 			if [ "$XDP" = 1 ]; then
 				run_forwarder xdp "$TMP/xdp-$CFG.toml" "$TMP/fwd-xdp-$CFG.log"
+			fi
+			if [ -n "${ALT_CONFIG:-}" ]; then
+				run_forwarder alt "$ALT_CONFIG" "$TMP/fwd-alt-$CFG.log"
+			fi
+			if [ -n "${NULL_CONFIG:-}" ] && [ "$CFG" = router ]; then
+				null_round
 			fi
 		done
 		RUNS=$rounds
