@@ -81,7 +81,7 @@ func TestMapFilter(t *testing.T) {
 				for _, w := range m.filt.bits {
 					set += bits.OnesCount64(w)
 				}
-				if set > len(live) {
+				if set > 2*len(live) {
 					t.Fatalf("after a rebuild %d bits set for %d live mappings", set, len(live))
 				}
 			}
@@ -95,7 +95,8 @@ func TestMapFilter(t *testing.T) {
 		t.Fatalf("%d rebuilds: the churn did not exercise them", rebuilds)
 	}
 	// A never-mapped endpoint reads the tables only on a set bit: with
-	// 400 of 512 ports mapped, at most 400 of the 4096 bits.
+	// 400 of 512 ports mapped, at most 800 of the 4096 bits (two each),
+	// and both bits of about 1 in 20.
 	miss := 0
 	for range 10_000 {
 		k := endpointKey(0x0b000000+rng.Uint32N(1<<20), uint16(rng.IntN(65536))) | uint64(rng.IntN(2))<<1

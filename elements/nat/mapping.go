@@ -626,32 +626,34 @@ func (x *mapIndex) del(k uint64) {
 	x.keys[i] = 0
 }
 
-// mapFilter is a worker's filter of its mappings' inside endpoints: a bit
-// per hash of the endpoint and protocol, set when a mapping is made, so
-// that a clear bit says the endpoint certainly has no mapping. A new
-// endpoint (every new flow of clients that do not reuse their sockets)
-// then reads one line of a table small enough to stay in the core's cache
-// (filterBitsPer bits a port the worker owns: 64 KiB for one address and
-// the default range) instead of its port's word and its index slot, lines
-// of tables sized for every port. The share of set bits, and so of new
-// endpoints that read those lines anyway, is at most the share of the
-// worker's ports mapped over filterBitsPer. A bit stays set when its
-// mapping ends (another may share it); the ended mappings are counted and,
-// once they reach a sixteenth of the bits, the filter is built again from
-// the words of the worker's ports (a walk of the tables, once per that
-// many releases).
+// mapFilter is a worker's filter of its mappings' inside endpoints: two
+// bits per hash of the endpoint and protocol, in one 64-bit word, set
+// when a mapping is made, so that a clear bit says the endpoint certainly
+// has no mapping. A new endpoint (every new flow of clients that do not
+// reuse their sockets) then reads one line of a table small enough to
+// stay in the core's cache (filterBitsPer bits a port the worker owns:
+// 128 KiB for one address and the default range) instead of its port's
+// word and its index slot, lines of tables sized for every port. With
+// every port mapped about 6% of new endpoints find both bits set and read
+// those lines anyway (with one bit of four a port, 22%: on a worker whose
+// ports are all mapped, the common case of new endpoints, each of those
+// went the whole way through bindMapped). A bit stays set when its
+// mapping ends (another may share it); the ended mappings are counted
+// and, once they reach a sixteenth of the bits, the filter is built again
+// from the words of the worker's ports (a walk of the tables, once per
+// that many releases).
 type mapFilter struct {
 	bits  []uint64
-	sh    uint // a hash's top 64-sh bits pick the bit
+	sh    uint // a hash's top 64-sh bits pick the word, the next 12 its two bits
 	stale int  // mappings ended since the filter was built
 }
 
 // filterBitsPer is the filter's bits per port the worker owns.
-const filterBitsPer = 4
+const filterBitsPer = 8
 
 // filterSize is the bits of a filter for n ports, and its hash's shift.
 func filterSize(n int) (int, uint) {
-	size, sh := 1<<12, uint(52)
+	size, sh := 1<<12, uint(64-6)
 	for size < filterBitsPer*n {
 		size <<= 1
 		sh--
@@ -671,20 +673,27 @@ func (f *mapFilter) init(mem *hugeMem, n int) {
 	f.sh = sh
 }
 
-// pos is the bit of index key k (endpoint and protocol).
-func (f *mapFilter) pos(k uint64) uint64 { return (k * 0xff51afd7ed558ccd) >> f.sh }
+// pos is the place of index key k (endpoint and protocol) in the filter:
+// its word<<12 | its first bit<<6 | its second bit.
+func (f *mapFilter) pos(k uint64) uint64 {
+	h := k * 0xff51afd7ed558ccd
+	return h>>f.sh<<12 | h>>(f.sh-12)&(1<<12-1)
+}
+
+// mask is the bits of place i in its word.
+func mask(i uint64) uint64 { return 1<<(i>>6&63) | 1<<(i&63) }
 
 func (f *mapFilter) has(k uint64) bool { return f.test(f.pos(k)) }
 
-func (f *mapFilter) test(i uint64) bool { return f.bits[i>>6]&(1<<(i&63)) != 0 }
+func (f *mapFilter) test(i uint64) bool { m := mask(i); return f.bits[i>>12]&m == m }
 
 func (f *mapFilter) add(k uint64) {
 	i := f.pos(k)
-	f.bits[i>>6] |= 1 << (i & 63)
+	f.bits[i>>12] |= mask(i)
 }
 
-// line is the address of bit i's word, to prefetch.
-func (f *mapFilter) line(i uint64) uintptr { return uintptr(unsafe.Pointer(&f.bits[i>>6])) }
+// line is the address of place i's word, to prefetch.
+func (f *mapFilter) line(i uint64) uintptr { return uintptr(unsafe.Pointer(&f.bits[i>>12])) }
 
 // rebuildAt is the count of ended mappings that has the filter built
 // again.

@@ -430,15 +430,15 @@ type SNAT struct {
 	mapsMade, fallbacks uint64 // this batch's, published once per batch
 	now                 int64  // the batch's clock reading (0: not read yet)
 	// The batch's new flows through the mapping (warmMapped): nm of
-	// them, each one's tuple and filter bit, and each position's
-	// (index + 1, or matFull with the filter bit in fbit); the filter
+	// them, each one's tuple and place in the filter, and each
+	// position's (index + 1, or matFull with the place in fbit); the filter
 	// lines of nq new flows, to prefetch.
 	nm   int
 	nq   int
 	mah  [packet.MaxBatch]mapAhead
 	fpf  [packet.MaxBatch]uintptr
 	mat  [packet.MaxBatch]uint16
-	fbit [packet.MaxBatch]uint32
+	fbit [packet.MaxBatch]uint64
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {

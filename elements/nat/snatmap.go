@@ -219,7 +219,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 }
 
 // warmMapped notes new flow k at batch position pos for bind, and queues
-// its filter bit's line for prefetching (in groups of warmGroup). On a
+// its filter line for prefetching (in groups of warmGroup). On a
 // worker without free ports that found none to free a moment ago (the
 // state of one whose ports are all mapped) a new endpoint has nothing to
 // do but fall back: the flow is only marked (matFull) and bind, once the
@@ -246,7 +246,7 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 				// No port can be had this batch (none is freed
 				// before the dry spell ends, none is made).
 				e.mat[pos] = matFull
-				e.fbit[pos] = uint32(fb)
+				e.fbit[pos] = fb
 				return
 			}
 		}
@@ -254,15 +254,15 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	j := e.nm
 	e.nm++
 	e.mat[pos] = uint16(e.nm)
-	e.mah[j] = mapAhead{k: k, bit: uint32(fb), pos: uint16(pos)}
+	e.mah[j] = mapAhead{k: k, bit: fb, pos: uint16(pos)}
 }
 
 // fullNoMapping reports whether the new flow at batch position pos, which
 // warmMapped found on a worker without a port to give, has no mapping
-// either (its filter bit is clear): it then falls back without
+// either (its filter bits are not both set): it then falls back without
 // bindMapped.
 func (e *SNAT) fullNoMapping(pos int) bool {
-	return pos < len(e.mat) && e.mat[pos] == matFull && !e.mw.filt.test(uint64(e.fbit[pos]))
+	return pos < len(e.mat) && e.mat[pos] == matFull && !e.mw.filt.test(e.fbit[pos])
 }
 
 // matFull in SNAT.mat marks a new flow warmMapped found on a worker with
@@ -275,7 +275,7 @@ const warmGroup = 8
 // mapAhead is what warmMapped notes of one new flow through the mapping.
 type mapAhead struct {
 	k   *conntrack.Tuple
-	bit uint32 // the endpoint's filter bit
+	bit uint64 // the endpoint's place in the filter
 	pos uint16 // its place in the batch
 	// guess is the port warmLines guessed for a new mapping other than
 	// the inside port, h the hash of the reply tuple with it (hashed).
@@ -287,8 +287,8 @@ type mapAhead struct {
 // warmLines prefetches the lines the batch's j-th new flow through the
 // mapping will read: its inside port's word and metadata (a mapping it
 // may have, or one whose end allocate checks, or the new mapping that
-// keeps the port), and, with its filter bit set, its index slot; with
-// the bit clear, none when there is no free port (the flow falls back
+// keeps the port), and, with its filter bits set, its index slot; with
+// the bits not both set, none when there is no free port (the flow falls back
 // at once), else also those of the new mapping it will make when that
 // does not keep the inside port: the word and metadata of the port
 // allocate will most likely give it (guess), its index slot (key and
@@ -299,7 +299,7 @@ func (e *SNAT) warmLines(j int) {
 	s, m := e.ms, e.mw
 	a := &e.mah[j]
 	k := a.k
-	set := m.filt.test(uint64(a.bit))
+	set := m.filt.test(a.bit)
 	pi := protoIndex(k.Proto)
 	addr := e.address(k)
 	ai := s.addrIndex(addr)
