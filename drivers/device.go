@@ -229,6 +229,24 @@ type FastPathTable interface {
 	SetFlowGeneration(gen uint32) error
 }
 
+// FastPathRouteBatcher is a FastPathTable that also takes route changes
+// many at a time (a full routing table is a million of them; each call of
+// SetRoute is a system call). The results are SetRoute's and
+// DeleteRoute's, one per change: errs[i] (len(errs) ≥ the changes) is
+// change i's error or nil.
+type FastPathRouteBatcher interface {
+	SetRoutes(rs []FastRoute, errs []error)
+	DeleteRoutes(ps []netip.Prefix, errs []error)
+}
+
+// FastRoute is one route of FastPathRouteBatcher.SetRoutes: SetRoute's
+// arguments.
+type FastRoute struct {
+	Prefix netip.Prefix
+	Gw     netip.Addr
+	Out    Device
+}
+
 // SetFlow's errors: the fast path's flow table is full; the flow
 // direction is already installed (by another worker's tracker); the
 // device's in-kernel fast path is off (the kernel could not run it: see

@@ -196,6 +196,74 @@ func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) 
 	return f.t.SetRoute(p, r)
 }
 
+// SetRoutes implements drivers.FastPathRouteBatcher: SetRoute for each,
+// the valid ones given to the kernel in batches.
+func (f *fastTable) SetRoutes(rs []drivers.FastRoute, errs []error) {
+	cs := make([]fastpath.RouteChange, 0, len(rs))
+	at := make([]int, 0, len(rs))
+	for i, x := range rs {
+		errs[i] = nil
+		p, gw, out := x.Prefix, x.Gw, x.Out
+		if p.Addr().Is4In6() || gw.IsValid() && (gw.Is4() != p.Addr().Is4() || gw.Is4In6()) {
+			errs[i] = fmt.Errorf("fast path: %s via %s: IPv4 or IPv6 (not IPv4-mapped), the prefix and the gateway of one family", p, gw)
+			continue
+		}
+		r := fastpath.Route{Local: out == nil}
+		if out != nil {
+			d, err := fastDevice(out)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			r.Ifindex, r.Gateway = d.ifindex, gw
+		}
+		cs, at = append(cs, fastpath.RouteChange{Prefix: p.Masked(), Route: r}), append(at, i)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.t == nil {
+		return
+	}
+	// The router's own addresses stay local (as SetRoute leaves them).
+	n := 0
+	for j, c := range cs {
+		if f.locals[c.Prefix] == 0 {
+			cs[n], at[n] = c, at[j]
+			n++
+		}
+	}
+	cerrs := make([]error, n)
+	f.t.SetRoutes(cs[:n], cerrs)
+	for j, err := range cerrs {
+		errs[at[j]] = err
+	}
+}
+
+// DeleteRoutes implements drivers.FastPathRouteBatcher.
+func (f *fastTable) DeleteRoutes(ps []netip.Prefix, errs []error) {
+	del := make([]netip.Prefix, 0, len(ps))
+	at := make([]int, 0, len(ps))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, p := range ps {
+		errs[i] = nil
+		if p.Addr().Is4In6() || f.t == nil {
+			continue
+		}
+		if p = p.Masked(); f.locals[p] == 0 {
+			del, at = append(del, p), append(at, i)
+		}
+	}
+	if len(del) == 0 {
+		return
+	}
+	derrs := make([]error, len(del))
+	f.t.DeleteRoutes(del, derrs)
+	for j, err := range derrs {
+		errs[at[j]] = err
+	}
+}
+
 // DeleteRoute implements drivers.FastPathTable.
 func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 	if p.Addr().Is4In6() {
@@ -311,6 +379,7 @@ func (d *Device) FastPathTable() drivers.FastPathTable {
 }
 
 var _ drivers.FastPath = (*Device)(nil)
+var _ drivers.FastPathRouteBatcher = (*fastTable)(nil)
 
 // openFastPath loads the device's fast-path program (in place of v0.3.3's
 // plain one) and its TC ingress program, makes the device an output

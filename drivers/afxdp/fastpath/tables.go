@@ -200,21 +200,9 @@ func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
 	if err != nil {
 		return err
 	}
-	var v fastpathRoute
-	if r.Local {
-		v.Flags = routeFlagLocal
-	} else {
-		if r.Ifindex <= 0 || r.Ifindex > math.MaxUint32 {
-			return fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
-		}
-		v.Ifindex = uint32(r.Ifindex)
-		if r.Gateway.IsValid() {
-			gw, ok := ipv4(r.Gateway)
-			if !ok {
-				return fmt.Errorf("fastpath: route %v: gateway %v is not IPv4", p, r.Gateway)
-			}
-			v.Gateway = wire32(gw)
-		}
+	v, err := routeValue(p, r)
+	if err != nil {
+		return err
 	}
 	return t.routes.Put(k, &v)
 }

@@ -48,20 +48,9 @@ func route6Key(p netip.Prefix) *fastpathRoute6Key {
 }
 
 func (t *Tables) setRoute6(p netip.Prefix, r Route) error {
-	var v fastpathRoute6
-	if r.Local {
-		v.Flags = routeFlagLocal
-	} else {
-		if r.Ifindex <= 0 || r.Ifindex > math.MaxUint32 {
-			return fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
-		}
-		v.Ifindex = uint32(r.Ifindex)
-		if r.Gateway.IsValid() {
-			if !is6(r.Gateway) {
-				return fmt.Errorf("fastpath: route %v: gateway %v is not IPv6", p, r.Gateway)
-			}
-			v.Gateway = wire128(r.Gateway.As16())
-		}
+	v, err := route6Value(p, r)
+	if err != nil {
+		return err
 	}
 	return t.routes6.Put(route6Key(p), &v)
 }

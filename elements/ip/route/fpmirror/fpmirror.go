@@ -134,18 +134,12 @@ func (s *Sync) sync() error {
 			if v == s.ver {
 				return nil
 			}
-			var errs []error
-			var n uint64
+			var c changes
 			for p, r := range changed {
 				old, had := s.have[p]
 				if r == nil {
 					if had {
-						if err := s.fp.DeleteRoute(p); err != nil {
-							errs = append(errs, err)
-							continue
-						}
-						delete(s.have, p)
-						n++
+						c.dels = append(c.dels, p)
 					}
 					continue
 				}
@@ -153,12 +147,9 @@ func (s *Sync) sync() error {
 				if had && old == w {
 					continue
 				}
-				if err := s.set(p, w); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				n++
+				c.sets = append(c.sets, drivers.FastRoute{Prefix: p, Gw: w.gw, Out: w.out})
 			}
+			n, errs := s.apply(&c)
 			s.ver = v
 			s.full = len(errs) > 0
 			s.applied.Add(n)
@@ -166,6 +157,74 @@ func (s *Sync) sync() error {
 		}
 	}
 	return s.walk()
+}
+
+// changes are one round's route changes for the fast path.
+type changes struct {
+	sets []drivers.FastRoute
+	dels []netip.Prefix
+}
+
+// batchMax bounds the routes given to the fast path in one call of a
+// batching table.
+const batchMax = 4096
+
+// apply makes the fast path hold c, in batches when the table takes them
+// (a full table is a million routes, each a system call on its own), and
+// returns how many changes took and the errors of those that did not. A
+// route that could not be set is deleted from the fast path (it must not
+// go on forwarding by the old one).
+func (s *Sync) apply(c *changes) (n uint64, errs []error) {
+	b, batched := s.fp.(drivers.FastPathRouteBatcher)
+	if !batched {
+		for _, r := range c.sets {
+			if err := s.set(r.Prefix, offloadRoute{gw: r.Gw, out: r.Out}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+		for _, p := range c.dels {
+			if err := s.fp.DeleteRoute(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(s.have, p)
+			n++
+		}
+		return n, errs
+	}
+	res := make([]error, min(batchMax, max(len(c.sets), len(c.dels))))
+	for sets := c.sets; len(sets) > 0; {
+		chunk := sets[:min(batchMax, len(sets))]
+		sets = sets[len(chunk):]
+		b.SetRoutes(chunk, res)
+		for i, r := range chunk {
+			if err := res[i]; err != nil {
+				if s.fp.DeleteRoute(r.Prefix) == nil {
+					delete(s.have, r.Prefix)
+				}
+				errs = append(errs, err)
+				continue
+			}
+			s.have[r.Prefix] = offloadRoute{gw: r.Gw, out: r.Out}
+			n++
+		}
+	}
+	for dels := c.dels; len(dels) > 0; {
+		chunk := dels[:min(batchMax, len(dels))]
+		dels = dels[len(chunk):]
+		b.DeleteRoutes(chunk, res)
+		for i, p := range chunk {
+			if err := res[i]; err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(s.have, p)
+			n++
+		}
+	}
+	return n, errs
 }
 
 // set installs w for p, or on failure takes p out of the fast path.
@@ -187,31 +246,21 @@ func (s *Sync) walk() error {
 		s.have = map[netip.Prefix]offloadRoute{}
 	}
 	seen := make(map[netip.Prefix]struct{}, len(s.have))
-	var errs []error
-	var n uint64
+	var c changes
 	for _, r := range s.t.Routes() {
 		seen[r.Prefix] = struct{}{}
 		w := s.want(r)
 		if old, ok := s.have[r.Prefix]; ok && old == w {
 			continue
 		}
-		if err := s.set(r.Prefix, w); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
+		c.sets = append(c.sets, drivers.FastRoute{Prefix: r.Prefix, Gw: w.gw, Out: w.out})
 	}
 	for p := range s.have {
-		if _, ok := seen[p]; ok {
-			continue
+		if _, ok := seen[p]; !ok {
+			c.dels = append(c.dels, p)
 		}
-		if err := s.fp.DeleteRoute(p); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		delete(s.have, p)
-		n++
 	}
+	n, errs := s.apply(&c)
 	s.ver = v
 	s.full = len(errs) > 0
 	s.applied.Add(n)

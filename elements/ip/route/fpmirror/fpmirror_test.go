@@ -42,6 +42,32 @@ func (f *fakeFast) DeleteRoute(p netip.Prefix) error {
 	return nil
 }
 
+// batchFast is a fakeFast that also takes routes in batches
+// (drivers.FastPathRouteBatcher), each route as SetRoute or DeleteRoute
+// would take it.
+type batchFast struct {
+	*fakeFast
+	batches int
+}
+
+func (b *batchFast) SetRoutes(rs []drivers.FastRoute, errs []error) {
+	b.mu.Lock()
+	b.batches++
+	b.mu.Unlock()
+	for i, r := range rs {
+		errs[i] = b.SetRoute(r.Prefix, r.Gw, r.Out)
+	}
+}
+
+func (b *batchFast) DeleteRoutes(ps []netip.Prefix, errs []error) {
+	b.mu.Lock()
+	b.batches++
+	b.mu.Unlock()
+	for i, p := range ps {
+		errs[i] = b.DeleteRoute(p)
+	}
+}
+
 func (f *fakeFast) snapshot() map[netip.Prefix]offloadRoute {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -100,9 +126,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("not within 2 s: %s", what)
 }
 
+// TestOffloadMirrorsRoutes: the table's routes reach the fast path at
+// start and as they change, with a table that takes one route a call and
+// with one that takes them in batches.
 func TestOffloadMirrorsRoutes(t *testing.T) {
-	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
-	lan, wan := &fastDev{name: "lan", ft: ff}, &fastDev{name: "wan", ft: ff}
+	t.Run("one by one", func(t *testing.T) {
+		ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
+		offloadMirrorsRoutes(t, ff, ff)
+	})
+	t.Run("batches", func(t *testing.T) {
+		ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
+		bf := &batchFast{fakeFast: ff}
+		offloadMirrorsRoutes(t, ff, bf)
+		if bf.batches == 0 {
+			t.Error("the mirror never gave the batching table a batch")
+		}
+	})
+}
+
+// offloadMirrorsRoutes is TestOffloadMirrorsRoutes with the devices'
+// table ft, which records into ff.
+func offloadMirrorsRoutes(t *testing.T, ff *fakeFast, ft drivers.FastPathTable) {
+	lan, wan := &fastDev{name: "lan", ft: ft}, &fastDev{name: "wan", ft: ft}
 	ports, fp, err := resolveOffload(t, []string{"lan", "wan"}, devMap{"lan": lan, "wan": wan})
 	if err != nil {
 		t.Fatal(err)

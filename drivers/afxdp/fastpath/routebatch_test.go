@@ -1,0 +1,122 @@
+package fastpath
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+)
+
+// TestSetRoutes: a batch of routes lands in the maps as SetRoute would put
+// each (IPv4 and IPv6, local and with gateways), every route the maps
+// refuse gets its own error and no other does (bad routes mixed in; a
+// trie filled to its size half-way through, where the kernel stops the
+// batch and the rest go one by one), and DeleteRoutes removes what it is
+// given, missing prefixes included, without an error.
+func TestSetRoutes(t *testing.T) {
+	needRoot(t)
+	const size = 100
+	tb, err := NewTables(size, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+
+	var cs []RouteChange
+	bad := map[int]bool{}
+	for i := range 80 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
+		r := Route{Ifindex: 3 + i%2, Gateway: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})}
+		switch {
+		case i%17 == 5:
+			r.Gateway = netip.MustParseAddr("2001:db8::1") // the other family
+			bad[len(cs)] = true
+		case i%23 == 7:
+			r = Route{} // no ifindex
+			bad[len(cs)] = true
+		case i%10 == 0:
+			r = Route{Local: true}
+		}
+		cs = append(cs, RouteChange{Prefix: p, Route: r})
+	}
+	cs = append(cs, RouteChange{Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104"), Route: Route{Ifindex: 3}})
+	bad[len(cs)-1] = true
+	for i := range 30 {
+		p := netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i)}), 40)
+		cs = append(cs, RouteChange{Prefix: p, Route: Route{Ifindex: 4, Gateway: netip.MustParseAddr(fmt.Sprintf("fe80::%x", i+1))}})
+	}
+	errs := make([]error, len(cs))
+	tb.SetRoutes(cs, errs)
+	for i, c := range cs {
+		if (errs[i] != nil) != bad[i] {
+			t.Errorf("route %d (%v %+v): error %v, want an error: %v", i, c.Prefix, c.Route, errs[i], bad[i])
+		}
+		if bad[i] {
+			continue
+		}
+		if c.Prefix.Addr().Is4() {
+			var v fastpathRoute
+			want, _ := routeValue(c.Prefix, c.Route)
+			if err := tb.routes.Lookup(*mustRouteKey(t, c.Prefix), &v); err != nil || v != want {
+				t.Errorf("%v: map holds %+v (%v), want %+v", c.Prefix, v, err, want)
+			}
+		} else {
+			var v fastpathRoute6
+			want, _ := route6Value(c.Prefix, c.Route)
+			if err := tb.routes6.Lookup(*route6Key(c.Prefix), &v); err != nil || v != want {
+				t.Errorf("%v: map holds %+v (%v), want %+v", c.Prefix, v, err, want)
+			}
+		}
+	}
+
+	// A full trie: the kernel refuses the elements past its size, each
+	// gets its error, those before it none.
+	var more []RouteChange
+	for i := range 60 {
+		more = append(more, RouteChange{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{172, 16, byte(i), 0}), 24), Route: Route{Ifindex: 3}})
+	}
+	errs = make([]error, len(more))
+	tb.SetRoutes(more, errs)
+	held := 0 // the IPv4 routes the trie holds
+	for i := range 80 {
+		if !bad[i] {
+			held++
+		}
+	}
+	room := size - held
+	for i := range more {
+		if (errs[i] == nil) != (i < room) {
+			t.Errorf("route %d of a batch into a trie with room for %d: error %v", i, room, errs[i])
+		}
+	}
+
+	var del []netip.Prefix
+	for _, c := range cs {
+		del = append(del, c.Prefix)
+	}
+	del = append(del, netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8:ffff::/48")) // never set
+	errs = make([]error, len(del))
+	tb.DeleteRoutes(del, errs)
+	for i, p := range del {
+		if errs[i] != nil && !p.Addr().Is4In6() {
+			t.Errorf("delete %v: %v", p, errs[i])
+		}
+	}
+	for _, c := range cs {
+		if !c.Prefix.Addr().Is4() {
+			continue
+		}
+		var v fastpathRoute
+		if err := tb.routes.Lookup(*mustRouteKey(t, c.Prefix), &v); err == nil {
+			t.Errorf("%v still held after DeleteRoutes", c.Prefix)
+		}
+	}
+}
+
+func mustRouteKey(t *testing.T, p netip.Prefix) *fastpathRouteKey {
+	t.Helper()
+	k, err := routeKey(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
