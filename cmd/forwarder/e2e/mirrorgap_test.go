@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,7 +58,7 @@ func TestKernelMirrorPingGap(t *testing.T) {
 			tp.fwd.Addr("wan0", "10.2.0.1/24")
 			tp.fwd.MustRun("ip", "-6", "addr", "add", "2001:db8:2::1/64", "dev", "wan0", "nodad")
 			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
-			pingGapPhases(t, tp, "wan0", n4, n6)
+			pingGapPhases(t, tp, "wan0", n4, n6, 0)
 		})
 	}
 	if only == "" || only == "junction" {
@@ -93,14 +94,14 @@ func TestKernelMirrorPingGap(t *testing.T) {
 			if err := os.WriteFile(tp.config, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out := startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
+			out, pid := startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
 			for _, twin := range []string{"lan0h", "wan0h"} {
 				waitFor(t, 15*time.Second, twin+" up", func() (bool, string) {
 					o, _ := tp.fwd.Run("ip", "-o", "link", "show", twin)
 					return strings.Contains(o, "LOWER_UP"), o + out()
 				})
 			}
-			pingGapPhases(t, tp, "wan0h", n4, n6)
+			pingGapPhases(t, tp, "wan0h", n4, n6, pid)
 			if os.Getenv("JN_PINGGAP_GODEBUG") != "" {
 				t.Logf("forwarder output:\n%s", out())
 			}
@@ -114,8 +115,8 @@ func TestKernelMirrorPingGap(t *testing.T) {
 // kernel's default, sched_autogroup_enabled) the CPUs are shared between
 // sessions first: in the test's session the forwarder, ip -batch and ping
 // would compete with each other for one session's share of a loaded
-// machine, which no deployment does.
-func startSession(t *testing.T, ns *netns.NS, name string, args ...string) (out func() string) {
+// machine, which no deployment does. pid is the command's.
+func startSession(t *testing.T, ns *netns.NS, name string, args ...string) (out func() string, pid int) {
 	t.Helper()
 	cmd := ns.Command(name, args...)
 	var mu sync.Mutex
@@ -145,7 +146,25 @@ func startSession(t *testing.T, ns *netns.NS, name string, args ...string) (out 
 		mu.Lock()
 		defer mu.Unlock()
 		return buf.String()
+	}, cmd.Process.Pid
+}
+
+// procCPU is the CPU time (user and system, all threads) process pid has
+// used; 0 if it cannot be read.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
 	}
+	// The fields after the command (which may hold spaces) in its
+	// parentheses: utime and stime are the 14th and 15th of the line.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ, 100 on Linux
 }
 
 type writerFunc func([]byte) (int, error)
@@ -153,8 +172,9 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // pingGapPhases runs the idle control, the announce and the withdrawal,
-// each under a ping -i 0.01 from cli to srv, routes through dev.
-func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6 int) {
+// each under a ping -i 0.01 from cli to srv, routes through dev; with a
+// forwarder's pid (0: none), each phase's log has the CPU it used.
+func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 	t.Helper()
 	pingOK(t, tp.cli, "10.2.0.2")
 	dir := t.TempDir()
@@ -178,16 +198,20 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6 int) {
 			t.Fatal(err)
 		}
 		time.Sleep(500 * time.Millisecond)
-		t0 := time.Now()
+		t0, cpu0 := time.Now(), procCPU(pid)
 		run()
-		d := time.Since(t0)
+		d, cpu := time.Since(t0), procCPU(pid)-cpu0
+		fwdCPU := ""
+		if pid != 0 {
+			fwdCPU = fmt.Sprintf(", forwarder CPU %v", cpu.Round(10*time.Millisecond))
+		}
 		time.Sleep(500 * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGINT)
 		cmd.Wait()
 		load1, _ := os.ReadFile("/proc/loadavg")
 		g := parsePingGaps(buf.String())
-		t.Logf("%s: %v; %d replies to %d requests, longest time between replies %v (at +%v), longest run of lost replies %d (%v); load %s -> %s",
-			name, d.Round(time.Millisecond), g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
+		t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v), longest run of lost replies %d (%v); load %s -> %s",
+			name, d.Round(time.Millisecond), fwdCPU, g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
 			g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,
 			strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
 	}
