@@ -223,7 +223,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 // worker without free ports that found none to free a moment ago (the
 // state of one whose ports are all mapped) a new endpoint has nothing to
 // do but fall back: the flow is only marked (matFull) and bind, once the
-// line is in, tests the bit and falls back when it is clear. Any other
+// line is in, tests the bits and falls back unless both are set. Any other
 // flow is the batch's next through the mapping: warmLines prefetches what
 // its bind will read, if anything, once the filter line is in (prepare
 // for the first claimAhead such flows, bind each further one claimAhead
