@@ -129,19 +129,17 @@ func batchDelete[K any](m *ebpf.Map, keys []K, at []int, errs []error) {
 // routeValue is what the IPv4 route map holds for r (p names it in errors).
 func routeValue(p netip.Prefix, r Route) (fastpathRoute, error) {
 	var v fastpathRoute
-	if r.Local {
+	ifindex, local, err := checkRoute(p, r, false)
+	if err != nil {
+		return v, err
+	}
+	if local {
 		v.Flags = routeFlagLocal
 		return v, nil
 	}
-	if r.Ifindex <= 0 || r.Ifindex > maxIfindex {
-		return v, fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
-	}
-	v.Ifindex = uint32(r.Ifindex)
+	v.Ifindex = ifindex
 	if r.Gateway.IsValid() {
-		gw, ok := ipv4(r.Gateway)
-		if !ok {
-			return v, fmt.Errorf("fastpath: route %v: gateway %v is not IPv4", p, r.Gateway)
-		}
+		gw, _ := ipv4(r.Gateway)
 		v.Gateway = wire32(gw)
 	}
 	return v, nil
@@ -150,21 +148,41 @@ func routeValue(p netip.Prefix, r Route) (fastpathRoute, error) {
 // route6Value is what the IPv6 route map holds for r.
 func route6Value(p netip.Prefix, r Route) (fastpathRoute6, error) {
 	var v fastpathRoute6
-	if r.Local {
+	ifindex, local, err := checkRoute(p, r, true)
+	if err != nil {
+		return v, err
+	}
+	if local {
 		v.Flags = routeFlagLocal
 		return v, nil
 	}
-	if r.Ifindex <= 0 || r.Ifindex > maxIfindex {
-		return v, fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
-	}
-	v.Ifindex = uint32(r.Ifindex)
+	v.Ifindex = ifindex
 	if r.Gateway.IsValid() {
-		if !is6(r.Gateway) {
-			return v, fmt.Errorf("fastpath: route %v: gateway %v is not IPv6", p, r.Gateway)
-		}
 		v.Gateway = wire128(r.Gateway.As16())
 	}
 	return v, nil
+}
+
+// checkRoute says whether r is a local route and, if not, checks its
+// interface and that its gateway (if any) is of the family (v6) of the
+// map it goes into.
+func checkRoute(p netip.Prefix, r Route, v6 bool) (ifindex uint32, local bool, err error) {
+	if r.Local {
+		return 0, true, nil
+	}
+	if r.Ifindex <= 0 || r.Ifindex > maxIfindex {
+		return 0, false, fmt.Errorf("fastpath: route %v: bad ifindex %d", p, r.Ifindex)
+	}
+	if r.Gateway.IsValid() {
+		if _, is4 := ipv4(r.Gateway); v6 == is4 || v6 && !is6(r.Gateway) {
+			fam := "IPv4"
+			if v6 {
+				fam = "IPv6"
+			}
+			return 0, false, fmt.Errorf("fastpath: route %v: gateway %v is not %s", p, r.Gateway, fam)
+		}
+	}
+	return uint32(r.Ifindex), false, nil
 }
 
 // maxIfindex bounds an interface index the maps hold (a u32).
