@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/junction-dataplane/junction/conf"
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/drivers/internal/drvtest"
@@ -115,5 +117,46 @@ func TestRxTx(t *testing.T) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTxSndBuf: each transmit socket has the send buffer txSndBuf asks
+// for (doubled by the kernel), room for many batches of full-size
+// frames, so that frames the peer's backlog has not taken yet do not
+// make sendmmsg fail with EAGAIN and the batch's rest be dropped
+// (ring.go). Run as root: SO_SNDBUFFORCE.
+func TestTxSndBuf(t *testing.T) {
+	pr := drvtest.NewPair(t, 1)
+	d, err := openIn(t, pr.DevNS, cfg(pr.DevIf), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.tx) != 2 {
+		t.Fatalf("%d transmit sockets, want one per worker (2)", len(d.tx))
+	}
+	for i, tx := range d.tx {
+		n, err := unix.GetsockoptInt(tx.fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 2*txSndBuf {
+			t.Errorf("transmit socket %d: SO_SNDBUF %d, want %d (txSndBuf doubled)", i, n, 2*txSndBuf)
+		}
+	}
+	// A burst of full batches of full-size frames all leaves.
+	pool := packet.NewPool(packet.MaxBatch)
+	for r := 0; r < 20; r++ {
+		var out [][]byte
+		for i := 0; i < packet.MaxBatch; i++ {
+			out = append(out, drvtest.Frame(pr.PeerMAC, pr.DevMAC, i, uint32(r*packet.MaxBatch+i), 1500))
+		}
+		d.Transmit(0, drvtest.Batch(pool, out))
+	}
+	st := map[string]uint64{}
+	for _, c := range d.Stats() {
+		st[c.Name] = c.Value
+	}
+	if st["tx_packets"] != 20*packet.MaxBatch || st["tx_dropped"] != 0 {
+		t.Errorf("tx_packets %d (want %d), tx_dropped %d", st["tx_packets"], 20*packet.MaxBatch, st["tx_dropped"])
 	}
 }

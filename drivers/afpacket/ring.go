@@ -366,10 +366,32 @@ type txSocket struct {
 	_                                     [64]byte
 }
 
+// txSndBuf is the send buffer each transmit socket asks for (the
+// kernel doubles it for its own overhead: 8 MiB of charge). The kernel
+// charges every frame a socket sends to the socket until the receiving
+// end is done with it: on a veth, until the peer's stack has taken it
+// from its CPU's backlog queue. Once the charge reaches the buffer,
+// sendmmsg (MSG_DONTWAIT) fails with EAGAIN and, after the few retries
+// transmit makes, the rest of the batch is dropped (tx_dropped). At the
+// default (net.core.wmem_default, 212,992 bytes: about 50 full-size
+// frames, fewer than a batch) that happened whenever the peer's backlog
+// was late: with the fast path in TC, where the veths' RPS also queues
+// the hosts' frames to that backlog, iperf3 -P 8 through the graph lost
+// 700-2,800 frames a 2-second run and retransmitted as many
+// (benchmarks/e2e-tcp.md). It costs nothing while the frames are taken
+// promptly: the buffer is a bound on charge, not memory set aside.
+const txSndBuf = 4 << 20
+
 func newTxSocket(ifindex int) (*txSocket, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
+	}
+	// SO_SNDBUFFORCE (CAP_NET_ADMIN) goes beyond net.core.wmem_max;
+	// without it SO_SNDBUF gets what wmem_max allows. Neither failing
+	// stops the device: it sends as before, with the default buffer.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, txSndBuf) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, txSndBuf)
 	}
 	// Protocol 0: bound to the interface for sending, receives nothing.
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifindex}); err != nil {
