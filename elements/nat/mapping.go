@@ -677,7 +677,7 @@ func (f *mapFilter) init(mem *hugeMem, n int) {
 // its word<<12 | its first bit<<6 | its second bit.
 func (f *mapFilter) pos(k uint64) uint64 {
 	h := k * 0xff51afd7ed558ccd
-	return h>>f.sh<<12 | h>>(f.sh-12)&(1<<12-1)
+	return h>>(f.sh&63)<<12 | h>>((f.sh-12)&63)&(1<<12-1) // (&63: no check for shifts past 63)
 }
 
 // mask is the bits of place i in its word.

@@ -237,7 +237,10 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 		conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
 	}
 	if s.block == 0 {
-		ai := s.addrIndex(e.address(k))
+		ai := 0
+		if len(s.addrs) > 1 {
+			ai = s.addrIndex(e.address(k))
+		}
 		if f := &m.nfree[pi][ai]; f[0]+f[1] == 0 {
 			if e.now == 0 {
 				e.now = t.Now() // once a batch
