@@ -91,6 +91,9 @@ func acquireFastTable(l opLog) (*fastTable, error) {
 			return fastShared, nil
 		}
 		f.t = t
+		if err := kfeature.Have(kfeature.LPMTrieBatch); err != nil {
+			l.Printf("fast path: %v: each route goes into the fast path's tables with a system call of its own (more CPU while a routing daemon loads a full table; forwarding is the same)", err)
+		}
 		if err := t.WatchRedirects(); err != nil {
 			l.Printf("fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
 		} else {
@@ -176,24 +179,33 @@ func fastDevice(out drivers.Device) (fastPort, error) {
 
 // SetRoute implements drivers.FastPathTable.
 func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) error {
-	if p.Addr().Is4In6() || gw.IsValid() && (gw.Is4() != p.Addr().Is4() || gw.Is4In6()) {
-		return fmt.Errorf("fast path: %s via %s: IPv4 or IPv6 (not IPv4-mapped), the prefix and the gateway of one family", p, gw)
+	c, err := routeChange(p, gw, out)
+	if err != nil {
+		return err
 	}
-	p = p.Masked()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.t == nil || f.locals[c.Prefix] > 0 {
+		return nil // no fast path; or the router's own address stays local
+	}
+	return f.t.SetRoute(c.Prefix, c.Route)
+}
+
+// routeChange is the fast path's route for p via gw out of out (nil: a
+// prefix the fast path leaves to the graph), p masked.
+func routeChange(p netip.Prefix, gw netip.Addr, out drivers.Device) (fastpath.RouteChange, error) {
+	if p.Addr().Is4In6() || gw.IsValid() && (gw.Is4() != p.Addr().Is4() || gw.Is4In6()) {
+		return fastpath.RouteChange{}, fmt.Errorf("fast path: %s via %s: IPv4 or IPv6 (not IPv4-mapped), the prefix and the gateway of one family", p, gw)
+	}
 	r := fastpath.Route{Local: out == nil}
 	if out != nil {
 		d, err := fastDevice(out)
 		if err != nil {
-			return err
+			return fastpath.RouteChange{}, err
 		}
 		r.Ifindex, r.Gateway = d.ifindex, gw
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.t == nil || f.locals[p] > 0 {
-		return nil // no fast path; or the router's own address stays local
-	}
-	return f.t.SetRoute(p, r)
+	return fastpath.RouteChange{Prefix: p.Masked(), Route: r}, nil
 }
 
 // SetRoutes implements drivers.FastPathRouteBatcher: SetRoute for each,
@@ -202,22 +214,10 @@ func (f *fastTable) SetRoutes(rs []drivers.FastRoute, errs []error) {
 	cs := make([]fastpath.RouteChange, 0, len(rs))
 	at := make([]int, 0, len(rs))
 	for i, x := range rs {
-		errs[i] = nil
-		p, gw, out := x.Prefix, x.Gw, x.Out
-		if p.Addr().Is4In6() || gw.IsValid() && (gw.Is4() != p.Addr().Is4() || gw.Is4In6()) {
-			errs[i] = fmt.Errorf("fast path: %s via %s: IPv4 or IPv6 (not IPv4-mapped), the prefix and the gateway of one family", p, gw)
-			continue
+		c, err := routeChange(x.Prefix, x.Gw, x.Out)
+		if errs[i] = err; err == nil {
+			cs, at = append(cs, c), append(at, i)
 		}
-		r := fastpath.Route{Local: out == nil}
-		if out != nil {
-			d, err := fastDevice(out)
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-			r.Ifindex, r.Gateway = d.ifindex, gw
-		}
-		cs, at = append(cs, fastpath.RouteChange{Prefix: p.Masked(), Route: r}), append(at, i)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -17,7 +17,7 @@ import (
 // batch at the first element it refuses and says how many it did, and the
 // rest then go one by one, so that each refused route gets its own error
 // as SetRoute would give it. A kernel without batch operations on the
-// trie gets every route one by one.
+// trie (kfeature.LPMTrieBatch, probed once) gets every route one by one.
 
 // RouteChange is one route of a SetRoutes batch.
 type RouteChange struct {
@@ -59,8 +59,8 @@ func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 		}
 		k4, v4, i4 = append(k4, *k), append(v4, v), append(i4, i)
 	}
-	batchUpdate(t.routes, k4, v4, i4, errs)
-	batchUpdate(t.routes6, k6, v6, i6, errs)
+	batchUpdate(t.routes, k4, v4, i4, errs, t.routeBatches)
+	batchUpdate(t.routes6, k6, v6, i6, errs, t.routeBatches)
 }
 
 // DeleteRoutes removes each prefix of ps, as DeleteRoute does (a missing
@@ -85,18 +85,21 @@ func (t *Tables) DeleteRoutes(ps []netip.Prefix, errs []error) {
 		}
 		k4, i4 = append(k4, *k), append(i4, i)
 	}
-	batchDelete(t.routes, k4, i4, errs)
-	batchDelete(t.routes6, k6, i6, errs)
+	batchDelete(t.routes, k4, i4, errs, t.routeBatches)
+	batchDelete(t.routes6, k6, i6, errs, t.routeBatches)
 }
 
-// batchUpdate puts keys[j] → vals[j] into m, setting errs[at[j]].
-func batchUpdate[K, V any](m *ebpf.Map, keys []K, vals []V, at []int, errs []error) {
+// batchUpdate puts keys[j] → vals[j] into m, setting errs[at[j]]; in
+// batches when the kernel takes them (batched), else one by one.
+func batchUpdate[K, V any](m *ebpf.Map, keys []K, vals []V, at []int, errs []error, batched bool) {
 	for done := 0; done < len(keys); {
-		n, err := m.BatchUpdate(keys[done:], vals[done:], nil)
-		if err == nil {
-			return
+		if batched {
+			n, err := m.BatchUpdate(keys[done:], vals[done:], nil)
+			if err == nil {
+				return
+			}
+			done += max(n, 0)
 		}
-		done += max(n, 0)
 		if done >= len(keys) {
 			return
 		}
@@ -108,14 +111,16 @@ func batchUpdate[K, V any](m *ebpf.Map, keys []K, vals []V, at []int, errs []err
 }
 
 // batchDelete removes keys[j] from m, setting errs[at[j]]; a missing key
-// is no error.
-func batchDelete[K any](m *ebpf.Map, keys []K, at []int, errs []error) {
+// is no error. Batched as batchUpdate.
+func batchDelete[K any](m *ebpf.Map, keys []K, at []int, errs []error, batched bool) {
 	for done := 0; done < len(keys); {
-		n, err := m.BatchDelete(keys[done:], nil)
-		if err == nil {
-			return
+		if batched {
+			n, err := m.BatchDelete(keys[done:], nil)
+			if err == nil {
+				return
+			}
+			done += max(n, 0)
 		}
-		done += max(n, 0)
 		if done >= len(keys) {
 			return
 		}

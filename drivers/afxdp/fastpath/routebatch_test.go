@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+
+	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
 // TestSetRoutes: a batch of routes lands in the maps as SetRoute would put
@@ -12,14 +14,34 @@ import (
 // trie filled to its size half-way through, where the kernel stops the
 // batch and the rest go one by one), and DeleteRoutes removes what it is
 // given, missing prefixes included, without an error.
+//
+// It runs with the kernel's batches and with lpm_trie_batch emulated
+// missing (JUNCTION_KERNEL_MISSING), where every route goes one by one
+// with the same results.
 func TestSetRoutes(t *testing.T) {
 	needRoot(t)
+	t.Run("batches", func(t *testing.T) {
+		if err := kfeature.Have(kfeature.LPMTrieBatch); err != nil {
+			t.Skipf("this kernel: %v", err)
+		}
+		setRoutes(t, true)
+	})
+	t.Run("without batches", func(t *testing.T) {
+		t.Setenv(kfeature.EnvMissing, string(kfeature.LPMTrieBatch))
+		setRoutes(t, false)
+	})
+}
+
+func setRoutes(t *testing.T, batches bool) {
 	const size = 100
 	tb, err := NewTables(size, 4, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tb.Close()
+	if tb.routeBatches != batches {
+		t.Fatalf("the tables take route batches: %v, want %v", tb.routeBatches, batches)
+	}
 
 	var cs []RouteChange
 	bad := map[int]bool{}

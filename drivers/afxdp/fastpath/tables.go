@@ -86,6 +86,10 @@ type Tables struct {
 	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
 	flowGen   *ebpf.Map // array of one u32: the current flow generation (SetFlowGeneration)
 
+	// routeBatches: the kernel takes batches of route changes
+	// (kfeature.LPMTrieBatch; SetRoutes, routebatch.go).
+	routeBatches bool
+
 	// IPv6 (tables6.go): routes, neighbours, flows.
 	routes6, neighbors6, flows6 *ebpf.Map
 
@@ -153,7 +157,8 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 		routes.Close()
 		return nil, fmt.Errorf("fastpath: creating the neighbour map: %w", err)
 	}
-	t := &Tables{routes: routes, neighbors: neighbors, via: map[uint32]Via{}}
+	t := &Tables{routes: routes, neighbors: neighbors, via: map[uint32]Via{},
+		routeBatches: kfeature.Have(kfeature.LPMTrieBatch) == nil}
 	if err := t.newFlowMaps(maxFlows); err != nil {
 		t.Close()
 		return nil, err
