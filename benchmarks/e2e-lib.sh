@@ -275,7 +275,7 @@ e2e_json_runs() {
 # path's TC outputs work) and tcegress (tcpass with bpf_redirect out of
 # the other veth).
 e2e_bounds() {
-	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p cmac smac
+	local fam=$1 cgw=$2 sgw=$3 cli=$CLI dst=$DST dc=$CLI-d ds=$SRV-d a1 a2 len opt= ns p
 	if [ "$fam" = 6 ]; then
 		a1=2001:db8:9::1 a2=2001:db8:9::2 len=64 opt=nodad
 	else
@@ -308,8 +308,28 @@ e2e_bounds() {
 	ip netns del "$dc"
 	ip netns del "$ds"
 
-	# null and bounce: frames cross unchanged, so each host's gateway
-	# neighbour is the other host's MAC.
+	# null and bounce: frames cross unchanged (e2e_null_phase leaves the
+	# hosts' neighbour entries for the bounce phases).
+	e2e_null_phase "$fam" "$cgw" "$sgw" keep
+	if [ "${GRO:-off}" = on ]; then
+		e2e_bounce_phase bounce
+	fi
+	if [ "${BOUNDS_TC:-0}" = 1 ]; then
+		e2e_bounce_phase tcpeer -tc peer
+		e2e_bounce_phase tcpass -tc peer -pass
+		e2e_bounce_phase tcegress -tc egress -pass
+	fi
+	ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
+	ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
+}
+
+# e2e_null_phase FAMILY CLIGW SRVGW [keep]: measure "null", the bridge
+# NULL_CONFIG (default benchmarks/veth-bridge.toml) moving frames
+# unchanged lan0 <-> wan0: each host's gateway neighbour is the other
+# host's MAC while it runs. The entries are removed after it (so that
+# Linux and Junction resolve the router's MAC again), unless keep.
+e2e_null_phase() {
+	local fam=$1 cgw=$2 sgw=$3 keep=${4:-} cmac smac
 	cmac=$(ip -n "$CLI" -br link show eth0 | awk '{print $3}')
 	smac=$(ip -n "$SRV" -br link show eth0 | awk '{print $3}')
 	ip -n "$CLI" -"$fam" neigh replace "$cgw" lladdr "$smac" dev eth0 nud permanent
@@ -322,16 +342,10 @@ e2e_bounds() {
 	kill -INT $FWDPID
 	wait $FWDPID || true
 	FWDPID=
-	if [ "${GRO:-off}" = on ]; then
-		e2e_bounce_phase bounce
+	if [ -z "$keep" ]; then
+		ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
+		ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
 	fi
-	if [ "${BOUNDS_TC:-0}" = 1 ]; then
-		e2e_bounce_phase tcpeer -tc peer
-		e2e_bounce_phase tcpass -tc peer -pass
-		e2e_bounce_phase tcegress -tc egress -pass
-	fi
-	ip -n "$CLI" -"$fam" neigh del "$cgw" dev eth0
-	ip -n "$SRV" -"$fam" neigh del "$sgw" dev eth0
 }
 
 # e2e_bounce_phase NAME [ARGS...]: measure NAME with benchmarks/xdpbounce

@@ -331,28 +331,6 @@ run_forwarder() {
 	FWDPID=
 }
 
-# null_round: one round's null phase (INTERLEAVE=1 with NULL_CONFIG):
-# the bridge forwards frames unchanged, so each host's gateway neighbour
-# is the other host's MAC while it runs; the entries are removed after
-# it, so that the next round's Linux and Junction resolve the router's
-# MAC again.
-null_round() {
-	local cmac smac
-	cmac=$(ip -n "$CLI" -br link show eth0 | awk '{print $3}')
-	smac=$(ip -n "$SRV" -br link show eth0 | awk '{print $3}')
-	ip -n "$CLI" neigh replace "$GW" lladdr "$smac" dev eth0 nud permanent
-	ip -n "$SRV" neigh replace 10.2.0.1 lladdr "$cmac" dev eth0 nud permanent
-	ip netns exec $FWD "$TMP/forwarder" run -config "$NULL_CONFIG" -quiet >"$TMP/fwd-null.log" 2>&1 &
-	FWDPID=$!
-	PIDS+=($FWDPID)
-	e2e_wait_path
-	measure null
-	kill -INT $FWDPID
-	wait $FWDPID || true
-	FWDPID=
-	ip -n "$CLI" neigh del "$GW" dev eth0
-	ip -n "$SRV" neigh del 10.2.0.1 dev eth0
-}
 
 for CFG in $CONFIGS; do
 	echo
@@ -384,7 +362,7 @@ for CFG in $CONFIGS; do
 				run_forwarder alt "$ALT_CONFIG" "$TMP/fwd-alt-$CFG.log"
 			fi
 			if [ -n "${NULL_CONFIG:-}" ] && [ "$CFG" = router ]; then
-				null_round
+				e2e_null_phase 4 "$GW" 10.2.0.1 # the router topology's gateways
 			fi
 		done
 		RUNS=$rounds
