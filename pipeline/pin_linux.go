@@ -48,31 +48,45 @@ func threadID() int { return unix.Gettid() }
 // apart by id, as a housekeeping thread confined to one CPU looks like a
 // worker by its affinity). Threads that exit meanwhile are skipped.
 func confineThreads(cpus, workerTIDs []int) (int, error) {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return 0, fmt.Errorf("housekeeping threads: %w", err)
-	}
 	var set unix.CPUSet
 	set.Zero()
 	for _, c := range cpus {
 		set.Set(c)
 	}
-	n := 0
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	// A thread the runtime starts while a pass runs is cloned from a
+	// thread the pass may not have reached yet, and inherits its old
+	// mask: passes go on until one finds every thread confined (a thread
+	// started after that is cloned from a confined one, or from the
+	// confined template thread for a locked one).
+	done := map[int]bool{}
+	for pass := 0; pass < 8; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return len(done), fmt.Errorf("housekeeping threads: %w", err)
 		}
-		if slices.Contains(workerTIDs, tid) {
-			continue // a worker
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil {
-			if errors.Is(err, unix.ESRCH) {
-				continue
+		changed := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || slices.Contains(workerTIDs, tid) {
+				continue // not a thread, or a worker
 			}
-			return n, fmt.Errorf("housekeeping thread %d: %w", tid, err)
+			if done[tid] {
+				var cur unix.CPUSet
+				if unix.SchedGetaffinity(tid, &cur) != nil || cur == set {
+					continue
+				}
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil {
+				if errors.Is(err, unix.ESRCH) {
+					continue
+				}
+				return len(done), fmt.Errorf("housekeeping thread %d: %w", tid, err)
+			}
+			done[tid], changed = true, true
 		}
-		n++
+		if !changed {
+			break
+		}
 	}
-	return n, nil
+	return len(done), nil
 }
