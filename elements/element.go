@@ -1,6 +1,10 @@
 package elements
 
-import "github.com/junction-dataplane/junction/packet"
+import (
+	"time"
+
+	"github.com/junction-dataplane/junction/packet"
+)
 
 // Element processes batches of packets. It is the whole required contract.
 //
@@ -32,9 +36,30 @@ type Closer interface {
 
 // Ticker is an element with periodic work (ageing, retransmitting ARP
 // requests, flushing). The worker calls Tick about every millisecond with
-// the current monotonic time in nanoseconds, between batches.
+// the current monotonic time in nanoseconds, between batches. A worker
+// that has been idle for a while ticks less often (up to MaxIdleTick
+// apart) if every Ticker of its pipeline is a TickScheduler that allows
+// it; a Ticker that is not keeps the millisecond cadence.
 type Ticker interface {
 	Tick(now int64)
+}
+
+// MaxIdleTick is the longest a sleeping worker goes without ticking.
+const MaxIdleTick = 10 * time.Millisecond
+
+// TickScheduler is a Ticker that says when it next needs a tick, so that
+// an idle worker can sleep past the millisecond tick (Click's timers:
+// an element is run when it has work, not on every beat). NextTick
+// returns the monotonic time by which the element wants its next Tick
+// (now or earlier: the millisecond cadence), or NoWake when nothing it
+// holds is due; the worker ticks by the earliest answer and at least every
+// MaxIdleTick, and at once when a packet wakes it. Work a Tick does in
+// proportion to time (an ageing sweep) must scale with the time since the
+// last Tick. Called only when the worker is about to sleep, never per
+// packet.
+type TickScheduler interface {
+	Ticker
+	NextTick(now int64) int64
 }
 
 // SleepMode is a Sleeper's answer to a worker about to sleep.

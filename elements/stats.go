@@ -37,7 +37,8 @@ const MaxCounters = 24
 // counters, which are per event.
 type Stats struct {
 	// Published values: written by the owning worker's Clock.Publish about
-	// every millisecond (and when the worker stops), loaded by readers.
+	// every millisecond (before an idle worker sleeps past its tick, and
+	// when the worker stops), loaded by readers.
 	Batches      atomic.Uint64 // batches received
 	Packets      atomic.Uint64 // packets received
 	Nanos        atomic.Uint64 // self time in timed rounds, nanoseconds

@@ -7,11 +7,12 @@ import (
 )
 
 // maxPublishWait bounds how long a snapshot waits for the workers to
-// publish: a running worker publishes about every millisecond, asleep or
-// not (an idle worker wakes on the millisecond tick), so the wait is
-// about a millisecond; the bound is generous because a worker whose CPU is
-// shared with other threads can go several scheduler slices (4-10 ms)
-// without running, and a snapshot taken then would show tx above rx.
+// publish: a running worker publishes about every millisecond, and one
+// that sleeps past its tick publishes before it sleeps and counts nothing
+// until it wakes (asleep), so the wait is about a millisecond; the bound
+// is generous because a worker whose CPU is shared with other threads can
+// go several scheduler slices (4-10 ms) without running, and a snapshot
+// taken then would show tx above rx.
 const maxPublishWait = 50 * time.Millisecond
 
 // awaitPublish waits until every running worker has published its
@@ -25,7 +26,7 @@ func (r *Router) awaitPublish(t0 int64) {
 	for _, w := range r.workers {
 		for {
 			at := w.pubAt.Load()
-			if at == 0 || at >= t0 || w.exited.Load() {
+			if at == 0 || at >= t0 || w.exited.Load() || w.asleep.Load() {
 				break
 			}
 			if elements.Nanotime() > deadline {

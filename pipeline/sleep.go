@@ -17,6 +17,14 @@ import (
 // whatever the timeout. The timeout grows from pollSleep to maxPollSleep
 // and never passes the next tick, so that Tickers (ARP retries, conntrack
 // expiry) and the published counters keep their millisecond cadence.
+// Once it has reached maxPollSleep (the worker idle for a few
+// milliseconds), the worker sleeps to the next tick its Tickers need
+// (elements.TickScheduler), at most elements.MaxIdleTick: an idle
+// forwarder then wakes about a hundred times a second per worker, not a
+// thousand, and so does the runtime's sysmon, which each wake-up from a
+// system call rouses. Before such a sleep it publishes its counters
+// (awaitPublish does not wait for a sleeping worker); a reload or Stop
+// waits for it to wake, at most MaxIdleTick.
 // Otherwise (gen, pcap, a TX ring that waits for a kick) it sleeps on Go's
 // timer.
 const (
@@ -37,6 +45,10 @@ type waiter struct {
 	// the P to the process's other goroutines (yieldOrSleep).
 	gosched bool
 	polled  atomic.Uint64 // sleeps on descriptors (tests read it)
+	// scheds are the Tickers as TickSchedulers; nil when one is not
+	// (the worker then ticks every millisecond, asleep or not).
+	scheds []elements.TickScheduler
+	long   atomic.Uint64 // sleeps past the millisecond tick (tests read it)
 }
 
 func (w *worker) initWait() {
@@ -54,6 +66,33 @@ func (w *worker) initWait() {
 		}
 	}
 	wt.timeout = pollSleep
+	wt.scheds = wt.scheds[:0]
+	for _, t := range w.tickers {
+		s, ok := t.(elements.TickScheduler)
+		if !ok {
+			wt.scheds = nil
+			break
+		}
+		wt.scheds = append(wt.scheds, s)
+	}
+	if wt.scheds == nil && len(w.tickers) == 0 {
+		wt.scheds = []elements.TickScheduler{}
+	}
+}
+
+// tickDue is when a worker about to sleep long must tick next: the
+// earliest time a Ticker asks for, no later than MaxIdleTick after the
+// last tick, and no earlier than the millisecond tick.
+func (w *worker) tickDue(now int64) int64 {
+	tick := w.lastTick + tickEvery
+	if w.wait.scheds == nil {
+		return tick
+	}
+	due := w.lastTick + int64(elements.MaxIdleTick)
+	for _, s := range w.wait.scheds {
+		due = min(due, s.NextTick(now))
+	}
+	return max(due, tick)
 }
 
 // idleWait gives the processor away after a run of spinEmpty empty
@@ -62,17 +101,17 @@ func (w *worker) initWait() {
 // and otherwise yields (early: fewer than yieldEmpty empty rounds) or
 // sleeps on Go's timer (sleep, which it grows). Without Sleepers it yields
 // or sleeps on the timer.
-func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
+func (w *worker) idleWait(now int64, early bool, sleep *time.Duration, publish func(bool)) {
 	wt := &w.wait
 	// A Waker's next time bounds every sleep: a held packet leaves
 	// when it is due, not when a tick or a packet wakes the worker.
-	untilWake := maxPollSleep
+	untilWake := elements.MaxIdleTick
 	if len(w.wakers) > 0 {
 		next := w.nextWake()
 		if next <= now {
 			return
 		}
-		untilWake = min(time.Duration(next-now), maxPollSleep)
+		untilWake = min(time.Duration(next-now), elements.MaxIdleTick)
 	}
 	if !wt.ok || early {
 		// The yield rounds stay, descriptors or not: without them (ppoll
@@ -102,11 +141,20 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		for _, fd := range fds {
 			wt.pfds = append(wt.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
-		d := wt.timeout
-		if untilTick := time.Duration(w.lastTick + tickEvery - now); d > untilTick {
-			d = max(untilTick, 0)
+		d, due := wt.timeout, w.lastTick+tickEvery
+		if d == maxPollSleep {
+			d, due = elements.MaxIdleTick, w.tickDue(now)
 		}
-		d = min(d, untilWake)
+		d = min(d, max(time.Duration(due-now), 0), untilWake)
+		long := d > time.Duration(tickEvery)
+		if long {
+			// Nothing the elements counted is published later than
+			// this while the worker sleeps: awaitPublish takes a
+			// sleeping worker as published.
+			publish(false)
+			w.asleep.Store(true)
+			wt.long.Add(1)
+		}
 		wt.ts = unix.NsecToTimespec(int64(d))
 		// Through the runtime's system call path, so that the worker's
 		// P serves other goroutines (and the GC) while it sleeps. It has
@@ -118,6 +166,9 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration) {
 		// yielded the P once a millisecond (benchmarks/drivers.md, "Idle
 		// workers"). EINTR is a wake-up like any.
 		unix.Ppoll(wt.pfds, &wt.ts, nil)
+		if long {
+			w.asleep.Store(false)
+		}
 		wt.polled.Add(1)
 		wt.timeout = min(2*wt.timeout, maxPollSleep)
 	}

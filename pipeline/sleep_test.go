@@ -214,15 +214,147 @@ func TestIdleWaitAllocs(t *testing.T) {
 	w.initWait()
 	sleep := idleSleep
 	w.lastTick = elements.Nanotime()
-	w.idleWait(w.lastTick, false, &sleep) // grows the slices once
+	published := 0
+	publish := func(bool) { published++ }
+	w.idleWait(w.lastTick, false, &sleep, publish) // grows the slices once
 	allocs := testing.AllocsPerRun(100, func() {
 		w.wait.timeout = time.Microsecond
-		w.idleWait(elements.Nanotime(), false, &sleep)
+		w.idleWait(elements.Nanotime(), false, &sleep, publish)
 	})
 	if allocs != 0 {
 		t.Errorf("%.1f allocations per idle wait", allocs)
 	}
+	// A sleep past the tick: every Ticker a scheduler with nothing due.
+	w.tickers = []elements.Ticker{&schedTicker{}}
+	w.initWait()
+	allocs = testing.AllocsPerRun(20, func() {
+		w.wait.timeout = maxPollSleep
+		w.lastTick = elements.Nanotime()
+		w.idleWait(w.lastTick, false, &sleep, publish)
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per sleep past the tick", allocs)
+	}
+	if w.wait.long.Load() == 0 || published == 0 {
+		t.Errorf("%d sleeps past the tick, %d publishes: the long sleep was not taken", w.wait.long.Load(), published)
+	}
 	if w.wait.polled.Load() == 0 {
 		t.Error("never slept on the descriptor")
+	}
+}
+
+// schedTicker is a TickScheduler whose next tick is set by the test
+// (0: nothing due).
+type schedTicker struct {
+	next  atomic.Int64
+	ticks atomic.Int64
+}
+
+func (s *schedTicker) Tick(int64) { s.ticks.Add(1) }
+
+func (s *schedTicker) NextTick(now int64) int64 {
+	if n := s.next.Load(); n != 0 {
+		return n
+	}
+	return elements.NoWake
+}
+
+// idleRates measures, over windows of 200 ms (up to ten, until one in
+// which the worker was scheduled: see TestIdleSleepsOnFDs), the worker's
+// rounds and ticker's ticks per second.
+func idleRates(t *testing.T, r *Router, st *schedTicker, ok func(rounds, ticks float64) bool) (rounds, ticks float64) {
+	t.Helper()
+	for try := 0; try < 10; try++ {
+		s0, ticks0, t0 := r.Snapshot(), st.ticks.Load(), time.Now()
+		time.Sleep(200 * time.Millisecond)
+		s1, ticks1, el := r.Snapshot(), st.ticks.Load(), time.Since(t0)
+		rounds = float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
+		ticks = float64(ticks1-ticks0) / el.Seconds()
+		t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
+		if ok(rounds, ticks) {
+			break
+		}
+	}
+	return rounds, ticks
+}
+
+// TestIdleSleepsPastTick: a worker idle for a few milliseconds whose every
+// Ticker is a TickScheduler with nothing due sleeps up to MaxIdleTick (about
+// a hundred rounds and ticks a second, not a thousand), still wakes at
+// once for a packet, and a snapshot does not wait for it; when a Ticker
+// asks for the millisecond cadence, it gets it.
+func TestIdleSleepsPastTick(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	src := &fdSource{fd: fd}
+	r := buildWithSource(t, src)
+	w := r.workers[0]
+	st := &schedTicker{}
+	w.tickers = []elements.Ticker{st}
+	r.run(Options{})
+	defer func() {
+		r.Stop()
+		waitRouter(t, r, 5*time.Second)
+	}()
+
+	waitUntil(t, "the worker sleeps past its tick", 10*time.Second, func() bool { return w.wait.long.Load() > 0 })
+	// Nothing due: ticks about every MaxIdleTick (100/s), rounds about as
+	// many. A window with more than 500 ticks a second is the millisecond
+	// cadence: the long sleep is not taken.
+	rounds, ticks := idleRates(t, r, st, func(rounds, ticks float64) bool { return ticks >= 50 })
+	if ticks > 300 || rounds > 600 {
+		t.Errorf("nothing due: %.0f ticks/s, %.0f rounds/s; want about %d", ticks, rounds, time.Second/elements.MaxIdleTick)
+	}
+	if ticks < 50 {
+		t.Errorf("nothing due: %.0f ticks/s; want at least one every MaxIdleTick (%v)", ticks, elements.MaxIdleTick)
+	}
+
+	// A snapshot while the worker sleeps past its tick returns without
+	// waiting for it to wake.
+	// (Waiting, the median would be about half of MaxIdleTick.)
+	var took []time.Duration
+	for i := 0; i < 21; i++ {
+		time.Sleep(3 * time.Millisecond)
+		t0 := time.Now()
+		r.Snapshot()
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	t.Logf("snapshot while asleep: median %v, longest %v", took[10], took[20])
+	if took[10] >= elements.MaxIdleTick/4 {
+		t.Errorf("snapshots took %v (median): they wait for the sleeping worker", took[10])
+	}
+
+	// A packet wakes it at once, long sleep or not.
+	var med time.Duration
+	for try := 0; try < 3; try++ {
+		if med = wakeLatency(t, w, src); med <= 500*time.Microsecond {
+			break
+		}
+	}
+	if med > 500*time.Microsecond {
+		t.Errorf("median wake-up latency %v from a sleep past the tick", med)
+	}
+
+	// A Ticker with work due every millisecond gets the millisecond cadence.
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st.next.Store(elements.Nanotime())
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	defer close(stop)
+	_, ticks = idleRates(t, r, st, func(_, ticks float64) bool { return ticks >= 500 })
+	if ticks < 500 {
+		t.Errorf("a Ticker due every millisecond got %.0f ticks/s", ticks)
 	}
 }

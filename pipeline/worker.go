@@ -55,6 +55,9 @@ type worker struct {
 	wakers []elements.Waker
 
 	wait waiter // sleeping on the sources' descriptors (sleep.go)
+	// asleep is set while the worker sleeps past its millisecond tick,
+	// after it published its counters (sleep.go).
+	asleep atomic.Bool
 
 	// next is a new generation of the graph handed over by a reload,
 	// adopted between two rounds (reload.go).
@@ -256,7 +259,7 @@ func (w *worker) loop() {
 			}
 			if empty >= spinEmpty {
 				w.wait.gosched = empty == spinEmpty
-				w.idleWait(now, empty < yieldEmpty, &sleep)
+				w.idleWait(now, empty < yieldEmpty, &sleep, publish)
 			}
 			if empty >= spinEmpty {
 				// Time given away is idle, whatever the next round brings.

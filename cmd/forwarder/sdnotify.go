@@ -92,8 +92,8 @@ func (n *sdNotifier) watchdogEvery() time.Duration {
 
 // watchdog tells systemd the forwarder is alive — WATCHDOG=1 — when every
 // worker that runs made rounds between the two snapshots. An idle worker
-// still makes one at least every millisecond (it sleeps in bounded
-// waits); one that made none is stuck (an element that never returns, a
+// still makes one at least every elements.MaxIdleTick (it sleeps in
+// bounded waits); one that made none is stuck (an element that never returns, a
 // system call that blocks), and then the forwarder stays silent: after
 // WatchdogSec systemd sends SIGABRT, whose goroutine dump in the journal
 // shows where it hangs, and restarts the service.

@@ -146,8 +146,8 @@ type Querier struct {
 }
 
 var (
-	_ elements.Ticker = (*Querier)(nil)
-	_ elements.Closer = (*Querier)(nil)
+	_ elements.TickScheduler = (*Querier)(nil)
+	_ elements.Closer        = (*Querier)(nil)
 )
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -520,6 +520,15 @@ func (q *Querier) learnBatch(b *packet.Batch, now int64) {
 
 // Tick releases held packets resolved by other workers, retries requests
 // and gives up on silent next hops.
+// NextTick: every millisecond while packets wait for a next hop (another
+// worker may resolve it), else nothing due.
+func (q *Querier) NextTick(now int64) int64 {
+	if q.holds.Active() != 0 {
+		return now
+	}
+	return elements.NoWake
+}
+
 func (q *Querier) Tick(now int64) {
 	if q.holds.Active() == 0 {
 		return

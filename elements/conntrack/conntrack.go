@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/junction-dataplane/junction/elements"
@@ -126,11 +127,13 @@ type Conntrack struct {
 	// A reload that changed the number of workers (rebalance.go): flows
 	// moved into this worker's table, and those dropped.
 	movedIn, splitDropped, fullDropped *atomic.Uint64
+	// lastTick is the previous Tick's time (elements.Nanotime).
+	lastTick int64
 }
 
 var (
-	_ elements.Ticker = (*Conntrack)(nil)
-	_ elements.Closer = (*Conntrack)(nil)
+	_ elements.TickScheduler = (*Conntrack)(nil)
+	_ elements.Closer        = (*Conntrack)(nil)
 )
 
 func newConntrack(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -231,18 +234,34 @@ func (e *Conntrack) Close() error {
 	return nil
 }
 
+// maxSweeps bounds the slices one Tick sweeps after a long gap.
+const maxSweeps = 16
+
 // Tick sweeps a slice of the table for expired flows and publishes the
-// gauges.
-func (e *Conntrack) Tick(int64) {
+// gauges. The sweep keeps its pace per second, whatever the ticks' cadence:
+// a Tick a sleeping worker makes after a gap of k milliseconds sweeps k
+// slices (at most maxSweeps).
+func (e *Conntrack) Tick(at int64) {
 	t := e.t
 	if t == nil {
 		return
 	}
+	sweeps := 1
+	if e.lastTick != 0 {
+		sweeps = int(min(max((at-e.lastTick)/int64(time.Millisecond), 1), maxSweeps))
+	}
+	e.lastTick = at
 	now := t.now()
-	t.Collect(now)
-	e.t6.Collect(now)
+	for range sweeps {
+		t.Collect(now)
+		e.t6.Collect(now)
+	}
 	e.publish()
 }
+
+// NextTick: the sweep is paced by time (Tick), so nothing is due at a
+// given moment; the gauges change only with packets or sweeps.
+func (e *Conntrack) NextTick(int64) int64 { return elements.NoWake }
 
 func (e *Conntrack) publish() {
 	t := e.t

@@ -521,3 +521,32 @@ func benchRotating(b *testing.B, h *elementtest.Harness, frames [][]byte) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(pkts), "ns/pkt")
 }
+
+// The sweep keeps its pace per second when ticks come further apart (a
+// worker asleep past its tick): a Tick 10 ms after the last sweeps ten
+// slices, not one.
+func TestSweepPacedByTime(t *testing.T) {
+	h, tb, clk := newCT(t, 8192, &elementtest.Options{Sink: true, PoolSize: 256})
+	for i := range 4000 {
+		h.Push(0, ct.Frame(ct.F{Proto: "udp", Src: cl, Dst: sv, Sport: uint16(1024 + i), Dport: 53}))
+	}
+	if tb.Len() != 4000 {
+		t.Fatalf("%d flows, want 4000", tb.Len())
+	}
+	clk.add(time.Hour) // every flow expired
+	tk := h.Element.(elements.TickScheduler)
+	if next := tk.NextTick(0); next != elements.NoWake {
+		t.Errorf("NextTick %d, want NoWake (the sweep is paced by time)", next)
+	}
+	at := int64(1e12)
+	tk.Tick(at)
+	one := 4000 - tb.Len()
+	tk.Tick(at + int64(time.Millisecond))
+	two := 4000 - tb.Len() - one
+	tk.Tick(at + int64(11*time.Millisecond))
+	ten := 4000 - tb.Len() - one - two
+	t.Logf("expired by ticks 1 ms apart: %d, %d; then 10 ms later: %d", one, two, ten)
+	if one == 0 || two != one || ten < 9*one {
+		t.Errorf("a tick 10 ms after the last swept %d flows, one 1 ms after %d: want ten times as many", ten, two)
+	}
+}

@@ -145,8 +145,8 @@ type FastTrack struct {
 }
 
 var (
-	_ elements.Ticker = (*FastTrack)(nil)
-	_ elements.Closer = (*FastTrack)(nil)
+	_ elements.TickScheduler = (*FastTrack)(nil)
+	_ elements.Closer        = (*FastTrack)(nil)
 )
 
 func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -187,6 +187,16 @@ func newFastTrack(cfg any, ctx *elements.Context) (elements.Element, error) {
 
 // Tick hands flows to the devices' fast path and folds back what it
 // forwarded (with the offload key).
+// NextTick: every millisecond while hits wait to be offloaded; otherwise
+// nothing is due (the folding of the kernel's counters is paced by the time
+// since the last Tick).
+func (e *FastTrack) NextTick(now int64) int64 {
+	if o := e.off; o != nil && len(o.v4.pending)+len(o.v6.pending) != 0 {
+		return now
+	}
+	return elements.NoWake
+}
+
 func (e *FastTrack) Tick(now int64) {
 	if e.off != nil && e.t != nil {
 		e.tick(now)

@@ -137,6 +137,16 @@ func (k *KernelNeighbors) Close() error {
 
 // Tick dumps the table when due, reads what the kernel announced and
 // pushes a frame for each mirrored neighbour.
+// NextTick: the next full dump. Between dumps, the kernel's events are
+// read every millisecond while the worker is busy and at the idle cadence
+// (elements.MaxIdleTick) while it sleeps.
+func (k *KernelNeighbors) NextTick(int64) int64 {
+	if k.fd < 0 {
+		return elements.NoWake
+	}
+	return k.nextDmp
+}
+
 func (k *KernelNeighbors) Tick(now int64) {
 	if k.fd < 0 {
 		return
@@ -293,3 +303,5 @@ func (k *KernelNeighbors) solicitation(p *packet.Packet, mac [6]byte, ip, ours n
 	binary.BigEndian.PutUint16(c[2:], ^packet.Fold(packet.Sum(c, packet.PseudoHeaderSumV6(src, dst, 58, icmpLen))))
 	p.Data = f
 }
+
+var _ elements.TickScheduler = (*KernelNeighbors)(nil)

@@ -1,6 +1,9 @@
 package ipfrag
 
-import "github.com/junction-dataplane/junction/elements/internal/pktring"
+import (
+	"github.com/junction-dataplane/junction/elements/internal/pktring"
+	"github.com/junction-dataplane/junction/internal/wakeup"
+)
 
 // The handoff of finished datagrams to the worker that owns their flow.
 // Fragments hash without ports (packet.FlowHashFrame), so FromDevice brings
@@ -32,10 +35,14 @@ type hub struct {
 	workers int
 	data    [][]*pktring.Ring // data[s][r]: datagrams from worker s to worker r
 	lend    [][]*pktring.Ring // lend[s][r]: empty buffers of r's pool lent to s
+	// bells[r] wakes worker r when it sleeps past its tick (set by r's
+	// instance as it is built, before any worker runs; closed by it).
+	bells []*wakeup.Bell
 }
 
 func newHub(workers int) *hub {
-	h := &hub{workers: workers, data: make([][]*pktring.Ring, workers), lend: make([][]*pktring.Ring, workers)}
+	h := &hub{workers: workers, data: make([][]*pktring.Ring, workers), lend: make([][]*pktring.Ring, workers),
+		bells: make([]*wakeup.Bell, workers)}
 	for s := range workers {
 		h.data[s] = make([]*pktring.Ring, workers)
 		h.lend[s] = make([]*pktring.Ring, workers)

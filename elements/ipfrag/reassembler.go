@@ -2,11 +2,13 @@ package ipfrag
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
+	"github.com/junction-dataplane/junction/internal/wakeup"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -139,6 +141,11 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 		s := elements.GraphValue(ctx, hubKey{ctx.Name, ctx.Workers}, func() *hubSlot { return &hubSlot{h: newHub(ctx.Workers)} })
 		e.hub = s.h
 		lent = lendDepth * (ctx.Workers - 1)
+		b, err := wakeup.New()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ctx.Name, err)
+		}
+		e.hub.bells[e.me] = b
 	}
 	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Workers+ctx.Batch, bufSize)
 	// Buffers are lent from the worker's own loop (receive, at the first
@@ -148,9 +155,10 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 }
 
 var (
-	_ elements.Ticker       = (*Reassembler)(nil)
-	_ elements.Closer       = (*Reassembler)(nil)
-	_ elements.PacketHolder = (*Reassembler)(nil)
+	_ elements.TickScheduler = (*Reassembler)(nil)
+	_ elements.Sleeper       = (*Reassembler)(nil)
+	_ elements.Closer        = (*Reassembler)(nil)
+	_ elements.PacketHolder  = (*Reassembler)(nil)
 )
 
 // HoldsPackets: a traced fragment is kept (its bytes) until its datagram
@@ -358,6 +366,7 @@ func (e *Reassembler) route(d *packet.Packet, fh uint32) (_ *packet.Packet, ok b
 	q.Ct = packet.Ct{}
 	d.Free()
 	e.hub.data[e.me][o].Put(q) // never full (ringSlots)
+	e.hub.bells[o].Ring()
 	e.nOff++
 	return nil, true
 }
@@ -443,11 +452,48 @@ func (e *Reassembler) Tick(now int64) {
 	e.flush()
 }
 
-// Close frees the datagrams in reassembly (the pipeline has stopped).
+// NextTick: when the oldest datagram times out. What other workers hand
+// over wakes a sleeping worker through its Bell (PrepareSleep), not a tick.
+func (e *Reassembler) NextTick(int64) int64 {
+	if i := e.t.oldest; i >= 0 {
+		return e.t.slots[i].born + e.timeout
+	}
+	return elements.NoWake
+}
+
+// PrepareSleep arms this worker's Bell (with a hub), then checks that no
+// datagram was handed over before it did.
+func (e *Reassembler) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
+	if e.hub == nil {
+		return fds, elements.SleepOnFDs
+	}
+	b := e.hub.bells[e.me]
+	b.Arm()
+	fds = append(fds, b.FD())
+	for s := range e.hub.workers {
+		if r := e.hub.data[s][e.me]; r != nil && r.Len() > 0 {
+			return fds, elements.SleepNot
+		}
+	}
+	return fds, elements.SleepOnFDs
+}
+
+// Woke disarms the Bell.
+func (e *Reassembler) Woke() {
+	if e.hub != nil {
+		e.hub.bells[e.me].Woke()
+	}
+}
+
+// Close frees the datagrams in reassembly (the pipeline has stopped) and
+// closes this worker's Bell.
 func (e *Reassembler) Close() error {
 	for e.t.oldest >= 0 {
 		pkt, _ := e.t.remove(e.t.oldest)
 		pkt.Free()
+	}
+	if e.hub != nil {
+		return e.hub.bells[e.me].Close()
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ var snatManual = elements.Doc{
 			"\"deterministic\" (above); \"bulk\": an inside host takes a free block of N ports of a worker's ports (whole " +
 			"units of 16 it owns, chosen at random among the free ones of the host's outside address) at its first mapping " +
 			"there, all its mappings on that worker come from it, and it goes back to the pool once the last of them has " +
-			"ended (its flows gone and the mapping's timeout passed: a few held blocks are looked at every millisecond). " +
+			"ended (its flows gone and the mapping's timeout passed: a few held blocks are looked at every tick, every millisecond while the worker is busy, up to 10 ms apart while it sleeps idle). " +
 			"Each is logged, \"TIME port block allocated: INSIDE -> OUTSIDE ports LO-HI[,...]\" and \"TIME port block " +
 			"released: ...\" with the same ports, so the log has two lines per subscriber and block; a host finding no " +
 			"free block, or its block full, has its new flows dropped (\"ports exhausted\"). A block is not handed out " +

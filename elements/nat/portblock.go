@@ -187,6 +187,16 @@ func (m *mapWorker) noteUse(u blockUse) bool {
 
 // Tick writes the block events noted since the last Tick and, with bulk
 // blocks, looks at a few held blocks for mappings that ended.
+// NextTick: every millisecond while port block events wait to be logged;
+// otherwise nothing is due (bulk blocks are swept at the idle cadence:
+// nothing needs a free block while no packet comes).
+func (e *SNAT) NextTick(now int64) int64 {
+	if m := e.mw; m != nil && m.nuses != 0 {
+		return now
+	}
+	return elements.NoWake
+}
+
 func (e *SNAT) Tick(int64) {
 	m := e.mw
 	if m == nil {
@@ -231,3 +241,5 @@ func (e *SNAT) logBlocks(m *mapWorker) {
 func addrOf(a uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
 }
+
+var _ elements.TickScheduler = (*SNAT)(nil)

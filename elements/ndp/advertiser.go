@@ -110,7 +110,7 @@ type Advertiser struct {
 	badRS                                   elements.Reason
 }
 
-var _ elements.Ticker = (*Advertiser)(nil)
+var _ elements.TickScheduler = (*Advertiser)(nil)
 
 func newAdvertiser(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*AdvertiserConfig)
@@ -255,6 +255,18 @@ func (a *Advertiser) send(now int64) {
 	a.outB.Add(p)
 	a.advertisements.Add(1)
 	a.last = now
+}
+
+// NextTick: the solicited advertisement pending, or the next periodic one.
+func (a *Advertiser) NextTick(now int64) int64 {
+	t := elements.NoWake
+	if a.pending != 0 {
+		t = a.pending
+	}
+	if a.periodic {
+		t = min(t, a.next) // 0: the first, at once
+	}
+	return t
 }
 
 // Tick sends the unsolicited advertisements (worker 0) and the answers

@@ -121,8 +121,8 @@ type Querier struct {
 }
 
 var (
-	_ elements.Ticker = (*Querier)(nil)
-	_ elements.Closer = (*Querier)(nil)
+	_ elements.TickScheduler = (*Querier)(nil)
+	_ elements.Closer        = (*Querier)(nil)
 )
 
 func newQuerier(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -429,6 +429,17 @@ func (q *Querier) mayCreate(src *[16]byte, now int64) bool {
 }
 
 // Tick releases packets resolved by other workers and retries solicitations.
+// NextTick: every millisecond while packets wait for a next hop. The
+// fast path's refresh scan is not time-critical (a neighbour is refreshed
+// in the last quarter of its reachable time, seconds): it goes on at the
+// idle cadence.
+func (q *Querier) NextTick(now int64) int64 {
+	if q.holds.Active() != 0 {
+		return now
+	}
+	return elements.NoWake
+}
+
 func (q *Querier) Tick(now int64) {
 	if q.fast.table != nil && q.refresher {
 		q.refreshFast(now)

@@ -63,7 +63,7 @@ type Responder struct {
 	notForUs, badSender                                         elements.Reason
 }
 
-var _ elements.Ticker = (*Responder)(nil)
+var _ elements.TickScheduler = (*Responder)(nil)
 
 func newResponder(cfg any, ctx *elements.Context) (elements.Element, error) {
 	c := cfg.(*ResponderConfig)
@@ -212,6 +212,18 @@ func (r *Responder) answer(p *packet.Packet, m *msg) bool {
 	}
 	r.outB.Add(q)
 	return true
+}
+
+// NextTick: at once while duplicate address detection is to start, then
+// at the next announcement.
+func (r *Responder) NextTick(now int64) int64 {
+	switch {
+	case r.dadPending:
+		return now
+	case r.announceLeft != 0:
+		return r.nextAnnounce
+	}
+	return elements.NoWake
 }
 
 // Tick sends the start-up announcements (worker 0).

@@ -428,6 +428,10 @@ func (x *Instance) fail(b *packet.Batch) {
 
 // Tick notices a plugin that died between batches, so that it is restarted
 // before traffic needs it.
+// NextTick: nothing due; a plugin's exit is noticed at the idle cadence
+// (elements.MaxIdleTick) when the worker sleeps.
+func (x *Instance) NextTick(int64) int64 { return elements.NoWake }
+
 func (x *Instance) Tick(int64) {
 	if x.state.Load() == stateUp && x.exited.Load() {
 		x.down(failCrash)
@@ -551,7 +555,7 @@ func (x *Instance) release() {
 }
 
 var (
-	_ elements.Element = (*Instance)(nil)
-	_ elements.Closer  = (*Instance)(nil)
-	_ elements.Ticker  = (*Instance)(nil)
+	_ elements.Element       = (*Instance)(nil)
+	_ elements.Closer        = (*Instance)(nil)
+	_ elements.TickScheduler = (*Instance)(nil)
 )
