@@ -213,6 +213,12 @@ type DNAT struct {
 	flows    conntrack.TableRef // the worker's flow table, for a reload
 	ruleGone *atomic.Uint64     // flows a reload removed (reload.go)
 	maps     *mapRegistry       // SNAT mappings that let new flows in (snatmap.go)
+	// open: a store of maps may let this batch's new flows in (it has
+	// inside networks, whose hosts reach each other's mappings, or a
+	// filtering other than address-and-port-dependent); decided once a
+	// batch (lettingIn), so that the new flows of a graph whose stores
+	// let nothing in do not look at them.
+	open bool
 }
 
 func newDNAT(cfg any, ctx *elements.Context) (elements.Element, error) {
@@ -244,7 +250,9 @@ func (e *DNAT) Push(_ int, b *packet.Batch) {
 		e.prepare(b)
 	}
 	// Mappings whose filtering lets new flows in bind them too.
-	e.active = len(e.rules) > 0 || e.maps.list.Load() != nil
+	l := e.maps.list.Load()
+	e.active = len(e.rules) > 0 || l != nil
+	e.open = l != nil && lettingIn(*l)
 	e.push(b)
 }
 
@@ -262,7 +270,7 @@ func (e *DNAT) bindNew(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos in
 // changes its reply tuple to come from the chosen backend.
 func (e *DNAT) bind(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos int) bool {
 	reply, match := e.target(c)
-	if !match {
+	if !match && e.open {
 		reply, match = e.inbound(t, c)
 	}
 	if !match || reply == c.T[1] {

@@ -481,6 +481,18 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	return s.pop(e.steer, k.Proto, addr, mt, 1-par)
 }
 
+// lettingIn reports whether any of stores l may let a new flow in
+// (inbound): through hairpinning, when it has inside networks, or
+// through its filtering. DNAT asks once a batch.
+func lettingIn(l []*mapStore) bool {
+	for _, s := range l {
+		if len(s.inside) > 0 || s.filtering != filterAPD {
+			return true
+		}
+	}
+	return false
+}
+
 // inbound is DNAT's binding of a new flow to an outside address and port
 // of a mapping whose filtering lets it in: the reply tuple that sends it
 // to the inside endpoint (RFC 4787 REQ-8, RFC 5382 REQ-3).
@@ -492,6 +504,13 @@ func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, 
 	}
 	var now int64
 	for _, s := range *l {
+		if !s.outside(k.Dst, k.Dport) {
+			// Neither a mapping's address and port: nothing
+			// to hairpin to or let in (the common case, a flow
+			// from an inside host to the internet, decided by
+			// this test alone).
+			continue
+		}
 		if s.fromInside(k.Src) {
 			// Hairpinning (RFC 4787 REQ-9, RFC 5382 REQ-8): an
 			// inside host reaches another's mapping whatever the
@@ -517,6 +536,12 @@ func (e *DNAT) inbound(t *conntrack.Table, c *conntrack.Conn) (conntrack.Tuple, 
 		}
 	}
 	return conntrack.Tuple{}, false
+}
+
+// outside reports whether addr:port is one of the store's outside
+// addresses with a port of its range (where every mapping is).
+func (s *mapStore) outside(addr uint32, port uint16) bool {
+	return port >= s.lo && port <= s.hi && s.addrs[s.addrIndex(addr)] == addr
 }
 
 // fromInside reports whether a is in the store's inside networks.
