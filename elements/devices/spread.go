@@ -1,16 +1,14 @@
 package devices
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/drivers"
 	"github.com/junction-dataplane/junction/elements"
 	"github.com/junction-dataplane/junction/elements/flowsteer"
 	"github.com/junction-dataplane/junction/elements/internal/pktring"
+	"github.com/junction-dataplane/junction/internal/wakeup"
 	"github.com/junction-dataplane/junction/packet"
 )
 
@@ -66,14 +64,11 @@ type hub struct {
 	lend    [][]*pktring.Ring // lend[s][r]: empty buffers of r's pool lent to s
 	done    []atomic.Bool     // sender s has drained its queues and published all
 
-	// Wake-ups of sleeping receivers: a worker about to sleep sets
-	// asleep[r], then checks its incoming rings; a sender publishes, then
-	// takes asleep[r] and, if it was set, writes wake[r] (an eventfd the
-	// receiver's poll(2) waits on; -1 for a worker nobody feeds). Go's
-	// atomics are sequentially consistent, so either the receiver sees
-	// the packets or the sender sees the flag: never neither.
-	asleep []atomic.Bool
-	wake   []int
+	// Wake-ups of sleeping receivers (internal/wakeup): a worker about to
+	// sleep arms its Bell, then checks its incoming rings; a sender
+	// publishes, then rings the receiver's Bell. nil for a worker nobody
+	// feeds.
+	bells []*wakeup.Bell
 
 	// Queue moves (order.go): progress[q] is how far queue q's reader
 	// has read it (published after what it read is pushed or handed
@@ -99,10 +94,7 @@ type spreader struct {
 	handedOff, handedIn *atomic.Uint64
 	waits               *atomic.Uint64 // polls that left the own queues unread (congested)
 	full                elements.Reason
-	offCount, inCount   uint64  // counted locally, added once per batch
-	efdBuf              [8]byte // an eventfd's counter, read and written
-	armed               bool    // asleep set by prepareSleep, not yet cleared by woke
-	due                 uint64  // wake-up writes owed by senders, not yet read
+	offCount, inCount   uint64 // counted locally, added once per batch
 
 	// Queue moves (order.go); nil when the device cannot say how far
 	// its queues are read, or has one queue.
@@ -114,10 +106,7 @@ type spreader struct {
 func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers, batch int) (*spreader, error) {
 	v, err := ctx.Shared(func() (any, error) {
 		h := &hub{workers: workers, senders: make([]bool, workers), done: make([]atomic.Bool, workers),
-			asleep: make([]atomic.Bool, workers), wake: make([]int, workers)}
-		for w := range h.wake {
-			h.wake[w] = -1
-		}
+			bells: make([]*wakeup.Bell, workers)}
 		nsend := 0
 		h.progress = make([]paddedU32, dev.RxQueues())
 		h.reader = make([]int, dev.RxQueues())
@@ -178,11 +167,11 @@ func newSpreader(ctx *elements.Context, name string, dev drivers.Device, workers
 	if len(sp.in) > 0 {
 		// Built before any worker runs (the goroutines' start orders
 		// this store before every sender's read).
-		fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		b, err := wakeup.New()
 		if err != nil {
-			return nil, fmt.Errorf("FromDevice(%s): eventfd: %v", name, err)
+			return nil, fmt.Errorf("FromDevice(%s): %v", name, err)
 		}
-		h.wake[me] = fd
+		h.bells[me] = b
 	}
 	for _, s := range sp.in {
 		sp.refill(s)
@@ -274,10 +263,10 @@ func (sp *spreader) handOff(b *packet.Batch) {
 			sp.touched[t] = false
 			sp.out[t].Publish()
 			sp.lent[t].Release()
-			// After the publish: a receiver that set asleep before
-			// this saw nothing, and waits for the eventfd.
-			if sp.h.asleep[t].Load() && sp.h.asleep[t].Swap(false) {
-				sp.wakeUp(t)
+			// After the publish: a receiver that armed its Bell
+			// before this saw nothing, and waits for the ring.
+			if b := sp.h.bells[t]; b != nil {
+				b.Ring()
 			}
 		}
 	}
@@ -358,54 +347,27 @@ func (sp *spreader) refill(s int) {
 	l.Publish()
 }
 
-// wakeUp writes receiver t's eventfd (once per sleep: the flag was taken).
-func (sp *spreader) wakeUp(t int) {
-	fd := sp.h.wake[t]
-	if fd < 0 {
-		return
-	}
-	sp.efdBuf = [8]byte{1}
-	unix.Write(fd, sp.efdBuf[:]) // EAGAIN: the counter is already set
-}
-
-// prepareSleep arms this worker's wake-up, then checks that nothing was
+// prepareSleep arms this worker's Bell, then checks that nothing was
 // handed to it before (or while) it armed it; the caller then waits for
-// the eventfd, which the next sender to publish writes.
+// the Bell's eventfd, which the next sender to publish rings.
 func (sp *spreader) prepareSleep(fds []int) ([]int, elements.SleepMode) {
-	fd := sp.h.wake[sp.me]
-	if fd < 0 {
+	b := sp.h.bells[sp.me]
+	if b == nil {
 		return fds, elements.SleepOnFDs // nobody feeds this worker
 	}
-	sp.h.asleep[sp.me].Store(true)
-	sp.armed = true
+	b.Arm()
 	for _, s := range sp.in {
 		if sp.h.data[s][sp.me].Ready() > 0 {
 			return fds, elements.SleepNot
 		}
 	}
-	return append(fds, fd), elements.SleepOnFDs
+	return append(fds, b.FD()), elements.SleepOnFDs
 }
 
-// woke disarms the wake-up and consumes the eventfd's writes, without a
-// system call when none is due. A sender that takes the flag writes 1,
-// once, perhaps only after this runs: due counts the writes owed (flags
-// taken) and not yet read, so that a late one is read at the next wake
-// instead of leaving the eventfd readable for good.
+// woke disarms the Bell and consumes its rings.
 func (sp *spreader) woke() {
-	fd := sp.h.wake[sp.me]
-	if fd < 0 {
-		return
-	}
-	if sp.armed {
-		sp.armed = false
-		if !sp.h.asleep[sp.me].Swap(false) {
-			sp.due++ // a sender took it
-		}
-	}
-	if sp.due > 0 {
-		if n, _ := unix.Read(fd, sp.efdBuf[:]); n == 8 {
-			sp.due -= min(sp.due, binary.NativeEndian.Uint64(sp.efdBuf[:]))
-		}
+	if b := sp.h.bells[sp.me]; b != nil {
+		b.Woke()
 	}
 }
 
@@ -431,9 +393,9 @@ func (sp *spreader) drained() bool {
 // the buffers it lent (all workers have stopped: no concurrency left).
 func (sp *spreader) close() {
 	sp.freeHeld()
-	if fd := sp.h.wake[sp.me]; fd >= 0 {
-		unix.Close(fd)
-		sp.h.wake[sp.me] = -1
+	if b := sp.h.bells[sp.me]; b != nil {
+		b.Close()
+		sp.h.bells[sp.me] = nil
 	}
 	for _, s := range sp.in {
 		for _, r := range []*pktring.Ring{sp.h.data[s][sp.me], sp.h.lend[s][sp.me]} {
