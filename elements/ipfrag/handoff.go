@@ -1,6 +1,8 @@
 package ipfrag
 
 import (
+	"sync"
+
 	"github.com/junction-dataplane/junction/elements/internal/pktring"
 	"github.com/junction-dataplane/junction/internal/wakeup"
 )
@@ -35,14 +37,47 @@ type hub struct {
 	workers int
 	data    [][]*pktring.Ring // data[s][r]: datagrams from worker s to worker r
 	lend    [][]*pktring.Ring // lend[s][r]: empty buffers of r's pool lent to s
-	// bells[r] wakes worker r when it sleeps past its tick (set by r's
-	// instance as it is built, before any worker runs; closed by it).
+	// bells[r] wakes worker r when it sleeps past its tick. The hub
+	// outlives a reload (the graph state keeps it), and so does the Bell:
+	// the instances of worker r hold it (acquire, release), the first
+	// makes it, the last to close closes it. Senders read bells[r]
+	// without the lock: it is set before any worker runs the graph that
+	// made it, and cleared only when no instance of r runs.
+	mu    sync.Mutex
 	bells []*wakeup.Bell
+	refs  []int
+}
+
+// acquire returns worker r's Bell, made by its first holder.
+func (h *hub) acquire(r int) (*wakeup.Bell, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.bells[r] == nil {
+		b, err := wakeup.New()
+		if err != nil {
+			return nil, err
+		}
+		h.bells[r] = b
+	}
+	h.refs[r]++
+	return h.bells[r], nil
+}
+
+// release lets go of worker r's Bell; the last holder closes it.
+func (h *hub) release(r int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refs[r]--; h.refs[r] > 0 || h.bells[r] == nil {
+		return nil
+	}
+	b := h.bells[r]
+	h.bells[r] = nil
+	return b.Close()
 }
 
 func newHub(workers int) *hub {
 	h := &hub{workers: workers, data: make([][]*pktring.Ring, workers), lend: make([][]*pktring.Ring, workers),
-		bells: make([]*wakeup.Bell, workers)}
+		bells: make([]*wakeup.Bell, workers), refs: make([]int, workers)}
 	for s := range workers {
 		h.data[s] = make([]*pktring.Ring, workers)
 		h.lend[s] = make([]*pktring.Ring, workers)

@@ -94,6 +94,7 @@ type Reassembler struct {
 	st      *elements.Stats
 	steer   *flowsteer.Table
 	hub     *hub
+	bell    *wakeup.Bell // this worker's, with a hub (the hub's acquire)
 	me      int
 
 	reasons [rCount]elements.Reason
@@ -141,11 +142,11 @@ func newReassembler(cfg any, ctx *elements.Context) (elements.Element, error) {
 		s := elements.GraphValue(ctx, hubKey{ctx.Name, ctx.Workers}, func() *hubSlot { return &hubSlot{h: newHub(ctx.Workers)} })
 		e.hub = s.h
 		lent = lendDepth * (ctx.Workers - 1)
-		b, err := wakeup.New()
+		b, err := e.hub.acquire(e.me)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ctx.Name, err)
 		}
-		e.hub.bells[e.me] = b
+		e.bell = b
 	}
 	e.pool = packet.NewPoolSize(c.Capacity+lent+ctx.Workers+ctx.Batch, bufSize)
 	// Buffers are lent from the worker's own loop (receive, at the first
@@ -366,7 +367,9 @@ func (e *Reassembler) route(d *packet.Packet, fh uint32) (_ *packet.Packet, ok b
 	q.Ct = packet.Ct{}
 	d.Free()
 	e.hub.data[e.me][o].Put(q) // never full (ringSlots)
-	e.hub.bells[o].Ring()
+	if b := e.hub.bells[o]; b != nil {
+		b.Ring()
+	}
 	e.nOff++
 	return nil, true
 }
@@ -467,9 +470,8 @@ func (e *Reassembler) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
 	if e.hub == nil {
 		return fds, elements.SleepOnFDs
 	}
-	b := e.hub.bells[e.me]
-	b.Arm()
-	fds = append(fds, b.FD())
+	e.bell.Arm()
+	fds = append(fds, e.bell.FD())
 	for s := range e.hub.workers {
 		if r := e.hub.data[s][e.me]; r != nil && r.Len() > 0 {
 			return fds, elements.SleepNot
@@ -481,19 +483,20 @@ func (e *Reassembler) PrepareSleep(fds []int) ([]int, elements.SleepMode) {
 // Woke disarms the Bell.
 func (e *Reassembler) Woke() {
 	if e.hub != nil {
-		e.hub.bells[e.me].Woke()
+		e.bell.Woke()
 	}
 }
 
 // Close frees the datagrams in reassembly (the pipeline has stopped) and
-// closes this worker's Bell.
+// lets go of this worker's Bell.
 func (e *Reassembler) Close() error {
 	for e.t.oldest >= 0 {
 		pkt, _ := e.t.remove(e.t.oldest)
 		pkt.Free()
 	}
-	if e.hub != nil {
-		return e.hub.bells[e.me].Close()
+	if e.bell != nil {
+		e.bell = nil
+		return e.hub.release(e.me)
 	}
 	return nil
 }

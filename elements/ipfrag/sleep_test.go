@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/junction-dataplane/junction/elements"
+	"github.com/junction-dataplane/junction/elements/elementtest"
 )
 
 // readableNow reports whether fd is readable without waiting.
@@ -62,5 +63,44 @@ func TestHandoffWakesSleepingOwner(t *testing.T) {
 	want := es[0].t.slots[es[0].t.oldest].born + es[0].timeout
 	if got := es[0].NextTick(0); got != want {
 		t.Fatalf("one datagram in reassembly: NextTick %d, want %d", got, want)
+	}
+}
+
+// A reload keeps the hub (the graph state's) and so the Bells: the old
+// instances closing does not close the Bell the new ones sleep on, and the
+// last instance to close closes it.
+func TestBellSurvivesReload(t *testing.T) {
+	st := elements.NewGraphState()
+	build := func() []*Reassembler {
+		var es []*Reassembler
+		for w := range 2 {
+			_, e := reassembler(t, nil, &elementtest.Options{Worker: w, Workers: 2, State: st, PoolSize: 256})
+			es = append(es, e)
+		}
+		return es
+	}
+	old := build()
+	cur := build() // the reload's instances, built while the old ones run
+	if old[1].bell != cur[1].bell {
+		t.Fatal("the reload's instance has a Bell of its own: a sender rings one the other sleeps without")
+	}
+	for _, e := range old {
+		if err := e.Close(); err != nil {
+			t.Fatalf("old instance: %v", err)
+		}
+	}
+	fds, _ := cur[1].PrepareSleep(nil)
+	if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GETFD, 0); err != nil {
+		t.Fatalf("the Bell was closed with the old instances: %v", err)
+	}
+	cur[1].Woke()
+	h := cur[1].hub
+	for _, e := range cur {
+		if err := e.Close(); err != nil {
+			t.Fatalf("new instance: %v", err)
+		}
+	}
+	if h.bells[0] != nil || h.bells[1] != nil {
+		t.Error("the last instance to close left its Bell open")
 	}
 }
