@@ -626,7 +626,7 @@ func (x *mapIndex) del(k uint64) {
 	x.keys[i] = 0
 }
 
-// mapFilter is a worker's filter of its mappings' inside endpoints: two
+// mapFilter is a worker's filter of its mappings' inside endpoints: three
 // bits per hash of the endpoint and protocol, in one 64-bit word, set
 // when a mapping is made, so that a clear bit says the endpoint certainly
 // has no mapping. A new endpoint (every new flow of clients that do not
@@ -634,17 +634,18 @@ func (x *mapIndex) del(k uint64) {
 // stay in the core's cache (filterBitsPer bits a port the worker owns:
 // 128 KiB for one address and the default range) instead of its port's
 // word and its index slot, lines of tables sized for every port. With
-// every port mapped about 6% of new endpoints find both bits set and read
-// those lines anyway (with one bit of four a port, 22%: on a worker whose
-// ports are all mapped, the common case of new endpoints, each of those
-// went the whole way through bindMapped). A bit stays set when its
-// mapping ends (another may share it); the ended mappings are counted
-// and, once they reach a sixteenth of the bits, the filter is built again
-// from the words of the worker's ports (a walk of the tables, once per
-// that many releases).
+// every port mapped about 1% of new endpoints find all three bits set
+// and read those lines anyway (with two bits a word 6% of random
+// endpoints, 2-3% of the CPS harness's; with one bit of four a port, 22%:
+// on a worker whose ports are all mapped, the common case of new
+// endpoints, each of those goes the whole way through bindMapped). A bit
+// stays set when its mapping ends (another may share it); the ended
+// mappings are counted and, once they reach a sixteenth of the bits, the
+// filter is built again from the words of the worker's ports (a walk of
+// the tables, once per that many releases).
 type mapFilter struct {
 	bits  []uint64
-	sh    uint // a hash's top 64-sh bits pick the word, the next 12 its two bits
+	sh    uint // a hash's top 18 bits pick the word's three bits, the next 64-sh the word
 	stale int  // mappings ended since the filter was built
 }
 
@@ -674,26 +675,28 @@ func (f *mapFilter) init(mem *hugeMem, n int) {
 }
 
 // pos is the place of index key k (endpoint and protocol) in the filter:
-// its word<<12 | its first bit<<6 | its second bit.
+// its word<<18 | its three bits, 6 bits each. They are the product's top
+// bits, which depend on the whole key (bits below 32 do not depend on the
+// address).
 func (f *mapFilter) pos(k uint64) uint64 {
 	h := k * 0xff51afd7ed558ccd
-	return h>>(f.sh&63)<<12 | h>>((f.sh-12)&63)&(1<<12-1) // (&63: no check for shifts past 63)
+	return h<<18>>(f.sh&63)<<18 | h>>46 // (&63: no check for shifts past 63)
 }
 
 // mask is the bits of place i in its word.
-func mask(i uint64) uint64 { return 1<<(i>>6&63) | 1<<(i&63) }
+func mask(i uint64) uint64 { return 1<<(i>>12&63) | 1<<(i>>6&63) | 1<<(i&63) }
 
 func (f *mapFilter) has(k uint64) bool { return f.test(f.pos(k)) }
 
-func (f *mapFilter) test(i uint64) bool { m := mask(i); return f.bits[i>>12]&m == m }
+func (f *mapFilter) test(i uint64) bool { m := mask(i); return f.bits[i>>18]&m == m }
 
 func (f *mapFilter) add(k uint64) {
 	i := f.pos(k)
-	f.bits[i>>12] |= mask(i)
+	f.bits[i>>18] |= mask(i)
 }
 
 // line is the address of place i's word, to prefetch.
-func (f *mapFilter) line(i uint64) uintptr { return uintptr(unsafe.Pointer(&f.bits[i>>12])) }
+func (f *mapFilter) line(i uint64) uintptr { return uintptr(unsafe.Pointer(&f.bits[i>>18])) }
 
 // rebuildAt is the count of ended mappings that has the filter built
 // again.

@@ -447,6 +447,14 @@ type SNAT struct {
 	fpf  [packet.MaxBatch]uintptr
 	mat  [packet.MaxBatch]uint16
 	fbit [packet.MaxBatch]uint64
+	// gtab, gtop: the table and, per parity, the free-stack place of
+	// the batch's last guess from its free stacks (guess).
+	gtab *mapTable
+	gtop [2]int
+	// full1[protocol index]: with one outside address, whether the
+	// worker can give no port this batch (fullDry; 0: not asked yet,
+	// 1: no, 2: yes).
+	full1 [2]uint8
 }
 
 func newSNAT(cfg any, ctx *elements.Context) (elements.Element, error) {

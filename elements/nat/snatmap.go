@@ -223,7 +223,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 // worker without free ports that found none to free a moment ago (the
 // state of one whose ports are all mapped) a new endpoint has nothing to
 // do but fall back: the flow is only marked (matFull) and bind, once the
-// line is in, tests the bits and falls back unless both are set. Any other
+// line is in, tests the bits and falls back unless all are set. Any other
 // flow is the batch's next through the mapping: warmLines prefetches what
 // its bind will read, if anything, once the filter line is in (prepare
 // for the first claimAhead such flows, bind each further one claimAhead
@@ -237,21 +237,24 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 		conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
 	}
 	if s.block == 0 {
-		ai := 0
-		if len(s.addrs) > 1 {
-			ai = s.addrIndex(e.address(k))
+		var full bool
+		if len(s.addrs) == 1 {
+			// Decided once a batch per protocol (nothing in
+			// prepare changes it).
+			if e.full1[pi] == 0 {
+				e.full1[pi] = 1
+				if e.fullDry(t, pi, 0) {
+					e.full1[pi] = 2
+				}
+			}
+			full = e.full1[pi] == 2
+		} else {
+			full = e.fullDry(t, pi, s.addrIndex(e.address(k)))
 		}
-		if f := &m.nfree[pi][ai]; f[0]+f[1] == 0 {
-			if e.now == 0 {
-				e.now = t.Now() // once a batch
-			}
-			if uint32(e.now>>30) < m.dry[pi][ai] {
-				// No port can be had this batch (none is freed
-				// before the dry spell ends, none is made).
-				e.mat[pos] = matFull
-				e.fbit[pos] = fb
-				return
-			}
+		if full {
+			e.mat[pos] = matFull
+			e.fbit[pos] = fb
+			return
 		}
 	}
 	j := e.nm
@@ -260,9 +263,24 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	e.mah[j] = mapAhead{k: k, bit: fb, pos: uint16(pos)}
 }
 
+// fullDry reports whether the worker has no free port of table (pi, ai)
+// and none can be had this batch: its last look for mappings to free
+// found none less than a second ago (none is freed before the dry spell
+// ends, none is made).
+func (e *SNAT) fullDry(t *conntrack.Table, pi, ai int) bool {
+	m := e.mw
+	if f := &m.nfree[pi][ai]; f[0]+f[1] != 0 {
+		return false
+	}
+	if e.now == 0 {
+		e.now = t.Now() // once a batch
+	}
+	return uint32(e.now>>30) < m.dry[pi][ai]
+}
+
 // fullNoMapping reports whether the new flow at batch position pos, which
 // warmMapped found on a worker without a port to give, has no mapping
-// either (its filter bits are not both set): it then falls back without
+// either (its filter bits are not all set): it then falls back without
 // bindMapped.
 func (e *SNAT) fullNoMapping(pos int) bool {
 	return pos < len(e.mat) && e.mat[pos] == matFull && !e.mw.filt.test(e.fbit[pos])
@@ -291,7 +309,7 @@ type mapAhead struct {
 // mapping will read: its inside port's word and metadata (a mapping it
 // may have, or one whose end allocate checks, or the new mapping that
 // keeps the port), and, with its filter bits set, its index slot; with
-// the bits not both set, none when there is no free port (the flow falls back
+// the bits not all set, none when there is no free port (the flow falls back
 // at once), else also those of the new mapping it will make when that
 // does not keep the inside port: the word and metadata of the port
 // allocate will most likely give it (guess), its index slot (key and
@@ -324,7 +342,10 @@ func (e *SNAT) warmLines(j int) {
 	n := 3
 	if !set && s.block == 0 {
 		// A new mapping, certainly.
-		if o := s.guess(mt, k, addr, e.worker); int(o-s.lo) != i {
+		if e.gtab != mt {
+			e.gtab, e.gtop = mt, [2]int{-1, -1}
+		}
+		if o := s.guess(mt, k, addr, e.worker, &e.gtop); int(o-s.lo) != i {
 			oi := int(o - s.lo)
 			slot := m.idx.slot(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
 			lines[3] = uintptr(unsafe.Pointer(&mt.words[oi]))
@@ -356,8 +377,13 @@ func (e *SNAT) warmLines(j int) {
 // inside endpoint (a worker with free ports, no port blocks), from the
 // worker's bitmaps and free stacks alone, for warmLines: flows bound in
 // between, DNAT ports and mappings that ended may make allocate choose
-// another, which only wastes the prefetch.
-func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int) uint16 {
+// another, which only wastes the prefetch. top is, per parity, where on
+// the free stack the batch's previous guess from it was (-1: none): the
+// flows between them and this one pop the stack down to it first, so
+// this guess looks below it (each guess from the top would name the same
+// port, right for the first flow only: on a table nearly full, where most
+// new mappings come from the stacks, three in five guesses were wrong).
+func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int, top *[2]int) uint16 {
 	a := k.Sport
 	if a >= s.lo && a <= s.hi && !mt.inUse(a-s.lo) {
 		return a
@@ -369,15 +395,30 @@ func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int) u
 		}
 	}
 	for _, par := range [2]uint16{a & 1, 1 - a&1} {
+		if mt.nfree[par] == 0 {
+			continue // pop gives none of this parity
+		}
 		st := mt.free[par]
-		for i := len(st) - 1; i >= max(len(st)-4, 0); i-- {
+		from := len(st)
+		if t := top[par]; t >= 0 && t < from {
+			from = t
+		}
+		// Ports mapped out of order stay on the stack (take): pop
+		// skips them, and so does the guess, up to guessDepth.
+		for i := from - 1; i >= max(from-guessDepth, 0); i-- {
 			if !mt.inUse(st[i] - s.lo) {
+				top[par] = i
 				return st[i]
 			}
 		}
+		top[par] = max(from-guessDepth, 0) // not looked at again this batch
+		break                              // pop goes deeper into this stack
 	}
 	return s.lo
 }
+
+// guessDepth bounds the free-stack places one guess looks at.
+const guessDepth = 64
 
 // drawSeed starts the draw of ports for a new mapping of k's inside
 // endpoint on outside address addr (allocate, guess).
@@ -388,18 +429,15 @@ func drawSeed(k *conntrack.Tuple, addr uint32) uint64 {
 
 // nextDraw advances the draw x and returns its next port, of inside port
 // a's parity (ok false: the draw fell on the range's last port, of the
-// other parity).
+// other parity). A port of the other parity is moved up by one without a
+// branch: which parity a draw gives is a coin toss, and its branch was
+// mispredicted every other draw.
 func (s *mapStore) nextDraw(x *uint64, a uint16) (uint16, bool) {
 	span := uint64(s.hi-s.lo) + 1
 	*x = (*x ^ *x>>29) * 0xbf58476d1ce4e5b9
-	p := s.lo + uint16(uint64(uint32(*x>>32))*span>>32)
-	if p&1 != a&1 {
-		if p == s.hi {
-			return 0, false
-		}
-		p++
-	}
-	return p, true
+	p := uint32(s.lo) + uint32(uint64(uint32(*x>>32))*span>>32)
+	p += (p ^ uint32(a)) & 1
+	return uint16(p), p <= uint32(s.hi)
 }
 
 // claimMapped makes reply (with the mapping's port) the flow's reply

@@ -73,7 +73,7 @@ func (e *SNAT) destHash(srv, pub uint32, sport uint16, proto uint8) uint64 {
 func (e *SNAT) prepare(b *packet.Batch) {
 	var t *conntrack.Table
 	m := 0
-	e.now, e.nm, e.nq = 0, 0, 0
+	e.now, e.nm, e.nq, e.gtab, e.full1 = 0, 0, 0, nil, [2]uint8{}
 	for i, p := range b.Pkts {
 		e.nf.at[i] = 0
 		e.mat[i] = 0
