@@ -180,10 +180,12 @@ type Table struct {
 	journalOn bool // only while a mirror follows the table (StartJournal)
 }
 
-// journalRec is one prefix changed by version ver.
+// journalRec is one prefix changed by version ver, and whether the change
+// deleted it.
 type journalRec struct {
 	ver uint64
 	p   netip.Prefix
+	del bool
 }
 
 // maxJournal bounds the journal; past it, the older half is dropped and a
@@ -445,7 +447,7 @@ func (t *Table) record(changes []Change) {
 		return
 	}
 	for _, c := range changes {
-		t.journal = append(t.journal, journalRec{ver: t.ver, p: c.Route.Prefix})
+		t.journal = append(t.journal, journalRec{ver: t.ver, p: c.Route.Prefix, del: c.Delete})
 	}
 	if len(t.journal) > maxJournal {
 		drop := len(t.journal) / 2
@@ -472,29 +474,35 @@ func (t *Table) rebuilt() {
 	t.jBase = t.ver
 }
 
-// ChangesSince returns, for every prefix changed after version since, its
-// route now (nil: deleted), and the current version; ok is false when the
-// journal no longer covers since (the caller walks Routes instead).
-func (t *Table) ChangesSince(since uint64) (changed map[netip.Prefix]*Route, ver uint64, ok bool) {
+// ChangesSince fills changed (emptied first; the caller's, reused from
+// call to call so that following the table allocates nothing) with every
+// prefix changed after version since: its route now, or a Delete. It
+// returns the current version; ok is false when the journal no longer
+// covers since (the caller walks Routes instead). A prefix's latest record
+// decides: a deletion needs no look-up of the route.
+func (t *Table) ChangesSince(since uint64, changed map[netip.Prefix]Change) (ver uint64, ok bool) {
+	if len(changed) > 0 {
+		clear(changed)
+	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	if since < t.jBase || since > t.ver {
-		return nil, t.ver, false
+		return t.ver, false
 	}
-	changed = map[netip.Prefix]*Route{}
 	for i := len(t.journal) - 1; i >= 0 && t.journal[i].ver > since; i-- {
-		p := t.journal[i].p
-		if _, seen := changed[p]; seen {
+		rec := &t.journal[i]
+		if _, seen := changed[rec.p]; seen {
 			continue
 		}
-		var r *Route
-		if v, _, ok := t.w.exact(p); ok {
-			rr := routeFrom(p, t.w.nh[v-1])
-			r = &rr
+		c := Change{Route: Route{Prefix: rec.p}, Delete: true}
+		if !rec.del {
+			if v, _, ok := t.w.exact(rec.p); ok {
+				c = Change{Route: routeFrom(rec.p, t.w.nh[v-1])}
+			}
 		}
-		changed[p] = r
+		changed[rec.p] = c
 	}
-	return changed, t.ver, true
+	return t.ver, true
 }
 
 // Insert adds or replaces routes, publishing one new version.

@@ -418,22 +418,41 @@ func TestChangesSince(t *testing.T) {
 	if err := tab.Insert(mustRoutes(t, "10.0.0.0/8 out 1")...); err != nil {
 		t.Fatal(err)
 	}
-	ch, v, ok := tab.ChangesSince(v0)
+	ch := map[netip.Prefix]Change{}
+	v, ok := tab.ChangesSince(v0, ch)
 	if !ok || v != tab.Version() || v != v0+3 || len(ch) != 3 {
 		t.Fatalf("ChangesSince(%d) = %v, %d, %v; want 3 prefixes up to %d", v0, ch, v, ok, v0+3)
 	}
-	if r := ch[pf("10.1.0.0/16")]; r != nil {
-		t.Errorf("deleted prefix reported as %v", r)
+	if c := ch[pf("10.1.0.0/16")]; !c.Delete {
+		t.Errorf("deleted prefix reported as %v", c)
 	}
-	if r := ch[pf("10.0.0.0/8")]; r == nil || r.Out != 1 {
-		t.Errorf("10.0.0.0/8 reported as %v, want its latest route (out 1)", r)
+	if c := ch[pf("10.0.0.0/8")]; c.Delete || c.Route.Out != 1 {
+		t.Errorf("10.0.0.0/8 reported as %v, want its latest route (out 1)", c)
 	}
-	if ch2, _, ok := tab.ChangesSince(v0 + 2); !ok || len(ch2) != 1 {
-		t.Errorf("ChangesSince(v0+2) = %v, %v: want only the last change", ch2, ok)
+	if c := ch[pf("192.0.2.0/24")]; c.Delete || c.Route.NextHop != netip.MustParseAddr("10.1.0.7") {
+		t.Errorf("192.0.2.0/24 reported as %v, want its route", c)
 	}
-	if ch3, _, ok := tab.ChangesSince(v); !ok || len(ch3) != 0 {
-		t.Errorf("ChangesSince(now) = %v, %v", ch3, ok)
+	if _, ok := tab.ChangesSince(v0+2, ch); !ok || len(ch) != 1 {
+		t.Errorf("ChangesSince(v0+2) = %v, %v: want only the last change", ch, ok)
 	}
+	if _, ok := tab.ChangesSince(v, ch); !ok || len(ch) != 0 {
+		t.Errorf("ChangesSince(now) = %v, %v", ch, ok)
+	}
+	// A prefix deleted then added again, and one added then deleted, in
+	// later versions: its latest record decides.
+	if _, err := tab.Delete(pf("192.0.2.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(mustRoutes(t, "192.0.2.0/24 out 1", "198.51.100.0/24 out 0")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tab.Delete(pf("198.51.100.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tab.ChangesSince(v, ch); !ok || len(ch) != 2 || ch[pf("192.0.2.0/24")].Delete || ch[pf("192.0.2.0/24")].Route.Out != 1 || !ch[pf("198.51.100.0/24")].Delete {
+		t.Errorf("after delete+add and add+delete: %v, %v", ch, ok)
+	}
+	v = tab.Version()
 	// A rebuild: older versions are unanswerable; the version still grows.
 	if err := tab.Replace(mustRoutes(t, "10.0.0.0/8 out 0")); err != nil {
 		t.Fatal(err)
@@ -441,7 +460,7 @@ func TestChangesSince(t *testing.T) {
 	if tab.Version() <= v {
 		t.Fatalf("version went from %d to %d across Replace", v, tab.Version())
 	}
-	if _, _, ok := tab.ChangesSince(v); ok {
+	if _, ok := tab.ChangesSince(v, ch); ok {
 		t.Error("ChangesSince answered across a Replace")
 	}
 	// An overflow: the oldest versions are dropped.
@@ -456,10 +475,10 @@ func TestChangesSince(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, ok := tab.ChangesSince(vr); ok {
+	if _, ok := tab.ChangesSince(vr, ch); ok {
 		t.Error("ChangesSince answered for versions the journal dropped")
 	}
-	if ch, _, ok := tab.ChangesSince(tab.Version() - 1); !ok || len(ch) != len(rs)/2 {
+	if _, ok := tab.ChangesSince(tab.Version()-1, ch); !ok || len(ch) != len(rs)/2 {
 		t.Errorf("the last version: %d prefixes, %v; want %d", len(ch), ok, len(rs)/2)
 	}
 }

@@ -38,6 +38,11 @@ type Sync struct {
 	ver  uint64     // the table version the fast path reflects
 	full bool       // walk the whole table next round (a call failed)
 	have map[netip.Prefix]offloadRoute
+	// changed, c and res are a round's changes and the fast path's
+	// answers, reused from round to round.
+	changed map[netip.Prefix]route.Change
+	c       changes
+	res     []error
 
 	applied, failed *atomic.Uint64
 	stop, done      chan struct{}
@@ -129,27 +134,30 @@ func (s *Sync) sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.have != nil && !s.full {
-		changed, v, ok := s.t.ChangesSince(s.ver)
+		if s.changed == nil {
+			s.changed = map[netip.Prefix]route.Change{}
+		}
+		v, ok := s.t.ChangesSince(s.ver, s.changed)
 		if ok {
 			if v == s.ver {
 				return nil
 			}
-			var c changes
-			for p, r := range changed {
-				old, had := s.have[p]
-				if r == nil {
-					if had {
-						c.dels = append(c.dels, p)
-					}
+			// Every change goes to the fast path, without asking have
+			// first: a journaled change is nearly always a real one,
+			// and a deletion of a prefix the fast path lacks is not an
+			// error (drivers.FastPathTable). With a full table, each
+			// look-up in have was a cache miss per change.
+			c := &s.c
+			c.sets, c.dels = c.sets[:0], c.dels[:0]
+			for p, ch := range s.changed {
+				if ch.Delete {
+					c.dels = append(c.dels, p)
 					continue
 				}
-				w := s.want(*r)
-				if had && old == w {
-					continue
-				}
+				w := s.want(ch.Route)
 				c.sets = append(c.sets, drivers.FastRoute{Prefix: p, Gw: w.gw, Out: w.out})
 			}
-			n, errs := s.apply(&c)
+			n, errs := s.apply(c)
 			s.ver = v
 			s.full = len(errs) > 0
 			s.applied.Add(n)
@@ -194,7 +202,10 @@ func (s *Sync) apply(c *changes) (n uint64, errs []error) {
 		}
 		return n, errs
 	}
-	res := make([]error, min(batchMax, max(len(c.sets), len(c.dels))))
+	if len(s.res) < batchMax {
+		s.res = make([]error, batchMax)
+	}
+	res := s.res
 	for sets := c.sets; len(sets) > 0; {
 		chunk := sets[:min(batchMax, len(sets))]
 		sets = sets[len(chunk):]
