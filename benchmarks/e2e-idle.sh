@@ -21,7 +21,9 @@
 # its log (e2e_alive).
 #
 # Usage: sudo BEFORE=/path/forwarder-a AFTER=/path/forwarder-b benchmarks/e2e-idle.sh
-# Knobs: ROUNDS=5, IDLE=10, DURATION=3, QUEUES=2, RESULT_JSON=path (also
+# Knobs: ROUNDS=5, IDLE=10, DURATION=3, QUEUES=2, CONFIG=configs/router-veth.toml
+# (another config with devices lan0 and wan0, e.g. configs/nat-gateway.toml:
+# the idle figures only, as its addresses are not the router's), RESULT_JSON=path (also
 # write each round of each binary as a run in benchmarks/result's schema:
 # param binary (before, after; the paths are in the description); metrics
 # as the printed line names them; e2e_run in e2e-lib.sh).
@@ -31,6 +33,7 @@ ROUNDS=${ROUNDS:-5}
 IDLE=${IDLE:-10}
 DURATION=${DURATION:-3}
 QUEUES=${QUEUES:-2}
+CONFIG=${CONFIG:-configs/router-veth.toml}
 : "${BEFORE:?BEFORE=path of the first forwarder binary}" "${AFTER:?AFTER=path of the second}"
 
 SUF=$$
@@ -40,7 +43,7 @@ e2e_init e2e-idle.sh $CLI $FWD $SRV
 cp "$BEFORE" "$TMP/before"
 cp "$AFTER" "$TMP/after"
 echo "kernel $(uname -r); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "ROUNDS=$ROUNDS IDLE=$IDLE DURATION=$DURATION QUEUES=$QUEUES"
+echo "ROUNDS=$ROUNDS IDLE=$IDLE DURATION=$DURATION QUEUES=$QUEUES CONFIG=$CONFIG"
 
 e2e_netns
 ip link add lan0 netns $FWD numtxqueues $QUEUES numrxqueues $QUEUES type veth peer name eth0 netns $CLI numtxqueues $QUEUES numrxqueues $QUEUES
@@ -78,9 +81,21 @@ measure() {
 : >"$TMP/res"
 for r in $(seq "$ROUNDS"); do
 	for b in before after; do
-		ip netns exec $FWD "$TMP/$b" run -config configs/router-veth.toml -quiet >"$TMP/fwd-$b-$r.log" 2>&1 &
+		ip netns exec $FWD "$TMP/$b" run -config "$CONFIG" -quiet >"$TMP/fwd-$b-$r.log" 2>&1 &
 		FWDPID=$!
 		PIDS+=($FWDPID)
+		if [ "$CONFIG" != configs/router-veth.toml ]; then
+			# Only the idle figures: started, then left alone.
+			sleep 3
+			measure
+			c0=$CPU s0=$CSW
+			sleep "$IDLE"
+			measure
+			kill -INT $FWDPID || true
+			wait $FWDPID || true
+			echo "$b idle_cpu_ms=$((CPU - c0)) idle_cs_per_s=$(((CSW - s0) / IDLE)) ping_cpu_ms=0 rtt_med_ms=0 rtt_p99_ms=0 replies=0 tcp_mbps=0" | tee -a "$TMP/res"
+			continue
+		fi
 		for i in $(seq 75); do
 			ip netns exec $CLI ping -c1 -W1 10.2.0.2 >/dev/null 2>&1 && break
 			fwd_alive
@@ -113,16 +128,18 @@ PY
 		echo "$b idle_cpu_ms=$idle idle_cs_per_s=$idlecs ping_cpu_ms=$pingcpu rtt_med_ms=$1 rtt_p99_ms=$2 replies=$3 tcp_mbps=$((bps / 1000000))" | tee -a "$TMP/res"
 	done
 done
-python3 - "$TMP/res" "$IDLE" <<'PY'
+python3 - "$TMP/res" "$IDLE" "$CONFIG" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 for b in ("before", "after"):
     rs = [dict(kv.split("=") for kv in r[1:]) for r in rows if r[0] == b]
     med = lambda k: st.median(float(r[k]) for r in rs)
-    print(f"{b:>6}: medians of {len(rs)} rounds: idle CPU {med('idle_cpu_ms'):.0f} ms per {sys.argv[2]} s "
-          f"({med('idle_cs_per_s'):.0f} context switches/s), "
-          f"ping CPU {med('ping_cpu_ms'):.0f} ms, RTT median {med('rtt_med_ms'):.3f} ms p99 {med('rtt_p99_ms'):.3f} ms, "
-          f"TCP 1 stream {med('tcp_mbps'):.0f} Mbit/s")
+    line = (f"{b:>6}: medians of {len(rs)} rounds: idle CPU {med('idle_cpu_ms'):.0f} ms per {sys.argv[2]} s "
+            f"({med('idle_cs_per_s'):.0f} context switches/s)")
+    if sys.argv[3] == "configs/router-veth.toml":
+        line += (f", ping CPU {med('ping_cpu_ms'):.0f} ms, RTT median {med('rtt_med_ms'):.3f} ms p99 {med('rtt_p99_ms'):.3f} ms, "
+                 f"TCP 1 stream {med('tcp_mbps'):.0f} Mbit/s")
+    print(line)
 PY
-e2e_json_runs e2e-idle "Two forwarder binaries side by side on configs/router-veth.toml (before: $BEFORE, after: $AFTER): CPU time and context switches over ${IDLE} s idle, ping RTT through it, one iperf3 TCP stream; one run per round and binary" \
+e2e_json_runs e2e-idle "Two forwarder binaries side by side on $CONFIG (before: $BEFORE, after: $AFTER): CPU time and context switches over ${IDLE} s idle, ping RTT through it, one iperf3 TCP stream; one run per round and binary" \
 	"rounds=$ROUNDS,idle=$IDLE,duration=$DURATION,queues=$QUEUES"
