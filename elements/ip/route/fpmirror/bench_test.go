@@ -69,8 +69,8 @@ func BenchmarkFollowTable(b *testing.B) {
 		changes += 2 * n
 	}
 	b.StopTimer()
-	if len(s.have) != n {
-		b.Fatalf("the mirror holds %d routes, want %d", len(s.have), n)
+	if s.have.len() != n {
+		b.Fatalf("the mirror holds %d routes, want %d", s.have.len(), n)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(changes), "ns/change")
 }

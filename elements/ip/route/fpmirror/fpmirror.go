@@ -37,7 +37,7 @@ type Sync struct {
 	mu   sync.Mutex // sync against Close
 	ver  uint64     // the table version the fast path reflects
 	full bool       // walk the whole table next round (a call failed)
-	have map[netip.Prefix]offloadRoute
+	have *installed // what the fast path holds (nil: nothing yet, walk)
 	// changed, c and res are a round's changes and the fast path's
 	// answers, reused from round to round.
 	changed map[netip.Prefix]route.Change
@@ -76,7 +76,7 @@ func (s *Sync) resetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
-		s.have = map[netip.Prefix]offloadRoute{}
+		s.have = newInstalled()
 		s.full = true
 	}
 }
@@ -197,7 +197,7 @@ func (s *Sync) apply(c *changes) (n uint64, errs []error) {
 				errs = append(errs, err)
 				continue
 			}
-			delete(s.have, p)
+			s.have.del(p)
 			n++
 		}
 		return n, errs
@@ -213,12 +213,12 @@ func (s *Sync) apply(c *changes) (n uint64, errs []error) {
 		for i, r := range chunk {
 			if err := res[i]; err != nil {
 				if s.fp.DeleteRoute(r.Prefix) == nil {
-					delete(s.have, r.Prefix)
+					s.have.del(r.Prefix)
 				}
 				errs = append(errs, err)
 				continue
 			}
-			s.have[r.Prefix] = offloadRoute{gw: r.Gw, out: r.Out}
+			s.have.set(r.Prefix, offloadRoute{gw: r.Gw, out: r.Out})
 			n++
 		}
 	}
@@ -231,7 +231,7 @@ func (s *Sync) apply(c *changes) (n uint64, errs []error) {
 				errs = append(errs, err)
 				continue
 			}
-			delete(s.have, p)
+			s.have.del(p)
 			n++
 		}
 	}
@@ -242,11 +242,11 @@ func (s *Sync) apply(c *changes) (n uint64, errs []error) {
 func (s *Sync) set(p netip.Prefix, w offloadRoute) error {
 	if err := s.fp.SetRoute(p, w.gw, w.out); err != nil {
 		if s.fp.DeleteRoute(p) == nil {
-			delete(s.have, p)
+			s.have.del(p)
 		}
 		return err
 	}
-	s.have[p] = w
+	s.have.set(p, w)
 	return nil
 }
 
@@ -254,23 +254,23 @@ func (s *Sync) set(p netip.Prefix, w offloadRoute) error {
 func (s *Sync) walk() error {
 	v := s.t.Version() // Routes is at least this version; the journal covers what follows
 	if s.have == nil {
-		s.have = map[netip.Prefix]offloadRoute{}
+		s.have = newInstalled()
 	}
-	seen := make(map[netip.Prefix]struct{}, len(s.have))
+	seen := make(map[netip.Prefix]struct{}, s.have.len())
 	var c changes
 	for _, r := range s.t.Routes() {
 		seen[r.Prefix] = struct{}{}
 		w := s.want(r)
-		if old, ok := s.have[r.Prefix]; ok && old == w {
+		if old, ok := s.have.get(r.Prefix); ok && old == w {
 			continue
 		}
 		c.sets = append(c.sets, drivers.FastRoute{Prefix: r.Prefix, Gw: w.gw, Out: w.out})
 	}
-	for p := range s.have {
+	s.have.each(func(p netip.Prefix) {
 		if _, ok := seen[p]; !ok {
 			c.dels = append(c.dels, p)
 		}
-	}
+	})
 	n, errs := s.apply(&c)
 	s.ver = v
 	s.full = len(errs) > 0
@@ -280,8 +280,8 @@ func (s *Sync) walk() error {
 
 // clear removes every route this mirror installed.
 func (s *Sync) clear() {
-	for p := range s.have {
-		_ = s.fp.DeleteRoute(p)
+	if s.have != nil {
+		s.have.each(func(p netip.Prefix) { _ = s.fp.DeleteRoute(p) })
 	}
 	s.have = nil
 }
