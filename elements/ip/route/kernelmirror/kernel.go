@@ -68,7 +68,7 @@ type Sync struct {
 
 	ports   map[int]int                    // ifindex -> output port
 	ports6  map[int]int                    // ifindex -> output port of IPv6 routes (nil: ports)
-	routes  map[netip.Prefix]kernelRoute   // each prefix's best route (state.go)
+	routes  prefixMap                      // each prefix's best route (state.go)
 	multi   map[netip.Prefix][]kernelRoute // every route of the prefixes that have several
 	hopSets hopSets
 	peak    int // the most routes held since the map was last rebuilt (shrink)
@@ -154,7 +154,7 @@ const publishEvery = 10 * time.Millisecond
 // Start loads the kernel table into t and keeps it in step.
 func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
 	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(), pending: map[netip.Prefix]struct{}{},
-		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
+		routes: newPrefixMap(0, 0), multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
 		k.skipped = st.Counter("kernel routes skipped")
@@ -367,20 +367,20 @@ func (k *Sync) resync(first bool) error {
 	}
 	k.recheck = interrupted || err != nil
 	if !k.recheck {
-		for p := range k.routes {
+		k.routes.each(func(p netip.Prefix, _ kernelRoute) {
 			if k.sweep(p) && !first {
 				touched[p] = struct{}{}
 			}
-		}
+		})
 	}
 	if first {
 		if err != nil {
 			return err
 		}
-		all := make([]route.Route, 0, len(k.routes))
-		for p, kr := range k.routes {
+		all := make([]route.Route, 0, k.routes.len())
+		k.routes.each(func(p netip.Prefix, kr kernelRoute) {
 			all = append(all, k.route(p, kr))
-		}
+		})
 		if err := k.t.Replace(all); err != nil {
 			return fmt.Errorf("source = \"kernel\": %v", err)
 		}
@@ -626,7 +626,7 @@ func (k *Sync) applyTouched(touched map[netip.Prefix]struct{}) {
 	}
 	cs := make([]route.Change, 0, len(touched))
 	for p := range touched {
-		if kr, ok := k.routes[p]; ok {
+		if kr, ok := k.routes.get(p); ok {
 			cs = append(cs, route.Change{Route: k.route(p, kr)})
 		} else {
 			cs = append(cs, route.Change{Route: route.Route{Prefix: p}, Delete: true})

@@ -40,7 +40,7 @@ func TestKernelResyncIncremental(t *testing.T) {
 	defer h.Close()
 	// The mirror without its event loop: the test plays the lost events.
 	k := &Sync{t: tb, opt: Options{Table: 254, Interfaces: []string{"m0"}}, h: h,
-		routes: map[netip.Prefix]kernelRoute{}, multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{},
+		routes: newPrefixMap(0, 0), multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{},
 		applied: new(atomic.Uint64), skipped: new(atomic.Uint64), resyncs: new(atomic.Uint64)}
 	if err := k.resync(true); err != nil {
 		t.Fatal(err)
@@ -104,8 +104,8 @@ func TestKernelResyncIncremental(t *testing.T) {
 	}
 	// Left: the connected routes of m0, IPv4 and IPv6, sharing one path
 	// list (out 0, no gateway).
-	if n := len(k.hopSets.index); n != 1 || len(k.routes) != 2 {
-		t.Errorf("after the gateway routes went: %d path lists and %d routes held, want 1 and 2 (the connected ones)", n, len(k.routes))
+	if n := len(k.hopSets.index); n != 1 || k.routes.len() != 2 {
+		t.Errorf("after the gateway routes went: %d path lists and %d routes held, want 1 and 2 (the connected ones)", n, k.routes.len())
 	}
 }
 
@@ -172,5 +172,42 @@ func TestHopSets(t *testing.T) {
 	}
 	if !slices.Equal(held, b) {
 		t.Errorf("a released list's slice changed: %v", held)
+	}
+}
+
+// prefixMap gives back every prefix it holds, IPv4 and IPv6 apart
+// (0.0.0.0/0 is not ::/0, 10.0.0.0/8 not ::ffff:10.0.0.0/104), with its
+// route; deleting while walking it is allowed.
+func TestPrefixMap(t *testing.T) {
+	m := newPrefixMap(0, 0)
+	want := map[netip.Prefix]kernelRoute{}
+	for i, s := range []string{"0.0.0.0/0", "10.0.0.0/8", "255.255.255.255/32", "::/0", "::ffff:10.0.0.0/104",
+		"2001:db8::/32", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128"} {
+		p := netip.MustParsePrefix(s)
+		kr := kernelRoute{prio: uint32(i), hops: hopRef(i)}
+		m.set(p, kr)
+		want[p] = kr
+	}
+	if m.len() != len(want) {
+		t.Fatalf("%d prefixes held, want %d", m.len(), len(want))
+	}
+	seen := 0
+	m.each(func(p netip.Prefix, kr kernelRoute) {
+		if w, ok := want[p]; !ok || w != kr {
+			t.Errorf("%v: %+v, want %+v (known %v)", p, kr, w, ok)
+		}
+		if got, ok := m.get(p); !ok || got != kr {
+			t.Errorf("get(%v) = %+v %v", p, got, ok)
+		}
+		seen++
+		if p.Bits() == 0 {
+			m.del(p)
+		}
+	})
+	if seen != len(want) || m.len() != len(want)-2 {
+		t.Errorf("walked %d, %d left after deleting the two defaults; want %d and %d", seen, m.len(), len(want), len(want)-2)
+	}
+	if _, ok := m.get(netip.MustParsePrefix("10.0.0.0/8")); !ok {
+		t.Error("10.0.0.0/8 lost")
 	}
 }

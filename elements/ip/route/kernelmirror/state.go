@@ -10,12 +10,84 @@ import (
 )
 
 // The mirror's state for a prefix is one map entry holding the kernel's
-// best route to it, with no heap object of its own, so that a full table
-// costs the map and nothing per route for the garbage collector to walk:
-// a route's paths are a reference into the set of distinct path lists
-// (a full table from a few peers has a handful), counted by the routes
-// holding them. The few prefixes the kernel holds several routes for
-// (other metrics or TOS) keep their whole list beside it (Sync.multi).
+// best route to it, with no heap object of its own and no pointer in the
+// entry, so that a full table costs the map and nothing per route for the
+// garbage collector to walk: a route's paths are a reference into the set
+// of distinct path lists (a full table from a few peers has a handful),
+// counted by the routes holding them. The few prefixes the kernel holds
+// several routes for (other metrics or TOS) keep their whole list beside
+// it (Sync.multi).
+
+// prefixMap maps prefixes to their best kernel route, with pointer-free
+// keys: an IPv4 prefix is one word (address and length), an IPv6 one two
+// words and a length. A netip.Prefix key holds a pointer (the address's
+// zone handle), which the collector scans in every entry, and its 32
+// bytes take the generic hash and compare on every event.
+type prefixMap struct {
+	v4 map[uint64]kernelRoute
+	v6 map[key6]kernelRoute
+}
+
+type key6 struct {
+	hi, lo uint64
+	bits   uint8
+}
+
+func newPrefixMap(n4, n6 int) prefixMap {
+	return prefixMap{v4: make(map[uint64]kernelRoute, n4), v6: make(map[key6]kernelRoute, n6)}
+}
+
+func key4Of(p netip.Prefix) uint64 {
+	a := p.Addr().As4()
+	return uint64(binary.BigEndian.Uint32(a[:]))<<8 | uint64(p.Bits())
+}
+
+func key6Of(p netip.Prefix) key6 {
+	a := p.Addr().As16()
+	return key6{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:]), uint8(p.Bits())}
+}
+
+func (m *prefixMap) get(p netip.Prefix) (kernelRoute, bool) {
+	if p.Addr().Is4() {
+		kr, ok := m.v4[key4Of(p)]
+		return kr, ok
+	}
+	kr, ok := m.v6[key6Of(p)]
+	return kr, ok
+}
+
+func (m *prefixMap) set(p netip.Prefix, kr kernelRoute) {
+	if p.Addr().Is4() {
+		m.v4[key4Of(p)] = kr
+		return
+	}
+	m.v6[key6Of(p)] = kr
+}
+
+func (m *prefixMap) del(p netip.Prefix) {
+	if p.Addr().Is4() {
+		delete(m.v4, key4Of(p))
+		return
+	}
+	delete(m.v6, key6Of(p))
+}
+
+func (m *prefixMap) len() int { return len(m.v4) + len(m.v6) }
+
+// each calls f with every prefix and its route; f may delete the prefix.
+func (m *prefixMap) each(f func(p netip.Prefix, kr kernelRoute)) {
+	for k, kr := range m.v4 {
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], uint32(k>>8))
+		f(netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff)), kr)
+	}
+	for k, kr := range m.v6 {
+		var a [16]byte
+		binary.BigEndian.PutUint64(a[:8], k.hi)
+		binary.BigEndian.PutUint64(a[8:], k.lo)
+		f(netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits)), kr)
+	}
+}
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
 // several (different metrics or TOS) and forwards by the best one.
@@ -109,7 +181,7 @@ func (k *Sync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
 	if list, ok := k.multi[p]; ok {
 		return list
 	}
-	if kr, ok := k.routes[p]; ok {
+	if kr, ok := k.routes.get(p); ok {
 		buf[0] = kr
 		return buf[:]
 	}
@@ -120,13 +192,13 @@ func (k *Sync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
 func (k *Sync) setRoutes(p netip.Prefix, list []kernelRoute) {
 	switch len(list) {
 	case 0:
-		delete(k.routes, p)
+		k.routes.del(p)
 		delete(k.multi, p)
 	case 1:
-		k.routes[p] = list[0]
+		k.routes.set(p, list[0])
 		delete(k.multi, p)
 	default:
-		k.routes[p] = list[0]
+		k.routes.set(p, list[0])
 		k.multi[p] = list
 	}
 }
@@ -159,14 +231,12 @@ func (k *Sync) sweep(p netip.Prefix) bool {
 // at most: a Go map never gives its memory back, and a withdrawn full
 // table would keep it.
 func (k *Sync) shrink() {
-	n := len(k.routes)
+	n := k.routes.len()
 	k.peak = max(k.peak, n)
 	if k.peak < 1<<14 || n >= k.peak/4 {
 		return
 	}
-	m := make(map[netip.Prefix]kernelRoute, n)
-	for p, kr := range k.routes {
-		m[p] = kr
-	}
+	m := newPrefixMap(len(k.routes.v4), len(k.routes.v6))
+	k.routes.each(m.set)
 	k.routes, k.peak = m, n
 }
