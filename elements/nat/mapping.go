@@ -29,7 +29,7 @@ import (
 // an 8-byte word and 24 bytes of metadata; written only
 // by the port's owner); an inside endpoint
 // whose mapping is
-// not its own port is found through the worker's index (mapIndex). The
+// not its own port is found through the worker's index (epIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
 // so that ports handed out are not predictable beyond the kept ones.
 //
@@ -76,19 +76,19 @@ const reclaimPerTry = 16
 // A port's mapping is two parts. Its word (mapStore.words: 8 bytes a
 // port, so that the lookup of an inside port reads a table that stays in
 // cache) holds the inside endpoint: address<<32 | port<<16, bit 0 set
-// while the mapping exists; bits 1-15 count the mappings of inside port
-// (this port) that are in the worker's index because this port was not
-// free for them (saturating: at dispMax it stays, and the index is always
-// looked at). It is written by the port's owner only and read by show nat
+// while the mapping exists, bits 1-15 zero. (They counted the mappings
+// of inside port this port that are in the worker's index, so that a
+// look-up whose word did not match skipped the index when the count was
+// 0; since the filter, an endpoint without a mapping rarely gets that far,
+// and keeping the count wrote the inside port's word, a line of its
+// own, for every mapping that did not keep its port, and again when it
+// ended.) It is written by the port's owner only and read by show nat
 // on another goroutine (atomic). The rest (portMeta, 24 bytes) is the
 // owner's; show nat reads it as Conntrack's listing reads flows: copied,
 // then the word read again.
 const (
 	wordUsed = 1
-	dispOne  = 2
-	dispMask = 0xfffe
-	dispMax  = dispMask
-	endpoint = ^uint64(dispMask)
+	endpoint = ^uint64(0xfffe)
 )
 
 type portMeta struct {
@@ -149,12 +149,18 @@ type mapWorker struct {
 	// dry[proto][address]: until when (clock >> 30) not to look for
 	// mappings to free, after a look found none (a table full of live
 	// mappings costs its new flows no walk).
-	dry   [2][]uint32
-	idx   mapIndex
+	dry [2][]uint32
+	// idx[proto]: the index of the mappings that did not keep their
+	// port.
+	idx   [2]epIndex
 	filt  mapFilter
 	owned int
-	w     int      // the worker
-	mem   *hugeMem // the index's and the filter's memory
+	// releases counts the mappings ended (release), the only way a
+	// port becomes free again: a guess's draws found mapped stay
+	// mapped while it is unchanged (allocate).
+	releases uint32
+	w        int      // the worker
+	mem      *hugeMem // the index's and the filter's memory
 	// tabs[proto][address]: the worker's view of each table, made once
 	// (a new flow takes a pointer instead of copying five slices).
 	tabs [2][]mapTable
@@ -177,6 +183,12 @@ type mapTable struct {
 	onStack []uint64
 	pi      int
 	ai      int
+	// ends: no mapping of the table may end before it (clock >> 30):
+	// the lowest timeout end (portMeta.until) ever written through
+	// this view, the worker's (^0: none; 0 in a view for reading), so
+	// that while the clock is below it no mapping's metadata need be
+	// read to know that it has not ended.
+	ends uint32
 }
 
 func protoIndex(proto uint8) int {
@@ -209,6 +221,7 @@ func (s *mapStore) table(m *mapWorker, pi, ai int) mapTable {
 	if m != nil {
 		t.free, t.nfree = &m.free[pi][ai], &m.nfree[pi][ai]
 		t.used, t.onStack = m.used[pi][ai], m.onStack[pi][ai]
+		t.ends = ^uint32(0)
 	}
 	return t
 }
@@ -222,7 +235,7 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 	}
 	m := &mapWorker{w: w}
 	span := int(s.hi-s.lo) + 1
-	m.mem = newHugeMem(indexBytes(s.ownedMax(w)) + filterBytes(s.ownedMax(w)) + 2*2*len(s.addrs)*(bitmapBytes(span)+64) + 256)
+	m.mem = newHugeMem(2*epIndexBytes(s.ownedMax(w)/2) + filterBytes(s.ownedMax(w)) + 2*2*len(s.addrs)*(bitmapBytes(span)+64) + 256)
 	for pi := range m.free {
 		proto := uint8(packet.ProtoTCP)
 		if pi == 1 {
@@ -262,7 +275,9 @@ func (s *mapStore) worker(w int, steer *flowsteer.Table) *mapWorker {
 			m.bulk = newBulkBlocks(s, w)
 		}
 	}
-	m.idx.init(m.mem, m.owned)
+	for pi := range m.idx {
+		m.idx[pi].init(m.mem, s.ownedMax(w)/2)
+	}
 	m.filt.init(m.mem, m.owned)
 	for pi := range m.tabs {
 		m.tabs[pi] = make([]mapTable, len(s.addrs))
@@ -329,16 +344,10 @@ func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16
 	if !m.filt.has(key | uint64(t.pi)<<1) {
 		return 0, false // certainly none: its lines are not read
 	}
-	if a >= s.lo && a <= s.hi {
-		w := t.words[a-s.lo].Load()
-		if w&endpoint == key {
-			return a, true
-		}
-		if w&dispMask == 0 {
-			return 0, false
-		}
+	if a >= s.lo && a <= s.hi && t.words[a-s.lo].Load()&endpoint == key {
+		return a, true
 	}
-	return m.idx.get(key | uint64(t.pi)<<1)
+	return m.idx[t.pi].get(key)
 }
 
 // take removes port, free and owned, from the free ports (a port the
@@ -371,18 +380,6 @@ func (s *mapStore) pop(steer *flowsteer.Table, proto uint8, addr uint32, t *mapT
 	return 0, false
 }
 
-// addDisplaced changes the count of displaced mappings of inside port a
-// by d (±dispOne); a saturated count stays.
-func (s *mapStore) addDisplaced(t *mapTable, a uint16, d int64) {
-	if a < s.lo || a > s.hi {
-		return
-	}
-	w := &t.words[a-s.lo]
-	if v := w.Load(); v&dispMask != dispMax {
-		w.Store(uint64(int64(v) + d))
-	}
-}
-
 // release frees the mapping of port.
 func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 	w := &t.words[port-s.lo]
@@ -390,11 +387,11 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 	if v&wordUsed == 0 {
 		return
 	}
-	w.Store(v & dispMask)
+	w.Store(0)
 	clearBit(t.used, port-s.lo)
-	if a := uint16(v >> 16); a != port {
-		m.idx.del(v&endpoint | uint64(t.pi)<<1)
-		s.addDisplaced(t, a, -dispOne)
+	m.releases++
+	if uint16(v>>16) != port {
+		m.idx[t.pi].del(v)
 	}
 	t.meta[port-s.lo].remote = [2]uint32{}
 	s.putFree(t, port)
@@ -420,6 +417,9 @@ func (s *mapStore) putFree(t *mapTable, port uint16) {
 // expired reports whether the mapping of port may end at now: its
 // timeout passed and its last flow is gone.
 func (s *mapStore) expired(ct *conntrack.Table, t *mapTable, port uint16, now int64) bool {
+	if t.noneEnded(now) {
+		return false // without reading the metadata's line
+	}
 	pm := &t.meta[port-s.lo]
 	if uint32(now>>30) < pm.until {
 		return false
@@ -431,6 +431,10 @@ func (s *mapStore) expired(ct *conntrack.Table, t *mapTable, port uint16, now in
 	ct.Sync(pm.ref) // FastTrack's hits extend the flow
 	return c.Expires <= now
 }
+
+// noneEnded reports whether no mapping of the table can have ended at
+// now: every timeout end written is later.
+func (t *mapTable) noneEnded(now int64) bool { return uint32(now>>30) < t.ends }
 
 // reclaim frees up to reclaimPerTry of the worker's expired mappings of
 // one table, walking from where the last walk stopped.
@@ -470,19 +474,18 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 }
 
 // install makes port the mapping of inside endpoint key (port a). The
-// words are written first: an atomic store waits for every store before
+// word is written first: an atomic store waits for every store before
 // it to reach the cache, so the lines only this worker reads (index,
-// filter) are written after them and not waited for; the metadata comes
-// before the word, which another worker's listing reads first.
+// filter) are written after it and not waited for; the metadata comes
+// before the word, which another worker's listing reads first. Nothing
+// of the inside port's is written when the mapping does not keep it.
 func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16, now int64) {
 	i := port - s.lo
 	t.meta[i].since = uint32(now >> 30)
-	w := &t.words[i]
-	w.Store(key | w.Load()&dispMask)
+	t.words[i].Store(key)
 	setBit(t.used, i)
 	if a != port {
-		s.addDisplaced(t, a, dispOne)
-		m.idx.put(key|uint64(t.pi)<<1, port)
+		m.idx[t.pi].put(key, port)
 	}
 	m.filt.add(key | uint64(t.pi)<<1)
 	if m.bulk != nil {
@@ -497,6 +500,7 @@ func (s *mapStore) use(t *mapTable, port uint16, c *conntrack.Conn, idx uint32, 
 	pm.ref, pm.tag = idx, c.Tag
 	if u := uint32(now>>30) + s.timeout[t.pi]; u != pm.until {
 		pm.until = u
+		t.ends = min(t.ends, u)
 	}
 	if s.filtering == filterAD && pm.remote[0] != remote { // the line is read only when the filtering needs it
 		pm.remote[1], pm.remote[0] = pm.remote[0], remote
@@ -528,10 +532,9 @@ func (s *mapStore) inbound(ct *conntrack.Table, proto uint8, src, addr uint32, p
 	return uint32(v >> 32), uint16(v >> 16), true
 }
 
-// mapIndex is an open-addressing hash table from inside endpoint (with
-// the protocol) to outside port, for the mappings that did not keep their
-// port. Linear probing, deletion by backward shift; at most half full (it
-// is sized for every port the worker owns).
+// mapIndex is an open-addressing hash table from a nonzero key to a
+// 16-bit value (bulk port blocks' hosts, portbulk.go). Linear probing,
+// deletion by backward shift; at most half full.
 type mapIndex struct {
 	keys []uint64 // 0: empty
 	vals []uint16
@@ -547,12 +550,6 @@ func indexSize(n int) (int, uint) {
 		sh--
 	}
 	return size, sh
-}
-
-// indexBytes is the memory of an index for n ports.
-func indexBytes(n int) int {
-	size, _ := indexSize(n)
-	return size*10 + 128
 }
 
 func (x *mapIndex) init(mem *hugeMem, n int) {
@@ -624,6 +621,84 @@ func (x *mapIndex) del(k uint64) {
 		}
 	}
 	x.keys[i] = 0
+}
+
+// epIndex is a worker's index of one protocol's mappings that did not
+// keep their port: from inside endpoint to outside port, both in one
+// 8-byte slot (endpoint address<<32 | port<<16 | outside port; 0: empty,
+// as no outside port is 0), so that a new mapping writes, and a look-up
+// reads, one line of it, not a key's and a value's. Linear probing,
+// deletion by backward shift; at most half full (sized for every port
+// the worker owns of the protocol).
+type epIndex struct {
+	slots []uint64
+	mask  uint64
+	sh    uint
+}
+
+// epIndexBytes is the memory of an index for n ports.
+func epIndexBytes(n int) int {
+	size, _ := indexSize(n)
+	return size*8 + 64
+}
+
+func (x *epIndex) init(mem *hugeMem, n int) {
+	size, sh := indexSize(n)
+	x.slots = cut[uint64](mem, size)
+	x.mask = uint64(size - 1)
+	x.sh = sh
+}
+
+// epOf is the endpoint part of a word or slot.
+func epOf(v uint64) uint64 { return v &^ 0xffff }
+
+// slot is the home slot of the endpoint of word or slot v.
+func (x *epIndex) slot(v uint64) uint64 { return (epOf(v) * 0x9e3779b97f4a7c15) >> x.sh }
+
+// get returns the outside port of the endpoint of word k.
+func (x *epIndex) get(k uint64) (uint16, bool) {
+	ep := epOf(k)
+	for i := x.slot(k); ; i = (i + 1) & x.mask {
+		v := x.slots[i]
+		if epOf(v) == ep && v != 0 {
+			return uint16(v), true
+		}
+		if v == 0 {
+			return 0, false
+		}
+	}
+}
+
+// put makes port the outside port of the endpoint of word k.
+func (x *epIndex) put(k uint64, port uint16) {
+	ep := epOf(k)
+	i := x.slot(k)
+	for v := x.slots[i]; v != 0 && epOf(v) != ep; v = x.slots[i] {
+		i = (i + 1) & x.mask
+	}
+	x.slots[i] = ep | uint64(port)
+}
+
+// del removes the endpoint of word k.
+func (x *epIndex) del(k uint64) {
+	ep := epOf(k)
+	i := x.slot(k)
+	for epOf(x.slots[i]) != ep || x.slots[i] == 0 {
+		if x.slots[i] == 0 {
+			return
+		}
+		i = (i + 1) & x.mask
+	}
+	// Backward shift: move later entries of the run into the hole when
+	// their home is at or before it.
+	for j := (i + 1) & x.mask; x.slots[j] != 0; j = (j + 1) & x.mask {
+		h := x.slot(x.slots[j])
+		if (j-h)&x.mask >= (j-i)&x.mask {
+			x.slots[i] = x.slots[j]
+			i = j
+		}
+	}
+	x.slots[i] = 0
 }
 
 // mapFilter is a worker's filter of its mappings' inside endpoints: three

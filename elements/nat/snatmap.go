@@ -203,7 +203,7 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 		s.use(mt, o, c, idx, k.Dst, now)
 		return true
 	}
-	o, ok := e.allocate(t, mt, addr, k, now)
+	o, ok := e.allocate(t, mt, addr, k, now, pos)
 	if !ok {
 		return false
 	}
@@ -229,12 +229,11 @@ func (e *SNAT) bindMapped(t *conntrack.Table, c *conntrack.Conn, idx uint32, pos
 // for the first claimAhead such flows, bind each further one claimAhead
 // flows before it).
 func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
-	s, m := e.ms, e.mw
+	s := e.ms
 	pi := protoIndex(k.Proto)
-	fb := m.filt.pos(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
-	e.fpf[e.nq] = m.filt.line(fb)
-	if e.nq++; e.nq%warmGroup == 0 {
-		conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
+	fb := e.queueFilter(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
+	if e.now == 0 {
+		e.now = t.Now() // once a batch (warmLines, bind)
 	}
 	if s.block == 0 {
 		var full bool
@@ -252,8 +251,7 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 			full = e.fullDry(t, pi, s.addrIndex(e.address(k)))
 		}
 		if full {
-			e.mat[pos] = matFull
-			e.fbit[pos] = fb
+			e.mat[pos], e.fbit[pos] = matFull, fb
 			return
 		}
 	}
@@ -261,6 +259,17 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 	e.nm++
 	e.mat[pos] = uint16(e.nm)
 	e.mah[j] = mapAhead{k: k, bit: fb, pos: uint16(pos)}
+}
+
+// queueFilter is the filter place of index key k, whose line it queues
+// for prefetching (in groups of warmGroup).
+func (e *SNAT) queueFilter(k uint64) uint64 {
+	fb := e.mw.filt.pos(k)
+	e.fpf[e.nq&(packet.MaxBatch-1)] = e.mw.filt.line(fb)
+	if e.nq++; e.nq%warmGroup == 0 {
+		conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
+	}
+	return fb
 }
 
 // fullDry reports whether the worker has no free port of table (pi, ai)
@@ -303,17 +312,24 @@ type mapAhead struct {
 	guess  uint16
 	hashed bool
 	h      uint32
+	// skip is how many of the endpoint's drawn ports guess found not
+	// free (mapped, or another worker's), rel the worker's releases
+	// then: while no mapping has ended since, allocate need not look
+	// at them again.
+	skip uint8
+	rel  uint32
 }
 
 // warmLines prefetches the lines the batch's j-th new flow through the
 // mapping will read: its inside port's word and metadata (a mapping it
 // may have, or one whose end allocate checks, or the new mapping that
-// keeps the port), and, with its filter bits set, its index slot; with
-// the bits not all set, none when there is no free port (the flow falls back
-// at once), else also those of the new mapping it will make when that
-// does not keep the inside port: the word and metadata of the port
-// allocate will most likely give it (guess), its index slot (key and
-// value), and the flow table's line for the reply tuple with that port
+// keeps the port; neither for a new mapping when the port is mapped and
+// no mapping can have ended yet), and, with its filter bits
+// set, its index slot; with the bits not all set, none when there is no
+// free port (the flow falls back at once), else also those of the new
+// mapping it will make when that does not keep the inside port: the word
+// and metadata of the port allocate will most likely give it (guess), its
+// index slot, and the flow table's line for the reply tuple with that port
 // (prepare prefetched the one with the inside port), whose hash is kept
 // for the claim. Each of these was a miss a new mapping waited for.
 func (e *SNAT) warmLines(j int) {
@@ -336,24 +352,34 @@ func (e *SNAT) warmLines(j int) {
 	}
 	i := int(p - s.lo)
 	var lines [8]uintptr
-	lines[0] = uintptr(unsafe.Pointer(&mt.words[i]))
-	lines[1] = uintptr(unsafe.Pointer(&mt.meta[i].until)) // the entry's end: a quarter of the 24-byte entries span two lines
-	lines[2] = uintptr(unsafe.Pointer(&mt.meta[i]))
-	n := 3
+	n := 0
+	if set || !mt.inUse(uint16(i)) || e.now == 0 || !mt.noneEnded(e.now) {
+		// The word and metadata of a mapping the flow may find, of
+		// the new one that keeps the inside port, or of one whose
+		// end allocate checks; none when the port is mapped and
+		// that mapping cannot have ended (the new mapping gets
+		// another port and reads and writes nothing of the inside
+		// port's).
+		lines[0] = uintptr(unsafe.Pointer(&mt.words[i]))
+		lines[1] = uintptr(unsafe.Pointer(&mt.meta[i].until)) // the entry's end: a quarter of the 24-byte entries span two lines
+		lines[2] = uintptr(unsafe.Pointer(&mt.meta[i]))
+		n = 3
+	}
 	if !set && s.block == 0 {
 		// A new mapping, certainly.
 		if e.gtab != mt {
 			e.gtab, e.gtop = mt, [2]int{-1, -1}
 		}
-		if o := s.guess(mt, k, addr, e.worker, &e.gtop); int(o-s.lo) != i {
+		o, skip := s.guess(mt, k, addr, e.worker, &e.gtop)
+		a.skip, a.rel = skip, m.releases
+		if int(o-s.lo) != i {
 			oi := int(o - s.lo)
-			slot := m.idx.slot(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
-			lines[3] = uintptr(unsafe.Pointer(&mt.words[oi]))
-			lines[4] = uintptr(unsafe.Pointer(&mt.meta[oi]))
-			lines[5] = uintptr(unsafe.Pointer(&mt.meta[oi].until))
-			lines[6] = uintptr(unsafe.Pointer(&m.idx.keys[slot]))
-			lines[7] = uintptr(unsafe.Pointer(&m.idx.vals[slot]))
-			n = 8
+			x := &m.idx[pi]
+			lines[n] = uintptr(unsafe.Pointer(&mt.words[oi]))
+			lines[n+1] = uintptr(unsafe.Pointer(&mt.meta[oi]))
+			lines[n+2] = uintptr(unsafe.Pointer(&mt.meta[oi].until))
+			lines[n+3] = uintptr(unsafe.Pointer(&x.slots[x.slot(endpointKey(k.Src, k.Sport))]))
+			n += 4
 			if at := e.nf.at[a.pos]; at != 0 && e.nf.t != nil {
 				// The claim of the reply tuple with that port: prepare
 				// prefetched the one with the inside port.
@@ -367,7 +393,8 @@ func (e *SNAT) warmLines(j int) {
 		return
 	}
 	if set {
-		lines[n] = uintptr(unsafe.Pointer(&m.idx.keys[m.idx.slot(endpointKey(k.Src, k.Sport)|uint64(pi)<<1)]))
+		x := &m.idx[pi]
+		lines[n] = uintptr(unsafe.Pointer(&x.slots[x.slot(endpointKey(k.Src, k.Sport))]))
 		n++
 	}
 	conntrack.Prefetch(lines[:n])
@@ -383,15 +410,15 @@ func (e *SNAT) warmLines(j int) {
 // this guess looks below it (each guess from the top would name the same
 // port, right for the first flow only: on a table nearly full, where most
 // new mappings come from the stacks, three in five guesses were wrong).
-func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int, top *[2]int) uint16 {
+func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int, top *[2]int) (uint16, uint8) {
 	a := k.Sport
 	if a >= s.lo && a <= s.hi && !mt.inUse(a-s.lo) {
-		return a
+		return a, 0
 	}
 	x := drawSeed(k, addr)
-	for range flowCandidates {
+	for d := range uint8(flowCandidates) {
 		if p, ok := s.nextDraw(&x, a); ok && s.owner(p) == w && !mt.inUse(p-s.lo) {
-			return p
+			return p, d
 		}
 	}
 	for _, par := range [2]uint16{a & 1, 1 - a&1} {
@@ -408,13 +435,13 @@ func (s *mapStore) guess(mt *mapTable, k *conntrack.Tuple, addr uint32, w int, t
 		for i := from - 1; i >= max(from-guessDepth, 0); i-- {
 			if !mt.inUse(st[i] - s.lo) {
 				top[par] = i
-				return st[i]
+				return st[i], flowCandidates
 			}
 		}
 		top[par] = max(from-guessDepth, 0) // not looked at again this batch
 		break                              // pop goes deeper into this stack
 	}
-	return s.lo
+	return s.lo, flowCandidates
 }
 
 // guessDepth bounds the free-stack places one guess looks at.
@@ -469,11 +496,26 @@ func (e *SNAT) guessHash(t *conntrack.Table, pos int, port uint16) (uint32, bool
 	return 0, false
 }
 
+// guessSkip is how many of the drawn ports of the new flow at batch
+// position pos allocate need not look at: those warmLines' guess found
+// not free, when no mapping has ended since (a mapped port becomes free
+// only by release).
+func (e *SNAT) guessSkip(pos int) uint8 {
+	if pos < len(e.mat) {
+		if j := e.mat[pos]; j != 0 && j != matFull {
+			if a := &e.mah[j-1]; a.rel == e.mw.releases {
+				return a.skip
+			}
+		}
+	}
+	return 0
+}
+
 // allocate picks a free port of this worker for a new mapping of k's
 // inside endpoint: its own port (RFC 4787 REQ-3 port preservation), else
 // one of the same parity (REQ-4), drawn from the endpoint first, else any;
 // when none is free, a few mappings that ended are freed first.
-func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntrack.Tuple, now int64) (uint16, bool) {
+func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntrack.Tuple, now int64, pos int) (uint16, bool) {
 	s, m := e.ms, e.mw
 	if s.block > 0 {
 		return e.allocateBlock(t, mt, addr, k, now) // portblock.go
@@ -489,11 +531,13 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	}
 	a := k.Sport
 	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
-		w := &mt.words[a-s.lo]
-		if w.Load()&wordUsed != 0 && s.expired(t, mt, a, now) {
+		// Whether it is mapped is read from the worker's bitmap (a
+		// port of this worker's: mapped checked the owner), its
+		// metadata only when the mapping may have ended.
+		if mt.inUse(a-s.lo) && s.expired(t, mt, a, now) {
 			s.release(m, mt, a)
 		}
-		if w.Load()&wordUsed == 0 {
+		if !mt.inUse(a - s.lo) {
 			s.take(mt, a)
 			return a, true
 		}
@@ -504,10 +548,13 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 	// had, as the per-destination choice's flow candidates do), and
 	// the same in two instances that see the same flows.
 	x := drawSeed(k, addr)
-	for range flowCandidates {
+	skip := e.guessSkip(pos)
+	for d := range uint8(flowCandidates) {
 		// Whether the port is mapped is read from the worker's bitmap
-		// (its word's bit, without a random line a candidate).
-		if p, ok := s.nextDraw(&x, a); ok && s.owner(p) == e.worker && !mt.inUse(p-s.lo) && !e.steer.IsPublic(k.Proto, addr, p) {
+		// (its word's bit, without a random line a candidate); not
+		// at all for the draws guess found mapped, when none has
+		// ended since.
+		if p, ok := s.nextDraw(&x, a); d >= skip && ok && s.owner(p) == e.worker && !mt.inUse(p-s.lo) && !e.steer.IsPublic(k.Proto, addr, p) {
 			s.take(mt, p)
 			return p, true
 		}

@@ -83,7 +83,20 @@ func (e *SNAT) prepare(b *packet.Batch) {
 		}
 		k := &c.T[0]
 		if e.mw != nil && e.mapped(k) {
-			e.warmMapped(tt, k, i)
+			if pi := protoIndex(k.Proto); e.full1[pi] == 2 {
+				// Known full and dry this batch (one outside
+				// address, warmMapped asked once): only marked
+				// and its filter line queued, without the call.
+				f := &e.mw.filt
+				fb := f.pos(endpointKey(k.Src, k.Sport) | uint64(pi)<<1)
+				e.fpf[e.nq&(packet.MaxBatch-1)] = f.line(fb)
+				if e.nq++; e.nq%warmGroup == 0 {
+					conntrack.Prefetch(e.fpf[e.nq-warmGroup : e.nq])
+				}
+				e.mat[i&(packet.MaxBatch-1)], e.fbit[i&(packet.MaxBatch-1)] = matFull, fb
+			} else {
+				e.warmMapped(tt, k, i)
+			}
 		}
 		if k.Sport < e.lo || k.Sport > e.hi {
 			continue
