@@ -138,6 +138,6 @@ var snatManual = elements.Doc{
 		"are all mapped frees mappings that ended (looking at a few) and otherwise binds the flow per destination " +
 		"(\"mapping fallback\"). Memory: 32 bytes per port of the range per address and protocol (3.9 MiB for one " +
 		"address and the default range) and, per worker, 2 bits per port of the range per address and protocol " +
-		"(mapped, free), an index (two 10-byte slots per port and protocol it owns) and a filter (8 bits per port " +
+		"(mapped, free), an index (two 8-byte slots per port and protocol it owns, endpoint and outside port in one) and a filter (8 bits per port " +
 		"and protocol it owns), the last two rounded up to a power of two.",
 }
