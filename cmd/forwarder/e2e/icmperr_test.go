@@ -188,7 +188,16 @@ func TestNATGatewayTraceroute(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for run := 0; run < 5; run++ {
 				// Three probes per hop, one at a time (-N1: the
-				// gateway's ICMPError is rate limited per worker).
+				// gateway's ICMPError is rate limited per worker,
+				// 100 a second with a burst of 10), and each run
+				// after the buckets have refilled: five runs back to
+				// back answer 15 probes in some 50 ms, which a skewed
+				// spread over the two workers could take past one
+				// worker's burst (a probe then goes unanswered, as
+				// the limit means it to).
+				if run > 0 {
+					time.Sleep(150 * time.Millisecond)
+				}
 				out, err := tp.in.Run("traceroute", c.family, "-n", "-N1", "-q3", "-w2", "-m4", c.dst)
 				lines := strings.Split(strings.TrimSpace(out), "\n")
 				if err != nil || len(lines) != 3 {
