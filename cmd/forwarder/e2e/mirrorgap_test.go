@@ -38,7 +38,9 @@ import (
 // output at the end). The graph forwards (bgp-router.toml with the fast
 // path in TC and the table's offload off: the probe measures the workers,
 // not the kernel's fast path); JN_PINGGAP_FASTPATH=1 keeps the file as it
-// is.
+// is. JN_PINGGAP_SAVE=DIR keeps each phase's ping -D output there (idle.ping,
+// announce.ping, withdraw.ping), to line its replies up with a scheduler
+// trace.
 func TestKernelMirrorPingGap(t *testing.T) {
 	spec := os.Getenv("JN_PINGGAP_SCALE")
 	if spec == "" {
@@ -210,6 +212,9 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 		cmd.Wait()
 		load1, _ := os.ReadFile("/proc/loadavg")
 		g := parsePingGaps(buf.String())
+		if dir := os.Getenv("JN_PINGGAP_SAVE"); dir != "" {
+			os.WriteFile(filepath.Join(dir, strings.Fields(name)[0]+".ping"), []byte(buf.String()), 0o644)
+		}
 		t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v), longest run of lost replies %d (%v); load %s -> %s",
 			name, d.Round(time.Millisecond), fwdCPU, g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
 			g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,

@@ -177,6 +177,10 @@ type writerState struct {
 	def6   uint16
 	rules6 map[netip.Prefix]uint16
 	n6     int
+	// len6 counts the IPv6 rules of each length, so that a deletion's
+	// search for the rule it uncovers skips the lengths that have none
+	// (a full table has two or three lengths of 129).
+	len6   [129]int32
 	nodes6 int
 	gen    uint64
 

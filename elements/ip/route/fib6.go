@@ -66,10 +66,11 @@ func span6(a *[16]byte, bits int) (lvl int, lo, n int) {
 func (w *writerState) insert6(p netip.Prefix, v uint16) uint16 {
 	old, had := w.rules6[p]
 	w.rules6[p] = v
+	bits := p.Bits()
 	if !had {
 		w.n6++
+		w.len6[bits]++
 	}
-	bits := p.Bits()
 	if bits == 0 {
 		w.def6 = v
 		return old
@@ -99,6 +100,7 @@ func (w *writerState) delete6(p netip.Prefix) uint16 {
 	delete(w.rules6, p)
 	w.n6--
 	bits := p.Bits()
+	w.len6[bits]--
 	if bits == 0 {
 		w.def6 = 0
 		return v
@@ -108,6 +110,9 @@ func (w *writerState) delete6(p netip.Prefix) uint16 {
 	var rv uint16
 	var rd uint8
 	for l := bits - 1; l > 8*lvl; l-- {
+		if w.len6[l] == 0 {
+			continue
+		}
 		if x, ok := w.rules6[netip.PrefixFrom(p.Addr(), l).Masked()]; ok {
 			rv, rd = x, uint8(l)
 			break

@@ -497,12 +497,22 @@ func TestGenerateRoutes(t *testing.T) {
 }
 
 func BenchmarkApply(b *testing.B) {
-	base := GenerateRoutes(GenOptions{Seed: 9, Routes: 200000})
+	benchApply(b, GenerateRoutes(GenOptions{Seed: 9, Routes: 200000}), GenerateRoutes(GenOptions{Seed: 10, Routes: 1000}))
+}
+
+// BenchmarkApply6 is BenchmarkApply with IPv6 routes: a deletion looks for
+// the rule it uncovers among the shorter lengths of its node.
+func BenchmarkApply6(b *testing.B) {
+	benchApply(b, GenerateRoutes(GenOptions{Seed: 9, Routes6: 200000}), GenerateRoutes(GenOptions{Seed: 10, Routes6: 1000}))
+}
+
+// benchApply flaps the routes of flap (added, then deleted) over a table
+// of base, in batches of 1, 100 and 1000 changes.
+func benchApply(b *testing.B, base, flap []Route) {
 	tb, err := NewTable(base)
 	if err != nil {
 		b.Fatal(err)
 	}
-	flap := GenerateRoutes(GenOptions{Seed: 10, Routes: 1000})
 	for _, batch := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			cs := make([]Change, batch)
