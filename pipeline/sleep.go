@@ -45,10 +45,12 @@ type waiter struct {
 	// the P to the process's other goroutines (yieldOrSleep).
 	gosched bool
 	polled  atomic.Uint64 // sleeps on descriptors (tests read it)
-	// scheds are the Tickers as TickSchedulers; nil when one is not
-	// (the worker then ticks every millisecond, asleep or not).
-	scheds []elements.TickScheduler
-	long   atomic.Uint64 // sleeps past the millisecond tick (tests read it)
+	// scheds are the Tickers as TickSchedulers, and scheduled says
+	// that every Ticker is one; when one is not, the worker ticks every
+	// millisecond, asleep or not.
+	scheds    []elements.TickScheduler
+	scheduled bool
+	long      atomic.Uint64 // sleeps past the millisecond tick (tests read it)
 }
 
 func (w *worker) initWait() {
@@ -66,17 +68,14 @@ func (w *worker) initWait() {
 		}
 	}
 	wt.timeout = pollSleep
-	wt.scheds = wt.scheds[:0]
+	wt.scheds, wt.scheduled = wt.scheds[:0], true
 	for _, t := range w.tickers {
 		s, ok := t.(elements.TickScheduler)
 		if !ok {
-			wt.scheds = nil
+			wt.scheds, wt.scheduled = wt.scheds[:0], false
 			break
 		}
 		wt.scheds = append(wt.scheds, s)
-	}
-	if wt.scheds == nil && len(w.tickers) == 0 {
-		wt.scheds = []elements.TickScheduler{}
 	}
 }
 
@@ -85,7 +84,7 @@ func (w *worker) initWait() {
 // last tick, and no earlier than the millisecond tick.
 func (w *worker) tickDue(now int64) int64 {
 	tick := w.lastTick + tickEvery
-	if w.wait.scheds == nil {
+	if !w.wait.scheduled {
 		return tick
 	}
 	due := w.lastTick + int64(elements.MaxIdleTick)

@@ -264,10 +264,16 @@ func (s *schedTicker) NextTick(now int64) int64 {
 // rounds and ticker's ticks per second.
 func idleRates(t *testing.T, r *Router, st *schedTicker, ok func(rounds, ticks float64) bool) (rounds, ticks float64) {
 	t.Helper()
+	return idleRatesOf(t, r, &st.ticks, ok)
+}
+
+// idleRatesOf is idleRates for any Ticker that counts its ticks in n.
+func idleRatesOf(t *testing.T, r *Router, n *atomic.Int64, ok func(rounds, ticks float64) bool) (rounds, ticks float64) {
+	t.Helper()
 	for try := 0; try < 10; try++ {
-		s0, ticks0, t0 := r.Snapshot(), st.ticks.Load(), time.Now()
+		s0, ticks0, t0 := r.Snapshot(), n.Load(), time.Now()
 		time.Sleep(200 * time.Millisecond)
-		s1, ticks1, el := r.Snapshot(), st.ticks.Load(), time.Since(t0)
+		s1, ticks1, el := r.Snapshot(), n.Load(), time.Since(t0)
 		rounds = float64(s1.Workers[0].Rounds-s0.Workers[0].Rounds) / el.Seconds()
 		ticks = float64(ticks1-ticks0) / el.Seconds()
 		t.Logf("idle: %.0f rounds/s, %.0f ticks/s", rounds, ticks)
@@ -356,5 +362,38 @@ func TestIdleSleepsPastTick(t *testing.T) {
 	_, ticks = idleRates(t, r, st, func(_, ticks float64) bool { return ticks >= 500 })
 	if ticks < 500 {
 		t.Errorf("a Ticker due every millisecond got %.0f ticks/s", ticks)
+	}
+}
+
+// plainTicker is a Ticker that does not say when it needs its next tick.
+type plainTicker struct{ ticks atomic.Int64 }
+
+func (p *plainTicker) Tick(int64) { p.ticks.Add(1) }
+
+// TestIdleTicksWithoutScheduler: a worker with a Ticker that is not a
+// TickScheduler keeps the millisecond tick while idle: it sleeps on its
+// descriptors, but never past the tick.
+func TestIdleTicksWithoutScheduler(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	r := buildWithSource(t, &fdSource{fd: fd})
+	w := r.workers[0]
+	pt := &plainTicker{}
+	w.tickers = []elements.Ticker{&schedTicker{}, pt}
+	r.run(Options{})
+	defer func() {
+		r.Stop()
+		waitRouter(t, r, 5*time.Second)
+	}()
+	waitUntil(t, "the worker sleeps on its descriptor", 10*time.Second, func() bool { return w.wait.polled.Load() > 0 })
+	_, ticks := idleRatesOf(t, r, &pt.ticks, func(_, ticks float64) bool { return ticks >= 500 })
+	if ticks < 500 {
+		t.Errorf("a Ticker without NextTick got %.0f ticks/s idle; want the millisecond cadence", ticks)
+	}
+	if n := w.wait.long.Load(); n != 0 {
+		t.Errorf("%d sleeps past the tick with a Ticker that cannot say when it is due", n)
 	}
 }
