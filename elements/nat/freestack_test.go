@@ -2,6 +2,7 @@ package nat
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/junction-dataplane/junction/elements/flowsteer"
@@ -13,9 +14,11 @@ import (
 // free stacks hold each port at most once and exactly the ports marked on
 // them; that the count of free ports is the number of unmapped ports on
 // the stack; that the used bits are the words' wordUsed bits; and, at the
-// end, that popping empties exactly the free ports, none mapped. Pushing
-// a port already on its stack, counting a taken port as still free or
-// popping a mapped one fails it.
+// end, that popping empties exactly the free ports, none mapped. Now and
+// then the mapped ports are dropped from a stack (dropTaken, tidy's pass).
+// Pushing a port already on its stack, counting a taken port as still
+// free, popping a mapped one, or a drop that leaves a dropped port marked
+// (a freed port then never pushed) fails it.
 func TestFreeStacks(t *testing.T) {
 	s := newMapStore("t", []uint32{0xcb007101}, 1024, 1087, 2, filterAPD, [2]uint32{240, 300})
 	defer s.release1()
@@ -65,6 +68,9 @@ func TestFreeStacks(t *testing.T) {
 		}
 	}
 	for step := range 5000 {
+		if rng.IntN(16) == 0 {
+			s.dropTaken(tb, rng.IntN(2)) // what tidy does, on stacks too small for it
+		}
 		switch r := rng.IntN(4); {
 		case r < 2 && len(live) < len(owned):
 			var o uint16
@@ -126,4 +132,94 @@ func contains(s []uint16, p uint16) bool {
 		}
 	}
 	return false
+}
+
+// TestTidy maps a full range's ports the way new mappings do (most out of
+// order: kept or drawn, the rest popped) and checks, after each tidy of
+// the table, that the free stacks hold exactly the free ports in the order
+// they had (so that pops give the same ports), that no taken port is left
+// once tidy dropped them and none when they are fewer than the free ports,
+// and that pops then give the free ports in the stacks' order. It fails
+// when tidy reorders a stack, drops a free port or keeps a mapped one.
+func TestTidy(t *testing.T) {
+	s := newMapStore("t", []uint32{0xcb007101}, 1024, 9215, 1, filterAPD, [2]uint32{240, 300})
+	defer s.release1()
+	s.refs.Add(1)
+	steer := &flowsteer.Table{}
+	m := s.worker(0, steer)
+	tb := &m.tabs[1][0]
+	rng := rand.New(rand.NewPCG(5, 6))
+	live := map[uint16]bool{}
+	tidied := 0
+	for step := 0; len(live) < 8000; step++ {
+		want := [2][]uint16{}
+		for par := range 2 {
+			for _, p := range tb.free[par] {
+				if !live[p] {
+					want[par] = append(want[par], p)
+				}
+			}
+		}
+		before := [2]int{len(tb.free[0]), len(tb.free[1])}
+		s.tidy(tb)
+		for par := range 2 {
+			g := before[par] - tb.nfree[par]
+			if len(tb.free[par]) != before[par] {
+				tidied++
+				if g < tidyMin || g < tb.nfree[par] {
+					t.Fatalf("step %d: parity %d tidied with %d taken and %d free", step, par, g, tb.nfree[par])
+				}
+				if !slices.Equal(tb.free[par], want[par]) {
+					t.Fatalf("step %d: parity %d: stack %v after tidy, want the free ports in order %v", step, par, tb.free[par], want[par])
+				}
+			} else if g >= tidyMin && g >= tb.nfree[par] {
+				t.Fatalf("step %d: parity %d left with %d taken and %d free", step, par, g, tb.nfree[par])
+			}
+			for _, p := range tb.free[par] {
+				if !testBit(tb.onStack, p-s.lo) {
+					t.Fatalf("step %d: port %d on its stack, not marked", step, p)
+				}
+			}
+		}
+		for p := s.lo; p <= s.hi; p++ {
+			if live[p] && testBit(tb.onStack, p-s.lo) && !contains(tb.free[p&1], p) {
+				t.Fatalf("step %d: mapped port %d marked on its stack, not there", step, p)
+			}
+		}
+		// A batch of new mappings: three in four out of order.
+		for range 64 {
+			var o uint16
+			if rng.IntN(4) != 0 {
+				o = s.lo + uint16(rng.IntN(int(s.hi-s.lo)+1))
+				if live[o] {
+					continue
+				}
+				s.take(tb, o)
+			} else {
+				var ok bool
+				if o, ok = s.pop(steer, 17, s.addrs[0], tb, rng.IntN(2)); !ok {
+					continue
+				}
+			}
+			s.install(m, tb, endpointKey(0x0a000000+uint32(len(live)), o), o, o, 0)
+			live[o] = true
+		}
+	}
+	if tidied == 0 {
+		t.Fatal("no stack tidied")
+	}
+	// What is left pops in the stacks' order.
+	for par := range 2 {
+		want := slices.DeleteFunc(slices.Clone(tb.free[par]), func(p uint16) bool { return live[p] })
+		s.dropTaken(tb, par)
+		if !slices.Equal(tb.free[par], want) {
+			t.Fatalf("parity %d: dropTaken kept a mapped port or reordered", par)
+		}
+		for i := len(want) - 1; i >= 0; i-- {
+			o, ok := s.pop(steer, 17, s.addrs[0], tb, par)
+			if !ok || o != want[i] {
+				t.Fatalf("parity %d: pop gave %d %v, want %d", par, o, ok, want[i])
+			}
+		}
+	}
 }

@@ -242,13 +242,16 @@ func (e *SNAT) warmMapped(t *conntrack.Table, k *conntrack.Tuple, pos int) {
 			// prepare changes it).
 			if e.full1[pi] == 0 {
 				e.full1[pi] = 1
+				s.tidy(&e.mw.tabs[pi][0]) // before the batch's guesses and pops
 				if e.fullDry(t, pi, 0) {
 					e.full1[pi] = 2
 				}
 			}
 			full = e.full1[pi] == 2
 		} else {
-			full = e.fullDry(t, pi, s.addrIndex(e.address(k)))
+			ai := s.addrIndex(e.address(k))
+			s.tidy(&e.mw.tabs[pi][ai])
+			full = e.fullDry(t, pi, ai)
 		}
 		if full {
 			e.mat[pos], e.fbit[pos] = matFull, fb
