@@ -56,7 +56,7 @@ func TestMapFilter(t *testing.T) {
 				continue
 			}
 			o := e.port
-			if tb.words[o-s.lo].Load()&wordUsed != 0 {
+			if tb.ents[o-s.lo].word.Load()&wordUsed != 0 {
 				var ok bool
 				if o, ok = s.pop(&flowsteer.Table{}, 17, s.addrs[0], tb, int(e.port&1)); !ok {
 					continue

@@ -62,8 +62,8 @@ func TestFreeStacks(t *testing.T) {
 			if testBit(tb.onStack, p-s.lo) && !contains(tb.free[p&1], p) {
 				t.Fatalf("step %d: port %d marked on its stack, not there", step, p)
 			}
-			if tb.inUse(p-s.lo) != (tb.words[p-s.lo].Load()&wordUsed != 0) || tb.inUse(p-s.lo) != live[p] {
-				t.Fatalf("step %d: port %d: used bit %v, word %x, mapped %v", step, p, tb.inUse(p-s.lo), tb.words[p-s.lo].Load(), live[p])
+			if tb.inUse(p-s.lo) != (tb.ents[p-s.lo].word.Load()&wordUsed != 0) || tb.inUse(p-s.lo) != live[p] {
+				t.Fatalf("step %d: port %d: used bit %v, word %x, mapped %v", step, p, tb.inUse(p-s.lo), tb.ents[p-s.lo].word.Load(), live[p])
 			}
 		}
 	}

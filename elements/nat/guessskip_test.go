@@ -31,7 +31,7 @@ func TestGuessSkip(t *testing.T) {
 	for i := range 4000 {
 		k := conntrack.Tuple{Src: 0x0a000000 | rng.Uint32()&0xffff, Sport: uint16(1024 + rng.IntN(4096)), Proto: packet.ProtoUDP}
 		key := endpointKey(k.Src, k.Sport)
-		if _, ok := m.idx[1].get(key); ok || k.Sport >= s.lo && k.Sport <= s.hi && mt.words[k.Sport-s.lo].Load() == key {
+		if _, ok := m.idx[1].get(key); ok || k.Sport >= s.lo && k.Sport <= s.hi && mt.ents[k.Sport-s.lo].word.Load() == key {
 			continue // already mapped
 		}
 		if mt.nfree[0]+mt.nfree[1] == 0 {

@@ -53,18 +53,18 @@ func (e *SNAT) Mappings(yield func(Mapping) bool) {
 			name = "udp"
 		}
 		for ai, a := range s.addrs {
-			words, meta := s.words[pi][ai], s.meta[pi][ai]
-			for i := range words {
+			ents := s.ents[pi][ai]
+			for i := range ents {
 				port := s.lo + uint16(i)
 				if flowsteer.Port(port, s.workers) != e.worker {
 					continue
 				}
-				key := words[i].Load()
+				key := ents[i].word.Load()
 				if key&wordUsed == 0 {
 					continue
 				}
-				since, until, remote := meta[i].since, meta[i].until, meta[i].remote
-				if words[i].Load() != key {
+				since, until, remote := ents[i].since, ents[i].until, ents[i].remote
+				if ents[i].word.Load() != key {
 					continue
 				}
 				m := Mapping{Proto: name, Inside: netip.AddrPortFrom(addr4(uint32(key>>32)), uint16(key>>16)),

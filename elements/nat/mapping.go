@@ -26,8 +26,8 @@ import (
 // first a few drawn from the inside endpoint (the same after a restart),
 // then from the free stack, else any free port of its own. The mappings are a table per outside
 // address and protocol, indexed by port (32 bytes a port:
-// an 8-byte word and 24 bytes of metadata; written only
-// by the port's owner); an inside endpoint
+// an 8-byte word and 24 bytes of metadata in one entry, half a line;
+// written only by the port's owner); an inside endpoint
 // whose mapping is
 // not its own port is found through the worker's index (epIndex). The
 // free ports of each worker are two stacks (even, odd), shuffled at start,
@@ -75,10 +75,14 @@ var filterNames = []string{"address-and-port-dependent", "address-dependent", "e
 // it runs only when the worker has no free port.
 const reclaimPerTry = 16
 
-// A port's mapping is two parts. Its word (mapStore.words: 8 bytes a
-// port, so that the lookup of an inside port reads a table that stays in
-// cache) holds the inside endpoint: address<<32 | port<<16, bit 0 set
-// while the mapping exists, bits 1-15 zero. (They counted the mappings
+// A port's mapping is one 32-byte entry (portEntry), a word and
+// metadata, so that making a mapping, binding a flow to it or looking it
+// up reads and writes one line (the word had a table of its own, 8 bytes a
+// port, so that the look-up of an inside port read a table that would stay
+// in cache; since the filter and the worker's bitmaps, few reads want the
+// word alone, and every new mapping wrote two lines). The word holds the
+// inside endpoint: address<<32 | port<<16, bit 0 set while the mapping
+// exists, bits 1-15 zero. (They counted the mappings
 // of inside port this port that are in the worker's index, so that a
 // look-up whose word did not match skipped the index when the count was
 // 0; since the filter, an endpoint without a mapping rarely gets that far,
@@ -92,6 +96,16 @@ const (
 	wordUsed = 1
 	endpoint = ^uint64(0xfffe)
 )
+
+// portEntry is a port's mapping: 32 bytes, and the tables are cut
+// 64-byte aligned, so an entry is never split between two lines.
+type portEntry struct {
+	word atomic.Uint64
+	portMeta
+}
+
+// An entry is 32 bytes (a compile-time check).
+const _ = uint(unsafe.Sizeof(portEntry{})-32) + uint(32-unsafe.Sizeof(portEntry{}))
 
 type portMeta struct {
 	// since is when (Conntrack's clock >> 30, about seconds) the
@@ -117,14 +131,12 @@ type mapStore struct {
 	workers   int
 	filtering int
 	timeout   [2]uint32 // tcp, udp: in clock >> 30 units
-	// words[proto][address][port-lo] and meta likewise (proto: 0 TCP,
-	// 1 UDP).
-	words [2][][]atomic.Uint64
-	meta  [2][][]portMeta
-	mw    []*mapWorker
-	masq  *flowsteer.Masq // published steering (nil: one worker, none needed)
-	name  string
-	mem   *hugeMem // where the tables are cut from (nil: the Go heap)
+	// ents[proto][address][port-lo] (proto: 0 TCP, 1 UDP).
+	ents [2][][]portEntry
+	mw   []*mapWorker
+	masq *flowsteer.Masq // published steering (nil: one worker, none needed)
+	name string
+	mem  *hugeMem // where the tables are cut from (nil: the Go heap)
 	// inside: the networks whose hosts reach each other's mappings
 	// (hairpinning).
 	inside []flowsteer.Prefix
@@ -177,8 +189,7 @@ type mapWorker struct {
 
 // mapTable is one address and protocol's part of a store.
 type mapTable struct {
-	words   []atomic.Uint64
-	meta    []portMeta
+	ents    []portEntry
 	free    *[2][]uint16
 	nfree   *[2]int
 	used    []uint64
@@ -203,13 +214,11 @@ func protoIndex(proto uint8) int {
 func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering int, timeout [2]uint32) *mapStore {
 	s := &mapStore{addrs: addrs, lo: lo, hi: hi, workers: workers, filtering: filtering, timeout: timeout, name: name}
 	span := int(hi-lo) + 1
-	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portMeta{})+8) + 2*64))
-	for pi := range s.words {
-		s.words[pi] = make([][]atomic.Uint64, len(addrs))
-		s.meta[pi] = make([][]portMeta, len(addrs))
+	s.mem = newHugeMem(2 * len(addrs) * (span*int(unsafe.Sizeof(portEntry{})) + 64))
+	for pi := range s.ents {
+		s.ents[pi] = make([][]portEntry, len(addrs))
 		for ai := range addrs {
-			s.words[pi][ai] = cut[atomic.Uint64](s.mem, span)
-			s.meta[pi][ai] = cut[portMeta](s.mem, span)
+			s.ents[pi][ai] = cut[portEntry](s.mem, span)
 		}
 	}
 	s.mw = make([]*mapWorker, workers)
@@ -219,7 +228,7 @@ func newMapStore(name string, addrs []uint32, lo, hi uint16, workers, filtering 
 // table returns worker m's view of address ai and protocol pi (m nil:
 // without the free ports, for reading).
 func (s *mapStore) table(m *mapWorker, pi, ai int) mapTable {
-	t := mapTable{words: s.words[pi][ai], meta: s.meta[pi][ai], pi: pi, ai: ai}
+	t := mapTable{ents: s.ents[pi][ai], pi: pi, ai: ai}
 	if m != nil {
 		t.free, t.nfree = &m.free[pi][ai], &m.nfree[pi][ai]
 		t.used, t.onStack = m.used[pi][ai], m.onStack[pi][ai]
@@ -346,7 +355,7 @@ func (s *mapStore) find(m *mapWorker, t *mapTable, key uint64, a uint16) (uint16
 	if !m.filt.has(key | uint64(t.pi)<<1) {
 		return 0, false // certainly none: its lines are not read
 	}
-	if a >= s.lo && a <= s.hi && t.words[a-s.lo].Load()&endpoint == key {
+	if a >= s.lo && a <= s.hi && t.ents[a-s.lo].word.Load()&endpoint == key {
 		return a, true
 	}
 	return m.idx[t.pi].get(key)
@@ -424,7 +433,7 @@ func (s *mapStore) dropTaken(t *mapTable, par int) {
 
 // release frees the mapping of port.
 func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
-	w := &t.words[port-s.lo]
+	w := &t.ents[port-s.lo].word
 	v := w.Load()
 	if v&wordUsed == 0 {
 		return
@@ -435,7 +444,7 @@ func (s *mapStore) release(m *mapWorker, t *mapTable, port uint16) {
 	if uint16(v>>16) != port {
 		m.idx[t.pi].del(v)
 	}
-	t.meta[port-s.lo].remote = [2]uint32{}
+	t.ents[port-s.lo].remote = [2]uint32{}
 	s.putFree(t, port)
 	if m.bulk != nil {
 		m.bulkReleased(t.ai, port)
@@ -462,7 +471,7 @@ func (s *mapStore) expired(ct *conntrack.Table, t *mapTable, port uint16, now in
 	if t.noneEnded(now) {
 		return false // without reading the metadata's line
 	}
-	pm := &t.meta[port-s.lo]
+	pm := &t.ents[port-s.lo].portMeta
 	if uint32(now>>30) < pm.until {
 		return false
 	}
@@ -486,7 +495,7 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 		return
 	}
 	freed := false
-	span := uint32(len(t.words))
+	span := uint32(len(t.ents))
 	cur := m.sweep[t.pi][t.ai]
 	looked := 0
 	for range span {
@@ -498,7 +507,7 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 			cur += flowsteer.PortUnit - 1 - uint32(port%flowsteer.PortUnit) // skip the rest of the unit
 			continue
 		}
-		if t.words[cur].Load()&wordUsed == 0 {
+		if !t.inUse(uint16(cur)) { // a port of this worker's: its bitmap
 			continue
 		}
 		if s.expired(ct, t, port, now) {
@@ -518,13 +527,14 @@ func (s *mapStore) reclaim(ct *conntrack.Table, m *mapWorker, t *mapTable, w int
 // install makes port the mapping of inside endpoint key (port a). The
 // word is written first: an atomic store waits for every store before
 // it to reach the cache, so the lines only this worker reads (index,
-// filter) are written after it and not waited for; the metadata comes
-// before the word, which another worker's listing reads first. Nothing
+// filter) are written after it and not waited for; the metadata (in the
+// word's line) comes before the word, which another worker's listing
+// reads first. Nothing
 // of the inside port's is written when the mapping does not keep it.
 func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16, now int64) {
 	i := port - s.lo
-	t.meta[i].since = uint32(now >> 30)
-	t.words[i].Store(key)
+	t.ents[i].since = uint32(now >> 30)
+	t.ents[i].word.Store(key)
 	setBit(t.used, i)
 	if a != port {
 		m.idx[t.pi].put(key, port)
@@ -538,7 +548,7 @@ func (s *mapStore) install(m *mapWorker, t *mapTable, key uint64, a, port uint16
 // use notes a flow bound to the mapping of port: its timeout restarts and
 // its remote address is remembered for filtering.
 func (s *mapStore) use(t *mapTable, port uint16, c *conntrack.Conn, idx uint32, remote uint32, now int64) {
-	pm := &t.meta[port-s.lo]
+	pm := &t.ents[port-s.lo].portMeta
 	pm.ref, pm.tag = idx, c.Tag
 	if u := uint32(now>>30) + s.timeout[t.pi]; u != pm.until {
 		pm.until = u
@@ -563,8 +573,8 @@ func (s *mapStore) inbound(ct *conntrack.Table, proto uint8, src, addr uint32, p
 	}
 	pi := protoIndex(proto)
 	t := s.table(nil, pi, ai) // reads only
-	v := t.words[port-s.lo].Load()
-	pm := &t.meta[port-s.lo]
+	v := t.ents[port-s.lo].word.Load()
+	pm := &t.ents[port-s.lo].portMeta
 	if v&wordUsed == 0 || s.expired(ct, &t, port, now) {
 		return 0, 0, false
 	}
@@ -824,11 +834,14 @@ func (f *mapFilter) rebuildAt() int { return len(f.bits) * 64 / 16 }
 func (s *mapStore) refilter(m *mapWorker) {
 	clear(m.filt.bits)
 	m.filt.stale = 0
-	for pi := range s.words {
-		for _, words := range s.words[pi] {
-			for i := range words {
-				if v := words[i].Load(); v&wordUsed != 0 && s.owner(s.lo+uint16(i)) == m.w {
-					m.filt.add(v&endpoint | uint64(pi)<<1)
+	for pi := range s.ents {
+		for ai, ents := range s.ents[pi] {
+			used := m.used[pi][ai] // the ports this worker owns that are mapped
+			for i := range ents {
+				if testBit(used, uint16(i)) {
+					if v := ents[i].word.Load(); v&wordUsed != 0 {
+						m.filt.add(v&endpoint | uint64(pi)<<1)
+					}
 				}
 			}
 		}

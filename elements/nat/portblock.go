@@ -132,7 +132,7 @@ func (e *SNAT) pickInBlock(t *conntrack.Table, mt *mapTable, addr uint32, k *con
 				if pass == 0 && p&1 != k.Sport&1 {
 					continue
 				}
-				if mt.words[p-s.lo].Load()&wordUsed != 0 {
+				if mt.inUse(p - s.lo) { // a port of this worker's: its bitmap
 					if pass < 2 || !s.expired(t, mt, p, now) {
 						continue
 					}

@@ -163,7 +163,7 @@ func (e *SNAT) sweepBulk() {
 				p := u*flowsteer.PortUnit + off
 				for pi := range m.tabs {
 					mt := &m.tabs[pi][ai]
-					if mt.words[p-s.lo].Load()&wordUsed != 0 && s.expired(t, mt, p, now) {
+					if mt.inUse(p-s.lo) && s.expired(t, mt, p, now) {
 						s.release(m, mt, p)
 					}
 				}

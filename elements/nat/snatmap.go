@@ -324,14 +324,14 @@ type mapAhead struct {
 }
 
 // warmLines prefetches the lines the batch's j-th new flow through the
-// mapping will read: its inside port's word and metadata (a mapping it
-// may have, or one whose end allocate checks, or the new mapping that
-// keeps the port; neither for a new mapping when the port is mapped and
-// no mapping can have ended yet), and, with its filter bits
+// mapping will read: its inside port's entry, word and metadata in one
+// line (a mapping it may have, or one whose end allocate checks, or the
+// new mapping that keeps the port; none for a new mapping when the port
+// is mapped and no mapping can have ended yet), and, with its filter bits
 // set, its index slot; with the bits not all set, none when there is no
 // free port (the flow falls back at once), else also those of the new
-// mapping it will make when that does not keep the inside port: the word
-// and metadata of the port allocate will most likely give it (guess), its
+// mapping it will make when that does not keep the inside port: the entry
+// of the port allocate will most likely give it (guess), its
 // index slot, and the flow table's line for the reply tuple with that port
 // (prepare prefetched the one with the inside port), whose hash is kept
 // for the claim. Each of these was a miss a new mapping waited for.
@@ -363,10 +363,8 @@ func (e *SNAT) warmLines(j int) {
 		// that mapping cannot have ended (the new mapping gets
 		// another port and reads and writes nothing of the inside
 		// port's).
-		lines[0] = uintptr(unsafe.Pointer(&mt.words[i]))
-		lines[1] = uintptr(unsafe.Pointer(&mt.meta[i].until)) // the entry's end: a quarter of the 24-byte entries span two lines
-		lines[2] = uintptr(unsafe.Pointer(&mt.meta[i]))
-		n = 3
+		lines[0] = uintptr(unsafe.Pointer(&mt.ents[i])) // word and metadata: one line
+		n = 1
 	}
 	if !set && s.block == 0 {
 		// A new mapping, certainly.
@@ -378,11 +376,9 @@ func (e *SNAT) warmLines(j int) {
 		if int(o-s.lo) != i {
 			oi := int(o - s.lo)
 			x := &m.idx[pi]
-			lines[n] = uintptr(unsafe.Pointer(&mt.words[oi]))
-			lines[n+1] = uintptr(unsafe.Pointer(&mt.meta[oi]))
-			lines[n+2] = uintptr(unsafe.Pointer(&mt.meta[oi].until))
-			lines[n+3] = uintptr(unsafe.Pointer(&x.slots[x.slot(endpointKey(k.Src, k.Sport))]))
-			n += 4
+			lines[n] = uintptr(unsafe.Pointer(&mt.ents[oi]))
+			lines[n+1] = uintptr(unsafe.Pointer(&x.slots[x.slot(endpointKey(k.Src, k.Sport))]))
+			n += 2
 			if at := e.nf.at[a.pos]; at != 0 && e.nf.t != nil {
 				// The claim of the reply tuple with that port: prepare
 				// prefetched the one with the inside port.
@@ -533,10 +529,12 @@ func (e *SNAT) allocate(t *conntrack.Table, mt *mapTable, addr uint32, k *conntr
 		}
 	}
 	a := k.Sport
-	if a >= s.lo && a <= s.hi && !e.steer.IsPublic(k.Proto, addr, a) {
+	if a >= s.lo && a <= s.hi && (!mt.inUse(a-s.lo) || !mt.noneEnded(now)) && !e.steer.IsPublic(k.Proto, addr, a) {
 		// Whether it is mapped is read from the worker's bitmap (a
 		// port of this worker's: mapped checked the owner), its
-		// metadata only when the mapping may have ended.
+		// metadata only when the mapping may have ended; nothing
+		// more (not whether it is a DNAT port either) when it is
+		// mapped and no mapping can have ended yet.
 		if mt.inUse(a-s.lo) && s.expired(t, mt, a, now) {
 			s.release(m, mt, a)
 		}
@@ -652,7 +650,7 @@ func (s *mapStore) hairpinTarget(proto uint8, addr uint32, port uint16) (uint32,
 	if s.addrs[ai] != addr {
 		return 0, 0, false
 	}
-	v := s.words[protoIndex(proto)][ai][port-s.lo].Load()
+	v := s.ents[protoIndex(proto)][ai][port-s.lo].word.Load()
 	if v&wordUsed == 0 {
 		return 0, 0, false
 	}
@@ -688,7 +686,7 @@ func (e *SNAT) bindHairpinMapped(t *conntrack.Table, c *conntrack.Conn, idx uint
 		pi, ai := protoIndex(k.Proto), s.addrIndex(k.Dst)
 		key := endpointKey(k.Src, k.Sport)
 		o, found := uint16(0), false
-		if a := k.Sport; a >= s.lo && a <= s.hi && s.words[pi][ai][a-s.lo].Load()&endpoint == key {
+		if a := k.Sport; a >= s.lo && a <= s.hi && s.ents[pi][ai][a-s.lo].word.Load()&endpoint == key {
 			o, found = a, true
 		} else if m := s.mw[e.worker]; m != nil && (s.workers == 1 || flowsteer.Port(k.Sport, s.workers) == e.worker) {
 			o, found = s.find(m, &m.tabs[pi][ai], key, k.Sport)
