@@ -443,7 +443,15 @@ func (t *txSocket) transmit(b *packet.Batch) {
 	// done: frames handled (sent or refused); sent ⊆ done.
 	done, sent, refused, tooLongKernel := 0, 0, 0, 0
 	for tries := 0; done < n && tries < txRetries; tries++ {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.msgs[done])),
+		// Raw: the call never blocks (MSG_DONTWAIT), so the worker keeps
+		// its P through it. Through the runtime's system call path, a
+		// sendmmsg into a veth (which runs the receiving host's stack
+		// before it returns, hundreds of microseconds) had its P taken
+		// by sysmon, which then polled every 20 us and preempted the
+		// worker inside the call each time: half the forwarder's context
+		// switches with eight TCP streams, and about a tenth of its CPU
+		// a GB (benchmarks/e2e-tcp.md, "The transmit call keeps its P").
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(t.fd), uintptr(unsafe.Pointer(&t.msgs[done])),
 			uintptr(n-done), unix.MSG_DONTWAIT, 0, 0)
 		if e != 0 {
 			if e == unix.EAGAIN || e == unix.ENOBUFS || e == unix.EINTR {
