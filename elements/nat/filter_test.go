@@ -16,9 +16,7 @@ import (
 // leaves no bit set but a live mapping's; and that the filter answers
 // most never-mapped endpoints without the tables.
 func TestMapFilter(t *testing.T) {
-	s := newMapStore("t", []uint32{0xcb007101}, 1024, 1279, 1, filterAPD, [2]uint32{240, 300})
-	defer s.release1()
-	s.refs.Add(1)
+	s := testStore(t, 1024, 1279, 1)
 	m := s.worker(0, &flowsteer.Table{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	type ep struct {

@@ -8,6 +8,16 @@ import (
 	"github.com/junction-dataplane/junction/elements/flowsteer"
 )
 
+// testStore is a mapping store of one outside address (203.0.113.1) with
+// ports lo..hi shared by workers, address-and-port-dependent filtering,
+// held by the test until its end.
+func testStore(t *testing.T, lo, hi uint16, workers int) *mapStore {
+	s := newMapStore("t", []uint32{0xcb007101}, lo, hi, workers, filterAPD, [2]uint32{240, 300})
+	t.Cleanup(func() { s.release1() })
+	s.refs.Add(1)
+	return s
+}
+
 // TestFreeStacks churns the mappings of a 64-port range on worker 1 of 2,
 // taking ports out of order (kept or drawn), popping them and freeing
 // them again, some more than once, and checks after every change that the
@@ -20,9 +30,7 @@ import (
 // free, popping a mapped one, or a drop that leaves a dropped port marked
 // (a freed port then never pushed) fails it.
 func TestFreeStacks(t *testing.T) {
-	s := newMapStore("t", []uint32{0xcb007101}, 1024, 1087, 2, filterAPD, [2]uint32{240, 300})
-	defer s.release1()
-	s.refs.Add(1)
+	s := testStore(t, 1024, 1087, 2)
 	steer := &flowsteer.Table{}
 	m := s.worker(1, steer)
 	tb := &m.tabs[1][0]
@@ -142,9 +150,7 @@ func contains(s []uint16, p uint16) bool {
 // and that pops then give the free ports in the stacks' order. It fails
 // when tidy reorders a stack, drops a free port or keeps a mapped one.
 func TestTidy(t *testing.T) {
-	s := newMapStore("t", []uint32{0xcb007101}, 1024, 9215, 1, filterAPD, [2]uint32{240, 300})
-	defer s.release1()
-	s.refs.Add(1)
+	s := testStore(t, 1024, 9215, 1)
 	steer := &flowsteer.Table{}
 	m := s.worker(0, steer)
 	tb := &m.tabs[1][0]

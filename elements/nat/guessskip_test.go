@@ -17,9 +17,7 @@ import (
 // at again). It fails when the skipped draws are not the ones guess found
 // taken or when a mapping ended since is not noticed.
 func TestGuessSkip(t *testing.T) {
-	s := newMapStore("t", []uint32{0xcb007101}, 2048, 3071, 1, filterAPD, [2]uint32{240, 300})
-	defer s.release1()
-	s.refs.Add(1)
+	s := testStore(t, 2048, 3071, 1)
 	steer := &flowsteer.Table{}
 	m := s.worker(0, steer)
 	mt := &m.tabs[1][0]
