@@ -30,6 +30,12 @@ import (
 const (
 	pollSleep    = 20 * time.Microsecond
 	maxPollSleep = time.Millisecond
+	// parkAfter is how many sleeps past the tick in a row a worker takes
+	// in ppoll before it parks on the runtime's poller: a worker that
+	// sees a packet every few milliseconds (the quiet direction of a TCP
+	// stream) wakes cheaper from ppoll, one idle for longer (tens of
+	// milliseconds) costs less parked (longsleep.go).
+	parkAfter = 4
 )
 
 // waiter is a worker's state for sleeping on descriptors; it is reused
@@ -50,11 +56,19 @@ type waiter struct {
 	// millisecond, asleep or not.
 	scheds    []elements.TickScheduler
 	scheduled bool
-	long      atomic.Uint64 // sleeps past the millisecond tick (tests read it)
+	// poller is where the worker sleeps past the tick once it has slept
+	// past it parkAfter times in a row (longsleep.go); longs counts them
+	// (a packet resets it).
+	poller longSleeper
+	longs  int
+	long   atomic.Uint64 // sleeps past the millisecond tick (tests read it)
 }
 
 func (w *worker) initWait() {
 	wt := &w.wait
+	// A reload may have changed the sources: the next long sleep makes
+	// the poller anew.
+	wt.poller.close()
 	wt.sleepers = wt.sleepers[:0]
 	for _, el := range w.inst {
 		if s, ok := el.(elements.Sleeper); ok {
@@ -154,17 +168,22 @@ func (w *worker) idleWait(now int64, early bool, sleep *time.Duration, publish f
 			w.asleep.Store(true)
 			wt.long.Add(1)
 		}
-		wt.ts = unix.NsecToTimespec(int64(d))
-		// Through the runtime's system call path, so that the worker's
-		// P serves other goroutines (and the GC) while it sleeps. It has
-		// a cost: sysmon takes back, in each sleep, the P of a worker
-		// that has not rescheduled for 10 ms, and an idle forwarder uses
-		// more CPU than with the timer sleep. A raw ppoll, which keeps
-		// the P, was cheaper idle but starved the rest of the process,
-		// and TCP through the router stalled, even when the worker
-		// yielded the P once a millisecond (benchmarks/drivers.md, "Idle
-		// workers"). EINTR is a wake-up like any.
-		unix.Ppoll(wt.pfds, &wt.ts, nil)
+		// A sleep past the tick parks on the runtime's poller
+		// (longsleep.go); a shorter one, or where the poller cannot be
+		// used, is a ppoll through the runtime's system call path, so
+		// that the worker's P serves other goroutines (and the GC) while
+		// it sleeps. A raw ppoll, which keeps the P, was cheaper idle but
+		// starved the rest of the process, and TCP through the router
+		// stalled, even when the worker yielded the P once a millisecond
+		// (benchmarks/drivers.md, "Idle workers"). EINTR is a wake-up
+		// like any.
+		if long {
+			wt.longs++
+		}
+		if !long || wt.longs <= parkAfter || !wt.poller.sleep(fds, d) {
+			wt.ts = unix.NsecToTimespec(int64(d))
+			unix.Ppoll(wt.pfds, &wt.ts, nil)
+		}
 		if long {
 			w.asleep.Store(false)
 		}

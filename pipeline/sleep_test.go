@@ -307,6 +307,7 @@ func TestIdleSleepsPastTick(t *testing.T) {
 	}()
 
 	waitUntil(t, "the worker sleeps past its tick", 10*time.Second, func() bool { return w.wait.long.Load() > 0 })
+	waitUntil(t, "the worker sleeps on the runtime's poller", 10*time.Second, func() bool { return w.wait.poller.parked.Load() > 0 })
 	// Nothing due: ticks about every MaxIdleTick (100/s), rounds about as
 	// many. A window with more than 500 ticks a second is the millisecond
 	// cadence: the long sleep is not taken.

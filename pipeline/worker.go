@@ -163,6 +163,7 @@ func (w *worker) loop() {
 	empty := 0
 	sleep := idleSleep
 	w.initWait()
+	defer w.wait.poller.close()
 	w.clock.Round(last)
 	for !r.stop.Load() {
 		if ng := w.next.Load(); ng == nil {
@@ -210,7 +211,7 @@ func (w *worker) loop() {
 				// discarded: leave its time out of what they add up to.
 				timedBusy += d - min(lost, d)
 			}
-			empty, sleep, w.wait.timeout = 0, idleSleep, pollSleep
+			empty, sleep, w.wait.timeout, w.wait.longs = 0, idleSleep, pollSleep, 0
 		} else {
 			idle += d
 			empty++
