@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -84,5 +85,28 @@ func TestLongSleepAllocs(t *testing.T) {
 		unix.Read(fd, buf[:])
 	}); a != 0 {
 		t.Errorf("a long sleep ended by a descriptor allocates %v times", a)
+	}
+}
+
+// TestLongSleepFallsBack: a descriptor epoll cannot watch (a regular file)
+// makes the poller refuse at once, for good, and the worker sleeps in
+// ppoll instead (idleWait's fallback), as on a system without it.
+func TestLongSleepFallsBack(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var p longSleeper
+	defer p.close()
+	t0 := time.Now()
+	if p.sleep([]int{int(f.Fd())}, time.Second) {
+		t.Fatal("slept on the poller with a descriptor epoll cannot watch")
+	}
+	if took := time.Since(t0); took > 100*time.Millisecond {
+		t.Errorf("the refusal took %v", took)
+	}
+	if !p.failed {
+		t.Error("the refusal is not kept: every sleep would try again")
 	}
 }
