@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -35,7 +36,11 @@ type longSleeper struct {
 	evs    [8]unix.EpollEvent
 	ready  func(fd uintptr) bool // drain, made once
 	failed bool                  // setting it up failed: ppoll instead
-	parked atomic.Uint64         // sleeps taken here (tests read it)
+	// why says what failed, for the worker's stats (WorkerStats.SleepFallback):
+	// a worker that cannot park still works, at the idle cost of ppoll,
+	// and an operator who sees that cost is told why.
+	why    atomic.Pointer[string]
+	parked atomic.Uint64 // sleeps taken here (tests read it)
 }
 
 // sleep waits until one of fds is readable or d has passed; false (at
@@ -45,9 +50,8 @@ func (p *longSleeper) sleep(fds []int, d time.Duration) bool {
 		return false
 	}
 	if p.f == nil || !slices.Equal(p.fds, fds) {
-		if !p.open(fds) {
-			p.failed = true
-			return false
+		if err := p.open(fds); err != nil {
+			return p.fail(err)
 		}
 	}
 	// Armed for one event each (EPOLLONESHOT): once the sleep has ended,
@@ -56,51 +60,65 @@ func (p *longSleeper) sleep(fds []int, d time.Duration) bool {
 	// them while the worker is busy.
 	for _, fd := range fds {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(fd)}
-		if unix.EpollCtl(p.ep, unix.EPOLL_CTL_MOD, fd, &ev) != nil {
-			p.failed = true
-			return false
+		if err := unix.EpollCtl(p.ep, unix.EPOLL_CTL_MOD, fd, &ev); err != nil {
+			return p.fail(fmt.Errorf("re-arming descriptor %d: %w", fd, err))
 		}
 	}
-	if p.f.SetReadDeadline(time.Now().Add(d)) != nil {
-		p.failed = true
-		return false
+	if err := p.f.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return p.fail(err)
 	}
 	p.rc.Read(p.ready) // ends at the deadline with ErrDeadlineExceeded
 	p.parked.Add(1)
 	return true
 }
 
+// fail gives up the poller for good, keeping why, and returns false.
+func (p *longSleeper) fail(err error) bool {
+	p.failed = true
+	why := "runtime poller: " + err.Error()
+	p.why.Store(&why)
+	return false
+}
+
+// fallback is why the worker sleeps in ppoll, "" while it may park.
+func (p *longSleeper) fallback() string {
+	if why := p.why.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
 // open makes the epoll instance for fds (closing any earlier one).
-func (p *longSleeper) open(fds []int) bool {
+func (p *longSleeper) open(fds []int) error {
 	p.close()
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return false
+		return fmt.Errorf("epoll_create1: %w", err)
 	}
 	for _, fd := range fds {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(fd)}
 		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil && err != unix.EEXIST {
 			unix.Close(ep)
-			return false
+			return fmt.Errorf("watching descriptor %d: %w", fd, err)
 		}
 	}
 	// Non-blocking before NewFile, which then registers it with the
 	// runtime's poller (and deadlines work).
 	if err := unix.SetNonblock(ep, true); err != nil {
 		unix.Close(ep)
-		return false
+		return err
 	}
 	f := os.NewFile(uintptr(ep), "worker sleep")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return false
+		return err
 	}
 	p.f, p.rc, p.ep, p.fds = f, rc, ep, append(p.fds[:0], fds...)
 	if p.ready == nil {
 		p.ready = p.drain
 	}
-	return true
+	return nil
 }
 
 // drain reports whether a descriptor is ready, taking the epoll instance's

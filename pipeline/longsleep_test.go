@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +109,10 @@ func TestLongSleepFallsBack(t *testing.T) {
 	}
 	if !p.failed {
 		t.Error("the refusal is not kept: every sleep would try again")
+	}
+	// The reason reaches the worker's stats: EPERM is what epoll says of
+	// a regular file.
+	if why := p.fallback(); !strings.Contains(why, "watching descriptor") || !strings.Contains(why, "operation not permitted") {
+		t.Errorf("fallback reason %q does not name the descriptor and the error", why)
 	}
 }

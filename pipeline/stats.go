@@ -84,6 +84,10 @@ type WorkerStats struct {
 	Busy     float64 `json:"busy_share"` // busy / (busy + idle), 0..1
 	Rounds   uint64  `json:"rounds"`
 	Running  bool    `json:"running"`
+	// SleepFallback says why the worker sleeps in ppoll(2) when idle for
+	// long instead of parking on the runtime's poller (which costs less
+	// idle CPU); "" when it parks.
+	SleepFallback string `json:"sleep_fallback,omitempty"`
 }
 
 // DeviceStats are a device's driver counters.
@@ -216,8 +220,8 @@ func (r *Router) Snapshot() *Snapshot {
 		}
 		ws := WorkerStats{Worker: w.id, CPU: int(w.cpu.Load()), BusyNanos: w.busy.Load(),
 			IdleNanos: w.idle.Load(), TimedBusyNanos: w.timedBusy.Load(), PreemptedNanos: w.preempted.Load(), Rounds: w.rounds.Load(),
-			CPUNanos: w.cpuNanos.Load(),
-			Running:  !w.exited.Load()}
+			CPUNanos: w.cpuNanos.Load(), SleepFallback: w.wait.poller.fallback(),
+			Running: !w.exited.Load()}
 		ws.Busy = share(ws.BusyNanos, ws.IdleNanos)
 		s.Workers = append(s.Workers, ws)
 	}

@@ -86,7 +86,7 @@ func (s *Snapshot) Since(prev *Snapshot) *Snapshot {
 		n := WorkerStats{Worker: w.Worker, CPU: w.CPU, Running: w.Running,
 			BusyNanos: sub(w.BusyNanos, p.BusyNanos), IdleNanos: sub(w.IdleNanos, p.IdleNanos),
 			TimedBusyNanos: sub(w.TimedBusyNanos, p.TimedBusyNanos), PreemptedNanos: sub(w.PreemptedNanos, p.PreemptedNanos),
-			CPUNanos: sub(w.CPUNanos, p.CPUNanos), Rounds: sub(w.Rounds, p.Rounds)}
+			CPUNanos: sub(w.CPUNanos, p.CPUNanos), Rounds: sub(w.Rounds, p.Rounds), SleepFallback: w.SleepFallback}
 		n.Busy = share(n.BusyNanos, n.IdleNanos)
 		d.Workers = append(d.Workers, n)
 	}

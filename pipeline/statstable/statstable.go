@@ -144,6 +144,9 @@ func workerLine(s *pipeline.Snapshot, ws pipeline.WorkerStats) string {
 	if ws.PreemptedNanos > 0 {
 		fmt.Fprintf(&b, "; preempted %s", d(ws.PreemptedNanos))
 	}
+	if ws.SleepFallback != "" {
+		fmt.Fprintf(&b, "; idle sleeps in ppoll (%s)", ws.SleepFallback)
+	}
 	return b.String()
 }
 

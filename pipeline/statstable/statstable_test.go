@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,19 @@ func TestRenderGolden(t *testing.T) {
 		if buf.String() != string(want) {
 			t.Errorf("%s:\n%s\nwant:\n%s", c.name, buf.String(), want)
 		}
+	}
+}
+
+// TestWorkerLineSleepFallback: a worker that could not park on the
+// runtime's poller says so, with the reason, on its line.
+func TestWorkerLineSleepFallback(t *testing.T) {
+	s := tableSnapshot()
+	ws := s.Workers[1]
+	if line := workerLine(s, ws); strings.Contains(line, "ppoll") {
+		t.Errorf("a worker that parks mentions ppoll: %s", line)
+	}
+	ws.SleepFallback = "runtime poller: watching descriptor 9: operation not permitted"
+	if line := workerLine(s, ws); !strings.Contains(line, "; idle sleeps in ppoll (runtime poller: watching descriptor 9: operation not permitted)") {
+		t.Errorf("the fallback is not on the worker's line: %s", line)
 	}
 }
