@@ -81,22 +81,16 @@ func TestFreeStacks(t *testing.T) {
 		}
 		switch r := rng.IntN(4); {
 		case r < 2 && len(live) < len(owned):
-			var o uint16
+			var want uint16 // 0: pop
 			if r == 0 {
-				// Out of order: a port kept by its endpoint or drawn.
-				o = owned[rng.IntN(len(owned))]
-				if live[o] {
-					continue
-				}
-				s.take(tb, o)
-			} else {
-				var ok bool
-				if o, ok = s.pop(steer, 17, s.addrs[0], tb, rng.IntN(2)); !ok {
-					continue
-				}
-				if live[o] {
-					t.Fatalf("step %d: pop gave mapped port %d", step, o)
-				}
+				want = owned[rng.IntN(len(owned))]
+			}
+			o, ok := newPort(s, steer, tb, rng, want, live)
+			if !ok {
+				continue
+			}
+			if live[o] {
+				t.Fatalf("step %d: pop gave mapped port %d", step, o)
 			}
 			if rng.IntN(8) == 0 {
 				s.putFree(tb, o) // the claim failed
@@ -131,6 +125,21 @@ func TestFreeStacks(t *testing.T) {
 			t.Fatalf("port %d neither mapped nor popped", p)
 		}
 	}
+}
+
+// newPort gives a new mapping in tb a port the two ways the NAT does:
+// want out of order (a port kept by its endpoint, or drawn), taken off
+// its stack, or with want 0 one popped from the free stack of a random
+// parity. False: want is mapped already, or the stack is empty.
+func newPort(s *mapStore, steer *flowsteer.Table, tb *mapTable, rng *rand.Rand, want uint16, live map[uint16]bool) (uint16, bool) {
+	if want == 0 {
+		return s.pop(steer, 17, s.addrs[0], tb, rng.IntN(2))
+	}
+	if live[want] {
+		return 0, false
+	}
+	s.take(tb, want)
+	return want, true
 }
 
 func contains(s []uint16, p uint16) bool {
@@ -194,18 +203,13 @@ func TestTidy(t *testing.T) {
 		}
 		// A batch of new mappings: three in four out of order.
 		for range 64 {
-			var o uint16
+			var want uint16 // 0: pop
 			if rng.IntN(4) != 0 {
-				o = s.lo + uint16(rng.IntN(int(s.hi-s.lo)+1))
-				if live[o] {
-					continue
-				}
-				s.take(tb, o)
-			} else {
-				var ok bool
-				if o, ok = s.pop(steer, 17, s.addrs[0], tb, rng.IntN(2)); !ok {
-					continue
-				}
+				want = s.lo + uint16(rng.IntN(int(s.hi-s.lo)+1))
+			}
+			o, ok := newPort(s, steer, tb, rng, want, live)
+			if !ok {
+				continue
 			}
 			s.install(m, tb, endpointKey(0x0a000000+uint32(len(live)), o), o, o, 0)
 			live[o] = true
