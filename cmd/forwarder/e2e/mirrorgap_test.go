@@ -40,7 +40,11 @@ import (
 // not the kernel's fast path); JN_PINGGAP_FASTPATH=1 keeps the file as it
 // is. JN_PINGGAP_SAVE=DIR keeps each phase's ping -D output there (idle.ping,
 // announce.ping, withdraw.ping), to line its replies up with a scheduler
-// trace.
+// trace. JN_PINGGAP_PROBE_RT=1 runs ping at real-time priority
+// (SCHED_FIFO 1), an attempt to keep the probe's own wait for a CPU out of
+// the figure; on a kernel without preemption of kernel code it measures
+// worse, not better (benchmarks/routing.md, "The probe at real-time
+// priority").
 func TestKernelMirrorPingGap(t *testing.T) {
 	spec := os.Getenv("JN_PINGGAP_SCALE")
 	if spec == "" {
@@ -192,7 +196,14 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 	probe := func(name string, run func()) {
 		t.Helper()
 		load0, _ := os.ReadFile("/proc/loadavg")
-		cmd := tp.cli.Command("ping", "-D", "-n", "-i", "0.01", "-W", "1", "10.2.0.2")
+		args := []string{"ping", "-D", "-n", "-i", "0.01", "-W", "1", "10.2.0.2"}
+		if os.Getenv("JN_PINGGAP_PROBE_RT") != "" {
+			// Woken on a CPU whose task is in the kernel, a real-time
+			// task waits for it there (PREEMPT_NONE), where an ordinary
+			// one is placed on an idle CPU: see the comment above.
+			args = append([]string{"chrt", "-f", "1"}, args...)
+		}
+		cmd := tp.cli.Command(args[0], args[1:]...)
 		var buf strings.Builder
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
