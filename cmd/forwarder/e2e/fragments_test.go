@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -318,20 +317,7 @@ func TestNATGatewayFragmentFlood(t *testing.T) {
 // that the forwarder's memory stayed bounded.
 func checkFragFlood(t *testing.T, tp *natTopo, p *netns.Proc, flood []string, exchange func(), reasm string, reasons []string) {
 	t.Helper()
-	rss := func() int {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.Atoi(f[1])
-				return kb
-			}
-		}
-		t.Fatal("no VmRSS")
-		return 0
-	}
+	rss := func() int { return procStatusKB(t, p.Cmd.Process.Pid, "VmRSS") }
 	snap := (&topo{fwd: tp.fwd}).snapshot
 	before, rss0 := snap(t), rss()
 	f := tp.ot.Start("python3", append([]string{"-c"}, flood...)...)

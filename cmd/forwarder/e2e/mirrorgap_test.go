@@ -75,44 +75,56 @@ func TestKernelMirrorPingGap(t *testing.T) {
 				t.Setenv("GODEBUG", g)
 			}
 			tp := newTopo(t, 1)
-			data, err := os.ReadFile(bgpConfigPath(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := string(data)
-			if os.Getenv("JN_PINGGAP_FASTPATH") == "" {
-				if strings.Count(c, shippedDevice) != 2 {
-					t.Fatalf("bgp-router.toml: no longer two devices with %q; update the fast path's removal", shippedDevice)
-				}
-				c = strings.ReplaceAll(c, shippedDevice, strings.Replace(shippedDevice, `"auto"`, `"off"`, 1))
-				var keep []string
-				for _, l := range strings.Split(c, "\n") {
-					if !strings.HasPrefix(l, "offload ") {
-						keep = append(keep, l)
-					}
-				}
-				if n := strings.Count(c, "\n") - len(keep) + 1; n != 1 {
-					t.Fatalf("bgp-router.toml: %d offload lines, want the table's one", n)
-				}
-				c = strings.Join(keep, "\n")
-			}
-			tp.config = filepath.Join(t.TempDir(), "bgp-router.toml")
-			if err := os.WriteFile(tp.config, []byte(c), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, pid := startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
-			for _, twin := range []string{"lan0h", "wan0h"} {
-				waitFor(t, 15*time.Second, twin+" up", func() (bool, string) {
-					o, _ := tp.fwd.Run("ip", "-o", "link", "show", twin)
-					return strings.Contains(o, "LOWER_UP"), o + out()
-				})
-			}
+			out, pid := startMirrorRouter(t, tp, os.Getenv("JN_PINGGAP_FASTPATH") != "")
 			pingGapPhases(t, tp, "wan0h", n4, n6, pid)
 			if os.Getenv("JN_PINGGAP_GODEBUG") != "" {
 				t.Logf("forwarder output:\n%s", out())
 			}
 		})
 	}
+}
+
+// startMirrorRouter starts bgp-router.toml in tp's router namespace in a
+// session of its own (startSession) and waits for its twins: the table
+// mirrors the kernel's main table, so routes added through wan0h are
+// forwarded on. With fastpath false the file's fast path is turned off
+// and its table's offload line removed, so that the graph forwards
+// everything. out and pid are startSession's.
+func startMirrorRouter(t *testing.T, tp *topo, fastpath bool) (out func() string, pid int) {
+	t.Helper()
+	data, err := os.ReadFile(bgpConfigPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := string(data)
+	if !fastpath {
+		if strings.Count(c, shippedDevice) != 2 {
+			t.Fatalf("bgp-router.toml: no longer two devices with %q; update the fast path's removal", shippedDevice)
+		}
+		c = strings.ReplaceAll(c, shippedDevice, strings.Replace(shippedDevice, `"auto"`, `"off"`, 1))
+		var keep []string
+		for _, l := range strings.Split(c, "\n") {
+			if !strings.HasPrefix(l, "offload ") {
+				keep = append(keep, l)
+			}
+		}
+		if n := strings.Count(c, "\n") - len(keep) + 1; n != 1 {
+			t.Fatalf("bgp-router.toml: %d offload lines, want the table's one", n)
+		}
+		c = strings.Join(keep, "\n")
+	}
+	tp.config = filepath.Join(t.TempDir(), "bgp-router.toml")
+	if err := os.WriteFile(tp.config, []byte(c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, pid = startSession(t, tp.fwd, tp.bin, "run", "-config", tp.config, "-quiet")
+	for _, twin := range []string{"lan0h", "wan0h"} {
+		waitFor(t, 15*time.Second, twin+" up", func() (bool, string) {
+			o, _ := tp.fwd.Run("ip", "-o", "link", "show", twin)
+			return strings.Contains(o, "LOWER_UP"), o + out()
+		})
+	}
+	return out, pid
 }
 
 // startSession starts a command in ns in a session of its own (setsid),
