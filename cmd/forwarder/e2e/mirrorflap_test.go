@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,37 +41,20 @@ func TestKernelMirrorFlap(t *testing.T) {
 	}
 	n4, n6 := 50000, 10000
 	if spec := os.Getenv("JN_FLAP_SCALE"); spec != "" {
-		a, b, _ := strings.Cut(spec, ",")
-		var err4, err6 error
-		n4, err4 = strconv.Atoi(a)
-		n6, err6 = strconv.Atoi(b)
-		if err4 != nil || err6 != nil || n4 < 1 || n4 > 1<<20 || n6 < 0 || n6 > 1<<20 {
-			t.Fatalf("JN_FLAP_SCALE %q: IPV4,IPV6 counts (1..%d, 0..%d)", spec, 1<<20, 1<<20)
-		}
+		n4, n6 = tableScale(t, "JN_FLAP_SCALE", spec)
 	}
 	netns.RequireTool(t, "iperf3")
-	only := os.Getenv("JN_FLAP_ONLY")
-	if only == "" || only == "linux" {
-		t.Run("linux", func(t *testing.T) {
-			tp := newTopo(t, 1)
-			tp.fwd.Addr("lan0", "10.1.0.1/24")
-			tp.fwd.Addr("wan0", "10.2.0.1/24")
-			tp.fwd.MustRun("ip", "-6", "addr", "add", "2001:db8:2::1/64", "dev", "wan0", "nodad")
-			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
-			flapWindows(t, tp, "wan0", n4, n6, 0)
-		})
-	}
-	if only == "" || only == "junction" {
-		t.Run("junction", func(t *testing.T) {
-			forwarderBin(t)
-			tp := newTopo(t, 1)
-			out, pid := startMirrorRouter(t, tp, os.Getenv("JN_FLAP_GRAPH") == "")
-			flapWindows(t, tp, "wan0h", n4, n6, pid)
-			if t.Failed() {
-				t.Logf("forwarder output:\n%.3000s", out())
-			}
-		})
-	}
+	bothSides(t, os.Getenv("JN_FLAP_ONLY"), func(t *testing.T) {
+		flapWindows(t, linuxRouter(t), "wan0", n4, n6, 0)
+	}, func(t *testing.T) {
+		forwarderBin(t)
+		tp := newTopo(t, 1)
+		out, pid := startMirrorRouter(t, tp, os.Getenv("JN_FLAP_GRAPH") == "")
+		flapWindows(t, tp, "wan0h", n4, n6, pid)
+		if t.Failed() {
+			t.Logf("forwarder output:\n%.3000s", out())
+		}
+	})
 }
 
 // flapWindows runs the alternating windows of TestKernelMirrorFlap, the
@@ -81,10 +63,7 @@ func TestKernelMirrorFlap(t *testing.T) {
 func flapWindows(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 	t.Helper()
 	pingOK(t, tp.cli, "10.2.0.2")
-	dir := t.TempDir()
-	add, del := filepath.Join(dir, "add"), filepath.Join(dir, "del")
-	pingGapBatch(t, add, "add", dev, n4, n6)
-	pingGapBatch(t, del, "del", dev, n4, n6)
+	add, del := tableBatches(t, dev, n4, n6)
 	batch := func(ctx context.Context, file string) {
 		// -force: a batch cut short leaves some routes in and some out,
 		// and the next one goes on past the ones it finds so.

@@ -43,45 +43,67 @@ import (
 // trace. JN_PINGGAP_PROBE_RT=1 runs ping at real-time priority
 // (SCHED_FIFO 1), an attempt to keep the probe's own wait for a CPU out of
 // the figure; on a kernel without preemption of kernel code it measures
-// worse, not better (benchmarks/routing.md, "The probe at real-time
+// worse, not better (benchmarks/routing.md, "Workers parked on the
+// runtime's poller, the collector off, and the probe at real-time
 // priority").
 func TestKernelMirrorPingGap(t *testing.T) {
 	spec := os.Getenv("JN_PINGGAP_SCALE")
 	if spec == "" {
 		t.Skip("a measurement: set JN_PINGGAP_SCALE=IPV4,IPV6 (e.g. 1000000,200000)")
 	}
+	n4, n6 := tableScale(t, "JN_PINGGAP_SCALE", spec)
+	bothSides(t, os.Getenv("JN_PINGGAP_ONLY"), func(t *testing.T) {
+		pingGapPhases(t, linuxRouter(t), "wan0", n4, n6, 0)
+	}, func(t *testing.T) {
+		forwarderBin(t)
+		if g := os.Getenv("JN_PINGGAP_GODEBUG"); g != "" {
+			// After the build, so that only the forwarder has it.
+			t.Setenv("GODEBUG", g)
+		}
+		tp := newTopo(t, 1)
+		out, pid := startMirrorRouter(t, tp, os.Getenv("JN_PINGGAP_FASTPATH") != "")
+		pingGapPhases(t, tp, "wan0h", n4, n6, pid)
+		if os.Getenv("JN_PINGGAP_GODEBUG") != "" {
+			t.Logf("forwarder output:\n%s", out())
+		}
+	})
+}
+
+// bothSides runs a measurement's Linux side and Junction side as the
+// subtests "linux" and "junction", or the one only names.
+func bothSides(t *testing.T, only string, linux, junction func(t *testing.T)) {
+	if only == "" || only == "linux" {
+		t.Run("linux", linux)
+	}
+	if only == "" || only == "junction" {
+		t.Run("junction", junction)
+	}
+}
+
+// tableScale reads the IPV4,IPV6 prefix counts of a table measurement
+// from spec, the value of the environment variable name.
+func tableScale(t *testing.T, name, spec string) (n4, n6 int) {
+	t.Helper()
 	a, b, _ := strings.Cut(spec, ",")
 	n4, err4 := strconv.Atoi(a)
 	n6, err6 := strconv.Atoi(b)
 	if err4 != nil || err6 != nil || n4 < 1 || n4 > 1<<20 || n6 < 0 || n6 > 1<<20 {
-		t.Fatalf("JN_PINGGAP_SCALE %q: IPV4,IPV6 counts (1..%d, 0..%d)", spec, 1<<20, 1<<20)
+		t.Fatalf("%s %q: IPV4,IPV6 counts (1..%d, 0..%d)", name, spec, 1<<20, 1<<20)
 	}
-	only := os.Getenv("JN_PINGGAP_ONLY")
-	if only == "" || only == "linux" {
-		t.Run("linux", func(t *testing.T) {
-			tp := newTopo(t, 1)
-			tp.fwd.Addr("lan0", "10.1.0.1/24")
-			tp.fwd.Addr("wan0", "10.2.0.1/24")
-			tp.fwd.MustRun("ip", "-6", "addr", "add", "2001:db8:2::1/64", "dev", "wan0", "nodad")
-			tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
-			pingGapPhases(t, tp, "wan0", n4, n6, 0)
-		})
-	}
-	if only == "" || only == "junction" {
-		t.Run("junction", func(t *testing.T) {
-			forwarderBin(t)
-			if g := os.Getenv("JN_PINGGAP_GODEBUG"); g != "" {
-				// After the build, so that only the forwarder has it.
-				t.Setenv("GODEBUG", g)
-			}
-			tp := newTopo(t, 1)
-			out, pid := startMirrorRouter(t, tp, os.Getenv("JN_PINGGAP_FASTPATH") != "")
-			pingGapPhases(t, tp, "wan0h", n4, n6, pid)
-			if os.Getenv("JN_PINGGAP_GODEBUG") != "" {
-				t.Logf("forwarder output:\n%s", out())
-			}
-		})
-	}
+	return n4, n6
+}
+
+// linuxRouter is the hosts and router namespace with Linux forwarding
+// alone (ip_forward, the addresses bgp-router.toml gives the twins on
+// lan0 and wan0): the reference of the table measurements.
+func linuxRouter(t *testing.T) *topo {
+	t.Helper()
+	tp := newTopo(t, 1)
+	tp.fwd.Addr("lan0", "10.1.0.1/24")
+	tp.fwd.Addr("wan0", "10.2.0.1/24")
+	tp.fwd.MustRun("ip", "-6", "addr", "add", "2001:db8:2::1/64", "dev", "wan0", "nodad")
+	tp.fwd.Sysctl("net.ipv4.ip_forward", "1")
+	return tp
 }
 
 // startMirrorRouter starts bgp-router.toml in tp's router namespace in a
@@ -195,10 +217,7 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 	t.Helper()
 	pingOK(t, tp.cli, "10.2.0.2")
-	dir := t.TempDir()
-	add, del := filepath.Join(dir, "add"), filepath.Join(dir, "del")
-	pingGapBatch(t, add, "add", dev, n4, n6)
-	pingGapBatch(t, del, "del", dev, n4, n6)
+	add, del := tableBatches(t, dev, n4, n6)
 	// The last IPv4 prefix's first address is srv's: reachable once the
 	// forwarding has the route, which ends the announce phase.
 	v := uint32(16)<<24 | uint32(n4-1)<<8
@@ -280,6 +299,17 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 		reach(false)
 		t.Logf("withdraw: ip -batch %v, gone %v after its start", k.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	})
+}
+
+// tableBatches writes the ip -batch files that add and delete the
+// measurements' table (pingGapBatch) in a directory of the test's.
+func tableBatches(t *testing.T, dev string, n4, n6 int) (add, del string) {
+	t.Helper()
+	dir := t.TempDir()
+	add, del = filepath.Join(dir, "add"), filepath.Join(dir, "del")
+	pingGapBatch(t, add, "add", dev, n4, n6)
+	pingGapBatch(t, del, "del", dev, n4, n6)
+	return add, del
 }
 
 // pingGapBatch writes an ip -batch file of n4 IPv4 /24s from 16.0.0.0 and
