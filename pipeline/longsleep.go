@@ -35,10 +35,9 @@ type longSleeper struct {
 	fds    []int
 	evs    [8]unix.EpollEvent
 	ready  func(fd uintptr) bool // drain, made once
-	failed bool                  // setting it up failed: ppoll instead
-	// why says what failed, for the worker's stats (WorkerStats.SleepFallback):
-	// a worker that cannot park still works, at the idle cost of ppoll,
-	// and an operator who sees that cost is told why.
+	// why is set when setting the poller up failed, for good: the worker
+	// sleeps in ppoll instead, at ppoll's idle cost, and its stats say
+	// why (WorkerStats.SleepFallback).
 	why    atomic.Pointer[string]
 	parked atomic.Uint64 // sleeps taken here (tests read it)
 }
@@ -46,7 +45,7 @@ type longSleeper struct {
 // sleep waits until one of fds is readable or d has passed; false (at
 // once) if the poller cannot be used, and the caller sleeps in ppoll.
 func (p *longSleeper) sleep(fds []int, d time.Duration) bool {
-	if p.failed {
+	if p.why.Load() != nil {
 		return false
 	}
 	if p.f == nil || !slices.Equal(p.fds, fds) {
@@ -74,7 +73,6 @@ func (p *longSleeper) sleep(fds []int, d time.Duration) bool {
 
 // fail gives up the poller for good, keeping why, and returns false.
 func (p *longSleeper) fail(err error) bool {
-	p.failed = true
 	why := "runtime poller: " + err.Error()
 	p.why.Store(&why)
 	return false

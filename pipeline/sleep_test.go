@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -396,5 +398,45 @@ func TestIdleTicksWithoutScheduler(t *testing.T) {
 	}
 	if n := w.wait.long.Load(); n != 0 {
 		t.Errorf("%d sleeps past the tick with a Ticker that cannot say when it is due", n)
+	}
+}
+
+// TestIdleWithoutPoller: a worker whose runtime poller cannot be used (its
+// absence emulated: the poller refused before the worker starts, as it is
+// when epoll cannot watch a queue's descriptor) still sleeps past its tick,
+// in ppoll, never parks, wakes at once for a packet, and its stats say why
+// it sleeps in ppoll.
+func TestIdleWithoutPoller(t *testing.T) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	src := &fdSource{fd: fd}
+	r := buildWithSource(t, src)
+	w := r.workers[0]
+	w.tickers = []elements.Ticker{&schedTicker{}}
+	w.wait.poller.fail(errors.New("emulated: no poller"))
+	r.run(Options{})
+	defer func() {
+		r.Stop()
+		waitRouter(t, r, 5*time.Second)
+	}()
+
+	waitUntil(t, "several sleeps past the tick", 10*time.Second, func() bool { return w.wait.long.Load() > 3*parkAfter })
+	if n := w.wait.poller.parked.Load(); n != 0 {
+		t.Errorf("parked %d times on a poller that refused", n)
+	}
+	if why := r.Snapshot().Workers[0].SleepFallback; !strings.Contains(why, "emulated: no poller") {
+		t.Errorf("SleepFallback %q does not say why", why)
+	}
+	var med time.Duration
+	for try := 0; try < 3; try++ {
+		if med = wakeLatency(t, w, src); med <= 500*time.Microsecond {
+			break
+		}
+	}
+	if med > 500*time.Microsecond {
+		t.Errorf("median wake-up latency %v from a sleep in ppoll past the tick", med)
 	}
 }
