@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/junction-dataplane/junction/drivers/kfeature"
 )
 
@@ -272,6 +274,9 @@ func TestPoliceVariants(t *testing.T) {
 			f.p.prog.Close()
 			f.p.prog = prog
 			udp := pkt{proto: protoUDP, src: "10.16.0.9", dst: "10.2.3.1", sport: 4000, dport: 9, ttl: 64, payload: 18}.frame(t)
+			// The buckets are per CPU and BPF_PROG_TEST_RUN runs on the
+			// caller's: on one CPU, exactly the burst passes.
+			onOneCPU(t)
 			for i := range 4 {
 				if d := f.police(udp); d != (i >= 2) {
 					t.Errorf("frame %d: dropped %v", i+1, d)
@@ -283,4 +288,31 @@ func TestPoliceVariants(t *testing.T) {
 			f.wantForwarded("transit", frame("10.1.0.2", "10.2.4.4", 64, 26), gwMAC, outMAC7)
 		})
 	}
+}
+
+// onOneCPU keeps the calling goroutine on its OS thread and that thread
+// on one CPU of those it may use, until the test ends, so that every
+// BPF_PROG_TEST_RUN it makes meets the same per-CPU map values.
+func onOneCPU(t *testing.T) {
+	runtime.LockOSThread()
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("reading the thread's CPUs: %v", err)
+	}
+	var one unix.CPUSet
+	for c := range runtime.NumCPU() * 4 {
+		if old.IsSet(c) {
+			one.Set(c)
+			break
+		}
+	}
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("pinning the thread: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	})
 }
