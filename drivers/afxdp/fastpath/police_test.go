@@ -247,6 +247,7 @@ func BenchmarkPolice(b *testing.B) {
 			f.route("10.8.0.0/16", Route{Ifindex: 9})
 			f.neigh(9, "10.8.0.5", ourMAC, peerMAC, time.Hour)
 			if c.want == xdpDrop {
+				onOneCPU(b)
 				f.police(local) // the one frame of the burst
 			}
 			benchProgram(b, f, c.in, c.want)
@@ -293,7 +294,7 @@ func TestPoliceVariants(t *testing.T) {
 // onOneCPU keeps the calling goroutine on its OS thread and that thread
 // on one CPU of those it may use, until the test ends, so that every
 // BPF_PROG_TEST_RUN it makes meets the same per-CPU map values.
-func onOneCPU(t *testing.T) {
+func onOneCPU(t testing.TB) {
 	runtime.LockOSThread()
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
