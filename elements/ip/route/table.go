@@ -412,6 +412,13 @@ func (t *Table) Apply(changes []Change) error {
 		} else if _, ok := w.rules6[p]; !ok {
 			adds++
 		}
+		if len(c.Route.Also) == 0 {
+			// One path, the common case: known without building its
+			// key (a full table's announce is a million of these).
+			if _, ok := w.nhIndex1[c.Route.first()]; ok {
+				continue
+			}
+		}
 		k := nhKey(c.Route.paths())
 		if _, ok := w.nhIndex[k]; !ok {
 			sets[k] = struct{}{}

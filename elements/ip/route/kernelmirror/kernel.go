@@ -90,6 +90,7 @@ type Sync struct {
 	// (publishEvery), lastPub when that version was published.
 	pending map[netip.Prefix]struct{}
 	lastPub time.Time
+	changes []route.Change // applyTouched's, reused
 }
 
 // otherKey is one kernel route of a type not mirrored.
@@ -624,7 +625,16 @@ func (k *Sync) applyTouched(touched map[netip.Prefix]struct{}) {
 	if len(touched) == 0 {
 		return
 	}
-	cs := make([]route.Change, 0, len(touched))
+	// The changes' slice is reused from version to version (a full
+	// table is a million changes, maxBurst at a time); a resync's,
+	// larger, is not kept.
+	cs := k.changes[:0]
+	defer func() {
+		if cap(cs) <= 2*maxBurst {
+			clear(cs) // no paths held for the collector
+			k.changes = cs[:0]
+		}
+	}()
 	for p := range touched {
 		if kr, ok := k.routes.get(p); ok {
 			cs = append(cs, route.Change{Route: k.route(p, kr)})
