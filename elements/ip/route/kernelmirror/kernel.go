@@ -254,15 +254,27 @@ func (k *Sync) run(ev *events, done chan struct{}) {
 	pub := time.NewTimer(publishEvery)
 	pub.Stop()
 	defer pub.Stop()
+	// drain fires while the mirror's map shrinks a step at a time (shrink).
+	drain := time.NewTimer(drainEvery)
+	drain.Stop()
+	defer drain.Stop()
+	drainArmed := false
 	for {
 		if !k.recheck {
 			quiet.Stop()
+		}
+		if !drainArmed && k.routes.draining() {
+			drain.Reset(drainEvery)
+			drainArmed = true
 		}
 		select {
 		case <-k.stop:
 			k.flush()
 			close(done)
 			return
+		case <-drain.C:
+			drainArmed = false
+			k.shrink()
 		case <-pub.C:
 			k.flush()
 		case <-quiet.C:

@@ -211,3 +211,98 @@ func TestPrefixMap(t *testing.T) {
 		t.Error("10.0.0.0/8 lost")
 	}
 }
+
+// TestShrinkInSteps: a map down to under a quarter of its peak moves to
+// new maps drainStep entries a call, and while it does, every prefix is
+// found once, with its route, whatever set and del do meanwhile; the old
+// maps go when empty, and a map that never fell that far is left alone.
+func TestShrinkInSteps(t *testing.T) {
+	k := &Sync{routes: newPrefixMap(0, 0)}
+	const n4, n6 = 60000, 20000
+	p4 := func(i int) netip.Prefix {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
+	}
+	p6 := func(i int) netip.Prefix {
+		return netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 5: byte(i >> 16), 6: byte(i >> 8), 7: byte(i)}), 64)
+	}
+	want := map[netip.Prefix]kernelRoute{}
+	set := func(p netip.Prefix, kr kernelRoute) { k.routes.set(p, kr); want[p] = kr }
+	del := func(p netip.Prefix) { k.routes.del(p); delete(want, p) }
+	for i := range n4 {
+		set(p4(i), kernelRoute{prio: uint32(i)})
+	}
+	for i := range n6 {
+		set(p6(i), kernelRoute{prio: uint32(i)})
+	}
+	check := func(when string) {
+		t.Helper()
+		if k.routes.len() != len(want) {
+			t.Fatalf("%s: %d prefixes held, want %d", when, k.routes.len(), len(want))
+		}
+		seen := map[netip.Prefix]bool{}
+		k.routes.each(func(p netip.Prefix, kr kernelRoute) {
+			if seen[p] {
+				t.Fatalf("%s: %v walked twice", when, p)
+			}
+			seen[p] = true
+			if w, ok := want[p]; !ok || w != kr {
+				t.Fatalf("%s: %v holds %+v, want %+v (known %v)", when, p, kr, w, ok)
+			}
+		})
+		for p, w := range want {
+			if kr, ok := k.routes.get(p); !ok || kr != w {
+				t.Fatalf("%s: get(%v) = %+v %v, want %+v", when, p, kr, ok, w)
+			}
+		}
+	}
+	if k.shrink() || k.routes.draining() {
+		t.Fatal("a map at its peak shrank")
+	}
+	// Down to a third of the peak: not yet.
+	for i := range n4 * 2 / 3 {
+		del(p4(i))
+	}
+	for i := range n6 * 2 / 3 {
+		del(p6(i))
+	}
+	if k.shrink() || k.routes.draining() {
+		t.Fatal("a map at a third of its peak shrank")
+	}
+	// Under a quarter: it drains a step a call.
+	for i := range n4 * 4 / 5 {
+		del(p4(i))
+	}
+	for i := range n6 * 4 / 5 {
+		del(p6(i))
+	}
+	left := len(want)
+	if !k.shrink() || !k.routes.draining() {
+		t.Fatalf("%d of %d prefixes left: no shrink started", left, n4+n6)
+	}
+	if moved := len(k.routes.v4) + len(k.routes.v6); moved != drainStep {
+		t.Errorf("the first step moved %d entries, want %d", moved, drainStep)
+	}
+	check("after the first step")
+	steps := 1
+	for i := 0; k.routes.draining(); i++ {
+		// Changes meanwhile: new prefixes, deletions and replacements of
+		// prefixes in either map.
+		set(p4(n4+i), kernelRoute{prio: 1})
+		set(p6(n6+i), kernelRoute{prio: 2})
+		del(p4(n4*4/5 + i))
+		set(p6(n6*4/5+i), kernelRoute{prio: 3, tos: 1})
+		check("while draining")
+		k.shrink()
+		steps++
+		if steps > left/drainStep+2 {
+			t.Fatalf("still draining after %d steps of %d prefixes", steps, left)
+		}
+	}
+	check("drained")
+	if k.routes.old4 != nil || k.routes.old6 != nil {
+		t.Error("the old maps kept")
+	}
+	if k.shrink() || k.routes.draining() {
+		t.Error("a second shrink started at once")
+	}
+}

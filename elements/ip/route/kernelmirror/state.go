@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/junction-dataplane/junction/elements/ip/route"
 )
@@ -23,9 +24,16 @@ import (
 // words and a length. A netip.Prefix key holds a pointer (the address's
 // zone handle), which the collector scans in every entry, and its 32
 // bytes take the generic hash and compare on every event.
+//
+// A map that has shrunk (Sync.shrink) keeps its old maps beside the new
+// ones while their entries move over a step at a time (drain); a prefix
+// is in one or the other, never both.
 type prefixMap struct {
 	v4 map[uint64]kernelRoute
 	v6 map[key6]kernelRoute
+	// old4 and old6 are the maps being drained (nil: none).
+	old4 map[uint64]kernelRoute
+	old6 map[key6]kernelRoute
 }
 
 type key6 struct {
@@ -49,44 +57,107 @@ func key6Of(p netip.Prefix) key6 {
 
 func (m *prefixMap) get(p netip.Prefix) (kernelRoute, bool) {
 	if p.Addr().Is4() {
-		kr, ok := m.v4[key4Of(p)]
+		k := key4Of(p)
+		kr, ok := m.v4[k]
+		if !ok && m.old4 != nil {
+			kr, ok = m.old4[k]
+		}
 		return kr, ok
 	}
-	kr, ok := m.v6[key6Of(p)]
+	k := key6Of(p)
+	kr, ok := m.v6[k]
+	if !ok && m.old6 != nil {
+		kr, ok = m.old6[k]
+	}
 	return kr, ok
 }
 
 func (m *prefixMap) set(p netip.Prefix, kr kernelRoute) {
 	if p.Addr().Is4() {
-		m.v4[key4Of(p)] = kr
+		k := key4Of(p)
+		m.v4[k] = kr
+		if m.old4 != nil {
+			delete(m.old4, k)
+		}
 		return
 	}
-	m.v6[key6Of(p)] = kr
+	k := key6Of(p)
+	m.v6[k] = kr
+	if m.old6 != nil {
+		delete(m.old6, k)
+	}
 }
 
 func (m *prefixMap) del(p netip.Prefix) {
 	if p.Addr().Is4() {
-		delete(m.v4, key4Of(p))
+		k := key4Of(p)
+		delete(m.v4, k)
+		if m.old4 != nil {
+			delete(m.old4, k)
+		}
 		return
 	}
-	delete(m.v6, key6Of(p))
+	k := key6Of(p)
+	delete(m.v6, k)
+	if m.old6 != nil {
+		delete(m.old6, k)
+	}
 }
 
-func (m *prefixMap) len() int { return len(m.v4) + len(m.v6) }
+func (m *prefixMap) len() int { return len(m.v4) + len(m.v6) + len(m.old4) + len(m.old6) }
 
-// each calls f with every prefix and its route; f may delete the prefix.
+// each calls f with every prefix and its route; f may delete the prefix
+// or set its route.
 func (m *prefixMap) each(f func(p netip.Prefix, kr kernelRoute)) {
-	for k, kr := range m.v4 {
-		var a [4]byte
-		binary.BigEndian.PutUint32(a[:], uint32(k>>8))
-		f(netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff)), kr)
+	for _, v4 := range []map[uint64]kernelRoute{m.v4, m.old4} {
+		for k, kr := range v4 {
+			var a [4]byte
+			binary.BigEndian.PutUint32(a[:], uint32(k>>8))
+			f(netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff)), kr)
+		}
 	}
-	for k, kr := range m.v6 {
-		var a [16]byte
-		binary.BigEndian.PutUint64(a[:8], k.hi)
-		binary.BigEndian.PutUint64(a[8:], k.lo)
-		f(netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits)), kr)
+	for _, v6 := range []map[key6]kernelRoute{m.v6, m.old6} {
+		for k, kr := range v6 {
+			var a [16]byte
+			binary.BigEndian.PutUint64(a[:8], k.hi)
+			binary.BigEndian.PutUint64(a[8:], k.lo)
+			f(netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits)), kr)
+		}
 	}
+}
+
+// draining reports whether old maps are still being drained.
+func (m *prefixMap) draining() bool { return m.old4 != nil || m.old6 != nil }
+
+// startDrain makes the current maps the old ones and starts new ones,
+// sized for what they hold (a Go map never gives back the memory of
+// entries deleted from it).
+func (m *prefixMap) startDrain() {
+	m.old4, m.old6 = m.v4, m.v6
+	m.v4, m.v6 = make(map[uint64]kernelRoute, len(m.old4)), make(map[key6]kernelRoute, len(m.old6))
+}
+
+// drain moves up to n entries from the old maps to the new ones and
+// reports whether any are left; the old maps go once empty.
+func (m *prefixMap) drain(n int) (more bool) {
+	for k, kr := range m.old4 {
+		if n == 0 {
+			return true
+		}
+		m.v4[k] = kr
+		delete(m.old4, k)
+		n--
+	}
+	for k, kr := range m.old6 {
+		if n == 0 {
+			return true
+		}
+		m.v6[k] = kr
+		delete(m.old6, k)
+		n--
+	}
+	m.old4, m.old6 = nil, nil
+	return false
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
@@ -227,16 +298,32 @@ func (k *Sync) sweep(p netip.Prefix) bool {
 	return true
 }
 
-// shrink rebuilds the mirror's map once it holds a quarter of what it held
-// at most: a Go map never gives its memory back, and a withdrawn full
-// table would keep it.
-func (k *Sync) shrink() {
+// shrink gives a withdrawn table's memory back: once the mirror holds a
+// quarter of what it held at most, its entries move to new maps, drainStep
+// at a time (each call, while draining), and the old maps go when empty.
+// Moved at once, the 300,000 entries left a quarter of the way down from a
+// full table held a CPU for 80 ms, and a process waiting for that CPU (on
+// a two-CPU machine, the other busy with the routing daemon) waited that
+// long (benchmarks/routing.md, "A withdrawn table's map given back a step
+// at a time"). It reports whether entries are still to move.
+func (k *Sync) shrink() (more bool) {
+	if k.routes.draining() {
+		return k.routes.drain(drainStep)
+	}
 	n := k.routes.len()
 	k.peak = max(k.peak, n)
 	if k.peak < 1<<14 || n >= k.peak/4 {
-		return
+		return false
 	}
-	m := newPrefixMap(len(k.routes.v4), len(k.routes.v6))
-	k.routes.each(m.set)
-	k.routes, k.peak = m, n
+	k.routes.startDrain()
+	k.peak = n
+	return k.routes.drain(drainStep)
 }
+
+// drainStep is how many entries shrink moves a call: about a millisecond
+// of CPU.
+const drainStep = 4096
+
+// drainEvery is how often the mirror moves a step of a shrinking map
+// when no version is being published.
+const drainEvery = 2 * time.Millisecond
