@@ -140,24 +140,29 @@ func (m *prefixMap) startDrain() {
 // drain moves up to n entries from the old maps to the new ones and
 // reports whether any are left; the old maps go once empty.
 func (m *prefixMap) drain(n int) (more bool) {
-	for k, kr := range m.old4 {
+	n = moveEntries(m.old4, m.v4, n)
+	if len(m.old4) == 0 {
+		m.old4 = nil
+	}
+	n = moveEntries(m.old6, m.v6, n)
+	if len(m.old6) == 0 {
+		m.old6 = nil
+	}
+	return m.draining()
+}
+
+// moveEntries moves up to n entries from one map to the other and returns
+// what is left of n.
+func moveEntries[K comparable](from, to map[K]kernelRoute, n int) int {
+	for k, kr := range from {
 		if n == 0 {
-			return true
+			break
 		}
-		m.v4[k] = kr
-		delete(m.old4, k)
+		to[k] = kr
+		delete(from, k)
 		n--
 	}
-	for k, kr := range m.old6 {
-		if n == 0 {
-			return true
-		}
-		m.v6[k] = kr
-		delete(m.old6, k)
-		n--
-	}
-	m.old4, m.old6 = nil, nil
-	return false
+	return n
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
