@@ -144,7 +144,7 @@ func (m *prefixMap) drain(n int) (more bool) {
 	if len(m.old4) == 0 {
 		m.old4 = nil
 	}
-	n = moveEntries(m.old6, m.v6, n)
+	moveEntries(m.old6, m.v6, n)
 	if len(m.old6) == 0 {
 		m.old6 = nil
 	}
