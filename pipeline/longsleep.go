@@ -32,9 +32,9 @@ type longSleeper struct {
 	// change only with a reload; initWait closes the instance then, as a
 	// descriptor closed by the reload and its number taken by a new file
 	// would leave the old entry gone and the new file unwatched.
-	fds    []int
-	evs    [8]unix.EpollEvent
-	ready  func(fd uintptr) bool // drain, made once
+	fds   []int
+	evs   [8]unix.EpollEvent
+	ready func(fd uintptr) bool // drain, made once
 	// why is set when setting the poller up failed, for good: the worker
 	// sleeps in ppoll instead, at ppoll's idle cost, and its stats say
 	// why (WorkerStats.SleepFallback).
