@@ -68,11 +68,7 @@ func TestLongSleepWakes(t *testing.T) {
 func TestLongSleepAllocs(t *testing.T) {
 	var p longSleeper
 	defer p.close()
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	fds := []int{fd}
 	p.sleep(fds, time.Microsecond)
 	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}

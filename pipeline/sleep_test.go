@@ -14,6 +14,17 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
+// newEventfd returns a non-blocking eventfd, closed when the test ends.
+func newEventfd(t testing.TB) int {
+	t.Helper()
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
 // fdSource is a Source and Sleeper backed by an eventfd: a write to the
 // eventfd is one packet, which Poll takes and timestamps.
 type fdSource struct {
@@ -88,11 +99,7 @@ func buildWithSource(t *testing.T, src elements.Source) *Router {
 // within a millisecond (Go's timer sleep of a pinned worker takes about a
 // millisecond here, whatever it is asked for).
 func TestIdleSleepsOnFDs(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	src := &fdSource{fd: fd}
 	r := startWithSource(t, src)
 	w := r.workers[0]
@@ -197,11 +204,7 @@ func wakeLatency(t *testing.T, w *worker, src *fdSource) time.Duration {
 // TestIdleWaitAllocs: preparing, sleeping on descriptors and waking
 // allocates nothing.
 func TestIdleWaitAllocs(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	resetRtCounters()
 	c := rtGraph{workers: 1, queues: 1, failOn: -1}
 	r, err := build(c.graph(t), Options{})
@@ -292,11 +295,7 @@ func idleRatesOf(t *testing.T, r *Router, n *atomic.Int64, ok func(rounds, ticks
 // once for a packet, and a snapshot does not wait for it; when a Ticker
 // asks for the millisecond cadence, it gets it.
 func TestIdleSleepsPastTick(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	src := &fdSource{fd: fd}
 	r := buildWithSource(t, src)
 	w := r.workers[0]
@@ -377,11 +376,7 @@ func (p *plainTicker) Tick(int64) { p.ticks.Add(1) }
 // TickScheduler keeps the millisecond tick while idle: it sleeps on its
 // descriptors, but never past the tick.
 func TestIdleTicksWithoutScheduler(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	r := buildWithSource(t, &fdSource{fd: fd})
 	w := r.workers[0]
 	pt := &plainTicker{}
@@ -407,11 +402,7 @@ func TestIdleTicksWithoutScheduler(t *testing.T) {
 // in ppoll, never parks, wakes at once for a packet, and its stats say why
 // it sleeps in ppoll.
 func TestIdleWithoutPoller(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	src := &fdSource{fd: fd}
 	r := buildWithSource(t, src)
 	w := r.workers[0]

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/junction-dataplane/junction/elements"
 )
 
@@ -57,11 +55,7 @@ func (s *pollCounter) Poll() int {
 // before the next tick, which would otherwise end the sleep) and only a
 // few rounds pass between two, where polling would make thousands.
 func TestWakerNoBusyWait(t *testing.T) {
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
+	fd := newEventfd(t)
 	src := &pollCounter{fdSource: &fdSource{fd: fd}}
 	r := buildWithSource(t, src)
 	w := r.workers[0]
