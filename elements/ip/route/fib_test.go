@@ -399,6 +399,24 @@ func TestTableLimits(t *testing.T) {
 	if tb.Version() != v || tb.Len() != 1 {
 		t.Errorf("refused changes changed the table: version %d->%d, %d routes", v, tb.Version(), tb.Len())
 	}
+	// A full table takes changes to routes it holds: only a route that is
+	// new counts against the limit (looked up once the batch could pass it).
+	if err := tb.Insert(four[:2]...); err != nil {
+		t.Fatalf("Insert up to the limit: %v", err)
+	}
+	again := append(slices.Clone(four[:2]), Route{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Out: 2})
+	if err := tb.Insert(again...); err != nil || tb.Len() != 3 {
+		t.Errorf("replacing the routes of a full table: %v, %d routes", err, tb.Len())
+	}
+	if r, ok := tb.Lookup(0x0a010101); !ok || r.Out != 2 {
+		t.Errorf("10.1.1.1 after the replace: %v %v, want port 2", r, ok)
+	}
+	if err := tb.Insert(append(again, four[2])...); !errors.Is(err, errTableFull) || tb.Len() != 3 {
+		t.Errorf("a new route past the limit among replacements: %v, %d routes", err, tb.Len())
+	}
+	if _, err := tb.Delete(four[0].Prefix, four[1].Prefix); err != nil {
+		t.Fatal(err)
+	}
 	// More /24s with longer prefixes than there are groups.
 	var many []Route
 	for i := range maxGroups + 1 {
@@ -407,7 +425,7 @@ func TestTableLimits(t *testing.T) {
 	if err := tb.Replace(many); !errors.Is(err, errTableFull) {
 		t.Errorf("Replace with %d groups: %v", len(many), err)
 	}
-	if r, ok := tb.Lookup(0x0a010101); !ok || r.Out != 1 {
+	if r, ok := tb.Lookup(0x0a010101); !ok || r.Out != 2 {
 		t.Errorf("table changed by a refused Replace: %v %v", r, ok)
 	}
 	// Too many next-hop sets.

@@ -394,7 +394,17 @@ func (t *Table) Apply(changes []Change) error {
 	defer t.wmu.Unlock()
 	w := t.w
 	// Capacity: new routes, new groups and new next-hop sets, counted
-	// pessimistically (deletions are not credited).
+	// pessimistically (deletions are not credited). Whether a route is
+	// new is looked up only when counting every set as new would pass
+	// the limit: each look-up is a cache miss in a map of a million
+	// rules, and a full table's load is a million of them.
+	nset := 0
+	for _, c := range changes {
+		if !c.Delete {
+			nset++
+		}
+	}
+	exact := w.n4+w.n6+nset > t.maxRoutes()
 	adds, groups, sets := 0, map[uint32]struct{}{}, map[string]struct{}{}
 	for _, c := range changes {
 		if c.Delete {
@@ -403,12 +413,16 @@ func (t *Table) Apply(changes []Change) error {
 		p := c.Route.Prefix
 		if p.Addr().Is4() {
 			a := u32of(p.Addr())
-			if _, ok := w.rules4[p.Bits()][a]; !ok {
+			if !exact {
+				adds++
+			} else if _, ok := w.rules4[p.Bits()][a]; !ok {
 				adds++
 			}
 			if w.needsGroup(a, p.Bits()) {
 				groups[a>>8] = struct{}{}
 			}
+		} else if !exact {
+			adds++
 		} else if _, ok := w.rules6[p]; !ok {
 			adds++
 		}

@@ -88,9 +88,10 @@ type Sync struct {
 	recheck bool
 	// pending holds the prefixes events changed since the last version
 	// (publishEvery), lastPub when that version was published.
-	pending map[netip.Prefix]struct{}
+	pending touchedSet
 	lastPub time.Time
 	changes []route.Change // applyTouched's, reused
+	hopBuf  []route.Hop    // hops', reused
 }
 
 // otherKey is one kernel route of a type not mirrored.
@@ -154,7 +155,7 @@ const publishEvery = 10 * time.Millisecond
 
 // Start loads the kernel table into t and keeps it in step.
 func Start(t *route.Table, opt Options, st *elements.Stats) (*Sync, error) {
-	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(), pending: map[netip.Prefix]struct{}{},
+	k := &Sync{t: t, opt: opt, stop: make(chan struct{}), ns: netns.None(), pending: newTouchedSet(),
 		routes: newPrefixMap(0, 0), multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{}}
 	if st != nil {
 		k.applied = st.Counter("kernel routes applied")
@@ -301,10 +302,10 @@ func (k *Sync) run(ev *events, done chan struct{}) {
 			k.noteBurst(b, &scratch)
 			b.ev, b.paths = b.ev[:0], b.paths[:0]
 			ev.free <- b
-			if wait := publishEvery - time.Since(k.lastPub); wait <= 0 || len(k.pending) >= maxBurst {
+			if wait := publishEvery - time.Since(k.lastPub); wait <= 0 || k.pending.len() >= maxBurst {
 				pub.Stop()
 				k.flush()
-			} else if len(k.pending) > 0 {
+			} else if k.pending.len() > 0 {
 				// Due at lastPub+publishEvery, whichever burst set it.
 				pub.Reset(wait)
 			}
@@ -357,7 +358,7 @@ func (k *Sync) resync(first bool) error {
 	k.otherMu.Lock()
 	clear(k.other)
 	k.otherMu.Unlock()
-	touched := map[netip.Prefix]struct{}{}
+	touched := newTouchedSet()
 	interrupted := false
 	var err error
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
@@ -365,8 +366,8 @@ func (k *Sync) resync(first bool) error {
 			continue
 		}
 		err = k.h.RouteListFilteredIter(fam, &netlink.Route{Table: k.opt.Table}, netlink.RT_FILTER_TABLE, func(r netlink.Route) bool {
-			if p, ok := k.note(&r, true); ok && !first {
-				touched[p] = struct{}{}
+			if p, best, has, ok := k.note(&r, true); ok && !first {
+				touched.set(p, best, has)
 			}
 			return true
 		})
@@ -382,7 +383,8 @@ func (k *Sync) resync(first bool) error {
 	if !k.recheck {
 		k.routes.each(func(p netip.Prefix, _ kernelRoute) {
 			if k.sweep(p) && !first {
-				touched[p] = struct{}{}
+				best, has := k.routes.get(p)
+				touched.set(p, best, has)
 			}
 		})
 	}
@@ -403,7 +405,7 @@ func (k *Sync) resync(first bool) error {
 	k.shrink()
 	// What the dump changed is the kernel's state even if it failed
 	// half-way: the mirror holds it, so the table must too.
-	k.applyTouched(touched)
+	k.applyTouched(&touched)
 	return err
 }
 
@@ -429,16 +431,17 @@ func (k *Sync) refreshPorts() error {
 }
 
 // note records a kernel route add (or delete) in k.routes and reports the
-// prefix it concerns, whether the mirror changed (false too when the route
-// is not mirrored at all).
-func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
+// prefix it concerns, the prefix's best route after it (has false: none
+// left), and whether the mirror changed (false too when the route is not
+// mirrored at all).
+func (k *Sync) note(r *netlink.Route, add bool) (p netip.Prefix, best kernelRoute, has, changed bool) {
 	if r.Table != k.opt.Table || !k.wantFamily(r.Family) {
-		return netip.Prefix{}, false
+		return netip.Prefix{}, best, false, false
 	}
 	typ, mirrored := kernelTypes[r.Type]
 	p, ok := kernelPrefix(r)
 	if !ok {
-		return p, false
+		return p, best, false, false
 	}
 	other := uint8(r.Type)
 	if mirrored && typ == route.Unicast && r.LinkIndex == 0 && r.Gw == nil && len(r.MultiPath) == 0 {
@@ -449,7 +452,7 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		mirrored, other = false, otherNexthop
 	}
 	// The prefix's routes are looked up once (a million-entry map).
-	var buf [1]kernelRoute
+	var buf routeBuf
 	list := k.routesOf(p, &buf)
 	ok = k.noteOther(p, r, other, add && !mirrored, list)
 	if !mirrored {
@@ -457,7 +460,7 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		// replace throw ...) takes that metric's place.
 		add = false
 		if !ok {
-			return p, false
+			return p, best, false, false
 		}
 	}
 	kr := kernelRoute{prio: uint32(r.Priority), tos: uint8(r.Tos), typ: typ, seen: k.epoch}
@@ -476,7 +479,7 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		// nothing to publish.
 		list[i].seen = k.epoch
 		k.setRoutes(p, list)
-		return p, false
+		return p, best, false, false
 	}
 	list = slices.DeleteFunc(list, func(o kernelRoute) bool {
 		if at(o) {
@@ -493,7 +496,10 @@ func (k *Sync) note(r *netlink.Route, add bool) (netip.Prefix, bool) {
 		sortKernelRoutes(list)
 	}
 	k.setRoutes(p, list)
-	return p, true
+	if len(list) > 0 {
+		return p, list[0], true, true
+	}
+	return p, best, false, true
 }
 
 // wantFamily reports whether the mirror copies routes of the netlink
@@ -555,6 +561,8 @@ func (k *Sync) port(ifindex int, v4 bool) (int, bool) {
 	return p, ok
 }
 
+// hops returns r's paths, in a buffer of k's that the next call reuses
+// (hopSets keeps copies).
 func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 	v4 := r.Family == netlink.FAMILY_V4
 	via := func(ip net.IP) (netip.Addr, bool) {
@@ -570,7 +578,8 @@ func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 		}
 		return a, route.CheckVia(a, v4) == nil
 	}
-	var hops []route.Hop
+	hops := k.hopBuf[:0]
+	defer func() { k.hopBuf = hops[:0] }()
 	if len(r.MultiPath) == 0 {
 		port, ok := k.port(r.LinkIndex, v4)
 		if !ok {
@@ -580,7 +589,8 @@ func (k *Sync) hops(r *netlink.Route) ([]route.Hop, bool) {
 		if !ok {
 			return nil, false
 		}
-		return []route.Hop{{Via: a, Out: port}}, true
+		hops = append(hops, route.Hop{Via: a, Out: port})
+		return hops, true
 	}
 	for _, nh := range r.MultiPath {
 		port, ok := k.port(nh.LinkIndex, v4)
@@ -615,26 +625,26 @@ func (k *Sync) noteBurst(b *eventBatchBuf, s *routeScratch) {
 				k.refreshPorts()
 			}
 		}
-		if p, ok := k.note(s.route(u, b.paths), u.add); ok {
-			k.pending[p] = struct{}{}
+		if p, best, has, ok := k.note(s.route(u, b.paths), u.add); ok {
+			k.pending.set(p, best, has)
 		}
 	}
 }
 
 // flush publishes the pending changes as one table version.
 func (k *Sync) flush() {
-	if len(k.pending) > 0 {
-		k.applyTouched(k.pending)
-		clear(k.pending)
+	if k.pending.len() > 0 {
+		k.applyTouched(&k.pending)
+		k.pending.clear()
 		k.lastPub = time.Now()
 	}
 	k.shrink()
 }
 
-// applyTouched publishes the mirror's routes for the prefixes touched as
-// one table version.
-func (k *Sync) applyTouched(touched map[netip.Prefix]struct{}) {
-	if len(touched) == 0 {
+// applyTouched publishes the routes of the prefixes touched (their best
+// route, or a deletion) as one table version.
+func (k *Sync) applyTouched(touched *touchedSet) {
+	if touched.len() == 0 {
 		return
 	}
 	// The changes' slice is reused from version to version (a full
@@ -647,13 +657,13 @@ func (k *Sync) applyTouched(touched map[netip.Prefix]struct{}) {
 			k.changes = cs[:0]
 		}
 	}()
-	for p := range touched {
-		if kr, ok := k.routes.get(p); ok {
+	touched.each(func(p netip.Prefix, kr kernelRoute, has bool) {
+		if has {
 			cs = append(cs, route.Change{Route: k.route(p, kr)})
 		} else {
 			cs = append(cs, route.Change{Route: route.Route{Prefix: p}, Delete: true})
 		}
-	}
+	})
 	if err := k.t.Apply(cs); err != nil {
 		// The table is full: keep forwarding on what it has, and say so.
 		err = errors.Join(errors.New("source = \"kernel\": changes refused"), err)

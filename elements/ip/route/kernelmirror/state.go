@@ -111,17 +111,12 @@ func (m *prefixMap) len() int { return len(m.v4) + len(m.v6) + len(m.old4) + len
 func (m *prefixMap) each(f func(p netip.Prefix, kr kernelRoute)) {
 	for _, v4 := range []map[uint64]kernelRoute{m.v4, m.old4} {
 		for k, kr := range v4 {
-			var a [4]byte
-			binary.BigEndian.PutUint32(a[:], uint32(k>>8))
-			f(netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff)), kr)
+			f(prefixOf4(k), kr)
 		}
 	}
 	for _, v6 := range []map[key6]kernelRoute{m.v6, m.old6} {
 		for k, kr := range v6 {
-			var a [16]byte
-			binary.BigEndian.PutUint64(a[:8], k.hi)
-			binary.BigEndian.PutUint64(a[8:], k.lo)
-			f(netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits)), kr)
+			f(prefixOf6(k), kr)
 		}
 	}
 }
@@ -163,6 +158,65 @@ func moveEntries[K comparable](from, to map[K]kernelRoute, n int) int {
 		n--
 	}
 	return n
+}
+
+// touchedSet holds the prefixes changed since the last published version
+// with their best route as each change left it (touched.has false: the
+// prefix has no route left), so that publishing them reads no second time
+// the million-entry map each change has just written. Its keys are
+// prefixMap's, pointer-free: a netip.Prefix key took the generic hash on
+// every event.
+type touchedSet struct {
+	v4 map[uint64]touched
+	v6 map[key6]touched
+}
+
+type touched struct {
+	kr  kernelRoute
+	has bool
+}
+
+func newTouchedSet() touchedSet {
+	return touchedSet{v4: map[uint64]touched{}, v6: map[key6]touched{}}
+}
+
+// set records p's best route now (has false: none).
+func (s *touchedSet) set(p netip.Prefix, kr kernelRoute, has bool) {
+	if p.Addr().Is4() {
+		s.v4[key4Of(p)] = touched{kr, has}
+	} else {
+		s.v6[key6Of(p)] = touched{kr, has}
+	}
+}
+
+func (s *touchedSet) len() int { return len(s.v4) + len(s.v6) }
+
+func (s *touchedSet) clear() {
+	clear(s.v4)
+	clear(s.v6)
+}
+
+// each calls f with every prefix of the set and its recorded route.
+func (s *touchedSet) each(f func(p netip.Prefix, kr kernelRoute, has bool)) {
+	for k, t := range s.v4 {
+		f(prefixOf4(k), t.kr, t.has)
+	}
+	for k, t := range s.v6 {
+		f(prefixOf6(k), t.kr, t.has)
+	}
+}
+
+func prefixOf4(k uint64) netip.Prefix {
+	var a [4]byte
+	binary.BigEndian.PutUint32(a[:], uint32(k>>8))
+	return netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff))
+}
+
+func prefixOf6(k key6) netip.Prefix {
+	var a [16]byte
+	binary.BigEndian.PutUint64(a[:8], k.hi)
+	binary.BigEndian.PutUint64(a[8:], k.lo)
+	return netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits))
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
@@ -251,17 +305,21 @@ func (k *Sync) route(p netip.Prefix, kr kernelRoute) route.Route {
 	return route.Route{Prefix: p, NextHop: hops[0].Via, Out: hops[0].Out, Also: hops[1:]}
 }
 
-// routesOf returns the kernel's routes to p, best first (buf holds a
-// single one).
-func (k *Sync) routesOf(p netip.Prefix, buf *[1]kernelRoute) []kernelRoute {
+// routeBuf holds a prefix's routes while an event is noted: the one the
+// mirror has and the one the event adds, without a heap allocation.
+type routeBuf [2]kernelRoute
+
+// routesOf returns the kernel's routes to p, best first: in buf when it
+// has one or none (so that one more appends without allocating).
+func (k *Sync) routesOf(p netip.Prefix, buf *routeBuf) []kernelRoute {
 	if list, ok := k.multi[p]; ok {
 		return list
 	}
 	if kr, ok := k.routes.get(p); ok {
 		buf[0] = kr
-		return buf[:]
+		return buf[:1]
 	}
-	return nil
+	return buf[:0]
 }
 
 // setRoutes makes list (best first) the kernel's routes to p.
@@ -274,8 +332,9 @@ func (k *Sync) setRoutes(p netip.Prefix, list []kernelRoute) {
 		k.routes.set(p, list[0])
 		delete(k.multi, p)
 	default:
+		// A copy: list may be the caller's routeBuf.
 		k.routes.set(p, list[0])
-		k.multi[p] = list
+		k.multi[p] = slices.Clone(list)
 	}
 }
 
@@ -287,7 +346,7 @@ func sortKernelRoutes(list []kernelRoute) {
 // sweep forgets the routes the last complete dump did not see and reports
 // whether any of p's went.
 func (k *Sync) sweep(p netip.Prefix) bool {
-	var buf [1]kernelRoute
+	var buf routeBuf
 	list := k.routesOf(p, &buf)
 	kept := slices.DeleteFunc(list, func(kr kernelRoute) bool {
 		if kr.seen == k.epoch {
