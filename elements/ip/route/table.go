@@ -181,11 +181,16 @@ type Table struct {
 }
 
 // journalRec is one prefix changed by version ver, and whether the change
-// deleted it.
+// deleted it or, if not, the next-hop set it gave the prefix. The set is
+// still the prefix's, and still allocated, as long as no later record
+// names the prefix, so the journal's last record of a prefix gives its
+// route without a look-up in the rules (a cache miss a change in a
+// million-rule table).
 type journalRec struct {
 	ver uint64
 	p   netip.Prefix
 	del bool
+	v   uint16
 }
 
 // maxJournal bounds the journal; past it, the older half is dropped and a
@@ -283,7 +288,7 @@ func (t *Table) buildChecked(routes []Route, checked bool) (*writerState, error)
 		start[l]++
 	}
 	for _, i := range order {
-		if err := w.apply(Change{Route: routes[i]}); err != nil {
+		if _, err := w.apply(Change{Route: routes[i]}); err != nil {
 			return nil, err
 		}
 	}
@@ -329,14 +334,16 @@ type Change struct {
 	Delete bool
 }
 
-func (w *writerState) apply(c Change) error {
+// apply makes change c and returns the next-hop set the prefix now has (0
+// for a deletion).
+func (w *writerState) apply(c Change) (uint16, error) {
 	p := c.Route.Prefix
 	if c.Delete {
 		var v uint16
 		if p.Addr().Is4() {
 			a := u32of(p.Addr())
 			if a&^mask4(p.Bits()) != 0 {
-				return nil
+				return 0, nil
 			}
 			v = w.delete4(a, p.Bits())
 		} else {
@@ -345,7 +352,7 @@ func (w *writerState) apply(c Change) error {
 		if v != 0 {
 			w.nhUnref(v)
 		}
-		return nil
+		return 0, nil
 	}
 	var v uint16
 	var err error
@@ -356,14 +363,14 @@ func (w *writerState) apply(c Change) error {
 		v, err = w.nhRef(c.Route.Hops())
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var old uint16
 	if p.Addr().Is4() {
 		old, err = w.insert4(u32of(p.Addr()), p.Bits(), v)
 		if err != nil {
 			w.nhUnref(v)
-			return err
+			return 0, err
 		}
 	} else {
 		old = w.insert6(p, v)
@@ -371,7 +378,7 @@ func (w *writerState) apply(c Change) error {
 	if old != 0 {
 		w.nhUnref(old)
 	}
-	return nil
+	return v, nil
 }
 
 // Apply makes every change and publishes one new version holding all of
@@ -447,28 +454,30 @@ func (t *Table) Apply(changes []Change) error {
 	if len(w.nhIndex)+len(sets) > MaxNextHopSets {
 		return fmt.Errorf("%w: more than %d distinct next-hop sets", errTableFull, MaxNextHopSets)
 	}
-	for i, c := range changes {
-		if err := w.apply(c); err != nil {
+	j0 := len(t.journal)
+	for _, c := range changes {
+		v, err := w.apply(c)
+		if err != nil {
 			// Not reached after the checks above; publish what was done
 			// so that the published state matches the writer's.
 			t.swap(w.publish())
-			t.record(changes[:i])
+			t.recorded(j0)
 			return err
+		}
+		if t.journalOn {
+			t.journal = append(t.journal, journalRec{p: c.Route.Prefix, del: c.Delete, v: v})
 		}
 	}
 	t.swap(w.publish())
-	t.record(changes)
+	t.recorded(j0)
 	return nil
 }
 
-// record journals the prefixes of changes as changed by the version just
-// published (under wmu).
-func (t *Table) record(changes []Change) {
-	if !t.journalOn {
-		return
-	}
-	for _, c := range changes {
-		t.journal = append(t.journal, journalRec{ver: t.ver, p: c.Route.Prefix, del: c.Delete})
+// recorded dates the journal's records from j0 on, Apply's, with the
+// version just published, and bounds the journal (under wmu).
+func (t *Table) recorded(j0 int) {
+	for i := j0; i < len(t.journal); i++ {
+		t.journal[i].ver = t.ver
 	}
 	if len(t.journal) > maxJournal {
 		drop := len(t.journal) / 2
@@ -517,9 +526,7 @@ func (t *Table) ChangesSince(since uint64, changed map[netip.Prefix]Change) (ver
 		}
 		c := Change{Route: Route{Prefix: rec.p}, Delete: true}
 		if !rec.del {
-			if v, _, ok := t.w.exact(rec.p); ok {
-				c = Change{Route: routeFrom(rec.p, t.w.nh[v-1])}
-			}
+			c = Change{Route: routeFrom(rec.p, t.w.nh[rec.v-1])}
 		}
 		changed[rec.p] = c
 	}

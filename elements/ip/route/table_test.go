@@ -452,6 +452,24 @@ func TestChangesSince(t *testing.T) {
 	if _, ok := tab.ChangesSince(v, ch); !ok || len(ch) != 2 || ch[pf("192.0.2.0/24")].Delete || ch[pf("192.0.2.0/24")].Route.Out != 1 || !ch[pf("198.51.100.0/24")].Delete {
 		t.Errorf("after delete+add and add+delete: %v, %v", ch, ok)
 	}
+	// A next-hop set freed and given to another route: the records name
+	// sets by number, and a prefix's older record names one that now
+	// belongs to another route; the latest record decides.
+	v = tab.Version()
+	if err := tab.Insert(mustRoutes(t, "203.0.113.0/24 via 10.1.0.8 out 0")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(mustRoutes(t, "203.0.113.0/24 via 10.1.0.9 out 0")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tab.Insert(mustRoutes(t, "233.252.0.0/24 via 10.1.0.10 out 1")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tab.ChangesSince(v, ch); !ok || len(ch) != 2 ||
+		ch[pf("203.0.113.0/24")].Route.NextHop != netip.MustParseAddr("10.1.0.9") ||
+		ch[pf("233.252.0.0/24")].Route.NextHop != netip.MustParseAddr("10.1.0.10") {
+		t.Errorf("after a set was freed and reused: %v, %v", ch, ok)
+	}
 	v = tab.Version()
 	// A rebuild: older versions are unanswerable; the version still grows.
 	if err := tab.Replace(mustRoutes(t, "10.0.0.0/8 out 0")); err != nil {

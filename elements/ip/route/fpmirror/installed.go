@@ -14,6 +14,10 @@ type installed struct {
 	m6    map[prefixKey]uint32 // IPv6 prefix -> index in dests
 	dests []offloadRoute
 	index map[offloadRoute]uint32
+	// last is the route set last and its index: a table's changes mostly
+	// share a next hop, and index's key hashes an interface.
+	last  offloadRoute
+	lastI uint32
 }
 
 // key4 is an IPv4 prefix as one word, the map's fast path for 8-byte
@@ -60,11 +64,15 @@ func (in *installed) get(p netip.Prefix) (offloadRoute, bool) {
 
 // set records that the fast path holds w for p.
 func (in *installed) set(p netip.Prefix, w offloadRoute) {
-	i, ok := in.index[w]
-	if !ok {
-		i = uint32(len(in.dests))
-		in.dests = append(in.dests, w)
-		in.index[w] = i
+	i := in.lastI
+	if w != in.last || len(in.dests) == 0 {
+		var ok bool
+		if i, ok = in.index[w]; !ok {
+			i = uint32(len(in.dests))
+			in.dests = append(in.dests, w)
+			in.index[w] = i
+		}
+		in.last, in.lastI = w, i
 	}
 	if p.Addr().Is4() {
 		in.m4[key4(p)] = i

@@ -358,6 +358,8 @@ func (k *Sync) resync(first bool) error {
 	k.otherMu.Lock()
 	clear(k.other)
 	k.otherMu.Unlock()
+	// Callers publish the pending changes first: a route recorded there
+	// must not outlive what the dump finds.
 	touched := newTouchedSet()
 	interrupted := false
 	var err error
