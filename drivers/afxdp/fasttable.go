@@ -155,6 +155,13 @@ func (f *fastTable) removeLocal(a netip.Addr) {
 	_ = f.t.DeleteLocal(a)
 }
 
+// isLocal reports whether p is one of the router's own addresses (under
+// mu). Those are host prefixes: a table's other prefixes (a million, each
+// set and deleted) skip the map and its hash.
+func (f *fastTable) isLocal(p netip.Prefix) bool {
+	return p.Bits() == p.Addr().BitLen() && f.locals[p] > 0
+}
+
 // fastPort is what the table needs of a fast-path device: an afxdp
 // device with fastpath, or another driver's TCPort. input: it runs a
 // fast-path program; output: it is one of the fast path's outputs.
@@ -185,7 +192,7 @@ func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.t == nil || f.locals[c.Prefix] > 0 {
+	if f.t == nil || f.isLocal(c.Prefix) {
 		return nil // no fast path; or the router's own address stays local
 	}
 	return f.t.SetRoute(c.Prefix, c.Route)
@@ -227,7 +234,7 @@ func (f *fastTable) SetRoutes(rs []drivers.FastRoute, errs []error) {
 	// The router's own addresses stay local (as SetRoute leaves them).
 	n := 0
 	for j, c := range cs {
-		if f.locals[c.Prefix] == 0 {
+		if !f.isLocal(c.Prefix) {
 			cs[n], at[n] = c, at[j]
 			n++
 		}
@@ -250,7 +257,7 @@ func (f *fastTable) DeleteRoutes(ps []netip.Prefix, errs []error) {
 		if p.Addr().Is4In6() || f.t == nil {
 			continue
 		}
-		if p = p.Masked(); f.locals[p] == 0 {
+		if p = p.Masked(); !f.isLocal(p) {
 			del, at = append(del, p), append(at, i)
 		}
 	}
@@ -272,7 +279,7 @@ func (f *fastTable) DeleteRoute(p netip.Prefix) error {
 	p = p.Masked()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.t == nil || f.locals[p] > 0 {
+	if f.t == nil || f.isLocal(p) {
 		return nil
 	}
 	return f.t.DeleteRoute(p)
