@@ -48,6 +48,8 @@ const (
 	tbl24Pages = 1 << (24 - pageBits)
 	maxGroups  = 1 << 15
 	groupPages = maxGroups * 256 / pageSize
+	// groupShift: a page holds 1<<groupShift groups of 256 entries.
+	groupShift = pageBits - 8
 	numPages   = tbl24Pages + groupPages
 	grpBit     = 1 << 15
 	// MaxNextHopSets bounds the distinct next-hop sets (a set is the list
@@ -81,7 +83,7 @@ func (f *fib) lookup4(dst uint32) uint16 {
 	e := f.pages[dst>>(32-24+pageBits)][(dst>>8)&(pageSize-1)]
 	if e&grpBit != 0 {
 		g := uint32(e &^ grpBit)
-		e = f.pages[tbl24Pages+(g>>4)&(groupPages-1)][(g&15)<<8|dst&0xff]
+		e = f.pages[tbl24Pages+(g>>groupShift)&(groupPages-1)][(g&(1<<groupShift-1))<<8|dst&0xff]
 	}
 	return e
 }
@@ -104,7 +106,7 @@ func (f *fib) lookup4Batch(dst []uint32, out []uint16) {
 	for i, e := range out {
 		if e&grpBit != 0 {
 			g := uint32(e &^ grpBit)
-			out[i] = f.pages[tbl24Pages+(g>>4)&(groupPages-1)][(g&15)<<8|dst[i]&0xff]
+			out[i] = f.pages[tbl24Pages+(g>>groupShift)&(groupPages-1)][(g&(1<<groupShift-1))<<8|dst[i]&0xff]
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (w *writerState) setSlot(s uint32, v uint16) {
 }
 
 func (w *writerState) setGroup(g uint16, j uint32, v uint16) {
-	w.pageW(tbl24Pages + uint32(g)>>4)[uint32(g&15)<<8|j] = v
+	w.pageW(tbl24Pages + uint32(g)>>groupShift)[uint32(g&(1<<groupShift-1))<<8|j] = v
 }
 
 // depthPage returns the depths of the page holding slot s, materialising

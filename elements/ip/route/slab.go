@@ -47,7 +47,7 @@ const (
 	pagesPerHuge = hugePageSize / page4Bytes // 256
 	// slabMinPages: below 4 MiB the table fits the TLB's reach on small
 	// pages and stays on the ordinary heap.
-	slabMinPages = 512
+	slabMinPages = 4 << 20 / page4Bytes
 )
 
 // pageSlab is a run of pages handed out in order.
@@ -157,7 +157,7 @@ func estimatePages4(routes []Route) int {
 			}
 		}
 	}
-	return n + (min(groups, maxGroups)+15)/16
+	return n + (min(groups, maxGroups)+1<<groupShift-1)>>groupShift
 }
 
 // ---- writer side ----

@@ -232,7 +232,7 @@ func TestSlabAlignedAndZero(t *testing.T) {
 		}
 		junk = nil
 		runtime.GC()
-		s := newPageSlab(300, true)
+		s := newPageSlab(pagesPerHuge+44, true)
 		if len(s.pages) != 2*pagesPerHuge {
 			t.Fatalf("slab of %d pages, want %d", len(s.pages), 2*pagesPerHuge)
 		}

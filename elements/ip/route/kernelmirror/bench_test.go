@@ -1,6 +1,7 @@
 package kernelmirror
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -16,22 +17,40 @@ type followFixture struct {
 	k          *Sync
 	adds, dels []*eventBatchBuf
 	s          routeScratch
+	spread     bool
+}
+
+// addr is the fixture's i-th /24.
+func (f *followFixture) addr(i int) []byte {
+	if f.spread {
+		a := uint32(i) << 14
+		return []byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), 0}
+	}
+	return []byte{10 + byte(i>>16), byte(i >> 8), byte(i), 0}
 }
 
 func newFollowFixture(t testing.TB, n int) *followFixture {
+	return newFollowFixtureOrder(t, n, func(i int) int { return i }, false)
+}
+
+// newFollowFixtureOrder is newFollowFixture with the i-th event naming
+// prefix order(i); spread: the prefixes 64 /24s apart, over the whole
+// address space (as a full table's are), instead of one after another.
+func newFollowFixtureOrder(t testing.TB, n int, order func(int) int, spread bool) *followFixture {
 	tab, err := route.NewTable(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &followFixture{k: &Sync{t: tab, opt: Options{Table: unix.RT_TABLE_MAIN}, pending: newTouchedSet(),
 		routes: newPrefixMap(0, 0), multi: map[netip.Prefix][]kernelRoute{}, other: map[otherKey]uint8{},
-		ports: map[int]int{1: 0}, applied: new(atomic.Uint64), skipped: new(atomic.Uint64)}}
+		ports: map[int]int{1: 0}, applied: new(atomic.Uint64), skipped: new(atomic.Uint64)}, spread: spread}
 	batch := func(add bool, from int) *eventBatchBuf {
 		bb := &eventBatchBuf{ev: make([]routeEvent, 0, eventBatch)}
-		for i := from; i < min(from+eventBatch, n); i++ {
+		for j := from; j < min(from+eventBatch, n); j++ {
+			i := order(j)
 			ev := routeEvent{add: add, family: unix.AF_INET, typ: unix.RTN_UNICAST, dstLen: 24, hasDst: true,
 				gwLen: 4, table: unix.RT_TABLE_MAIN, oif: 1}
-			copy(ev.dst[:], []byte{10 + byte(i>>16), byte(i >> 8), byte(i), 0})
+			copy(ev.dst[:], f.addr(i))
 			copy(ev.gw[:], []byte{192, 0, 2, 1})
 			bb.ev = append(bb.ev, ev)
 		}
@@ -81,7 +100,16 @@ func TestNoteAllocs(t *testing.T) {
 // pending set, Table.Apply); ns/change is per route event.
 func BenchmarkFollowKernel(b *testing.B) {
 	const n = 200000
-	f := newFollowFixture(b, n)
+	b.Run("order=sequential", func(b *testing.B) { benchFollow(b, newFollowFixture(b, n), n) })
+	// A routing daemon's order: prefixes spread over the address space
+	// and in no order, each burst touching most of the table's pages.
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	b.Run("order=random", func(b *testing.B) {
+		benchFollow(b, newFollowFixtureOrder(b, n, func(i int) int { return perm[i] }, true), n)
+	})
+}
+
+func benchFollow(b *testing.B, f *followFixture, n int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
