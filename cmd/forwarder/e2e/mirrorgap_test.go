@@ -24,8 +24,11 @@ import (
 // namespace's main table (routes through the twin, as a BGP daemon's
 // would be, so that the forwarder's kernel-sourced table mirrors them),
 // then while another deletes them; it reports the longest time between
-// two echo replies (the gap the acceptance bounds at 50 ms) and the
-// replies lost, per phase. The reference is the same probe and load with
+// two echo replies (the gap the acceptance bounds at 50 ms), how far
+// apart that gap's two requests were sent and their round trips (a gap
+// the probe made waiting for a CPU, against one the forwarding made
+// holding packets), the longest round trip and the replies lost, per
+// phase. The reference is the same probe and load with
 // Linux forwarding alone (no forwarder; the routes through wan0), for
 // what ip -batch and the kernel's installing cost the machine by
 // themselves. The forwarder, ip -batch and ping each run in a session of
@@ -257,8 +260,9 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 		if dir := os.Getenv("JN_PINGGAP_SAVE"); dir != "" {
 			os.WriteFile(filepath.Join(dir, strings.Fields(name)[0]+".ping"), []byte(buf.String()), 0o644)
 		}
-		t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v), longest run of lost replies %d (%v); load %s -> %s",
+		t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v; its requests sent %v apart, round trips up to %v), longest round trip %v, longest run of lost replies %d (%v); load %s -> %s",
 			name, d.Round(time.Millisecond), fwdCPU, g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
+			g.gapSent.Round(time.Millisecond), g.gapRTT.Round(10*time.Microsecond), g.maxRTT.Round(10*time.Microsecond),
 			g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,
 			strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
 	}
@@ -338,9 +342,18 @@ type pingGaps struct {
 	sent, replies int
 	gap, gapAt    time.Duration // the longest time between two replies, and when it began after the first
 	lostRun       int           // the longest run of sequence numbers without a reply
+	// gapSent is how far apart the two requests of the longest gap were
+	// sent, and gapRTT the longer of their two round trips: a gap the
+	// probe made by not sending (waiting for a CPU) has gapSent near gap
+	// and short round trips, one the forwarding made by holding packets
+	// a long round trip (or lost replies). maxRTT is the longest round
+	// trip of the phase. ping takes the reply's time from the kernel's
+	// receive timestamp, so a round trip does not include ping's own
+	// wait to read it.
+	gapSent, gapRTT, maxRTT time.Duration
 }
 
-var pingReply = regexp.MustCompile(`(?m)^\[(\d+)\.(\d+)\] \d+ bytes from .*icmp_seq=(\d+)`)
+var pingReply = regexp.MustCompile(`(?m)^\[(\d+)\.(\d+)\] \d+ bytes from .*icmp_seq=(\d+)(?: ttl=\d+)? time=([\d.]+) ms`)
 var pingSent = regexp.MustCompile(`(\d+) packets transmitted`)
 
 // parsePingGaps reads ping -D's output.
@@ -350,6 +363,7 @@ func parsePingGaps(out string) pingGaps {
 		g.sent, _ = strconv.Atoi(m[1])
 	}
 	var first, prev time.Time
+	var prevRTT time.Duration
 	prevSeq := -1
 	for _, m := range pingReply.FindAllStringSubmatch(out, -1) {
 		g.replies++
@@ -361,24 +375,31 @@ func parsePingGaps(out string) pingGaps {
 		ns, _ := strconv.ParseInt(frac[:9], 10, 64)
 		ts := time.Unix(sec, ns)
 		seq, _ := strconv.Atoi(m[3])
+		ms, _ := strconv.ParseFloat(m[4], 64)
+		rtt := time.Duration(ms * float64(time.Millisecond))
+		g.maxRTT = max(g.maxRTT, rtt)
 		if g.replies == 1 {
 			first = ts
 		} else {
 			if d := ts.Sub(prev); d > g.gap {
 				g.gap, g.gapAt = d, prev.Sub(first)
+				// The requests' send times: when each reply was printed
+				// less its round trip.
+				g.gapSent = ts.Add(-rtt).Sub(prev.Add(-prevRTT))
+				g.gapRTT = max(rtt, prevRTT)
 			}
 			// icmp_seq wraps at 65536; a reply overtaken by later ones
 			// (a step back) is late, not a loss.
 			step := (seq - prevSeq + 65536) % 65536
 			if step == 0 || step > 1<<15 {
-				prev = ts
+				prev, prevRTT = ts, rtt
 				continue
 			}
 			if step-1 > g.lostRun {
 				g.lostRun = step - 1
 			}
 		}
-		prev, prevSeq = ts, seq
+		prev, prevSeq, prevRTT = ts, seq, rtt
 	}
 	return g
 }
@@ -388,8 +409,8 @@ func parsePingGaps(out string) pingGaps {
 func TestParsePingGaps(t *testing.T) {
 	out := `PING 10.2.0.2 (10.2.0.2) 56(84) bytes of data.
 [100.000000] 64 bytes from 10.2.0.2: icmp_seq=1 ttl=63 time=0.1 ms
-[100.010000] 64 bytes from 10.2.0.2: icmp_seq=2 ttl=63 time=0.1 ms
-[100.300000] 64 bytes from 10.2.0.2: icmp_seq=6 ttl=63 time=0.1 ms
+[100.010000] 64 bytes from 10.2.0.2: icmp_seq=2 ttl=63 time=0.2 ms
+[100.300000] 64 bytes from 10.2.0.2: icmp_seq=6 ttl=63 time=40.5 ms
 [100.301000] 64 bytes from 10.2.0.2: icmp_seq=4 ttl=63 time=0.1 ms
 [100.310000] 64 bytes from 10.2.0.2: icmp_seq=7 ttl=63 time=0.1 ms
 
@@ -399,5 +420,9 @@ func TestParsePingGaps(t *testing.T) {
 	g := parsePingGaps(out)
 	if g.sent != 7 || g.replies != 5 || g.gap != 290*time.Millisecond || g.gapAt != 10*time.Millisecond || g.lostRun != 3 {
 		t.Errorf("parsePingGaps: %+v, want 7 sent, 5 replies, gap 290ms at +10ms, lost run 3", g)
+	}
+	// The gap's requests: seq 2 sent at 100.0098, seq 6 at 100.2595.
+	if g.gapSent != 249700*time.Microsecond || g.gapRTT != 40500*time.Microsecond || g.maxRTT != 40500*time.Microsecond {
+		t.Errorf("parsePingGaps: requests %v apart, round trips up to %v, longest %v; want 249.7ms, 40.5ms, 40.5ms", g.gapSent, g.gapRTT, g.maxRTT)
 	}
 }
