@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,9 @@ import (
 // not the kernel's fast path); JN_PINGGAP_FASTPATH=1 keeps the file as it
 // is. JN_PINGGAP_SAVE=DIR keeps each phase's ping -D output there (idle.ping,
 // announce.ping, withdraw.ping), to line its replies up with a scheduler
-// trace. JN_PINGGAP_PROBE_RT=1 runs ping at real-time priority
+// trace. JN_PINGGAP_ORDER=random writes the batches in a random order (a
+// routing daemon's) instead of prefix by prefix. JN_PINGGAP_PROBE_RT=1
+// runs ping at real-time priority
 // (SCHED_FIFO 1), an attempt to keep the probe's own wait for a CPU out of
 // the figure; on a kernel without preemption of kernel code it measures
 // worse, not better (benchmarks/routing.md, "Workers parked on the
@@ -317,7 +320,11 @@ func tableBatches(t *testing.T, dev string, n4, n6 int) (add, del string) {
 }
 
 // pingGapBatch writes an ip -batch file of n4 IPv4 /24s from 16.0.0.0 and
-// n6 IPv6 /48s from 2a00::, through srv on dev.
+// n6 IPv6 /48s from 2a00::, through srv on dev: in that order, or with
+// JN_PINGGAP_ORDER=random in a random one (as a routing daemon installs a
+// full table: every version the mirror publishes then writes pages all
+// over the table), the last IPv4 prefix (the one the phases wait for)
+// last either way.
 func pingGapBatch(t *testing.T, path, verb, dev string, n4, n6 int) {
 	t.Helper()
 	f, err := os.Create(path)
@@ -325,11 +332,23 @@ func pingGapBatch(t *testing.T, path, verb, dev string, n4, n6 int) {
 		t.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	for i := range n4 {
-		v := uint32(16)<<24 | uint32(i)<<8
-		fmt.Fprintf(w, "route %s %d.%d.%d.0/24 via 10.2.0.2 dev %s\n", verb, v>>24, v>>16&0xff, v>>8&0xff, dev)
+	order := make([]int, n4+n6)
+	for i := range order {
+		order[i] = i
 	}
-	for i := range n6 {
+	if os.Getenv("JN_PINGGAP_ORDER") == "random" && n4 > 0 {
+		rng := rand.New(rand.NewPCG(uint64(n4), uint64(n6)))
+		rest := append(order[:n4-1:n4-1], order[n4:]...)
+		rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+		order = append(rest, n4-1)
+	}
+	for _, i := range order {
+		if i < n4 {
+			v := uint32(16)<<24 | uint32(i)<<8
+			fmt.Fprintf(w, "route %s %d.%d.%d.0/24 via 10.2.0.2 dev %s\n", verb, v>>24, v>>16&0xff, v>>8&0xff, dev)
+			continue
+		}
+		i -= n4
 		fmt.Fprintf(w, "route %s 2a00:%x:%x::/48 via 2001:db8:2::2 dev %s\n", verb, i>>16, i&0xffff, dev)
 	}
 	if err := w.Flush(); err != nil {
