@@ -74,3 +74,24 @@ func TestTableTypes(t *testing.T) {
 		t.Errorf("after the delete: %+v %v", h, ok)
 	}
 }
+
+// TestPrefixKeys: the mirrors' map keys give back the prefix they were
+// made of, and an IPv4 prefix and its IPv4-mapped IPv6 form get different
+// keys.
+func TestPrefixKeys(t *testing.T) {
+	for _, s := range []string{"0.0.0.0/0", "10.0.0.0/8", "192.0.2.7/32", "255.255.255.0/24"} {
+		p := netip.MustParsePrefix(s)
+		if got := PrefixOfKey4(Key4(p)); got != p {
+			t.Errorf("Key4 round trip of %v: %v", p, got)
+		}
+	}
+	for _, s := range []string{"::/0", "2001:db8::/32", "2001:db8:1:2:3:4:5:6/128", "::ffff:10.0.0.0/104"} {
+		p := netip.MustParsePrefix(s)
+		if got := Key6Of(p).Prefix(); got != p {
+			t.Errorf("Key6 round trip of %v: %v", p, got)
+		}
+	}
+	if Key4(netip.MustParsePrefix("10.0.0.0/8")) == Key4(netip.MustParsePrefix("10.0.0.0/9")) {
+		t.Error("lengths 8 and 9 of one address share a key")
+	}
+}

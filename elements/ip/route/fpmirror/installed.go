@@ -1,6 +1,10 @@
 package fpmirror
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/junction-dataplane/junction/elements/ip/route"
+)
 
 // installed is what the mirror has put into the fast path: each prefix's
 // route. A full table is over a million prefixes, so it is kept compact
@@ -10,8 +14,8 @@ import "net/netip"
 // pointer-free key and the index of its route among the few distinct ones
 // (next hops and ports).
 type installed struct {
-	m4    map[uint64]uint32    // IPv4 prefix (key4) -> index in dests
-	m6    map[prefixKey]uint32 // IPv6 prefix -> index in dests
+	m4    map[uint64]uint32     // IPv4 prefix (route.Key4) -> index in dests
+	m6    map[route.Key6]uint32 // IPv6 prefix -> index in dests
 	dests []offloadRoute
 	index map[offloadRoute]uint32
 	// last is the route set last and its index: a table's changes mostly
@@ -20,29 +24,8 @@ type installed struct {
 	lastI uint32
 }
 
-// key4 is an IPv4 prefix as one word, the map's fast path for 8-byte
-// keys (a full table's IPv4 prefixes are a million look-ups a load).
-func key4(p netip.Prefix) uint64 {
-	a := p.Addr().As4()
-	return uint64(a[0])<<40 | uint64(a[1])<<32 | uint64(a[2])<<24 | uint64(a[3])<<16 | uint64(p.Bits())
-}
-
-func prefix4(k uint64) netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(k >> 40), byte(k >> 32), byte(k >> 24), byte(k >> 16)}), int(k&0xff))
-}
-
-// prefixKey is an IPv6 prefix as a pointer-free map key.
-type prefixKey struct {
-	a    [16]byte
-	bits uint8
-}
-
-func key6(p netip.Prefix) prefixKey {
-	return prefixKey{a: p.Addr().As16(), bits: uint8(p.Bits())}
-}
-
 func newInstalled() *installed {
-	return &installed{m4: map[uint64]uint32{}, m6: map[prefixKey]uint32{}, index: map[offloadRoute]uint32{}}
+	return &installed{m4: map[uint64]uint32{}, m6: map[route.Key6]uint32{}, index: map[offloadRoute]uint32{}}
 }
 
 func (in *installed) len() int { return len(in.m4) + len(in.m6) }
@@ -52,9 +35,9 @@ func (in *installed) get(p netip.Prefix) (offloadRoute, bool) {
 	var i uint32
 	var ok bool
 	if p.Addr().Is4() {
-		i, ok = in.m4[key4(p)]
+		i, ok = in.m4[route.Key4(p)]
 	} else {
-		i, ok = in.m6[key6(p)]
+		i, ok = in.m6[route.Key6Of(p)]
 	}
 	if !ok {
 		return offloadRoute{}, false
@@ -75,27 +58,27 @@ func (in *installed) set(p netip.Prefix, w offloadRoute) {
 		in.last, in.lastI = w, i
 	}
 	if p.Addr().Is4() {
-		in.m4[key4(p)] = i
+		in.m4[route.Key4(p)] = i
 	} else {
-		in.m6[key6(p)] = i
+		in.m6[route.Key6Of(p)] = i
 	}
 }
 
 // del records that the fast path no longer holds p.
 func (in *installed) del(p netip.Prefix) {
 	if p.Addr().Is4() {
-		delete(in.m4, key4(p))
+		delete(in.m4, route.Key4(p))
 	} else {
-		delete(in.m6, key6(p))
+		delete(in.m6, route.Key6Of(p))
 	}
 }
 
 // each calls f with every prefix held.
 func (in *installed) each(f func(p netip.Prefix)) {
 	for k := range in.m4 {
-		f(prefix4(k))
+		f(route.PrefixOfKey4(k))
 	}
 	for k := range in.m6 {
-		f(netip.PrefixFrom(netip.AddrFrom16(k.a), int(k.bits)))
+		f(k.Prefix())
 	}
 }

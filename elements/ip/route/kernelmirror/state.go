@@ -30,41 +30,26 @@ import (
 // is in one or the other, never both.
 type prefixMap struct {
 	v4 map[uint64]kernelRoute
-	v6 map[key6]kernelRoute
+	v6 map[route.Key6]kernelRoute
 	// old4 and old6 are the maps being drained (nil: none).
 	old4 map[uint64]kernelRoute
-	old6 map[key6]kernelRoute
-}
-
-type key6 struct {
-	hi, lo uint64
-	bits   uint8
+	old6 map[route.Key6]kernelRoute
 }
 
 func newPrefixMap(n4, n6 int) prefixMap {
-	return prefixMap{v4: make(map[uint64]kernelRoute, n4), v6: make(map[key6]kernelRoute, n6)}
-}
-
-func key4Of(p netip.Prefix) uint64 {
-	a := p.Addr().As4()
-	return uint64(binary.BigEndian.Uint32(a[:]))<<8 | uint64(p.Bits())
-}
-
-func key6Of(p netip.Prefix) key6 {
-	a := p.Addr().As16()
-	return key6{binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:]), uint8(p.Bits())}
+	return prefixMap{v4: make(map[uint64]kernelRoute, n4), v6: make(map[route.Key6]kernelRoute, n6)}
 }
 
 func (m *prefixMap) get(p netip.Prefix) (kernelRoute, bool) {
 	if p.Addr().Is4() {
-		k := key4Of(p)
+		k := route.Key4(p)
 		kr, ok := m.v4[k]
 		if !ok && m.old4 != nil {
 			kr, ok = m.old4[k]
 		}
 		return kr, ok
 	}
-	k := key6Of(p)
+	k := route.Key6Of(p)
 	kr, ok := m.v6[k]
 	if !ok && m.old6 != nil {
 		kr, ok = m.old6[k]
@@ -74,14 +59,14 @@ func (m *prefixMap) get(p netip.Prefix) (kernelRoute, bool) {
 
 func (m *prefixMap) set(p netip.Prefix, kr kernelRoute) {
 	if p.Addr().Is4() {
-		k := key4Of(p)
+		k := route.Key4(p)
 		m.v4[k] = kr
 		if m.old4 != nil {
 			delete(m.old4, k)
 		}
 		return
 	}
-	k := key6Of(p)
+	k := route.Key6Of(p)
 	m.v6[k] = kr
 	if m.old6 != nil {
 		delete(m.old6, k)
@@ -90,14 +75,14 @@ func (m *prefixMap) set(p netip.Prefix, kr kernelRoute) {
 
 func (m *prefixMap) del(p netip.Prefix) {
 	if p.Addr().Is4() {
-		k := key4Of(p)
+		k := route.Key4(p)
 		delete(m.v4, k)
 		if m.old4 != nil {
 			delete(m.old4, k)
 		}
 		return
 	}
-	k := key6Of(p)
+	k := route.Key6Of(p)
 	delete(m.v6, k)
 	if m.old6 != nil {
 		delete(m.old6, k)
@@ -111,12 +96,12 @@ func (m *prefixMap) len() int { return len(m.v4) + len(m.v6) + len(m.old4) + len
 func (m *prefixMap) each(f func(p netip.Prefix, kr kernelRoute)) {
 	for _, v4 := range []map[uint64]kernelRoute{m.v4, m.old4} {
 		for k, kr := range v4 {
-			f(prefixOf4(k), kr)
+			f(route.PrefixOfKey4(k), kr)
 		}
 	}
-	for _, v6 := range []map[key6]kernelRoute{m.v6, m.old6} {
+	for _, v6 := range []map[route.Key6]kernelRoute{m.v6, m.old6} {
 		for k, kr := range v6 {
-			f(prefixOf6(k), kr)
+			f(k.Prefix(), kr)
 		}
 	}
 }
@@ -129,7 +114,7 @@ func (m *prefixMap) draining() bool { return m.old4 != nil || m.old6 != nil }
 // entries deleted from it).
 func (m *prefixMap) startDrain() {
 	m.old4, m.old6 = m.v4, m.v6
-	m.v4, m.v6 = make(map[uint64]kernelRoute, len(m.old4)), make(map[key6]kernelRoute, len(m.old6))
+	m.v4, m.v6 = make(map[uint64]kernelRoute, len(m.old4)), make(map[route.Key6]kernelRoute, len(m.old6))
 }
 
 // drain moves up to n entries from the old maps to the new ones and
@@ -168,7 +153,7 @@ func moveEntries[K comparable](from, to map[K]kernelRoute, n int) int {
 // every event.
 type touchedSet struct {
 	v4 map[uint64]touched
-	v6 map[key6]touched
+	v6 map[route.Key6]touched
 }
 
 type touched struct {
@@ -177,15 +162,15 @@ type touched struct {
 }
 
 func newTouchedSet() touchedSet {
-	return touchedSet{v4: map[uint64]touched{}, v6: map[key6]touched{}}
+	return touchedSet{v4: map[uint64]touched{}, v6: map[route.Key6]touched{}}
 }
 
 // set records p's best route now (has false: none).
 func (s *touchedSet) set(p netip.Prefix, kr kernelRoute, has bool) {
 	if p.Addr().Is4() {
-		s.v4[key4Of(p)] = touched{kr, has}
+		s.v4[route.Key4(p)] = touched{kr, has}
 	} else {
-		s.v6[key6Of(p)] = touched{kr, has}
+		s.v6[route.Key6Of(p)] = touched{kr, has}
 	}
 }
 
@@ -199,24 +184,11 @@ func (s *touchedSet) clear() {
 // each calls f with every prefix of the set and its recorded route.
 func (s *touchedSet) each(f func(p netip.Prefix, kr kernelRoute, has bool)) {
 	for k, t := range s.v4 {
-		f(prefixOf4(k), t.kr, t.has)
+		f(route.PrefixOfKey4(k), t.kr, t.has)
 	}
 	for k, t := range s.v6 {
-		f(prefixOf6(k), t.kr, t.has)
+		f(k.Prefix(), t.kr, t.has)
 	}
-}
-
-func prefixOf4(k uint64) netip.Prefix {
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], uint32(k>>8))
-	return netip.PrefixFrom(netip.AddrFrom4(a), int(k&0xff))
-}
-
-func prefixOf6(k key6) netip.Prefix {
-	var a [16]byte
-	binary.BigEndian.PutUint64(a[:8], k.hi)
-	binary.BigEndian.PutUint64(a[8:], k.lo)
-	return netip.PrefixFrom(netip.AddrFrom16(a), int(k.bits))
 }
 
 // kernelRoute is one kernel route for a prefix; the kernel may hold
