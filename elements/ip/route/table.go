@@ -418,20 +418,15 @@ func (t *Table) Apply(changes []Change) error {
 			continue
 		}
 		p := c.Route.Prefix
+		if !exact {
+			adds++
+		} else if _, _, held := w.exact(p); !held {
+			adds++
+		}
 		if p.Addr().Is4() {
-			a := u32of(p.Addr())
-			if !exact {
-				adds++
-			} else if _, ok := w.rules4[p.Bits()][a]; !ok {
-				adds++
-			}
-			if w.needsGroup(a, p.Bits()) {
+			if a := u32of(p.Addr()); w.needsGroup(a, p.Bits()) {
 				groups[a>>8] = struct{}{}
 			}
-		} else if !exact {
-			adds++
-		} else if _, ok := w.rules6[p]; !ok {
-			adds++
 		}
 		if len(c.Route.Also) == 0 {
 			// One path, the common case: known without building its
