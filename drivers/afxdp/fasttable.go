@@ -18,8 +18,11 @@ import (
 	"github.com/junction-dataplane/junction/packet"
 )
 
-// Fast-path table sizes: the route LPM trie and the neighbour hash. The
-// kernel allocates trie nodes as routes arrive; the sizes are limits.
+// Fast-path table sizes: routes (the IPv4 table's groups for prefixes
+// longer than /24, and the IPv6 LPM trie, whose nodes the kernel
+// allocates as routes arrive) and the neighbour hash; limits, not
+// allocations, but for the IPv4 table's fixed 32 MiB and its groups'
+// 512 bytes each (fastpath.NewTables).
 const (
 	fastMaxRoutes    = 1 << 20
 	fastMaxNeighbors = 1 << 16

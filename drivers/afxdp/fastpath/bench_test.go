@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -47,4 +48,32 @@ func benchProgram(b *testing.B, f *fixture, in []byte, want uint32) {
 			b.ReportMetric(float64(n), "jited-bytes")
 		}
 	}
+}
+
+// BenchmarkRouteHitFull is BenchmarkRouteHit with a full table: 2^20
+// /24s (and the frame's own /16 under them), so that the route look-up
+// is that of a router holding an Internet table.
+func BenchmarkRouteHitFull(b *testing.B) {
+	f := newFixtureSized(b, 1<<21, 64)
+	f.route("10.8.0.0/16", Route{Ifindex: 9})
+	const n = 1 << 20
+	cs := make([]RouteChange, 0, 4096)
+	errs := make([]error, 4096)
+	for i := range n {
+		a := uint32(0x0b000000) + uint32(i)<<8 // 11.0.0.0 on
+		cs = append(cs, RouteChange{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), 0}), 24),
+			Route: Route{Ifindex: 9, Gateway: netip.AddrFrom4([4]byte{10, 8, 0, byte(1 + i%4)})}})
+		if len(cs) == cap(cs) {
+			f.t.SetRoutes(cs, errs)
+			if errs[0] != nil {
+				b.Fatal(errs[0])
+			}
+			cs = cs[:0]
+		}
+	}
+	f.route("10.8.0.0/24", Route{Ifindex: 9})
+	f.neigh(9, "10.8.0.5", ourMAC, peerMAC, time.Hour)
+	in := frame("10.1.0.2", "10.8.0.5", 255, 26)
+	f.wantForwarded("benchmark frame", in, ourMAC, peerMAC)
+	benchProgram(b, f, in, xdpRedirect)
 }

@@ -259,10 +259,22 @@
 // Integers that are not addresses are in host byte order; IPv4
 // addresses are their 4 wire bytes.
 //
-//	routes     LPM trie, shared (Tables)
-//	           key   {u32 prefixlen; u8 addr[4]}                      8 bytes
+//	tbl24      array, BPF_F_MMAPABLE, shared (Tables), 2^22 elements
+//	           value {u16 e[4]}: an entry for every /24 (a /24's is
+//	           element a>>10, e[(a>>8)&3] of the host-order address a)  8 bytes
+//	           entry 0 = no route; DIR4_GROUP (0x8000) | g = group g of
+//	           tbl8; else a next hop's index in nexthops
+//	tbl8       array, BPF_F_MMAPABLE, shared (Tables), groups*64 elements
+//	           value as tbl24's: group g's 256 entries (one per address
+//	           of its /24) from element g*64; groups: one per route up
+//	           to 32,760
+//	           Both written in place by the process through a shared
+//	           mapping (dir4.go: DIR-24-8, as the graph's table)
+//	nexthops   array, shared (Tables), 32,768 entries
 //	           value {u32 ifindex; u8 gateway[4]; u32 flags}          12 bytes
-//	           gateway 0.0.0.0 = directly connected; flags bit 0 = Local
+//	           gateway 0.0.0.0 = directly connected; flags bit 0 =
+//	           Local (entry 1: the slow path, for local routes and /24s
+//	           pinned to it)
 //	neighbors  hash, shared (Tables)
 //	           key   {u32 ifindex; u8 ip[4]}                          8 bytes
 //	           value {u8 dst[6]; u8 src[6]; u32 pad; u64 expires}     24 bytes
@@ -291,7 +303,7 @@
 //	           is a miss, so one update retires every older entry at
 //	           once) and the number of installed flows (0: the program
 //	           skips the flow lookup)
-//	routes6    LPM trie, shared (Tables), as many entries as routes
+//	routes6    LPM trie, shared (Tables), as many entries as maxRoutes
 //	           key   {u32 prefixlen; u8 addr[16]}                     20 bytes
 //	           value {u32 ifindex; u32 flags; u8 gateway[16]}         24 bytes
 //	           gateway :: = directly connected; flags as routes'

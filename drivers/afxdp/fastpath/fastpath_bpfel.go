@@ -20,6 +20,11 @@ type fastpathCounters struct {
 	Slow           uint64
 }
 
+type fastpathDir4Entries struct {
+	_ structs.HostLayout
+	E [4]uint16
+}
+
 type fastpathEgress struct {
 	_        structs.HostLayout
 	Disabled uint32
@@ -117,12 +122,6 @@ type fastpathRoute6Key struct {
 	Addr      [4]uint32
 }
 
-type fastpathRouteKey struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Addr      uint32
-}
-
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -138,9 +137,11 @@ const (
 	fastpathMapFpLocal                 = "fp_local"
 	fastpathMapFpNeighbors             = "fp_neighbors"
 	fastpathMapFpNeighbors6            = "fp_neighbors6"
+	fastpathMapFpNexthops              = "fp_nexthops"
 	fastpathMapFpPolice                = "fp_police"
-	fastpathMapFpRoutes                = "fp_routes"
 	fastpathMapFpRoutes6               = "fp_routes6"
+	fastpathMapFpTbl24                 = "fp_tbl24"
+	fastpathMapFpTbl8                  = "fp_tbl8"
 	fastpathMapXsksMap                 = "xsks_map"
 	fastpathProgJunctionFp             = "junction_fp"
 	fastpathProgJunctionFpErr          = "junction_fp_err"
@@ -224,9 +225,11 @@ type fastpathMapSpecs struct {
 	FpLocal      *ebpf.MapSpec `ebpf:"fp_local"`
 	FpNeighbors  *ebpf.MapSpec `ebpf:"fp_neighbors"`
 	FpNeighbors6 *ebpf.MapSpec `ebpf:"fp_neighbors6"`
+	FpNexthops   *ebpf.MapSpec `ebpf:"fp_nexthops"`
 	FpPolice     *ebpf.MapSpec `ebpf:"fp_police"`
-	FpRoutes     *ebpf.MapSpec `ebpf:"fp_routes"`
 	FpRoutes6    *ebpf.MapSpec `ebpf:"fp_routes6"`
+	FpTbl24      *ebpf.MapSpec `ebpf:"fp_tbl24"`
+	FpTbl8       *ebpf.MapSpec `ebpf:"fp_tbl8"`
 	XsksMap      *ebpf.MapSpec `ebpf:"xsks_map"`
 }
 
@@ -272,9 +275,11 @@ type fastpathMaps struct {
 	FpLocal      *ebpf.Map `ebpf:"fp_local"`
 	FpNeighbors  *ebpf.Map `ebpf:"fp_neighbors"`
 	FpNeighbors6 *ebpf.Map `ebpf:"fp_neighbors6"`
+	FpNexthops   *ebpf.Map `ebpf:"fp_nexthops"`
 	FpPolice     *ebpf.Map `ebpf:"fp_police"`
-	FpRoutes     *ebpf.Map `ebpf:"fp_routes"`
 	FpRoutes6    *ebpf.Map `ebpf:"fp_routes6"`
+	FpTbl24      *ebpf.Map `ebpf:"fp_tbl24"`
+	FpTbl8       *ebpf.Map `ebpf:"fp_tbl8"`
 	XsksMap      *ebpf.Map `ebpf:"xsks_map"`
 }
 
@@ -291,9 +296,11 @@ func (m *fastpathMaps) Close() error {
 		m.FpLocal,
 		m.FpNeighbors,
 		m.FpNeighbors6,
+		m.FpNexthops,
 		m.FpPolice,
-		m.FpRoutes,
 		m.FpRoutes6,
+		m.FpTbl24,
+		m.FpTbl8,
 		m.XsksMap,
 	)
 }

@@ -104,9 +104,13 @@ var tcFixture bool
 func newFixture(tb testing.TB) *fixture { return newFixtureFlows(tb, 64) }
 
 // newFixtureFlows is newFixture with room for maxFlows flows.
-func newFixtureFlows(tb testing.TB, maxFlows int) *fixture {
+func newFixtureFlows(tb testing.TB, maxFlows int) *fixture { return newFixtureSized(tb, 64, maxFlows) }
+
+// newFixtureSized is newFixture with room for maxRoutes routes and
+// maxFlows flows.
+func newFixtureSized(tb testing.TB, maxRoutes, maxFlows int) *fixture {
 	needRoot(tb)
-	tables, err := NewTables(64, 64, maxFlows)
+	tables, err := NewTables(maxRoutes, 64, maxFlows)
 	if err != nil {
 		tb.Fatal(err)
 	}

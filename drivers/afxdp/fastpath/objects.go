@@ -20,7 +20,7 @@ import (
 // compiler, which TestObjectsUpToDate needs: another clang version makes
 // other bytes.
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -type counters -type egress -type flow_gen -type flow_stats -type flow6 -type flow6_key -type local_key -type neigh -type neigh_key -type neigh6 -type neigh6_key -type police -type route -type route_key -type route6 -type route6_key -go-package fastpath fastpath bpf/fastpath.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -mcpu=v3 -Wall -Werror -mllvm -enable-tail-merge=false" -target bpfel -no-global-types -type counters -type egress -type flow_gen -type flow_stats -type flow6 -type flow6_key -type local_key -type neigh -type neigh_key -type neigh6 -type neigh6_key -type police -type dir4_entries -type route -type route6 -type route6_key -go-package fastpath fastpath bpf/fastpath.c
 //go:generate sh -c "clang --version | sed -n 1p > bpf/clang-version"
 
 // objectSpec is one program of the compiled object, ready for load: its

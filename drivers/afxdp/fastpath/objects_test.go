@@ -144,8 +144,9 @@ func TestLayouts(t *testing.T) {
 		value bool // the value's type, else the key's
 		goTyp any
 	}{
-		{"fp_routes", false, fastpathRouteKey{}},
-		{"fp_routes", true, fastpathRoute{}},
+		{"fp_tbl24", true, fastpathDir4Entries{}},
+		{"fp_tbl8", true, fastpathDir4Entries{}},
+		{"fp_nexthops", true, fastpathRoute{}},
 		{"fp_neighbors", false, fastpathNeighKey{}},
 		{"fp_neighbors", true, fastpathNeigh{}},
 		{"fp_counters", true, fastpathCounters{}},

@@ -225,7 +225,9 @@ func variants() []variant {
 func program(t *Tables, p *Program, mac [6]byte, name, kernelName string) objectSpec {
 	ne := binary.NativeEndian
 	maps := map[string]*ebpf.Map{
-		"fp_routes":     t.routes,
+		"fp_tbl24":      t.dir.tbl24,
+		"fp_tbl8":       t.dir.tbl8,
+		"fp_nexthops":   t.dir.nexthops,
 		"fp_neighbors":  t.neighbors,
 		"fp_flows":      t.flows,
 		"fp_flow_stats": t.flowStats,

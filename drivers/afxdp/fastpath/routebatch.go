@@ -9,15 +9,17 @@ import (
 )
 
 // Route changes in batches: a routing daemon's full table is a million
-// routes, and one bpf(2) call per route (the call, the kernel's copy of
-// each key and value into memory of their own, the library's marshalling)
-// cost as much CPU as the trie's own insertions. A batch is one
-// BPF_MAP_UPDATE_BATCH or BPF_MAP_DELETE_BATCH per map (the LPM trie takes
-// them since Linux 5.x's generic batch operations); the kernel stops a
-// batch at the first element it refuses and says how many it did, and the
-// rest then go one by one, so that each refused route gets its own error
-// as SetRoute would give it. A kernel without batch operations on the
-// trie (kfeature.LPMTrieBatch, probed once) gets every route one by one.
+// routes. IPv4 routes are stores into the table's arrays (dir4.go), all
+// of a batch under one lock. IPv6 routes go to an LPM trie, where one
+// bpf(2) call per route (the call, the kernel's copy of each key and
+// value into memory of their own, the library's marshalling) cost as
+// much CPU as the trie's own insertions: a batch is one
+// BPF_MAP_UPDATE_BATCH or BPF_MAP_DELETE_BATCH (the LPM trie takes them
+// since Linux 5.x's generic batch operations); the kernel stops a batch
+// at the first element it refuses and says how many it did, and the rest
+// then go one by one, so that each refused route gets its own error as
+// SetRoute would give it. A kernel without batch operations on the trie
+// (kfeature.LPMTrieBatch, probed once) gets every route one by one.
 
 // RouteChange is one route of a SetRoutes batch.
 type RouteChange struct {
@@ -29,13 +31,12 @@ type RouteChange struct {
 // errs[i] (len(errs) ≥ len(cs)) to route i's error or nil.
 func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 	var (
-		k4 []fastpathRouteKey
-		v4 []fastpathRoute
-		i4 []int
 		k6 []fastpathRoute6Key
 		v6 []fastpathRoute6
 		i6 []int
 	)
+	t.dir.mu.Lock()
+	defer t.dir.mu.Unlock()
 	for i, c := range cs {
 		errs[i] = nil
 		if c.Prefix.IsValid() && is6(c.Prefix.Addr()) {
@@ -47,19 +48,18 @@ func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 			k6, v6, i6 = append(k6, *route6Key(c.Prefix)), append(v6, v), append(i6, i)
 			continue
 		}
-		k, err := routeKey(c.Prefix)
+		p, err := prefix4(c.Prefix)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		v, err := routeValue(c.Prefix, c.Route)
+		v, err := routeValue(p, c.Route)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		k4, v4, i4 = append(k4, *k), append(v4, v), append(i4, i)
+		errs[i] = t.dir.setLocked(p, v)
 	}
-	batchUpdate(t.routes, k4, v4, i4, errs, t.routeBatches)
 	batchUpdate(t.routes6, k6, v6, i6, errs, t.routeBatches)
 }
 
@@ -67,25 +67,24 @@ func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 // one is not an error), and sets errs[i] to prefix i's error or nil.
 func (t *Tables) DeleteRoutes(ps []netip.Prefix, errs []error) {
 	var (
-		k4 []fastpathRouteKey
-		i4 []int
 		k6 []fastpathRoute6Key
 		i6 []int
 	)
+	t.dir.mu.Lock()
+	defer t.dir.mu.Unlock()
 	for i, p := range ps {
 		errs[i] = nil
 		if p.IsValid() && is6(p.Addr()) {
 			k6, i6 = append(k6, *route6Key(p)), append(i6, i)
 			continue
 		}
-		k, err := routeKey(p)
+		p, err := prefix4(p)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		k4, i4 = append(k4, *k), append(i4, i)
+		errs[i] = t.dir.delLocked(p)
 	}
-	batchDelete(t.routes, k4, i4, errs, t.routeBatches)
 	batchDelete(t.routes6, k6, i6, errs, t.routeBatches)
 }
 

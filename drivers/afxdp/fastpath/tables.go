@@ -80,13 +80,13 @@ type Route struct {
 // Tables does not break loaded programs (it only ends updates). Tables
 // are safe for concurrent use.
 type Tables struct {
-	routes    *ebpf.Map
+	dir       *dir4 // the IPv4 routes (dir4.go)
 	neighbors *ebpf.Map
 	flows     *ebpf.Map // hash: flow key -> action
 	flowStats *ebpf.Map // BPF_F_MMAPABLE array: per-slot counters
 	flowGen   *ebpf.Map // array of one u32: the current flow generation (SetFlowGeneration)
 
-	// routeBatches: the kernel takes batches of route changes
+	// routeBatches: the kernel takes batches of IPv6 route changes
 	// (kfeature.LPMTrieBatch; SetRoutes, routebatch.go).
 	routeBatches bool
 
@@ -122,8 +122,13 @@ type Tables struct {
 }
 
 // NewTables creates the route, neighbour and flow maps with room for
-// maxRoutes prefixes, maxNeighbors {ifindex, next hop} entries and
-// maxFlows flow directions (counter slots).
+// maxRoutes IPv6 prefixes, maxNeighbors {ifindex, next hop} entries and
+// maxFlows flow directions (counter slots). The IPv4 table (dir4.go)
+// takes any number of prefixes up to /24 and longer ones in up to
+// maxRoutes /24s (at most 32,760; a /24 beyond takes the slow path);
+// it costs 32 MiB of kernel memory and 16 MiB of the process's whatever
+// it holds, 768 bytes a /24 with longer prefixes, and the process's
+// record of each prefix.
 func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	if maxRoutes < 1 || maxNeighbors < 1 || maxFlows < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 || maxFlows > maxFlowsLimit {
 		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours, %d flows)", maxRoutes, maxNeighbors, maxFlows)
@@ -134,17 +139,9 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	if err := kfeature.HaveAll(kfeature.LPMTrie, kfeature.DevmapHash, kfeature.MmapableArray, kfeature.PerCPUArray); err != nil {
 		return nil, fmt.Errorf("fastpath: %w", err)
 	}
-	routes, err := newMap(&ebpf.MapSpec{
-		Name:       "fp_routes",
-		Type:       ebpf.LPMTrie,
-		KeySize:    sizeOf[fastpathRouteKey](),
-		ValueSize:  sizeOf[fastpathRoute](),
-		MaxEntries: uint32(maxRoutes),
-		// The kernel refuses LPM tries without it.
-		Flags: unix.BPF_F_NO_PREALLOC,
-	})
+	dir, err := newDir4(maxRoutes)
 	if err != nil {
-		return nil, fmt.Errorf("fastpath: creating the route map: %w", err)
+		return nil, err
 	}
 	neighbors, err := newMap(&ebpf.MapSpec{
 		Name:       "fp_neighbors",
@@ -154,10 +151,10 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 		MaxEntries: uint32(maxNeighbors),
 	})
 	if err != nil {
-		routes.Close()
+		dir.close()
 		return nil, fmt.Errorf("fastpath: creating the neighbour map: %w", err)
 	}
-	t := &Tables{routes: routes, neighbors: neighbors, via: map[uint32]Via{},
+	t := &Tables{dir: dir, neighbors: neighbors, via: map[uint32]Via{},
 		routeBatches: kfeature.Have(kfeature.LPMTrieBatch) == nil}
 	if err := t.newFlowMaps(maxFlows); err != nil {
 		t.Close()
@@ -178,12 +175,12 @@ func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	return t, nil
 }
 
-func routeKey(p netip.Prefix) (*fastpathRouteKey, error) {
+// prefix4 checks that p is an IPv4 prefix and masks it.
+func prefix4(p netip.Prefix) (netip.Prefix, error) {
 	if !p.IsValid() || !p.Addr().Is4() {
-		return nil, fmt.Errorf("fastpath: %v: only IPv4 prefixes", p)
+		return p, fmt.Errorf("fastpath: %v: only IPv4 prefixes", p)
 	}
-	p = p.Masked()
-	return &fastpathRouteKey{Prefixlen: uint32(p.Bits()), Addr: wire32(p.Addr().As4())}, nil
+	return p.Masked(), nil
 }
 
 // ipv4 accepts IPv4 and IPv4-mapped IPv6 addresses.
@@ -201,7 +198,7 @@ func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
 	if p.IsValid() && is6(p.Addr()) {
 		return t.setRoute6(p, r)
 	}
-	k, err := routeKey(p)
+	p, err := prefix4(p)
 	if err != nil {
 		return err
 	}
@@ -209,7 +206,7 @@ func (t *Tables) SetRoute(p netip.Prefix, r Route) error {
 	if err != nil {
 		return err
 	}
-	return t.routes.Put(k, &v)
+	return t.dir.set(p, v)
 }
 
 // DeleteRoute removes the route for p; a missing route is not an error.
@@ -217,15 +214,15 @@ func (t *Tables) DeleteRoute(p netip.Prefix) error {
 	if p.IsValid() && is6(p.Addr()) {
 		return t.deleteRoute6(p)
 	}
-	k, err := routeKey(p)
+	p, err := prefix4(p)
 	if err != nil {
 		return err
 	}
-	if err := t.routes.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return err
-	}
-	return nil
+	return t.dir.del(p)
 }
+
+// RouteTableUse says how full the IPv4 route table is.
+func (t *Tables) RouteTableUse() Dir4Use { return t.dir.use() }
 
 func neighKey(ifindex int, ip netip.Addr) (*fastpathNeighKey, error) {
 	a, ok := ipv4(ip)
@@ -332,7 +329,11 @@ func (t *Tables) Close() error {
 	}
 	t.watchMu.Unlock()
 	// ebpf.Map.Close accepts nil receivers and closed descriptors.
-	return errors.Join(err0, errw, t.routes.Close(), t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close(),
+	var errd error
+	if t.dir != nil {
+		errd = t.dir.close()
+	}
+	return errors.Join(err0, errw, errd, t.neighbors.Close(), t.flows.Close(), t.flowStats.Close(), t.flowGen.Close(),
 		t.devmap.Close(), t.egress.Close(), t.egressErrs.Close(), t.routes6.Close(), t.neighbors6.Close(), t.flows6.Close(), t.local.Close())
 }
 

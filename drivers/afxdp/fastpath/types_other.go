@@ -12,6 +12,11 @@ type fastpathCounters struct {
 	Slow           uint64
 }
 
+type fastpathDir4Entries struct {
+	_ structs.HostLayout
+	E [4]uint16
+}
+
 type fastpathEgress struct {
 	_        structs.HostLayout
 	Disabled uint32
@@ -107,10 +112,4 @@ type fastpathRoute6Key struct {
 	_         structs.HostLayout
 	Prefixlen uint32
 	Addr      [4]uint32
-}
-
-type fastpathRouteKey struct {
-	_         structs.HostLayout
-	Prefixlen uint32
-	Addr      uint32
 }

@@ -38,12 +38,27 @@ volatile const __u64 police_burst;
 
 /* Shared by every device's program (Tables). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__type(key, struct route_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct dir4_entries);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} fp_tbl24 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct dir4_entries);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} fp_tbl8 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
 	__type(value, struct route);
 	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-} fp_routes SEC(".maps");
+} fp_nexthops SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -294,6 +309,36 @@ static __always_inline int egress_enabled(__u32 ifindex, __u32 *via)
 enum { FLOW_MISS, FLOW_SLOW, FLOW_HIT };
 
 /* The entry of key, if there is one of the current flow generation. */
+/*
+ * route4_lookup is the route for dst (wire order) in the DIR-24-8 table
+ * (fastpath.h), or 0 for none: one or two array loads and the next
+ * hop's, whatever the table's size. Array look-ups are inlined by the
+ * verifier (no helper call); the writer (dir4.go) fills a group before
+ * an entry points to it and reuses a freed group or next hop only long
+ * after, so a frame never reads one half-written.
+ */
+static __always_inline struct route *route4_lookup(__u32 dst)
+{
+	__u32 a = fp_htonl(dst), i = a >> 8, k = i / DIR4_PER_ELEM;
+	struct dir4_entries *e = bpf_map_lookup_elem(&fp_tbl24, &k);
+	__u32 v;
+
+	if (!e)
+		return 0;
+	v = e->e[i % DIR4_PER_ELEM];
+	if (v & DIR4_GROUP) {
+		i = (v & ~DIR4_GROUP) << 8 | (a & 0xff);
+		k = i / DIR4_PER_ELEM;
+		e = bpf_map_lookup_elem(&fp_tbl8, &k);
+		if (!e)
+			return 0;
+		v = e->e[i % DIR4_PER_ELEM];
+	}
+	if (v == 0)
+		return 0;
+	return bpf_map_lookup_elem(&fp_nexthops, &v);
+}
+
 static __always_inline struct flow *flow_lookup(struct flow_key *key, const struct flow_gen *fg)
 {
 	struct flow *f = bpf_map_lookup_elem(&fp_flows, key);
@@ -806,8 +851,8 @@ static __always_inline int fastpath(void *ctx, const int tc, const int have_buff
 
 	{
 		/* 8. Route: longest prefix match of the destination. */
-		struct route_key rk = { .prefixlen = 32, .addr = ld32(data + OFF_DST) };
-		struct route *r = bpf_map_lookup_elem(&fp_routes, &rk);
+		__u32 dst = ld32(data + OFF_DST);
+		struct route *r = route4_lookup(dst);
 		struct neigh_key nk;
 		struct neigh *n;
 
@@ -820,7 +865,7 @@ static __always_inline int fastpath(void *ctx, const int tc, const int have_buff
 		/* 9. Neighbour of the next hop (gateway, or the destination),
 		 * not expired; 9b below. */
 		nk.ifindex = r->ifindex;
-		nk.ip = r->gateway ? r->gateway : rk.addr;
+		nk.ip = r->gateway ? r->gateway : dst;
 		n = bpf_map_lookup_elem(&fp_neighbors, &nk);
 		if (!n)
 			goto slow;

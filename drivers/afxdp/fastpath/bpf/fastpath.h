@@ -15,14 +15,24 @@
 
 #include "bpf_defs.h"
 
-/* fp_routes (LPM trie) key and value. */
-struct route_key {
-	__u32 prefixlen;
-	__u32 addr; /* wire order */
+/*
+ * The IPv4 routes: a DIR-24-8 table (dir4.go writes it in place through
+ * a shared mapping). fp_tbl24 has an entry for every /24, fp_tbl8 256
+ * entries for each /24 that holds longer prefixes (a group); an entry is
+ * 0 (no route), a next hop's index in fp_nexthops, or DIR4_GROUP | the
+ * group's number. Four 16-bit entries to an array element: an array's
+ * elements take at least 8 bytes each.
+ */
+#define DIR4_PER_ELEM 4
+#define DIR4_GROUP 0x8000
+
+struct dir4_entries {
+	__u16 e[DIR4_PER_ELEM];
 };
 
 #define ROUTE_F_LOCAL 1
 
+/* fp_nexthops (array) value: what a route forwards to. */
 struct route {
 	__u32 ifindex;
 	__u32 gateway; /* wire order; 0 = directly connected */
