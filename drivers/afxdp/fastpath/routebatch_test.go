@@ -129,7 +129,6 @@ func setRoutes(t *testing.T, batches bool) {
 	}
 }
 
-
 // BenchmarkSetRoutes: a full table's worth of IPv4 /24s (2^18 of them,
 // 64 apart, with a few next hops) set and then deleted through
 // SetRoutes and DeleteRoutes in batches of 4,096 as the fast-path
