@@ -49,6 +49,7 @@ const (
 	dir4MaxNexthops = dir4Group - 1         // next-hop ids 1..32767
 	dir4Slots24     = 1 << 24               // /24 entries
 	dir4GroupSize   = 256                   // entries in a group
+	dir4DepthPage   = 4096                  // /24 depths made at a time
 	nhSlow          = 1                     // the next hop "take the slow path" (local routes, pinned /24s)
 	depthPinned     = 0xff                  // a /24 entry pinned to the slow path
 	dir4Quarantine  = 50 * time.Millisecond // before a freed group or next hop is reused
@@ -62,20 +63,24 @@ type dir4 struct {
 	tbl24, tbl8, nexthops *ebpf.Map
 	mem24, mem8           []byte   // the arrays' shared mappings
 	t24, t8               []uint16 // the same, as entries
-	d24, d8               []uint8  // each entry's depth: prefix length + 1, 0 none
-	long                  []uint16 // per group: its prefixes longer than /24
-	groups                int      // groups the table has
-	rules                 map[uint64]uint16
-	lens                  [33]int           // prefixes held, by length
-	pinned                map[uint32]uint16 // pinned /24 -> its longer prefixes
-	freeGroups, freeNH    []uint16
-	heldGroups, heldNH    []heldID
-	nextGroup             uint16 // groups never used: nextGroup..groups-1
-	nhIDs                 map[fastpathRoute]uint16
-	nhVals                []fastpathRoute // by id
-	nhRefs                []uint32        // prefixes using each id
-	nhFallbacks           uint64          // routes given the slow path for want of a next-hop id
-	quarantine            time.Duration
+	// Each entry's depth (prefix length + 1, 0 none), by pages of
+	// dir4DepthPage /24s and by group, made on first use: a small
+	// table does not pay for a full one's.
+	d24                [][]uint8
+	d8                 [][]uint8
+	long               []uint16 // per group: its prefixes longer than /24
+	groups             int      // groups the table has
+	rules              map[uint64]uint16
+	lens               [33]int           // prefixes held, by length
+	pinned             map[uint32]uint16 // pinned /24 -> its longer prefixes
+	freeGroups, freeNH []uint16
+	heldGroups, heldNH []heldID
+	nextGroup          uint16 // groups never used: nextGroup..groups-1
+	nhIDs              map[fastpathRoute]uint16
+	nhVals             []fastpathRoute // by id
+	nhRefs             []uint32        // prefixes using each id
+	nhFallbacks        uint64          // routes given the slow path for want of a next-hop id
+	quarantine         time.Duration
 }
 
 // heldID is a freed group or next hop and when it was freed.
@@ -122,8 +127,8 @@ func newDir4(maxRoutes int) (*dir4, error) {
 	}
 	d.t24 = unsafe.Slice((*uint16)(unsafe.Pointer(&d.mem24[0])), dir4Slots24)
 	d.t8 = unsafe.Slice((*uint16)(unsafe.Pointer(&d.mem8[0])), d.groups*dir4GroupSize)
-	d.d24 = make([]uint8, dir4Slots24)
-	d.d8 = make([]uint8, d.groups*dir4GroupSize)
+	d.d24 = make([][]uint8, dir4Slots24/dir4DepthPage)
+	d.d8 = make([][]uint8, d.groups)
 	d.long = make([]uint16, d.groups)
 	// Ids 0 (no route) and nhSlow are fixed.
 	d.nhVals = make([]fastpathRoute, nhSlow+1, 64)
@@ -204,13 +209,19 @@ func (d *dir4) setLocked(p netip.Prefix, r fastpathRoute) error {
 		g, ok := d.allocGroup()
 		if !ok {
 			// Out of groups: the /24 goes to the slow path whole.
-			d.t24[s], d.d24[s] = nhSlow, depthPinned
+			d.t24[s] = nhSlow
+			d.setDepth24(s, depthPinned)
 			d.pinned[s] = 1
 			return nil
 		}
-		base := int(g) * dir4GroupSize
+		base, dg := int(g)*dir4GroupSize, d.d8[g]
+		if dg == nil {
+			dg = make([]uint8, dir4GroupSize)
+			d.d8[g] = dg
+		}
+		e, dep := d.t24[s], d.depth24(s)
 		for j := range dir4GroupSize {
-			d.t8[base+j], d.d8[base+j] = d.t24[s], d.d24[s]
+			d.t8[base+j], dg[j] = e, dep
 		}
 		d.publish24(s, dir4Group|g)
 	}
@@ -258,7 +269,9 @@ func (d *dir4) delLocked(p netip.Prefix) error {
 		}
 		delete(d.pinned, s)
 		// No longer prefix is left: the /24 takes its covering route.
-		d.t24[s], d.d24[s] = d.covering(s<<8, 25)
+		id, dep := d.covering(s<<8, 25)
+		d.t24[s] = id
+		d.setDepth24(s, dep)
 		return nil
 	}
 	g := d.t24[s] &^ dir4Group
@@ -267,7 +280,8 @@ func (d *dir4) delLocked(p netip.Prefix) error {
 		// Every entry now holds the /24's covering route: the group
 		// goes, the /24 entry takes the route.
 		base := int(g) * dir4GroupSize
-		d.t24[s], d.d24[s] = d.t8[base], d.d8[base]
+		d.t24[s] = d.t8[base]
+		d.setDepth24(s, d.d8[g][0])
 		d.freeGroup(g)
 	}
 	return nil
@@ -293,24 +307,46 @@ func (d *dir4) covering(a uint32, bits int) (uint16, uint8) {
 // entries. Pinned /24s are left to del's recount.
 func (d *dir4) fill24(s0, n uint32, od uint8, exact bool, id uint16, nd uint8) {
 	for s := s0; s < s0+n; s++ {
-		e, cur := d.t24[s], d.d24[s]
+		e, cur := d.t24[s], d.depth24(s)
 		switch {
 		case e&dir4Group != 0:
 			d.fill8(e&^dir4Group, 0, dir4GroupSize, od, exact, id, nd)
 		case cur != depthPinned && (cur == od || !exact && cur < od):
-			d.t24[s], d.d24[s] = id, nd
+			d.t24[s] = id
+			d.setDepth24(s, nd)
 		}
 	}
 }
 
 // fill8 is fill24 for group g's entries [j0, j0+n).
 func (d *dir4) fill8(g uint16, j0, n uint32, od uint8, exact bool, id uint16, nd uint8) {
-	base := uint32(g) * dir4GroupSize
-	for j := base + j0; j < base+j0+n; j++ {
-		if cur := d.d8[j]; cur == od || !exact && cur < od {
-			d.t8[j], d.d8[j] = id, nd
+	base, dg := uint32(g)*dir4GroupSize, d.d8[g]
+	for j := j0; j < j0+n; j++ {
+		if cur := dg[j]; cur == od || !exact && cur < od {
+			d.t8[base+j], dg[j] = id, nd
 		}
 	}
+}
+
+// depth24 is /24 entry s's depth.
+func (d *dir4) depth24(s uint32) uint8 {
+	if pg := d.d24[s/dir4DepthPage]; pg != nil {
+		return pg[s%dir4DepthPage]
+	}
+	return 0
+}
+
+// setDepth24 sets /24 entry s's depth, making its page if need be.
+func (d *dir4) setDepth24(s uint32, dep uint8) {
+	pg := d.d24[s/dir4DepthPage]
+	if pg == nil {
+		if dep == 0 {
+			return
+		}
+		pg = make([]uint8, dir4DepthPage)
+		d.d24[s/dir4DepthPage] = pg
+	}
+	pg[s%dir4DepthPage] = dep
 }
 
 // publish24 stores v in /24 entry s after every store before it, on

@@ -126,9 +126,11 @@ type Tables struct {
 // maxFlows flow directions (counter slots). The IPv4 table (dir4.go)
 // takes any number of prefixes up to /24 and longer ones in up to
 // maxRoutes /24s (at most 32,760; a /24 beyond takes the slow path);
-// it costs 32 MiB of kernel memory and 16 MiB of the process's whatever
-// it holds, 768 bytes a /24 with longer prefixes, and the process's
-// record of each prefix.
+// it costs 32 MiB of kernel memory whatever it holds, 512 bytes more a
+// group (a /24 with longer prefixes: the kernel's memory for every
+// group it may take, the process's 256 bytes for the groups used), and
+// in the process a depth byte a /24 (in pages of 4,096 made as routes
+// reach them) and its record of each prefix.
 func NewTables(maxRoutes, maxNeighbors, maxFlows int) (*Tables, error) {
 	if maxRoutes < 1 || maxNeighbors < 1 || maxFlows < 1 || maxRoutes > math.MaxUint32 || maxNeighbors > math.MaxUint32 || maxFlows > maxFlowsLimit {
 		return nil, fmt.Errorf("fastpath: table sizes must be >= 1 (got %d routes, %d neighbours, %d flows)", maxRoutes, maxNeighbors, maxFlows)
