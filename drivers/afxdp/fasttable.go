@@ -95,7 +95,7 @@ func acquireFastTable(l opLog) (*fastTable, error) {
 		}
 		f.t = t
 		if err := kfeature.Have(kfeature.LPMTrieBatch); err != nil {
-			l.Printf("fast path: %v: each route goes into the fast path's tables with a system call of its own (more CPU while a routing daemon loads a full table; forwarding is the same)", err)
+			l.Printf("fast path: %v: each IPv6 route goes into the fast path's table with a system call of its own (more CPU while a routing daemon loads a full table; forwarding is the same)", err)
 		}
 		if err := t.WatchRedirects(); err != nil {
 			l.Printf("fast path: %v: without it a device that refuses redirected frames would lose them, so the fast path forwards nothing (everything takes the graph's path)", err)
