@@ -229,6 +229,15 @@ type FastPathTable interface {
 	SetFlowGeneration(gen uint32) error
 }
 
+// FastPathRouteUse is a FastPathTable that may take a route and still
+// leave its packets to the graph for want of room (the afxdp fast path's
+// IPv4 table out of groups or next-hop numbers): forwarding stays
+// correct, only slower. RoutesToGraph counts what it so left, as the
+// table counts it (the afxdp table: /24s and routes).
+type FastPathRouteUse interface {
+	RoutesToGraph() uint64
+}
+
 // FastPathRouteBatcher is a FastPathTable that also takes route changes
 // many at a time (a full routing table is a million of them; each call of
 // SetRoute is a system call). The results are SetRoute's and

@@ -187,6 +187,19 @@ func fastDevice(out drivers.Device) (fastPort, error) {
 	return fastPort{ifindex: d.ifindex, mac: d.info.MAC, mtu: d.mtu, input: d.fp != nil, output: d.out != nil}, nil
 }
 
+// RoutesToGraph implements drivers.FastPathRouteUse: the /24s the fast
+// path's IPv4 table pinned to the graph and the routes it had no next-hop
+// number for.
+func (f *fastTable) RoutesToGraph() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.t == nil {
+		return 0
+	}
+	u := f.t.RouteTableUse()
+	return uint64(u.Pinned + u.Fallbacks)
+}
+
 // SetRoute implements drivers.FastPathTable.
 func (f *fastTable) SetRoute(p netip.Prefix, gw netip.Addr, out drivers.Device) error {
 	c, err := routeChange(p, gw, out)

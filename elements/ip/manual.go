@@ -298,7 +298,9 @@ var ipLookupManual = elements.Doc{
 		"objects (ip route ... nhid N, as FRR installs them) are mirrored by the paths the kernel reports with them, a group as ECMP; " +
 		"with net.ipv4.nexthop_compat_mode = 0 it reports none, and they are counted as \"nexthop object\" there. " +
 		"With offload: \"offload routes applied\" (fast-path entries set or deleted), \"offload errors\" " +
-		"(rounds in which the fast path refused a change; retried every 10 ms).",
+		"(rounds in which the fast path refused a change; retried every 10 ms), \"offload left to graph\" " +
+		"(what the fast path took but has no room to forward itself, so the graph forwards it: on afxdp and afpacket, " +
+		"/24s holding longer prefixes beyond the IPv4 table's 32,760 groups, and routes beyond its 32,767 distinct next hops).",
 	Example: "[tables.main]\n" +
 		"routes = [\"10.0.0.0/8 via 10.1.0.2 out 0\", \"192.168.1.0/24 out 1\", \"2001:db8::/32 via 2001:db8:1::1 out 1\",\n" +
 		"          \"0.0.0.0/0 via 192.0.2.1 via 198.51.100.1 out 1 out 2\", \"10.100.5.1 blackhole\"]\n\n" +

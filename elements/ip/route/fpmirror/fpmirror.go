@@ -45,6 +45,7 @@ type Sync struct {
 	res     []error
 
 	applied, failed *atomic.Uint64
+	toGraph         *atomic.Uint64 // drivers.FastPathRouteUse's count, after each round that changed something
 	stop, done      chan struct{}
 
 	// peers are the other mirrors into the same fast path while a reload
@@ -85,7 +86,8 @@ func (s *Sync) resetAll() {
 // (nil: not offloaded), and keeps it in step until Close.
 func Start(t *route.Table, fp drivers.FastPathTable, ports []drivers.Device, st *elements.Stats) (*Sync, error) {
 	s := &Sync{t: t, fp: fp, ports: ports, applied: st.Counter("offload routes applied"),
-		failed: st.Counter("offload errors"), stop: make(chan struct{}), done: make(chan struct{})}
+		failed: st.Counter("offload errors"), toGraph: st.Counter("offload left to graph"),
+		stop: make(chan struct{}), done: make(chan struct{})}
 	// Journal first, then walk: a change between the two is in both,
 	// and applying it twice is harmless.
 	t.StartJournal()
@@ -161,6 +163,7 @@ func (s *Sync) sync() error {
 			s.ver = v
 			s.full = len(errs) > 0
 			s.applied.Add(n)
+			s.countToGraph()
 			return errors.Join(errs...)
 		}
 	}
@@ -275,7 +278,16 @@ func (s *Sync) walk() error {
 	s.ver = v
 	s.full = len(errs) > 0
 	s.applied.Add(n)
+	s.countToGraph()
 	return errors.Join(errs...)
+}
+
+// countToGraph copies what the fast path says it left to the graph
+// (drivers.FastPathRouteUse) into the element's counter.
+func (s *Sync) countToGraph() {
+	if u, ok := s.fp.(drivers.FastPathRouteUse); ok {
+		s.toGraph.Store(u.RoutesToGraph())
+	}
 }
 
 // clear removes every route this mirror installed.

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -326,4 +327,45 @@ func TestOffloadTypes(t *testing.T) {
 		r, ok := ff.snapshot()[netip.MustParsePrefix("10.16.7.0/24")]
 		return ok && r.out == nil
 	})
+}
+
+// usageFast is a fakeFast that says how much it left to the graph
+// (drivers.FastPathRouteUse).
+type usageFast struct {
+	*fakeFast
+	toGraph atomic.Uint64
+}
+
+func (u *usageFast) RoutesToGraph() uint64 { return u.toGraph.Load() }
+
+// TestOffloadLeftToGraph: what the fast path says it left to the graph
+// reaches the element's "offload left to graph" after the next round
+// that changed a route.
+func TestOffloadLeftToGraph(t *testing.T) {
+	uf := &usageFast{fakeFast: &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}}
+	uf.toGraph.Store(3)
+	lan := &fastDev{name: "lan", ft: uf}
+	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &elements.Stats{}
+	s, err := Start(tab, fp, ports, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := st.Counter("offload left to graph")
+	if got := c.Load(); got != 3 {
+		t.Errorf("after the first walk: %d left to graph, want 3", got)
+	}
+	uf.toGraph.Store(5)
+	if err := tab.Replace(mustRoutes(t, "10.9.0.0/24 out 0")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the count after a change", func() bool { return c.Load() == 5 })
 }
