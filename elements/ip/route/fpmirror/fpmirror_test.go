@@ -116,6 +116,27 @@ func mustRoutes(t *testing.T, ss ...string) []route.Route {
 	return rs
 }
 
+// startOnLAN starts a mirror of a table of routes into ft, the fast path
+// of one device "lan" (port 0), with stats st; closed when the test ends.
+func startOnLAN(t *testing.T, ft drivers.FastPathTable, st *elements.Stats, routes ...string) (*route.Table, *fastDev) {
+	t.Helper()
+	lan := &fastDev{name: "lan", ft: ft}
+	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := route.NewTable(mustRoutes(t, routes...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(tab, fp, ports, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return tab, lan
+}
+
 // waitFor polls cond for up to 2 s (the mirror runs every 10 ms).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -266,20 +287,7 @@ func TestOffloadConfigErrors(t *testing.T) {
 // writer's internal epoch) still reaches the fast path.
 func TestOffloadFollowsReplace(t *testing.T) {
 	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
-	lan := &fastDev{name: "lan", ft: ff}
-	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Start(tab, fp, ports, &elements.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	tab, _ := startOnLAN(t, ff, &elements.Stats{}, "10.1.0.0/24 out 0")
 	if err := tab.Replace(mustRoutes(t, "10.9.0.0/24 out 0")); err != nil {
 		t.Fatal(err)
 	}
@@ -297,20 +305,7 @@ func TestOffloadFollowsReplace(t *testing.T) {
 // route; deleting it hands its addresses back to the covering route.
 func TestOffloadTypes(t *testing.T) {
 	ff := &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}
-	lan := &fastDev{name: "lan", ft: ff}
-	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := route.NewTable(mustRoutes(t, "10.16.0.0/12 via 10.2.0.2 out 0", "10.16.5.1 blackhole", "10.16.6.0/24 prohibit"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Start(tab, fp, ports, &elements.Stats{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	tab, lan := startOnLAN(t, ff, &elements.Stats{}, "10.16.0.0/12 via 10.2.0.2 out 0", "10.16.5.1 blackhole", "10.16.6.0/24 prohibit")
 	got := ff.snapshot()
 	for _, p := range []string{"10.16.5.1/32", "10.16.6.0/24"} {
 		if r, ok := got[netip.MustParsePrefix(p)]; !ok || r.out != nil {
@@ -344,21 +339,8 @@ func (u *usageFast) RoutesToGraph() uint64 { return u.toGraph.Load() }
 func TestOffloadLeftToGraph(t *testing.T) {
 	uf := &usageFast{fakeFast: &fakeFast{routes: map[netip.Prefix]offloadRoute{}, fail: map[netip.Prefix]bool{}}}
 	uf.toGraph.Store(3)
-	lan := &fastDev{name: "lan", ft: uf}
-	ports, fp, err := resolveOffload(t, []string{"lan"}, devMap{"lan": lan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := route.NewTable(mustRoutes(t, "10.1.0.0/24 out 0"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := &elements.Stats{}
-	s, err := Start(tab, fp, ports, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	tab, _ := startOnLAN(t, uf, st, "10.1.0.0/24 out 0")
 	c := st.Counter("offload left to graph")
 	if got := c.Load(); got != 3 {
 		t.Errorf("after the first walk: %d left to graph, want 3", got)
