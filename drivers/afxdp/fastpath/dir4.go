@@ -68,9 +68,9 @@ type dir4 struct {
 	// table does not pay for a full one's.
 	d24                [][]uint8
 	d8                 [][]uint8
-	long               []uint16 // per group: its prefixes longer than /24
-	groups             int      // groups the table has
-	rules              map[uint64]uint16
+	long               []uint16          // per group: its prefixes longer than /24
+	groups             int               // groups the table has
+	rules              map[uint64]uint16 // every prefix (dir4Key) -> its next hop
 	lens               [33]int           // prefixes held, by length
 	pinned             map[uint32]uint16 // pinned /24 -> its longer prefixes
 	freeGroups, freeNH []uint16
