@@ -35,8 +35,9 @@ func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 		v6 []fastpathRoute6
 		i6 []int
 	)
+	// The IPv4 routes under one lock; the IPv6 batches' system calls
+	// after it.
 	t.dir.mu.Lock()
-	defer t.dir.mu.Unlock()
 	for i, c := range cs {
 		errs[i] = nil
 		if c.Prefix.IsValid() && is6(c.Prefix.Addr()) {
@@ -60,6 +61,7 @@ func (t *Tables) SetRoutes(cs []RouteChange, errs []error) {
 		}
 		errs[i] = t.dir.setLocked(p, v)
 	}
+	t.dir.mu.Unlock()
 	batchUpdate(t.routes6, k6, v6, i6, errs, t.routeBatches)
 }
 
@@ -70,8 +72,9 @@ func (t *Tables) DeleteRoutes(ps []netip.Prefix, errs []error) {
 		k6 []fastpathRoute6Key
 		i6 []int
 	)
+	// The IPv4 routes under one lock; the IPv6 batches' system calls
+	// after it.
 	t.dir.mu.Lock()
-	defer t.dir.mu.Unlock()
 	for i, p := range ps {
 		errs[i] = nil
 		if p.IsValid() && is6(p.Addr()) {
@@ -85,6 +88,7 @@ func (t *Tables) DeleteRoutes(ps []netip.Prefix, errs []error) {
 		}
 		errs[i] = t.dir.delLocked(p)
 	}
+	t.dir.mu.Unlock()
 	batchDelete(t.routes6, k6, i6, errs, t.routeBatches)
 }
 
