@@ -230,46 +230,7 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 	last := fmt.Sprintf("%d.%d.%d.1", v>>24, v>>16&0xff, v>>8&0xff)
 	tp.srv.MustRun("ip", "addr", "add", last+"/32", "dev", "lo")
 
-	probe := func(name string, run func()) {
-		t.Helper()
-		load0, _ := os.ReadFile("/proc/loadavg")
-		args := []string{"ping", "-D", "-n", "-i", "0.01", "-W", "1", "10.2.0.2"}
-		if os.Getenv("JN_PINGGAP_PROBE_RT") != "" {
-			// Woken on a CPU whose task is in the kernel, a real-time
-			// task waits for it there (PREEMPT_NONE), where an ordinary
-			// one is placed on an idle CPU: see the comment above.
-			args = append([]string{"chrt", "-f", "1"}, args...)
-		}
-		cmd := tp.cli.Command(args[0], args[1:]...)
-		var buf strings.Builder
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-		t0, cpu0 := time.Now(), procCPU(pid)
-		run()
-		d, cpu := time.Since(t0), procCPU(pid)-cpu0
-		fwdCPU := ""
-		if pid != 0 {
-			fwdCPU = fmt.Sprintf(", forwarder CPU %v", cpu.Round(10*time.Millisecond))
-		}
-		time.Sleep(500 * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGINT)
-		cmd.Wait()
-		load1, _ := os.ReadFile("/proc/loadavg")
-		g := parsePingGaps(buf.String())
-		if dir := os.Getenv("JN_PINGGAP_SAVE"); dir != "" {
-			os.WriteFile(filepath.Join(dir, strings.Fields(name)[0]+".ping"), []byte(buf.String()), 0o644)
-		}
-		t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v; its requests sent %v apart, round trips up to %v), longest round trip %v, longest run of lost replies %d (%v); load %s -> %s",
-			name, d.Round(time.Millisecond), fwdCPU, g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
-			g.gapSent.Round(time.Millisecond), g.gapRTT.Round(10*time.Microsecond), g.maxRTT.Round(10*time.Microsecond),
-			g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,
-			strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
-	}
-	probe("idle 5 s", func() { time.Sleep(5 * time.Second) })
+	probePhase(t, tp, pid, "idle 5 s", func() { time.Sleep(5 * time.Second) })
 	batch := func(file string) {
 		cmd := exec.Command("ip", "-n", tp.fwd.Name, "-batch", file)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -292,20 +253,66 @@ func pingGapPhases(t *testing.T, tp *topo, dev string, n4, n6, pid int) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	probe(fmt.Sprintf("announce %d+%d", n4, n6), func() {
+	probePhase(t, tp, pid, fmt.Sprintf("announce %d+%d", n4, n6), func() {
 		t0 := time.Now()
 		batch(add)
 		k := time.Since(t0)
 		reach(true)
 		t.Logf("announce: ip -batch %v, forwarded %v after its start", k.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	})
-	probe(fmt.Sprintf("withdraw %d+%d", n4, n6), func() {
+	probePhase(t, tp, pid, fmt.Sprintf("withdraw %d+%d", n4, n6), func() {
 		t0 := time.Now()
 		batch(del)
 		k := time.Since(t0)
 		reach(false)
 		t.Logf("withdraw: ip -batch %v, gone %v after its start", k.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	})
+}
+
+// probePhase runs run under a ping -D -i 0.01 from tp's client to srv
+// (10.2.0.2, by a connected route no table change touches), started half
+// a second before and stopped half a second after, in a session of its
+// own, and logs the phase: its time, the forwarder's CPU (pid 0: none),
+// the replies, the longest time between two of them and what it was
+// made of (parsePingGaps), and the load.
+func probePhase(t *testing.T, tp *topo, pid int, name string, run func()) {
+	t.Helper()
+	load0, _ := os.ReadFile("/proc/loadavg")
+	args := []string{"ping", "-D", "-n", "-i", "0.01", "-W", "1", "10.2.0.2"}
+	if os.Getenv("JN_PINGGAP_PROBE_RT") != "" {
+		// Woken on a CPU whose task is in the kernel, a real-time
+		// task waits for it there (PREEMPT_NONE), where an ordinary
+		// one is placed on an idle CPU: see TestKernelMirrorPingGap.
+		args = append([]string{"chrt", "-f", "1"}, args...)
+	}
+	cmd := tp.cli.Command(args[0], args[1:]...)
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	t0, cpu0 := time.Now(), procCPU(pid)
+	run()
+	d, cpu := time.Since(t0), procCPU(pid)-cpu0
+	fwdCPU := ""
+	if pid != 0 {
+		fwdCPU = fmt.Sprintf(", forwarder CPU %v", cpu.Round(10*time.Millisecond))
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	load1, _ := os.ReadFile("/proc/loadavg")
+	g := parsePingGaps(buf.String())
+	if dir := os.Getenv("JN_PINGGAP_SAVE"); dir != "" {
+		os.WriteFile(filepath.Join(dir, strings.Fields(name)[0]+".ping"), []byte(buf.String()), 0o644)
+	}
+	t.Logf("%s: %v%s; %d replies to %d requests, longest time between replies %v (at +%v; its requests sent %v apart, round trips up to %v), longest round trip %v, longest run of lost replies %d (%v); load %s -> %s",
+		name, d.Round(time.Millisecond), fwdCPU, g.replies, g.sent, g.gap.Round(time.Millisecond), g.gapAt.Round(time.Millisecond),
+		g.gapSent.Round(time.Millisecond), g.gapRTT.Round(10*time.Microsecond), g.maxRTT.Round(10*time.Microsecond),
+		g.lostRun, time.Duration(g.lostRun)*10*time.Millisecond,
+		strings.Join(strings.Fields(string(load0))[:3], " "), strings.Join(strings.Fields(string(load1))[:3], " "))
 }
 
 // tableBatches writes the ip -batch files that add and delete the
