@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,16 +19,19 @@ import (
 // TestBGPFullTable measures a full table arriving from a BGP peer and
 // leaving again, the way an operator sees it: BIRD in srv (AS 65002)
 // announces N IPv4 /24s and M IPv6 /48s over an IPv4 and an IPv6 session
-// to BIRD in the router's namespace (AS 65001), which installs them in
-// the kernel's main table through the WAN twin; the forwarder
+// to the routing daemon in the router's namespace (AS 65001: BIRD, or
+// FRR's zebra and bgpd with JN_BGPTABLE_DAEMON=frr), which installs them
+// in the kernel's main table through the WAN twin; the forwarder
 // (bgp-router.toml as shipped: the table mirrors the kernel's, its fast
-// path in TC) follows. Then the peer withdraws them. Both BIRDs and the
-// forwarder run in sessions of their own, as services do.
+// path in TC) follows. Then the peer withdraws them. The BIRDs and the
+// forwarder run in sessions of their own, as services do (FRR's daemons
+// in the test's).
 //
 // Per phase it reports:
-//   - the kernel's time: until BIRD's kernel protocols have exported (and
-//     so installed: BIRD waits for the kernel's answer to each route) every
-//     route, read over BIRD's control socket every 50 ms;
+//   - the kernel's time: until the daemon has installed every route, as it
+//     counts them (BIRD's kernel protocols' exported routes: BIRD waits for
+//     the kernel's answer to each; zebra's FIB count), read over its
+//     control socket every 50 ms;
 //   - the time until the forwarder forwards by the last change: once the
 //     kernel holds the rest, the peer announces (withdraws) one more /24,
 //     the sentinel, and the phase ends when a ping from the client to an
@@ -46,7 +50,8 @@ import (
 //
 //	JN_BGPTABLE_SCALE=1000000,200000 go test -count=1 -v -run '^TestBGPFullTable$' -timeout 40m ./cmd/forwarder/e2e/
 //
-// JN_BGPTABLE_ONLY=linux or junction runs one side.
+// JN_BGPTABLE_ONLY=linux or junction runs one side; JN_BGPTABLE_DAEMON=frr
+// puts FRR on the router instead of BIRD.
 func TestBGPFullTable(t *testing.T) {
 	spec := os.Getenv("JN_BGPTABLE_SCALE")
 	if spec == "" {
@@ -86,40 +91,19 @@ func bgpTablePhases(t *testing.T, tp *topo, n4, n6, pid int) {
 	pingOK(t, tp.cli, "10.2.0.2")
 
 	peer := startBirdSession(t, tp.srv, bgpTablePeerConfig(t, n4, n6))
-	router := startBirdSession(t, tp.fwd, `log stderr all;
-router id 10.2.0.1;
-protocol device { }
-protocol kernel k4 { ipv4 { import none; export all; }; }
-protocol kernel k6 { ipv6 { import none; export all; }; }
-protocol bgp uplink {
-  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002;
-  ipv4 { import all; export none; };
-}
-protocol bgp uplink6 {
-  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002;
-  ipv6 { import all; export none; };
-}
-`)
-	for _, name := range []string{"uplink", "uplink6"} {
-		waitFor(t, 60*time.Second, "BGP session "+name+" established", func() (bool, string) {
-			_, up, out := router.session(name)
-			return up, out
-		})
-	}
-	exported := func() (v4, v6 int) {
-		return birdExported(t, router, "k4"), birdExported(t, router, "k6")
-	}
-	// waitKernel polls the kernel protocols' counts until done says
-	// they are what the phase wants.
+	router := startTableDaemon(t, tp)
+	waitFor(t, 60*time.Second, "BGP sessions established", router.up)
+	// waitKernel polls the routes the daemon has installed until done
+	// says they are what the phase wants.
 	waitKernel := func(what string, done func(v4, v6 int) bool) time.Duration {
 		t0 := time.Now()
 		for deadline := t0.Add(15 * time.Minute); ; {
-			v4, v6 := exported()
+			v4, v6 := router.installed()
 			if done(v4, v6) {
 				return time.Since(t0)
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: the router's kernel protocols exported %d+%d routes 15 minutes on", what, v4, v6)
+				t.Fatalf("%s: the router's %s had installed %d+%d routes 15 minutes on", what, router.name, v4, v6)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -195,10 +179,8 @@ protocol bgp uplink6 {
 		k := time.Since(t0)
 		report("withdraw", all, k, forwarded(false).Sub(t0))
 	})
-	for _, name := range []string{"uplink", "uplink6"} {
-		if since, up, out := router.session(name); !up {
-			t.Errorf("BGP session %s is down at the end (since %s):\n%s", name, since, out)
-		}
+	if up, out := router.up(); !up {
+		t.Errorf("BGP sessions down at the end:\n%s", out)
 	}
 	if pid == 0 {
 		return
@@ -214,6 +196,136 @@ protocol bgp uplink6 {
 	}
 	if peak > 2*steady {
 		t.Errorf("forwarder's peak resident memory %d MB is over twice its settled %d MB", peak>>10, steady>>10)
+	}
+}
+
+// tableDaemon is the routing daemon on the router in TestBGPFullTable:
+// BIRD (kernel protocols exporting to the main table) or FRR (zebra and
+// bgpd), each with an IPv4 and an IPv6 session to the peer.
+type tableDaemon struct {
+	name string
+	// installed is how many IPv4 and IPv6 routes learnt by BGP the
+	// daemon has installed in the kernel, as it counts them once the
+	// kernel has answered.
+	installed func() (v4, v6 int)
+	// up reports whether both sessions are established.
+	up func() (bool, string)
+}
+
+// startTableDaemon starts JN_BGPTABLE_DAEMON (bird, the default, or frr)
+// in tp's router namespace, peering with the peer's BIRD.
+func startTableDaemon(t *testing.T, tp *topo) *tableDaemon {
+	t.Helper()
+	switch d := os.Getenv("JN_BGPTABLE_DAEMON"); d {
+	case "", "bird":
+		b := startBirdSession(t, tp.fwd, `log stderr all;
+router id 10.2.0.1;
+protocol device { }
+protocol kernel k4 { ipv4 { import none; export all; }; }
+protocol kernel k6 { ipv6 { import none; export all; }; }
+protocol bgp uplink {
+  local 10.2.0.1 as 65001; neighbor 10.2.0.2 as 65002;
+  ipv4 { import all; export none; };
+}
+protocol bgp uplink6 {
+  local 2001:db8:2::1 as 65001; neighbor 2001:db8:2::2 as 65002;
+  ipv6 { import all; export none; };
+}
+`)
+		return &tableDaemon{name: "BIRD",
+			// BIRD waits for the kernel's answer to each route it
+			// exports.
+			installed: func() (int, int) { return birdExported(t, b, "k4"), birdExported(t, b, "k6") },
+			up: func() (bool, string) {
+				_, up4, out4 := b.session("uplink")
+				_, up6, out6 := b.session("uplink6")
+				return up4 && up6, out4 + out6
+			}}
+	case "frr":
+		f := startFRR(t, tp.fwd, `hostname r
+router bgp 65001
+ bgp router-id 10.2.0.1
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ neighbor 10.2.0.2 remote-as 65002
+ neighbor 10.2.0.2 timers connect 1
+ neighbor 2001:db8:2::2 remote-as 65002
+ neighbor 2001:db8:2::2 timers connect 1
+ address-family ipv4 unicast
+  neighbor 10.2.0.2 activate
+ exit-address-family
+ address-family ipv6 unicast
+  neighbor 2001:db8:2::2 activate
+ exit-address-family
+`)
+		zebra := filepath.Join(f.dir, "zebra.vty")
+		return &tableDaemon{name: "FRR",
+			// zebra's FIB count: the routes the kernel has confirmed.
+			installed: func() (int, int) { return zebraFIB(t, zebra, "ip"), zebraFIB(t, zebra, "ipv6") },
+			up: func() (bool, string) {
+				st4, _, out4 := f.neighbor("10.2.0.2")
+				st6, _, out6 := f.neighbor("2001:db8:2::2")
+				return st4 == "Established" && st6 == "Established", out4 + out6
+			}}
+	default:
+		t.Fatalf("JN_BGPTABLE_DAEMON %q: bird or frr", d)
+		return nil
+	}
+}
+
+// zebraFIB is the number of BGP routes of family ("ip", "ipv6") zebra
+// has in the kernel's table, asked over its vty socket.
+func zebraFIB(t *testing.T, sock, family string) int {
+	t.Helper()
+	out, err := vtyQuery(sock, "show "+family+" route summary json")
+	if err != nil {
+		t.Fatalf("zebra, show %s route summary: %v\n%.500s", family, err, out)
+	}
+	var sum struct {
+		Routes []struct {
+			Type string `json:"type"`
+			FIB  int    `json:"fib"`
+		} `json:"routes"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("zebra, show %s route summary: %v\n%.500s", family, err, out)
+	}
+	n := 0
+	for _, r := range sum.Routes {
+		if strings.Contains(r.Type, "bgp") {
+			n += r.FIB
+		}
+	}
+	return n
+}
+
+// vtyQuery runs one command on an FRR daemon's vty socket, as vtysh does
+// (the command and a NUL; the reply ends in three NULs and a status
+// byte), without a vtysh process per question.
+func vtyQuery(sock, cmd string) (string, error) {
+	c, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(append([]byte(cmd), 0)); err != nil {
+		return "", err
+	}
+	var buf []byte
+	tmp := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if k := len(buf); k >= 4 && buf[k-4] == 0 && buf[k-3] == 0 && buf[k-2] == 0 {
+			if buf[k-1] != 0 {
+				return string(buf[:k-4]), fmt.Errorf("vty: status %d", buf[k-1])
+			}
+			return string(buf[:k-4]), nil
+		}
+		if err != nil {
+			return string(buf), err
+		}
 	}
 }
 
