@@ -133,20 +133,7 @@ func bgpTablePhases(t *testing.T, tp *topo, n4, n6, pid int) {
 			t.Fatalf("birdc %v: %v: %s", args, err, out)
 		}
 	}
-	settle := func() {
-		if pid == 0 {
-			time.Sleep(time.Second)
-			return
-		}
-		// Caught up: the forwarder's CPU over 200 ms under 20 ms.
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
-			c0 := procCPU(pid)
-			time.Sleep(200 * time.Millisecond)
-			if procCPU(pid)-c0 < 20*time.Millisecond {
-				return
-			}
-		}
-	}
+	settle := func() { settleForwarder(pid, 30*time.Second) }
 	report := func(phase string, all, kSentinel, fwd time.Duration) {
 		t.Logf("%s: the kernel held every route %v after the peer's start, the sentinel %v; forwarded by the sentinel %v (%.2fx the kernel's)",
 			phase, all.Round(time.Millisecond), kSentinel.Round(time.Millisecond), fwd.Round(time.Millisecond),
